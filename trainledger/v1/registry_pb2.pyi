@@ -1,0 +1,167 @@
+import datetime
+
+from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ModelVersion(_message.Message):
+    __slots__ = ("family", "version", "artifact_uri", "digest", "source_run_id", "source_step", "metadata", "registered_at")
+    FAMILY_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    ARTIFACT_URI_FIELD_NUMBER: _ClassVar[int]
+    DIGEST_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_STEP_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    REGISTERED_AT_FIELD_NUMBER: _ClassVar[int]
+    family: str
+    version: int
+    artifact_uri: str
+    digest: str
+    source_run_id: str
+    source_step: int
+    metadata: _struct_pb2.Struct
+    registered_at: _timestamp_pb2.Timestamp
+    def __init__(self, family: _Optional[str] = ..., version: _Optional[int] = ..., artifact_uri: _Optional[str] = ..., digest: _Optional[str] = ..., source_run_id: _Optional[str] = ..., source_step: _Optional[int] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., registered_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class GateVerdict(_message.Message):
+    __slots__ = ("passed", "reason", "stats")
+    PASSED_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    STATS_FIELD_NUMBER: _ClassVar[int]
+    passed: bool
+    reason: str
+    stats: _struct_pb2.Struct
+    def __init__(self, passed: _Optional[bool] = ..., reason: _Optional[str] = ..., stats: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class Promotion(_message.Message):
+    __slots__ = ("version", "previous", "kind", "verdict", "reason", "at", "principal", "position")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    VERDICT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    previous: int
+    kind: str
+    verdict: GateVerdict
+    reason: str
+    at: _timestamp_pb2.Timestamp
+    principal: str
+    position: int
+    def __init__(self, version: _Optional[int] = ..., previous: _Optional[int] = ..., kind: _Optional[str] = ..., verdict: _Optional[_Union[GateVerdict, _Mapping]] = ..., reason: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., principal: _Optional[str] = ..., position: _Optional[int] = ...) -> None: ...
+
+class RegisterRequest(_message.Message):
+    __slots__ = ("family", "artifact_uri", "digest", "source_run_id", "source_step", "metadata")
+    FAMILY_FIELD_NUMBER: _ClassVar[int]
+    ARTIFACT_URI_FIELD_NUMBER: _ClassVar[int]
+    DIGEST_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_STEP_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    family: str
+    artifact_uri: str
+    digest: str
+    source_run_id: str
+    source_step: int
+    metadata: _struct_pb2.Struct
+    def __init__(self, family: _Optional[str] = ..., artifact_uri: _Optional[str] = ..., digest: _Optional[str] = ..., source_run_id: _Optional[str] = ..., source_step: _Optional[int] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class RegisterResponse(_message.Message):
+    __slots__ = ("position", "version", "duplicate")
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    position: int
+    version: int
+    duplicate: bool
+    def __init__(self, position: _Optional[int] = ..., version: _Optional[int] = ..., duplicate: _Optional[bool] = ...) -> None: ...
+
+class PromoteRequest(_message.Message):
+    __slots__ = ("family", "version", "expected_current", "verdict")
+    FAMILY_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_CURRENT_FIELD_NUMBER: _ClassVar[int]
+    VERDICT_FIELD_NUMBER: _ClassVar[int]
+    family: str
+    version: int
+    expected_current: int
+    verdict: GateVerdict
+    def __init__(self, family: _Optional[str] = ..., version: _Optional[int] = ..., expected_current: _Optional[int] = ..., verdict: _Optional[_Union[GateVerdict, _Mapping]] = ...) -> None: ...
+
+class PromoteResponse(_message.Message):
+    __slots__ = ("position", "duplicate", "current", "previous")
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_FIELD_NUMBER: _ClassVar[int]
+    position: int
+    duplicate: bool
+    current: int
+    previous: int
+    def __init__(self, position: _Optional[int] = ..., duplicate: _Optional[bool] = ..., current: _Optional[int] = ..., previous: _Optional[int] = ...) -> None: ...
+
+class RollbackRequest(_message.Message):
+    __slots__ = ("family", "version", "expected_current", "reason")
+    FAMILY_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_CURRENT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    family: str
+    version: int
+    expected_current: int
+    reason: str
+    def __init__(self, family: _Optional[str] = ..., version: _Optional[int] = ..., expected_current: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class RollbackResponse(_message.Message):
+    __slots__ = ("position", "duplicate", "current", "previous")
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_FIELD_NUMBER: _ClassVar[int]
+    position: int
+    duplicate: bool
+    current: int
+    previous: int
+    def __init__(self, position: _Optional[int] = ..., duplicate: _Optional[bool] = ..., current: _Optional[int] = ..., previous: _Optional[int] = ...) -> None: ...
+
+class GetCurrentRequest(_message.Message):
+    __slots__ = ("family", "min_position")
+    FAMILY_FIELD_NUMBER: _ClassVar[int]
+    MIN_POSITION_FIELD_NUMBER: _ClassVar[int]
+    family: str
+    min_position: int
+    def __init__(self, family: _Optional[str] = ..., min_position: _Optional[int] = ...) -> None: ...
+
+class GetCurrentResponse(_message.Message):
+    __slots__ = ("version",)
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    version: ModelVersion
+    def __init__(self, version: _Optional[_Union[ModelVersion, _Mapping]] = ...) -> None: ...
+
+class ListVersionsRequest(_message.Message):
+    __slots__ = ("family", "min_position")
+    FAMILY_FIELD_NUMBER: _ClassVar[int]
+    MIN_POSITION_FIELD_NUMBER: _ClassVar[int]
+    family: str
+    min_position: int
+    def __init__(self, family: _Optional[str] = ..., min_position: _Optional[int] = ...) -> None: ...
+
+class ListVersionsResponse(_message.Message):
+    __slots__ = ("versions", "current", "history")
+    VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_FIELD_NUMBER: _ClassVar[int]
+    versions: _containers.RepeatedCompositeFieldContainer[ModelVersion]
+    current: int
+    history: _containers.RepeatedCompositeFieldContainer[Promotion]
+    def __init__(self, versions: _Optional[_Iterable[_Union[ModelVersion, _Mapping]]] = ..., current: _Optional[int] = ..., history: _Optional[_Iterable[_Union[Promotion, _Mapping]]] = ...) -> None: ...

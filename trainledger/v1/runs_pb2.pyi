@@ -1,0 +1,372 @@
+import datetime
+
+from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from trainledger.v1 import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class OpenRunRequest(_message.Message):
+    __slots__ = ("run_key", "name", "spec", "cap_usd_micro", "parent_account")
+    RUN_KEY_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    CAP_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    PARENT_ACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    run_key: str
+    name: str
+    spec: _struct_pb2.Struct
+    cap_usd_micro: int
+    parent_account: str
+    def __init__(self, run_key: _Optional[str] = ..., name: _Optional[str] = ..., spec: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., cap_usd_micro: _Optional[int] = ..., parent_account: _Optional[str] = ...) -> None: ...
+
+class OpenRunResponse(_message.Message):
+    __slots__ = ("state", "created", "position")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    state: RunState
+    created: bool
+    position: int
+    def __init__(self, state: _Optional[_Union[RunState, _Mapping]] = ..., created: _Optional[bool] = ..., position: _Optional[int] = ...) -> None: ...
+
+class StartAttemptRequest(_message.Message):
+    __slots__ = ("run_id", "attempt_id", "label", "resume_from_step")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    RESUME_FROM_STEP_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    attempt_id: str
+    label: str
+    resume_from_step: int
+    def __init__(self, run_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., label: _Optional[str] = ..., resume_from_step: _Optional[int] = ...) -> None: ...
+
+class StartAttemptResponse(_message.Message):
+    __slots__ = ("attempt", "position", "duplicate", "state")
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    attempt: int
+    position: int
+    duplicate: bool
+    state: RunState
+    def __init__(self, attempt: _Optional[int] = ..., position: _Optional[int] = ..., duplicate: _Optional[bool] = ..., state: _Optional[_Union[RunState, _Mapping]] = ...) -> None: ...
+
+class AppendStepsRequest(_message.Message):
+    __slots__ = ("batch",)
+    BATCH_FIELD_NUMBER: _ClassVar[int]
+    batch: _common_pb2.StepBatch
+    def __init__(self, batch: _Optional[_Union[_common_pb2.StepBatch, _Mapping]] = ...) -> None: ...
+
+class AppendStepsResponse(_message.Message):
+    __slots__ = ("position", "duplicate", "last_step")
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    LAST_STEP_FIELD_NUMBER: _ClassVar[int]
+    position: int
+    duplicate: bool
+    last_step: int
+    def __init__(self, position: _Optional[int] = ..., duplicate: _Optional[bool] = ..., last_step: _Optional[int] = ...) -> None: ...
+
+class RecordStepsRequest(_message.Message):
+    __slots__ = ("sequence", "batch")
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
+    sequence: int
+    batch: _common_pb2.StepBatch
+    def __init__(self, sequence: _Optional[int] = ..., batch: _Optional[_Union[_common_pb2.StepBatch, _Mapping]] = ...) -> None: ...
+
+class RecordStepsResponse(_message.Message):
+    __slots__ = ("sequence", "position", "duplicate", "last_step")
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    LAST_STEP_FIELD_NUMBER: _ClassVar[int]
+    sequence: int
+    position: int
+    duplicate: bool
+    last_step: int
+    def __init__(self, sequence: _Optional[int] = ..., position: _Optional[int] = ..., duplicate: _Optional[bool] = ..., last_step: _Optional[int] = ...) -> None: ...
+
+class SaveCheckpointRequest(_message.Message):
+    __slots__ = ("run_id", "attempt", "step", "handle", "sampler_uri", "final", "expires_at", "digest")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    SAMPLER_URI_FIELD_NUMBER: _ClassVar[int]
+    FINAL_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    DIGEST_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    attempt: int
+    step: int
+    handle: _common_pb2.StateHandle
+    sampler_uri: str
+    final: bool
+    expires_at: _timestamp_pb2.Timestamp
+    digest: str
+    def __init__(self, run_id: _Optional[str] = ..., attempt: _Optional[int] = ..., step: _Optional[int] = ..., handle: _Optional[_Union[_common_pb2.StateHandle, _Mapping]] = ..., sampler_uri: _Optional[str] = ..., final: _Optional[bool] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., digest: _Optional[str] = ...) -> None: ...
+
+class SaveCheckpointResponse(_message.Message):
+    __slots__ = ("position", "duplicate")
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    position: int
+    duplicate: bool
+    def __init__(self, position: _Optional[int] = ..., duplicate: _Optional[bool] = ...) -> None: ...
+
+class FinishRunRequest(_message.Message):
+    __slots__ = ("run_id", "attempt", "status", "summary", "error")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    attempt: int
+    status: _common_pb2.RunStatus
+    summary: _struct_pb2.Struct
+    error: str
+    def __init__(self, run_id: _Optional[str] = ..., attempt: _Optional[int] = ..., status: _Optional[_Union[_common_pb2.RunStatus, str]] = ..., summary: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[str] = ...) -> None: ...
+
+class FinishRunResponse(_message.Message):
+    __slots__ = ("position",)
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    position: int
+    def __init__(self, position: _Optional[int] = ...) -> None: ...
+
+class NoteSummaryRequest(_message.Message):
+    __slots__ = ("run_id", "summary")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    summary: _struct_pb2.Struct
+    def __init__(self, run_id: _Optional[str] = ..., summary: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class NoteSummaryResponse(_message.Message):
+    __slots__ = ("position",)
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    position: int
+    def __init__(self, position: _Optional[int] = ...) -> None: ...
+
+class GetRunStateRequest(_message.Message):
+    __slots__ = ("run_id", "min_position")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    MIN_POSITION_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    min_position: int
+    def __init__(self, run_id: _Optional[str] = ..., min_position: _Optional[int] = ...) -> None: ...
+
+class GetRunStateResponse(_message.Message):
+    __slots__ = ("state",)
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    state: RunState
+    def __init__(self, state: _Optional[_Union[RunState, _Mapping]] = ...) -> None: ...
+
+class RunState(_message.Message):
+    __slots__ = ("run", "attempts", "current_attempt", "checkpoint", "expired_checkpoints", "resume", "last_step", "spend", "position")
+    RUN_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    EXPIRED_CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
+    RESUME_FIELD_NUMBER: _ClassVar[int]
+    LAST_STEP_FIELD_NUMBER: _ClassVar[int]
+    SPEND_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    run: RunInfo
+    attempts: _containers.RepeatedCompositeFieldContainer[Attempt]
+    current_attempt: int
+    checkpoint: Checkpoint
+    expired_checkpoints: _containers.RepeatedCompositeFieldContainer[Checkpoint]
+    resume: Resume
+    last_step: int
+    spend: SpendTotals
+    position: int
+    def __init__(self, run: _Optional[_Union[RunInfo, _Mapping]] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., current_attempt: _Optional[int] = ..., checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., expired_checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., resume: _Optional[_Union[Resume, _Mapping]] = ..., last_step: _Optional[int] = ..., spend: _Optional[_Union[SpendTotals, _Mapping]] = ..., position: _Optional[int] = ...) -> None: ...
+
+class RunInfo(_message.Message):
+    __slots__ = ("run_id", "run_key", "name", "status", "spec", "summary", "error", "opened_at", "finished_at")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    RUN_KEY_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    OPENED_AT_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    run_key: str
+    name: str
+    status: _common_pb2.RunStatus
+    spec: _struct_pb2.Struct
+    summary: _struct_pb2.Struct
+    error: str
+    opened_at: _timestamp_pb2.Timestamp
+    finished_at: _timestamp_pb2.Timestamp
+    def __init__(self, run_id: _Optional[str] = ..., run_key: _Optional[str] = ..., name: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.RunStatus, str]] = ..., spec: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., summary: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[str] = ..., opened_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class Attempt(_message.Message):
+    __slots__ = ("number", "attempt_id", "label", "started_at", "resumed_from_step", "ended")
+    NUMBER_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    RESUMED_FROM_STEP_FIELD_NUMBER: _ClassVar[int]
+    ENDED_FIELD_NUMBER: _ClassVar[int]
+    number: int
+    attempt_id: str
+    label: str
+    started_at: _timestamp_pb2.Timestamp
+    resumed_from_step: int
+    ended: bool
+    def __init__(self, number: _Optional[int] = ..., attempt_id: _Optional[str] = ..., label: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., resumed_from_step: _Optional[int] = ..., ended: _Optional[bool] = ...) -> None: ...
+
+class Checkpoint(_message.Message):
+    __slots__ = ("attempt", "step", "handle", "sampler_uri", "final", "saved_at", "expires_at", "digest")
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    SAMPLER_URI_FIELD_NUMBER: _ClassVar[int]
+    FINAL_FIELD_NUMBER: _ClassVar[int]
+    SAVED_AT_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    DIGEST_FIELD_NUMBER: _ClassVar[int]
+    attempt: int
+    step: int
+    handle: _common_pb2.StateHandle
+    sampler_uri: str
+    final: bool
+    saved_at: _timestamp_pb2.Timestamp
+    expires_at: _timestamp_pb2.Timestamp
+    digest: str
+    def __init__(self, attempt: _Optional[int] = ..., step: _Optional[int] = ..., handle: _Optional[_Union[_common_pb2.StateHandle, _Mapping]] = ..., sampler_uri: _Optional[str] = ..., final: _Optional[bool] = ..., saved_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., digest: _Optional[str] = ...) -> None: ...
+
+class Resume(_message.Message):
+    __slots__ = ("available", "from_step", "handle", "sampler_uri", "spend_committed_usd_micro")
+    AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    FROM_STEP_FIELD_NUMBER: _ClassVar[int]
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    SAMPLER_URI_FIELD_NUMBER: _ClassVar[int]
+    SPEND_COMMITTED_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    available: bool
+    from_step: int
+    handle: _common_pb2.StateHandle
+    sampler_uri: str
+    spend_committed_usd_micro: int
+    def __init__(self, available: _Optional[bool] = ..., from_step: _Optional[int] = ..., handle: _Optional[_Union[_common_pb2.StateHandle, _Mapping]] = ..., sampler_uri: _Optional[str] = ..., spend_committed_usd_micro: _Optional[int] = ...) -> None: ...
+
+class SpendTotals(_message.Message):
+    __slots__ = ("cap_usd_micro", "committed_usd_micro", "pending_usd_micro", "remaining_usd_micro", "overrun_usd_micro")
+    CAP_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    PENDING_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    REMAINING_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    OVERRUN_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    cap_usd_micro: int
+    committed_usd_micro: int
+    pending_usd_micro: int
+    remaining_usd_micro: int
+    overrun_usd_micro: int
+    def __init__(self, cap_usd_micro: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., pending_usd_micro: _Optional[int] = ..., remaining_usd_micro: _Optional[int] = ..., overrun_usd_micro: _Optional[int] = ...) -> None: ...
+
+class ListRunsRequest(_message.Message):
+    __slots__ = ("page_size", "page_token", "status", "min_position")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    MIN_POSITION_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    status: _common_pb2.RunStatus
+    min_position: int
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.RunStatus, str]] = ..., min_position: _Optional[int] = ...) -> None: ...
+
+class ListRunsResponse(_message.Message):
+    __slots__ = ("runs", "next_page_token")
+    RUNS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    runs: _containers.RepeatedCompositeFieldContainer[RunSummary]
+    next_page_token: str
+    def __init__(self, runs: _Optional[_Iterable[_Union[RunSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class RunSummary(_message.Message):
+    __slots__ = ("run_id", "name", "status", "current_attempt", "last_step", "committed_usd_micro", "opened_at")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    LAST_STEP_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    OPENED_AT_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    name: str
+    status: _common_pb2.RunStatus
+    current_attempt: int
+    last_step: int
+    committed_usd_micro: int
+    opened_at: _timestamp_pb2.Timestamp
+    def __init__(self, run_id: _Optional[str] = ..., name: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.RunStatus, str]] = ..., current_attempt: _Optional[int] = ..., last_step: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., opened_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class GetSeriesRequest(_message.Message):
+    __slots__ = ("run_id", "from_step", "page_size", "metrics", "include_superseded", "min_position")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    FROM_STEP_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_SUPERSEDED_FIELD_NUMBER: _ClassVar[int]
+    MIN_POSITION_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    from_step: int
+    page_size: int
+    metrics: _containers.RepeatedScalarFieldContainer[str]
+    include_superseded: bool
+    min_position: int
+    def __init__(self, run_id: _Optional[str] = ..., from_step: _Optional[int] = ..., page_size: _Optional[int] = ..., metrics: _Optional[_Iterable[str]] = ..., include_superseded: _Optional[bool] = ..., min_position: _Optional[int] = ...) -> None: ...
+
+class GetSeriesResponse(_message.Message):
+    __slots__ = ("steps", "attempts", "tokens", "usd_micro", "superseded", "metrics", "next_from_step")
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDED_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_FROM_STEP_FIELD_NUMBER: _ClassVar[int]
+    steps: _containers.RepeatedScalarFieldContainer[int]
+    attempts: _containers.RepeatedScalarFieldContainer[int]
+    tokens: _containers.RepeatedScalarFieldContainer[int]
+    usd_micro: _containers.RepeatedScalarFieldContainer[int]
+    superseded: _containers.RepeatedScalarFieldContainer[bool]
+    metrics: _containers.RepeatedCompositeFieldContainer[_common_pb2.MetricColumn]
+    next_from_step: int
+    def __init__(self, steps: _Optional[_Iterable[int]] = ..., attempts: _Optional[_Iterable[int]] = ..., tokens: _Optional[_Iterable[int]] = ..., usd_micro: _Optional[_Iterable[int]] = ..., superseded: _Optional[_Iterable[bool]] = ..., metrics: _Optional[_Iterable[_Union[_common_pb2.MetricColumn, _Mapping]]] = ..., next_from_step: _Optional[int] = ...) -> None: ...
+
+class WatchRunRequest(_message.Message):
+    __slots__ = ("run_id", "from_position")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    FROM_POSITION_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    from_position: int
+    def __init__(self, run_id: _Optional[str] = ..., from_position: _Optional[int] = ...) -> None: ...
+
+class WatchRunResponse(_message.Message):
+    __slots__ = ("position", "event_type", "steps", "state")
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    position: int
+    event_type: str
+    steps: _common_pb2.StepBatch
+    state: RunState
+    def __init__(self, position: _Optional[int] = ..., event_type: _Optional[str] = ..., steps: _Optional[_Union[_common_pb2.StepBatch, _Mapping]] = ..., state: _Optional[_Union[RunState, _Mapping]] = ...) -> None: ...
