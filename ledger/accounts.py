@@ -1,0 +1,331 @@
+"""Spend accounts: caps, reservations, commits, releases, expiry and after-the-fact charges.
+
+Invariant, for an account and every parent above it, at every position of the log:
+    committed + pending - overrun <= cap        (when the account has a cap)
+where `overrun` is the money recorded beyond what a hold covered: the excess of an actual above
+its reservation, or the part of a charge or late commit beyond what remained. A reservation that
+would cross the cap of the account or of any parent is refused, and the refusal is recorded.
+Every change on an account is mirrored onto each parent by a SpendRolledUp event saved in the
+same transaction, so the chain moves atomically.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ledger.base import Audit, LedgerAggregate
+from ledger.errors import AlreadyExistsError, FailedPreconditionError, NotFoundError, SpendCapExceededError
+
+__all__ = ["Account", "SETTLED_WINDOW"]
+
+# Settled reservations kept in the state for idempotent retries; older ones are pruned (a retry
+# of a pruned one answers RESERVATION_NOT_FOUND). Pending ones are always kept.
+SETTLED_WINDOW = 20_000
+
+
+class Account(LedgerAggregate):
+    """A spend account: one per run, optionally under parent accounts (project, team)."""
+
+    def __init__(self) -> None:
+        pass
+
+    class Opened(LedgerAggregate.Created):
+        name: str
+        parent: str
+        cap: int | None
+
+        def apply(self, account: Account) -> None:
+            account.name = self.name
+            account.parent = self.parent
+            account.cap = self.cap
+            account.committed = 0
+            account.pending = 0
+            account.overrun = 0
+            account.holds = {}  # reservation id -> entry, pending ones only
+            account.settled = {}  # reservation or charge id -> entry, bounded window
+
+    class CapSet(LedgerAggregate.Event):
+        cap: int | None
+
+        def apply(self, account: Account) -> None:
+            account.cap = self.cap
+
+    class SpendReserved(LedgerAggregate.Event):
+        reservation_id: str
+        amount: int
+        basis: dict
+        expires_at: datetime
+        attempt: int
+
+        def apply(self, account: Account) -> None:
+            account.pending += self.amount
+            account.holds[self.reservation_id] = {
+                "state": "pending",
+                "amount": self.amount,
+                "basis": self.basis,
+                "attempt": self.attempt,
+                "expires_at": self.expires_at,
+                "reserved_version": self.originator_version,
+            }
+
+    class SpendRefused(LedgerAggregate.Event):
+        reservation_id: str
+        amount: int
+        basis: dict
+        attempt: int
+        refused_by: str
+        remaining: int
+
+        def apply(self, account: Account) -> None:
+            account.settle(
+                self.reservation_id,
+                {
+                    "state": "refused",
+                    "amount": self.amount,
+                    "basis": self.basis,
+                    "attempt": self.attempt,
+                    "refused_by": self.refused_by,
+                    "remaining": self.remaining,
+                    "reserved_version": self.originator_version,
+                    "settled_version": self.originator_version,
+                },
+            )
+
+    class SpendCommitted(LedgerAggregate.Event):
+        reservation_id: str
+        reserved: int
+        actual: int
+        basis: dict
+        overrun: int
+        late: bool
+
+        def apply(self, account: Account) -> None:
+            hold = account.holds.pop(self.reservation_id, None)
+            if hold is not None:
+                account.pending -= self.reserved
+            else:
+                hold = account.settled[self.reservation_id]
+            account.committed += self.actual
+            account.overrun += self.overrun
+            account.settle(
+                self.reservation_id,
+                {**hold, "state": "committed", "actual": self.actual, "settled_version": self.originator_version},
+            )
+
+    class SpendReleased(LedgerAggregate.Event):
+        reservation_id: str
+        amount: int
+        reason: str
+
+        def apply(self, account: Account) -> None:
+            hold = account.holds.pop(self.reservation_id)
+            account.pending -= self.amount
+            account.settle(self.reservation_id, {**hold, "state": "released", "settled_version": self.originator_version})
+
+    class SpendExpired(LedgerAggregate.Event):
+        reservation_id: str
+        amount: int
+
+        def apply(self, account: Account) -> None:
+            hold = account.holds.pop(self.reservation_id)
+            account.pending -= self.amount
+            account.settle(self.reservation_id, {**hold, "state": "expired", "settled_version": self.originator_version})
+
+    class SpendCharged(LedgerAggregate.Event):
+        charge_id: str
+        amount: int
+        basis: dict
+        reason: str
+        overrun: int
+
+        def apply(self, account: Account) -> None:
+            account.committed += self.amount
+            account.overrun += self.overrun
+            account.settle(
+                self.charge_id,
+                {"state": "charged", "amount": self.amount, "basis": self.basis, "reason": self.reason,
+                 "settled_version": self.originator_version},
+            )
+
+    class SpendRolledUp(LedgerAggregate.Event):
+        child: str
+        ref: str
+        kind: str
+        pending_delta: int
+        committed_delta: int
+        overrun_delta: int
+
+        def apply(self, account: Account) -> None:
+            account.pending += self.pending_delta
+            account.committed += self.committed_delta
+            account.overrun += self.overrun_delta
+
+    # State helpers.
+
+    def settle(self, key: str, entry: dict[str, Any]) -> None:
+        self.settled.pop(key, None)
+        self.settled[key] = entry
+        if len(self.settled) > SETTLED_WINDOW:
+            del self.settled[next(iter(self.settled))]
+
+    def entry(self, key: str) -> dict[str, Any] | None:
+        return self.holds.get(key) or self.settled.get(key)
+
+    @property
+    def remaining(self) -> int | None:
+        if self.cap is None:
+            return None
+        return max(0, self.cap - self.committed - self.pending)
+
+    def excess(self, amount: int) -> int:
+        """The part of `amount` of new spend without a hold that lies beyond the cap."""
+        remaining = self.remaining
+        return 0 if remaining is None else max(0, amount - remaining)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "account": self.name,
+            "parent": self.parent,
+            "cap": self.cap,
+            "committed": self.committed,
+            "pending": self.pending,
+            "remaining": self.remaining,
+            "overrun": self.overrun,
+        }
+
+
+def roll_up(parents: list[Account], audit: Audit, child: Account, ref: str, kind: str,
+            pending_delta: int, committed_delta: int) -> None:
+    """Mirror a change of `child` onto every parent, each computing its own overrun: a commit
+    overruns by what its actual exceeds its hold; spend without a hold (a charge, a late
+    commit) overruns by what lies beyond the parent's remaining amount."""
+    for parent in parents:
+        if kind == "commit":
+            overrun_delta = max(0, committed_delta + pending_delta)
+        elif kind in ("charge", "late_commit"):
+            overrun_delta = parent.excess(committed_delta)
+        else:
+            overrun_delta = 0
+        parent.record(
+            Account.SpendRolledUp, audit, child=child.name, ref=ref, kind=kind,
+            pending_delta=pending_delta, committed_delta=committed_delta, overrun_delta=overrun_delta,
+        )
+
+
+def expire_overdue(account: Account, parents: list[Account], audit: Audit) -> int:
+    """Record SpendExpired for every pending hold of `account` past its expiry."""
+    overdue = [(key, hold) for key, hold in account.holds.items() if hold["expires_at"] <= audit.now]
+    for key, hold in overdue:
+        account.record(Account.SpendExpired, audit, reservation_id=key, amount=hold["amount"])
+        roll_up(parents, audit, account, key, "expire", -hold["amount"], 0)
+    return len(overdue)
+
+
+def reserve(account: Account, parents: list[Account], audit: Audit, *, reservation_id: str,
+            amount: int, basis: dict, expires_at: datetime, attempt: int) -> int | None:
+    """Hold `amount` against the account and every parent. Returns the version of an identical
+    earlier request. Raises SpendCapExceededError after recording the refusal on `account`."""
+    entry = account.entry(reservation_id)
+    if entry is not None:
+        if (entry["amount"], entry["basis"], entry["attempt"]) != (amount, basis, attempt):
+            raise AlreadyExistsError(f"reservation {reservation_id} exists with another payload",
+                                     reservation_id=reservation_id)
+        if entry["state"] == "refused":
+            raise SpendCapExceededError(
+                f"reservation {reservation_id} was refused: it would cross the cap of {entry['refused_by']}",
+                account=entry["refused_by"], remaining_usd_micro=entry["remaining"],
+            )
+        if entry["state"] == "charged":
+            raise AlreadyExistsError(f"{reservation_id} is a charge id", reservation_id=reservation_id)
+        return int(entry["reserved_version"])
+    expire_overdue(account, parents, audit)
+    for holder in (account, *parents):
+        headroom = holder.remaining
+        if headroom is not None and amount > headroom:
+            account.record(Account.SpendRefused, audit, reservation_id=reservation_id, amount=amount,
+                           basis=basis, attempt=attempt, refused_by=holder.name, remaining=headroom)
+            raise SpendCapExceededError(
+                f"reserving {amount} would cross the cap of {holder.name}: {headroom} remains",
+                account=holder.name, remaining_usd_micro=headroom,
+            )
+    account.record(Account.SpendReserved, audit, reservation_id=reservation_id, amount=amount,
+                   basis=basis, expires_at=expires_at, attempt=attempt)
+    roll_up(parents, audit, account, reservation_id, "reserve", amount, 0)
+    return None
+
+
+def commit(account: Account, parents: list[Account], audit: Audit, *, reservation_id: str,
+           actual: int, basis: dict) -> tuple[int | None, int]:
+    """Settle a hold with the actual amount, charged in full. Returns (version of an identical
+    earlier commit or None, overrun)."""
+    entry = account.entry(reservation_id)
+    if entry is None:
+        raise NotFoundError(f"no reservation {reservation_id}", reason="RESERVATION_NOT_FOUND",
+                            reservation_id=reservation_id)
+    state = entry["state"]
+    if state == "committed":
+        if entry["actual"] != actual:
+            raise AlreadyExistsError(f"reservation {reservation_id} was committed with another amount",
+                                     reservation_id=reservation_id)
+        return int(entry["settled_version"]), max(0, actual - entry["amount"])
+    if state in ("released", "refused", "charged"):
+        raise FailedPreconditionError(f"reservation {reservation_id} is {state}",
+                                      reason=f"RESERVATION_{state.upper()}", reservation_id=reservation_id)
+    reserved = entry["amount"]
+    if state == "pending":
+        overrun = max(0, actual - reserved)
+        account.record(Account.SpendCommitted, audit, reservation_id=reservation_id, reserved=reserved,
+                       actual=actual, basis=basis, overrun=overrun, late=False)
+        roll_up(parents, audit, account, reservation_id, "commit", -reserved, actual)
+    else:  # Expired: the money was spent all the same, without a hold.
+        overrun = account.excess(actual)
+        account.record(Account.SpendCommitted, audit, reservation_id=reservation_id, reserved=0,
+                       actual=actual, basis=basis, overrun=overrun, late=True)
+        roll_up(parents, audit, account, reservation_id, "late_commit", 0, actual)
+    return None, overrun
+
+
+def release(account: Account, parents: list[Account], audit: Audit, *, reservation_id: str,
+            reason: str) -> int | None:
+    """Give a hold back. Releasing a settled hold again answers with its settling version."""
+    entry = account.entry(reservation_id)
+    if entry is None:
+        raise NotFoundError(f"no reservation {reservation_id}", reason="RESERVATION_NOT_FOUND",
+                            reservation_id=reservation_id)
+    if entry["state"] in ("released", "expired", "refused"):
+        return int(entry["settled_version"])
+    if entry["state"] != "pending":
+        raise FailedPreconditionError(f"reservation {reservation_id} is {entry['state']}",
+                                      reason=f"RESERVATION_{entry['state'].upper()}", reservation_id=reservation_id)
+    account.record(Account.SpendReleased, audit, reservation_id=reservation_id, amount=entry["amount"], reason=reason)
+    roll_up(parents, audit, account, reservation_id, "release", -entry["amount"], 0)
+    return None
+
+
+def charge(account: Account, parents: list[Account], audit: Audit, *, charge_id: str, amount: int,
+           basis: dict, reason: str) -> tuple[int | None, int]:
+    """Record spend that already happened, in full; the part beyond the cap is an overrun."""
+    entry = account.entry(charge_id)
+    if entry is not None:
+        if entry["state"] != "charged" or (entry["amount"], entry["basis"]) != (amount, basis):
+            raise AlreadyExistsError(f"{charge_id} exists with another payload", charge_id=charge_id)
+        return int(entry["settled_version"]), 0
+    overrun = account.excess(amount)
+    account.record(Account.SpendCharged, audit, charge_id=charge_id, amount=amount, basis=basis,
+                   reason=reason, overrun=overrun)
+    roll_up(parents, audit, account, charge_id, "charge", 0, amount)
+    return None, overrun
+
+
+def set_cap(account: Account, audit: Audit, cap: int | None) -> int | None:
+    """Change the cap. A cap below what is already committed and held is refused, so the
+    invariant holds at every position."""
+    if cap == account.cap:
+        return account.version
+    floor = account.committed + account.pending - account.overrun
+    if cap is not None and cap < floor:
+        raise FailedPreconditionError(f"cap {cap} is below the {floor} already committed and held",
+                                      reason="CAP_BELOW_SPEND", minimum_cap_usd_micro=floor)
+    account.record(Account.CapSet, audit, cap=cap)
+    return None

@@ -1,0 +1,122 @@
+"""A batch of step records, kept column-wise from the wire to the view.
+
+One batch is one event: steps, tokens and usd_micro are parallel lists, and each metric is a
+column of values with an optional index into the batch for metrics that only some steps carry
+(eval_*, rewards), so a missing value is never a NaN placeholder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from ledger.errors import InvalidArgumentError
+from ledger.limits import BATCH_STEPS_MAX, METRICS_PER_BATCH_MAX, STEP_MAX, USD_MICRO_MAX, check_id, check_int
+
+__all__ = ["StepBatch"]
+
+_encode = msgspec.msgpack.Encoder().encode
+
+
+@dataclass(frozen=True, slots=True)
+class StepBatch:
+    """A validated batch. `metrics` maps a name to {"values": [...], "index": [...] | None}."""
+
+    attempt: int
+    steps: list[int]
+    tokens: list[int] | None
+    usd_micro: list[int] | None
+    metrics: dict[str, dict[str, Any]]
+    digest: str
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        attempt: int,
+        steps: Sequence[int],
+        tokens: Sequence[int] | None = None,
+        usd_micro: Sequence[int] | None = None,
+        metrics: Mapping[str, Any] | None = None,
+    ) -> StepBatch:
+        """Validate and normalise a batch. A metric is a sequence of values (one per step) or
+        a mapping {"values": [...], "index": [...]}. Raises InvalidArgumentError."""
+        check_int(attempt, "attempt", minimum=1, maximum=2**31 - 1)
+        steps = list(steps)
+        count = len(steps)
+        if count == 0:
+            raise InvalidArgumentError("a batch needs at least one step", reason="EMPTY_BATCH")
+        if count > BATCH_STEPS_MAX:
+            raise InvalidArgumentError(
+                f"a batch holds at most {BATCH_STEPS_MAX} steps", reason="BATCH_TOO_LARGE", limit=BATCH_STEPS_MAX
+            )
+        _check_counts(steps, "steps", STEP_MAX)
+        if not all(a < b for a, b in zip(steps, steps[1:])):
+            raise InvalidArgumentError("steps must strictly increase within a batch", reason="STEPS_NOT_INCREASING")
+        tokens = _column(tokens, "tokens", count, STEP_MAX)
+        usd_micro = _column(usd_micro, "usd_micro", count, USD_MICRO_MAX)
+        normal = _metrics(metrics or {}, count)
+        digest = hashlib.blake2b(_encode([attempt, steps, tokens, usd_micro, normal]), digest_size=16).hexdigest()
+        return cls(attempt, steps, tokens, usd_micro, normal, digest)
+
+
+def _check_counts(values: list[int], field: str, maximum: int) -> None:
+    if not all(type(value) is int for value in values):
+        raise InvalidArgumentError(f"{field} must be integers", reason="INVALID_FIELD", field=field)
+    if min(values) < 0 or max(values) > maximum:
+        raise InvalidArgumentError(f"{field} must be between 0 and {maximum}", reason="OUT_OF_RANGE", field=field)
+
+
+def _column(values: Sequence[int] | None, field: str, count: int, maximum: int) -> list[int] | None:
+    if values is None or len(values) == 0:
+        return None
+    values = list(values)
+    if len(values) != count:
+        raise InvalidArgumentError(f"{field} must have one value per step", reason="COLUMN_LENGTH_MISMATCH", field=field)
+    _check_counts(values, field, maximum)
+    return values
+
+
+def _metrics(metrics: Mapping[str, Any], count: int) -> dict[str, dict[str, Any]]:
+    if len(metrics) > METRICS_PER_BATCH_MAX:
+        raise InvalidArgumentError(
+            f"a batch carries at most {METRICS_PER_BATCH_MAX} metrics", reason="TOO_MANY_METRICS", limit=METRICS_PER_BATCH_MAX
+        )
+    normal: dict[str, dict[str, Any]] = {}
+    for name in sorted(metrics):
+        check_id(name, "metric name")
+        column = metrics[name]
+        if isinstance(column, Mapping):
+            values, index = column.get("values", ()), column.get("index")
+        else:
+            values, index = column, None
+        try:
+            values = [float(value) for value in values]
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(f"metric {name} must hold numbers", reason="INVALID_FIELD", field=name) from None
+        if index is not None and len(index) == 0:
+            index = None
+        if index is None:
+            if len(values) != count:
+                raise InvalidArgumentError(
+                    f"metric {name} must have one value per step or an index", reason="COLUMN_LENGTH_MISMATCH", field=name
+                )
+        else:
+            index = list(index)
+            if len(index) != len(values) or not all(type(i) is int for i in index):
+                raise InvalidArgumentError(f"metric {name}: index and values differ", reason="COLUMN_LENGTH_MISMATCH", field=name)
+            if index[0] < 0 or index[-1] >= count or not all(a < b for a, b in zip(index, index[1:])):
+                raise InvalidArgumentError(f"metric {name}: index out of order or range", reason="INVALID_INDEX", field=name)
+            if len(index) == count:
+                index = None
+        # One sum finds a non-finite value in the common case; a finite-overflowing sum falls
+        # back to checking each value.
+        if not math.isfinite(sum(values)) and not all(math.isfinite(value) for value in values):
+            raise InvalidArgumentError(f"metric {name} holds a non-finite value", reason="NON_FINITE_METRIC", metric=name)
+        normal[name] = {"values": values, "index": index}
+    return normal

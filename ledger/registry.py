@@ -1,0 +1,134 @@
+"""Model registry families: immutable versions, promotion by compare-and-set through a gate.
+
+Registering never promotes. A promotion names the version, the version it expects to be
+current and a gate verdict; it is refused when the verdict did not pass (GATE_NOT_PASSED) or the
+current version moved (CURRENT_VERSION_MOVED). A rollback promotes an earlier version that was
+promoted before, with a reason. History is never lost.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger.base import Audit, LedgerAggregate
+from ledger.errors import AbortedError, AlreadyExistsError, FailedPreconditionError, NotFoundError
+
+__all__ = ["Family"]
+
+
+class Family(LedgerAggregate):
+    """The versions of one model family and which one is current."""
+
+    def __init__(self) -> None:
+        pass
+
+    class Created(LedgerAggregate.Created):
+        name: str
+
+        def apply(self, family: Family) -> None:
+            family.name = self.name
+            family.versions = []  # index = version - 1
+            family.current = 0
+            family.promotions = []
+
+    class VersionRegistered(LedgerAggregate.Event):
+        version: int
+        artifact_uri: str
+        digest: str
+        source_run_id: str
+        source_step: int
+        metadata: dict
+
+        def apply(self, family: Family) -> None:
+            family.versions.append(
+                {
+                    "version": self.version,
+                    "artifact_uri": self.artifact_uri,
+                    "digest": self.digest,
+                    "source_run_id": self.source_run_id,
+                    "source_step": self.source_step,
+                    "metadata": self.metadata,
+                    "registered_version": self.originator_version,
+                }
+            )
+
+    class VersionPromoted(LedgerAggregate.Event):
+        version: int
+        previous: int
+        kind: str  # promote | rollback
+        verdict: dict | None
+        reason: str
+
+        def apply(self, family: Family) -> None:
+            family.current = self.version
+            family.promotions.append(
+                {"version": self.version, "previous": self.previous, "kind": self.kind,
+                 "verdict": self.verdict, "reason": self.reason, "event_version": self.originator_version}
+            )
+
+    def register(self, audit: Audit, *, version_fields: dict[str, Any]) -> tuple[int, int | None]:
+        """Register a version. Returns (version number, event version of an identical earlier
+        registration or None). The digest identifies the artifact."""
+        for existing in self.versions:
+            if existing["digest"] == version_fields["digest"]:
+                if all(existing[key] == value for key, value in version_fields.items()):
+                    return existing["version"], existing["registered_version"]
+                raise AlreadyExistsError(
+                    f"digest {version_fields['digest']} is registered as version {existing['version']} with another payload",
+                    version=existing["version"],
+                )
+        number = len(self.versions) + 1
+        self.record(self.VersionRegistered, audit, version=number, **version_fields)
+        return number, None
+
+    def _check_version(self, version: int) -> None:
+        if not 1 <= version <= len(self.versions):
+            raise NotFoundError(f"{self.name} has no version {version}", reason="VERSION_NOT_FOUND", version=version)
+
+    def _retry_of(self, kind: str, version: int, expected_current: int, verdict: dict | None, reason: str) -> int | None:
+        last = self.promotions[-1] if self.promotions else None
+        if (last is not None and last["kind"] == kind and last["version"] == version
+                and last["previous"] == expected_current and last["verdict"] == verdict and last["reason"] == reason):
+            return int(last["event_version"])
+        return None
+
+    def _check_current(self, expected_current: int) -> None:
+        if self.current != expected_current:
+            raise AbortedError(
+                f"{self.name}: expected version {expected_current} to be current, but it is {self.current}",
+                reason="CURRENT_VERSION_MOVED", current=self.current, expected=expected_current,
+            )
+
+    def promote(self, audit: Audit, *, version: int, expected_current: int, verdict: dict) -> int | None:
+        """Compare-and-set promotion through a passing gate."""
+        self._check_version(version)
+        retry = self._retry_of("promote", version, expected_current, verdict, "")
+        if retry is not None:
+            return retry
+        if not verdict.get("passed"):
+            raise FailedPreconditionError(
+                f"the gate did not pass: {verdict.get('reason', '')}", reason="GATE_NOT_PASSED", version=version
+            )
+        self._check_current(expected_current)
+        if version == self.current:
+            raise FailedPreconditionError(f"version {version} is already current", reason="ALREADY_CURRENT")
+        self.record(self.VersionPromoted, audit, version=version, previous=self.current, kind="promote",
+                    verdict=verdict, reason="")
+        return None
+
+    def rollback(self, audit: Audit, *, version: int, expected_current: int, reason: str) -> int | None:
+        """Promote an earlier, once-promoted version again, with a reason."""
+        self._check_version(version)
+        retry = self._retry_of("rollback", version, expected_current, None, reason)
+        if retry is not None:
+            return retry
+        self._check_current(expected_current)
+        if version >= self.current:
+            raise FailedPreconditionError(
+                f"rollback needs a version before the current {self.current}", reason="ROLLBACK_NOT_EARLIER"
+            )
+        if not any(p["version"] == version and p["kind"] == "promote" for p in self.promotions):
+            raise FailedPreconditionError(f"version {version} was never promoted", reason="NEVER_PROMOTED")
+        self.record(self.VersionPromoted, audit, version=version, previous=self.current, kind="rollback",
+                    verdict=None, reason=reason)
+        return None

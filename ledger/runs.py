@@ -1,0 +1,300 @@
+"""The Run aggregate: attempts with fencing, step batches, checkpoints, finish and summary.
+
+Steps stay out of the aggregate's state: a StepsRecorded event carries a whole batch
+column-wise, and the aggregate keeps only what its invariants need (the last step of the
+current attempt and a bounded window of batch fingerprints for idempotent retries). Loading a
+run therefore costs the same at step 1,000,000 as at step 1.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ledger.base import Audit, LedgerAggregate
+from ledger.batches import StepBatch
+from ledger.errors import AlreadyExistsError, FailedPreconditionError, InvalidArgumentError, NotFoundError
+
+__all__ = ["Run", "RUN_STATUSES", "FINISH_STATUSES", "FIDELITIES"]
+
+RUN_STATUSES = ("running", "done", "failed", "stopped")
+FINISH_STATUSES = ("done", "failed", "stopped")
+FIDELITIES = ("weights", "weights+optimizer")
+# How many batch fingerprints of the current attempt are kept for exact-retry answers. A retry
+# of an older batch than this is answered as a conflict (STEP_ALREADY_RECORDED) rather than "ok".
+BATCH_WINDOW = 4_096
+
+
+class Run(LedgerAggregate):
+    """One training job, identified by its run key."""
+
+    def __init__(self) -> None:
+        pass
+
+    class Opened(LedgerAggregate.Created):
+        run_key: str
+        name: str
+        spec: dict
+
+        def apply(self, run: Run) -> None:
+            run.run_key = self.run_key
+            run.name = self.name
+            run.spec = self.spec
+            run.status = "running"
+            run.summary = {}
+            run.error = ""
+            run.attempts = []
+            run.checkpoints = []
+            run.last_step = None
+            run.batches = []
+
+    class AttemptStarted(LedgerAggregate.Event):
+        attempt: int
+        attempt_id: str
+        label: str
+        resumed_from_step: int | None
+
+        def apply(self, run: Run) -> None:
+            for attempt in run.attempts:
+                attempt["ended"] = True
+            run.attempts.append(
+                {
+                    "number": self.attempt,
+                    "attempt_id": self.attempt_id,
+                    "label": self.label,
+                    "started_at": self.timestamp,
+                    "resumed_from_step": self.resumed_from_step,
+                    "ended": False,
+                    "version": self.originator_version,
+                }
+            )
+            # Everything above the resume point that earlier attempts recorded is superseded.
+            floor = -1 if self.resumed_from_step is None else self.resumed_from_step
+            for checkpoint in run.checkpoints:
+                if checkpoint["step"] > floor:
+                    checkpoint["superseded"] = True
+            run.last_step = self.resumed_from_step
+            run.batches = []
+            run.status = "running"
+
+    class StepsRecorded(LedgerAggregate.Event):
+        attempt: int
+        steps: list
+        tokens: list | None
+        usd_micro: list | None
+        metrics: dict
+        digest: str
+
+        def apply(self, run: Run) -> None:
+            run.last_step = self.steps[-1]
+            run.batches.append([self.steps[0], self.steps[-1], self.digest, self.originator_version])
+            if len(run.batches) > BATCH_WINDOW:
+                del run.batches[0]
+
+    class CheckpointSaved(LedgerAggregate.Event):
+        attempt: int
+        step: int
+        backend: str
+        uri: str
+        fidelity: str
+        sampler_uri: str
+        final: bool
+        expires_at: datetime | None
+        digest: str
+
+        def apply(self, run: Run) -> None:
+            run.checkpoints.append(
+                {
+                    "attempt": self.attempt,
+                    "step": self.step,
+                    "backend": self.backend,
+                    "uri": self.uri,
+                    "fidelity": self.fidelity,
+                    "sampler_uri": self.sampler_uri,
+                    "final": self.final,
+                    "expires_at": self.expires_at,
+                    "digest": self.digest,
+                    "saved_at": self.timestamp,
+                    "superseded": False,
+                    "version": self.originator_version,
+                }
+            )
+
+    class Finished(LedgerAggregate.Event):
+        attempt: int
+        status: str
+        summary: dict
+        error: str
+
+        def apply(self, run: Run) -> None:
+            run.status = self.status
+            run.summary = {**run.summary, **self.summary}
+            run.error = self.error
+            run.finished_version = self.originator_version
+            for attempt in run.attempts:
+                attempt["ended"] = True
+
+    class SummaryNoted(LedgerAggregate.Event):
+        summary: dict
+
+        def apply(self, run: Run) -> None:
+            run.summary = {**run.summary, **self.summary}
+
+    # Commands. Each validates against the current state, then records one event, or answers
+    # with the version of the event that already recorded the same request (an idempotent retry).
+
+    @property
+    def current_attempt(self) -> int:
+        return self.attempts[-1]["number"] if self.attempts else 0
+
+    def start_attempt(
+        self, audit: Audit, *, attempt_id: str, label: str, resume_from_step: int | None
+    ) -> int | None:
+        """Start attempt n+1, fencing attempt n. Returns the version of an earlier identical
+        start (a retry), or None when a new event was recorded."""
+        for attempt in self.attempts:
+            if attempt_id and attempt["attempt_id"] == attempt_id:
+                if attempt["resumed_from_step"] != resume_from_step or attempt["label"] != label:
+                    raise AlreadyExistsError(
+                        f"attempt id {attempt_id} was used with another resume point or label",
+                        reason="EXISTS_WITH_DIFFERENT_PAYLOAD",
+                    )
+                return int(attempt["version"])
+        if self.status == "done":
+            raise FailedPreconditionError("the run is done", reason="RUN_FINISHED", status=self.status)
+        if resume_from_step is not None:
+            self.resumable_checkpoint(resume_from_step, audit.now)
+        self.record(
+            self.AttemptStarted,
+            audit,
+            attempt=self.current_attempt + 1,
+            attempt_id=attempt_id,
+            label=label,
+            resumed_from_step=resume_from_step,
+        )
+        return None
+
+    def resumable_checkpoint(self, step: int, now: datetime) -> dict[str, Any]:
+        """The live checkpoint at `step` a new attempt may resume from, else an error."""
+        for checkpoint in reversed(self.checkpoints):
+            if checkpoint["step"] == step and not checkpoint["superseded"]:
+                expires_at = checkpoint["expires_at"]
+                if expires_at is not None and expires_at <= now:
+                    raise FailedPreconditionError(
+                        f"the checkpoint at step {step} expired at {expires_at.isoformat()}",
+                        reason="CHECKPOINT_EXPIRED",
+                        step=step,
+                    )
+                return checkpoint
+        raise NotFoundError(f"no checkpoint at step {step} to resume from", reason="CHECKPOINT_NOT_FOUND", step=step)
+
+    def check_writer(self, attempt: int) -> None:
+        """Only the current attempt of a running run may append."""
+        current = self.current_attempt
+        if attempt < 1 or attempt > current:
+            raise NotFoundError(f"attempt {attempt} was never started", reason="ATTEMPT_NOT_FOUND", attempt=attempt)
+        if attempt < current:
+            raise FailedPreconditionError(
+                f"attempt {attempt} is superseded by attempt {current}",
+                reason="ATTEMPT_SUPERSEDED",
+                attempt=attempt,
+                current_attempt=current,
+            )
+        if self.status != "running":
+            raise FailedPreconditionError(f"the run is {self.status}", reason="RUN_FINISHED", status=self.status)
+
+    def record_steps(self, audit: Audit, batch: StepBatch) -> int | None:
+        """Record one batch. Returns the version of the identical batch recorded before (a
+        retry), or None when a new event was recorded."""
+        current = self.current_attempt
+        if batch.attempt == current and self.last_step is not None and batch.steps[0] <= self.last_step:
+            return self._match_recorded(batch)
+        self.check_writer(batch.attempt)
+        self.record(
+            self.StepsRecorded,
+            audit,
+            attempt=batch.attempt,
+            steps=batch.steps,
+            tokens=batch.tokens,
+            usd_micro=batch.usd_micro,
+            metrics=batch.metrics,
+            digest=batch.digest,
+        )
+        return None
+
+    def _match_recorded(self, batch: StepBatch) -> int:
+        first, last = batch.steps[0], batch.steps[-1]
+        for recorded_first, recorded_last, digest, version in reversed(self.batches):
+            if recorded_first == first and recorded_last == last and digest == batch.digest:
+                return int(version)
+            if recorded_first <= last and first <= recorded_last:
+                raise AlreadyExistsError(
+                    f"steps {first}..{last} overlap steps already recorded with another payload",
+                    reason="EXISTS_WITH_DIFFERENT_PAYLOAD",
+                    first_step=first,
+                    last_step=last,
+                )
+        if self.batches and first >= self.batches[0][0]:
+            raise InvalidArgumentError(
+                f"steps must increase within an attempt: step {first} is not after {self.last_step}",
+                reason="STEPS_NOT_INCREASING",
+                step=first,
+                last_step=self.last_step,
+            )
+        floor = self.attempts[-1]["resumed_from_step"]
+        if floor is not None and first <= floor:
+            raise InvalidArgumentError(
+                f"step {first} is not after the attempt's resume point {floor}",
+                reason="STEP_BEFORE_RESUME",
+                step=first,
+                resumed_from_step=floor,
+            )
+        raise AlreadyExistsError(
+            f"steps {first}..{last} were recorded before this attempt's retry window",
+            reason="STEP_ALREADY_RECORDED",
+            first_step=first,
+            last_step=last,
+        )
+
+    def save_checkpoint(self, audit: Audit, *, attempt: int, checkpoint: dict[str, Any]) -> int | None:
+        """Record a durable checkpoint. Returns the version of an identical earlier save."""
+        for saved in self.checkpoints:
+            if saved["attempt"] == attempt and saved["step"] == checkpoint["step"]:
+                if all(saved[key] == value for key, value in checkpoint.items()):
+                    return int(saved["version"])
+                raise AlreadyExistsError(
+                    f"a checkpoint at step {checkpoint['step']} was saved with another payload",
+                    reason="EXISTS_WITH_DIFFERENT_PAYLOAD",
+                    step=checkpoint["step"],
+                )
+        self.check_writer(attempt)
+        floor = self.attempts[-1]["resumed_from_step"]
+        if floor is not None and checkpoint["step"] <= floor:
+            raise InvalidArgumentError(
+                f"step {checkpoint['step']} is not after the attempt's resume point {floor}",
+                reason="STEP_BEFORE_RESUME",
+            )
+        self.record(self.CheckpointSaved, audit, attempt=attempt, **checkpoint)
+        return None
+
+    def finish(self, audit: Audit, *, attempt: int, status: str, summary: dict, error: str) -> int | None:
+        """Finish the run. A retry of the same finish answers with the first one's version."""
+        if self.status != "running":
+            if (
+                self.status == status
+                and self.error == error
+                and attempt == self.current_attempt
+                and all(self.summary.get(key) == value for key, value in summary.items())
+            ):
+                return int(self.finished_version)
+            raise FailedPreconditionError(f"the run is already {self.status}", reason="RUN_FINISHED", status=self.status)
+        self.check_writer(attempt)
+        self.record(self.Finished, audit, attempt=attempt, status=status, summary=summary, error=error)
+        return None
+
+    def note_summary(self, audit: Audit, *, summary: dict) -> int | None:
+        """Merge notes into the summary; allowed after finish (a correction keeps the status)."""
+        if all(self.summary.get(key) == value for key, value in summary.items()):
+            return self.version
+        self.record(self.SummaryNoted, audit, summary=summary)
+        return None

@@ -1,0 +1,158 @@
+"""Where events and views live: the embedded SQLite default, or PostgreSQL for scale-out.
+
+A Storage gives the application what eventsourcing does not: the database holding the views
+(schema, transactions, tracking), the position of a stored event for idempotent answers, and
+which errors mean "storage unavailable".
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from uuid import UUID
+
+import sqlite_utils
+from eventsourcing.persistence import InterfaceError, OperationalError
+
+from ledger.queries import ViewReader
+from ledger.views import TABLES, VIEWS
+
+__all__ = ["Storage", "SQLiteStorage", "open_storage", "persistence_env"]
+
+SQLITE_TYPES = {int: int, float: float, str: str}
+
+
+def persistence_env(database: str) -> dict[str, str]:
+    """eventsourcing settings for a SQLite path or a postgresql:// URL."""
+    if database.startswith(("postgresql://", "postgres://")):
+        from ledger.postgres import postgres_env
+
+        return postgres_env(database)
+    return {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": database, "SQLITE_LOCK_TIMEOUT": "30"}
+
+
+def open_storage(app: Any) -> Storage:
+    if app.env.get("PERSISTENCE_MODULE") == "eventsourcing.postgres":
+        from ledger.postgres import PostgresStorage
+
+        return PostgresStorage(app)
+    return SQLiteStorage(app)
+
+
+class Storage:
+    """What a backend provides to the application and the projector."""
+
+    #: True when other processes may write the same log (refusals are re-checked on fresh state).
+    shared = False
+    outage_errors: tuple[type[BaseException], ...] = (OperationalError, InterfaceError)
+    views: ViewReader
+
+    def projector(self, app: Any) -> Any:
+        from ledger.projector import Projector
+
+        return Projector(app, self)
+
+    def position_of(self, originator_id: UUID, version: int) -> int:
+        raise NotImplementedError
+
+    def head(self) -> int:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class SQLiteStorage(Storage):
+    """Events (eventsourcing's tables) and views (ours, prefixed view_) in one SQLite file."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.path = app.env.get("SQLITE_DBNAME")
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._writer = self._connect()
+        # View rows can be rebuilt from the log, and their tracking positions commit with them,
+        # so the projector's transactions need no fsync of their own.
+        self._writer.execute("PRAGMA synchronous=NORMAL")
+        self.create_tables()
+        self.views = ViewReader(self._reader)
+
+    def _connect(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+        connection.execute("PRAGMA journal_mode=WAL")
+        with self._lock:
+            self._connections.append(connection)
+        return connection
+
+    def _reader(self) -> sqlite3.Connection:
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = self._local.connection = self._connect()
+        return connection
+
+    def create_tables(self) -> None:
+        db = sqlite_utils.Database(self._writer)
+        for table, (columns, pk, indexes, _) in TABLES.items():
+            if not db[table].exists():
+                db[table].create({name: SQLITE_TYPES[kind] for name, kind in columns.items()}, pk=pk)
+                for index in indexes:
+                    db[table].create_index(index)
+        if not db["view_tracking"].exists():
+            db["view_tracking"].create({"view": str, "position": int}, pk="view")
+
+    def tracking_positions(self) -> dict[str, int]:
+        rows = dict(self._writer.execute("SELECT view, position FROM view_tracking").fetchall())
+        return {view: rows.get(view, 0) for view in VIEWS}
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Cursor]:
+        cursor = self._writer.cursor()
+        cursor.execute("BEGIN IMMEDIATE")
+        try:
+            yield cursor
+        except BaseException:
+            cursor.execute("ROLLBACK")
+            raise
+        cursor.execute("COMMIT")
+
+    def set_tracking(self, cursor: sqlite3.Cursor, view: str, position: int) -> None:
+        cursor.execute(
+            "INSERT INTO view_tracking (view, position) VALUES (?, ?)"
+            " ON CONFLICT (view) DO UPDATE SET position = excluded.position",
+            (view, position),
+        )
+
+    def drop(self, views: tuple[str, ...]) -> None:
+        db = sqlite_utils.Database(self._writer)
+        for table, (*_, owner) in TABLES.items():
+            if owner in views or (owner == "" and set(views) == set(VIEWS)):
+                db[table].drop(ignore=True)
+        for view in views:
+            self._writer.execute("DELETE FROM view_tracking WHERE view = ?", (view,))
+        self.create_tables()
+
+    def position_of(self, originator_id: UUID, version: int) -> int:
+        row = self._reader().execute(
+            "SELECT rowid FROM stored_events WHERE originator_id = ? AND originator_version = ?",
+            (originator_id.hex, version),
+        ).fetchone()
+        if row is None:
+            raise LookupError(f"no stored event {originator_id} v{version}")
+        return int(row[0])
+
+    def head(self) -> int:
+        row = self._reader().execute("SELECT MAX(rowid) FROM stored_events").fetchone()
+        return int(row[0] or 0)
+
+    def close(self) -> None:
+        with self._lock:
+            for connection in self._connections:
+                try:
+                    connection.close()
+                except sqlite3.Error:
+                    pass
+            self._connections.clear()

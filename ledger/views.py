@@ -1,0 +1,373 @@
+"""The views: tables projected from the log, and how each event changes them.
+
+Four views, each with its own tracking position so each can be dropped and rebuilt alone:
+- runs: runs, attempts and checkpoints (everything resume needs);
+- series: one row per recorded step, superseded ones marked;
+- spend: accounts and every reservation, refusal and charge (the audit trail);
+- registry: families, versions and the promotion history.
+The SQL is portable between SQLite and PostgreSQL (`?` placeholders are rewritten by the
+PostgreSQL connection wrapper); the schema is declared once in TABLES.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+__all__ = ["TABLES", "VIEWS", "apply_events", "to_epoch"]
+
+_json = msgspec.json.Encoder()
+_json_decode = msgspec.json.decode
+
+# table -> (columns {name: python type}, primary key, extra indexes, owning view). view_names maps
+# account and family aggregate ids to their names; any view may add to it, none owns it.
+TABLES: dict[str, tuple[dict[str, type], tuple[str, ...], list[tuple[str, ...]], str]] = {
+    "view_runs": (
+        {"run_id": str, "run_key": str, "name": str, "status": str, "spec": str, "summary": str, "error": str,
+         "opened_at": float, "finished_at": float, "current_attempt": int, "last_step": int, "position": int},
+        ("run_id",), [("opened_at",)], "runs",
+    ),
+    "view_attempts": (
+        {"run_id": str, "number": int, "attempt_id": str, "label": str, "started_at": float,
+         "resumed_from_step": int, "ended": int},
+        ("run_id", "number"), [], "runs",
+    ),
+    "view_checkpoints": (
+        {"run_id": str, "attempt": int, "step": int, "backend": str, "uri": str, "fidelity": str,
+         "sampler_uri": str, "final": int, "saved_at": float, "expires_at": float, "digest": str, "superseded": int},
+        ("run_id", "attempt", "step"), [], "runs",
+    ),
+    "view_series": (
+        {"run_id": str, "step": int, "attempt": int, "tokens": int, "usd_micro": int, "metrics": str,
+         "superseded": int, "position": int},
+        ("run_id", "step", "attempt"), [], "series",
+    ),
+    "view_accounts": (
+        {"account": str, "parent": str, "cap": int, "committed": int, "pending": int, "overrun": int,
+         "position": int},
+        ("account",), [("parent",)], "spend",
+    ),
+    "view_reservations": (
+        {"account": str, "reservation_id": str, "kind": str, "state": str, "amount": int, "actual": int,
+         "overrun": int, "basis": str, "actual_basis": str, "reason": str, "attempt": int, "reserved_at": float,
+         "settled_at": float, "expires_at": float, "position": int},
+        ("account", "reservation_id"), [("state", "expires_at"), ("account", "position")], "spend",
+    ),
+    "view_names": ({"id": str, "name": str}, ("id",), [], ""),
+    "view_families": (
+        {"family": str, "current": int, "position": int},
+        ("family",), [], "registry",
+    ),
+    "view_versions": (
+        {"family": str, "version": int, "artifact_uri": str, "digest": str, "source_run_id": str,
+         "source_step": int, "metadata": str, "registered_at": float, "principal": str},
+        ("family", "version"), [], "registry",
+    ),
+    "view_promotions": (
+        {"family": str, "position": int, "version": int, "previous": int, "kind": str, "verdict": str,
+         "reason": str, "at": float, "principal": str},
+        ("family", "position"), [], "registry",
+    ),
+}
+
+VIEWS = ("runs", "series", "spend", "registry")
+
+
+def to_epoch(moment: datetime | None) -> float | None:
+    return None if moment is None else moment.timestamp()
+
+
+def _dump(value: Any) -> str:
+    return _json.encode(value).decode()
+
+
+Cursor = Any
+Handler = Callable[[Cursor, Any, int], None]
+
+
+# runs view
+
+
+def _run_opened(c: Cursor, e: Any, position: int) -> None:
+    c.execute(
+        "INSERT INTO view_runs (run_id, run_key, name, status, spec, summary, error, opened_at, finished_at,"
+        " current_attempt, last_step, position) VALUES (?, ?, ?, 'running', ?, '{}', '', ?, NULL, 0, NULL, ?)",
+        (str(e.originator_id), e.run_key, e.name, _dump(e.spec), to_epoch(e.timestamp), position),
+    )
+
+
+def _attempt_started(c: Cursor, e: Any, position: int) -> None:
+    run_id = str(e.originator_id)
+    floor = -1 if e.resumed_from_step is None else e.resumed_from_step
+    c.execute("UPDATE view_attempts SET ended = 1 WHERE run_id = ?", (run_id,))
+    c.execute(
+        "INSERT INTO view_attempts (run_id, number, attempt_id, label, started_at, resumed_from_step, ended)"
+        " VALUES (?, ?, ?, ?, ?, ?, 0)",
+        (run_id, e.attempt, e.attempt_id, e.label, to_epoch(e.timestamp), e.resumed_from_step),
+    )
+    c.execute("UPDATE view_checkpoints SET superseded = 1 WHERE run_id = ? AND step > ?", (run_id, floor))
+    c.execute(
+        "UPDATE view_runs SET current_attempt = ?, last_step = ?, status = 'running', position = ? WHERE run_id = ?",
+        (e.attempt, e.resumed_from_step, position, run_id),
+    )
+
+
+def _steps_for_runs(c: Cursor, e: Any, position: int) -> None:
+    c.execute("UPDATE view_runs SET last_step = ?, position = ? WHERE run_id = ?",
+              (e.steps[-1], position, str(e.originator_id)))
+
+
+def _checkpoint_saved(c: Cursor, e: Any, position: int) -> None:
+    run_id = str(e.originator_id)
+    c.execute(
+        "INSERT INTO view_checkpoints (run_id, attempt, step, backend, uri, fidelity, sampler_uri, final, saved_at,"
+        " expires_at, digest, superseded) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+        (run_id, e.attempt, e.step, e.backend, e.uri, e.fidelity, e.sampler_uri, int(e.final),
+         to_epoch(e.timestamp), to_epoch(e.expires_at), e.digest),
+    )
+    c.execute("UPDATE view_runs SET position = ? WHERE run_id = ?", (position, run_id))
+
+
+def _merge_summary(c: Cursor, run_id: str, notes: dict) -> str:
+    c.execute("SELECT summary FROM view_runs WHERE run_id = ?", (run_id,))
+    row = c.fetchone()
+    return _dump({**_json_decode(row[0]), **notes})
+
+
+def _finished(c: Cursor, e: Any, position: int) -> None:
+    run_id = str(e.originator_id)
+    c.execute(
+        "UPDATE view_runs SET status = ?, summary = ?, error = ?, finished_at = ?, position = ? WHERE run_id = ?",
+        (e.status, _merge_summary(c, run_id, e.summary), e.error, to_epoch(e.timestamp), position, run_id),
+    )
+    c.execute("UPDATE view_attempts SET ended = 1 WHERE run_id = ?", (run_id,))
+
+
+def _summary_noted(c: Cursor, e: Any, position: int) -> None:
+    run_id = str(e.originator_id)
+    c.execute("UPDATE view_runs SET summary = ?, position = ? WHERE run_id = ?",
+              (_merge_summary(c, run_id, e.summary), position, run_id))
+
+
+# series view
+
+
+def _steps_for_series(c: Cursor, e: Any, position: int) -> None:
+    steps = e.steps
+    count = len(steps)
+    per_step: list[dict[str, float]] = [{} for _ in range(count)]
+    for name, column in e.metrics.items():
+        index = column["index"]
+        if index is None:
+            for row, value in zip(per_step, column["values"]):
+                row[name] = value
+        else:
+            for at, value in zip(index, column["values"]):
+                per_step[at][name] = value
+    tokens = e.tokens or [None] * count
+    usd = e.usd_micro or [None] * count
+    run_id = str(e.originator_id)
+    attempt = e.attempt
+    encode = _json.encode
+    c.executemany(
+        "INSERT INTO view_series (run_id, step, attempt, tokens, usd_micro, metrics, superseded, position)"
+        " VALUES (?, ?, ?, ?, ?, ?, 0, ?)",
+        [(run_id, step, attempt, t, u, encode(m).decode(), position)
+         for step, t, u, m in zip(steps, tokens, usd, per_step)],
+    )
+
+
+def _supersede_series(c: Cursor, e: Any, position: int) -> None:
+    floor = -1 if e.resumed_from_step is None else e.resumed_from_step
+    c.execute("UPDATE view_series SET superseded = 1 WHERE run_id = ? AND step > ? AND superseded = 0",
+              (str(e.originator_id), floor))
+
+
+# spend view
+
+
+def _totals(c: Cursor, account: str, position: int, pending: int = 0, committed: int = 0, overrun: int = 0) -> None:
+    c.execute(
+        "UPDATE view_accounts SET pending = pending + ?, committed = committed + ?, overrun = overrun + ?,"
+        " position = ? WHERE account = ?",
+        (pending, committed, overrun, position, account),
+    )
+
+
+def _account_opened(c: Cursor, e: Any, position: int) -> None:
+    c.execute(
+        "INSERT INTO view_accounts (account, parent, cap, committed, pending, overrun, position)"
+        " VALUES (?, ?, ?, 0, 0, 0, ?)",
+        (e.name, e.parent, e.cap, position),
+    )
+
+
+def _reserved(c: Cursor, e: Any, position: int, account: str) -> None:
+    c.execute(
+        "INSERT INTO view_reservations (account, reservation_id, kind, state, amount, actual, overrun, basis,"
+        " actual_basis, reason, attempt, reserved_at, settled_at, expires_at, position)"
+        " VALUES (?, ?, 'reservation', 'pending', ?, 0, 0, ?, '{}', '', ?, ?, NULL, ?, ?)",
+        (account, e.reservation_id, e.amount, _dump(e.basis), e.attempt, to_epoch(e.timestamp),
+         to_epoch(e.expires_at), position),
+    )
+    _totals(c, account, position, pending=e.amount)
+
+
+def _refused(c: Cursor, e: Any, position: int, account: str) -> None:
+    c.execute(
+        "INSERT INTO view_reservations (account, reservation_id, kind, state, amount, actual, overrun, basis,"
+        " actual_basis, reason, attempt, reserved_at, settled_at, expires_at, position)"
+        " VALUES (?, ?, 'reservation', 'refused', ?, 0, 0, ?, '{}', ?, ?, ?, ?, NULL, ?)",
+        (account, e.reservation_id, e.amount, _dump(e.basis),
+         f"cap of {e.refused_by} would be crossed: {e.remaining} remained", e.attempt, to_epoch(e.timestamp),
+         to_epoch(e.timestamp), position),
+    )
+
+
+def _committed(c: Cursor, e: Any, position: int, account: str) -> None:
+    c.execute(
+        "UPDATE view_reservations SET state = 'committed', actual = ?, overrun = ?, actual_basis = ?, settled_at = ?,"
+        " reason = ? WHERE account = ? AND reservation_id = ?",
+        (e.actual, e.overrun, _dump(e.basis), to_epoch(e.timestamp), "committed after expiry" if e.late else "",
+         account, e.reservation_id),
+    )
+    _totals(c, account, position, pending=-e.reserved, committed=e.actual, overrun=e.overrun)
+
+
+def _settled(state: str) -> Callable[[Cursor, Any, int, str], None]:
+    def handler(c: Cursor, e: Any, position: int, account: str) -> None:
+        c.execute(
+            f"UPDATE view_reservations SET state = '{state}', settled_at = ?, reason = ? WHERE account = ?"
+            " AND reservation_id = ?",
+            (to_epoch(e.timestamp), getattr(e, "reason", ""), account, e.reservation_id),
+        )
+        _totals(c, account, position, pending=-e.amount)
+
+    return handler
+
+
+def _charged(c: Cursor, e: Any, position: int, account: str) -> None:
+    c.execute(
+        "INSERT INTO view_reservations (account, reservation_id, kind, state, amount, actual, overrun, basis,"
+        " actual_basis, reason, attempt, reserved_at, settled_at, expires_at, position)"
+        " VALUES (?, ?, 'charge', 'charged', ?, ?, ?, ?, ?, ?, 0, ?, ?, NULL, ?)",
+        (account, e.charge_id, e.amount, e.amount, e.overrun, _dump(e.basis), _dump(e.basis), e.reason,
+         to_epoch(e.timestamp), to_epoch(e.timestamp), position),
+    )
+    _totals(c, account, position, committed=e.amount, overrun=e.overrun)
+
+
+def _rolled_up(c: Cursor, e: Any, position: int, account: str) -> None:
+    _totals(c, account, position, pending=e.pending_delta, committed=e.committed_delta, overrun=e.overrun_delta)
+
+
+# registry view
+
+
+def _family_created(c: Cursor, e: Any, position: int) -> None:
+    c.execute("INSERT INTO view_families (family, current, position) VALUES (?, 0, ?)", (e.name, position))
+
+
+def _version_registered(c: Cursor, e: Any, position: int, family: str) -> None:
+    c.execute(
+        "INSERT INTO view_versions (family, version, artifact_uri, digest, source_run_id, source_step, metadata,"
+        " registered_at, principal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (family, e.version, e.artifact_uri, e.digest, e.source_run_id, e.source_step, _dump(e.metadata),
+         to_epoch(e.timestamp), e.principal),
+    )
+
+
+def _version_promoted(c: Cursor, e: Any, position: int, family: str) -> None:
+    c.execute(
+        "INSERT INTO view_promotions (family, position, version, previous, kind, verdict, reason, at, principal)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (family, position, e.version, e.previous, e.kind, _dump(e.verdict), e.reason, to_epoch(e.timestamp),
+         e.principal),
+    )
+    c.execute("UPDATE view_families SET current = ?, position = ? WHERE family = ?", (e.version, position, family))
+
+
+def handlers() -> dict[str, dict[type, Handler]]:
+    """view -> event class -> handler(cursor, event, position)."""
+    from ledger.accounts import Account
+    from ledger.registry import Family
+    from ledger.runs import Run
+
+    def by_account(handler: Callable[[Cursor, Any, int, str], None]) -> Handler:
+        return lambda c, e, position: handler(c, e, position, _lookup(c, e.originator_id))
+
+    def by_family(handler: Callable[[Cursor, Any, int, str], None]) -> Handler:
+        return lambda c, e, position: handler(c, e, position, _lookup(c, e.originator_id))
+
+    return {
+        "runs": {
+            Run.Opened: _run_opened,
+            Run.AttemptStarted: _attempt_started,
+            Run.StepsRecorded: _steps_for_runs,
+            Run.CheckpointSaved: _checkpoint_saved,
+            Run.Finished: _finished,
+            Run.SummaryNoted: _summary_noted,
+        },
+        "series": {Run.StepsRecorded: _steps_for_series, Run.AttemptStarted: _supersede_series},
+        "spend": {
+            Account.Opened: _account_opened_named,
+            Account.CapSet: by_account(lambda c, e, p, a: c.execute(
+                "UPDATE view_accounts SET cap = ?, position = ? WHERE account = ?", (e.cap, p, a))),
+            Account.SpendReserved: by_account(_reserved),
+            Account.SpendRefused: by_account(_refused),
+            Account.SpendCommitted: by_account(_committed),
+            Account.SpendReleased: by_account(_settled("released")),
+            Account.SpendExpired: by_account(_settled("expired")),
+            Account.SpendCharged: by_account(_charged),
+            Account.SpendRolledUp: by_account(_rolled_up),
+        },
+        "registry": {
+            Family.Created: _family_created_named,
+            Family.VersionRegistered: by_family(_version_registered),
+            Family.VersionPromoted: by_family(_version_promoted),
+        },
+    }
+
+
+# Account and family events carry the aggregate id, not the name: the name is kept in a small
+# id table written by the Opened/Created handlers, and cached in memory.
+_id_names: dict[str, str] = {}
+
+
+def _account_opened_named(c: Cursor, e: Any, position: int) -> None:
+    _remember(c, e.originator_id, e.name)
+    _account_opened(c, e, position)
+
+
+def _family_created_named(c: Cursor, e: Any, position: int) -> None:
+    _remember(c, e.originator_id, e.name)
+    _family_created(c, e, position)
+
+
+def _remember(c: Cursor, originator_id: Any, name: str) -> None:
+    c.execute("INSERT INTO view_names (id, name) VALUES (?, ?) ON CONFLICT (id) DO NOTHING", (str(originator_id), name))
+    _id_names[str(originator_id)] = name
+
+
+def _lookup(c: Cursor, originator_id: Any) -> str:
+    key = str(originator_id)
+    name = _id_names.get(key)
+    if name is None:
+        c.execute("SELECT name FROM view_names WHERE id = ?", (key,))
+        row = c.fetchone()
+        if row is None:
+            raise LookupError(f"no name recorded for aggregate {key}")
+        name = _id_names[key] = row[0]
+    return name
+
+
+
+def apply_events(cursor: Cursor, view_handlers: dict[type, Handler], events: Iterable[tuple[int, Any]]) -> None:
+    """Apply (position, event) pairs to one view inside the caller's transaction."""
+    for position, event in events:
+        handler = view_handlers.get(type(event))
+        if handler is not None:
+            handler(cursor, event, position)
