@@ -16,8 +16,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.persistence import IntegrityError
+from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
+from eventsourcing.persistence import IntegrityError, Recording
 
 from ledger import accounts as spend
 from ledger import transcoder
@@ -109,6 +109,18 @@ class Ledger(Application[UUID]):
         super().close()
 
     # Plumbing shared by every command.
+
+    def save(self, *aggregates: Any, **kwargs: Any) -> list[Recording[UUID]]:
+        """Application.save for our aggregates only, without the per-object Protocol
+        isinstance checks of ProcessingEvent.collect_events (a measurable share of a Reserve)."""
+        processing_event: ProcessingEvent[UUID] = ProcessingEvent()
+        for aggregate in aggregates:
+            processing_event.events.extend(aggregate.collect_events())
+            processing_event.aggregates[aggregate.id] = aggregate
+        processing_event.saved_kwargs.update(kwargs)
+        recordings = self._record(processing_event)
+        self._take_snapshots(processing_event)
+        return recordings
 
     def _audit(self, principal: str, request_id: str) -> Audit:
         return Audit(check_text(principal, "principal", limit=256), check_text(request_id, "request_id", limit=256),

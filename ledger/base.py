@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from datetime import datetime
 from uuid import UUID, uuid5
 
@@ -14,6 +15,7 @@ __all__ = ["Audit", "LedgerAggregate", "NAMESPACE", "ledger_id"]
 NAMESPACE = UUID("6f1d3c52-8a4e-5b7a-9c3d-2e8f4a1b7c60")
 
 
+@lru_cache(maxsize=65_536)
 def ledger_id(kind: str, key: str) -> UUID:
     """The aggregate id of the `kind` ("run", "account", "family") named `key`."""
     return uuid5(NAMESPACE, f"{kind}:{key}")

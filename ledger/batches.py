@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import math
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 import msgspec
@@ -56,7 +58,7 @@ class StepBatch:
                 f"a batch holds at most {BATCH_STEPS_MAX} steps", reason="BATCH_TOO_LARGE", limit=BATCH_STEPS_MAX
             )
         _check_counts(steps, "steps", STEP_MAX)
-        if not all(a < b for a, b in zip(steps, steps[1:])):
+        if not _increasing(steps):
             raise InvalidArgumentError("steps must strictly increase within a batch", reason="STEPS_NOT_INCREASING")
         tokens = _column(tokens, "tokens", count, STEP_MAX)
         usd_micro = _column(usd_micro, "usd_micro", count, USD_MICRO_MAX)
@@ -65,8 +67,13 @@ class StepBatch:
         return cls(attempt, steps, tokens, usd_micro, normal, digest)
 
 
+def _increasing(values: list[int]) -> bool:
+    return all(map(operator.lt, values, islice(values, 1, None)))
+
+
 def _check_counts(values: list[int], field: str, maximum: int) -> None:
-    if not all(type(value) is int for value in values):
+    # map(type, ...) keeps the per-value work in C: a 1,000-step batch checks in microseconds.
+    if set(map(type, values)) != {int}:
         raise InvalidArgumentError(f"{field} must be integers", reason="INVALID_FIELD", field=field)
     if min(values) < 0 or max(values) > maximum:
         raise InvalidArgumentError(f"{field} must be between 0 and {maximum}", reason="OUT_OF_RANGE", field=field)
@@ -95,10 +102,12 @@ def _metrics(metrics: Mapping[str, Any], count: int) -> dict[str, dict[str, Any]
             values, index = column.get("values", ()), column.get("index")
         else:
             values, index = column, None
-        try:
-            values = [float(value) for value in values]
-        except (TypeError, ValueError):
-            raise InvalidArgumentError(f"metric {name} must hold numbers", reason="INVALID_FIELD", field=name) from None
+        values = list(values)
+        kinds = set(map(type, values))
+        if not kinds <= {float}:
+            if not kinds <= {float, int}:
+                raise InvalidArgumentError(f"metric {name} must hold numbers", reason="INVALID_FIELD", field=name)
+            values = list(map(float, values))
         if index is not None and len(index) == 0:
             index = None
         if index is None:
@@ -110,7 +119,7 @@ def _metrics(metrics: Mapping[str, Any], count: int) -> dict[str, dict[str, Any]
             index = list(index)
             if len(index) != len(values) or not all(type(i) is int for i in index):
                 raise InvalidArgumentError(f"metric {name}: index and values differ", reason="COLUMN_LENGTH_MISMATCH", field=name)
-            if index[0] < 0 or index[-1] >= count or not all(a < b for a, b in zip(index, index[1:])):
+            if not index or index[0] < 0 or index[-1] >= count or not _increasing(index):
                 raise InvalidArgumentError(f"metric {name}: index out of order or range", reason="INVALID_INDEX", field=name)
             if len(index) == count:
                 index = None

@@ -8,6 +8,7 @@ single request can hurt the server.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -42,6 +43,7 @@ USD_MICRO_MAX = 10_000_000 * 1_000_000
 STEP_MAX = 2**53
 PAGE_SIZE_MAX = 10_000
 PARENT_DEPTH_MAX = 8
+_CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def check_id(value: Any, field: str, *, required: bool = True) -> str:
@@ -59,7 +61,7 @@ def check_id(value: Any, field: str, *, required: bool = True) -> str:
             field=field,
             limit=ID_LENGTH_MAX,
         )
-    if any(ord(char) < 32 for char in value):
+    if _CONTROL_CHARACTERS.search(value):
         raise InvalidArgumentError(
             f"{field} contains control characters", reason="INVALID_FIELD", field=field
         )

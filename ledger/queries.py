@@ -15,6 +15,28 @@ import msgspec
 __all__ = ["ViewReader"]
 
 _decode = msgspec.json.decode
+_unpack = msgspec.msgpack.decode
+
+
+def _unpack_batch(attempt: int, floor: int | None, columns: list[bytes], from_step: int, wanted: set[str],
+                  include_superseded: bool) -> list[tuple[int, int, int, int, bool, dict[str, float]]]:
+    steps, tokens, usd, metrics = (_unpack(column) for column in columns)
+    count = len(steps)
+    per_step: list[dict[str, float]] = [{} for _ in range(count)]
+    for name, column in metrics.items():
+        if wanted and name not in wanted:
+            continue
+        index = column["index"] if column["index"] is not None else range(count)
+        for at, value in zip(index, column["values"]):
+            per_step[at][name] = value
+    tokens = tokens or [0] * count
+    usd = usd or [0] * count
+    out = []
+    for step, token, cost, values in zip(steps, tokens, usd, per_step):
+        superseded = floor is not None and step > floor
+        if step >= from_step and (include_superseded or not superseded):
+            out.append((step, attempt, token, cost, superseded, values))
+    return out
 
 
 def _time(epoch: float | None) -> datetime | None:
@@ -125,35 +147,53 @@ class ViewReader:
 
     def series(self, run_id: str, *, from_step: int = 0, limit: int, metrics: tuple[str, ...] = (),
                include_superseded: bool = False) -> dict[str, Any]:
-        """A page of the series, column-wise: steps, attempts, tokens, usd_micro, superseded and
-        each metric as {"values": [...], "index": [...] | None}."""
-        sql = ("SELECT step, attempt, tokens, usd_micro, metrics, superseded FROM view_series"
-               " WHERE run_id = ? AND step >= ?")
-        if not include_superseded:
-            sql += " AND superseded = 0"
-        rows = self._rows(sql + " ORDER BY step, attempt LIMIT ?", (run_id, from_step, limit + 1))
-        more = len(rows) > limit
-        rows = rows[:limit]
-        columns: dict[str, dict[str, list[Any]]] = {}
+        """A page of the series from `from_step`, ordered by step (then attempt), column-wise:
+        steps, attempts, tokens, usd_micro, superseded, and each metric as
+        {"values": [...], "index": [...] | None} (index into the page for sparse metrics)."""
         wanted = set(metrics)
-        for position, row in enumerate(rows):
-            for name, value in _decode(row[4]).items():
-                if wanted and name not in wanted:
-                    continue
-                column = columns.setdefault(name, {"values": [], "index": []})
+        records: list[tuple[int, int, int, int, bool, dict[str, float]]] = []
+        cursor = self.connect().cursor()
+        try:
+            # Rows come in first-step order, so once the page is full and the next batch starts
+            # after its last step, no later batch can hold an earlier step.
+            cursor.execute(
+                "SELECT first_step, attempt, superseded_above, steps, tokens, usd_micro, metrics FROM view_series"
+                " WHERE run_id = ? AND last_step >= ? ORDER BY first_step, attempt", (run_id, from_step))
+            for first, attempt, floor, *columns in cursor:
+                if len(records) > limit:
+                    records.sort(key=lambda record: (record[0], record[1]))
+                    if first > records[limit][0]:
+                        break
+                records.extend(_unpack_batch(attempt, floor, columns, from_step, wanted, include_superseded))
+        finally:
+            cursor.close()
+        records.sort(key=lambda record: (record[0], record[1]))
+        more = len(records) > limit
+        if more:
+            # A page never splits the records of one step (several attempts' when superseded
+            # ones are included), so next_from_step resumes exactly after it.
+            end = limit
+            while end < len(records) and records[end][0] == records[limit - 1][0]:
+                end += 1
+            more = end < len(records)
+            records = records[:end]
+        columns_out: dict[str, dict[str, Any]] = {}
+        for at, record in enumerate(records):
+            for name, value in record[5].items():
+                column = columns_out.setdefault(name, {"values": [], "index": []})
                 column["values"].append(value)
-                column["index"].append(position)
-        for column in columns.values():
-            if len(column["index"]) == len(rows):
+                column["index"].append(at)
+        for column in columns_out.values():
+            if len(column["index"]) == len(records):
                 column["index"] = None
         return {
-            "steps": [r[0] for r in rows],
-            "attempts": [r[1] for r in rows],
-            "tokens": [r[2] or 0 for r in rows],
-            "usd_micro": [r[3] or 0 for r in rows],
-            "superseded": [bool(r[5]) for r in rows],
-            "metrics": columns,
-            "next_from_step": rows[-1][0] + 1 if more and rows else None,
+            "steps": [r[0] for r in records],
+            "attempts": [r[1] for r in records],
+            "tokens": [r[2] for r in records],
+            "usd_micro": [r[3] for r in records],
+            "superseded": [r[4] for r in records],
+            "metrics": columns_out,
+            "next_from_step": records[-1][0] + 1 if more and records else None,
         }
 
     # Spend.

@@ -22,7 +22,7 @@ from ledger.views import TABLES, VIEWS
 
 __all__ = ["Storage", "SQLiteStorage", "open_storage", "persistence_env"]
 
-SQLITE_TYPES = {int: int, float: float, str: str}
+SQLITE_TYPES = {int: int, float: float, str: str, bytes: bytes}
 
 
 def persistence_env(database: str) -> dict[str, str]:

@@ -21,6 +21,7 @@ __all__ = ["TABLES", "VIEWS", "apply_events", "to_epoch"]
 
 _json = msgspec.json.Encoder()
 _json_decode = msgspec.json.decode
+_pack = msgspec.msgpack.Encoder().encode
 
 # table -> (columns {name: python type}, primary key, extra indexes, owning view). view_names maps
 # account and family aggregate ids to their names; any view may add to it, none owns it.
@@ -41,9 +42,9 @@ TABLES: dict[str, tuple[dict[str, type], tuple[str, ...], list[tuple[str, ...]],
         ("run_id", "attempt", "step"), [], "runs",
     ),
     "view_series": (
-        {"run_id": str, "step": int, "attempt": int, "tokens": int, "usd_micro": int, "metrics": str,
-         "superseded": int, "position": int},
-        ("run_id", "step", "attempt"), [], "series",
+        {"run_id": str, "first_step": int, "attempt": int, "last_step": int, "superseded_above": int, "count": int,
+         "steps": bytes, "tokens": bytes, "usd_micro": bytes, "metrics": bytes, "position": int},
+        ("run_id", "first_step", "attempt"), [], "series",
     ),
     "view_accounts": (
         {"account": str, "parent": str, "cap": int, "committed": int, "pending": int, "overrun": int,
@@ -156,34 +157,25 @@ def _summary_noted(c: Cursor, e: Any, position: int) -> None:
 
 
 def _steps_for_series(c: Cursor, e: Any, position: int) -> None:
-    steps = e.steps
-    count = len(steps)
-    per_step: list[dict[str, float]] = [{} for _ in range(count)]
-    for name, column in e.metrics.items():
-        index = column["index"]
-        if index is None:
-            for row, value in zip(per_step, column["values"]):
-                row[name] = value
-        else:
-            for at, value in zip(index, column["values"]):
-                per_step[at][name] = value
-    tokens = e.tokens or [None] * count
-    usd = e.usd_micro or [None] * count
-    run_id = str(e.originator_id)
-    attempt = e.attempt
-    encode = _json.encode
-    c.executemany(
-        "INSERT INTO view_series (run_id, step, attempt, tokens, usd_micro, metrics, superseded, position)"
-        " VALUES (?, ?, ?, ?, ?, ?, 0, ?)",
-        [(run_id, step, attempt, t, u, encode(m).decode(), position)
-         for step, t, u, m in zip(steps, tokens, usd, per_step)],
+    # One row per batch, column-wise as in the event: projecting costs the same for a batch of
+    # one step or ten thousand, and a read decodes only the batches its page needs.
+    c.execute(
+        "INSERT INTO view_series (run_id, first_step, attempt, last_step, superseded_above, count, steps, tokens,"
+        " usd_micro, metrics, position) VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?)",
+        (str(e.originator_id), e.steps[0], e.attempt, e.steps[-1], len(e.steps), _pack(e.steps), _pack(e.tokens),
+         _pack(e.usd_micro), _pack(e.metrics), position),
     )
 
 
 def _supersede_series(c: Cursor, e: Any, position: int) -> None:
+    # Steps above the new attempt's resume point, recorded by earlier attempts, are superseded:
+    # a batch row keeps the lowest such floor, and its steps above it read as superseded.
     floor = -1 if e.resumed_from_step is None else e.resumed_from_step
-    c.execute("UPDATE view_series SET superseded = 1 WHERE run_id = ? AND step > ? AND superseded = 0",
-              (str(e.originator_id), floor))
+    c.execute(
+        "UPDATE view_series SET superseded_above = ? WHERE run_id = ? AND last_step > ? AND attempt < ?"
+        " AND (superseded_above IS NULL OR superseded_above > ?)",
+        (floor, str(e.originator_id), floor, e.attempt, floor),
+    )
 
 
 # spend view
