@@ -1,0 +1,1 @@
+"""Loopback fakes of external services (Tinker HTTP API) that the real SDKs talk to."""

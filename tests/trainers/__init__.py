@@ -1,0 +1,1 @@
+"""Offline trainer fixtures (tiny TRL/PEFT, mlx-lm) for the trainer integrations."""
