@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
-from eventsourcing.persistence import IntegrityError, Recording
+from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError, Recording
 
 from ledger import accounts as spend
 from ledger import transcoder
@@ -86,10 +86,18 @@ class Ledger(Application[UUID]):
 
     def __init__(self, env: dict[str, str] | None = None, *, clock: Callable[[], datetime] = utc_now,
                  project: bool = True) -> None:
-        super().__init__(env)
+        try:
+            super().__init__(env)
+        except (OperationalError, InterfaceError) as error:
+            # An unreachable database at start: one clear error, not the library's traceback.
+            raise UnavailableError(f"storage is unavailable: {error}") from None
         self.clock = clock
         self._lock = threading.RLock()
-        self.storage: Storage = open_storage(self)
+        try:
+            self.storage: Storage = open_storage(self)
+        except BaseException:
+            super().close()
+            raise
         self.views = self.storage.views
         self.projector = self.storage.projector(self)
         if project:
@@ -154,7 +162,10 @@ class Ledger(Application[UUID]):
                 try:
                     result = decide(touched)
                     pending = [a for a in touched if a.pending_events]
-                    recordings = self.save(*pending) if pending else []
+                    # The first aggregate touched is the one the command is about: it is saved
+                    # last, so the answer (the transaction's highest position) is its event,
+                    # which is the position an identical retry answers with (see _answer).
+                    recordings = self.save(*reversed(pending)) if pending else []
                 except IntegrityError:
                     self._evict(touched)
                     continue
@@ -215,7 +226,15 @@ class Ledger(Application[UUID]):
             return True
 
         created, position = self._write(decide)
-        return Receipt(self._answer(run_id, 1, position), duplicate=not created, created=created, run_id=str(run_id))
+        if position is None:
+            # A retry answers with the first answer: the position of the transaction that opened
+            # the run and its account together (the later of the two events).
+            position = self._answer(run_id, 1, None)
+            try:
+                position = max(position, self.storage.position_of(ledger_id("account", str(run_id)), 1))
+            except LookupError:
+                pass
+        return Receipt(position, duplicate=not created, created=created, run_id=str(run_id))
 
     def _run(self, run_id: str) -> tuple[UUID, Run]:
         check_id(run_id, "run_id")
@@ -363,8 +382,8 @@ class Ledger(Application[UUID]):
                 touched.append(Account._create(Account.Opened, id=account_id, name=account, parent=parent,
                                                cap=cap_usd_micro, **audit.fields()))
                 return True
-            if existing.parent != parent:
-                raise AlreadyExistsError(f"account {account} exists under another parent", account=account)
+            if existing.parent != parent or existing.cap != cap_usd_micro:
+                raise AlreadyExistsError(f"account {account} exists with another parent or cap", account=account)
             return False
 
         created, position = self._write(decide)
@@ -470,6 +489,8 @@ class Ledger(Application[UUID]):
         Returns how many expired."""
         now = self.clock()
         expired = 0
+        # The overdue holds are found in the spend view: let it reflect every write first.
+        self.wait(self.head())
         for name in self.views.accounts_with_overdue_holds(now):
             audit = Audit(principal, request_id, now)
 

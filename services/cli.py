@@ -1,0 +1,107 @@
+"""The `trainledger` command: `serve`, and read commands that open the database directly.
+
+    trainledger serve [--db PATH | --database-url URL] [--listen HOST:PORT]
+    trainledger runs list | runs show RUN | spend show RUN_OR_ACCOUNT
+    trainledger registry list | registry show FAMILY | events export --from N | rebuild
+
+TRAINLEDGER_DATABASE_URL and --database-url override --db. Read commands print aligned tables,
+or JSON with --json. A database that cannot be opened is one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from services import reports
+from services.reports import Failure
+
+__all__ = ["main", "parser"]
+
+DATABASE_DEFAULT = "trainledger.db"
+LISTEN_DEFAULT = "127.0.0.1:50051"
+
+
+def database_of(args: argparse.Namespace) -> str:
+    return args.database_url or os.environ.get("TRAINLEDGER_DATABASE_URL") or args.db
+
+
+def serve(args: argparse.Namespace) -> None:
+    from services.server import StartupError, serve as run_server
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        asyncio.run(run_server(args.listen, database_of(args)))
+    except StartupError as error:
+        raise Failure(str(error)) from None
+
+
+def _database_options(sub: argparse.ArgumentParser, *, read: bool = True) -> None:
+    sub.add_argument("--db", default=DATABASE_DEFAULT, metavar="PATH", help="SQLite file (default: %(default)s)")
+    sub.add_argument("--database-url", default="", metavar="URL", help="postgresql:// URL (overrides --db)")
+    if read:
+        sub.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="trainledger", description="An event-sourced ledger for training runs.")
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, run: Callable[[argparse.Namespace], None], parent: argparse._SubParsersAction = commands,
+                *, read: bool = True, **kwargs: str) -> argparse.ArgumentParser:
+        sub = parent.add_parser(name, **kwargs)
+        _database_options(sub, read=read)
+        sub.set_defaults(handler=run)
+        return sub
+
+    serve_parser = command("serve", serve, read=False, help="serve the gRPC API")
+    serve_parser.add_argument("--listen", default=LISTEN_DEFAULT, metavar="HOST:PORT", help="(default: %(default)s)")
+
+    runs = commands.add_parser("runs", help="training runs").add_subparsers(dest="action", required=True)
+    listed = command("list", reports.runs_list, runs, help="list runs, newest first")
+    listed.add_argument("--status", choices=("running", "done", "failed", "stopped"), default="")
+    listed.add_argument("--limit", type=int, default=100)
+    shown = command("show", reports.runs_show, runs, help="a run's state, attempts, checkpoints and last steps")
+    shown.add_argument("run", metavar="RUN", help="run id or run key")
+    shown.add_argument("--steps", type=int, default=10, help="how many of the last steps to show")
+
+    spend = commands.add_parser("spend", help="spend accounts").add_subparsers(dest="action", required=True)
+    command("show", reports.spend_show, spend, help="an account's reservations and totals").add_argument(
+        "account", metavar="RUN_OR_ACCOUNT")
+
+    registry = commands.add_parser("registry", help="model registry").add_subparsers(dest="action", required=True)
+    command("list", reports.registry_list, registry, help="families and their current versions")
+    command("show", reports.registry_show, registry, help="a family's versions and history").add_argument(
+        "family", metavar="FAMILY")
+
+    events = commands.add_parser("events", help="the event log").add_subparsers(dest="action", required=True)
+    exported = command("export", reports.events_export, events, read=False, help="events as JSON lines")
+    exported.add_argument("--from", dest="from_position", type=int, default=1, metavar="N")
+    exported.add_argument("--types", nargs="*", default=[], metavar="TYPE")
+
+    command("rebuild", reports.rebuild, read=False, help="drop every view and project it again from the log "
+            "(stop servers on this database first)")
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    args.database = database_of(args)
+    try:
+        args.handler(args)
+    except Failure as failure:
+        print(f"trainledger: {failure}", file=sys.stderr)
+        return failure.status
+    except BrokenPipeError:  # `trainledger events export | head`
+        sys.stderr.close()
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""The one codec between trainledger.v1 messages and the ledger's plain values: `values` decodes
+requests and encodes small values, `pages` handles page sizes and tokens, `messages` encodes the
+ledger's read models and events."""
+
+from services.codec import messages
+from services.codec.pages import (
+    decode_token,
+    encode_token,
+    page_size,
+    position_after,
+    position_token,
+    runs_after,
+    runs_token,
+)
+from services.codec.values import (
+    basis,
+    basis_message,
+    batch_kwargs,
+    batch_message,
+    document,
+    duration,
+    moment,
+    optional,
+    status_enum,
+    status_name,
+    struct,
+    timestamp,
+)
+
+__all__ = [
+    "messages", "basis", "basis_message", "batch_kwargs", "batch_message", "decode_token", "document", "duration",
+    "encode_token", "moment", "optional", "page_size", "position_after", "position_token", "runs_after", "runs_token", "status_enum", "status_name", "struct", "timestamp",
+]

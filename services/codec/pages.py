@@ -1,0 +1,67 @@
+"""Pages: page sizes within the ledger's limit, and opaque page tokens."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ledger.errors import InvalidArgumentError
+from ledger.limits import PAGE_SIZE_MAX
+
+__all__ = ["page_size", "encode_token", "decode_token", "runs_token", "runs_after", "position_token", "position_after"]
+
+
+def page_size(value: int, default: int) -> int:
+    """A request's page size: 0 means `default`; above PAGE_SIZE_MAX is refused."""
+    if value < 0:
+        raise InvalidArgumentError("page_size must not be negative", reason="OUT_OF_RANGE", field="page_size")
+    if value > PAGE_SIZE_MAX:
+        raise InvalidArgumentError(f"page_size is above {PAGE_SIZE_MAX}", reason="PAGE_SIZE_TOO_LARGE",
+                                   field="page_size", limit=PAGE_SIZE_MAX)
+    return value or default
+
+
+def encode_token(value: Any) -> str:
+    """An opaque page token for a JSON value."""
+    return base64.urlsafe_b64encode(json.dumps(value, separators=(",", ":")).encode()).decode()
+
+
+def decode_token(token: str) -> Any:
+    try:
+        return json.loads(base64.urlsafe_b64decode(token.encode()))
+    except (binascii.Error, ValueError, UnicodeError):
+        raise InvalidArgumentError("page_token is not one this server gave", reason="INVALID_PAGE_TOKEN",
+                                   field="page_token") from None
+
+
+def runs_token(row: Mapping[str, Any]) -> str:
+    """The ListRuns token after `row`: runs are ordered by (opened_at, run_id), newest first."""
+    return encode_token([row["opened_epoch"], row["run_id"]])
+
+
+def runs_after(token: str) -> tuple[float, str] | None:
+    if not token:
+        return None
+    value = decode_token(token)
+    if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], int | float)
+            and isinstance(value[1], str)):
+        raise InvalidArgumentError("page_token is not one this server gave", reason="INVALID_PAGE_TOKEN",
+                                   field="page_token")
+    return float(value[0]), value[1]
+
+
+def position_token(position: int) -> str:
+    return encode_token(position)
+
+
+def position_after(token: str) -> int:
+    if not token:
+        return 0
+    value = decode_token(token)
+    if type(value) is not int or value < 0:
+        raise InvalidArgumentError("page_token is not one this server gave", reason="INVALID_PAGE_TOKEN",
+                                   field="page_token")
+    return value

@@ -1,0 +1,46 @@
+"""The Events service: the log from a position, streamed in pages, for audit and remote projections."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import grpc
+
+from ledger.errors import InvalidArgumentError
+from services.codec import messages
+from services.edge import Edge
+from trainledger.v1 import events_pb2, events_pb2_grpc
+
+__all__ = ["EventsServicer", "EVENTS_PAGE"]
+
+EVENTS_PAGE = 1_000
+
+
+class EventsServicer(events_pb2_grpc.EventsServicer):
+    def __init__(self, edge: Edge) -> None:
+        self.edge = edge
+        self.ledger = edge.ledger
+
+    def _page(self, position: int, limit: int, types: list[str]) -> list[events_pb2.Event]:
+        # Read and encoded in the worker thread: a page may hold a thousand step batches.
+        return [messages.event(e) for e in self.ledger.read_events(from_position=position, limit=limit, types=types)]
+
+    async def ReadEvents(self, request: events_pb2.ReadEventsRequest,
+                         context: grpc.aio.ServicerContext) -> AsyncIterator[events_pb2.Event]:
+        """Events from from_position up to the head of the log as it was when the call began."""
+        if request.limit < 0 or request.from_position < 0:
+            raise InvalidArgumentError("from_position and limit must not be negative", reason="OUT_OF_RANGE")
+        head = await self.edge.call(self.ledger.head)
+        position, left = max(1, request.from_position), request.limit or None
+        types = list(request.types)
+        while position <= head and (left is None or left > 0):
+            page = await self.edge.call(self._page, position, min(EVENTS_PAGE, left or EVENTS_PAGE), types)
+            if not page:
+                return
+            for event in page:
+                if event.position > head:
+                    return
+                yield event
+            position = page[-1].position + 1
+            if left is not None:
+                left -= len(page)

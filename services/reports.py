@@ -1,0 +1,182 @@
+"""The CLI's read commands: each opens the database directly (no server), brings the views up to
+the head of the log, and prints a table or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ledger import Ledger, LedgerError
+from ledger.base import ledger_id
+from services.server import describe
+from services.tables import basis_text, fields, table, to_json, usd, when
+
+__all__ = ["Failure", "runs_list", "runs_show", "spend_show", "registry_list", "registry_show", "events_export",
+           "rebuild"]
+
+PAGE = 1_000
+
+
+class Failure(Exception):
+    """A problem to report in one line, with the exit status to end with."""
+
+    def __init__(self, message: str, status: int = 2) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@contextmanager
+def opened(database: str, *, catch_up: bool = True) -> Iterator[Ledger]:
+    if "://" not in database and not os.path.exists(database):
+        raise Failure(f"no database at {database}")
+    try:
+        ledger = Ledger.open(database, project=False)
+    except Exception as error:
+        raise Failure(f"cannot open database {describe(database)}: {error}") from None
+    try:
+        if catch_up:
+            ledger.projector.catch_up()
+        yield ledger
+    except LedgerError as error:
+        raise Failure(error.message, status=1) from None
+    finally:
+        ledger.close()
+
+
+def emit(args: argparse.Namespace, value: Any, text: str) -> None:
+    print(to_json(value) if args.json else text)
+
+
+def runs_list(args: argparse.Namespace) -> None:
+    with opened(args.database) as ledger:
+        runs = ledger.views.list_runs(limit=args.limit, status=args.status)
+    for run in runs:
+        run.pop("opened_epoch", None)
+    emit(args, runs, table(["run_id", "name", "status", "attempt", "last_step", "committed", "opened_at"], [
+        (r["run_id"], r["name"], r["status"], r["current_attempt"], r["last_step"], usd(r["committed"]),
+         when(r["opened_at"])) for r in runs]))
+
+
+def _run_state(ledger: Ledger, run: str) -> dict[str, Any]:
+    """A run by id, else by run key."""
+    try:
+        return ledger.run_state(run)
+    except LedgerError:
+        pass
+    try:
+        return ledger.run_state(str(ledger_id("run", run)))
+    except LedgerError:
+        raise Failure(f"no run with id or key {run}", status=1) from None
+
+
+def runs_show(args: argparse.Namespace) -> None:
+    with opened(args.database) as ledger:
+        state = _run_state(ledger, args.run)
+        last = state["last_step"]
+        first = 0 if last is None else max(0, last - args.steps + 1)
+        series = ledger.series(state["run"]["run_id"], from_step=first, limit=max(1, args.steps))
+    run, spend, resume = state["run"], state["spend"], state["resume"]
+    names = sorted(series["metrics"])
+    steps = []
+    for i, step in enumerate(series["steps"]):
+        row = [step, series["attempts"][i], series["tokens"][i], series["usd_micro"][i]]
+        for name in names:
+            column = series["metrics"][name]
+            index = column["index"]
+            row.append(column["values"][i] if index is None else
+                       (column["values"][index.index(i)] if i in index else None))
+        steps.append(row)
+    checkpoints = [(c["attempt"], c["step"], c["handle"]["backend"], c["handle"]["uri"], c["handle"]["fidelity"],
+                    when(c["saved_at"]), when(c["expires_at"]), "live" if c is state["checkpoint"] else "expired")
+                   for c in ([state["checkpoint"]] if state["checkpoint"] else []) + state["expired_checkpoints"]]
+    text = "\n\n".join([
+        fields([("run", run["run_id"]), ("key", run["run_key"]), ("name", run["name"]), ("status", run["status"]),
+                ("opened", when(run["opened_at"])), ("finished", when(run["finished_at"])),
+                ("error", run["error"] or None), ("last step", last),
+                ("resume", f"from step {resume['from_step']} ({resume['handle']['uri']})" if resume["available"]
+                 else "no live checkpoint"),
+                ("spend", f"{usd(spend['committed'])} committed, {usd(spend['pending'])} pending,"
+                          f" cap {usd(spend['cap'])}, remaining {usd(spend['remaining'])},"
+                          f" overrun {usd(spend['overrun'])}")]),
+        "attempts\n" + table(["number", "label", "started_at", "resumed_from", "ended"], [
+            (a["number"], a["label"], when(a["started_at"]), a["resumed_from_step"], a["ended"])
+            for a in state["attempts"]]),
+        "checkpoints\n" + table(["attempt", "step", "backend", "uri", "fidelity", "saved_at", "expires_at", "state"],
+                                checkpoints),
+        "last steps\n" + table(["step", "attempt", "tokens", "usd_micro", *names], steps),
+    ])
+    emit(args, {"state": state, "series": series}, text)
+
+
+def spend_show(args: argparse.Namespace) -> None:
+    with opened(args.database) as ledger:
+        try:
+            account = ledger.account(args.account)
+        except LedgerError:
+            try:
+                account = ledger.account(str(ledger_id("run", args.account)))
+            except LedgerError:
+                raise Failure(f"no account or run {args.account}", status=1) from None
+        entries: list[dict[str, Any]] = []
+        while True:
+            page = ledger.reservations(account["account"], limit=PAGE,
+                                       after_position=entries[-1]["position"] if entries else 0)
+            entries += page
+            if len(page) < PAGE:
+                break
+    text = "\n\n".join([
+        fields([("account", account["account"]), ("parent", account["parent"] or None), ("cap", usd(account["cap"])),
+                ("committed", usd(account["committed"])), ("pending", usd(account["pending"])),
+                ("remaining", usd(account["remaining"])), ("overrun", usd(account["overrun"]))]),
+        table(["id", "kind", "state", "amount", "actual", "overrun", "basis", "reason", "at", "settled_at"], [
+            (e["reservation_id"], e["kind"], e["state"], usd(e["amount"]), usd(e["actual"]), usd(e["overrun"]),
+             basis_text(e["actual_basis"] or e["basis"]), e["reason"] or None, when(e["reserved_at"]),
+             when(e["settled_at"])) for e in entries]),
+    ])
+    emit(args, {"account": account, "reservations": entries}, text)
+
+
+def registry_list(args: argparse.Namespace) -> None:
+    with opened(args.database) as ledger:
+        families = ledger.views.families()
+    emit(args, families, table(["family", "current", "versions"],
+                               [(f["family"], f["current"] or None, f["versions"]) for f in families]))
+
+
+def registry_show(args: argparse.Namespace) -> None:
+    with opened(args.database) as ledger:
+        family = ledger.family(args.family)
+    text = "\n\n".join([
+        fields([("family", family["family"]), ("current", family["current"] or None)]),
+        "versions\n" + table(["version", "artifact_uri", "digest", "source_run", "step", "registered_at"], [
+            (v["version"], v["artifact_uri"], v["digest"][:12], v["source_run_id"] or None, v["source_step"],
+             when(v["registered_at"])) for v in family["versions"]]),
+        "history\n" + table(["at", "kind", "version", "previous", "principal", "reason"], [
+            (when(p["at"]), p["kind"], p["version"], p["previous"] or None, p["principal"],
+             p["reason"] or (p["verdict"] or {}).get("reason")) for p in family["history"]]),
+    ])
+    emit(args, family, text)
+
+
+def events_export(args: argparse.Namespace) -> None:
+    with opened(args.database, catch_up=False) as ledger:
+        head, position = ledger.head(), max(1, args.from_position)
+        while position <= head:
+            page = ledger.read_events(from_position=position, limit=PAGE, types=args.types)
+            for event in page:
+                if event["position"] > head:
+                    return
+                sys.stdout.write(to_json(event, indent=None) + "\n")
+            if not page:
+                return
+            position = page[-1]["position"] + 1
+
+
+def rebuild(args: argparse.Namespace) -> None:
+    with opened(args.database, catch_up=False) as ledger:
+        count = ledger.projector.rebuild()
+    print(f"rebuilt every view from {count} events")

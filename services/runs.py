@@ -1,0 +1,147 @@
+"""The Runs service: decode, call the ledger in a worker thread, encode. Nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+
+from ledger.base import ledger_id
+from ledger.errors import LedgerError
+from services import codec
+from services.codec import messages
+from services.edge import Edge
+from services.interceptors import audit
+from trainledger.v1 import runs_pb2, runs_pb2_grpc
+
+__all__ = ["RunsServicer"]
+
+Context = grpc.aio.ServicerContext
+RUNS_PAGE_DEFAULT = 100
+SERIES_PAGE_DEFAULT = 1_000
+WATCH_PAGE = 1_000
+
+
+class RunsServicer(runs_pb2_grpc.RunsServicer):
+    def __init__(self, edge: Edge) -> None:
+        self.edge = edge
+        self.ledger = edge.ledger
+
+    async def _state(self, run_id: str, min_position: int, context: Context) -> runs_pb2.RunState:
+        timeout_s = await self.edge.caught_up(min_position, self.edge.timeout_s(context))
+        state = await self.edge.call(self.ledger.run_state, run_id, min_position=min_position, timeout_s=timeout_s)
+        return messages.run_state(state)
+
+    def _append(self, batch: Any, who: dict[str, str]) -> Any:
+        # Decoded in the worker thread too: a batch holds thousands of values.
+        return self.ledger.append_steps(**codec.batch_kwargs(batch), **who)
+
+    async def OpenRun(self, request: runs_pb2.OpenRunRequest, context: Context) -> runs_pb2.OpenRunResponse:
+        receipt = await self.edge.call(
+            self.ledger.open_run, run_key=request.run_key, name=request.name, spec=codec.document(request.spec),
+            cap_usd_micro=codec.optional(request, "cap_usd_micro"), parent_account=request.parent_account, **audit())
+        state = await self._state(receipt.run_id, receipt.position, context)
+        return runs_pb2.OpenRunResponse(state=state, created=receipt.created, position=receipt.position)
+
+    async def StartAttempt(self, request: runs_pb2.StartAttemptRequest, context: Context) -> runs_pb2.StartAttemptResponse:
+        receipt = await self.edge.call(
+            self.ledger.start_attempt, run_id=request.run_id, attempt_id=request.attempt_id, label=request.label,
+            resume_from_step=codec.optional(request, "resume_from_step"), **audit())
+        state = await self._state(request.run_id, receipt.position, context)
+        return runs_pb2.StartAttemptResponse(attempt=receipt.attempt, position=receipt.position,
+                                             duplicate=receipt.duplicate, state=state)
+
+    async def AppendSteps(self, request: runs_pb2.AppendStepsRequest, context: Context) -> runs_pb2.AppendStepsResponse:
+        receipt = await self.edge.call(self._append, request.batch, audit())
+        return runs_pb2.AppendStepsResponse(position=receipt.position, duplicate=receipt.duplicate,
+                                            last_step=receipt.last_step or 0)
+
+    async def RecordSteps(self, request_iterator: AsyncIterator[runs_pb2.RecordStepsRequest],
+                          context: Context) -> AsyncIterator[runs_pb2.RecordStepsResponse]:
+        who = audit()
+        async for request in request_iterator:
+            try:
+                receipt = await self.edge.call(self._append, request.batch, who)
+            except LedgerError as error:
+                # The refused batch's sequence goes with its error; acks already sent stand.
+                error.metadata["sequence"] = str(request.sequence)
+                raise
+            yield runs_pb2.RecordStepsResponse(sequence=request.sequence, position=receipt.position,
+                                               duplicate=receipt.duplicate, last_step=receipt.last_step or 0)
+
+    async def SaveCheckpoint(self, request: runs_pb2.SaveCheckpointRequest,
+                             context: Context) -> runs_pb2.SaveCheckpointResponse:
+        handle = request.handle
+        fidelity = {"fidelity": handle.fidelity} if handle.fidelity else {}
+        receipt = await self.edge.call(
+            self.ledger.save_checkpoint, run_id=request.run_id, attempt=request.attempt, step=request.step,
+            backend=handle.backend, uri=handle.uri, sampler_uri=request.sampler_uri, final=request.final,
+            expires_at=codec.moment(request, "expires_at"), digest=request.digest, **fidelity, **audit())
+        return runs_pb2.SaveCheckpointResponse(position=receipt.position, duplicate=receipt.duplicate)
+
+    async def FinishRun(self, request: runs_pb2.FinishRunRequest, context: Context) -> runs_pb2.FinishRunResponse:
+        receipt = await self.edge.call(
+            self.ledger.finish_run, run_id=request.run_id, attempt=request.attempt,
+            status=codec.status_name(request.status), summary=codec.document(request.summary), error=request.error,
+            **audit())
+        return runs_pb2.FinishRunResponse(position=receipt.position)
+
+    async def NoteSummary(self, request: runs_pb2.NoteSummaryRequest, context: Context) -> runs_pb2.NoteSummaryResponse:
+        receipt = await self.edge.call(self.ledger.note_summary, run_id=request.run_id,
+                                       summary=codec.document(request.summary), **audit())
+        return runs_pb2.NoteSummaryResponse(position=receipt.position)
+
+    async def GetRunState(self, request: runs_pb2.GetRunStateRequest, context: Context) -> runs_pb2.GetRunStateResponse:
+        return runs_pb2.GetRunStateResponse(state=await self._state(request.run_id, request.min_position, context))
+
+    async def ListRuns(self, request: runs_pb2.ListRunsRequest, context: Context) -> runs_pb2.ListRunsResponse:
+        size = codec.page_size(request.page_size, RUNS_PAGE_DEFAULT)
+        after = codec.runs_after(request.page_token)
+        timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
+
+        def read() -> list[dict[str, Any]]:
+            self.ledger.wait(request.min_position, timeout_s)
+            return self.ledger.views.list_runs(limit=size + 1, after=after, status=codec.status_name(request.status))
+
+        rows = await self.edge.call(read)
+        token = codec.runs_token(rows[size - 1]) if len(rows) > size else ""
+        return runs_pb2.ListRunsResponse(runs=[messages.run_summary(r) for r in rows[:size]], next_page_token=token)
+
+    async def GetSeries(self, request: runs_pb2.GetSeriesRequest, context: Context) -> runs_pb2.GetSeriesResponse:
+        size = codec.page_size(request.page_size, SERIES_PAGE_DEFAULT)
+        timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
+
+        def read() -> runs_pb2.GetSeriesResponse:
+            return messages.series(self.ledger.series(
+                request.run_id, from_step=request.from_step, limit=size, metrics=list(request.metrics),
+                include_superseded=request.include_superseded, min_position=request.min_position,
+                timeout_s=timeout_s))
+
+        return await self.edge.call(read)
+
+    async def WatchRun(self, request: runs_pb2.WatchRunRequest,
+                       context: Context) -> AsyncIterator[runs_pb2.WatchRunResponse]:
+        """The current state, then every later event of the run and of its spend account, live,
+        until the client cancels or the server shuts down."""
+        run_id = request.run_id
+        state = await self.edge.call(self.ledger.run_state, run_id)
+        yield runs_pb2.WatchRunResponse(position=state["position"], event_type="state",
+                                        state=messages.run_state(state))
+        watched = {run_id, str(ledger_id("account", run_id))}
+        position = request.from_position or state["position"] + 1
+        while not self.edge.closed:
+            progress = self.edge.progress()
+            events = await self.edge.call(self.ledger.read_events, from_position=position, limit=WATCH_PAGE)
+            for event in events:
+                position = event["position"] + 1
+                if event["originator_id"] not in watched:
+                    continue
+                if event["type"].endswith("StepsRecorded"):
+                    yield runs_pb2.WatchRunResponse(position=event["position"], event_type=event["type"],
+                                                    steps=codec.batch_message(run_id, event["data"]))
+                else:
+                    yield runs_pb2.WatchRunResponse(position=event["position"], event_type=event["type"],
+                                                    state=await self._state(run_id, event["position"], context))
+            if len(events) < WATCH_PAGE:
+                await self.edge.wait(progress)

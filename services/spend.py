@@ -1,0 +1,94 @@
+"""The Spend service: decode, call the ledger in a worker thread, encode.
+
+Writes answer with the account's totals straight from its aggregate (Ledger.account_now), read
+in the same worker-thread call: no projection sits between a Reserve and its answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from ledger import Receipt
+from services import codec
+from services.codec import messages
+from services.edge import Edge
+from services.interceptors import audit
+from trainledger.v1 import spend_pb2, spend_pb2_grpc
+
+__all__ = ["SpendServicer"]
+
+Context = grpc.aio.ServicerContext
+RESERVATIONS_PAGE_DEFAULT = 1_000
+
+
+class SpendServicer(spend_pb2_grpc.SpendServicer):
+    def __init__(self, edge: Edge) -> None:
+        self.edge = edge
+        self.ledger = edge.ledger
+
+    async def _write(self, command: Callable[..., Receipt], account: str, **kwargs: Any) -> tuple[Receipt, Any]:
+        """Run a command and read the account's totals after it, in one worker-thread call."""
+        def run() -> tuple[Receipt, Any]:
+            receipt = command(account=account, **kwargs, **who)
+            return receipt, messages.account(self.ledger.account_now(account))
+
+        who = audit()
+        return await self.edge.call(run)
+
+    async def OpenAccount(self, request: spend_pb2.OpenAccountRequest, context: Context) -> spend_pb2.OpenAccountResponse:
+        receipt, account = await self._write(self.ledger.open_account, request.account, parent=request.parent,
+                                             cap_usd_micro=codec.optional(request, "cap_usd_micro"))
+        return spend_pb2.OpenAccountResponse(position=receipt.position, created=receipt.created, account=account)
+
+    async def SetCap(self, request: spend_pb2.SetCapRequest, context: Context) -> spend_pb2.SetCapResponse:
+        receipt, account = await self._write(self.ledger.set_cap, request.account,
+                                             cap_usd_micro=codec.optional(request, "cap_usd_micro"))
+        return spend_pb2.SetCapResponse(position=receipt.position, account=account)
+
+    async def Reserve(self, request: spend_pb2.ReserveRequest, context: Context) -> spend_pb2.ReserveResponse:
+        receipt, account = await self._write(
+            self.ledger.reserve, request.account, reservation_id=request.reservation_id,
+            amount_usd_micro=request.amount_usd_micro, basis=codec.basis(request.basis),
+            ttl=codec.duration(request, "ttl"), attempt=request.attempt)
+        return spend_pb2.ReserveResponse(position=receipt.position, duplicate=receipt.duplicate,
+                                         expires_at=codec.timestamp(receipt.expires_at), account=account)
+
+    async def Commit(self, request: spend_pb2.CommitRequest, context: Context) -> spend_pb2.CommitResponse:
+        receipt, account = await self._write(
+            self.ledger.commit, request.account, reservation_id=request.reservation_id,
+            actual_usd_micro=request.actual_usd_micro, basis=codec.basis(request.basis))
+        return spend_pb2.CommitResponse(position=receipt.position, duplicate=receipt.duplicate,
+                                        overrun_usd_micro=receipt.overrun_usd_micro, account=account)
+
+    async def Release(self, request: spend_pb2.ReleaseRequest, context: Context) -> spend_pb2.ReleaseResponse:
+        receipt, account = await self._write(self.ledger.release, request.account,
+                                             reservation_id=request.reservation_id, reason=request.reason)
+        return spend_pb2.ReleaseResponse(position=receipt.position, duplicate=receipt.duplicate, account=account)
+
+    async def Charge(self, request: spend_pb2.ChargeRequest, context: Context) -> spend_pb2.ChargeResponse:
+        receipt, account = await self._write(
+            self.ledger.charge, request.account, charge_id=request.charge_id,
+            amount_usd_micro=request.amount_usd_micro, basis=codec.basis(request.basis), reason=request.reason)
+        return spend_pb2.ChargeResponse(position=receipt.position, duplicate=receipt.duplicate,
+                                        overrun_usd_micro=receipt.overrun_usd_micro, account=account)
+
+    async def GetAccount(self, request: spend_pb2.GetAccountRequest, context: Context) -> spend_pb2.GetAccountResponse:
+        timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
+        found = await self.edge.call(self.ledger.account, request.account, min_position=request.min_position,
+                                     timeout_s=timeout_s)
+        return spend_pb2.GetAccountResponse(account=messages.account(found))
+
+    async def ListReservations(self, request: spend_pb2.ListReservationsRequest,
+                               context: Context) -> spend_pb2.ListReservationsResponse:
+        size = codec.page_size(request.page_size, RESERVATIONS_PAGE_DEFAULT)
+        after = codec.position_after(request.page_token)
+        timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
+        rows = await self.edge.call(self.ledger.reservations, request.account, limit=size, after_position=after,
+                                    min_position=request.min_position, timeout_s=timeout_s)
+        # A full page may be followed by an empty one; the ledger's page limit is the proto's.
+        token = codec.position_token(rows[-1]["position"]) if len(rows) == size else ""
+        return spend_pb2.ListReservationsResponse(reservations=[messages.reservation(r) for r in rows],
+                                                  next_page_token=token)

@@ -1,0 +1,133 @@
+"""The `trainledger` command: `serve` as a real process, and the read commands against a database
+with data (tables for people, --json for machines)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from ledger import Ledger
+from services.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def trainledger() -> list[str]:
+    script = Path(sys.executable).parent / "trainledger"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "services.cli"]
+
+
+def test_serve_answers_health_and_stops_on_sigterm(tmp_path: Path) -> None:
+    database = tmp_path / "served.db"
+    process = subprocess.Popen([*trainledger(), "serve", "--db", str(database), "--listen", "127.0.0.1:0"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        line = process.stdout.readline()
+        match = re.search(r"serving on 127\.0\.0\.1:(\d+)", line)
+        assert match, (line, process.stderr.read() if process.poll() is not None else "")
+        with grpc.insecure_channel(f"127.0.0.1:{match.group(1)}") as channel:
+            answer = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
+        assert answer.status == health_pb2.HealthCheckResponse.SERVING
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+        assert database.exists()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+        process.stderr.close()
+
+
+def test_serve_with_a_database_it_cannot_open_is_one_line_and_status_2(tmp_path: Path) -> None:
+    done = subprocess.run([*trainledger(), "serve", "--db", str(tmp_path / "missing" / "dir" / "x.db"), "--listen",
+                           "127.0.0.1:0"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert done.stderr.startswith("trainledger: cannot open database")
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = str(tmp_path_factory.mktemp("cli") / "data.db")
+    ledger = Ledger.open(path)
+    run = ledger.open_run(run_key="demo-key", name="demo", spec={"lr": 0.0001}, cap_usd_micro=5_000_000)
+    ledger.start_attempt(run_id=run.run_id, attempt_id="a1", label="host-1")
+    ledger.append_steps(run_id=run.run_id, attempt=1, steps=list(range(30)), tokens=[128] * 30,
+                        metrics={"loss": [1 / (s + 1) for s in range(30)], "eval_loss": {"values": [0.25], "index": [29]}})
+    ledger.save_checkpoint(run_id=run.run_id, attempt=1, step=29, backend="local", uri="file:///ck/29")
+    ledger.save_checkpoint(run_id=run.run_id, attempt=1, step=9, backend="tinker", uri="tinker://ck/9",
+                           expires_at=datetime.now(timezone.utc) - timedelta(hours=1))
+    basis = {"price_sheet": "sheet-7", "tokens": [{"token_class": "sample", "tokens": 1_000,
+                                                   "usd_micro_per_million_tokens": 1_500_000}]}
+    ledger.reserve(account=run.run_id, reservation_id="call-1", amount_usd_micro=1_500, basis=basis)
+    ledger.commit(account=run.run_id, reservation_id="call-1", actual_usd_micro=1_700, basis=basis)
+    ledger.reserve(account=run.run_id, reservation_id="call-2", amount_usd_micro=2_000)
+    ledger.register(family="tiny", artifact_uri="s3://models/1", digest="d" * 64, source_run_id=run.run_id,
+                    source_step=29)
+    ledger.promote(family="tiny", version=1, expected_current=0, verdict={"passed": True, "reason": "eval ok"})
+    ledger.close()
+    return path
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    assert main(list(argv)) == 0
+    return capsys.readouterr().out
+
+
+def test_runs_list_and_show(database: str, capsys: pytest.CaptureFixture[str]) -> None:
+    listed = run_cli(capsys, "runs", "list", "--db", database)
+    header, rule, row = listed.splitlines()
+    assert header.split() == ["run_id", "name", "status", "attempt", "last_step", "committed", "opened_at"]
+    assert set(rule.replace(" ", "")) == {"-"} and "demo" in row and "$0.001700" in row
+    assert header.index("name") == row.index("demo")  # aligned columns
+    shown = run_cli(capsys, "runs", "show", "demo-key", "--db", database)
+    for expected in ("status:    running", "from step 29 (file:///ck/29)", "host-1", "tinker://ck/9", "expired",
+                     "eval_loss", "0.25"):
+        assert expected in shown
+    as_json = json.loads(run_cli(capsys, "runs", "show", "demo-key", "--db", database, "--json"))
+    assert as_json["state"]["last_step"] == 29 and as_json["series"]["steps"][-1] == 29
+    runs = json.loads(run_cli(capsys, "runs", "list", "--db", database, "--json"))
+    assert [r["name"] for r in runs] == ["demo"]
+
+
+def test_spend_show(database: str, capsys: pytest.CaptureFixture[str]) -> None:
+    shown = run_cli(capsys, "spend", "show", "demo-key", "--db", database)
+    for expected in ("cap:       $5.000000", "committed: $0.001700", "pending:   $0.002000", "overrun:   $0.000200",
+                     "call-1", "committed", "1,000 sample @ $1.500000/M [sheet-7]", "call-2", "pending"):
+        assert expected in shown
+    as_json = json.loads(run_cli(capsys, "spend", "show", "demo-key", "--db", database, "--json"))
+    assert as_json["account"]["remaining"] == 5_000_000 - 1_700 - 2_000
+    assert [(r["reservation_id"], r["state"]) for r in as_json["reservations"]] == [("call-1", "committed"),
+                                                                                    ("call-2", "pending")]
+
+
+def test_registry_events_and_rebuild(database: str, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
+    assert run_cli(capsys, "registry", "list", "--db", database).splitlines()[2].split() == ["tiny", "1", "1"]
+    shown = run_cli(capsys, "registry", "show", "tiny", "--db", database)
+    assert "s3://models/1" in shown and "promote" in shown and "eval ok" in shown
+    assert json.loads(run_cli(capsys, "registry", "show", "tiny", "--db", database, "--json"))["current"] == 1
+    lines = run_cli(capsys, "events", "export", "--from", "3", "--db", database).splitlines()
+    events = [json.loads(line) for line in lines]
+    assert [e["position"] for e in events] == list(range(3, 3 + len(events))) and len(events) > 5
+    assert run_cli(capsys, "rebuild", "--db", database).startswith("rebuilt every view from")
+    # The environment's database URL overrides --db.
+    monkeypatch.setenv("TRAINLEDGER_DATABASE_URL", database)
+    assert "demo" in run_cli(capsys, "runs", "list", "--db", os.devnull + ".missing")
+
+
+def test_a_missing_database_is_reported_not_created(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nothing.db"
+    assert main(["runs", "list", "--db", str(missing)]) == 2
+    assert capsys.readouterr().err.strip() == f"trainledger: no database at {missing}"
+    assert not missing.exists()
