@@ -110,7 +110,8 @@ class Account(LedgerAggregate):
             account.overrun += self.overrun
             account.settle(
                 self.reservation_id,
-                {**hold, "state": "committed", "actual": self.actual, "settled_version": self.originator_version},
+                {**hold, "state": "committed", "actual": self.actual, "overrun": self.overrun,
+                 "settled_version": self.originator_version},
             )
 
     class SpendReleased(LedgerAggregate.Event):
@@ -145,7 +146,7 @@ class Account(LedgerAggregate):
             account.settle(
                 self.charge_id,
                 {"state": "charged", "amount": self.amount, "basis": self.basis, "reason": self.reason,
-                 "settled_version": self.originator_version},
+                 "overrun": self.overrun, "settled_version": self.originator_version},
             )
 
     class SpendRolledUp(LedgerAggregate.Event):
@@ -228,6 +229,9 @@ def reserve(account: Account, parents: list[Account], audit: Audit, *, reservati
     earlier request. Raises SpendCapExceededError after recording the refusal on `account`."""
     entry = account.entry(reservation_id)
     if entry is not None:
+        # A charge entry has no attempt: check its kind before comparing payloads.
+        if entry["state"] == "charged":
+            raise AlreadyExistsError(f"{reservation_id} is a charge id", reservation_id=reservation_id)
         if (entry["amount"], entry["basis"], entry["attempt"]) != (amount, basis, attempt):
             raise AlreadyExistsError(f"reservation {reservation_id} exists with another payload",
                                      reservation_id=reservation_id)
@@ -236,8 +240,6 @@ def reserve(account: Account, parents: list[Account], audit: Audit, *, reservati
                 f"reservation {reservation_id} was refused: it would cross the cap of {entry['refused_by']}",
                 account=entry["refused_by"], remaining_usd_micro=entry["remaining"],
             )
-        if entry["state"] == "charged":
-            raise AlreadyExistsError(f"{reservation_id} is a charge id", reservation_id=reservation_id)
         return int(entry["reserved_version"])
     expire_overdue(account, parents, audit)
     for holder in (account, *parents):
@@ -268,7 +270,8 @@ def commit(account: Account, parents: list[Account], audit: Audit, *, reservatio
         if entry["actual"] != actual:
             raise AlreadyExistsError(f"reservation {reservation_id} was committed with another amount",
                                      reservation_id=reservation_id)
-        return int(entry["settled_version"]), max(0, actual - entry["amount"])
+        # The overrun first answered (a late commit's is what lay beyond the cap, not the hold).
+        return int(entry["settled_version"]), int(entry.get("overrun", max(0, actual - entry["amount"])))
     if state in ("released", "refused", "charged"):
         raise FailedPreconditionError(f"reservation {reservation_id} is {state}",
                                       reason=f"RESERVATION_{state.upper()}", reservation_id=reservation_id)
@@ -310,7 +313,7 @@ def charge(account: Account, parents: list[Account], audit: Audit, *, charge_id:
     if entry is not None:
         if entry["state"] != "charged" or (entry["amount"], entry["basis"]) != (amount, basis):
             raise AlreadyExistsError(f"{charge_id} exists with another payload", charge_id=charge_id)
-        return int(entry["settled_version"]), 0
+        return int(entry["settled_version"]), int(entry.get("overrun", 0))
     overrun = account.excess(amount)
     account.record(Account.SpendCharged, audit, charge_id=charge_id, amount=amount, basis=basis,
                    reason=reason, overrun=overrun)

@@ -626,8 +626,8 @@ class Ledger(Application[UUID]):
             raise NotFoundError(f"no family {family}", reason="FAMILY_NOT_FOUND", family=family)
         return found
 
-    def read_events(self, *, from_position: int = 1, limit: int = 1000,
-                    types: Sequence[str] = ()) -> list[dict[str, Any]]:
+    def read_events(self, *, from_position: int = 1, limit: int = 1000, types: Sequence[str] = (),
+                    originator_ids: Sequence[str] = ()) -> list[dict[str, Any]]:
         """Events of the log from a position, decoded: {position, type, originator_id,
         originator_version, timestamp, principal, request_id, data}."""
         check_int(from_position, "from_position")
@@ -635,10 +635,15 @@ class Ledger(Application[UUID]):
         topics = [topic for name in types for topic in event_topics(name)]
         if types and not topics:
             return []
-        notifications = self.recorder.select_notifications(max(1, from_position), limit, topics=topics)
+        if originator_ids:
+            ids = [UUID(originator_id) for originator_id in originator_ids]
+            notifications = self.storage.select_notifications_of(ids, max(1, from_position), limit, topics)
+        else:
+            notifications = self.recorder.select_notifications(max(1, from_position), limit, topics=topics)
         out = []
         for notification in notifications:
             data = self.mapper.transcoder.decode(notification.state)
+            data.pop("originator_topic", None)
             out.append({
                 "position": notification.id,
                 "type": notification.topic.rsplit(":", 1)[-1],

@@ -39,6 +39,9 @@ class Projector:
         self.handlers = handlers()
         self.positions = database.tracking_positions()
         self._condition = threading.Condition()
+        # One projection at a time: the background thread, a reader projecting in its own thread
+        # and rebuild() share the database's writer connection and the tracking positions.
+        self._projecting = threading.RLock()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -94,6 +97,10 @@ class Projector:
 
     def catch_up(self, stop: int | None = None) -> int:
         """Apply everything up to `stop` (default: the head). Returns events applied."""
+        with self._projecting:
+            return self._catch_up(stop)
+
+    def _catch_up(self, stop: int | None) -> int:
         applied = 0
         while True:
             start = self.position + 1
@@ -124,6 +131,7 @@ class Projector:
 
     def rebuild(self, views: tuple[str, ...] = VIEWS) -> int:
         """Drop `views` and project them again from position 0."""
-        self.database.drop(views)
-        self.positions = self.database.tracking_positions()
-        return self.catch_up()
+        with self._projecting:
+            self.database.drop(views)
+            self.positions = self.database.tracking_positions()
+            return self._catch_up(None)

@@ -234,13 +234,6 @@ class Run(LedgerAggregate):
                     first_step=first,
                     last_step=last,
                 )
-        if self.batches and first >= self.batches[0][0]:
-            raise InvalidArgumentError(
-                f"steps must increase within an attempt: step {first} is not after {self.last_step}",
-                reason="STEPS_NOT_INCREASING",
-                step=first,
-                last_step=self.last_step,
-            )
         floor = self.attempts[-1]["resumed_from_step"]
         if floor is not None and first <= floor:
             raise InvalidArgumentError(
@@ -248,6 +241,15 @@ class Run(LedgerAggregate):
                 reason="STEP_BEFORE_RESUME",
                 step=first,
                 resumed_from_step=floor,
+            )
+        # Until the window has pruned a batch it holds every batch of the attempt, so a step
+        # below all of them was never recorded: it does not increase.
+        if self.batches and (first >= self.batches[0][0] or len(self.batches) < BATCH_WINDOW):
+            raise InvalidArgumentError(
+                f"steps must increase within an attempt: step {first} is not after {self.last_step}",
+                reason="STEPS_NOT_INCREASING",
+                step=first,
+                last_step=self.last_step,
             )
         raise AlreadyExistsError(
             f"steps {first}..{last} were recorded before this attempt's retry window",

@@ -35,7 +35,7 @@ def persistence_env(database: str) -> dict[str, str]:
 
 
 def open_storage(app: Any) -> Storage:
-    if app.env.get("PERSISTENCE_MODULE") == "eventsourcing.postgres":
+    if app.env.get("PERSISTENCE_MODULE", "").startswith(("eventsourcing.postgres", "ledger.postgres")):
         from ledger.postgres import PostgresStorage
 
         return PostgresStorage(app)
@@ -60,6 +60,19 @@ class Storage:
 
     def head(self) -> int:
         raise NotImplementedError
+
+    def select_notifications_of(self, originator_ids: list[UUID], start: int, limit: int,
+                                topics: list[str]) -> list[Any]:
+        """Notifications of the given aggregates from position `start`. This fallback filters
+        the whole log; backends override it with an indexed query."""
+        found: list[Any] = []
+        while len(found) < limit:
+            page = self.app.recorder.select_notifications(start, 1000, topics=topics)
+            if not page:
+                break
+            found += [n for n in page if n.originator_id in originator_ids]
+            start = page[-1].id + 1
+        return found[:limit]
 
     def close(self) -> None:
         pass
@@ -147,6 +160,21 @@ class SQLiteStorage(Storage):
     def head(self) -> int:
         row = self._reader().execute("SELECT MAX(rowid) FROM stored_events").fetchone()
         return int(row[0] or 0)
+
+    def select_notifications_of(self, originator_ids: list[UUID], start: int, limit: int,
+                                topics: list[str]) -> list[Any]:
+        from eventsourcing.persistence import Notification
+
+        marks = ",".join("?" * len(originator_ids))
+        sql = (f"SELECT rowid, originator_id, originator_version, topic, state FROM stored_events"
+               f" WHERE originator_id IN ({marks}) AND rowid >= ?")
+        params: list[Any] = [u.hex for u in originator_ids] + [start]
+        if topics:
+            sql += f" AND topic IN ({','.join('?' * len(topics))})"
+            params += topics
+        rows = self._reader().execute(sql + " ORDER BY rowid LIMIT ?", (*params, limit)).fetchall()
+        return [Notification(id=row[0], originator_id=UUID(row[1]), originator_version=row[2], topic=row[3],
+                             state=row[4]) for row in rows]
 
     def close(self) -> None:
         with self._lock:

@@ -132,7 +132,8 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
         position = request.from_position or state["position"] + 1
         while not self.edge.closed:
             progress = self.edge.progress()
-            events = await self.edge.call(self.ledger.read_events, from_position=position, limit=WATCH_PAGE)
+            events = await self.edge.call(self.ledger.read_events, from_position=position, limit=WATCH_PAGE,
+                                          originator_ids=sorted(watched))
             for event in events:
                 position = event["position"] + 1
                 if event["originator_id"] not in watched:
