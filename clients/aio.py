@@ -1,0 +1,121 @@
+"""The asyncio client: `AsyncLedgerClient`, the same methods as LedgerClient, awaited.
+
+Unary methods return awaitables of the same values; watch_run, read_events and record_steps return
+async iterators. Deadlines, request ids, principal and retries behave exactly as in LedgerClient.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from typing import Any
+
+import grpc
+
+from clients import codec
+from clients.client import _STUBS, CHANNEL_OPTIONS, record_request
+from clients.errors import error_from_rpc
+from clients.methods_spend import LedgerMethods
+from clients.retry import RetryPolicy
+
+__all__ = ["AsyncLedgerClient", "AsyncAckStream"]
+
+
+class AsyncAckStream:
+    """The acks of a RecordSteps stream, one dict per batch in order; `cancel()` ends it."""
+
+    def __init__(self, call: Any) -> None:
+        self._call = call
+
+    def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        try:
+            response = await self._call.read()
+        except grpc.RpcError as error:
+            raise error_from_rpc(error) from None
+        if response is grpc.aio.EOF:
+            raise StopAsyncIteration
+        return codec.to_dict(response)
+
+    def cancel(self) -> None:
+        self._call.cancel()
+
+
+class AsyncLedgerClient(LedgerMethods):
+    """An asyncio client of one ledger server; create it inside the event loop that uses it.
+    Usable as an async context manager (closes the channel)."""
+
+    def __init__(self, address: str = "127.0.0.1:50051", *, principal: str = "", timeout_s: float = 10.0,
+                 retries: RetryPolicy | int | None = None, channel: grpc.aio.Channel | None = None,
+                 options: Iterable[tuple[str, Any]] = ()) -> None:
+        self.address = address
+        self.principal = principal
+        self.timeout_s = timeout_s
+        self.retry_policy = RetryPolicy.of(retries)
+        self._channel = channel or grpc.aio.insecure_channel(address, options=(*CHANNEL_OPTIONS, *options))
+        self._stubs = {name: stub(self._channel) for name, stub in _STUBS.items()}
+        self._closed = False
+
+    async def close(self) -> None:
+        self._closed = True
+        await self._channel.close()
+
+    async def __aenter__(self) -> AsyncLedgerClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    def metadata(self, request_id: str | None = None) -> tuple[tuple[str, str], ...]:
+        """The call metadata: a new request id unless one is given, and the principal."""
+        return (("x-request-id", request_id or str(uuid.uuid4())), ("x-principal", self.principal))
+
+    async def _unary(self, service: str, method: str, request: Any, *, decode: Any = codec.to_dict,
+                     idempotent: bool = True, timeout_s: float | None = None) -> Any:
+        rpc = getattr(self._stubs[service], method)
+        metadata = self.metadata()
+        policy, tried, waited_s = self.retry_policy, 0, 0.0
+        while True:
+            tried += 1
+            try:
+                return decode(await rpc(request, timeout=timeout_s or self.timeout_s, metadata=metadata))
+            except grpc.RpcError as rpc_error:
+                error = error_from_rpc(rpc_error)
+            if self._closed or not policy.should_retry(error, idempotent=idempotent, tried=tried,
+                                                       waited_s=waited_s):
+                raise error
+            delay = policy.backoff_s(tried - 1)
+            waited_s += delay
+            await asyncio.sleep(delay)
+
+    async def _server_stream(self, service: str, method: str, request: Any, *, decode: Any,
+                             timeout_s: float | None) -> AsyncIterator[Any]:
+        call = getattr(self._stubs[service], method)(request, timeout=timeout_s, metadata=self.metadata())
+        try:
+            async for response in call:
+                yield decode(response)
+        except grpc.RpcError as error:
+            raise error_from_rpc(error) from None
+        finally:
+            call.cancel()
+
+    def record_steps(self, batches: Iterable[Any] | AsyncIterable[Any], *,
+                     timeout_s: float | None = None) -> AsyncAckStream:
+        """Stream batches (see clients.client.record_request) and get one ack dict per batch."""
+
+        async def requests() -> AsyncIterator[Any]:
+            number = 0
+            if isinstance(batches, AsyncIterable):
+                async for batch in batches:
+                    number += 1
+                    yield record_request(batch, number)
+            else:
+                for batch in batches:
+                    number += 1
+                    yield record_request(batch, number)
+
+        call = self._stubs["Runs"].RecordSteps(requests(), timeout=timeout_s, metadata=self.metadata())
+        return AsyncAckStream(call)

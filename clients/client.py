@@ -1,0 +1,138 @@
+"""The synchronous client: `LedgerClient`.
+
+Every call carries a deadline, an x-request-id made once per logical call (and reused by its
+retries) and the caller's x-principal; a retry resends the very same request object.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import grpc
+
+from clients import codec
+from clients.errors import error_from_rpc
+from clients.methods_spend import LedgerMethods
+from clients.retry import RetryPolicy
+from trainledger.v1 import events_pb2_grpc, registry_pb2_grpc, runs_pb2, runs_pb2_grpc, spend_pb2_grpc
+
+__all__ = ["LedgerClient", "AckStream", "CHANNEL_OPTIONS", "record_request"]
+
+# Reconnect quickly after a ledger restart (gRPC's default backoff grows to two minutes) and
+# allow full pages of series and event reads.
+CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+    ("grpc.max_send_message_length", 64 * 1024 * 1024),
+)
+
+_STUBS = {"Runs": runs_pb2_grpc.RunsStub, "Spend": spend_pb2_grpc.SpendStub,
+          "Registry": registry_pb2_grpc.RegistryStub, "Events": events_pb2_grpc.EventsStub}
+
+
+def record_request(batch: Any, sequence: int) -> runs_pb2.RecordStepsRequest:
+    """A RecordStepsRequest from a StepBatch, a RecordStepsRequest, or a dict of append_steps
+    keywords (run_id, attempt, steps, tokens, usd_micro, metrics; optional sequence)."""
+    if isinstance(batch, runs_pb2.RecordStepsRequest):
+        return batch
+    if isinstance(batch, Mapping):
+        batch = dict(batch)
+        sequence = batch.pop("sequence", sequence)
+        batch = codec.step_batch(**batch)
+    return runs_pb2.RecordStepsRequest(sequence=sequence, batch=batch)
+
+
+class AckStream:
+    """The acks of a RecordSteps stream, one dict per batch in order; `cancel()` ends it."""
+
+    def __init__(self, call: Any) -> None:
+        self._call = call
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return self
+
+    def __next__(self) -> dict[str, Any]:
+        try:
+            return codec.to_dict(next(self._call))
+        except grpc.RpcError as error:
+            raise error_from_rpc(error) from None
+
+    def cancel(self) -> None:
+        self._call.cancel()
+
+
+class LedgerClient(LedgerMethods):
+    """A blocking client of one ledger server. `retries` is a RetryPolicy or a number of retries.
+    Usable as a context manager (closes the channel). Safe to share between threads."""
+
+    def __init__(self, address: str = "127.0.0.1:50051", *, principal: str = "", timeout_s: float = 10.0,
+                 retries: RetryPolicy | int | None = None, channel: grpc.Channel | None = None,
+                 options: Iterable[tuple[str, Any]] = ()) -> None:
+        self.address = address
+        self.principal = principal
+        self.timeout_s = timeout_s
+        self.retry_policy = RetryPolicy.of(retries)
+        self._channel = channel or grpc.insecure_channel(address, options=(*CHANNEL_OPTIONS, *options))
+        self._stubs = {name: stub(self._channel) for name, stub in _STUBS.items()}
+        self._closed = threading.Event()
+
+    def close(self) -> None:
+        self._closed.set()
+        self._channel.close()
+
+    def __enter__(self) -> LedgerClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def metadata(self, request_id: str | None = None) -> tuple[tuple[str, str], ...]:
+        """The call metadata: a new request id unless one is given, and the principal."""
+        return (("x-request-id", request_id or str(uuid.uuid4())), ("x-principal", self.principal))
+
+    def _unary(self, service: str, method: str, request: Any, *, decode: Any = codec.to_dict,
+               idempotent: bool = True, timeout_s: float | None = None) -> Any:
+        rpc = getattr(self._stubs[service], method)
+        metadata = self.metadata()
+        policy, tried, waited_s = self.retry_policy, 0, 0.0
+        while True:
+            tried += 1
+            try:
+                return decode(rpc(request, timeout=timeout_s or self.timeout_s, metadata=metadata))
+            except grpc.RpcError as rpc_error:
+                error = error_from_rpc(rpc_error)
+            if self._closed.is_set() or not policy.should_retry(error, idempotent=idempotent, tried=tried,
+                                                                 waited_s=waited_s):
+                raise error
+            delay = policy.backoff_s(tried - 1)
+            waited_s += delay
+            time.sleep(delay)
+
+    def _server_stream(self, service: str, method: str, request: Any, *, decode: Any,
+                       timeout_s: float | None) -> Iterator[Any]:
+        call = getattr(self._stubs[service], method)(request, timeout=timeout_s, metadata=self.metadata())
+        try:
+            for response in call:
+                yield decode(response)
+        except grpc.RpcError as error:
+            raise error_from_rpc(error) from None
+        finally:
+            call.cancel()
+
+    def record_steps(self, batches: Iterable[Any], *, timeout_s: float | None = None) -> AckStream:
+        """Stream batches (see record_request) and get one ack dict per batch, in order. The stream
+        is not retried: on an error, resend the unacked batches (an identical batch is a
+        duplicate, never recorded twice). No deadline unless `timeout_s` is given."""
+        requests = (record_request(batch, number) for number, batch in enumerate(batches, start=1))
+        return AckStream(self._stubs["Runs"].RecordSteps(requests, timeout=timeout_s, metadata=self.metadata()))
+
+    def wait_ready(self, timeout_s: float = 10.0) -> None:
+        """Block until the channel is connected; raises grpc.FutureTimeoutError."""
+        grpc.channel_ready_future(self._channel).result(timeout=timeout_s)
+

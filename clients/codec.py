@@ -1,0 +1,151 @@
+"""Python values <-> trainledger.v1 messages, shared by the sync and asyncio clients.
+
+In: plain values (ints, str, dicts, datetimes, lists); money is int micro-dollars. Out: dicts
+keyed by the proto field names, with Timestamps as aware datetimes, unset optional fields and
+unset messages as None, Structs as dicts and RunStatus as "running" | "done" | "failed" | "stopped".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from google.protobuf import duration_pb2, json_format, struct_pb2, timestamp_pb2
+from google.protobuf.message import Message
+
+from trainledger.v1 import common_pb2, registry_pb2
+
+__all__ = [
+    "to_dict", "struct", "timestamp", "duration", "status", "basis", "verdict", "step_batch",
+    "metric_columns", "batch_from_columns"
+]
+
+_STATUS_PREFIX = "RUN_STATUS_"
+
+
+def struct(document: Mapping[str, Any] | None) -> struct_pb2.Struct | None:
+    """A Struct from a JSON-like dict; None stays unset."""
+    if document is None:
+        return None
+    message = struct_pb2.Struct()
+    message.update(dict(document))
+    return message
+
+
+def timestamp(value: datetime | None) -> timestamp_pb2.Timestamp | None:
+    """A Timestamp from a datetime; a naive datetime is taken as UTC."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    message = timestamp_pb2.Timestamp()
+    message.FromDatetime(value)
+    return message
+
+
+def duration(seconds: float | timedelta | None) -> duration_pb2.Duration | None:
+    if seconds is None:
+        return None
+    message = duration_pb2.Duration()
+    message.FromTimedelta(seconds if isinstance(seconds, timedelta) else timedelta(seconds=seconds))
+    return message
+
+
+def status(name: str) -> int:
+    """A RunStatus from "done" | "failed" | "stopped" | "running" ("" = unspecified)."""
+    return common_pb2.RunStatus.Value(_STATUS_PREFIX + (name.upper() or "UNSPECIFIED"))
+
+
+def basis(value: Mapping[str, Any] | common_pb2.CostBasis | None) -> common_pb2.CostBasis | None:
+    """A CostBasis from its dict form (proto field names), e.g. {"price_sheet": "tinker-2025",
+    "tokens": [{"token_class": "train", "tokens": 1000, "usd_micro_per_million_tokens": 400000}]}."""
+    if value is None or isinstance(value, common_pb2.CostBasis):
+        return value
+    return json_format.ParseDict(dict(value), common_pb2.CostBasis())
+
+
+def verdict(value: Mapping[str, Any]) -> registry_pb2.GateVerdict:
+    """A GateVerdict from {"passed": bool, "reason": str, "stats": dict}."""
+    return registry_pb2.GateVerdict(passed=bool(value.get("passed", False)),
+                                    reason=str(value.get("reason", "")), stats=struct(value.get("stats")))
+
+
+def metric_columns(metrics: Mapping[str, Any] | None) -> list[common_pb2.MetricColumn]:
+    """Columns from name -> [values] (one per step) or name -> {"values": [...], "index": [...]}."""
+    columns = []
+    for name, column in (metrics or {}).items():
+        if isinstance(column, Mapping):
+            values, index = column.get("values", ()), column.get("index") or ()
+        else:
+            values, index = column, ()
+        columns.append(common_pb2.MetricColumn(name=name, values=values, index=index))
+    return columns
+
+
+def step_batch(*, run_id: str, attempt: int, steps: Sequence[int], tokens: Sequence[int] | None = None,
+               usd_micro: Sequence[int] | None = None, metrics: Mapping[str, Any] | None = None,
+               ) -> common_pb2.StepBatch:
+    """A column-wise StepBatch: steps, tokens and usd_micro as packed parallel lists."""
+    return common_pb2.StepBatch(run_id=run_id, attempt=attempt, steps=steps, tokens=tokens or (),
+                                usd_micro=usd_micro or (), metrics=metric_columns(metrics))
+
+
+def batch_from_columns(run_id: str, attempt: int, rows: Iterable[tuple[int, int | None, int | None,
+                                                                          Mapping[str, float]]]
+                       ) -> common_pb2.StepBatch:
+    """A StepBatch from rows (step, tokens, usd_micro, metrics): tokens and usd_micro are sent
+    only when every row has them; a metric some rows lack gets an index column, never a NaN."""
+    rows = list(rows)
+    steps = [row[0] for row in rows]
+    tokens = [row[1] for row in rows]
+    usd = [row[2] for row in rows]
+    names: dict[str, None] = {}
+    for row in rows:
+        names.update(dict.fromkeys(row[3]))
+    metrics: dict[str, Any] = {}
+    for name in names:
+        index = [i for i, row in enumerate(rows) if name in row[3]]
+        values = [rows[i][3][name] for i in index]
+        metrics[name] = values if len(index) == len(rows) else {"values": values, "index": index}
+    return step_batch(run_id=run_id, attempt=attempt, steps=steps,
+                      tokens=tokens if None not in tokens else None,
+                      usd_micro=usd if None not in usd else None, metrics=metrics)
+
+
+def to_dict(message: Message) -> dict[str, Any]:
+    """A response message as a dict keyed by field name (see the module docstring)."""
+    result: dict[str, Any] = {}
+    for field in message.DESCRIPTOR.fields:
+        value = getattr(message, field.name)
+        if field.is_repeated:
+            result[field.name] = [_value(field, item) for item in value]
+        elif field.has_presence and not message.HasField(field.name):
+            result[field.name] = {} if _is_struct(field) else None
+        else:
+            result[field.name] = _value(field, value)
+    return result
+
+
+def _is_struct(field: Any) -> bool:
+    return field.message_type is not None and field.message_type.full_name == "google.protobuf.Struct"
+
+
+def _value(field: Any, value: Any) -> Any:
+    kind = field.message_type.full_name if field.message_type is not None else ""
+    if kind == "google.protobuf.Timestamp":
+        return value.ToDatetime(tzinfo=timezone.utc)
+    if kind == "google.protobuf.Duration":
+        return value.ToTimedelta()
+    if kind == "google.protobuf.Struct":
+        return json_format.MessageToDict(value)
+    if kind:
+        return to_dict(value)
+    if field.enum_type is not None and field.enum_type.name == "RunStatus":
+        name = common_pb2.RunStatus.Name(value).removeprefix(_STATUS_PREFIX).lower()
+        return "" if name == "unspecified" else name
+    if field.name == "data_json":
+        return json.loads(value) if value else {}
+    return value
+

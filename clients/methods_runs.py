@@ -1,0 +1,87 @@
+"""The Runs RPCs as client methods (see clients.methods); each takes `timeout_s`, the per-try
+deadline (the client's default when None)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from clients import codec
+from clients.methods import Doc, Transport, new_id, unwrap
+from trainledger.v1 import common_pb2, runs_pb2
+
+__all__ = ["RunsMethods"]
+
+
+class RunsMethods(Transport):
+    """The Runs RPCs: runs, attempts, steps, checkpoints, finish, state, series, live tail."""
+
+    def open_run(self, *, run_key: str, name: str = "", spec: Doc | None = None,
+                 cap_usd_micro: int | None = None, parent_account: str = "", timeout_s: float | None = None):
+        """Open a run by its key, or find the existing one: {"state", "created", "position"}."""
+        request = runs_pb2.OpenRunRequest(run_key=run_key, name=name, spec=codec.struct(spec or {}),
+                                          cap_usd_micro=cap_usd_micro, parent_account=parent_account)
+        return self._unary("Runs", "OpenRun", request, timeout_s=timeout_s)
+
+    def start_attempt(self, *, run_id: str, attempt_id: str | None = None, label: str = "",
+                      resume_from_step: int | None = None, timeout_s: float | None = None):
+        """Start a new attempt (fencing the previous one): {"attempt", "position", "duplicate", "state"}."""
+        request = runs_pb2.StartAttemptRequest(run_id=run_id, attempt_id=attempt_id or new_id(), label=label,
+                                               resume_from_step=resume_from_step)
+        return self._unary("Runs", "StartAttempt", request, timeout_s=timeout_s)
+
+    def append_steps(self, *, run_id: str, attempt: int, steps: Sequence[int], tokens: Sequence[int] | None = None,
+                     usd_micro: Sequence[int] | None = None, metrics: Doc | None = None,
+                     timeout_s: float | None = None):
+        """Append one column-wise batch: {"position", "duplicate", "last_step"}."""
+        batch = codec.step_batch(run_id=run_id, attempt=attempt, steps=steps, tokens=tokens,
+                                 usd_micro=usd_micro, metrics=metrics)
+        return self._unary("Runs", "AppendSteps", runs_pb2.AppendStepsRequest(batch=batch), timeout_s=timeout_s)
+
+    def append_batch(self, *, batch: common_pb2.StepBatch, timeout_s: float | None = None):
+        """Append a prebuilt StepBatch message (as kept in an outbox): as append_steps."""
+        return self._unary("Runs", "AppendSteps", runs_pb2.AppendStepsRequest(batch=batch), timeout_s=timeout_s)
+
+    def save_checkpoint(self, *, run_id: str, attempt: int, step: int, uri: str, backend: str,
+                        fidelity: str = "weights", sampler_uri: str = "", final: bool = False,
+                        expires_at: datetime | None = None, digest: str = "", timeout_s: float | None = None):
+        """Record a durable checkpoint: {"position", "duplicate"}."""
+        request = runs_pb2.SaveCheckpointRequest(
+            run_id=run_id, attempt=attempt, step=step, sampler_uri=sampler_uri, final=final, digest=digest,
+            handle={"backend": backend, "uri": uri, "fidelity": fidelity}, expires_at=codec.timestamp(expires_at))
+        return self._unary("Runs", "SaveCheckpoint", request, timeout_s=timeout_s)
+
+    def finish_run(self, *, run_id: str, attempt: int, status: str = "done", summary: Doc | None = None,
+                   error: str = "", timeout_s: float | None = None):
+        """Finish the run with "done" | "failed" | "stopped": {"position"}."""
+        request = runs_pb2.FinishRunRequest(run_id=run_id, attempt=attempt, status=codec.status(status),
+                                            summary=codec.struct(summary or {}), error=error)
+        return self._unary("Runs", "FinishRun", request, timeout_s=timeout_s)
+
+    def note_summary(self, *, run_id: str, summary: Doc, timeout_s: float | None = None):
+        request = runs_pb2.NoteSummaryRequest(run_id=run_id, summary=codec.struct(summary))
+        return self._unary("Runs", "NoteSummary", request, timeout_s=timeout_s)
+
+    def get_run_state(self, *, run_id: str, min_position: int = 0, timeout_s: float | None = None):
+        """The RunState as a dict (run, attempts, current_attempt, checkpoint, resume, last_step, spend ...)."""
+        request = runs_pb2.GetRunStateRequest(run_id=run_id, min_position=min_position)
+        return self._unary("Runs", "GetRunState", request, decode=unwrap("state"), timeout_s=timeout_s)
+
+    def list_runs(self, *, page_size: int = 0, page_token: str = "", status: str = "", min_position: int = 0,
+                  timeout_s: float | None = None):
+        request = runs_pb2.ListRunsRequest(page_size=page_size, page_token=page_token,
+                                           status=codec.status(status), min_position=min_position)
+        return self._unary("Runs", "ListRuns", request, timeout_s=timeout_s)
+
+    def get_series(self, *, run_id: str, from_step: int = 0, page_size: int = 0, metrics: Sequence[str] = (),
+                   include_superseded: bool = False, min_position: int = 0, timeout_s: float | None = None):
+        """One page of the step series, column-wise; `next_from_step` is None on the last page."""
+        request = runs_pb2.GetSeriesRequest(run_id=run_id, from_step=from_step, page_size=page_size,
+                                            metrics=metrics, include_superseded=include_superseded,
+                                            min_position=min_position)
+        return self._unary("Runs", "GetSeries", request, timeout_s=timeout_s)
+
+    def watch_run(self, *, run_id: str, from_position: int = 0, timeout_s: float | None = None):
+        """A live tail of the run's events; no deadline unless `timeout_s` is given."""
+        request = runs_pb2.WatchRunRequest(run_id=run_id, from_position=from_position)
+        return self._server_stream("Runs", "WatchRun", request, decode=codec.to_dict, timeout_s=timeout_s)

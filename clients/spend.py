@@ -1,0 +1,57 @@
+"""Spend held around a billable call: reserve before, commit the actual amount after, release on
+failure. Fails closed: when the ledger cannot be reached no hold is made up, the call is refused."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from clients.errors import LedgerClientError
+
+__all__ = ["Hold", "hold_spend"]
+
+log = logging.getLogger("trainledger.clients")
+REASON_LENGTH_MAX = 1_000
+
+
+@dataclass
+class Hold:
+    """A granted reservation. Set `actual_usd_micro` (and optionally `actual_basis`) to what the
+    call really cost before the block ends; it defaults to the reserved amount."""
+
+    account: str
+    reservation_id: str
+    amount_usd_micro: int
+    actual_usd_micro: int
+    expires_at: datetime | None = None
+    actual_basis: Mapping[str, Any] | None = None
+    committed: dict[str, Any] | None = field(default=None, repr=False)
+
+
+@contextmanager
+def hold_spend(client: Any, *, account: str, amount_usd_micro: int, basis: Mapping[str, Any] | None = None,
+               ttl_s: float | None = None, attempt: int = 0, reservation_id: str | None = None) -> Iterator[Hold]:
+    """Reserve `amount_usd_micro` on `account` (blocking, with the client's retries), yield the Hold,
+    commit its actual amount when the block ends, release it when the block raises (and re-raise).
+    Raises SpendCapExceeded when refused, Unavailable when the ledger is unreachable. When a release
+    cannot be recorded the ledger expires the hold at its TTL."""
+    answer = client.reserve(account=account, amount_usd_micro=amount_usd_micro, reservation_id=reservation_id,
+                            basis=basis, ttl_s=ttl_s, attempt=attempt)
+    hold = Hold(account=account, reservation_id=answer["reservation_id"], amount_usd_micro=amount_usd_micro,
+                actual_usd_micro=amount_usd_micro, expires_at=answer.get("expires_at"))
+    try:
+        yield hold
+    except BaseException as error:
+        try:
+            client.release(account=account, reservation_id=hold.reservation_id,
+                           reason=f"{type(error).__name__}: {error}"[:REASON_LENGTH_MAX])
+        except LedgerClientError as release_error:
+            log.warning("could not release reservation %s (%s); it expires at %s",
+                        hold.reservation_id, release_error.reason, hold.expires_at)
+        raise
+    hold.committed = client.commit(account=account, reservation_id=hold.reservation_id,
+                                   actual_usd_micro=hold.actual_usd_micro, basis=hold.actual_basis or basis)

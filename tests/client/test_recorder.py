@@ -1,0 +1,165 @@
+"""RunRecorder: every step once, never blocking the loop, an outbox that survives an outage and a
+restart, spend held around a call, and the run finished on the way out."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+import pytest
+
+from clients import LedgerClient, RunRecorder, SpendCapExceeded, Unavailable, run_key
+from clients.outbox import FILE_NAME
+from tests.client.conftest import QUICK_RETRIES, new_run, series_steps
+from tests.client.server_thread import ServerThread, free_port
+
+
+def test_ten_thousand_steps_arrive_exactly_once(client: LedgerClient) -> None:
+    with RunRecorder.open(client, run_key=run_key({"t": "10k"}), name="10k", batch_steps_max=500) as recorder:
+        for step in range(10_000):
+            recorder.log(step, tokens=128, loss=1.0 / (step + 1), **({"eval_loss": 0.5} if step % 100 == 0 else {}))
+        assert recorder.flush(30)
+        counters = recorder.counters
+    assert counters == {"sent": 10_000, "acked": 10_000, "dropped": 0, "failed": 0, "non_finite": 0}
+    assert series_steps(client, recorder.run_id) == list(range(10_000))
+    page = client.get_series(run_id=recorder.run_id, from_step=0, page_size=200, metrics=["eval_loss"])
+    column = page["metrics"][0]
+    assert column["name"] == "eval_loss" and column["index"] == [0, 100]  # sparse: no NaN placeholders
+    assert recorder.state["run"]["status"] == "done" and recorder.state["last_step"] == 9_999
+
+
+def test_log_never_blocks_or_raises_with_no_server() -> None:
+    client = LedgerClient(f"127.0.0.1:{free_port()}", timeout_s=1.0, retries=0)
+    recorder = RunRecorder(client, run_id="nowhere", attempt=1, queue_steps_max=1_000, batch_interval_s=0.01)
+    started = time.monotonic()
+    for step in range(5_000):
+        recorder.log(step, loss=float(step))
+    recorder.log(5_000, loss=float("nan"), lr=float("inf"), note="text", ok=1.0)
+    recorder.log("not a step", loss=1.0)  # type: ignore[arg-type]
+    assert time.monotonic() - started < 2.0
+    assert not recorder.flush(0.2)
+    counters = recorder.counters
+    assert counters["acked"] == 0 and counters["non_finite"] == 2
+    assert counters["dropped"] >= 3_000  # the queue holds 1,000 steps plus a batch in the outbox
+    recorder.close(flush_timeout_s=0)
+    client.close()
+
+
+def test_outbox_replays_after_the_server_comes_back(server: ServerThread, tmp_path) -> None:
+    recorder = RunRecorder.open(LedgerClient(server.address, retries=QUICK_RETRIES), run_key="outage",
+                                outbox_dir=tmp_path / "outbox", batch_steps_max=50, batch_interval_s=0.01)
+    server.stop()
+    for step in range(500):
+        recorder.log(step, loss=float(step))
+    assert not recorder.flush(0.5)
+    assert recorder.counters["acked"] == 0
+    server.start()
+    assert recorder.flush(20)
+    recorder.finish()
+    assert recorder.counters["acked"] == 500 and recorder.counters["failed"] == 0
+    assert series_steps(recorder.client, recorder.run_id) == list(range(500))
+
+
+def test_a_restarted_trainer_replays_its_outbox_exactly_once(server: ServerThread, tmp_path) -> None:
+    outbox = tmp_path / "outbox"
+    client = LedgerClient(server.address, retries=QUICK_RETRIES)
+    first = RunRecorder.open(client, run_key="restart", outbox_dir=outbox, batch_steps_max=100, batch_interval_s=0.01)
+    first._sender.outbox.done = lambda sequence: None  # It will die before marking its acks done.
+    for step in range(300):
+        first.log(step, loss=1.0)
+    assert first.flush(10) and first.counters["acked"] == 300
+    server.stop()
+    for step in range(300, 1_000):
+        first.log(step, loss=2.0)
+    assert not first.flush(0.5)
+    first.close(flush_timeout_s=0)  # The trainer dies: 300 acked steps unmarked, 700 never sent.
+    with sqlite3.connect(outbox / FILE_NAME) as db:
+        assert db.execute("SELECT COUNT(*), SUM(steps) FROM batches WHERE state = 'pending'").fetchone() == (10, 1_000)
+    server.start()
+    second = RunRecorder.open(client, run_key="restart", outbox_dir=outbox)  # A new process: attempt 2.
+    assert (first.attempt, second.attempt) == (1, 2)
+    assert second.counters["acked"] == 1_000 and second.counters["failed"] == 0
+    second.finish()
+    # Every step exactly once, all recorded by attempt 1 (and superseded by attempt 2's fresh start).
+    assert series_steps(client, first.run_id, include_superseded=True) == list(range(1_000))
+    batches = [e for e in client.read_events(from_position=1) if e["type"].endswith("StepsRecorded")]
+    assert sum(len(e["data_json"]["steps"]) for e in batches) == 1_000
+    with sqlite3.connect(outbox / FILE_NAME) as db:
+        assert db.execute("SELECT COUNT(*) FROM batches").fetchone() == (0,)
+
+
+def test_a_refused_batch_is_counted_failed_and_never_retried(client: LedgerClient) -> None:
+    run_id, first = new_run(client)
+    client.start_attempt(run_id=run_id, label="newer")  # The recorder below is now a zombie.
+    recorder = RunRecorder(client, run_id=run_id, attempt=first, batch_steps_max=10, batch_interval_s=0.01)
+    for step in range(30):
+        recorder.log(step, loss=1.0)
+    assert recorder.flush(10)
+    assert recorder.counters["failed"] == 30 and recorder.counters["acked"] == 0
+    assert recorder.last_error is not None and recorder.last_error.reason == "ATTEMPT_SUPERSEDED"
+    recorder.close()
+
+
+def test_reserve_commits_releases_and_refuses(client: LedgerClient) -> None:
+    recorder = RunRecorder.open(client, run_key="spend", cap_usd_micro=10_000)
+    with recorder.reserve(4_000, basis={"price_sheet": "test", "tokens": [
+            {"token_class": "train", "tokens": 1_000, "usd_micro_per_million_tokens": 3_000_000}]}) as hold:
+        hold.actual_usd_micro = 3_000
+    with recorder.reserve(2_000):  # actual defaults to the amount reserved
+        pass
+    with pytest.raises(ValueError), recorder.reserve(1_000):
+        raise ValueError("the billable call failed")
+    with pytest.raises(SpendCapExceeded) as caught:
+        with recorder.reserve(6_000):
+            pytest.fail("a refused hold must not run the block")
+    assert caught.value.remaining_usd_micro == 5_000
+    account = client.get_account(account=recorder.account)
+    assert (account["committed_usd_micro"], account["pending_usd_micro"]) == (5_000, 0)
+    states = sorted(r["state"] for r in client.list_reservations(account=recorder.account)["reservations"])
+    assert states == ["committed", "committed", "refused", "released"]
+    recorder.finish()
+
+
+def test_reserve_fails_closed_when_the_ledger_is_unreachable(client: LedgerClient, server: ServerThread) -> None:
+    recorder = RunRecorder.open(client, run_key="closed", cap_usd_micro=10_000)
+    server.stop()
+    with pytest.raises(Unavailable), recorder.reserve(1_000):
+        pytest.fail("no hold, no call")
+    recorder.close(flush_timeout_s=0)
+
+
+def test_context_manager_finishes_failed_on_an_exception(client: LedgerClient) -> None:
+    with pytest.raises(RuntimeError):
+        with RunRecorder.open(client, run_key="boom") as recorder:
+            recorder.log(1, loss=1.0)
+            raise RuntimeError("out of memory at step 1")
+    state = client.get_run_state(run_id=recorder.run_id)
+    assert state["run"]["status"] == "failed"
+    assert state["run"]["error"] == "RuntimeError: out of memory at step 1"
+    assert state["last_step"] == 1  # the steps were flushed before the finish
+
+
+def test_checkpoint_flushes_steps_first(client: LedgerClient) -> None:
+    with RunRecorder.open(client, run_key="ckpt", batch_interval_s=60) as recorder:
+        for step in range(1, 11):
+            recorder.log(step, loss=1.0)
+        recorder.checkpoint(10, "s3://bucket/ckpt-10", "s3", "weights+optimizer", digest="sha256:" + "0" * 64)
+        state = recorder.refresh_state()
+    assert state["last_step"] == 10 and state["checkpoint"]["step"] == 10
+    assert state["resume"]["handle"] == {"backend": "s3", "uri": "s3://bucket/ckpt-10", "fidelity": "weights+optimizer"}
+
+
+def test_a_new_attempt_resumes_from_the_latest_checkpoint(client: LedgerClient) -> None:
+    first = RunRecorder.open(client, run_key="resume", resume_from_step="latest")
+    assert first.state["attempts"][0]["resumed_from_step"] is None
+    for step in range(1, 11):
+        first.log(step, loss=1.0)
+        if step == 5:
+            first.checkpoint(5, "local:///ckpt-5", "local", "weights+optimizer")
+    first.close()  # The process dies after step 10; steps 6..10 will be superseded.
+    with RunRecorder.open(client, run_key="resume", resume_from_step="latest") as second:
+        assert second.attempt == 2 and second.state["resume"]["handle"]["uri"] == "local:///ckpt-5"
+        for step in range(6, 9):
+            second.log(step, loss=2.0)
+    page = client.get_series(run_id=second.run_id)
+    assert list(zip(page["steps"], page["attempts"])) == [(1, 1), (2, 1), (3, 1), (4, 1), (5, 1), (6, 2), (7, 2), (8, 2)]
