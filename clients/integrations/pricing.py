@@ -1,0 +1,83 @@
+"""Price sheets: what a billable unit costs, with where the price came from and when.
+
+Amounts are integer micro-dollars. A sheet turns usage into a structured cost basis (the shape
+the ledger stores) and its amount, rounded up, so a reservation and its commit are computed the
+same way on every side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["GpuPrice", "TokenPrices", "gpu_basis", "token_basis", "basis_amount"]
+
+
+@dataclass(frozen=True)
+class GpuPrice:
+    """GPU time: micro-dollars per GPU hour for `gpu_type`, from `source` as of `as_of`."""
+
+    usd_micro_per_gpu_hour: int
+    gpu_type: str = ""
+    gpu_count: int = 1
+    sheet: str = ""
+    source: str = ""
+    as_of: str = ""
+
+    def basis(self, gpu_milliseconds: int) -> dict[str, Any]:
+        return gpu_basis(self, gpu_milliseconds)
+
+    def amount(self, gpu_milliseconds: int) -> int:
+        return basis_amount(self.basis(gpu_milliseconds))
+
+
+@dataclass(frozen=True)
+class TokenPrices:
+    """Per-model token prices: micro-dollars per million tokens for each token class
+    (prefill, sample, train), from `source` as of `as_of`."""
+
+    usd_micro_per_million: Mapping[str, int] = field(default_factory=dict)
+    sheet: str = ""
+    source: str = ""
+    as_of: str = ""
+
+    def basis(self, tokens: Mapping[str, int]) -> dict[str, Any]:
+        return token_basis(self, tokens)
+
+    def amount(self, tokens: Mapping[str, int]) -> int:
+        return basis_amount(self.basis(tokens))
+
+
+def _sheet(name: str, as_of: str) -> str:
+    return f"{name} ({as_of})" if as_of else name
+
+
+def gpu_basis(price: GpuPrice, gpu_milliseconds: int) -> dict[str, Any]:
+    return {
+        "price_sheet": _sheet(price.sheet, price.as_of),
+        "price_source": price.source,
+        "gpu": {"gpu_milliseconds": int(gpu_milliseconds), "usd_micro_per_gpu_hour": price.usd_micro_per_gpu_hour,
+                "gpu_type": price.gpu_type, "gpu_count": price.gpu_count},
+    }
+
+
+def token_basis(prices: TokenPrices, tokens: Mapping[str, int]) -> dict[str, Any]:
+    lines = []
+    for token_class, count in tokens.items():
+        if token_class not in prices.usd_micro_per_million:
+            raise KeyError(f"no price for token class {token_class!r} on sheet {prices.sheet!r}")
+        lines.append({"token_class": token_class, "tokens": int(count),
+                      "usd_micro_per_million_tokens": prices.usd_micro_per_million[token_class]})
+    return {"price_sheet": _sheet(prices.sheet, prices.as_of), "price_source": prices.source, "tokens": lines}
+
+
+def basis_amount(basis: Mapping[str, Any]) -> int:
+    """The amount of a basis in micro-dollars, rounded up (the ledger's own rule)."""
+    total = 0
+    for line in basis.get("tokens") or []:
+        total += -(-line["tokens"] * line["usd_micro_per_million_tokens"] // 1_000_000)
+    gpu = basis.get("gpu")
+    if gpu:
+        total += -(-gpu["gpu_milliseconds"] * gpu["usd_micro_per_gpu_hour"] * max(1, gpu["gpu_count"]) // 3_600_000)
+    return total
