@@ -517,8 +517,7 @@ class Ledger(Application[UUID]):
         check_text(artifact_uri, "artifact_uri")
         if not artifact_uri:
             raise InvalidArgumentError("artifact_uri is required", reason="MISSING_FIELD", field="artifact_uri")
-        if not isinstance(digest, str) or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
-            raise InvalidArgumentError("digest must be a lowercase hex sha256", reason="INVALID_DIGEST")
+        digest = _sha256_digest(digest)
         check_id(source_run_id, "source_run_id", required=False)
         check_int(source_step, "source_step")
         fields = {"artifact_uri": artifact_uri, "digest": digest, "source_run_id": source_run_id,
@@ -655,6 +654,14 @@ class Ledger(Application[UUID]):
                 "data": data,
             })
         return out
+
+
+def _sha256_digest(digest: Any) -> str:
+    """A content digest as "sha256:<64 lowercase hex>"; a bare hex sha256 is accepted too."""
+    hexdigest = digest[7:] if isinstance(digest, str) and digest.startswith("sha256:") else digest
+    if not isinstance(hexdigest, str) or len(hexdigest) != 64 or any(c not in "0123456789abcdef" for c in hexdigest):
+        raise InvalidArgumentError('digest must be "sha256:" and 64 lowercase hex digits', reason="INVALID_DIGEST")
+    return "sha256:" + hexdigest
 
 
 def event_topics(name: str) -> list[str]:

@@ -47,6 +47,7 @@ class Run(LedgerAggregate):
             run.checkpoints = []
             run.last_step = None
             run.batches = []
+            run.fenced_batches = []
 
     class AttemptStarted(LedgerAggregate.Event):
         attempt: int
@@ -74,6 +75,9 @@ class Run(LedgerAggregate):
                 if checkpoint["step"] > floor:
                     checkpoint["superseded"] = True
             run.last_step = self.resumed_from_step
+            # The fenced attempts' recent batches stay known, so an identical resend from a
+            # superseded attempt is answered as the duplicate it is rather than refused.
+            run.fenced_batches = (run.fenced_batches + run.batches)[-BATCH_WINDOW:]
             run.batches = []
             run.status = "running"
 
@@ -209,6 +213,10 @@ class Run(LedgerAggregate):
         current = self.current_attempt
         if batch.attempt == current and self.last_step is not None and batch.steps[0] <= self.last_step:
             return self._match_recorded(batch)
+        if batch.attempt < current:
+            for first, last, digest, version in self.fenced_batches:
+                if (first, last, digest) == (batch.steps[0], batch.steps[-1], batch.digest):
+                    return int(version)
         self.check_writer(batch.attempt)
         self.record(
             self.StepsRecorded,
