@@ -1,0 +1,61 @@
+"""Fixtures and helpers shared by the ledger's tests: a fake clock and a Ledger on the
+`database` fixture (SQLite always, PostgreSQL when TRAINLEDGER_TEST_DATABASE_URL is set)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from ledger import Ledger
+from ledger.views import TABLES
+
+START = datetime(2025, 1, 1, tzinfo=timezone.utc)
+DIGEST_A = "a" * 64
+DIGEST_B = "b" * 64
+DIGEST_C = "c" * 64
+
+
+class FakeClock:
+    """An injectable clock: Ledger.open(path, clock=FakeClock())."""
+
+    def __init__(self, start: datetime = START) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> datetime:
+        self.now += timedelta(**delta)
+        return self.now
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def ledger(database: str, clock: FakeClock) -> Iterator[Ledger]:
+    """A Ledger with its projector running, on a fresh database of each backend."""
+    app = Ledger.open(database, clock=clock)
+    try:
+        yield app
+    finally:
+        app.close()
+
+
+def dump_views(app: Ledger) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every view table, sorted, for comparing a rebuild with the original."""
+    connection = app.views.connect()
+    dump = {}
+    for table in (*TABLES, "view_tracking"):
+        cursor = connection.cursor()
+        try:
+            cursor.execute(f"SELECT * FROM {table}")
+            dump[table] = sorted((tuple(row) for row in cursor.fetchall()), key=repr)
+        finally:
+            cursor.close()
+    return dump

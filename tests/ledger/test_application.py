@@ -1,0 +1,133 @@
+"""The Ledger application as scenarios: what each command answers, and what a retry answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ledger import AlreadyExistsError, Ledger, SpendCapExceededError
+from tests.ledger.conftest import DIGEST_A
+
+
+def test_open_run_is_idempotent_by_key(ledger: Ledger) -> None:
+    first = ledger.open_run(run_key="spec-fingerprint", name="sft", spec={"lr": 0.1}, cap_usd_micro=100)
+    assert (first.created, first.duplicate) == (True, False)
+    again = ledger.open_run(run_key="spec-fingerprint", name="sft", spec={"lr": 0.1}, cap_usd_micro=100)
+    assert (again.created, again.duplicate, again.run_id, again.position) == (False, True, first.run_id,
+                                                                               first.position)
+    # Resume seeds, backend and cap are not part of the key: a resumed job finds its run again.
+    resumed = ledger.open_run(run_key="spec-fingerprint", cap_usd_micro=5)
+    assert (resumed.run_id, resumed.duplicate) == (first.run_id, True)
+    state = ledger.run_state(first.run_id, min_position=first.position)
+    assert state["run"]["run_key"] == "spec-fingerprint"
+    assert state["spend"]["cap"] == 100
+
+
+def test_every_write_answers_its_position_and_a_retry_answers_the_same(ledger: Ledger) -> None:
+    """Identical retries are no-ops answering the first answer, also for writes that touch
+    several aggregates (a run and its account, an account and its parents)."""
+    ledger.open_account(account="team", cap_usd_micro=None)
+    ledger.open_account(account="project", parent="team", cap_usd_micro=1_000)
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("open_run", {"run_key": "k", "cap_usd_micro": 500, "parent_account": "project"}),
+        ("open_account", {"account": "other", "parent": "project", "cap_usd_micro": 50}),
+        ("reserve", {"account": "other", "reservation_id": "r1", "amount_usd_micro": 40}),
+        ("commit", {"account": "other", "reservation_id": "r1", "actual_usd_micro": 45}),
+        ("reserve", {"account": "other", "reservation_id": "r2", "amount_usd_micro": 1}),
+        ("release", {"account": "other", "reservation_id": "r2"}),
+        ("charge", {"account": "other", "charge_id": "c1", "amount_usd_micro": 20}),
+        ("set_cap", {"account": "other", "cap_usd_micro": 100}),
+        ("register", {"family": "f", "artifact_uri": "s3://m/1", "digest": DIGEST_A}),
+        ("promote", {"family": "f", "version": 1, "expected_current": 0, "verdict": {"passed": True}}),
+    ]
+    for name, arguments in calls:
+        first = getattr(ledger, name)(**arguments)
+        assert (first.duplicate, first.position) == (False, ledger.head()), name
+        head = ledger.head()
+        again = getattr(ledger, name)(**arguments)
+        assert again.duplicate, name
+        assert again.position == first.position, name
+        assert again.overrun_usd_micro == first.overrun_usd_micro, name
+        assert ledger.head() == head, name
+
+
+def test_run_commands_answer_positions_and_retries(ledger: Ledger) -> None:
+    run_id = ledger.open_run(run_key="k").run_id
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("start_attempt", {"run_id": run_id, "attempt_id": "a1", "label": "host"}),
+        ("append_steps", {"run_id": run_id, "attempt": 1, "steps": [1, 2], "metrics": {"loss": [1.0, 0.5]}}),
+        ("save_checkpoint", {"run_id": run_id, "attempt": 1, "step": 2, "backend": "hf", "uri": "file:///c/2"}),
+        ("finish_run", {"run_id": run_id, "attempt": 1, "status": "stopped", "summary": {"loss": 0.5}}),
+    ]
+    for name, arguments in calls:
+        first = getattr(ledger, name)(**arguments)
+        assert (first.duplicate, first.position) == (False, ledger.head()), name
+        again = getattr(ledger, name)(**arguments)
+        assert (again.duplicate, again.position) == (True, first.position), name
+    assert ledger.run_state(run_id, min_position=ledger.head())["run"]["status"] == "stopped"
+
+
+def test_the_finish_error_is_cut_to_2000_characters(ledger: Ledger) -> None:
+    run_id = ledger.open_run(run_key="k").run_id
+    ledger.start_attempt(run_id=run_id)
+    receipt = ledger.finish_run(run_id=run_id, attempt=1, status="failed", error="traceback " * 1000)
+    state = ledger.run_state(run_id, min_position=receipt.position)
+    assert state["run"]["status"] == "failed"
+    assert state["run"]["error"] == ("traceback " * 1000)[:2000]
+
+
+def test_summary_notes_after_finish_keep_the_status(ledger: Ledger) -> None:
+    run_id = ledger.open_run(run_key="k").run_id
+    ledger.start_attempt(run_id=run_id)
+    ledger.finish_run(run_id=run_id, attempt=1, status="done", summary={"loss": 0.5, "eval": 0.7})
+    receipt = ledger.note_summary(run_id=run_id, summary={"loss": 0.45, "bill_usd_micro": 12})
+    state = ledger.run_state(run_id, min_position=receipt.position)
+    assert state["run"]["status"] == "done"
+    assert state["run"]["summary"] == {"loss": 0.45, "eval": 0.7, "bill_usd_micro": 12}
+
+
+def test_open_account_with_another_parent_or_cap_is_a_conflict(ledger: Ledger) -> None:
+    ledger.open_account(account="team")
+    ledger.open_account(account="project", parent="team", cap_usd_micro=10)
+    head = ledger.head()
+    with pytest.raises(AlreadyExistsError):
+        ledger.open_account(account="project", parent="", cap_usd_micro=10)
+    with pytest.raises(AlreadyExistsError):
+        ledger.open_account(account="project", parent="team", cap_usd_micro=11)
+    assert ledger.head() == head
+
+
+def test_a_refused_reservation_is_recorded_and_answers_the_remaining_amount(ledger: Ledger) -> None:
+    ledger.open_account(account="project", cap_usd_micro=100)
+    run_id = ledger.open_run(run_key="k", cap_usd_micro=1_000, parent_account="project").run_id
+    ledger.reserve(account=run_id, reservation_id="r1", amount_usd_micro=70)
+    head = ledger.head()
+    with pytest.raises(SpendCapExceededError) as caught:
+        ledger.reserve(account=run_id, reservation_id="r2", amount_usd_micro=31, attempt=1)
+    assert (caught.value.account, caught.value.remaining_usd_micro) == ("project", 30)
+    assert ledger.head() == head + 1
+    [refusal] = ledger.read_events(from_position=head + 1)
+    assert refusal["type"] == "Account.SpendRefused"
+    assert refusal["data"]["refused_by"] == "project"
+    trail = ledger.reservations(run_id, min_position=ledger.head())
+    assert [(r["reservation_id"], r["state"]) for r in trail] == [("r1", "pending"), ("r2", "refused")]
+
+
+def test_a_restart_keeps_everything(sqlite_database: str) -> None:
+    app = Ledger.open(sqlite_database)
+    run_id = app.open_run(run_key="k", cap_usd_micro=100).run_id
+    app.start_attempt(run_id=run_id)
+    app.append_steps(run_id=run_id, attempt=1, steps=[1, 2, 3])
+    app.reserve(account=run_id, reservation_id="r1", amount_usd_micro=60)
+    head = app.head()
+    app.close()
+    app = Ledger.open(sqlite_database)
+    try:
+        assert app.head() == head
+        assert app.account_now(run_id)["pending"] == 60
+        assert app.append_steps(run_id=run_id, attempt=1, steps=[1, 2, 3]).duplicate
+        assert app.reserve(account=run_id, reservation_id="r1", amount_usd_micro=60).duplicate
+        assert app.run_state(run_id, min_position=head)["last_step"] == 3
+    finally:
+        app.close()

@@ -1,0 +1,291 @@
+"""Every command refuses bad input with the error hierarchy, before anything is recorded: the
+log is unchanged (head before == head after). On each backend."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from ledger import (
+    AlreadyExistsError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    Ledger,
+    LedgerError,
+    NotFoundError,
+)
+from ledger.limits import BATCH_STEPS_MAX, MAP_ENTRIES_MAX, METRICS_PER_BATCH_MAX, USD_MICRO_MAX
+from tests.ledger.conftest import DIGEST_A, FakeClock
+
+UNKNOWN_RUN = "00000000-0000-5000-8000-000000000000"
+LONG_ID = "x" * 257
+LONG_TEXT = "x" * 4097
+BIG_MAP = {f"k{i}": i for i in range(MAP_ENTRIES_MAX + 1)}
+DEEP: dict[str, Any] = {}
+_node = DEEP
+for _ in range(12):
+    _node["d"] = {}
+    _node = _node["d"]
+
+
+@dataclass
+class World:
+    ledger: Ledger
+    run_id: str
+    clock: FakeClock
+
+
+@pytest.fixture
+def world(ledger: Ledger, clock: FakeClock) -> Iterator[World]:
+    """A run (attempt 1 with steps 1..3), its account under "team" with a pending reservation
+    r1, and a family f with version 1 promoted."""
+    ledger.open_account(account="team", cap_usd_micro=1_000_000)
+    run_id = ledger.open_run(run_key="k", cap_usd_micro=100_000, parent_account="team").run_id
+    ledger.start_attempt(run_id=run_id)
+    ledger.append_steps(run_id=run_id, attempt=1, steps=[1, 2, 3], metrics={"loss": [1.0, 0.9, 0.8]})
+    ledger.reserve(account=run_id, reservation_id="r1", amount_usd_micro=10)
+    ledger.register(family="f", artifact_uri="s3://m/1", digest=DIGEST_A)
+    ledger.promote(family="f", version=1, expected_current=0, verdict={"passed": True})
+    yield World(ledger, run_id, clock)
+
+
+def valid(command: str, w: World) -> dict[str, Any]:
+    """Arguments that the command would accept (or answer as a retry) in `world`."""
+    run_id = w.run_id
+    return {
+        "open_run": {"run_key": "new", "name": "n", "spec": {"lr": 0.1}, "cap_usd_micro": 5, "parent_account": "team"},
+        "start_attempt": {"run_id": run_id, "label": "host"},
+        "append_steps": {"run_id": run_id, "attempt": 1, "steps": [4, 5], "tokens": [1, 2], "usd_micro": [0, 0],
+                         "metrics": {"loss": [0.7, 0.6]}},
+        "save_checkpoint": {"run_id": run_id, "attempt": 1, "step": 3, "backend": "hf", "uri": "file:///c/3",
+                            "expires_at": w.clock.now + timedelta(days=1)},
+        "finish_run": {"run_id": run_id, "attempt": 1, "status": "done", "summary": {"loss": 0.8}},
+        "note_summary": {"run_id": run_id, "summary": {"note": "x"}},
+        "open_account": {"account": "new", "parent": "team", "cap_usd_micro": 5},
+        "set_cap": {"account": run_id, "cap_usd_micro": 200_000},
+        "reserve": {"account": run_id, "reservation_id": "r2", "amount_usd_micro": 5, "basis": {"price_sheet": "p"},
+                    "ttl": timedelta(minutes=1), "attempt": 1},
+        "commit": {"account": run_id, "reservation_id": "r1", "actual_usd_micro": 10},
+        "release": {"account": run_id, "reservation_id": "r1", "reason": "not made"},
+        "charge": {"account": run_id, "charge_id": "c1", "amount_usd_micro": 5, "basis": {}, "reason": "bill"},
+        "register": {"family": "f", "artifact_uri": "s3://m/2", "digest": "b" * 64, "source_run_id": run_id,
+                     "source_step": 3, "metadata": {"eval": 1.0}},
+        "promote": {"family": "f", "version": 1, "expected_current": 0, "verdict": {"passed": True}},
+        "rollback": {"family": "f", "version": 1, "expected_current": 1, "reason": "r"},
+    }[command]
+
+
+Case = tuple[str, dict[str, Any] | Callable[[World], dict[str, Any]], type[LedgerError], str]
+
+CASES: dict[str, Case] = {
+    # Unknown ids.
+    "open_run-unknown-parent": ("open_run", {"parent_account": "nobody"}, NotFoundError, "ACCOUNT_NOT_FOUND"),
+    "start_attempt-unknown-run": ("start_attempt", {"run_id": UNKNOWN_RUN}, NotFoundError, "RUN_NOT_FOUND"),
+    "start_attempt-malformed-run": ("start_attempt", {"run_id": "not-a-uuid"}, NotFoundError, "RUN_NOT_FOUND"),
+    "append_steps-unknown-run": ("append_steps", {"run_id": UNKNOWN_RUN}, NotFoundError, "RUN_NOT_FOUND"),
+    "save_checkpoint-unknown-run": ("save_checkpoint", {"run_id": UNKNOWN_RUN}, NotFoundError, "RUN_NOT_FOUND"),
+    "finish_run-unknown-run": ("finish_run", {"run_id": UNKNOWN_RUN}, NotFoundError, "RUN_NOT_FOUND"),
+    "note_summary-unknown-run": ("note_summary", {"run_id": UNKNOWN_RUN}, NotFoundError, "RUN_NOT_FOUND"),
+    "open_account-unknown-parent": ("open_account", {"parent": "nobody"}, NotFoundError, "ACCOUNT_NOT_FOUND"),
+    "set_cap-unknown-account": ("set_cap", {"account": "nobody"}, NotFoundError, "ACCOUNT_NOT_FOUND"),
+    "reserve-unknown-account": ("reserve", {"account": "nobody"}, NotFoundError, "ACCOUNT_NOT_FOUND"),
+    "commit-unknown-account": ("commit", {"account": "nobody"}, NotFoundError, "ACCOUNT_NOT_FOUND"),
+    "commit-unknown-reservation": ("commit", {"reservation_id": "nope"}, NotFoundError, "RESERVATION_NOT_FOUND"),
+    "release-unknown-reservation": ("release", {"reservation_id": "nope"}, NotFoundError, "RESERVATION_NOT_FOUND"),
+    "release-unknown-account": ("release", {"account": "nobody"}, NotFoundError, "ACCOUNT_NOT_FOUND"),
+    "charge-unknown-account": ("charge", {"account": "nobody"}, NotFoundError, "ACCOUNT_NOT_FOUND"),
+    "promote-unknown-family": ("promote", {"family": "nobody"}, NotFoundError, "FAMILY_NOT_FOUND"),
+    "promote-unknown-version": ("promote", {"version": 9}, NotFoundError, "VERSION_NOT_FOUND"),
+    "rollback-unknown-family": ("rollback", {"family": "nobody"}, NotFoundError, "FAMILY_NOT_FOUND"),
+    "rollback-unknown-version": ("rollback", {"version": 9}, NotFoundError, "VERSION_NOT_FOUND"),
+    "start_attempt-unknown-checkpoint": ("start_attempt", {"resume_from_step": 2}, NotFoundError,
+                                         "CHECKPOINT_NOT_FOUND"),
+    # A checkpoint (or steps, or a finish) for an attempt never started.
+    "save_checkpoint-unknown-attempt": ("save_checkpoint", {"attempt": 2}, NotFoundError, "ATTEMPT_NOT_FOUND"),
+    "append_steps-unknown-attempt": ("append_steps", {"attempt": 5}, NotFoundError, "ATTEMPT_NOT_FOUND"),
+    "finish_run-unknown-attempt": ("finish_run", {"attempt": 3}, NotFoundError, "ATTEMPT_NOT_FOUND"),
+    # Money: integer micro-dollars, never negative, never a float or a bool, bounded.
+    "open_run-negative-cap": ("open_run", {"cap_usd_micro": -1}, InvalidArgumentError, "NEGATIVE_AMOUNT"),
+    "open_run-float-cap": ("open_run", {"cap_usd_micro": 1.0}, InvalidArgumentError, "INVALID_AMOUNT"),
+    "open_run-bool-cap": ("open_run", {"cap_usd_micro": True}, InvalidArgumentError, "INVALID_AMOUNT"),
+    "open_account-negative-cap": ("open_account", {"cap_usd_micro": -5}, InvalidArgumentError, "NEGATIVE_AMOUNT"),
+    "open_account-float-cap": ("open_account", {"cap_usd_micro": 2.5}, InvalidArgumentError, "INVALID_AMOUNT"),
+    "set_cap-negative": ("set_cap", {"cap_usd_micro": -1}, InvalidArgumentError, "NEGATIVE_AMOUNT"),
+    "set_cap-bool": ("set_cap", {"cap_usd_micro": False}, InvalidArgumentError, "INVALID_AMOUNT"),
+    "reserve-negative": ("reserve", {"amount_usd_micro": -1}, InvalidArgumentError, "NEGATIVE_AMOUNT"),
+    "reserve-float": ("reserve", {"amount_usd_micro": 5.0}, InvalidArgumentError, "INVALID_AMOUNT"),
+    "reserve-bool": ("reserve", {"amount_usd_micro": True}, InvalidArgumentError, "INVALID_AMOUNT"),
+    "reserve-string": ("reserve", {"amount_usd_micro": "5"}, InvalidArgumentError, "INVALID_AMOUNT"),
+    "reserve-too-large": ("reserve", {"amount_usd_micro": USD_MICRO_MAX + 1}, InvalidArgumentError,
+                          "AMOUNT_TOO_LARGE"),
+    "commit-negative": ("commit", {"actual_usd_micro": -1}, InvalidArgumentError, "NEGATIVE_AMOUNT"),
+    "commit-float": ("commit", {"actual_usd_micro": 10.0}, InvalidArgumentError, "INVALID_AMOUNT"),
+    "commit-bool": ("commit", {"actual_usd_micro": True}, InvalidArgumentError, "INVALID_AMOUNT"),
+    "charge-negative": ("charge", {"amount_usd_micro": -7}, InvalidArgumentError, "NEGATIVE_AMOUNT"),
+    "charge-float": ("charge", {"amount_usd_micro": 0.5}, InvalidArgumentError, "INVALID_AMOUNT"),
+    "charge-bool": ("charge", {"amount_usd_micro": False}, InvalidArgumentError, "INVALID_AMOUNT"),
+    "append_steps-float-usd": ("append_steps", {"usd_micro": [1.0, 2.0]}, InvalidArgumentError, "INVALID_FIELD"),
+    "append_steps-negative-usd": ("append_steps", {"usd_micro": [1, -2]}, InvalidArgumentError, "OUT_OF_RANGE"),
+    "reserve-basis-float-price": ("reserve", {"basis": {"tokens": [{"token_class": "train", "tokens": 1,
+                                                                   "usd_micro_per_million_tokens": 0.5}]}},
+                                  InvalidArgumentError, "INVALID_AMOUNT"),
+    "reserve-basis-unknown-field": ("reserve", {"basis": {"usd": 5}}, InvalidArgumentError, "INVALID_BASIS"),
+    "charge-basis-bare-number": ("charge", {"basis": 5}, InvalidArgumentError, "INVALID_BASIS"),
+    # Metrics must be finite.
+    "append_steps-nan": ("append_steps", {"metrics": {"loss": [0.5, math.nan]}}, InvalidArgumentError,
+                         "NON_FINITE_METRIC"),
+    "append_steps-inf": ("append_steps", {"metrics": {"loss": [math.inf, 0.5]}}, InvalidArgumentError,
+                         "NON_FINITE_METRIC"),
+    "append_steps-minus-inf": ("append_steps", {"metrics": {"loss": [-math.inf, 0.5]}}, InvalidArgumentError,
+                               "NON_FINITE_METRIC"),
+    "append_steps-sparse-nan": ("append_steps", {"metrics": {"eval": {"values": [math.nan], "index": [1]}}},
+                                InvalidArgumentError, "NON_FINITE_METRIC"),
+    "append_steps-nan-and-inf": ("append_steps", {"metrics": {"a": [math.inf, -math.inf]}}, InvalidArgumentError,
+                                 "NON_FINITE_METRIC"),
+    "append_steps-string-metric": ("append_steps", {"metrics": {"loss": ["a", "b"]}}, InvalidArgumentError,
+                                   "INVALID_FIELD"),
+    "finish_run-nan-summary": ("finish_run", {"summary": {"loss": math.nan}}, InvalidArgumentError,
+                               "NON_FINITE_VALUE"),
+    "promote-inf-verdict": ("promote", {"verdict": {"passed": True, "stats": {"a": math.inf}}},
+                            InvalidArgumentError, "NON_FINITE_VALUE"),
+    # Steps.
+    "append_steps-not-increasing": ("append_steps", {"steps": [5, 4], "tokens": None, "usd_micro": None,
+                                                     "metrics": None}, InvalidArgumentError, "STEPS_NOT_INCREASING"),
+    "append_steps-repeated": ("append_steps", {"steps": [4, 4], "tokens": None, "usd_micro": None, "metrics": None},
+                              InvalidArgumentError, "STEPS_NOT_INCREASING"),
+    "append_steps-below-recorded": ("append_steps", {"steps": [0], "tokens": None, "usd_micro": None,
+                                                     "metrics": None}, InvalidArgumentError, "STEPS_NOT_INCREASING"),
+    "append_steps-empty": ("append_steps", {"steps": [], "tokens": None, "usd_micro": None, "metrics": None},
+                           InvalidArgumentError, "EMPTY_BATCH"),
+    "append_steps-negative-step": ("append_steps", {"steps": [-1], "tokens": None, "usd_micro": None,
+                                                    "metrics": None}, InvalidArgumentError, "OUT_OF_RANGE"),
+    "append_steps-float-step": ("append_steps", {"steps": [4.0], "tokens": None, "usd_micro": None, "metrics": None},
+                                InvalidArgumentError, "INVALID_FIELD"),
+    "append_steps-bool-attempt": ("append_steps", {"attempt": True}, InvalidArgumentError, "INVALID_FIELD"),
+    "append_steps-column-mismatch": ("append_steps", {"tokens": [1]}, InvalidArgumentError,
+                                     "COLUMN_LENGTH_MISMATCH"),
+    "append_steps-other-payload": ("append_steps", {"steps": [1, 2, 3], "tokens": None, "usd_micro": None,
+                                                    "metrics": {"loss": [1.0, 0.9, 0.7]}}, AlreadyExistsError,
+                                   "EXISTS_WITH_DIFFERENT_PAYLOAD"),
+    "start_attempt-negative-resume": ("start_attempt", {"resume_from_step": -1}, InvalidArgumentError,
+                                      "OUT_OF_RANGE"),
+    "start_attempt-float-resume": ("start_attempt", {"resume_from_step": 3.0}, InvalidArgumentError,
+                                   "INVALID_FIELD"),
+    "save_checkpoint-negative-step": ("save_checkpoint", {"step": -1}, InvalidArgumentError, "OUT_OF_RANGE"),
+    # Oversized batches.
+    "append_steps-batch-too-large": ("append_steps", {"steps": list(range(4, BATCH_STEPS_MAX + 5)), "tokens": None,
+                                                      "usd_micro": None, "metrics": None},
+                                     InvalidArgumentError, "BATCH_TOO_LARGE"),
+    "append_steps-too-many-metrics": ("append_steps", {"metrics": {f"m{i}": [0.0, 0.0]
+                                                                   for i in range(METRICS_PER_BATCH_MAX + 1)}},
+                                      InvalidArgumentError, "TOO_MANY_METRICS"),
+    # Oversized strings.
+    "open_run-long-key": ("open_run", {"run_key": LONG_ID}, InvalidArgumentError, "STRING_TOO_LONG"),
+    "open_run-long-name": ("open_run", {"name": "x" * 257}, InvalidArgumentError, "STRING_TOO_LONG"),
+    "open_run-long-principal": ("open_run", {"principal": "x" * 257}, InvalidArgumentError, "STRING_TOO_LONG"),
+    "open_run-long-request-id": ("open_run", {"request_id": "x" * 257}, InvalidArgumentError, "STRING_TOO_LONG"),
+    "start_attempt-long-label": ("start_attempt", {"label": "x" * 257}, InvalidArgumentError, "STRING_TOO_LONG"),
+    "start_attempt-long-attempt-id": ("start_attempt", {"attempt_id": LONG_ID}, InvalidArgumentError,
+                                      "STRING_TOO_LONG"),
+    "append_steps-long-metric-name": ("append_steps", {"metrics": {LONG_ID: [0.0, 0.0]}}, InvalidArgumentError,
+                                      "STRING_TOO_LONG"),
+    "save_checkpoint-long-uri": ("save_checkpoint", {"uri": LONG_TEXT}, InvalidArgumentError, "STRING_TOO_LONG"),
+    "open_account-long-name": ("open_account", {"account": LONG_ID}, InvalidArgumentError, "STRING_TOO_LONG"),
+    "reserve-long-id": ("reserve", {"reservation_id": LONG_ID}, InvalidArgumentError, "STRING_TOO_LONG"),
+    "release-long-reason": ("release", {"reason": LONG_TEXT}, InvalidArgumentError, "STRING_TOO_LONG"),
+    "charge-long-reason": ("charge", {"reason": LONG_TEXT}, InvalidArgumentError, "STRING_TOO_LONG"),
+    "charge-long-id": ("charge", {"charge_id": LONG_ID}, InvalidArgumentError, "STRING_TOO_LONG"),
+    "register-long-uri": ("register", {"artifact_uri": LONG_TEXT}, InvalidArgumentError, "STRING_TOO_LONG"),
+    "rollback-long-reason": ("rollback", {"reason": LONG_TEXT}, InvalidArgumentError, "STRING_TOO_LONG"),
+    "open_run-long-spec-string": ("open_run", {"spec": {"a": LONG_TEXT}}, InvalidArgumentError, "STRING_TOO_LONG"),
+    "note_summary-long-string": ("note_summary", {"summary": {"a": [LONG_TEXT]}}, InvalidArgumentError,
+                                 "STRING_TOO_LONG"),
+    # Oversized and malformed maps.
+    "open_run-big-spec": ("open_run", {"spec": BIG_MAP}, InvalidArgumentError, "MAP_TOO_LARGE"),
+    "open_run-deep-spec": ("open_run", {"spec": DEEP}, InvalidArgumentError, "DOCUMENT_TOO_DEEP"),
+    "open_run-spec-not-a-map": ("open_run", {"spec": [1, 2]}, InvalidArgumentError, "INVALID_FIELD"),
+    "finish_run-big-summary": ("finish_run", {"summary": BIG_MAP}, InvalidArgumentError, "MAP_TOO_LARGE"),
+    "note_summary-big-list": ("note_summary", {"summary": {"a": list(range(MAP_ENTRIES_MAX + 1))}},
+                              InvalidArgumentError, "MAP_TOO_LARGE"),
+    "note_summary-bad-key": ("note_summary", {"summary": {"": 1}}, InvalidArgumentError, "INVALID_FIELD"),
+    "register-big-metadata": ("register", {"metadata": BIG_MAP}, InvalidArgumentError, "MAP_TOO_LARGE"),
+    "promote-big-verdict": ("promote", {"verdict": {"passed": True, "stats": BIG_MAP}}, InvalidArgumentError,
+                            "MAP_TOO_LARGE"),
+    "reserve-big-basis": ("reserve", {"basis": {"tokens": [{"token_class": "t", "tokens": 1}] * 257}},
+                          InvalidArgumentError, "INVALID_BASIS"),
+    "note_summary-object-value": ("note_summary", {"summary": {"a": object()}}, InvalidArgumentError,
+                                  "INVALID_FIELD"),
+    # Other malformed fields.
+    "open_run-empty-key": ("open_run", {"run_key": ""}, InvalidArgumentError, "MISSING_FIELD"),
+    "open_run-int-key": ("open_run", {"run_key": 5}, InvalidArgumentError, "INVALID_FIELD"),
+    "open_run-control-chars": ("open_run", {"run_key": "a\nb"}, InvalidArgumentError, "INVALID_FIELD"),
+    "save_checkpoint-empty-uri": ("save_checkpoint", {"uri": ""}, InvalidArgumentError, "MISSING_FIELD"),
+    "save_checkpoint-fidelity": ("save_checkpoint", {"fidelity": "half"}, InvalidArgumentError, "INVALID_FIELD"),
+    "save_checkpoint-naive-expiry": ("save_checkpoint", {"expires_at": datetime(2030, 1, 1)}, InvalidArgumentError,
+                                     "INVALID_FIELD"),
+    "finish_run-status": ("finish_run", {"status": "crashed"}, InvalidArgumentError, "INVALID_STATUS"),
+    "finish_run-error-not-text": ("finish_run", {"error": 5}, InvalidArgumentError, "INVALID_FIELD"),
+    "reserve-negative-ttl": ("reserve", {"ttl": timedelta(seconds=-1)}, InvalidArgumentError, "INVALID_TTL"),
+    "reserve-long-ttl": ("reserve", {"ttl": timedelta(days=8)}, InvalidArgumentError, "INVALID_TTL"),
+    "reserve-empty-id": ("reserve", {"reservation_id": ""}, InvalidArgumentError, "MISSING_FIELD"),
+    "reserve-negative-attempt": ("reserve", {"attempt": -1}, InvalidArgumentError, "OUT_OF_RANGE"),
+    "register-bad-digest": ("register", {"digest": "ABC"}, InvalidArgumentError, "INVALID_DIGEST"),
+    "register-empty-uri": ("register", {"artifact_uri": ""}, InvalidArgumentError, "MISSING_FIELD"),
+    "register-negative-step": ("register", {"source_step": -1}, InvalidArgumentError, "OUT_OF_RANGE"),
+    "promote-version-zero": ("promote", {"version": 0}, InvalidArgumentError, "OUT_OF_RANGE"),
+    "promote-bool-expected": ("promote", {"expected_current": True}, InvalidArgumentError, "INVALID_FIELD"),
+    # Refusals by state are refusals too: nothing recorded.
+    "finish_run-superseded": (
+        "finish_run", lambda w: {"attempt": 1} if w.ledger.start_attempt(run_id=w.run_id) else {},
+        FailedPreconditionError, "ATTEMPT_SUPERSEDED"),
+    "set_cap-below-spend": ("set_cap", {"cap_usd_micro": 5}, FailedPreconditionError, "CAP_BELOW_SPEND"),
+    "open_account-other-parent": ("open_account", lambda w: {"account": w.run_id, "parent": "",
+                                                             "cap_usd_micro": 100_000},
+                                  AlreadyExistsError, "EXISTS_WITH_DIFFERENT_PAYLOAD"),
+    "open_account-other-cap": ("open_account", {"account": "team", "parent": "", "cap_usd_micro": 5},
+                               AlreadyExistsError, "EXISTS_WITH_DIFFERENT_PAYLOAD"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+def test_bad_input_is_refused_and_nothing_is_recorded(world: World, case: str) -> None:
+    command, change, error, reason = CASES[case]
+    ledger = world.ledger
+    arguments = valid(command, world)
+    arguments.update(change(world) if callable(change) else change)
+    arguments = {key: value for key, value in arguments.items() if value is not None or key in ("cap_usd_micro",)}
+    head = ledger.head()
+    account = ledger.account_now(world.run_id)
+    with pytest.raises(error) as caught:
+        getattr(ledger, command)(**arguments)
+    assert isinstance(caught.value, LedgerError)
+    assert caught.value.reason == reason, caught.value.message
+    assert ledger.head() == head
+    assert ledger.account_now(world.run_id) == account
+
+
+@pytest.mark.parametrize("command", ["open_run", "start_attempt", "append_steps", "save_checkpoint", "finish_run",
+                                     "note_summary", "open_account", "set_cap", "reserve", "commit", "release",
+                                     "charge", "register", "rollback"])
+def test_the_valid_arguments_of_the_table_are_accepted(world: World, command: str) -> None:
+    """The cases above differ from these arguments in one field only, so each refusal is about
+    that field."""
+    if command == "rollback":
+        world.ledger.register(family="f", artifact_uri="s3://m/2", digest="b" * 64)
+        world.ledger.promote(family="f", version=2, expected_current=1, verdict={"passed": True})
+        arguments = {**valid(command, world), "expected_current": 2}
+    else:
+        arguments = valid(command, world)
+    head = world.ledger.head()
+    assert getattr(world.ledger, command)(**arguments).position > head
+
+
+def test_huge_finite_metrics_are_accepted(world: World) -> None:
+    """A sum that overflows to inf is not a non-finite metric: each value is finite."""
+    receipt = world.ledger.append_steps(run_id=world.run_id, attempt=1, steps=[4, 5], metrics={"x": [1e308, 1e308]})
+    assert not receipt.duplicate

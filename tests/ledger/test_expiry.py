@@ -1,0 +1,106 @@
+"""The expiry sweep under an injected clock: every overdue pending reservation is expired, the
+cap is freed, and a commit after expiry is recorded as late. On each backend."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from ledger import Ledger, SpendCapExceededError
+from tests.ledger.conftest import FakeClock
+
+
+def test_the_sweep_expires_every_overdue_reservation_and_frees_the_cap(ledger: Ledger, clock: FakeClock) -> None:
+    ledger.open_account(account="team", cap_usd_micro=1_000)
+    first = ledger.open_run(run_key="a", cap_usd_micro=100, parent_account="team").run_id
+    second = ledger.open_run(run_key="b", cap_usd_micro=None, parent_account="team").run_id
+    ledger.reserve(account=first, reservation_id="short", amount_usd_micro=60, ttl=timedelta(minutes=5))
+    ledger.reserve(account=first, reservation_id="default", amount_usd_micro=40)  # 15 minutes
+    ledger.reserve(account=second, reservation_id="short", amount_usd_micro=500, ttl=timedelta(minutes=5))
+    ledger.reserve(account=second, reservation_id="long", amount_usd_micro=100, ttl=timedelta(hours=1))
+    ledger.reserve(account="team", reservation_id="own", amount_usd_micro=10, ttl=timedelta(minutes=1))
+    with pytest.raises(SpendCapExceededError):
+        ledger.reserve(account=first, reservation_id="more", amount_usd_micro=1)
+
+    clock.advance(minutes=4)
+    assert ledger.expire_reservations() == 1  # only team's own, 1 minute
+    clock.advance(minutes=1)  # exactly at the 5-minute expiry: overdue
+    head = ledger.head()
+    assert ledger.expire_reservations() == 2
+    expired = ledger.read_events(from_position=head + 1, types=["SpendExpired"])
+    assert sorted((e["originator_id"], e["data"]["reservation_id"], e["data"]["amount"]) for e in expired) == sorted(
+        [(str(ledger_account_id(first)), "short", 60), (str(ledger_account_id(second)), "short", 500)])
+    assert all(e["principal"] == "ledger" for e in expired)
+    assert ledger.account_now(first)["pending"] == 40
+    assert ledger.account_now("team")["pending"] == 140
+    assert ledger.account(first, min_position=ledger.head())["pending"] == 40
+    assert ledger.account("team")["pending"] == 140
+    # The freed room can be reserved again.
+    ledger.reserve(account=first, reservation_id="again", amount_usd_micro=60)
+
+    clock.advance(hours=2)
+    assert ledger.expire_reservations() == 3
+    assert ledger.expire_reservations() == 0
+    for name in (first, second, "team"):
+        assert ledger.account_now(name)["pending"] == 0
+        assert ledger.account(name, min_position=ledger.head())["pending"] == 0
+    states = {r["reservation_id"]: r["state"] for r in ledger.reservations(first)}
+    assert states == {"short": "expired", "default": "expired", "more": "refused", "again": "expired"}
+
+
+def ledger_account_id(name: str) -> object:
+    from ledger.base import ledger_id
+
+    return ledger_id("account", name)
+
+
+def test_a_commit_after_expiry_is_recorded_as_late_and_charged_in_full(ledger: Ledger, clock: FakeClock) -> None:
+    ledger.open_account(account="team", cap_usd_micro=150)
+    run_id = ledger.open_run(run_key="a", cap_usd_micro=100, parent_account="team").run_id
+    ledger.reserve(account=run_id, reservation_id="r1", amount_usd_micro=80, ttl=timedelta(minutes=1))
+    clock.advance(minutes=2)
+    assert ledger.expire_reservations() == 1
+    ledger.reserve(account=run_id, reservation_id="r2", amount_usd_micro=70)
+    head = ledger.head()
+    receipt = ledger.commit(account=run_id, reservation_id="r1", actual_usd_micro=50)
+    # 30 remained on the run's cap, so 20 of the 50 lie beyond it; the team had 80 left.
+    assert receipt.overrun_usd_micro == 20
+    [late] = ledger.read_events(from_position=head + 1, types=["SpendCommitted"])
+    assert (late["data"]["late"], late["data"]["reserved"], late["data"]["actual"], late["data"]["overrun"]) == (
+        True, 0, 50, 20)
+    assert ledger.account_now(run_id) == {"account": run_id, "parent": "team", "cap": 100, "committed": 50,
+                                          "pending": 70, "remaining": 0, "overrun": 20}
+    assert ledger.account_now("team")["overrun"] == 0
+    [r1] = [r for r in ledger.reservations(run_id, min_position=receipt.position) if r["reservation_id"] == "r1"]
+    assert (r1["state"], r1["actual"], r1["overrun"], r1["reason"]) == ("committed", 50, 20, "committed after expiry")
+    assert ledger.account(run_id) == ledger.account_now(run_id)
+    # A retry of the late commit answers the first answer.
+    again = ledger.commit(account=run_id, reservation_id="r1", actual_usd_micro=50)
+    assert (again.duplicate, again.position, again.overrun_usd_micro) == (True, receipt.position, 20)
+
+
+def test_the_sweep_sees_a_reservation_the_views_have_not_projected_yet(sqlite_database: str,
+                                                                       clock: FakeClock) -> None:
+    app = Ledger.open(sqlite_database, clock=clock, project=False)
+    try:
+        app.open_account(account="a", cap_usd_micro=10)
+        app.reserve(account="a", reservation_id="r1", amount_usd_micro=10, ttl=timedelta(seconds=1))
+        assert app.projector.position < app.head()
+        clock.advance(seconds=1)
+        assert app.expire_reservations() == 1
+        assert app.account_now("a")["pending"] == 0
+    finally:
+        app.close()
+
+
+def test_a_reservation_in_time_is_not_expired(ledger: Ledger, clock: FakeClock) -> None:
+    ledger.open_account(account="a", cap_usd_micro=10)
+    receipt = ledger.reserve(account="a", reservation_id="r1", amount_usd_micro=10, ttl=timedelta(minutes=10))
+    assert receipt.expires_at == clock.now + timedelta(minutes=10)
+    clock.advance(minutes=9, seconds=59)
+    assert ledger.expire_reservations() == 0
+    commit = ledger.commit(account="a", reservation_id="r1", actual_usd_micro=10)
+    assert commit.overrun_usd_micro == 0
+    [event] = ledger.read_events(from_position=commit.position, types=["SpendCommitted"])
+    assert event["data"]["late"] is False

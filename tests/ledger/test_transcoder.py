@@ -1,0 +1,152 @@
+"""Every stored event class (and a snapshot) survives the application's msgspec mapper."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from typing import Any
+from uuid import UUID
+
+import msgspec
+import pytest
+from eventsourcing.domain import Snapshot
+
+from ledger import Ledger
+from ledger import accounts as spend
+from ledger.accounts import Account
+from ledger.base import Audit, LedgerAggregate, ledger_id
+from ledger.basis import check_basis
+from ledger.errors import SpendCapExceededError
+from ledger.batches import StepBatch
+from ledger.registry import Family
+from ledger.runs import Run
+from ledger.transcoder import MsgspecTranscoder
+
+NOW = datetime(2025, 1, 1, 12, 30, 15, 123456, tzinfo=timezone.utc)
+AUDIT = Audit("alice@example.com", "request-7", NOW)
+BASIS = check_basis({"price_sheet": "tinker", "price_source": "https://example.com",
+                     "tokens": [{"token_class": "prefill", "tokens": 10, "usd_micro_per_million_tokens": 3}],
+                     "gpu": {"gpu_milliseconds": 5, "usd_micro_per_gpu_hour": 7, "gpu_type": "H100", "gpu_count": 2}})
+
+
+@pytest.fixture
+def app(sqlite_database: str) -> Iterator[Ledger]:
+    ledger = Ledger.open(sqlite_database, project=False)
+    yield ledger
+    ledger.close()
+
+
+def run_events() -> tuple[Run, list[Any]]:
+    run = Run._create(Run.Opened, id=ledger_id("run", "k"), run_key="k", name="name",
+                      spec={"model": "llama", "lr": 1e-4, "layers": [1, 2], "nested": {"ok": True, "none": None}},
+                      **AUDIT.fields())
+    run.start_attempt(AUDIT, attempt_id="a1", label="host", resume_from_step=None)
+    run.record_steps(AUDIT, StepBatch.build(attempt=1, steps=[1, 2, 3], tokens=[10, 20, 30], usd_micro=[1, 2, 3],
+                                            metrics={"loss": [0.5, 0.25, 0.125],
+                                                     "eval_loss": {"values": [1.5], "index": [2]}}))
+    run.save_checkpoint(AUDIT, attempt=1, checkpoint={
+        "step": 3, "backend": "tinker", "uri": "tinker://ckpt/3", "fidelity": "weights", "sampler_uri": "tinker://s/3",
+        "final": True, "expires_at": NOW + timedelta(days=7), "digest": "sha256:00"})
+    run.start_attempt(AUDIT, attempt_id="a2", label="", resume_from_step=3)
+    run.finish(AUDIT, attempt=2, status="failed", summary={"loss": 0.125}, error="x" * 2000)
+    run.note_summary(AUDIT, summary={"note": "ünïcødé ✓"})
+    return run, run.collect_events()
+
+
+def account_events() -> tuple[Account, list[Any]]:
+    parent = Account._create(Account.Opened, id=ledger_id("account", "team"), name="team", parent="", cap=None,
+                             **AUDIT.fields())
+    account = Account._create(Account.Opened, id=ledger_id("account", "run"), name="run", parent="team", cap=100,
+                              **AUDIT.fields())
+    later = NOW + timedelta(minutes=15)
+    spend.set_cap(account, AUDIT, 200)
+    spend.reserve(account, [parent], AUDIT, reservation_id="r1", amount=50, basis=BASIS, expires_at=later, attempt=1)
+    spend.commit(account, [parent], AUDIT, reservation_id="r1", actual=60, basis=BASIS)
+    spend.reserve(account, [parent], AUDIT, reservation_id="r2", amount=10, basis={}, expires_at=later, attempt=1)
+    spend.release(account, [parent], AUDIT, reservation_id="r2", reason="no call")
+    spend.reserve(account, [parent], AUDIT, reservation_id="r3", amount=10, basis={}, expires_at=later, attempt=1)
+    spend.expire_overdue(account, [parent], Audit("ledger", "", later))
+    spend.charge(account, [parent], AUDIT, charge_id="c1", amount=500, basis=BASIS, reason="bill")
+    with pytest.raises(SpendCapExceededError):
+        spend.reserve(account, [parent], AUDIT, reservation_id="r4", amount=10, basis={}, expires_at=later, attempt=1)
+    return account, account.collect_events() + parent.collect_events()
+
+
+def family_events() -> tuple[Family, list[Any]]:
+    family = Family._create(Family.Created, id=ledger_id("family", "llama"), name="llama", **AUDIT.fields())
+    for n in (1, 2):
+        family.register(AUDIT, version_fields={"artifact_uri": f"s3://m/{n}", "digest": str(n) * 64,
+                                               "source_run_id": "run", "source_step": n, "metadata": {"n": n}})
+    family.promote(AUDIT, version=1, expected_current=0, verdict={"passed": True, "reason": "", "stats": {"a": 0.5}})
+    family.promote(AUDIT, version=2, expected_current=1, verdict={"passed": True, "reason": "", "stats": {}})
+    family.rollback(AUDIT, version=1, expected_current=2, reason="regression")
+    return family, family.collect_events()
+
+
+def declared_event_classes(aggregate: type[LedgerAggregate]) -> set[type]:
+    """The event classes an aggregate declares (each has its own apply); the library's
+    generated base classes (Event, and Created where Opened replaces it) are never recorded."""
+    return {value for value in vars(aggregate).values()
+            if isinstance(value, type) and issubclass(value, LedgerAggregate.Event)
+            and any("apply" in vars(cls) for cls in value.__mro__ if cls.__qualname__ == value.__qualname__)}
+
+
+SAMPLES = {Run: run_events, Account: account_events, Family: family_events}
+
+
+@pytest.mark.parametrize("aggregate", [Run, Account, Family], ids=lambda a: a.__name__)
+def test_every_event_class_round_trips(app: Ledger, aggregate: type[LedgerAggregate]) -> None:
+    _, events = SAMPLES[aggregate]()
+    assert {type(event) for event in events} == declared_event_classes(aggregate)
+    for event in events:
+        stored = app.mapper.to_stored_event(event)
+        assert isinstance(stored.state, bytes)
+        decoded = app.mapper.to_domain_event(stored)
+        assert type(decoded) is type(event)
+        assert vars(decoded) == vars(event), type(event).__qualname__
+        assert decoded.timestamp.tzinfo is not None
+        assert isinstance(decoded.originator_id, UUID)
+
+
+@pytest.mark.parametrize("aggregate", [Run, Account, Family], ids=lambda a: a.__name__)
+def test_a_snapshot_round_trips_and_restores_the_same_state(app: Ledger, aggregate: type[LedgerAggregate]) -> None:
+    original, _ = SAMPLES[aggregate]()
+    snapshot = Snapshot.take(original)
+    decoded = app.mapper.to_domain_event(app.mapper.to_stored_event(snapshot))
+    assert vars(decoded) == vars(snapshot)
+    restored = decoded.mutate(None)
+    assert {k: v for k, v in vars(restored).items() if k != "_pending_events"} == {
+        k: v for k, v in vars(original).items() if k != "_pending_events"}
+
+
+def test_the_transcoder_keeps_datetimes_uuids_and_numbers() -> None:
+    transcoder = MsgspecTranscoder()
+    value = {"id": ledger_id("run", "k"), "at": NOW, "big": 2**53, "f": 0.1, "none": None, "list": [1, "a", 1.5],
+             "map": {"k": [True, False]}, "bytes": b"\x00\x01"}
+    assert transcoder.decode(transcoder.encode(value)) == value
+
+
+def test_stored_events_are_msgpack_not_json(sqlite_database: str) -> None:
+    app = Ledger.open(sqlite_database, project=False)
+    try:
+        run_id = app.open_run(run_key="k", spec={"lr": 0.1}).run_id
+        app.start_attempt(run_id=run_id)
+        app.append_steps(run_id=run_id, attempt=1, steps=[1, 2], metrics={"loss": [1.0, 0.5]})
+    finally:
+        app.close()
+    with sqlite3.connect(sqlite_database) as connection:
+        rows = connection.execute("SELECT topic, state FROM stored_events ORDER BY rowid").fetchall()
+    assert len(rows) == 4
+    for topic, state in rows:
+        assert isinstance(state, bytes)
+        with pytest.raises(ValueError):
+            json.loads(state)
+        decoded = msgspec.msgpack.decode(state, ext_hook=lambda code, data: (code, bytes(data)))
+        assert isinstance(decoded, dict)
+        assert decoded["principal"] == ""
+        assert isinstance(decoded["timestamp"], datetime)
+    steps = msgspec.msgpack.decode(rows[-1][1], ext_hook=lambda code, data: None)
+    assert steps["steps"] == [1, 2]
+    assert steps["metrics"] == {"loss": {"values": [1.0, 0.5], "index": None}}

@@ -1,0 +1,307 @@
+"""The views, on each backend: RunState, series, the spend audit trail, the registry; rebuilds
+from position 0; and reads that wait for a position (read-your-writes)."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from ledger import Ledger, SpendCapExceededError, UnavailableError
+from tests.ledger.conftest import DIGEST_A, DIGEST_B, DIGEST_C, FakeClock, dump_views
+
+BASIS = {"price_sheet": "tinker-2025", "price_source": "https://example.com/pricing",
+         "tokens": [{"token_class": "train", "tokens": 2_000_000, "usd_micro_per_million_tokens": 10}]}
+
+
+def steps(ledger: Ledger, run_id: str, attempt: int, first: int, last: int, **extra: Any) -> int:
+    numbers = list(range(first, last + 1))
+    return ledger.append_steps(run_id=run_id, attempt=attempt, steps=numbers, tokens=[100] * len(numbers),
+                               metrics={"loss": [float(n) + attempt / 10 for n in numbers]}, **extra).position
+
+
+def checkpoint(ledger: Ledger, run_id: str, attempt: int, step: int, clock: FakeClock,
+               ttl: timedelta | None = None) -> int:
+    return ledger.save_checkpoint(run_id=run_id, attempt=attempt, step=step, backend="tinker",
+                                  uri=f"tinker://ckpt/{attempt}/{step}", sampler_uri=f"tinker://sampler/{step}",
+                                  expires_at=None if ttl is None else clock.now + ttl, digest=f"d{step}").position
+
+
+def scenario(ledger: Ledger, clock: FakeClock) -> dict[str, Any]:
+    """Something in every view table: two runs (one resumed), accounts with a parent, every kind
+    of reservation outcome, and a registry family with a rollback."""
+    ledger.open_account(account="team", cap_usd_micro=10_000)
+    run_id = ledger.open_run(run_key="run-a", name="sft", spec={"lr": 1e-4}, cap_usd_micro=1_000,
+                             parent_account="team").run_id
+    other = ledger.open_run(run_key="run-b").run_id
+    ledger.start_attempt(run_id=run_id, attempt_id="a1", label="host-1")
+    steps(ledger, run_id, 1, 1, 5)
+    steps(ledger, run_id, 1, 6, 10)
+    checkpoint(ledger, run_id, 1, 4, clock)
+    checkpoint(ledger, run_id, 1, 8, clock)
+    ledger.start_attempt(run_id=run_id, attempt_id="a2", label="host-2", resume_from_step=4)
+    steps(ledger, run_id, 2, 5, 7)
+    checkpoint(ledger, run_id, 2, 6, clock, ttl=timedelta(hours=1))
+    ledger.start_attempt(run_id=other)
+    steps(ledger, other, 1, 1, 3)
+    ledger.finish_run(run_id=other, attempt=1, status="done", summary={"loss": 0.1})
+    ledger.note_summary(run_id=other, summary={"eval": 0.9})
+    ledger.reserve(account=run_id, reservation_id="r-commit", amount_usd_micro=100, basis=BASIS, attempt=2)
+    ledger.commit(account=run_id, reservation_id="r-commit", actual_usd_micro=150, basis=BASIS)
+    ledger.reserve(account=run_id, reservation_id="r-release", amount_usd_micro=50, attempt=2)
+    ledger.release(account=run_id, reservation_id="r-release", reason="call not made")
+    ledger.reserve(account=run_id, reservation_id="r-expire", amount_usd_micro=70, ttl=timedelta(minutes=5))
+    with pytest.raises(SpendCapExceededError):
+        ledger.reserve(account=run_id, reservation_id="r-refused", amount_usd_micro=10_000)
+    ledger.charge(account=run_id, charge_id="c-bill", amount_usd_micro=30, basis=BASIS, reason="provider bill")
+    ledger.reserve(account=run_id, reservation_id="r-pending", amount_usd_micro=20, ttl=timedelta(hours=2))
+    clock.advance(minutes=10)
+    assert ledger.expire_reservations() == 1
+    ledger.register(family="llama", artifact_uri="s3://m/1", digest=DIGEST_A, source_run_id=run_id, source_step=4,
+                    metadata={"eval": 0.5})
+    ledger.register(family="llama", artifact_uri="s3://m/2", digest=DIGEST_B)
+    ledger.register(family="llama", artifact_uri="s3://m/3", digest=DIGEST_C)
+    ledger.promote(family="llama", version=1, expected_current=0, verdict={"passed": True, "reason": "ok"})
+    ledger.promote(family="llama", version=3, expected_current=1, verdict={"passed": True, "stats": {"a": 1}})
+    ledger.rollback(family="llama", version=1, expected_current=3, reason="v3 regressed")
+    return {"run_id": run_id, "other": other}
+
+
+class TestRunState:
+    def test_resume_points_at_the_most_progressed_unexpired_checkpoint(self, ledger: Ledger,
+                                                                      clock: FakeClock) -> None:
+        run_id = ledger.open_run(run_key="k", name="sft", cap_usd_micro=500).run_id
+        ledger.start_attempt(run_id=run_id, attempt_id="a1", label="host")
+        steps(ledger, run_id, 1, 1, 10)
+        checkpoint(ledger, run_id, 1, 4, clock, ttl=timedelta(hours=1))
+        checkpoint(ledger, run_id, 1, 6, clock)
+        position = checkpoint(ledger, run_id, 1, 8, clock, ttl=timedelta(hours=1))
+        state = ledger.run_state(run_id, min_position=position)
+        assert state["checkpoint"]["step"] == 8
+        assert state["expired_checkpoints"] == []
+        clock.advance(hours=2)
+        state = ledger.run_state(run_id, min_position=position)
+        assert state["checkpoint"]["step"] == 6
+        assert state["checkpoint"]["handle"] == {"backend": "tinker", "uri": "tinker://ckpt/1/6",
+                                                 "fidelity": "weights+optimizer"}
+        assert state["checkpoint"]["sampler_uri"] == "tinker://sampler/6"
+        assert state["checkpoint"]["digest"] == "d6"
+        assert [c["step"] for c in state["expired_checkpoints"]] == [4, 8]
+        assert state["resume"] == {"available": True, "from_step": 6, "handle": state["checkpoint"]["handle"],
+                                   "sampler_uri": "tinker://sampler/6", "spend_committed_usd_micro": 0}
+        assert state["last_step"] == 10
+        assert state["current_attempt"] == 1
+        assert state["position"] >= position
+        assert state["run"]["status"] == "running"
+        assert state["run"]["name"] == "sft"
+
+    def test_a_run_whose_checkpoints_all_expired_has_no_resume_handle(self, ledger: Ledger,
+                                                                     clock: FakeClock) -> None:
+        run_id = ledger.open_run(run_key="k").run_id
+        ledger.start_attempt(run_id=run_id)
+        position = checkpoint(ledger, run_id, 1, 3, clock, ttl=timedelta(minutes=1))
+        clock.advance(minutes=2)
+        state = ledger.run_state(run_id, min_position=position)
+        assert state["checkpoint"] is None
+        assert state["resume"]["available"] is False
+        assert state["resume"]["handle"] is None
+        assert [c["step"] for c in state["expired_checkpoints"]] == [3]
+
+    def test_attempts_resume_and_spend(self, ledger: Ledger, clock: FakeClock) -> None:
+        run_id = ledger.open_run(run_key="k", cap_usd_micro=500).run_id
+        ledger.start_attempt(run_id=run_id, attempt_id="a1", label="host-1")
+        steps(ledger, run_id, 1, 1, 10)
+        checkpoint(ledger, run_id, 1, 5, clock)
+        checkpoint(ledger, run_id, 1, 8, clock)
+        ledger.reserve(account=run_id, reservation_id="r1", amount_usd_micro=100)
+        ledger.commit(account=run_id, reservation_id="r1", actual_usd_micro=120)
+        ledger.reserve(account=run_id, reservation_id="r2", amount_usd_micro=30)
+        position = ledger.start_attempt(run_id=run_id, attempt_id="a2", label="host-2", resume_from_step=5).position
+        state = ledger.run_state(run_id, min_position=position)
+        assert [(a["number"], a["attempt_id"], a["label"], a["resumed_from_step"], a["ended"])
+                for a in state["attempts"]] == [(1, "a1", "host-1", None, True), (2, "a2", "host-2", 5, False)]
+        assert state["current_attempt"] == 2
+        assert state["last_step"] == 5
+        # The checkpoint above the resume point is superseded: neither used nor listed as expired.
+        assert state["checkpoint"]["step"] == 5
+        assert state["expired_checkpoints"] == []
+        assert state["spend"] == {"cap": 500, "committed": 120, "pending": 30, "remaining": 350, "overrun": 20}
+        assert state["resume"]["spend_committed_usd_micro"] == 120
+        position = steps(ledger, run_id, 2, 6, 7)
+        assert ledger.run_state(run_id, min_position=position)["last_step"] == 7
+
+
+class TestSeries:
+    def test_one_record_per_step_after_a_resume(self, ledger: Ledger, clock: FakeClock) -> None:
+        run_id = ledger.open_run(run_key="k").run_id
+        ledger.start_attempt(run_id=run_id)
+        steps(ledger, run_id, 1, 1, 5)
+        steps(ledger, run_id, 1, 6, 10)
+        checkpoint(ledger, run_id, 1, 6, clock)
+        ledger.start_attempt(run_id=run_id, resume_from_step=6)
+        position = steps(ledger, run_id, 2, 7, 9)
+        series = ledger.series(run_id, min_position=position)
+        assert series["steps"] == list(range(1, 10))
+        assert series["attempts"] == [1] * 6 + [2] * 3
+        assert series["superseded"] == [False] * 9
+        assert series["tokens"] == [100] * 9
+        assert series["metrics"]["loss"] == {"values": [n + 0.1 for n in range(1, 7)] + [n + 0.2 for n in (7, 8, 9)],
+                                             "index": None}
+        assert series["next_from_step"] is None
+        everything = ledger.series(run_id, include_superseded=True)
+        assert list(zip(everything["steps"], everything["attempts"], everything["superseded"])) == (
+            [(n, 1, False) for n in range(1, 7)]
+            + [x for n in (7, 8, 9) for x in ((n, 1, True), (n, 2, False))]
+            + [(10, 1, True)])
+
+    def test_a_new_attempt_without_resume_supersedes_everything(self, ledger: Ledger) -> None:
+        run_id = ledger.open_run(run_key="k").run_id
+        ledger.start_attempt(run_id=run_id)
+        steps(ledger, run_id, 1, 1, 4)
+        ledger.start_attempt(run_id=run_id)
+        position = steps(ledger, run_id, 2, 1, 2)
+        series = ledger.series(run_id, min_position=position)
+        assert (series["steps"], series["attempts"]) == ([1, 2], [2, 2])
+
+    def test_pages_and_sparse_metrics(self, ledger: Ledger) -> None:
+        run_id = ledger.open_run(run_key="k").run_id
+        ledger.start_attempt(run_id=run_id)
+        position = ledger.append_steps(run_id=run_id, attempt=1, steps=[1, 2, 3, 4, 5],
+                                       metrics={"loss": [5.0, 4.0, 3.0, 2.0, 1.0],
+                                                "eval_loss": {"values": [3.5], "index": [2]}}).position
+        page = ledger.series(run_id, limit=2, min_position=position)
+        assert page["steps"] == [1, 2]
+        assert page["next_from_step"] == 3
+        assert "eval_loss" not in page["metrics"]
+        page = ledger.series(run_id, from_step=page["next_from_step"], limit=2)
+        assert page["steps"] == [3, 4]
+        assert page["metrics"]["eval_loss"] == {"values": [3.5], "index": [0]}
+        assert page["metrics"]["loss"] == {"values": [3.0, 2.0], "index": None}
+        only = ledger.series(run_id, metrics=["eval_loss"])
+        assert set(only["metrics"]) == {"eval_loss"}
+
+
+class TestSpendAndRegistry:
+    def test_the_audit_trail_has_every_reservation_with_basis_and_outcome(self, ledger: Ledger,
+                                                                         clock: FakeClock) -> None:
+        ids = scenario(ledger, clock)
+        run_id = ids["run_id"]
+        trail = {r["reservation_id"]: r for r in ledger.reservations(run_id, min_position=ledger.head())}
+        assert list(trail) == ["r-commit", "r-release", "r-expire", "r-refused", "c-bill", "r-pending"]
+        commit = trail["r-commit"]
+        assert (commit["kind"], commit["state"], commit["amount"], commit["actual"], commit["overrun"],
+                commit["attempt"]) == ("reservation", "committed", 100, 150, 50, 2)
+        assert commit["basis"] == commit["actual_basis"] == BASIS
+        assert (trail["r-release"]["state"], trail["r-release"]["reason"]) == ("released", "call not made")
+        assert trail["r-expire"]["state"] == "expired"
+        assert trail["r-refused"]["state"] == "refused"
+        assert "remained" in trail["r-refused"]["reason"]
+        assert (trail["c-bill"]["kind"], trail["c-bill"]["state"], trail["c-bill"]["actual"],
+                trail["c-bill"]["reason"]) == ("charge", "charged", 30, "provider bill")
+        assert trail["r-pending"]["state"] == "pending"
+        assert trail["r-pending"]["expires_at"] == trail["r-pending"]["reserved_at"] + timedelta(hours=2)
+        account = ledger.account(run_id)
+        assert account == {"account": run_id, "parent": "team", "cap": 1_000, "committed": 180, "pending": 20,
+                           "remaining": 800, "overrun": 50}
+        assert ledger.account("team") == {"account": "team", "parent": "", "cap": 10_000, "committed": 180,
+                                          "pending": 20, "remaining": 9_800, "overrun": 50}
+        assert ledger.account_now(run_id) == account
+
+    def test_the_registry_view_has_versions_current_and_history(self, ledger: Ledger, clock: FakeClock) -> None:
+        ids = scenario(ledger, clock)
+        family = ledger.family("llama", min_position=ledger.head())
+        assert family["current"] == 1
+        assert [(v["version"], v["artifact_uri"], v["digest"]) for v in family["versions"]] == [
+            (1, "s3://m/1", "sha256:" + DIGEST_A), (2, "s3://m/2", "sha256:" + DIGEST_B),
+            (3, "s3://m/3", "sha256:" + DIGEST_C)]
+        assert (family["versions"][0]["source_run_id"], family["versions"][0]["source_step"],
+                family["versions"][0]["metadata"]) == (ids["run_id"], 4, {"eval": 0.5})
+        assert [(h["version"], h["previous"], h["kind"], h["reason"]) for h in family["history"]] == [
+            (1, 0, "promote", ""), (3, 1, "promote", ""), (1, 3, "rollback", "v3 regressed")]
+        assert family["history"][1]["verdict"] == {"passed": True, "stats": {"a": 1}}
+        assert family["history"][2]["verdict"] is None
+
+
+class TestRebuild:
+    def test_rebuild_from_position_zero_gives_identical_views(self, ledger: Ledger, clock: FakeClock) -> None:
+        scenario(ledger, clock)
+        ledger.wait(ledger.head())
+        before = dump_views(ledger)
+        assert all(before[table] for table in before), [t for t in before if not before[t]]
+        ledger.projector.rebuild()
+        assert dump_views(ledger) == before
+
+    @pytest.mark.parametrize("view", ["runs", "series", "spend", "registry"])
+    def test_one_view_rebuilds_alone(self, ledger: Ledger, clock: FakeClock, view: str) -> None:
+        scenario(ledger, clock)
+        ledger.wait(ledger.head())
+        before = dump_views(ledger)
+        ledger.projector.rebuild((view,))
+        assert dump_views(ledger) == before
+
+    def test_a_restart_resumes_projecting_where_it_stopped(self, sqlite_database: str, clock: FakeClock) -> None:
+        app = Ledger.open(sqlite_database, clock=clock, project=False)
+        scenario(app, clock)
+        app.wait(app.head())
+        before = dump_views(app)
+        app.close()
+        app = Ledger.open(sqlite_database, clock=clock)
+        try:
+            app.wait(app.head())
+            assert dump_views(app) == before
+        finally:
+            app.close()
+
+
+class TestReadYourWrites:
+    def test_a_read_with_min_position_sees_the_write(self, ledger: Ledger) -> None:
+        run_id = ledger.open_run(run_key="k").run_id
+        ledger.start_attempt(run_id=run_id)
+        for step in range(1, 31):
+            position = ledger.append_steps(run_id=run_id, attempt=1, steps=[step]).position
+            state = ledger.run_state(run_id, min_position=position)
+            assert state["last_step"] == step
+            assert state["position"] >= position
+
+    def test_the_projector_signals_waiters_through_its_condition(self, ledger: Ledger) -> None:
+        """Waiting blocks on the projector's condition variable and is woken by notify_all when
+        a chunk commits; nothing sleeps in a loop."""
+        calls = {"wait": 0, "notify_all": 0, "woken": 0}
+
+        class Spy(threading.Condition):
+            def wait(self, timeout: float | None = None) -> bool:
+                calls["wait"] += 1
+                woken = super().wait(timeout)
+                calls["woken"] += int(woken)
+                return woken
+
+            def notify_all(self) -> None:
+                calls["notify_all"] += 1
+                super().notify_all()
+
+        ledger.projector._condition = Spy()
+        run_id = ledger.open_run(run_key="k").run_id
+        position = ledger.start_attempt(run_id=run_id).position
+        assert ledger.run_state(run_id, min_position=position)["current_attempt"] == 1
+        assert calls["notify_all"] >= 1
+        # Whenever the reader had to wait, it was the projector's signal that woke it.
+        assert calls["woken"] == calls["wait"]
+
+    def test_a_position_never_reached_is_unavailable(self, ledger: Ledger) -> None:
+        run_id = ledger.open_run(run_key="k").run_id
+        with pytest.raises(UnavailableError) as caught:
+            ledger.run_state(run_id, min_position=ledger.head() + 10, timeout_s=0.05)
+        assert caught.value.reason == "VIEW_NOT_CAUGHT_UP"
+
+    def test_without_a_background_projector_a_read_projects_in_its_own_thread(self, sqlite_database: str) -> None:
+        app = Ledger.open(sqlite_database, project=False)
+        try:
+            run_id = app.open_run(run_key="k").run_id
+            position = app.start_attempt(run_id=run_id).position
+            assert app.projector.position < position
+            assert app.run_state(run_id, min_position=position)["current_attempt"] == 1
+            assert app.projector.position >= position
+        finally:
+            app.close()
