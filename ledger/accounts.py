@@ -21,7 +21,7 @@ __all__ = ["Account", "SETTLED_WINDOW"]
 
 # Settled reservations kept in the state for idempotent retries; older ones are pruned (a retry
 # of a pruned one answers RESERVATION_NOT_FOUND). Pending ones are always kept.
-SETTLED_WINDOW = 20_000
+SETTLED_WINDOW = 2_000
 
 
 class Account(LedgerAggregate):

@@ -74,7 +74,7 @@ class Ledger(Application[UUID]):
     """The training ledger. Use `Ledger.open(path_or_url)`; close it when done."""
 
     name = "trainledger"
-    snapshotting_intervals = {Run: 200, Account: 500, Family: 100}
+    snapshotting_intervals = {Run: 200, Account: 1_000, Family: 100}
     env = {
         "TRANSCODER_TOPIC": transcoder.TOPIC,
         "AGGREGATE_CACHE_MAXSIZE": "10000",
@@ -129,6 +129,20 @@ class Ledger(Application[UUID]):
         recordings = self._record(processing_event)
         self._take_snapshots(processing_event)
         return recordings
+
+    def _take_snapshots(self, processing_event: ProcessingEvent[UUID]) -> None:
+        """Snapshot from the aggregate just saved (it is exactly at the snapshot's version),
+        instead of the library's way of replaying it from the store since the last snapshot."""
+        if self.snapshots is None:
+            return
+        for event in processing_event.events:
+            aggregate = processing_event.aggregates.get(event.originator_id)
+            interval = self.snapshotting_intervals.get(type(aggregate))
+            if interval and event.originator_version % interval == 0:
+                if aggregate.version == event.originator_version:
+                    self.snapshots.put([type(aggregate).Snapshot.take(aggregate)])
+                else:
+                    self.take_snapshot(event.originator_id, version=event.originator_version)
 
     def _audit(self, principal: str, request_id: str) -> Audit:
         return Audit(check_text(principal, "principal", limit=256), check_text(request_id, "request_id", limit=256),
