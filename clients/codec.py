@@ -96,7 +96,8 @@ def batch_from_columns(run_id: str, attempt: int, rows: Iterable[tuple[int, int 
                                                                           Mapping[str, float]]]
                        ) -> common_pb2.StepBatch:
     """A StepBatch from rows (step, tokens, usd_micro, metrics): tokens and usd_micro are sent
-    only when every row has them; a metric some rows lack gets an index column, never a NaN."""
+    when any row has them, a row without them counting 0 (an eval-only record has no tokens of
+    its own); a metric some rows lack gets an index column, never a NaN."""
     rows = list(rows)
     steps = [row[0] for row in rows]
     tokens = [row[1] for row in rows]
@@ -110,8 +111,9 @@ def batch_from_columns(run_id: str, attempt: int, rows: Iterable[tuple[int, int 
         values = [rows[i][3][name] for i in index]
         metrics[name] = values if len(index) == len(rows) else {"values": values, "index": index}
     return step_batch(run_id=run_id, attempt=attempt, steps=steps,
-                      tokens=tokens if None not in tokens else None,
-                      usd_micro=usd if None not in usd else None, metrics=metrics)
+                      tokens=[t or 0 for t in tokens] if any(t is not None for t in tokens) else None,
+                      usd_micro=[u or 0 for u in usd] if any(u is not None for u in usd) else None,
+                      metrics=metrics)
 
 
 def to_dict(message: Message) -> dict[str, Any]:

@@ -92,7 +92,7 @@ def basis(message: common_pb2.CostBasis) -> dict[str, Any]:
     if message.HasField("gpu"):
         gpu = message.gpu
         out["gpu"] = {"gpu_milliseconds": gpu.gpu_milliseconds, "usd_micro_per_gpu_hour": gpu.usd_micro_per_gpu_hour,
-                      "gpu_type": gpu.gpu_type, "gpu_count": gpu.gpu_count}
+                      "gpu_type": gpu.gpu_type, "gpu_count": gpu.gpu_count or 1}
     return out
 
 
