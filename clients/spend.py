@@ -38,14 +38,16 @@ def hold_spend(client: Any, *, account: str, amount_usd_micro: int, basis: Mappi
     """Reserve `amount_usd_micro` on `account` (blocking, with the client's retries), yield the Hold,
     commit its actual amount when the block ends, release it when the block raises (and re-raise).
     Raises SpendCapExceeded when refused, Unavailable when the ledger is unreachable. When a release
-    cannot be recorded the ledger expires the hold at its TTL."""
+    cannot be recorded the ledger expires the hold at its TTL. An interrupt (KeyboardInterrupt, a
+    generator closed mid-block) neither commits nor releases: whether the call ran is unknown, so
+    the hold stays until its TTL and the ledger expires it."""
     answer = client.reserve(account=account, amount_usd_micro=amount_usd_micro, reservation_id=reservation_id,
                             basis=basis, ttl_s=ttl_s, attempt=attempt)
     hold = Hold(account=account, reservation_id=answer["reservation_id"], amount_usd_micro=amount_usd_micro,
                 actual_usd_micro=amount_usd_micro, expires_at=answer.get("expires_at"))
     try:
         yield hold
-    except BaseException as error:
+    except Exception as error:
         try:
             client.release(account=account, reservation_id=hold.reservation_id,
                            reason=f"{type(error).__name__}: {error}"[:REASON_LENGTH_MAX])
