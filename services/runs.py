@@ -43,7 +43,7 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
             cap_usd_micro=codec.optional(request, "cap_usd_micro"), parent_account=request.parent_account, **audit())
         # A run opened again (a restarted trainer) must see everything recorded so far, not the
         # state as of its first opening: wait for the head of the log as read now.
-        wanted = receipt.position if receipt.created else max(receipt.position, self.ledger.head())
+        wanted = receipt.position if receipt.created else max(receipt.position, await self.edge.call(self.ledger.head))
         state = await self._state(receipt.run_id, wanted, context)
         return runs_pb2.OpenRunResponse(state=state, created=receipt.created, position=receipt.position)
 
