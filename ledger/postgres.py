@@ -11,7 +11,8 @@ else public). What this module adds to eventsourcing's postgres persistence:
 - the schema, created on first use under an advisory lock (several processes may start at once),
   and a NOTIFY channel per schema;
 - PostgresStorage: the views in a psycopg pool of their own, read through a wrapper that runs the
-  portable SQL of ledger.views and ledger.queries (`?` placeholders) on PostgreSQL;
+  portable SQL of ledger.views and ledger.queries (`?` placeholders) on PostgreSQL; projection
+  transactions run in pipeline mode (one round trip per fetch, not per statement);
 - PostgresProjector: exactly once across processes. Each chunk is applied inside a transaction
   that first locks the views' tracking rows (SELECT ... FOR UPDATE) and re-reads them, so two
   projectors never apply the same position; the loser of the lock waits for the winner's commit,
@@ -155,11 +156,31 @@ def _bounded(method: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+@contextmanager
+def _schema_lock(datastore: PostgresDatastore) -> Iterator[None]:
+    """Hold the schema's advisory lock, creating the schema if missing: processes that start
+    together must not race each other's CREATE statements."""
+    schema = datastore.schema
+    with datastore.get_connection() as connection:
+        connection.execute("SELECT pg_advisory_lock(%s)", (_lock_key(schema),))
+        try:
+            found = connection.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
+            if found is None:
+                connection.execute(SQL("CREATE SCHEMA IF NOT EXISTS {}").format(Identifier(schema)))
+            yield
+        finally:
+            connection.execute("SELECT pg_advisory_unlock(%s)", (_lock_key(schema),))
+
+
 class AggregateRecorder(PostgresAggregateRecorder):
     """The snapshots' recorder."""
 
     insert_events = _bounded(PostgresAggregateRecorder.insert_events)
     select_events = _bounded(PostgresAggregateRecorder.select_events)
+
+    def create_table(self) -> None:
+        with _schema_lock(self.datastore):
+            super().create_table()
 
 
 class ApplicationRecorder(PostgresApplicationRecorder):
@@ -177,16 +198,8 @@ class ApplicationRecorder(PostgresApplicationRecorder):
     max_notification_id = _bounded(PostgresApplicationRecorder.max_notification_id)
 
     def create_table(self) -> None:
-        schema = self.datastore.schema
-        with self.datastore.get_connection() as connection:
-            connection.execute("SELECT pg_advisory_lock(%s)", (_lock_key(schema),))
-            try:
-                found = connection.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
-                if found is None:
-                    connection.execute(SQL("CREATE SCHEMA IF NOT EXISTS {}").format(Identifier(schema)))
-                super().create_table()
-            finally:
-                connection.execute("SELECT pg_advisory_unlock(%s)", (_lock_key(schema),))
+        with _schema_lock(self.datastore):
+            super().create_table()
 
 
 class Factory(PostgresFactory):
@@ -427,7 +440,7 @@ class PostgresStorage(Storage):
 
     def stream(self, sql: str, params: Sequence[Any], rows_per_fetch: int = STREAM_ROWS) -> Iterator[Any]:
         """The rows of a query, fetched `rows_per_fetch` at a time through a server-side cursor
-        in a read-only transaction; close the generator to stop early."""
+        in a transaction of its own; close the generator to stop early."""
         attempt = 1
         started = False
         while True:
