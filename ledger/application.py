@@ -9,7 +9,10 @@ recorded, or of what an identical earlier request recorded (a retry is a no-op).
 
 from __future__ import annotations
 
+import functools
+import random
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -44,7 +47,11 @@ from ledger.storage import Storage, open_storage
 __all__ = ["Ledger", "Receipt", "utc_now"]
 
 T = TypeVar("T")
-WRITE_RETRIES = 8
+WRITE_RETRIES = 16
+# Back-off between retries of a write that lost a version race with another process: random,
+# growing, capped, so racing replicas spread out instead of colliding again in lockstep.
+WRITE_BACKOFF_S = 0.002
+WRITE_BACKOFF_MAX_S = 0.1
 RESERVATION_TTL_DEFAULT = timedelta(minutes=15)
 RESERVATION_TTL_MAX = timedelta(days=7)
 
@@ -68,6 +75,19 @@ class Receipt:
     run_id: str = ""
     expires_at: datetime | None = None
     last_step: int | None = None
+
+
+def _storage_read(method: Callable[..., T]) -> Callable[..., T]:
+    """A read of the log or the views: storage outages become UnavailableError."""
+
+    @functools.wraps(method)
+    def read(self: Ledger, *args: Any, **kwargs: Any) -> T:
+        try:
+            return method(self, *args, **kwargs)
+        except self.storage.outage_errors as error:
+            raise UnavailableError(f"storage is unavailable: {error}") from error
+
+    return read
 
 
 class Ledger(Application[UUID]):
@@ -170,7 +190,9 @@ class Ledger(Application[UUID]):
         process wrote first) evict the stale aggregates and decide again; so does a refusal when
         other processes share the storage, since it may have been decided on stale state."""
         refreshed = not self.storage.shared
-        for _ in range(WRITE_RETRIES):
+        for attempt in range(WRITE_RETRIES):
+            if attempt and self.storage.shared:
+                time.sleep(random.uniform(0, min(WRITE_BACKOFF_MAX_S, WRITE_BACKOFF_S * 2**attempt)))
             touched: list[LedgerAggregate] = []
             with self._lock:
                 try:
@@ -332,7 +354,8 @@ class Ledger(Application[UUID]):
         summary = check_document(summary, "summary")
         if not isinstance(error, str):
             raise InvalidArgumentError("error must be a string", reason="INVALID_FIELD", field="error")
-        error = error[:ERROR_LENGTH_MAX]
+        # Diagnostic text is kept, not refused: a NUL (which PostgreSQL text cannot hold) is replaced.
+        error = error[:ERROR_LENGTH_MAX].replace("\x00", "\ufffd")
         audit = self._audit(principal, request_id)
 
         def decide(touched: list[LedgerAggregate]) -> int | None:
@@ -516,6 +539,7 @@ class Ledger(Application[UUID]):
             expired += count
         return expired
 
+    @_storage_read
     def account_now(self, account: str) -> dict[str, Any]:
         """An account's totals straight from its aggregate (no projection in between)."""
         with self._lock:
@@ -595,10 +619,12 @@ class Ledger(Application[UUID]):
             raise UnavailableError(f"the views did not reach position {position} in {timeout_s} s",
                                    reason="VIEW_NOT_CAUGHT_UP", position=position)
 
+    @_storage_read
     def head(self) -> int:
         """The position of the newest event in the log (0 when empty)."""
         return self.storage.head()
 
+    @_storage_read
     def run_state(self, run_id: str, *, min_position: int = 0, timeout_s: float = 5.0) -> dict[str, Any]:
         """The RunState of ledger.queries.ViewReader.run_state. Raises NotFoundError."""
         check_id(run_id, "run_id")
@@ -608,6 +634,7 @@ class Ledger(Application[UUID]):
             raise NotFoundError(f"no run {run_id}", reason="RUN_NOT_FOUND", run_id=run_id)
         return state
 
+    @_storage_read
     def series(self, run_id: str, *, from_step: int = 0, limit: int = 1000, metrics: Sequence[str] = (),
                include_superseded: bool = False, min_position: int = 0, timeout_s: float = 5.0) -> dict[str, Any]:
         """A page of a run's series (one record per step unless superseded ones are asked for)."""
@@ -617,6 +644,7 @@ class Ledger(Application[UUID]):
         return self.views.series(run_id, from_step=from_step, limit=limit, metrics=tuple(metrics),
                                  include_superseded=include_superseded)
 
+    @_storage_read
     def account(self, account: str, *, min_position: int = 0, timeout_s: float = 5.0) -> dict[str, Any]:
         check_id(account, "account")
         self.wait(min_position, timeout_s)
@@ -625,12 +653,14 @@ class Ledger(Application[UUID]):
             raise NotFoundError(f"no account {account}", reason="ACCOUNT_NOT_FOUND", account=account)
         return found
 
+    @_storage_read
     def reservations(self, account: str, *, limit: int = 1000, after_position: int = 0, min_position: int = 0,
                      timeout_s: float = 5.0) -> list[dict[str, Any]]:
         self.account(account, min_position=min_position, timeout_s=timeout_s)
         check_int(limit, "limit", minimum=1, maximum=PAGE_SIZE_MAX)
         return self.views.reservations(account, limit=limit, after_position=after_position)
 
+    @_storage_read
     def family(self, family: str, *, min_position: int = 0, timeout_s: float = 5.0) -> dict[str, Any]:
         check_id(family, "family")
         self.wait(min_position, timeout_s)
@@ -639,6 +669,21 @@ class Ledger(Application[UUID]):
             raise NotFoundError(f"no family {family}", reason="FAMILY_NOT_FOUND", family=family)
         return found
 
+    @_storage_read
+    def list_runs(self, *, limit: int = 100, after: tuple[float, str] | None = None, status: str = "",
+                  min_position: int = 0, timeout_s: float = 5.0) -> list[dict[str, Any]]:
+        """Runs, newest first; `after` is the (opened_epoch, run_id) of the previous page's last."""
+        check_int(limit, "limit", minimum=1, maximum=PAGE_SIZE_MAX + 1)
+        self.wait(min_position, timeout_s)
+        return self.views.list_runs(limit=limit, after=after, status=status)
+
+    @_storage_read
+    def families(self, *, min_position: int = 0, timeout_s: float = 5.0) -> list[dict[str, Any]]:
+        """Every registry family with its current version and number of versions."""
+        self.wait(min_position, timeout_s)
+        return self.views.families()
+
+    @_storage_read
     def read_events(self, *, from_position: int = 1, limit: int = 1000, types: Sequence[str] = (),
                     originator_ids: Sequence[str] = ()) -> list[dict[str, Any]]:
         """Events of the log from a position, decoded: {position, type, originator_id,

@@ -72,6 +72,8 @@ def check_text(value: Any, field: str, *, limit: int = STRING_LENGTH_MAX) -> str
     """Free text of at most `limit` characters (may be empty)."""
     if not isinstance(value, str):
         raise InvalidArgumentError(f"{field} must be a string", reason="INVALID_FIELD", field=field)
+    if "\x00" in value:
+        raise InvalidArgumentError(f"{field} contains a NUL character", reason="INVALID_FIELD", field=field)
     if len(value) > limit:
         raise InvalidArgumentError(
             f"{field} is longer than {limit} characters",
@@ -130,6 +132,10 @@ def _check_node(value: Any, field: str, depth: int) -> Any:
             raise InvalidArgumentError(
                 f"a string in {field} is too long", reason="STRING_TOO_LONG", field=field
             )
+        if isinstance(value, str) and "\x00" in value:
+            raise InvalidArgumentError(f"a string in {field} contains a NUL character", reason="INVALID_FIELD", field=field)
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**63:
+            raise InvalidArgumentError(f"an integer in {field} is out of range", reason="OUT_OF_RANGE", field=field)
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -147,7 +153,7 @@ def _check_node(value: Any, field: str, depth: int) -> Any:
             )
         result = {}
         for key, item in value.items():
-            if not isinstance(key, str) or not key or len(key) > ID_LENGTH_MAX:
+            if not isinstance(key, str) or not key or len(key) > ID_LENGTH_MAX or "\x00" in key:
                 raise InvalidArgumentError(f"{field} has an invalid key", reason="INVALID_FIELD", field=field)
             result[key] = _check_node(item, field, depth + 1)
         return result

@@ -53,7 +53,7 @@ def emit(args: argparse.Namespace, value: Any, text: str) -> None:
 
 def runs_list(args: argparse.Namespace) -> None:
     with opened(args.database) as ledger:
-        runs = ledger.views.list_runs(limit=args.limit, status=args.status)
+        runs = ledger.list_runs(limit=args.limit, status=args.status)
     for run in runs:
         run.pop("opened_epoch", None)
     emit(args, runs, table(["run_id", "name", "status", "attempt", "last_step", "committed", "opened_at"], [
@@ -142,7 +142,7 @@ def spend_show(args: argparse.Namespace) -> None:
 
 def registry_list(args: argparse.Namespace) -> None:
     with opened(args.database) as ledger:
-        families = ledger.views.families()
+        families = ledger.families()
     emit(args, families, table(["family", "current", "versions"],
                                [(f["family"], f["current"] or None, f["versions"]) for f in families]))
 

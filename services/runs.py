@@ -105,7 +105,7 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
 
         def read() -> list[dict[str, Any]]:
             self.ledger.wait(request.min_position, timeout_s)
-            return self.ledger.views.list_runs(limit=size + 1, after=after, status=codec.status_name(request.status))
+            return self.ledger.list_runs(limit=size + 1, after=after, status=codec.status_name(request.status))
 
         rows = await self.edge.call(read)
         token = codec.runs_token(rows[size - 1]) if len(rows) > size else ""

@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 
 from ledger import Ledger, SpendCapExceededError
+from ledger.base import ledger_id
 from tests.ledger.conftest import FakeClock
 
 
@@ -30,7 +31,7 @@ def test_the_sweep_expires_every_overdue_reservation_and_frees_the_cap(ledger: L
     assert ledger.expire_reservations() == 2
     expired = ledger.read_events(from_position=head + 1, types=["SpendExpired"])
     assert sorted((e["originator_id"], e["data"]["reservation_id"], e["data"]["amount"]) for e in expired) == sorted(
-        [(str(ledger_account_id(first)), "short", 60), (str(ledger_account_id(second)), "short", 500)])
+        [(str(ledger_id("account", first)), "short", 60), (str(ledger_id("account", second)), "short", 500)])
     assert all(e["principal"] == "ledger" for e in expired)
     assert ledger.account_now(first)["pending"] == 40
     assert ledger.account_now("team")["pending"] == 140
@@ -47,12 +48,6 @@ def test_the_sweep_expires_every_overdue_reservation_and_frees_the_cap(ledger: L
         assert ledger.account(name, min_position=ledger.head())["pending"] == 0
     states = {r["reservation_id"]: r["state"] for r in ledger.reservations(first)}
     assert states == {"short": "expired", "default": "expired", "more": "refused", "again": "expired"}
-
-
-def ledger_account_id(name: str) -> object:
-    from ledger.base import ledger_id
-
-    return ledger_id("account", name)
 
 
 def test_a_commit_after_expiry_is_recorded_as_late_and_charged_in_full(ledger: Ledger, clock: FakeClock) -> None:

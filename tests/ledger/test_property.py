@@ -4,11 +4,12 @@ aggregates and its views) must agree with it. Restarts from the SQLite file happ
 
 Invariants checked after every step, for every account and every parent:
 - committed + pending - overrun <= cap, read from the aggregate and from the view;
-- the model's totals equal the ledger's;
-and for the run: the series has one record per step, strictly increasing, equal to the model's;
-an append from a superseded attempt is refused (ATTEMPT_SUPERSEDED); RunState agrees.
+- the model's totals equal the ledger's (aggregate and view);
+and for the run: the series holds one record per step, strictly increasing, equal to the
+model's; an append from a superseded attempt is refused (ATTEMPT_SUPERSEDED); RunState agrees.
 Retries (same id, same payload) are no-ops answering the first position; the same id with
-another payload is refused with AlreadyExistsError.
+another payload is refused with AlreadyExistsError; refusals record nothing (a refused
+reservation records exactly its refusal and the expiries found on the way).
 """
 
 from __future__ import annotations
@@ -38,8 +39,7 @@ from tests.ledger.conftest import FakeClock
 
 CAPS = st.sampled_from([None, 0, 50, 100, 200, 400])
 AMOUNTS = st.integers(min_value=0, max_value=120)
-TTL_MINUTES = st.sampled_from([1, 5, 15, 60])
-POOL = ["p0", "p1", "p2", "p3", "p4"]
+POOL = ["p0", "p1", "p2", "p3"]
 
 
 # The reference model.
@@ -47,6 +47,8 @@ POOL = ["p0", "p1", "p2", "p3", "p4"]
 
 @dataclass
 class Entry:
+    """A reservation or a charge, as the model expects the account to hold it."""
+
     kind: str  # reservation | charge
     state: str  # pending | committed | released | expired | refused | charged
     amount: int
@@ -56,8 +58,7 @@ class Entry:
     overrun: int = 0
     refused_by: str = ""
     remaining: int = 0
-    position: int = 0  # of the first answer (reserve or charge)
-    settled_position: int | None = None  # of the commit or release, when known
+    settled_position: int | None = None  # of the commit or release, when it came from a receipt
 
 
 @dataclass
@@ -76,6 +77,7 @@ class ModelAccount:
         return None if self.cap is None else max(0, self.cap - self.committed - self.pending)
 
     def excess(self, amount: int) -> int:
+        """What of `amount`, spent without a hold, lies beyond the cap."""
         remaining = self.remaining
         return 0 if remaining is None else max(0, amount - remaining)
 
@@ -100,14 +102,6 @@ class Checkpoint:
     superseded: bool = False
 
 
-@dataclass
-class Batch:
-    attempt: int
-    steps: list[int]
-    loss: list[float]
-    position: int
-
-
 class LedgerMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
@@ -117,17 +111,17 @@ class LedgerMachine(RuleBasedStateMachine):
         self.ledger = Ledger.open(self.path, clock=self.clock)
         self.accounts: dict[str, ModelAccount] = {}
         self.counter = 0
-        # Successful commands that may be retried: (method, arguments, receipt).
+        # Successful commands that may be retried: (method, arguments, receipt or None when
+        # the first answer was a SpendCapExceededError).
         self.history: list[tuple[str, dict[str, Any], Any]] = []
         # The run.
         self.run_id = ""
         self.attempt = 0
-        self.floor: int | None = None  # resume point of the current attempt
+        self.floor: int | None = None  # the resume point of the current attempt
         self.last_step: int | None = None
         self.records: list[Record] = []
         self.checkpoints: list[Checkpoint] = []
-        self.batches: list[Batch] = []
-        self.attempt_ids: dict[str, tuple[int | None, int, int]] = {}  # id -> (resume, number, position)
+        self.recorded: set[int] = set()  # steps recorded by the current attempt
 
     def teardown(self) -> None:
         try:
@@ -142,14 +136,18 @@ class LedgerMachine(RuleBasedStateMachine):
         return f"{prefix}{self.counter}"
 
     def chain(self, name: str) -> list[ModelAccount]:
+        """The account and its parents, nearest first."""
         found = []
         while name:
             found.append(self.accounts[name])
             name = self.accounts[name].parent
         return found
 
+    def pick_account(self, data: st.DataObject) -> ModelAccount:
+        return self.accounts[data.draw(st.sampled_from(sorted(self.accounts)), label="account")]
+
     def refused(self, error: type[LedgerError], call: Any, *, reason: str | None = None,
-                recorded: int = 0) -> LedgerError:
+                recorded: int = 0) -> Any:
         """`call` raises `error` (with `reason`) and records exactly `recorded` events."""
         head = self.ledger.head()
         with pytest.raises(error) as caught:
@@ -160,6 +158,7 @@ class LedgerMachine(RuleBasedStateMachine):
         return caught.value
 
     def fresh_write(self, receipt: Any) -> None:
+        """A new write answers with the newest position of the log."""
         assert not receipt.duplicate
         assert receipt.position == self.ledger.head()
 
@@ -176,10 +175,15 @@ class LedgerMachine(RuleBasedStateMachine):
                 expired += 1
         return expired, expired * (1 + len(parents))
 
-    def live_records(self) -> list[Record]:
-        return sorted((r for r in self.records if not r.superseded), key=lambda r: r.step)
+    def usable_checkpoints(self) -> list[Checkpoint]:
+        now = self.clock.now
+        return [c for c in self.checkpoints if not c.superseded and (c.expires_at is None or c.expires_at > now)]
 
-    # Setup: a team account and a run under it.
+    def expired_checkpoints(self) -> list[Checkpoint]:
+        now = self.clock.now
+        return [c for c in self.checkpoints if not c.superseded and c.expires_at is not None and c.expires_at <= now]
+
+    # Setup: a team account, a run under it, and its first attempt.
 
     @initialize(team_cap=CAPS, run_cap=CAPS)
     def open_run(self, team_cap: int | None, run_cap: int | None) -> None:
@@ -191,54 +195,57 @@ class LedgerMachine(RuleBasedStateMachine):
         self.accounts[self.run_id] = ModelAccount(self.run_id, "team", run_cap)
         again = self.ledger.open_run(run_key="run", cap_usd_micro=run_cap, parent_account="team")
         assert (again.duplicate, again.position, again.run_id) == (True, receipt.position, self.run_id)
+        self.start(resume=None, attempt_id="attempt-0")
 
     # Spend.
 
     @rule(data=st.data(), cap=CAPS)
     def open_account(self, data: st.DataObject, cap: int | None) -> None:
+        """Open an account under no parent or an existing one, so that chains are at most an
+        account and two parents; opening an existing name again is a retry or a conflict."""
         name = data.draw(st.sampled_from(POOL), label="name")
-        parents = [""] + [a.name for a in self.accounts.values() if len(self.chain(a.name)) <= 2]
-        parent = data.draw(st.sampled_from(parents), label="parent")
+        parent = data.draw(st.sampled_from([""] + sorted(a for a in self.accounts if len(self.chain(a)) <= 2)),
+                           label="parent")
         existing = self.accounts.get(name)
+        call = lambda: self.ledger.open_account(account=name, parent=parent, cap_usd_micro=cap)  # noqa: E731
         if existing is None:
-            receipt = self.ledger.open_account(account=name, parent=parent, cap_usd_micro=cap)
+            receipt = call()
             self.fresh_write(receipt)
             self.accounts[name] = ModelAccount(name, parent, cap, opened_position=receipt.position)
-            self.history.append(("open_account", {"account": name, "parent": parent, "cap_usd_micro": cap}, receipt))
         elif (existing.parent, existing.cap) == (parent, cap):
-            receipt = self.ledger.open_account(account=name, parent=parent, cap_usd_micro=cap)
+            receipt = call()
             assert (receipt.duplicate, receipt.position) == (True, existing.opened_position)
         else:
-            self.refused(AlreadyExistsError, lambda: self.ledger.open_account(account=name, parent=parent,
-                                                                              cap_usd_micro=cap))
+            self.refused(AlreadyExistsError, call)
 
     @rule(data=st.data(), cap=CAPS)
     def set_cap(self, data: st.DataObject, cap: int | None) -> None:
-        account = self.accounts[data.draw(st.sampled_from(sorted(self.accounts)), label="account")]
+        account = self.pick_account(data)
         floor = account.committed + account.pending - account.overrun
+        call = lambda: self.ledger.set_cap(account=account.name, cap_usd_micro=cap)  # noqa: E731
         if cap == account.cap:
-            assert self.ledger.set_cap(account=account.name, cap_usd_micro=cap).duplicate
+            assert call().duplicate
         elif cap is not None and cap < floor:
-            self.refused(FailedPreconditionError, lambda: self.ledger.set_cap(account=account.name, cap_usd_micro=cap),
-                         reason="CAP_BELOW_SPEND")
+            self.refused(FailedPreconditionError, call, reason="CAP_BELOW_SPEND")
         else:
-            self.fresh_write(self.ledger.set_cap(account=account.name, cap_usd_micro=cap))
+            self.fresh_write(call())
             account.cap = cap
 
-    @rule(data=st.data(), amount=AMOUNTS, ttl=TTL_MINUTES, attempt=st.integers(0, 2))
+    @rule(data=st.data(), amount=AMOUNTS, ttl=st.sampled_from([1, 5, 15, 60]), attempt=st.integers(0, 2))
     def reserve(self, data: st.DataObject, amount: int, ttl: int, attempt: int) -> None:
-        account = self.accounts[data.draw(st.sampled_from(sorted(self.accounts)), label="account")]
+        """Reserve under a fresh id: the account's overdue holds expire first, then the amount
+        is held on the account and every parent, or refused by the first that cannot hold it."""
+        account = self.pick_account(data)
         rid = self.fresh("r")
         now = self.clock.now
         arguments = {"account": account.name, "reservation_id": rid, "amount_usd_micro": amount,
                      "ttl": timedelta(minutes=ttl), "attempt": attempt}
-        _, expired_events = self.expire_holds(account, now)
+        _, expiry_events = self.expire_holds(account, now)
         chain = self.chain(account.name)
         for holder in chain:
             if holder.remaining is not None and amount > holder.remaining:
                 error = self.refused(SpendCapExceededError, lambda: self.ledger.reserve(**arguments),
-                                     recorded=expired_events + 1)
-                assert isinstance(error, SpendCapExceededError)
+                                     reason="SPEND_CAP_EXCEEDED", recorded=expiry_events + 1)
                 assert (error.account, error.remaining_usd_micro) == (holder.name, holder.remaining)
                 event("reserve refused by " + ("the account" if holder is account else "a parent"))
                 account.entries[rid] = Entry("reservation", "refused", amount, attempt, refused_by=holder.name,
@@ -250,27 +257,33 @@ class LedgerMachine(RuleBasedStateMachine):
         assert receipt.expires_at == now + timedelta(minutes=ttl)
         for holder in chain:
             holder.pending += amount
-        account.entries[rid] = Entry("reservation", "pending", amount, attempt, expires_at=now + timedelta(minutes=ttl),
-                                     position=receipt.position)
+        account.entries[rid] = Entry("reservation", "pending", amount, attempt, expires_at=now + timedelta(minutes=ttl))
         self.history.append(("reserve", arguments, receipt))
 
-    def pick_entry(self, data: st.DataObject, kind: str | None = None) -> tuple[ModelAccount, str, Entry] | None:
+    def pick_entry(self, data: st.DataObject) -> tuple[ModelAccount, str, Entry] | None:
         entries = [(account, key, entry) for account in self.accounts.values()
-                   for key, entry in account.entries.items() if kind is None or entry.kind == kind]
+                   for key, entry in account.entries.items()]
         if not entries:
             return None
-        # Pending holds are the interesting ones: prefer them.
-        pending = [e for e in entries if e[2].state == "pending"]
-        pool = pending if pending and data.draw(st.booleans(), label="prefer pending") else entries
+        # Pending and expired holds are the interesting ones to settle: prefer them.
+        live = [e for e in entries if e[2].state in ("pending", "expired")]
+        pool = live if live and data.draw(st.integers(0, 3), label="prefer live") else entries
         return pool[data.draw(st.integers(0, len(pool) - 1), label="entry")]
 
-    @rule(data=st.data(), delta=st.sampled_from([-30, -1, 0, 0, 1, 25, 80]))
-    def commit(self, data: st.DataObject, delta: int) -> None:
+    @rule(data=st.data(), release=st.booleans(), delta=st.sampled_from([-30, -1, 0, 0, 1, 25, 80]))
+    def settle(self, data: st.DataObject, release: bool, delta: int) -> None:
+        """Commit (actual below, equal to or above the hold) or release a reservation in any
+        state; the model says which answer is the only right one."""
         picked = self.pick_entry(data)
         if picked is None:
             return
         account, key, entry = picked
-        actual = max(0, entry.amount + delta)
+        if release:
+            self.release(account, key, entry)
+        else:
+            self.commit(account, key, entry, max(0, entry.amount + delta))
+
+    def commit(self, account: ModelAccount, key: str, entry: Entry, actual: int) -> None:
         arguments = {"account": account.name, "reservation_id": key, "actual_usd_micro": actual}
         call = lambda: self.ledger.commit(**arguments)  # noqa: E731
         parents = self.chain(account.name)[1:]
@@ -281,49 +294,37 @@ class LedgerMachine(RuleBasedStateMachine):
                     True, entry.settled_position, entry.overrun)
             else:
                 self.refused(AlreadyExistsError, call)
-        elif entry.state in ("released", "refused", "charged"):
+            return
+        if entry.state in ("released", "refused", "charged"):
             self.refused(FailedPreconditionError, call, reason=f"RESERVATION_{entry.state.upper()}")
-        elif entry.state == "pending":
+            return
+        if entry.state == "pending":
             overrun = max(0, actual - entry.amount)
+            overruns = [overrun] * len(parents)
             event("commit with overrun" if overrun else "commit within the hold")
-            receipt = call()
-            self.fresh_write(receipt)
-            assert receipt.overrun_usd_micro == overrun
-            for holder in (account, *parents):
-                holder.pending -= entry.amount
-                holder.committed += actual
-                holder.overrun += overrun
-            entry.state, entry.actual, entry.overrun, entry.settled_position = (
-                "committed", actual, overrun, receipt.position)
-            self.history.append(("commit", arguments, receipt))
         else:  # Expired: a late commit, charged in full; each account's overrun is its own excess.
             overrun = account.excess(actual)
-            excesses = [parent.excess(actual) for parent in parents]
-            event("late commit")
-            receipt = call()
-            self.fresh_write(receipt)
-            assert receipt.overrun_usd_micro == overrun
-            account.committed += actual
-            account.overrun += overrun
-            for parent, excess in zip(parents, excesses):
-                parent.committed += actual
-                parent.overrun += excess
-            entry.state, entry.actual, entry.overrun, entry.settled_position = (
-                "committed", actual, overrun, receipt.position)
-            self.history.append(("commit", arguments, receipt))
+            overruns = [parent.excess(actual) for parent in parents]
+            event("late commit" + (" with overrun" if overrun else ""))
+        receipt = call()
+        self.fresh_write(receipt)
+        assert receipt.overrun_usd_micro == overrun
+        held = entry.amount if entry.state == "pending" else 0
+        for holder, holder_overrun in zip((account, *parents), (overrun, *overruns)):
+            holder.pending -= held
+            holder.committed += actual
+            holder.overrun += holder_overrun
+        entry.state, entry.actual, entry.overrun, entry.settled_position = (
+            "committed", actual, overrun, receipt.position)
+        self.history.append(("commit", arguments, receipt))
 
-    @rule(data=st.data())
-    def release(self, data: st.DataObject) -> None:
-        picked = self.pick_entry(data)
-        if picked is None:
-            return
-        account, key, entry = picked
+    def release(self, account: ModelAccount, key: str, entry: Entry) -> None:
         arguments = {"account": account.name, "reservation_id": key, "reason": "not made"}
         call = lambda: self.ledger.release(**arguments)  # noqa: E731
         if entry.state in ("released", "expired", "refused"):
             receipt = call()
             assert receipt.duplicate
-            if entry.state == "released":
+            if entry.settled_position is not None:
                 assert receipt.position == entry.settled_position
         elif entry.state in ("committed", "charged"):
             self.refused(FailedPreconditionError, call, reason=f"RESERVATION_{entry.state.upper()}")
@@ -337,19 +338,20 @@ class LedgerMachine(RuleBasedStateMachine):
 
     @rule(data=st.data(), amount=AMOUNTS)
     def charge(self, data: st.DataObject, amount: int) -> None:
-        account = self.accounts[data.draw(st.sampled_from(sorted(self.accounts)), label="account")]
+        """An after-the-fact charge is recorded in full; what lies beyond each cap is overrun."""
+        account = self.pick_account(data)
         cid = self.fresh("c")
         arguments = {"account": account.name, "charge_id": cid, "amount_usd_micro": amount, "reason": "bill"}
         chain = self.chain(account.name)
-        excesses = [holder.excess(amount) for holder in chain]
+        overruns = [holder.excess(amount) for holder in chain]
         receipt = self.ledger.charge(**arguments)
         self.fresh_write(receipt)
-        assert receipt.overrun_usd_micro == excesses[0]
-        for holder, excess in zip(chain, excesses):
+        assert receipt.overrun_usd_micro == overruns[0]
+        for holder, overrun in zip(chain, overruns):
             holder.committed += amount
-            holder.overrun += excess
-        account.entries[cid] = Entry("charge", "charged", amount, actual=amount, overrun=excesses[0],
-                                     position=receipt.position, settled_position=receipt.position)
+            holder.overrun += overrun
+        account.entries[cid] = Entry("charge", "charged", amount, actual=amount, overrun=overruns[0],
+                                     settled_position=receipt.position)
         self.history.append(("charge", arguments, receipt))
 
     @rule(minutes=st.sampled_from([1, 4, 10, 16, 61]))
@@ -359,44 +361,53 @@ class LedgerMachine(RuleBasedStateMachine):
         outcomes = [self.expire_holds(account, now) for account in self.accounts.values()]
         head = self.ledger.head()
         assert self.ledger.expire_reservations() == sum(expired for expired, _ in outcomes)
-        if any(expired for expired, _ in outcomes):
-            event("sweep expired holds")
         assert self.ledger.head() - head == sum(events for _, events in outcomes)
         assert self.ledger.expire_reservations() == 0
+        if any(expired for expired, _ in outcomes):
+            event("sweep expired holds")
 
+    @precondition(lambda self: self.history)
     @rule(data=st.data())
     def retry(self, data: st.DataObject) -> None:
-        """A command sent again with the same id and payload is a no-op answering the first."""
-        if not self.history:
-            return
+        """A command sent again with the same id and payload is a no-op answering the first
+        answer (also a step batch resent by a superseded attempt)."""
         method, arguments, first = self.history[data.draw(st.integers(0, len(self.history) - 1), label="which")]
-        head = self.ledger.head()
+        event(f"retry {method}")
+        call = lambda: getattr(self.ledger, method)(**arguments)  # noqa: E731
         if method == "reserve" and first is None:
             entry = self.accounts[arguments["account"]].entries[arguments["reservation_id"]]
-            error = self.refused(SpendCapExceededError, lambda: self.ledger.reserve(**arguments))
-            assert isinstance(error, SpendCapExceededError)
+            error = self.refused(SpendCapExceededError, call)
             assert (error.account, error.remaining_usd_micro) == (entry.refused_by, entry.remaining)
             return
-        if method == "open_account":
-            account = self.accounts[arguments["account"]]
-            if account.cap != arguments["cap_usd_micro"]:
-                self.refused(AlreadyExistsError, lambda: self.ledger.open_account(**arguments))
-                return
-        event(f"retry {method}")
-        answer = getattr(self.ledger, method)(**arguments)
+        head = self.ledger.head()
+        answer = call()
         assert answer.duplicate, (method, arguments)
         assert answer.position == first.position, (method, arguments, first, answer)
-        assert answer.overrun_usd_micro == first.overrun_usd_micro
-        assert answer.expires_at == first.expires_at
+        assert (answer.overrun_usd_micro, answer.expires_at, answer.attempt) == (
+            first.overrun_usd_micro, first.expires_at, first.attempt)
         assert self.ledger.head() == head
 
+    @precondition(lambda self: self.history)
     @rule(data=st.data())
     def conflict(self, data: st.DataObject) -> None:
         """The same id with another payload is refused, and nothing is recorded."""
-        picked = self.pick_entry(data)
-        if picked is None:
+        method, arguments, _ = self.history[data.draw(st.integers(0, len(self.history) - 1), label="which")]
+        if method == "append_steps":
+            other = {**arguments, "metrics": {"loss": [value + 1.0 for value in arguments["metrics"]["loss"]]}}
+            if arguments["attempt"] < self.attempt:  # Not a resend: the superseded attempt is fenced.
+                self.refused(FailedPreconditionError, lambda: self.ledger.append_steps(**other),
+                             reason="ATTEMPT_SUPERSEDED")
+            else:
+                self.refused(AlreadyExistsError, lambda: self.ledger.append_steps(**other),
+                             reason="EXISTS_WITH_DIFFERENT_PAYLOAD")
             return
-        account, key, entry = picked
+        if method == "start_attempt":
+            other = {**arguments, "label": "another host"}
+            self.refused(AlreadyExistsError, lambda: self.ledger.start_attempt(**other))
+            return
+        account = self.accounts[arguments["account"]]
+        key = arguments.get("reservation_id") or arguments["charge_id"]
+        entry = account.entries[key]
         if entry.kind == "charge":
             options = [lambda: self.ledger.charge(account=account.name, charge_id=key,
                                                   amount_usd_micro=entry.amount + 1),
@@ -415,105 +426,69 @@ class LedgerMachine(RuleBasedStateMachine):
 
     # The run.
 
-    @rule(data=st.data(), with_id=st.booleans())
-    def start_attempt(self, data: st.DataObject, with_id: bool) -> None:
-        now = self.clock.now
-        usable = [c for c in self.checkpoints if not c.superseded and (c.expires_at is None or c.expires_at > now)]
-        resume = None
-        if usable and data.draw(st.booleans(), label="resume"):
-            resume = usable[data.draw(st.integers(0, len(usable) - 1), label="checkpoint")].step
-        expired = [c for c in self.checkpoints if not c.superseded and c.expires_at is not None and c.expires_at <= now]
-        if expired and data.draw(st.booleans(), label="try expired"):
-            self.refused(FailedPreconditionError,
-                         lambda: self.ledger.start_attempt(run_id=self.run_id, resume_from_step=expired[0].step),
-                         reason="CHECKPOINT_EXPIRED")
-        attempt_id = self.fresh("attempt-") if with_id else ""
-        receipt = self.ledger.start_attempt(run_id=self.run_id, attempt_id=attempt_id, resume_from_step=resume)
+    def start(self, *, resume: int | None, attempt_id: str) -> None:
+        arguments = {"run_id": self.run_id, "attempt_id": attempt_id, "resume_from_step": resume}
+        receipt = self.ledger.start_attempt(**arguments)
         self.fresh_write(receipt)
         self.attempt += 1
         assert receipt.attempt == self.attempt
+        # Everything above the resume point that earlier attempts recorded is superseded.
         floor = -1 if resume is None else resume
-        for record in self.records:
-            if record.step > floor:
-                record.superseded = True
-        for checkpoint in self.checkpoints:
-            if checkpoint.step > floor:
-                checkpoint.superseded = True
-        event("attempt resumed" if resume is not None else "attempt from scratch")
-        self.floor = resume
-        self.last_step = resume
-        self.batches = []
+        for item in (*self.records, *self.checkpoints):
+            if item.step > floor:
+                item.superseded = True
+        self.floor = self.last_step = resume
+        self.recorded = set()
         if attempt_id:
-            self.attempt_ids[attempt_id] = (resume, self.attempt, receipt.position)
+            self.history.append(("start_attempt", arguments, receipt))
 
-    @precondition(lambda self: self.attempt_ids)
-    @rule(data=st.data())
-    def retry_attempt(self, data: st.DataObject) -> None:
-        attempt_id = data.draw(st.sampled_from(sorted(self.attempt_ids)), label="attempt id")
-        resume, number, position = self.attempt_ids[attempt_id]
-        receipt = self.ledger.start_attempt(run_id=self.run_id, attempt_id=attempt_id, resume_from_step=resume)
-        assert (receipt.duplicate, receipt.position, receipt.attempt) == (True, position, number)
-        self.refused(AlreadyExistsError, lambda: self.ledger.start_attempt(
-            run_id=self.run_id, attempt_id=attempt_id, resume_from_step=resume, label="other"))
+    @rule(data=st.data(), with_id=st.booleans())
+    def start_attempt(self, data: st.DataObject, with_id: bool) -> None:
+        """A new attempt, resumed from a usable checkpoint or from scratch; resuming from an
+        expired checkpoint is refused."""
+        expired = self.expired_checkpoints()
+        if expired and data.draw(st.booleans(), label="try an expired checkpoint"):
+            self.refused(FailedPreconditionError, lambda: self.ledger.start_attempt(
+                run_id=self.run_id, resume_from_step=expired[0].step), reason="CHECKPOINT_EXPIRED")
+        usable = self.usable_checkpoints()
+        resume = None
+        if usable and data.draw(st.integers(0, 3), label="resume"):
+            resume = usable[data.draw(st.integers(0, len(usable) - 1), label="checkpoint")].step
+        event("attempt resumed" if resume is not None else "attempt from scratch")
+        self.start(resume=resume, attempt_id=self.fresh("attempt-") if with_id else "")
 
-    @precondition(lambda self: self.attempt >= 1)
-    @rule(size=st.integers(1, 6), gap=st.integers(0, 2), seed=st.integers(0, 1000))
-    def append_steps(self, size: int, gap: int, seed: int) -> None:
+    @rule(data=st.data(), size=st.integers(1, 6), gap=st.integers(0, 2), seed=st.integers(0, 1000),
+          ttl=st.sampled_from(["none", None, 10, 60]))
+    def append_steps(self, data: st.DataObject, size: int, gap: int, seed: int, ttl: str | int | None) -> None:
+        """One batch (one event) after the last step, sometimes followed by a checkpoint at its
+        last step (no expiry, or 10 or 60 minutes); then a step the attempt never recorded, at
+        or below its last, is refused."""
         first = (self.last_step if self.last_step is not None else 0) + 1 + gap
         steps = list(range(first, first + size))
         loss = [seed / 100 + i / 1000 for i in range(size)]
-        receipt = self.ledger.append_steps(run_id=self.run_id, attempt=self.attempt, steps=steps,
-                                           metrics={"loss": loss})
+        arguments = {"run_id": self.run_id, "attempt": self.attempt, "steps": steps, "metrics": {"loss": loss}}
+        receipt = self.ledger.append_steps(**arguments)
         self.fresh_write(receipt)
         assert receipt.last_step == steps[-1]
         self.records.extend(Record(step, self.attempt, value) for step, value in zip(steps, loss))
-        self.batches.append(Batch(self.attempt, steps, loss, receipt.position))
+        self.recorded.update(steps)
+        self.history.append(("append_steps", arguments, receipt))
         self.last_step = steps[-1]
-
-    @precondition(lambda self: self.batches)
-    @rule(data=st.data())
-    def retry_steps(self, data: st.DataObject) -> None:
-        batch = self.batches[data.draw(st.integers(0, len(self.batches) - 1), label="batch")]
-        head = self.ledger.head()
-        receipt = self.ledger.append_steps(run_id=self.run_id, attempt=batch.attempt, steps=batch.steps,
-                                           metrics={"loss": batch.loss})
-        assert (receipt.duplicate, receipt.position) == (True, batch.position)
-        assert self.ledger.head() == head
-        other = [value + 1.0 for value in batch.loss]
-        self.refused(AlreadyExistsError, lambda: self.ledger.append_steps(
-            run_id=self.run_id, attempt=batch.attempt, steps=batch.steps, metrics={"loss": other}),
-            reason="EXISTS_WITH_DIFFERENT_PAYLOAD")
-
-    @precondition(lambda self: self.last_step is not None and (self.floor is None or self.last_step > self.floor))
-    @rule(ttl=st.sampled_from([None, 10, 60]))
-    def save_checkpoint(self, ttl: int | None) -> None:
-        step = self.last_step
-        assert step is not None
-        if any(c.attempt == self.attempt and c.step == step for c in self.checkpoints):
-            return
-        expires_at = None if ttl is None else self.clock.now + timedelta(minutes=ttl)
-        receipt = self.ledger.save_checkpoint(run_id=self.run_id, attempt=self.attempt, step=step, backend="hf",
-                                              uri=f"file:///ckpt/{self.attempt}/{step}", expires_at=expires_at)
-        self.fresh_write(receipt)
-        self.checkpoints.append(Checkpoint(self.attempt, step, expires_at))
-
-    @precondition(lambda self: self.attempt >= 1 and self.last_step is not None)
-    @rule(data=st.data())
-    def steps_out_of_order(self, data: st.DataObject) -> None:
-        """A step the current attempt never recorded, at or below its last one, is refused."""
-        assert self.last_step is not None
-        recorded = {step for batch in self.batches for step in batch.steps}
+        if ttl != "none":
+            expires_at = None if ttl is None else self.clock.now + timedelta(minutes=int(ttl))
+            self.fresh_write(self.ledger.save_checkpoint(
+                run_id=self.run_id, attempt=self.attempt, step=self.last_step, backend="hf",
+                uri=f"file:///ckpt/{self.attempt}/{self.last_step}", expires_at=expires_at))
+            self.checkpoints.append(Checkpoint(self.attempt, self.last_step, expires_at))
         low = 0 if self.floor is None else self.floor + 1
-        gaps = [step for step in range(low, self.last_step + 1) if step not in recorded]
-
-        def append(step: int) -> Any:
-            return self.ledger.append_steps(run_id=self.run_id, attempt=self.attempt, steps=[step])
-
+        gaps = [step for step in range(low, self.last_step + 1) if step not in self.recorded]
         if gaps:
             step = data.draw(st.sampled_from(gaps), label="gap")
-            self.refused(InvalidArgumentError, lambda: append(step), reason="STEPS_NOT_INCREASING")
+            self.refused(InvalidArgumentError, lambda: self.ledger.append_steps(
+                run_id=self.run_id, attempt=self.attempt, steps=[step]), reason="STEPS_NOT_INCREASING")
         if self.floor is not None:
-            self.refused(InvalidArgumentError, lambda: append(self.floor), reason="STEP_BEFORE_RESUME")
+            self.refused(InvalidArgumentError, lambda: self.ledger.append_steps(
+                run_id=self.run_id, attempt=self.attempt, steps=[self.floor]), reason="STEP_BEFORE_RESUME")
 
     @rule()
     def restart(self) -> None:
@@ -537,20 +512,15 @@ class LedgerMachine(RuleBasedStateMachine):
             for totals in (now, view):
                 if totals["cap"] is not None:
                     assert totals["committed"] + totals["pending"] - totals["overrun"] <= totals["cap"]
-            assert model.pending == sum(e.amount for a in self.accounts.values() if name in
-                                        [c.name for c in self.chain(a.name)]
-                                        for e in a.entries.values() if e.state == "pending")
 
     @invariant()
     def series_has_one_record_per_step(self) -> None:
-        head = self.ledger.head()
-        series = self.ledger.series(self.run_id, min_position=head, limit=10_000)
-        live = self.live_records()
+        series = self.ledger.series(self.run_id, min_position=self.ledger.head(), limit=10_000)
+        live = sorted((r for r in self.records if not r.superseded), key=lambda r: r.step)
         assert series["steps"] == [r.step for r in live]
         assert all(a < b for a, b in zip(series["steps"], series["steps"][1:]))
         assert series["attempts"] == [r.attempt for r in live]
-        if live:
-            assert series["metrics"]["loss"]["values"] == [r.loss for r in live]
+        assert series["metrics"].get("loss", {"values": []})["values"] == [r.loss for r in live]
         everything = self.ledger.series(self.run_id, include_superseded=True, limit=10_000)
         expected = sorted(self.records, key=lambda r: (r.step, r.attempt))
         assert list(zip(everything["steps"], everything["attempts"], everything["superseded"])) == [
@@ -561,29 +531,26 @@ class LedgerMachine(RuleBasedStateMachine):
         state = self.ledger.run_state(self.run_id, min_position=self.ledger.head())
         assert state["current_attempt"] == self.attempt
         assert state["last_step"] == self.last_step
-        now = self.clock.now
-        usable = [c for c in self.checkpoints if not c.superseded and (c.expires_at is None or c.expires_at > now)]
+        usable = self.usable_checkpoints()
         best = max(usable, key=lambda c: (c.step, c.attempt)) if usable else None
-        assert (state["checkpoint"]["step"] if state["checkpoint"] else None) == (best.step if best else None)
+        assert (state["checkpoint"] or {}).get("step") == (best.step if best else None)
         assert state["resume"]["from_step"] == (best.step if best else 0)
-        expired = sorted((c.step, c.attempt) for c in self.checkpoints
-                         if not c.superseded and c.expires_at is not None and c.expires_at <= now)
-        assert sorted((c["step"], c["attempt"]) for c in state["expired_checkpoints"]) == expired
-        assert state["spend"] == {k: v for k, v in self.accounts[self.run_id].totals().items()
-                                  if k not in ("account", "parent")}
+        assert sorted((c["step"], c["attempt"]) for c in state["expired_checkpoints"]) == sorted(
+            (c.step, c.attempt) for c in self.expired_checkpoints())
+        assert state["spend"] == {key: value for key, value in self.accounts[self.run_id].totals().items()
+                                  if key not in ("account", "parent")}
 
     @invariant()
     def superseded_attempts_are_fenced(self) -> None:
-        if self.attempt < 2:
-            return
-        self.refused(FailedPreconditionError, lambda: self.ledger.append_steps(
-            run_id=self.run_id, attempt=self.attempt - 1, steps=[10**9]), reason="ATTEMPT_SUPERSEDED")
+        if self.attempt >= 2:
+            self.refused(FailedPreconditionError, lambda: self.ledger.append_steps(
+                run_id=self.run_id, attempt=self.attempt - 1, steps=[10**9]), reason="ATTEMPT_SUPERSEDED")
         self.refused(NotFoundError, lambda: self.ledger.append_steps(
             run_id=self.run_id, attempt=self.attempt + 1, steps=[10**9]), reason="ATTEMPT_NOT_FOUND")
 
 
 LedgerMachine.TestCase.settings = settings(
-    max_examples=40, stateful_step_count=30, deadline=None,
+    max_examples=40, stateful_step_count=50, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 TestLedgerMachine = LedgerMachine.TestCase

@@ -241,6 +241,29 @@ class TestRebuild:
         ledger.projector.rebuild((view,))
         assert dump_views(ledger) == before
 
+    def test_rebuilds_and_the_background_projector_do_not_collide(self, ledger: Ledger, clock: FakeClock) -> None:
+        scenario(ledger, clock)
+        ledger.wait(ledger.head())
+        before = dump_views(ledger)
+        ledger.projector.poll_s = 0.001  # The background thread projects as often as it can.
+        errors: list[BaseException] = []
+
+        def rebuild() -> None:
+            try:
+                for _ in range(8):
+                    ledger.projector.rebuild()
+            except BaseException as error:  # Reported below, in the test's thread.
+                errors.append(error)
+
+        threads = [threading.Thread(target=rebuild) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        ledger.wait(ledger.head())
+        assert dump_views(ledger) == before
+
     def test_a_restart_resumes_projecting_where_it_stopped(self, sqlite_database: str, clock: FakeClock) -> None:
         app = Ledger.open(sqlite_database, clock=clock, project=False)
         scenario(app, clock)
