@@ -4,8 +4,11 @@
 
 Figures: RecordSteps (one stream, 1,000-step batches, ack per batch), AppendSteps (unary, one at
 a time, 1,000-step batches, growing one run to --run-steps), Reserve latency (Reserve then Commit,
-one pair at a time), GetRunState latency on the run of --run-steps steps. The last line printed is
-one JSON object with the figures.
+one pair at a time), GetRunState latency on the run of --run-steps steps. With --database-url also
+grpc_steps_per_s_two_replicas: a second `trainledger serve` on the same database, and two clients
+(threads, a channel each), one per replica, each streaming --batches batches to its own run at the
+same time; the figure is all their steps over the wall time. The last line printed is one JSON
+object with the figures.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -115,6 +119,41 @@ def bench(channel: grpc.Channel, args: argparse.Namespace) -> dict[str, float]:
     return figures
 
 
+def two_replicas(addresses: list[str], args: argparse.Namespace) -> dict[str, float]:
+    """RecordSteps from two clients at once, each to its own replica and run."""
+    channels = [grpc.insecure_channel(address, options=[("grpc.max_send_message_length", 16 * 1024 * 1024)])
+                for address in addresses]
+    try:
+        stubs = [runs_pb2_grpc.RunsStub(channel) for channel in channels]
+        plans = []
+        for stub in stubs:
+            run_id = new_run(stub)
+            plans.append([runs_pb2.RecordStepsRequest(sequence=n, batch=step_batch(run_id, n * BATCH))
+                          for n in range(args.batches)])
+        barrier = threading.Barrier(len(stubs) + 1)
+        acked = [0] * len(stubs)
+
+        def stream(index: int) -> None:
+            barrier.wait()
+            acked[index] = sum(1 for _ in stubs[index].RecordSteps(iter(plans[index]), timeout=300))
+
+        threads = [threading.Thread(target=stream, args=(index,)) for index in range(len(stubs))]
+        for thread in threads:
+            thread.start()
+        barrier.wait()
+        started = time.perf_counter()
+        for thread in threads:
+            thread.join()
+        elapsed = time.perf_counter() - started
+    finally:
+        for channel in channels:
+            channel.close()
+    assert acked == [args.batches] * len(stubs), acked
+    print(f"RecordSteps, two replicas: 2 x {args.batches} batches of {BATCH} steps in {elapsed:.2f} s",
+          file=sys.stderr)
+    return {"grpc_steps_per_s_two_replicas": round(sum(acked) * BATCH / elapsed)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--database-url", default="", help="run against PostgreSQL instead of a tmp SQLite file")
@@ -129,6 +168,13 @@ def main() -> None:
             with grpc.insecure_channel(f"127.0.0.1:{port}", options=[
                     ("grpc.max_send_message_length", 16 * 1024 * 1024)]) as channel:
                 figures = bench(channel, args)
+            if args.database_url:
+                second, second_port = start_server("", args.database_url)
+                try:
+                    figures.update(two_replicas([f"127.0.0.1:{port}", f"127.0.0.1:{second_port}"], args))
+                finally:
+                    second.send_signal(signal.SIGTERM)
+                    second.wait(timeout=60)
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=60)

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
 from typing import Any
 
 import grpc
 
 from clients import codec
-from clients.client import _STUBS, CHANNEL_OPTIONS, record_request
+from clients.client import _STUBS, CHANNEL_OPTIONS, channel_target, record_request
 from clients.errors import error_from_rpc
 from clients.methods_spend import LedgerMethods
 from clients.retry import RetryPolicy
@@ -45,17 +45,18 @@ class AsyncAckStream:
 
 
 class AsyncLedgerClient(LedgerMethods):
-    """An asyncio client of one ledger server; create it inside the event loop that uses it.
-    Usable as an async context manager (closes the channel)."""
+    """An asyncio client of one ledger server, or of several replicas (a list of "host:port",
+    as LedgerClient); create it inside the event loop that uses it. Usable as an async context
+    manager (closes the channel)."""
 
-    def __init__(self, address: str = "127.0.0.1:50051", *, principal: str = "", timeout_s: float = 10.0,
+    def __init__(self, address: str | Sequence[str] = "127.0.0.1:50051", *, principal: str = "", timeout_s: float = 10.0,
                  retries: RetryPolicy | int | None = None, channel: grpc.aio.Channel | None = None,
                  options: Iterable[tuple[str, Any]] = ()) -> None:
         self.address = address
         self.principal = principal
         self.timeout_s = timeout_s
         self.retry_policy = RetryPolicy.of(retries)
-        self._channel = channel or grpc.aio.insecure_channel(address, options=(*CHANNEL_OPTIONS, *options))
+        self._channel = channel or grpc.aio.insecure_channel(channel_target(address), options=(*CHANNEL_OPTIONS, *options))
         self._stubs = {name: stub(self._channel) for name, stub in _STUBS.items()}
         self._closed = False
 

@@ -2,14 +2,22 @@
 
 Every call carries a deadline, an x-request-id made once per logical call (and reused by its
 retries) and the caller's x-principal; a retry resends the very same request object.
+
+Several replicas of one ledger (servers over one PostgreSQL database) are given as a list of
+addresses: the channel connects to the first that answers and fails over to the next when it
+goes away (gRPC's pick_first over an `ipv4:`/`ipv6:` target; host names are resolved once, here).
+A call that failed with the replica answers UNAVAILABLE and is retried on the next; a retry is
+answered as a duplicate if the first try did land, so nothing is recorded twice.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import grpc
@@ -20,7 +28,7 @@ from clients.methods_spend import LedgerMethods
 from clients.retry import RetryPolicy
 from trainledger.v1 import events_pb2_grpc, registry_pb2_grpc, runs_pb2, runs_pb2_grpc, spend_pb2_grpc
 
-__all__ = ["LedgerClient", "AckStream", "CHANNEL_OPTIONS", "record_request"]
+__all__ = ["LedgerClient", "AckStream", "CHANNEL_OPTIONS", "record_request", "channel_target"]
 
 # Reconnect quickly after a ledger restart (gRPC's default backoff grows to two minutes) and
 # allow full pages of series and event reads.
@@ -34,6 +42,32 @@ CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
 
 _STUBS = {"Runs": runs_pb2_grpc.RunsStub, "Spend": spend_pb2_grpc.SpendStub,
           "Registry": registry_pb2_grpc.RegistryStub, "Events": events_pb2_grpc.EventsStub}
+
+
+def channel_target(address: str | Sequence[str]) -> str:
+    """The gRPC target of one address ("host:port", or any gRPC target) or of several replicas
+    (["host:port", ...] -> "ipv4:ip:port,ip:port", or ipv6: when any of them is IPv6)."""
+    if isinstance(address, str):
+        return address
+    addresses = list(address)
+    if not addresses:
+        raise ValueError("no address given")
+    if len(addresses) == 1:
+        return addresses[0]
+    resolved: list[tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]] = []
+    for one in addresses:
+        host, separator, port = one.rpartition(":")
+        if not separator or not port.isdigit():
+            raise ValueError(f"an address of several must be host:port: {one!r}")
+        host = host.strip("[]")
+        try:
+            ip = ipaddress.ip_address(host)
+        except ValueError:
+            ip = ipaddress.ip_address(socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)[0][4][0])
+        resolved.append((ip, int(port)))
+    if all(ip.version == 4 for ip, _ in resolved):
+        return "ipv4:" + ",".join(f"{ip}:{port}" for ip, port in resolved)
+    return "ipv6:" + ",".join(f"[{ip if ip.version == 6 else '::ffff:' + str(ip)}]:{port}" for ip, port in resolved)
 
 
 def record_request(batch: Any, sequence: int) -> runs_pb2.RecordStepsRequest:
@@ -68,17 +102,19 @@ class AckStream:
 
 
 class LedgerClient(LedgerMethods):
-    """A blocking client of one ledger server. `retries` is a RetryPolicy or a number of retries.
+    """A blocking client of one ledger server, or of several replicas given as a list of
+    "host:port" (failover in order). `retries` is a RetryPolicy or a number of retries.
     Usable as a context manager (closes the channel). Safe to share between threads."""
 
-    def __init__(self, address: str = "127.0.0.1:50051", *, principal: str = "", timeout_s: float = 10.0,
-                 retries: RetryPolicy | int | None = None, channel: grpc.Channel | None = None,
-                 options: Iterable[tuple[str, Any]] = ()) -> None:
+    def __init__(self, address: str | Sequence[str] = "127.0.0.1:50051", *, principal: str = "",
+                 timeout_s: float = 10.0, retries: RetryPolicy | int | None = None,
+                 channel: grpc.Channel | None = None, options: Iterable[tuple[str, Any]] = ()) -> None:
         self.address = address
         self.principal = principal
         self.timeout_s = timeout_s
         self.retry_policy = RetryPolicy.of(retries)
-        self._channel = channel or grpc.insecure_channel(address, options=(*CHANNEL_OPTIONS, *options))
+        self._channel = channel or grpc.insecure_channel(channel_target(address),
+                                                         options=(*CHANNEL_OPTIONS, *options))
         self._stubs = {name: stub(self._channel) for name, stub in _STUBS.items()}
         self._closed = threading.Event()
 

@@ -17,7 +17,12 @@ else public). What this module adds to eventsourcing's postgres persistence:
   that first locks the views' tracking rows (SELECT ... FOR UPDATE) and re-reads them, so two
   projectors never apply the same position; the loser of the lock waits for the winner's commit,
   then sees the new positions and tells its own waiters. It is woken by LISTEN on the channel
-  eventsourcing NOTIFYs on every insert (a poll of a few seconds is only a fallback).
+  eventsourcing NOTIFYs on every insert (a poll of a few seconds is only a fallback), and NOTIFYs
+  a views channel of its own with each chunk it commits;
+- following (PostgresProjector.follow): a process that leaves projection to others (a server
+  started with --no-project, next to `trainledger project` workers) applies nothing; it reads
+  the committed tracking positions whenever the views channel says they moved, so its readers
+  still wait for a position (read-your-writes) without a thread each.
 """
 
 from __future__ import annotations
@@ -83,6 +88,8 @@ RETRY_MAX_S = 2.0
 LISTEN_TIMEOUT_S = 0.1
 # Rows per round trip when a read is iterated (a series page reads a few batch rows).
 STREAM_ROWS = 10
+
+NAME_MAX = 63  # PostgreSQL identifiers (channel names) are cut beyond this.
 
 PG_TYPES = {int: "BIGINT", float: "DOUBLE PRECISION", str: "TEXT", bytes: "BYTEA"}
 
@@ -392,6 +399,8 @@ class PostgresStorage(Storage):
         recorder = app.recorder
         self.schema = datastore.schema
         self.channel = recorder.channel_name
+        # NOTIFYed by a projector with each chunk it commits (followers LISTEN to it).
+        self.views_channel = f"{self.channel[:NAME_MAX - len('_views')]}_views"
         self.connect_kwargs = _connect_kwargs(datastore)
         self.timeout_s = float(datastore.pool.timeout)
         self._events = SQL("{}.{}").format(Identifier(self.schema), Identifier(recorder.events_table_name))
@@ -537,13 +546,23 @@ class PostgresStorage(Storage):
 
 
 class PostgresProjector(Projector):
-    """The projector of ledger.projector, exactly once across processes and woken by LISTEN."""
+    """The projector of ledger.projector, exactly once across processes and woken by LISTEN.
+    `start()` projects in the background; `follow()` instead only tracks what other processes
+    (workers, other servers) have projected."""
 
     def __init__(self, app: Any, database: PostgresStorage, *, poll_s: float = FALLBACK_POLL_S) -> None:
         super().__init__(app, database, poll_s=poll_s)
         self.database: PostgresStorage = database
         self._catching_up = threading.Lock()
         self._listener: threading.Thread | None = None
+        self.following = False
+
+    def follow(self) -> None:
+        """Run in the background without projecting: adopt the positions other processes
+        commit (woken by their NOTIFY on the views channel, else by the fallback poll)."""
+        if self._thread is None:
+            self.following = True
+        self.start()
 
     def start(self) -> None:
         if self._thread is None:
@@ -560,7 +579,8 @@ class PostgresProjector(Projector):
 
     def _listen(self) -> None:
         """Wake the projector on every NOTIFY of the events' channel; reconnect after outages."""
-        statement = SQL("LISTEN {}").format(Identifier(self.database.channel))
+        channel = self.database.views_channel if self.following else self.database.channel
+        statement = SQL("LISTEN {}").format(Identifier(channel))
         kwargs = {**self.database.connect_kwargs, "autocommit": True,
                   "connect_timeout": max(1, int(self.database.timeout_s)),
                   # A server that vanished without closing the socket is noticed within seconds.
@@ -572,7 +592,7 @@ class PostgresProjector(Projector):
                 with psycopg.connect(**kwargs) as connection:
                     connection.execute(statement)
                     if failing:
-                        log.info("listening on %s again", self.database.channel)
+                        log.info("listening on %s again", channel)
                     failing, delay = False, RETRY_MIN_S
                     self._wake.set()  # Inserts may have been missed while not listening.
                     while not self._stop.is_set():
@@ -580,7 +600,7 @@ class PostgresProjector(Projector):
                             self._wake.set()
             except psycopg.Error as error:
                 if not failing:
-                    log.warning("lost LISTEN %s (%s); reconnecting", self.database.channel, error)
+                    log.warning("lost LISTEN %s (%s); reconnecting", channel, error)
                 failing = True
                 self._stop.wait(delay)
                 delay = min(delay * 2, RETRY_MAX_S)
@@ -591,11 +611,15 @@ class PostgresProjector(Projector):
             self._wake.wait(self.poll_s)
             self._wake.clear()
             try:
-                self.catch_up()
+                if self.following:
+                    self._publish(self.database.tracking_positions())
+                else:
+                    self.catch_up()
             except Exception as error:  # Keep projecting after a transient storage failure.
                 if isinstance(error, self.database.outage_errors + (UnavailableError,)):
                     if self.error is None:
-                        log.warning("projection paused, storage is unavailable (%s); retrying", error)
+                        log.warning("%s paused, storage is unavailable (%s); retrying",
+                                    "following projections" if self.following else "projection", error)
                 else:
                     log.exception("projection failed; retrying")
                 self.error = error
@@ -604,7 +628,7 @@ class PostgresProjector(Projector):
                 self._wake.set()
             else:
                 if self.error is not None:
-                    log.info("projection resumed")
+                    log.info("%s resumed", "following projections" if self.following else "projection")
                 self.error = None
                 delay = RETRY_MIN_S
 
@@ -635,6 +659,8 @@ class PostgresProjector(Projector):
                             apply_events(cursor, self.handlers[view], ((p, e) for p, e in events if p > seen))
                             self.database.set_tracking(cursor, view, last)
                             positions[view] = last
+                        # Delivered on commit: followers adopt the new positions at once.
+                        cursor.execute("SELECT pg_notify(?, ?)", (self.database.views_channel, str(last)))
                 self._publish(positions)
                 if not events:
                     return applied

@@ -58,6 +58,10 @@ class Projector:
             self._thread = threading.Thread(target=self._run, name="trainledger-projector", daemon=True)
             self._thread.start()
 
+    def follow(self) -> None:
+        """Track what other processes project instead of projecting (shared storage only)."""
+        raise NotImplementedError("only a shared database (PostgreSQL) is projected by other processes")
+
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()

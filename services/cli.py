@@ -1,6 +1,7 @@
-"""The `trainledger` command: `serve`, and read commands that open the database directly.
+"""The `trainledger` command: `serve`, `project`, and read commands that open the database directly.
 
-    trainledger serve [--db PATH | --database-url URL] [--listen HOST:PORT]
+    trainledger serve [--db PATH | --database-url URL] [--listen HOST:PORT] [--no-project]
+    trainledger project --database-url URL      # a projection worker (PostgreSQL)
     trainledger runs list | runs show RUN | spend show RUN_OR_ACCOUNT
     trainledger registry list | registry show FAMILY | events export --from N | rebuild
 
@@ -14,7 +15,9 @@ import argparse
 import asyncio
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 
 from services import reports
@@ -35,9 +38,41 @@ def serve(args: argparse.Namespace) -> None:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        asyncio.run(run_server(args.listen, database_of(args)))
+        asyncio.run(run_server(args.listen, database_of(args), project=args.project))
     except StartupError as error:
         raise Failure(str(error)) from None
+
+
+def project(args: argparse.Namespace) -> None:
+    """A projection worker: the projector loop over a PostgreSQL database until SIGTERM or
+    SIGINT. Any number of workers and servers may project one database: each event is applied
+    once (ledger.postgres locks the views' tracking rows)."""
+    from ledger import Ledger
+    from services.server import describe
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    database = args.database
+    if not database.startswith(("postgresql://", "postgres://")):
+        raise Failure("projection workers need a PostgreSQL database (--database-url or TRAINLEDGER_DATABASE_URL); "
+                      "on SQLite the server projects by itself")
+    stopping = threading.Event()
+    previous = {signum: signal.signal(signum, lambda *_: stopping.set()) for signum in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        try:
+            ledger = Ledger.open(database, project=False)
+        except Exception as error:
+            raise Failure(f"cannot open database {describe(database)}: {error}") from None
+        try:
+            ledger.projector.start()
+            print(f"trainledger: projecting (database {describe(database)})", flush=True)
+            while not stopping.wait(1.0):
+                pass
+            logging.getLogger("trainledger.services").info("stopping: the projector finishes its chunk")
+        finally:
+            ledger.close()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _database_options(sub: argparse.ArgumentParser, *, read: bool = True) -> None:
@@ -60,6 +95,9 @@ def parser() -> argparse.ArgumentParser:
 
     serve_parser = command("serve", serve, read=False, help="serve the gRPC API")
     serve_parser.add_argument("--listen", default=LISTEN_DEFAULT, metavar="HOST:PORT", help="(default: %(default)s)")
+    serve_parser.add_argument("--no-project", dest="project", action="store_false",
+                              help="leave projection to `trainledger project` workers (PostgreSQL only)")
+    command("project", project, read=False, help="run a projection worker until SIGTERM (PostgreSQL only)")
 
     runs = commands.add_parser("runs", help="training runs").add_subparsers(dest="action", required=True)
     listed = command("list", reports.runs_list, runs, help="list runs, newest first")

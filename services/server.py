@@ -1,5 +1,10 @@
 """The composition root: one ledger, four servicers, health, reflection, the interceptor, the
-reservation sweep, and a graceful shutdown."""
+reservation sweep, a storage probe behind health, and a graceful shutdown.
+
+Health follows storage: a probe reads the head of the log every second in a worker thread;
+when storage is unreachable (or the read hangs) every service turns NOT_SERVING, and SERVING
+again as soon as a read succeeds. Calls meanwhile answer UNAVAILABLE by themselves.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from ledger import Ledger
+from ledger.errors import UnavailableError
 from services.edge import Edge
 from services.events import EventsServicer
 from services.interceptors import EdgeInterceptor
@@ -30,6 +36,9 @@ log = logging.getLogger("trainledger.services")
 
 MESSAGE_SIZE_MAX = 16 * 1024 * 1024
 SWEEP_INTERVAL_S = 1.0
+PROBE_INTERVAL_S = 1.0
+# A probe still unanswered after this long counts as storage unavailable (a hung connection).
+PROBE_TIMEOUT_S = 3.0
 GRACE_S = 5.0
 SERVICE_NAMES = tuple(module.DESCRIPTOR.services_by_name[name].full_name for module, name in (
     (runs_pb2, "Runs"), (spend_pb2, "Spend"), (registry_pb2, "Registry"), (events_pb2, "Events")))
@@ -52,7 +61,9 @@ class LedgerServer(grpc.aio.Server):
     def __init__(self, server: grpc.aio.Server, edge: Edge, health_servicer: Any, *, owns_ledger: bool) -> None:
         self.server, self.edge, self.health = server, edge, health_servicer
         self.owns_ledger = owns_ledger
+        self.serving = True
         self._sweeper: asyncio.Task[None] | None = None
+        self._prober: asyncio.Task[None] | None = None
 
     def add_generic_rpc_handlers(self, generic_rpc_handlers: Any) -> None:
         self.server.add_generic_rpc_handlers(generic_rpc_handlers)
@@ -68,22 +79,62 @@ class LedgerServer(grpc.aio.Server):
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         self._sweeper = asyncio.create_task(self._sweep(), name="trainledger-sweep")
+        self._prober = asyncio.create_task(self._probe(), name="trainledger-probe")
 
     async def _sweep(self) -> None:
         while True:
             await asyncio.sleep(SWEEP_INTERVAL_S)
             try:
                 await self.edge.call(self.edge.ledger.expire_reservations)
+            except UnavailableError:
+                pass  # Storage is down (the probe reports it) or the views lag: next round.
             except Exception:  # The sweep must outlive a storage hiccup.
                 log.exception("the reservation sweep failed; retrying")
+
+    async def _probe(self) -> None:
+        """Health follows storage: a read of the log's head every PROBE_INTERVAL_S, in a thread
+        of its own (not under the limiter, which a storage outage may have filled)."""
+        probe: asyncio.Future[int] | None = None
+        try:
+            while True:
+                if probe is None:
+                    probe = asyncio.ensure_future(asyncio.to_thread(self.edge.ledger.head))
+                done, _ = await asyncio.wait({probe}, timeout=PROBE_TIMEOUT_S)
+                if not done:  # Still hanging: unavailable until it answers.
+                    await self._set_serving(False, f"storage did not answer within {PROBE_TIMEOUT_S:.0f} s")
+                    continue
+                error, probe = probe.exception(), None
+                if error is None:
+                    await self._set_serving(True, "storage answers")
+                else:
+                    if not isinstance(error, UnavailableError) and self.serving:
+                        log.error("the storage probe failed", exc_info=error)
+                    await self._set_serving(False, str(error))
+                await asyncio.sleep(PROBE_INTERVAL_S)
+        finally:
+            if probe is not None:
+                probe.cancel()  # Its thread finishes on its own; nobody waits for the answer.
+
+    async def _set_serving(self, serving: bool, why: str) -> None:
+        if serving == self.serving:
+            return
+        self.serving = serving
+        status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+        if serving:
+            log.info("storage is back (%s): health SERVING", why)
+        else:
+            log.warning("storage is unavailable (%s): health NOT_SERVING", why)
+        for name in ("", *SERVICE_NAMES):
+            await self.health.set(name, status)
 
     async def stop(self, grace: float | None) -> None:
         await self.health.enter_graceful_shutdown()
         self.edge.close()
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
+        for task in (self._sweeper, self._prober):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await self.server.stop(grace)
         if self.owns_ledger:
             self.owns_ledger = False
@@ -94,17 +145,24 @@ class LedgerServer(grpc.aio.Server):
 
 
 def create_server(address: str = "127.0.0.1:50051", *, ledger: Ledger | None = None,
-                  database: str = "trainledger.db") -> tuple[grpc.aio.Server, int]:
+                  database: str = "trainledger.db", project: bool = True) -> tuple[grpc.aio.Server, int]:
     """Build the server (call it on the event loop that will run it) and bind `address` (port 0
     picks a free port). Opens `database` unless a ledger is given; a given ledger must be
-    projecting (Ledger.open's default) and stays the caller's to close. Returns the server, not yet started, and the bound port.
-    Raises StartupError."""
+    projecting or following (Ledger.open's default projects) and stays the caller's to close.
+    With project=False the server applies no events to the views itself: `trainledger project`
+    workers do (PostgreSQL only), and the server follows their progress. Returns the server,
+    not yet started, and the bound port. Raises StartupError."""
     owns_ledger = ledger is None
     if ledger is None:
+        if not project and not database.startswith(("postgresql://", "postgres://")):
+            raise StartupError(f"cannot leave projection to workers on {describe(database)}: only a "
+                               "PostgreSQL database is shared with `trainledger project` workers")
         try:
-            ledger = Ledger.open(database)
+            ledger = Ledger.open(database, project=project)
         except Exception as error:
             raise StartupError(f"cannot open database {describe(database)}: {error}") from error
+        if not project:
+            ledger.projector.follow()
     edge = Edge(ledger)
     server = grpc.aio.server(interceptors=[EdgeInterceptor()], options=[
         ("grpc.max_receive_message_length", MESSAGE_SIZE_MAX), ("grpc.max_send_message_length", MESSAGE_SIZE_MAX)])
@@ -128,12 +186,13 @@ def create_server(address: str = "127.0.0.1:50051", *, ledger: Ledger | None = N
 
 
 async def serve(address: str = "127.0.0.1:50051", database: str = "trainledger.db", *,
-                grace_s: float = GRACE_S) -> None:
+                grace_s: float = GRACE_S, project: bool = True) -> None:
     """Serve until SIGTERM or SIGINT, then shut down gracefully. Raises StartupError."""
-    server, port = create_server(address, database=database)
+    server, port = create_server(address, database=database, project=project)
     await server.start()
     host = address.rsplit(":", 1)[0]
-    print(f"trainledger: serving on {host}:{port} (database {describe(database)})", flush=True)
+    workers = "" if project else ", projections left to workers"
+    print(f"trainledger: serving on {host}:{port} (database {describe(database)}{workers})", flush=True)
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

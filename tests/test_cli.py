@@ -57,6 +57,17 @@ def test_serve_with_a_database_it_cannot_open_is_one_line_and_status_2(tmp_path:
     assert done.stderr.startswith("trainledger: cannot open database")
 
 
+def test_projection_workers_need_postgresql_one_line_and_status_2(tmp_path: Path) -> None:
+    database = tmp_path / "x.db"
+    for args in (["serve", "--no-project", "--listen", "127.0.0.1:0"], ["project"]):
+        done = subprocess.run([*trainledger(), *args, "--db", str(database)], capture_output=True, text=True,
+                              timeout=60, env={k: v for k, v in os.environ.items() if k != "TRAINLEDGER_DATABASE_URL"})
+        assert done.returncode == 2, done.stderr
+        assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+        assert "PostgreSQL" in done.stderr
+    assert not database.exists()
+
+
 @pytest.fixture(scope="module")
 def database(tmp_path_factory: pytest.TempPathFactory) -> str:
     path = str(tmp_path_factory.mktemp("cli") / "data.db")
