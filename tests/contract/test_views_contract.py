@@ -7,7 +7,7 @@ import pytest
 
 from ledger import Ledger
 from ledger.errors import AbortedError, SpendCapExceededError
-from tests.contract.conftest import Clock, dump_views
+from tests.ledger.conftest import FakeClock as Clock, dump_views
 
 
 def _run_with_resume(ledger: Ledger, clock: Clock, key: str = "run-1") -> tuple[str, int]:

@@ -55,7 +55,9 @@ def dump_views(app: Ledger) -> dict[str, list[tuple[Any, ...]]]:
         cursor = connection.cursor()
         try:
             cursor.execute(f"SELECT * FROM {table}")
-            dump[table] = sorted((tuple(row) for row in cursor.fetchall()), key=repr)
+            # PostgreSQL hands BYTEA back as memoryview: compare bytes.
+            dump[table] = sorted((tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)
+                                  for row in cursor.fetchall()), key=repr)
         finally:
             cursor.close()
     return dump
