@@ -6,6 +6,12 @@ batches not yet acked survive a ledger outage and a trainer crash. A batch belon
 one attempt; resending one that was acked but not yet deleted is safe, as the ledger answers an
 identical batch as a duplicate. A batch the ledger refused for good stays, marked failed, for
 inspection; it is never sent again.
+
+A deferred open (the ledger was unreachable when the recorder opened) keeps its batches under a
+pending attempt: run id PENDING_PREFIX + attempt id, attempt 0, with the run key, label and resume
+point in `pending_opens`. Once the attempt is started they are adopted (rewritten with the real run
+id and attempt number); a later process of the same run adopts and delivers what a process that
+died before the ledger answered left behind.
 """
 
 from __future__ import annotations
@@ -20,9 +26,10 @@ from contextlib import contextmanager
 
 from trainledger.v1 import common_pb2
 
-__all__ = ["MemoryOutbox", "SqliteOutbox", "Entry", "FILE_NAME"]
+__all__ = ["MemoryOutbox", "SqliteOutbox", "Entry", "FILE_NAME", "PENDING_PREFIX", "pending_run_id", "adopted"]
 
 FILE_NAME = "trainledger-outbox.sqlite3"
+PENDING_PREFIX = "pending:"
 Entry = tuple[int, common_pb2.StepBatch, int]  # (sequence, batch, number of steps)
 
 _SCHEMA = """
@@ -34,7 +41,23 @@ CREATE INDEX IF NOT EXISTS batches_pending ON batches (run_id, attempt, state, s
 CREATE TABLE IF NOT EXISTS attempts (
     attempt_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, owner TEXT NOT NULL, label TEXT NOT NULL,
     resume_from_step INTEGER, attempt INTEGER);
+CREATE TABLE IF NOT EXISTS pending_opens (
+    attempt_id TEXT PRIMARY KEY, run_key TEXT NOT NULL, owner TEXT NOT NULL, label TEXT NOT NULL,
+    resume_from_step INTEGER);
 """
+
+
+def pending_run_id(attempt_id: str) -> str:
+    """The stand-in run id of an attempt not yet started (its batches wait under it)."""
+    return PENDING_PREFIX + attempt_id
+
+
+def adopted(batch: common_pb2.StepBatch, run_id: str, attempt: int) -> common_pb2.StepBatch:
+    """A copy of a pending attempt's batch with the real run id and attempt number."""
+    copy = common_pb2.StepBatch()
+    copy.CopyFrom(batch)
+    copy.run_id, copy.attempt = run_id, attempt
+    return copy
 
 
 class MemoryOutbox:
@@ -69,6 +92,18 @@ class MemoryOutbox:
 
     def failed(self, sequence: int, reason: str) -> None:
         self.done(sequence)
+
+    def adopt(self, run_id: str, attempt: int) -> None:
+        """The pending attempt has started: its batches take the real run id and attempt."""
+        with self._lock:
+            self._entries = OrderedDict((sequence, (sequence, adopted(batch, run_id, attempt), steps))
+                                        for sequence, batch, steps in self._entries.values())
+            self.run_id, self.attempt = run_id, attempt
+
+    def abandon(self, reason: str) -> None:
+        """The pending attempt's start was refused for good: its batches will never be sent."""
+        with self._lock:
+            self._entries.clear()
 
     def close(self) -> None:
         pass
@@ -156,6 +191,51 @@ class SqliteOutbox(MemoryOutbox):
         with self._transaction() as db:
             db.execute("UPDATE attempts SET attempt = ? WHERE attempt_id = ?", (attempt, attempt_id))
         self.attempt = attempt
+
+    def add_pending_open(self, attempt_id: str, run_key: str, label: str, resume_from_step: int | None) -> None:
+        """Note an attempt that will be started once the ledger answers; its batches are kept
+        under pending_run_id(attempt_id), attempt 0."""
+        owner = f"{socket.gethostname()}:{os.getpid()}"
+        with self._transaction() as db:
+            db.execute("INSERT OR IGNORE INTO pending_opens (attempt_id, run_key, owner, label, resume_from_step)"
+                       " VALUES (?, ?, ?, ?, ?)", (attempt_id, run_key, owner, label, resume_from_step))
+
+    def pending_opens(self, run_key: str, *, exclude: str = "") -> list[tuple[str, str, int | None]]:
+        """(attempt_id, label, resume_from_step) of the run's attempts never started (their
+        process died before the ledger answered), oldest first, leaving out `exclude`."""
+        with self._lock:
+            rows = self._db.execute("SELECT attempt_id, label, resume_from_step FROM pending_opens WHERE run_key = ?"
+                                    " AND attempt_id != ? ORDER BY rowid", (run_key, exclude)).fetchall()
+        return [(str(row[0]), str(row[1]), row[2]) for row in rows]
+
+    def adopt_pending(self, attempt_id: str, run_id: str, attempt: int | None, reason: str = "") -> None:
+        """The pending attempt `attempt_id` was started as `attempt` of `run_id`: rewrite its
+        batches and record the attempt, in one transaction. With attempt None its start was
+        refused for good: its batches are marked failed with `reason`."""
+        placeholder = pending_run_id(attempt_id)
+        with self._transaction() as db:
+            row = db.execute("SELECT owner, label, resume_from_step FROM pending_opens WHERE attempt_id = ?",
+                             (attempt_id,)).fetchone()
+            if attempt is None:
+                db.execute("UPDATE batches SET state = 'failed', reason = ? WHERE run_id = ? AND state = 'pending'",
+                           (reason, placeholder))
+            else:
+                rows = db.execute("SELECT sequence, payload FROM batches WHERE run_id = ?", (placeholder,)).fetchall()
+                db.executemany("UPDATE batches SET run_id = ?, attempt = ?, payload = ? WHERE sequence = ?", [
+                    (run_id, attempt, adopted(common_pb2.StepBatch.FromString(payload), run_id, attempt)
+                     .SerializeToString(), sequence) for sequence, payload in rows])
+                if row is not None:
+                    db.execute("INSERT OR REPLACE INTO attempts (attempt_id, run_id, owner, label, resume_from_step,"
+                               " attempt) VALUES (?, ?, ?, ?, ?, ?)", (attempt_id, run_id, *row, attempt))
+            db.execute("DELETE FROM pending_opens WHERE attempt_id = ?", (attempt_id,))
+        if self.run_id == placeholder and attempt is not None:
+            self.run_id, self.attempt = run_id, attempt
+
+    def adopt(self, run_id: str, attempt: int) -> None:
+        self.adopt_pending(self.run_id.removeprefix(PENDING_PREFIX), run_id, attempt)
+
+    def abandon(self, reason: str) -> None:
+        self.adopt_pending(self.run_id.removeprefix(PENDING_PREFIX), "", None, reason)
 
     def close(self) -> None:
         with self._lock:

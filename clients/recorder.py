@@ -1,22 +1,34 @@
 """RunRecorder: what a training loop holds. Logging never blocks and never raises; spend is held
 before it is spent; checkpoints are recorded after their steps; the run is finished on the way out.
+
+Deferred open (`RunRecorder.open(..., defer=True)`): when the ledger cannot be reached at the
+start, training need not wait for it. The recorder logs under a pending attempt (into the outbox,
+durable with an outbox directory) and a background thread keeps trying to open the run and start
+the attempt; once it answers, the held batches are rewritten with the real attempt number and
+sent, exactly once. Spend is never held for a pending attempt: `reserve` raises Unavailable
+(fail closed), so a trainer that pays per interval stops rather than trains without a hold.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
+import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Literal
 
+import grpc
+
 from clients.attempts import start_attempt
 from clients.batcher import Batcher, make_row
 from clients.client import LedgerClient
-from clients.errors import LedgerClientError
-from clients.outbox import MemoryOutbox, SqliteOutbox
+from clients.errors import LedgerClientError, Unavailable
+from clients.outbox import MemoryOutbox, SqliteOutbox, pending_run_id
+from clients.retry import REFUSAL_CODES, RetryPolicy
 from clients.sender import Sender
 from clients.spend import Hold, hold_spend
 
@@ -25,6 +37,7 @@ __all__ = ["RunRecorder", "Hold"]
 log = logging.getLogger("trainledger.clients")
 ERROR_LENGTH_MAX = 2_000
 OUTBOX_STEPS_MAX = 1_000_000
+_REOPEN = RetryPolicy(initial_backoff_s=0.2, max_backoff_s=5.0)
 
 
 class RunRecorder:
@@ -39,20 +52,32 @@ class RunRecorder:
     def __init__(self, client: LedgerClient, *, run_id: str, attempt: int, outbox_dir: str | os.PathLike[str] | None = None,
                  account: str | None = None, state: Mapping[str, Any] | None = None, batch_steps_max: int = 1_000,
                  batch_interval_s: float = 0.2, queue_steps_max: int = 65_536, held_steps_max: int | None = None,
-                 window: int = 8, ack_timeout_s: float = 30.0, flush_timeout_s: float = 30.0, on_ack: Any = None) -> None:
+                 window: int = 8, ack_timeout_s: float = 30.0, flush_timeout_s: float = 30.0, on_ack: Any = None,
+                 _pending: Mapping[str, Any] | None = None) -> None:
         self.client = client
         self.account = account or run_id
         self.flush_timeout_s = flush_timeout_s
         self._run_id, self._attempt, self._state = run_id, attempt, dict(state) if state else None
         self._lock = threading.Lock()
         self._counters = dict.fromkeys(("sent", "acked", "dropped", "failed", "non_finite"), 0)
-        outbox = SqliteOutbox(outbox_dir, run_id, attempt) if outbox_dir else MemoryOutbox(run_id, attempt)
+        self._opened, self._open_error = threading.Event(), None
+        self._stop_opening = threading.Event()
+        self._opener: threading.Thread | None = None
+        if _pending is None:
+            self._opened.set()
+            box_run_id, box_attempt = run_id, attempt
+        else:  # A deferred open: batches wait under the pending attempt until it is started.
+            box_run_id, box_attempt = pending_run_id(_pending["attempt_id"]), 0
+        outbox = SqliteOutbox(outbox_dir, box_run_id, box_attempt) if outbox_dir else MemoryOutbox(box_run_id, box_attempt)
+        if _pending is not None and isinstance(outbox, SqliteOutbox):
+            outbox.add_pending_open(_pending["attempt_id"], _pending["run_key"], _pending["label"],
+                                    _pending["resume_from_step"])
         if held_steps_max is None:
             held_steps_max = OUTBOX_STEPS_MAX if outbox_dir else queue_steps_max
-        batcher = Batcher(run_id, attempt, batch_steps_max=batch_steps_max, batch_interval_s=batch_interval_s)
+        batcher = Batcher(box_run_id, box_attempt, batch_steps_max=batch_steps_max, batch_interval_s=batch_interval_s)
         self._sender = Sender(client, outbox, batcher, queue_steps_max=queue_steps_max, held_steps_max=held_steps_max,
                               window=window, ack_timeout_s=ack_timeout_s, counters=self._counters, lock=self._lock,
-                              on_ack=on_ack)
+                              on_ack=on_ack, ready=_pending is None)
         self._finished: dict[str, Any] | None = None
         self._closed = False
 
@@ -60,24 +85,99 @@ class RunRecorder:
     def open(cls, client: LedgerClient, *, run_key: str, name: str = "", spec: Mapping[str, Any] | None = None,
              cap_usd_micro: int | None = None, parent_account: str = "", attempt_label: str | None = None,
              resume_from_step: int | Literal["latest"] | None = None,
-             outbox_dir: str | os.PathLike[str] | None = None, **options: Any) -> RunRecorder:
+             outbox_dir: str | os.PathLike[str] | None = None, defer: bool = False, **options: Any) -> RunRecorder:
         """Open (or find) the run, replay what an earlier process left in the outbox for it, and
         start a new attempt, from scratch (None), from the checkpoint at a step, or from the run's
         resumable checkpoint if it has one ("latest"; see state["resume"] for its handle).
-        Raises LedgerClientError (Unavailable when the ledger is unreachable)."""
-        opened = client.open_run(run_key=run_key, name=name, spec=spec, cap_usd_micro=cap_usd_micro,
-                                 parent_account=parent_account)
-        run_id = opened["state"]["run"]["run_id"]
-        if resume_from_step == "latest":
-            resume = opened["state"]["resume"]
-            resume_from_step = resume["from_step"] if resume["available"] else None
-        started, counters = start_attempt(client, run_id=run_id, label=attempt_label,
-                                          resume_from_step=resume_from_step, outbox_dir=outbox_dir)
+        Raises LedgerClientError (Unavailable when the ledger is unreachable). With `defer=True` an
+        unreachable ledger (any error but a refusal) does not raise: the recorder opens in the
+        background (see the module docstring, `opened`, `wait_open`); "latest" needs the ledger."""
+        open_args = dict(run_key=run_key, name=name, spec=spec, cap_usd_micro=cap_usd_micro,
+                         parent_account=parent_account)
+        label = attempt_label if attempt_label is not None else f"{socket.gethostname()}:{os.getpid()}"
+        attempt_id = str(uuid.uuid4()) if defer else None
+        try:
+            started, counters = _open_and_start(client, open_args, label, resume_from_step, outbox_dir, attempt_id)
+        except LedgerClientError as error:
+            if not defer or error.code in REFUSAL_CODES or resume_from_step == "latest":
+                raise
+            log.warning("the ledger is unreachable (%s); run %s opens in the background", error.reason, run_key)
+            pending = dict(attempt_id=attempt_id, run_key=run_key, label=label, resume_from_step=resume_from_step)
+            recorder = cls(client, run_id="", attempt=0, outbox_dir=outbox_dir, _pending=pending, **options)
+            recorder._opener = threading.Thread(
+                target=recorder._open_later, args=(open_args, label, resume_from_step, outbox_dir, attempt_id),
+                name="trainledger-opener", daemon=True)
+            recorder._opener.start()
+            return recorder
+        run_id = started["state"]["run"]["run_id"]
         recorder = cls(client, run_id=run_id, attempt=started["attempt"], outbox_dir=outbox_dir,
                        state=started["state"], **options)
-        for name_, value in counters.items():
-            recorder._counters[name_] += value
+        recorder._add_counters(counters)
         return recorder
+
+    def _add_counters(self, counters: Mapping[str, int]) -> None:
+        with self._lock:
+            for name_, value in counters.items():
+                self._counters[name_] += value
+
+    def _open_later(self, open_args: dict[str, Any], label: str, resume_from_step: int | None,
+                    outbox_dir: str | os.PathLike[str] | None, attempt_id: str) -> None:
+        """The deferred open: retry until the ledger answers, then hand the attempt to the sender."""
+        tried = 0
+        while not self._stop_opening.wait(_REOPEN.backoff_s(min(tried, 10))):
+            tried += 1
+            try:
+                started, counters = _open_and_start(self.client, open_args, label, resume_from_step, outbox_dir,
+                                                    attempt_id)
+            except LedgerClientError as error:
+                if error.code not in REFUSAL_CODES:
+                    continue
+                log.warning("the ledger refused to open run %s: %s; its steps will not be recorded",
+                            open_args["run_key"], error)
+                self._open_error = error
+                self._sender.abandon(error.reason)
+                self._opened.set()
+                return
+            except Exception:  # The opener must outlive its own bugs: log, try again later.
+                log.exception("the trainledger recorder's opener failed; retrying")
+                continue
+            run_id = started["state"]["run"]["run_id"]
+            adopted = self._sender.adopt(run_id, started["attempt"])
+            while not adopted.wait(0.5) and self._sender.thread.is_alive():
+                pass
+            with self._lock:
+                self._run_id, self._attempt, self._state = run_id, started["attempt"], started["state"]
+                self.account = self.account or run_id
+            self._add_counters(counters)
+            log.info("run %s opened: attempt %s", run_id, started["attempt"])
+            self._opened.set()
+            return
+
+    @property
+    def opened(self) -> bool:
+        """True once the run is open and the attempt started (False while a deferred open waits
+        for the ledger, or after it was refused: see open_error)."""
+        return self._opened.is_set() and self._open_error is None
+
+    @property
+    def open_error(self) -> LedgerClientError | None:
+        """The refusal that ended a deferred open, if any."""
+        return self._open_error
+
+    def wait_open(self, timeout_s: float | None = None) -> bool:
+        """Wait up to `timeout_s` for a deferred open; True once open. Raises the refusal that
+        ended it, if the ledger refused it for good."""
+        self._opened.wait(timeout_s)
+        if self._open_error is not None:
+            raise self._open_error
+        return self._opened.is_set()
+
+    def require_open(self, timeout_s: float = 0.0) -> None:
+        """Return once the run is open (waiting up to `timeout_s`); else raise Unavailable
+        (RUN_NOT_OPEN), or the refusal that ended a deferred open."""
+        if not self.wait_open(timeout_s):
+            raise Unavailable("RUN_NOT_OPEN", "the run is not open yet: the ledger has not answered",
+                              code=grpc.StatusCode.UNAVAILABLE)
 
     @property
     def run_id(self) -> str:
@@ -125,6 +225,7 @@ class RunRecorder:
                 reservation_id: str | None = None) -> Iterator[Hold]:
         """Hold spend for a billable call (see clients.spend.hold_spend): blocks for the hold, raises
         SpendCapExceeded when refused and Unavailable when the ledger cannot be reached."""
+        self.require_open()
         with hold_spend(self.client, account=self.account, amount_usd_micro=amount_usd_micro, basis=basis,
                         ttl_s=ttl_s, attempt=self._attempt, reservation_id=reservation_id) as hold:
             yield hold
@@ -132,16 +233,25 @@ class RunRecorder:
     def checkpoint(self, step: int, uri: str, backend: str, fidelity: str = "weights", *, sampler_uri: str = "",
                    final: bool = False, expires_at: datetime | None = None, digest: str = "") -> dict[str, Any]:
         """Record a durable checkpoint after flushing the steps logged before it. Raises
-        LedgerClientError when it cannot be recorded."""
+        LedgerClientError when it cannot be recorded (Unavailable while a deferred open still
+        waits for the ledger after `flush_timeout_s`)."""
+        self.require_open(self.flush_timeout_s)
         self.flush()
         return self.client.save_checkpoint(run_id=self._run_id, attempt=self._attempt, step=step, uri=uri,
                                            backend=backend, fidelity=fidelity, sampler_uri=sampler_uri, final=final,
                                            expires_at=expires_at, digest=digest)
 
     def finish(self, status: str = "done", summary: Mapping[str, Any] | None = None, error: str = "") -> dict[str, Any]:
-        """Flush, stop the sender and finish the run (once; later calls answer the first result)."""
+        """Flush, stop the sender and finish the run (once; later calls answer the first result).
+        A deferred open that is still waiting after `flush_timeout_s` raises Unavailable; what
+        was logged stays in the outbox (with an outbox directory, for a later process)."""
         if self._finished is not None:
             return self._finished
+        try:
+            self.require_open(self.flush_timeout_s)
+        except LedgerClientError:
+            self.close(flush_timeout_s=0)
+            raise
         self.close()
         if not self._sender.is_idle():
             log.warning("finishing run %s with steps not yet acked: %s", self._run_id, self.counters)
@@ -162,8 +272,15 @@ class RunRecorder:
         stays in the outbox (when there is one) for the next recorder of this run."""
         if not self._closed:
             self._closed = True
+            self._stop_opening.set()
+            if self._opener is not None and self._opener is not threading.current_thread():
+                self._opener.join(timeout=self.client.timeout_s if hasattr(self.client, "timeout_s") else 10.0)
+            if not self.opened:
+                flush_timeout_s = 0  # Nothing can be sent: keep what is held in the outbox.
             self._sender.stop(self.flush_timeout_s if flush_timeout_s is None else flush_timeout_s)
             if not self._sender.thread.is_alive():
+                if not self._opened.is_set() and self._sender.is_idle():
+                    self._sender.outbox.abandon("")  # A pending attempt with nothing to deliver: forget it.
                 self._sender.outbox.close()
 
     def __enter__(self) -> RunRecorder:
@@ -178,3 +295,15 @@ class RunRecorder:
         except LedgerClientError as error:
             log.warning("could not record the run as failed: %s", error)
 
+
+
+def _open_and_start(client: Any, open_args: dict[str, Any], label: str, resume_from_step: Any,
+                    outbox_dir: Any, attempt_id: str | None) -> tuple[dict[str, Any], dict[str, int]]:
+    """OpenRun, then the outbox replay and StartAttempt (clients.attempts.start_attempt)."""
+    opened = client.open_run(**open_args)
+    run_id = opened["state"]["run"]["run_id"]
+    if resume_from_step == "latest":
+        resume = opened["state"]["resume"]
+        resume_from_step = resume["from_step"] if resume["available"] else None
+    return start_attempt(client, run_id=run_id, label=label, resume_from_step=resume_from_step,
+                         outbox_dir=outbox_dir, run_key=open_args["run_key"], attempt_id=attempt_id)

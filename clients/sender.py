@@ -4,6 +4,10 @@ One thread owns the batcher, the outbox and the link (clients.link); `put`, the 
 side, only appends to a bounded deque under a lock, so it never blocks on the network. Each batch
 goes into the outbox before it is sent and leaves it on its ack. While `held_steps_max` steps wait
 in the outbox the deque is not drained, so memory stays bounded and log() drops (and counts).
+
+A sender of a deferred open starts not ready: it builds batches under the pending attempt into the
+outbox but sends nothing until `adopt` gives it the real run id and attempt (or `abandon` tells it
+the attempt was refused for good: what it holds is counted failed).
 """
 
 from __future__ import annotations
@@ -26,8 +30,14 @@ log = logging.getLogger("trainledger.clients")
 class Sender:
     def __init__(self, client: Any, outbox: Any, batcher: Batcher, *, queue_steps_max: int, held_steps_max: int,
                  window: int, ack_timeout_s: float, counters: dict[str, int], lock: threading.Lock,
-                 on_ack: Any = None) -> None:
+                 on_ack: Any = None, ready: bool = True) -> None:
         self.outbox, self.batcher, self.counters, self.lock = outbox, batcher, counters, lock
+        self.ready = threading.Event()
+        if ready:
+            self.ready.set()
+        self._adoption: tuple[str, int] | None = None
+        self._parked = False  # Waiting with no batch under way: a new row must wake it.
+        self._abandoned: str | None = None
         self.queue_steps_max, self.held_steps_max, self.on_ack = queue_steps_max, held_steps_max, on_ack
         self._rows: deque[Row] = deque()
         self._held, self._held_steps = outbox.totals()
@@ -42,13 +52,32 @@ class Sender:
         return self.link.last_error
 
     def put(self, row: Row) -> bool:
-        """Queue one step row; False (and nothing queued) when the queue is full."""
+        """Queue one step row; False (and nothing queued) when the queue is full. The sender is
+        woken only when it is parked with no batch under way (or a full batch waits): otherwise it
+        takes the row when that batch is due, so a fast loop does not wake a thread every step."""
         with self.lock:
             if len(self._rows) >= self.queue_steps_max:
                 return False
             self._rows.append(row)
-        self.wake.set()
+            wake = self._parked or len(self._rows) >= self.batcher.batch_steps_max
+            self._parked = False
+        if wake:
+            self.wake.set()
         return True
+
+    def adopt(self, run_id: str, attempt: int) -> threading.Event:
+        """Hand over the started attempt; the returned event is set once the sender thread has
+        rewritten what it holds and may send."""
+        with self.lock:
+            self._adoption = (run_id, attempt)
+        self.wake.set()
+        return self.ready
+
+    def abandon(self, reason: str) -> None:
+        """The pending attempt will never start: fail what is held and whatever comes later."""
+        with self.lock:
+            self._abandoned = reason
+        self.wake.set()
 
     def is_idle(self) -> bool:
         return not self._rows and not len(self.batcher) and self._held == 0
@@ -76,14 +105,22 @@ class Sender:
 
     def _run(self) -> None:
         while True:
-            self.wake.wait(self._tick())
+            timeout = self._tick()
+            with self.lock:
+                self._parked = not len(self.batcher)
+                if self._parked and self._rows and self._held_steps < self.held_steps_max:
+                    timeout = 0.0  # Rows came in after the last build (and there is room): take them now.
+            self.wake.wait(timeout)
             self.wake.clear()
             try:
+                self._adopt()
                 self._build()
                 self._settle()
+                if self._abandoned is not None:
+                    self._abandon()
                 if self._stopping:
                     break
-                if self._held:
+                if self._held and self.ready.is_set():
                     self._count("sent", self.link.send(time.monotonic()))
             except Exception:  # The sender must outlive its own bugs and a full disk: log, go on.
                 log.exception("the trainledger recorder's sender failed; retrying")
@@ -94,11 +131,26 @@ class Sender:
         with self.idle:
             self.idle.notify_all()
 
+    def _adopt(self) -> None:
+        with self.lock:
+            adoption, self._adoption = self._adoption, None
+        if adoption is not None and not self.ready.is_set():
+            self.outbox.adopt(*adoption)
+            self.batcher.run_id, self.batcher.attempt = adoption
+            self.ready.set()
+
+    def _abandon(self) -> None:
+        if self._held:
+            self.outbox.abandon(self._abandoned or "")
+            held_steps = self._held_steps
+            self._held, self._held_steps = self.outbox.totals()
+            self._count("failed", held_steps - self._held_steps)
+
     def _tick(self) -> float:
         now, waits = time.monotonic(), [0.5]
         if (due := self.batcher.due_at()) is not None:
             waits.append(due - now)
-        if self._held and (retry_in := self.link.retry_in(now)) is not None:
+        if self._held and self.ready.is_set() and (retry_in := self.link.retry_in(now)) is not None:
             waits.append(retry_in)
         return max(0.001, min(waits))
 

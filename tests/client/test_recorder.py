@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from clients import LedgerClient, RunRecorder, SpendCapExceeded, Unavailable, run_key
+from clients import LedgerClient, LedgerClientError, RunRecorder, SpendCapExceeded, Unavailable, run_key
 from clients.outbox import FILE_NAME
 from tests.client.conftest import QUICK_RETRIES, new_run, series_steps
 from tests.client.server_thread import ServerThread, free_port
@@ -76,6 +76,7 @@ def test_a_restarted_trainer_replays_its_outbox_exactly_once(server: ServerThrea
     with sqlite3.connect(outbox / FILE_NAME) as db:
         assert db.execute("SELECT COUNT(*), SUM(steps) FROM batches WHERE state = 'pending'").fetchone() == (10, 1_000)
     server.start()
+    client.wait_ready(10)  # The channel may sit in its reconnect backoff longer than QUICK_RETRIES wait.
     second = RunRecorder.open(client, run_key="restart", outbox_dir=outbox)  # A new process: attempt 2.
     assert (first.attempt, second.attempt) == (1, 2)
     assert second.counters["acked"] == 1_000 and second.counters["failed"] == 0
@@ -163,3 +164,80 @@ def test_a_new_attempt_resumes_from_the_latest_checkpoint(client: LedgerClient) 
             second.log(step, loss=2.0)
     page = client.get_series(run_id=second.run_id)
     assert list(zip(page["steps"], page["attempts"])) == [(1, 1), (2, 1), (3, 1), (4, 1), (5, 1), (6, 2), (7, 2), (8, 2)]
+
+
+def test_a_deferred_open_logs_while_the_ledger_is_down_and_delivers_once(tmp_path) -> None:
+    server = ServerThread(str(tmp_path / "ledger.db"), port=free_port())  # Not started: the ledger is down.
+    client = LedgerClient(server.address, timeout_s=2.0, retries=0)
+    recorder = RunRecorder.open(client, run_key="deferred", defer=True, outbox_dir=tmp_path / "outbox",
+                                batch_steps_max=20, batch_interval_s=0.01)
+    try:
+        assert not recorder.opened and recorder.attempt == 0 and not recorder.wait_open(0.1)
+        for step in range(1, 101):
+            recorder.log(step, tokens=8, loss=1.0 / step)
+        with pytest.raises(Unavailable), recorder.reserve(1_000):
+            pytest.fail("no hold for a run that is not open")
+        assert not recorder.flush(0.3) and recorder.counters["acked"] == 0
+        server.start()
+        assert recorder.wait_open(20) and recorder.attempt == 1
+        for step in range(101, 121):
+            recorder.log(step, tokens=8, loss=1.0 / step)
+        assert recorder.flush(20)
+        recorder.finish()
+        assert recorder.counters == {"sent": 120, "acked": 120, "dropped": 0, "failed": 0, "non_finite": 0}
+        page = client.get_series(run_id=recorder.run_id, page_size=1_000)
+        assert page["steps"] == list(range(1, 121)) and set(page["attempts"]) == {1}
+        with sqlite3.connect(tmp_path / "outbox" / FILE_NAME) as db:
+            assert db.execute("SELECT COUNT(*) FROM batches").fetchone() == (0,)
+            assert db.execute("SELECT COUNT(*) FROM pending_opens").fetchone() == (0,)
+    finally:
+        recorder.close(flush_timeout_s=0)
+        server.stop()
+        client.close()
+
+
+def test_steps_of_a_process_that_died_before_the_ledger_answered_are_delivered_by_the_next(tmp_path) -> None:
+    server = ServerThread(str(tmp_path / "ledger.db"), port=free_port())
+    client = LedgerClient(server.address, timeout_s=2.0, retries=0)
+    outbox = tmp_path / "outbox"
+    first = RunRecorder.open(client, run_key="orphan", defer=True, outbox_dir=outbox, batch_steps_max=10,
+                             batch_interval_s=0.01, flush_timeout_s=0.5)
+    for step in range(1, 31):
+        first.log(step, loss=1.0)
+    with pytest.raises(Unavailable):
+        first.finish()  # It gives up: the steps stay in the outbox under the pending attempt.
+    server.start()
+    client.close()
+    client = LedgerClient(server.address, retries=QUICK_RETRIES)  # The next process.
+    client.wait_ready(10)  # gRPC shares the dead channel's subchannel, in its reconnect backoff.
+    try:
+        second = RunRecorder.open(client, run_key="orphan", outbox_dir=outbox)
+        assert second.attempt == 2 and second.counters["acked"] == 30
+        second.finish()
+        state = client.get_run_state(run_id=second.run_id)
+        assert [a["number"] for a in state["attempts"]] == [1, 2]
+        assert series_steps(client, second.run_id, include_superseded=True) == list(range(1, 31))
+        with sqlite3.connect(outbox / FILE_NAME) as db:
+            assert db.execute("SELECT COUNT(*) FROM batches").fetchone() == (0,)
+            assert db.execute("SELECT COUNT(*) FROM pending_opens").fetchone() == (0,)
+    finally:
+        server.stop()
+        client.close()
+
+
+def test_a_deferred_open_the_ledger_refuses_counts_its_steps_failed(tmp_path) -> None:
+    server = ServerThread(str(tmp_path / "ledger.db"), port=free_port())
+    client = LedgerClient(server.address, timeout_s=2.0, retries=0)
+    recorder = RunRecorder.open(client, run_key="refused", defer=True, resume_from_step=7, batch_interval_s=0.01)
+    for step in range(8, 13):
+        recorder.log(step, loss=1.0)
+    server.start()  # The run has no checkpoint at step 7: the attempt can never start.
+    try:
+        with pytest.raises(LedgerClientError) as caught:
+            recorder.wait_open(20)
+        assert caught.value.reason == "CHECKPOINT_NOT_FOUND" and not recorder.opened
+        assert recorder.flush(5) and recorder.counters["failed"] == 5
+    finally:
+        recorder.close(flush_timeout_s=0)
+        server.stop()
+        client.close()

@@ -117,7 +117,7 @@ def test_append_retried_across_a_restart_lands_once(server: ServerThread) -> Non
         tries = interceptor.of("/trainledger.v1.Runs/AppendSteps")
         assert len(tries) >= 2 and len(set(tries)) == 1
         assert (answer["duplicate"], answer["last_step"]) == (False, 1)
-        assert client.get_series(run_id=run_id)["steps"] == [0, 1]
+        assert client.get_series(run_id=run_id, min_position=answer["position"])["steps"] == [0, 1]
 
 
 def test_async_client_retries_across_a_restart(server: ServerThread) -> None:

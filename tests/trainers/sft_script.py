@@ -1,11 +1,15 @@
 """Runnable tiny SFT job for kill/resume tests.
 
     python tests/trainers/sft_script.py --output-dir D --max-steps 20 --save-steps 5 \
-        [--resume-from D/checkpoint-10] [--sleep-per-step 0.2] [--seed 0]
+        [--resume-from D/checkpoint-10] [--sleep-per-step 0.2] [--seed 0] \
+        [--ledger HOST:PORT [--outbox DIR] [--price USD_MICRO_PER_GPU_HOUR] [--cap USD_MICRO] [--interval-s S]]
+
+With --ledger the run is recorded by clients.integrations.transformers.LedgerCallback, and unless
+--resume-from is given the script asks the ledger where to resume (resume_checkpoint()).
 
 stdout protocol (one line per event, flushed, so a parent can kill the child mid-run):
 
-    start resume_from=<path|->
+    start resume_from=<path|->                  (before the trainer is built)
     log step=<int> loss=<repr float>            (every on_log that carries a loss)
     save step=<int> path=<checkpoint dir>       (on_save: the checkpoint is complete on disk)
     end step=<int> train_loss=<repr float> adapter=<final checkpoint dir|->
@@ -59,11 +63,32 @@ class SleepPerStepCallback(TrainerCallback):
         time.sleep(self.seconds)
 
 
+def ledger_spec(opts: argparse.Namespace) -> dict:
+    """The run's spec: what a rerun of the same command finds its run again by."""
+    from clients.integrations.transformers import spec_for
+
+    args = tiny.make_sft_config(opts.output_dir, max_steps=opts.max_steps, save_steps=opts.save_steps,
+                                seed=opts.seed)
+    return spec_for(name=opts.name, base_model="tiny-llama-81k", revision=f"seed-{opts.seed}", method="sft",
+                    lora=tiny.lora_config(), args=args, dataset=tiny.build_dataset(seed=opts.seed))
+
+
+def ledger_callback(opts: argparse.Namespace) -> TrainerCallback:
+    from clients.integrations.pricing import GpuPrice
+    from clients.integrations.transformers import LedgerCallback
+
+    price = GpuPrice(opts.price, gpu_type="cpu", sheet="e2e", source="tests") if opts.price else None
+    return LedgerCallback(address=opts.ledger, spec=ledger_spec(opts), gpu_price=price, cap_usd_micro=opts.cap,
+                          outbox_dir=opts.outbox, interval_s=opts.interval_s, principal="sft-script",
+                          recorder_options={"batch_interval_s": opts.batch_interval_s})
+
+
 def build_callbacks(opts: argparse.Namespace) -> list[TrainerCallback]:
     callbacks: list[TrainerCallback] = [StdoutProtocolCallback(opts.output_dir)]
     if opts.sleep_per_step > 0:
         callbacks.append(SleepPerStepCallback(opts.sleep_per_step))
-    # A ledger reporting callback goes here.
+    if opts.ledger:
+        callbacks.append(ledger_callback(opts))
     return callbacks
 
 
@@ -75,20 +100,32 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--resume-from", default=None, help="explicit checkpoint dir (never 'latest')")
     p.add_argument("--sleep-per-step", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--ledger", default=None, help="record the run in the ledger at HOST:PORT")
+    p.add_argument("--name", default="tiny-sft", help="the run's name (part of its spec)")
+    p.add_argument("--outbox", default=None, help="outbox directory for unsent steps")
+    p.add_argument("--price", type=int, default=0, help="GPU price, micro-dollars per hour (0: no spend holds)")
+    p.add_argument("--cap", type=int, default=None, help="the run's spend cap in micro-dollars (new runs)")
+    p.add_argument("--interval-s", type=float, default=60.0, help="seconds of GPU time per spend hold")
+    p.add_argument("--batch-interval-s", type=float, default=0.2, help="the recorder's batching delay")
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     opts = parse_args(argv)
-    emit(f"start resume_from={opts.resume_from or '-'}")
+    callbacks = build_callbacks(opts)
+    resume_from = opts.resume_from
+    ledger = [callback for callback in callbacks if hasattr(callback, "resume_checkpoint")]
+    if resume_from is None and ledger:
+        resume_from = ledger[0].resume_checkpoint()  # A path the ledger recorded, or None; never True.
+    emit(f"start resume_from={resume_from or '-'}")
     trainer = tiny.make_sft_trainer(
         opts.output_dir,
         max_steps=opts.max_steps,
         save_steps=opts.save_steps,
         seed=opts.seed,
-        callbacks=build_callbacks(opts),
+        callbacks=callbacks,
     )
-    result = trainer.train(resume_from_checkpoint=opts.resume_from)
+    result = trainer.train(resume_from_checkpoint=resume_from)
     final = tiny.checkpoint_dir(opts.output_dir, trainer.state.global_step)
     emit(f"end step={trainer.state.global_step} train_loss={float(result.training_loss)!r} "
          f"adapter={final if final.is_dir() else '-'}")
