@@ -130,6 +130,17 @@ def to_dict(message: Message) -> dict[str, Any]:
     return result
 
 
+def _integral(value: Any) -> Any:
+    """Struct numbers travel as doubles: integral ones come back as ints (steps: 30, not 30.0)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _integral(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_integral(item) for item in value]
+    return value
+
+
 def _is_struct(field: Any) -> bool:
     return field.message_type is not None and field.message_type.full_name == "google.protobuf.Struct"
 
@@ -141,7 +152,7 @@ def _value(field: Any, value: Any) -> Any:
     if kind == "google.protobuf.Duration":
         return value.ToTimedelta()
     if kind == "google.protobuf.Struct":
-        return json_format.MessageToDict(value)
+        return _integral(json_format.MessageToDict(value))
     if kind:
         return to_dict(value)
     if field.enum_type is not None and field.enum_type.name == "RunStatus":
