@@ -608,8 +608,7 @@ class PostgresProjector(Projector):
     def _run(self) -> None:
         delay = RETRY_MIN_S
         while not self._stop.is_set():
-            self._wake.wait(self.poll_s)
-            self._wake.clear()
+            self._sleep()
             try:
                 if self.following:
                     self._publish(self.database.tracking_positions())

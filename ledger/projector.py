@@ -27,6 +27,7 @@ CHUNK_EVENTS = 256
 # lock for long.
 CHUNK_ROWS = 20_000
 POLL_S = 0.5
+GATHER_S = 0.01
 
 
 class Projector:
@@ -43,6 +44,7 @@ class Projector:
         # and rebuild() share the database's writer connection and the tracking positions.
         self._projecting = threading.RLock()
         self._wake = threading.Event()
+        self._urgent = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
@@ -64,6 +66,7 @@ class Projector:
 
     def stop(self) -> None:
         self._stop.set()
+        self._urgent.set()
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
@@ -80,6 +83,7 @@ class Projector:
         deadline = time.monotonic() + timeout_s
         with self._condition:
             while self.position < position:
+                self._urgent.set()
                 self._wake.set()
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -87,10 +91,19 @@ class Projector:
                 self._condition.wait(left)
         return True
 
+    def _sleep(self) -> None:
+        """Until woken (or the poll interval passes). Writers wake the projector after every
+        save: gathering a few milliseconds of saves into one chunk keeps its transactions from
+        contending with each write. A reader waiting for a position cuts the gathering short."""
+        self._wake.wait(self.poll_s)
+        if not self._urgent.is_set():
+            self._urgent.wait(GATHER_S)
+        self._wake.clear()
+        self._urgent.clear()
+
     def _run(self) -> None:
         while not self._stop.is_set():
-            self._wake.wait(self.poll_s)
-            self._wake.clear()
+            self._sleep()
             try:
                 self.catch_up()
                 self.error = None
