@@ -25,8 +25,9 @@ __all__ = ["AsyncLedgerClient", "AsyncAckStream"]
 class AsyncAckStream:
     """The acks of a RecordSteps stream, one dict per batch in order; `cancel()` ends it."""
 
-    def __init__(self, call: Any) -> None:
+    def __init__(self, call: Any, observe: Any = None) -> None:
         self._call = call
+        self._observe = observe or (lambda ack: ack)
 
     def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
         return self
@@ -38,7 +39,7 @@ class AsyncAckStream:
             raise error_from_rpc(error) from None
         if response is grpc.aio.EOF:
             raise StopAsyncIteration
-        return codec.to_dict(response)
+        return self._observe(codec.to_dict(response))
 
     def cancel(self) -> None:
         self._call.cancel()
@@ -78,11 +79,12 @@ class AsyncLedgerClient(LedgerMethods):
                      idempotent: bool = True, timeout_s: float | None = None) -> Any:
         rpc = getattr(self._stubs[service], method)
         metadata = self.metadata()
+        request = self._session(request)
         policy, tried, waited_s = self.retry_policy, 0, 0.0
         while True:
             tried += 1
             try:
-                return decode(await rpc(request, timeout=timeout_s or self.timeout_s, metadata=metadata))
+                return self._observe(decode(await rpc(request, timeout=timeout_s or self.timeout_s, metadata=metadata)))
             except grpc.RpcError as rpc_error:
                 error = error_from_rpc(rpc_error)
             if self._closed or not policy.should_retry(error, idempotent=idempotent, tried=tried,
@@ -119,4 +121,4 @@ class AsyncLedgerClient(LedgerMethods):
                     yield record_request(batch, number)
 
         call = self._stubs["Runs"].RecordSteps(requests(), timeout=timeout_s, metadata=self.metadata())
-        return AsyncAckStream(call)
+        return AsyncAckStream(call, self._observe)

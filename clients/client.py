@@ -85,15 +85,16 @@ def record_request(batch: Any, sequence: int) -> runs_pb2.RecordStepsRequest:
 class AckStream:
     """The acks of a RecordSteps stream, one dict per batch in order; `cancel()` ends it."""
 
-    def __init__(self, call: Any) -> None:
+    def __init__(self, call: Any, observe: Any = None) -> None:
         self._call = call
+        self._observe = observe or (lambda ack: ack)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return self
 
     def __next__(self) -> dict[str, Any]:
         try:
-            return codec.to_dict(next(self._call))
+            return self._observe(codec.to_dict(next(self._call)))
         except grpc.RpcError as error:
             raise error_from_rpc(error) from None
 
@@ -136,11 +137,12 @@ class LedgerClient(LedgerMethods):
                idempotent: bool = True, timeout_s: float | None = None) -> Any:
         rpc = getattr(self._stubs[service], method)
         metadata = self.metadata()
+        request = self._session(request)
         policy, tried, waited_s = self.retry_policy, 0, 0.0
         while True:
             tried += 1
             try:
-                return decode(rpc(request, timeout=timeout_s or self.timeout_s, metadata=metadata))
+                return self._observe(decode(rpc(request, timeout=timeout_s or self.timeout_s, metadata=metadata)))
             except grpc.RpcError as rpc_error:
                 error = error_from_rpc(rpc_error)
             if self._closed.is_set() or not policy.should_retry(error, idempotent=idempotent, tried=tried,
@@ -166,7 +168,8 @@ class LedgerClient(LedgerMethods):
         is not retried: on an error, resend the unacked batches (an identical batch is a
         duplicate, never recorded twice). No deadline unless `timeout_s` is given."""
         requests = (record_request(batch, number) for number, batch in enumerate(batches, start=1))
-        return AckStream(self._stubs["Runs"].RecordSteps(requests, timeout=timeout_s, metadata=self.metadata()))
+        return AckStream(self._stubs["Runs"].RecordSteps(requests, timeout=timeout_s, metadata=self.metadata()),
+                         self._observe)
 
     def wait_ready(self, timeout_s: float = 10.0) -> None:
         """Block until the channel is connected; raises grpc.FutureTimeoutError."""

@@ -8,6 +8,7 @@ here when the caller gives none, before the first send, so every retry carries t
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -35,7 +36,27 @@ def merged(**extra: Any) -> Any:
 
 
 class Transport:
-    """What a client supplies: one unary call with retries, and one server-streaming call."""
+    """What a client supplies: one unary call with retries, and one server-streaming call.
+
+    Read-your-writes: a client remembers the highest log position it has been answered with
+    (`seen_position`) and sends it as the `min_position` of every read that names none, so a
+    read never misses what this client wrote, whichever server answers it. Pass
+    `min_position=...` to ask for another position (a position from another client)."""
+
+    seen_position = 0
+    _positions = threading.Lock()
+
+    def _session(self, request: Any) -> Any:
+        if "min_position" in request.DESCRIPTOR.fields_by_name and not request.min_position:
+            request.min_position = self.seen_position
+        return request
+
+    def _observe(self, answer: Any) -> Any:
+        position = answer.get("position") if isinstance(answer, dict) else None
+        if isinstance(position, int) and position > self.seen_position:
+            with self._positions:
+                self.seen_position = max(self.seen_position, position)
+        return answer
 
     def _unary(self, service: str, method: str, request: Any, *, decode: Any = codec.to_dict,
                idempotent: bool = True, timeout_s: float | None = None) -> Any:

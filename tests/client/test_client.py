@@ -76,3 +76,15 @@ def test_spend_and_registry_round_trips(client: LedgerClient) -> None:
     listed = client.list_versions(family="f", min_position=back["position"])
     assert [h["kind"] for h in listed["history"]] == ["promote", "promote", "rollback"]
     assert listed["history"][-1]["principal"] == "tests"
+
+
+def test_a_client_reads_its_own_writes_without_naming_a_position(client: LedgerClient) -> None:
+    """Reads that name no min_position ask for the highest position this client was answered with,
+    so a read right after a write always reflects it (the views are projected asynchronously)."""
+    run_id, _ = new_run(client)
+    for index in range(20):
+        reserved = client.reserve(account=run_id, reservation_id=f"own-{index}", amount_usd_micro=10)
+        assert client.seen_position == reserved["position"]
+        assert client.get_account(account=run_id)["pending_usd_micro"] == 10 * (index + 1)
+        listed = client.list_reservations(account=run_id)["reservations"]
+        assert [r["reservation_id"] for r in listed][-1] == f"own-{index}"
