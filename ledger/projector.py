@@ -27,7 +27,7 @@ CHUNK_EVENTS = 256
 # lock for long.
 CHUNK_ROWS = 20_000
 POLL_S = 0.5
-GATHER_S = 0.01
+GATHER_S = 0.002
 
 
 class Projector:

@@ -31,8 +31,9 @@ def assert_refusal(error: grpc.RpcError, code: grpc.StatusCode, reason: str) -> 
     return dict(info.metadata)
 
 
-def state(stubs: Stubs, run_id: str) -> runs_pb2.RunState:
-    return stubs.runs.GetRunState(runs_pb2.GetRunStateRequest(run_id=run_id), timeout=10).state
+def state(stubs: Stubs, run_id: str, min_position: int = 0) -> runs_pb2.RunState:
+    return stubs.runs.GetRunState(runs_pb2.GetRunStateRequest(run_id=run_id, min_position=min_position),
+                                  timeout=10).state
 
 
 @pytest.mark.parametrize("error_class,code", STATUS_BY_ERROR, ids=lambda v: getattr(v, "__name__", str(v)))
@@ -84,8 +85,8 @@ def test_failed_precondition_superseded_finished_gate(stubs: Stubs) -> None:
     stubs.runs.StartAttempt(runs_pb2.StartAttemptRequest(run_id=run_id, attempt_id="a2"), timeout=10)
     zombie = refused(stubs.runs.AppendSteps, runs_pb2.AppendStepsRequest(batch=batch(run_id, range(5), attempt=1)))
     assert assert_refusal(zombie, Code.FAILED_PRECONDITION, "ATTEMPT_SUPERSEDED")["current_attempt"] == "2"
-    stubs.runs.FinishRun(runs_pb2.FinishRunRequest(run_id=run_id, attempt=2, status=common_pb2.RUN_STATUS_DONE),
-                         timeout=10)
+    finished = stubs.runs.FinishRun(runs_pb2.FinishRunRequest(run_id=run_id, attempt=2,
+                                                              status=common_pb2.RUN_STATUS_DONE), timeout=10)
     late = refused(stubs.runs.AppendSteps, runs_pb2.AppendStepsRequest(batch=batch(run_id, range(5), attempt=2)))
     assert_refusal(late, Code.FAILED_PRECONDITION, "RUN_FINISHED")
     family = f"fam-{uuid.uuid4().hex}"
@@ -94,7 +95,7 @@ def test_failed_precondition_superseded_finished_gate(stubs: Stubs) -> None:
     gate = refused(stubs.registry.Promote, registry_pb2.PromoteRequest(
         family=family, version=1, verdict=registry_pb2.GateVerdict(passed=False, reason="eval loss rose")))
     assert_refusal(gate, Code.FAILED_PRECONDITION, "GATE_NOT_PASSED")
-    after = state(stubs, run_id)
+    after = state(stubs, run_id, finished.position)
     assert after.run.status == common_pb2.RUN_STATUS_DONE and not after.HasField("last_step")
     versions = stubs.registry.ListVersions(registry_pb2.ListVersionsRequest(
         family=family, min_position=registered.position), timeout=10)
