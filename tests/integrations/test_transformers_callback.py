@@ -44,7 +44,7 @@ def make_spec(name: str, **hyperparameters: Any) -> dict[str, Any]:
 
 
 class Trainer:
-    """Drives a callback the way transformers' training loop does (see trainer-notes.md)."""
+    """Drives a callback the way transformers' training loop does."""
 
     def __init__(self, callback: LedgerCallback, output_dir: Path, *, max_steps: int = 20) -> None:
         from transformers import TrainerControl, TrainerState
