@@ -52,10 +52,10 @@ from eventsourcing.utils import get_topic
 from psycopg.sql import SQL, Composable, Identifier
 
 from ledger.errors import UnavailableError
-from ledger.projector import CHUNK_EVENTS, CHUNK_ROWS, Projector
+from ledger.projector import CHUNK_EVENTS, Projector
 from ledger.queries import ViewReader
 from ledger.storage import Storage
-from ledger.views import TABLES, VIEWS, apply_events
+from ledger.views import TABLES, VIEWS
 
 __all__ = ["Factory", "PostgresProjector", "PostgresStorage", "postgres_env"]
 
@@ -642,22 +642,10 @@ class PostgresProjector(Projector):
                     positions = self.database.lock_tracking(cursor)
                     notifications = self.app.recorder.select_notifications(
                         min(positions.values()) + 1, CHUNK_EVENTS, stop=stop)
-                    rows = 0
-                    for notification in notifications:
-                        event = self.app.mapper.to_domain_event(notification)
-                        events.append((notification.id, event))
-                        rows += len(getattr(event, "steps", ()))
-                        if rows >= CHUNK_ROWS:
-                            break
+                    events = self._decode_chunk(notifications)
                     if events:
                         last = events[-1][0]
-                        for view in VIEWS:
-                            seen = positions[view]
-                            if seen >= last:
-                                continue
-                            apply_events(cursor, self.handlers[view], ((p, e) for p, e in events if p > seen))
-                            self.database.set_tracking(cursor, view, last)
-                            positions[view] = last
+                        self._apply_chunk(cursor, positions, events)
                         # Delivered on commit: followers adopt the new positions at once.
                         cursor.execute("SELECT pg_notify(?, ?)", (self.database.views_channel, str(last)))
                 self._publish(positions)

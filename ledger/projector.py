@@ -124,27 +124,41 @@ class Projector:
             notifications = self.app.recorder.select_notifications(start, CHUNK_EVENTS, stop=stop)
             if not notifications:
                 return applied
-            events: list[tuple[int, Any]] = []
-            rows = 0
-            for notification in notifications:
-                event = self.app.mapper.to_domain_event(notification)
-                events.append((notification.id, event))
-                rows += len(getattr(event, "steps", ()))
-                if rows >= CHUNK_ROWS:
-                    break
+            events = self._decode_chunk(notifications)
             last = events[-1][0]
+            positions = dict(self.positions)
             with self.database.transaction() as cursor:
-                for view in VIEWS:
-                    seen = self.positions[view]
-                    apply_events(cursor, self.handlers[view], ((p, e) for p, e in events if p > seen))
-                    self.database.set_tracking(cursor, view, last)
-            for view in VIEWS:
-                self.positions[view] = max(self.positions[view], last)
+                self._apply_chunk(cursor, positions, events)
+            self.positions = positions
             applied += len(events)
             with self._condition:
                 self._condition.notify_all()
             for listener in self.listeners:
                 listener(last)
+
+    def _decode_chunk(self, notifications: Any) -> list[tuple[int, Any]]:
+        """(position, event) pairs of a chunk, cut short once it holds CHUNK_ROWS steps."""
+        events: list[tuple[int, Any]] = []
+        rows = 0
+        for notification in notifications:
+            event = self.app.mapper.to_domain_event(notification)
+            events.append((notification.id, event))
+            rows += len(getattr(event, "steps", ()))
+            if rows >= CHUNK_ROWS:
+                break
+        return events
+
+    def _apply_chunk(self, cursor: Any, positions: dict[str, int], events: list[tuple[int, Any]]) -> None:
+        """Apply a chunk to every view that has not seen it, with its tracking position, in the
+        caller's transaction; `positions` is updated to what the transaction records."""
+        last = events[-1][0]
+        for view in VIEWS:
+            seen = positions[view]
+            if seen >= last:
+                continue
+            apply_events(cursor, self.handlers[view], ((p, e) for p, e in events if p > seen))
+            self.database.set_tracking(cursor, view, last)
+            positions[view] = last
 
     def rebuild(self, views: tuple[str, ...] = VIEWS) -> int:
         """Drop `views` and project them again from position 0."""
