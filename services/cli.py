@@ -6,7 +6,9 @@
     trainledger registry list | registry show FAMILY | events export --from N | rebuild
 
 TRAINLEDGER_DATABASE_URL and --database-url override --db. Read commands print aligned tables,
-or JSON with --json. A database that cannot be opened is one line on stderr and exit status 2.
+or JSON with --json. A database that cannot be opened is one line on stderr and exit status 2, and
+so is a listen address in use or not HOST:PORT, and a SQLite file another `serve` or `rebuild`
+holds (services.holder: one SQLite file has one serving process; read commands take no lock).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ def project(args: argparse.Namespace) -> None:
     SIGINT. Any number of workers and servers may project one database: each event is applied
     once (ledger.postgres locks the views' tracking rows)."""
     from ledger import Ledger
+    from services.holder import HolderError, held
     from services.server import describe
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -58,21 +61,38 @@ def project(args: argparse.Namespace) -> None:
     stopping = threading.Event()
     previous = {signum: signal.signal(signum, lambda *_: stopping.set()) for signum in (signal.SIGTERM, signal.SIGINT)}
     try:
-        try:
-            ledger = Ledger.open(database, project=False)
-        except Exception as error:
-            raise Failure(f"cannot open database {describe(database)}: {error}") from None
-        try:
-            ledger.projector.start()
-            print(f"trainledger: projecting (database {describe(database)})", flush=True)
-            while not stopping.wait(1.0):
-                pass
-            logging.getLogger("trainledger.services").info("stopping: the projector finishes its chunk")
-        finally:
-            ledger.close()
+        with held(database, "project"):  # Holds nothing on PostgreSQL: any number of workers share it.
+            try:
+                ledger = Ledger.open(database, project=False)
+            except Exception as error:
+                raise Failure(f"cannot open database {describe(database)}: {error}") from None
+            try:
+                ledger.projector.start()
+                print(f"trainledger: projecting (database {describe(database)})", flush=True)
+                while not stopping.wait(1.0):
+                    pass
+                logging.getLogger("trainledger.services").info("stopping: the projector finishes its chunk")
+            finally:
+                ledger.close()
+    except HolderError as error:
+        raise Failure(str(error)) from None
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def rebuild(args: argparse.Namespace) -> None:
+    """`reports.rebuild` while holding a SQLite database: never under a server that projects it."""
+    from services.holder import HolderError, held
+
+    if "://" not in args.database and not os.path.exists(args.database):
+        reports.rebuild(args)  # Reports the missing file; creates nothing.
+        return
+    try:
+        with held(args.database, "rebuild"):
+            reports.rebuild(args)
+    except HolderError as error:
+        raise Failure(str(error)) from None
 
 
 def _database_options(sub: argparse.ArgumentParser, *, read: bool = True) -> None:
@@ -121,7 +141,7 @@ def parser() -> argparse.ArgumentParser:
     exported.add_argument("--from", dest="from_position", type=int, default=1, metavar="N")
     exported.add_argument("--types", nargs="*", default=[], metavar="TYPE")
 
-    command("rebuild", reports.rebuild, read=False, help="drop every view and project it again from the log "
+    command("rebuild", rebuild, read=False, help="drop every view and project it again from the log "
             "(stop servers on this database first)")
     return top
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import ipaddress
 import logging
 import re
 import signal
+import socket
 from typing import Any
 
 import grpc
@@ -23,6 +26,7 @@ from ledger import Ledger
 from ledger.errors import UnavailableError
 from services.edge import Edge
 from services.events import EventsServicer
+from services.holder import Holder, HolderError, acquire
 from services.interceptors import EdgeInterceptor
 from services.registry import RegistryServicer
 from services.runs import RunsServicer
@@ -30,7 +34,8 @@ from services.spend import SpendServicer
 from trainledger.v1 import events_pb2, events_pb2_grpc, registry_pb2, registry_pb2_grpc, runs_pb2, runs_pb2_grpc
 from trainledger.v1 import spend_pb2, spend_pb2_grpc
 
-__all__ = ["create_server", "serve", "LedgerServer", "StartupError", "MESSAGE_SIZE_MAX", "SERVICE_NAMES"]
+__all__ = ["create_server", "serve", "parse_listen", "LedgerServer", "StartupError", "MESSAGE_SIZE_MAX",
+           "SERVICE_NAMES"]
 
 log = logging.getLogger("trainledger.services")
 
@@ -53,14 +58,87 @@ def describe(database: str) -> str:
     return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", database)
 
 
+LISTEN_FORMAT = "expected HOST:PORT or [IPv6]:PORT with a port from 0 to 65535, e.g. 127.0.0.1:50051"
+BIND_ERRORS = {errno.EADDRINUSE: "the address is already in use",
+               errno.EADDRNOTAVAIL: "the address is not available on this machine",
+               errno.EACCES: "permission denied"}
+
+
+def parse_listen(address: str) -> tuple[str, int]:
+    """The host (an IPv6 address without its brackets) and port of a listen address, HOST:PORT or
+    [IPv6]:PORT with a port from 0 to 65535 (0: any free port). Raises StartupError naming what
+    is wrong; grpc itself would serve a bare host on port 443."""
+
+    def refuse(why: str) -> StartupError:
+        return StartupError(f"cannot listen on {address}: {why}; {LISTEN_FORMAT}")
+
+    port: str | None
+    bracketed = re.fullmatch(r"\[([^\[\]]*)\](?::(.*))?", address)
+    if bracketed:
+        host, port = bracketed.group(1), bracketed.group(2)
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise refuse(f"{host!r} is not an IPv6 address") from None
+    else:
+        if address.count(":") > 1:
+            raise refuse("an IPv6 address goes in brackets")
+        host, colon, port = address.partition(":")
+        if not colon:
+            port = None
+        if not host or re.search(r"[\s\[\]/@]", host):
+            raise refuse("no host" if not host else f"{host!r} is not a host name or address")
+    if not port:
+        raise refuse("no port")
+    if not re.fullmatch(r"[0-9]{1,5}", port) or int(port) > 65535:
+        raise refuse(f"{port!r} is not a port")
+    return host, int(port)
+
+
+def listen_address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def bind_problem(host: str, port: int) -> str | None:
+    """Why `host`:`port` cannot be listened on, or None when it can. Binds each address the host
+    resolves to as gRPC does (SO_REUSEADDR, no SO_REUSEPORT): an address in use anywhere is a
+    refusal; an address of the host this machine lacks (::1 without IPv6) is not, while another
+    one binds."""
+    try:
+        resolved = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as error:
+        return f"cannot resolve {host}: {getattr(error, 'strerror', None) or error}"
+    problems: list[tuple[int, str]] = []
+    for family, kind, proto, _, sockaddr in dict.fromkeys(resolved):  # Each address once.
+        try:
+            with socket.socket(family, kind, proto) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                probe.bind(sockaddr)
+        except OSError as error:
+            reason = BIND_ERRORS.get(error.errno or 0) or error.strerror or str(error)
+            if error.errno == errno.EACCES and 0 < port < 1024:
+                reason += " (ports below 1024 need privileges)"
+            problems.append((error.errno or 0, reason))
+        else:
+            problems.append((0, ""))
+    in_use = [reason for number, reason in problems if number == errno.EADDRINUSE]
+    if in_use:
+        return in_use[0]
+    if problems and all(reason for _, reason in problems):
+        return problems[0][1]
+    return None
+
+
 class LedgerServer(grpc.aio.Server):
     """A grpc.aio.Server that also runs the reservation sweep and shuts down in order: health
     NOT_SERVING, live streams told to end, in-flight calls finished within the grace, then the
-    ledger closed (when this server opened it)."""
+    ledger closed (when this server opened it) and the database's holder lock released."""
 
-    def __init__(self, server: grpc.aio.Server, edge: Edge, health_servicer: Any, *, owns_ledger: bool) -> None:
+    def __init__(self, server: grpc.aio.Server, edge: Edge, health_servicer: Any, *, owns_ledger: bool,
+                 address: str = "", holder: Holder | None = None) -> None:
         self.server, self.edge, self.health = server, edge, health_servicer
-        self.owns_ledger = owns_ledger
+        self.owns_ledger, self.holder = owns_ledger, holder
+        self.address = address  # HOST:PORT as bound (the port chosen for port 0).
         self.serving = True
         self._sweeper: asyncio.Task[None] | None = None
         self._prober: asyncio.Task[None] | None = None
@@ -136,63 +214,91 @@ class LedgerServer(grpc.aio.Server):
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         await self.server.stop(grace)
-        if self.owns_ledger:
-            self.owns_ledger = False
-            await asyncio.to_thread(self.edge.ledger.close)
+        try:
+            if self.owns_ledger:
+                self.owns_ledger = False
+                await asyncio.to_thread(self.edge.ledger.close)
+        finally:
+            if self.holder is not None:
+                self.holder.release()
 
     async def wait_for_termination(self, timeout: float | None = None) -> bool:
         return await self.server.wait_for_termination(timeout)
 
 
 def create_server(address: str = "127.0.0.1:50051", *, ledger: Ledger | None = None,
-                  database: str = "trainledger.db", project: bool = True) -> tuple[grpc.aio.Server, int]:
-    """Build the server (call it on the event loop that will run it) and bind `address` (port 0
-    picks a free port). Opens `database` unless a ledger is given; a given ledger must be
-    projecting or following (Ledger.open's default projects) and stays the caller's to close.
-    With project=False the server applies no events to the views itself: `trainledger project`
-    workers do (PostgreSQL only), and the server follows their progress. Returns the server,
-    not yet started, and the bound port. Raises StartupError."""
+                  database: str = "trainledger.db", project: bool = True) -> tuple[LedgerServer, int]:
+    """Build the server (call it on the event loop that will run it) and bind `address`, HOST:PORT
+    or [IPv6]:PORT (port 0 picks a free port; an address in use is refused, never shared). Opens
+    `database` unless a ledger is given; a given ledger must be projecting or following
+    (Ledger.open's default projects) and stays the caller's to close. A SQLite database this
+    server opens is held for it (services.holder) until it stops: one SQLite file has one serving
+    process. With project=False the server applies no events to the views itself: `trainledger
+    project` workers do (PostgreSQL only), and the server follows their progress. Returns the
+    server, not yet started, and the bound port. Raises StartupError."""
+    host, wanted_port = parse_listen(address)
     owns_ledger = ledger is None
+    holder: Holder | None = None
     if ledger is None:
         if not project and not database.startswith(("postgresql://", "postgres://")):
             raise StartupError(f"cannot leave projection to workers on {describe(database)}: only a "
                                "PostgreSQL database is shared with `trainledger project` workers")
         try:
-            ledger = Ledger.open(database, project=project)
-        except Exception as error:
-            raise StartupError(f"cannot open database {describe(database)}: {error}") from error
-        if not project:
-            ledger.projector.follow()
-    edge = Edge(ledger)
-    server = grpc.aio.server(interceptors=[EdgeInterceptor()], options=[
-        ("grpc.max_receive_message_length", MESSAGE_SIZE_MAX), ("grpc.max_send_message_length", MESSAGE_SIZE_MAX)])
-    runs_pb2_grpc.add_RunsServicer_to_server(RunsServicer(edge), server)
-    spend_pb2_grpc.add_SpendServicer_to_server(SpendServicer(edge), server)
-    registry_pb2_grpc.add_RegistryServicer_to_server(RegistryServicer(edge), server)
-    events_pb2_grpc.add_EventsServicer_to_server(EventsServicer(edge), server)
-    health_servicer = health.aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+            holder = acquire(database, "serve")
+        except HolderError as error:
+            raise StartupError(str(error)) from None
+    opened: Ledger | None = None
+    edge: Edge | None = None
     try:
-        port, problem = server.add_insecure_port(address), "the address is in use or invalid"
-    except RuntimeError as error:
-        port, problem = 0, str(error)
-    if not port:
-        edge.close()
-        if owns_ledger:
-            ledger.close()
-        raise StartupError(f"cannot listen on {address}: {problem}")
-    return LedgerServer(server, edge, health_servicer, owns_ledger=owns_ledger), port
+        problem = bind_problem(host, wanted_port)
+        if problem:
+            raise StartupError(f"cannot listen on {address}: {problem}")
+        if ledger is None:
+            try:
+                ledger = opened = Ledger.open(database, project=project)
+            except Exception as error:
+                raise StartupError(f"cannot open database {describe(database)}: {error}") from error
+            if not project:
+                ledger.projector.follow()
+        edge = Edge(ledger)
+        server = grpc.aio.server(interceptors=[EdgeInterceptor()], options=[
+            ("grpc.max_receive_message_length", MESSAGE_SIZE_MAX), ("grpc.max_send_message_length", MESSAGE_SIZE_MAX),
+            ("grpc.so_reuseport", 0)])  # grpc shares a port with any other server by default.
+        runs_pb2_grpc.add_RunsServicer_to_server(RunsServicer(edge), server)
+        spend_pb2_grpc.add_SpendServicer_to_server(SpendServicer(edge), server)
+        registry_pb2_grpc.add_RegistryServicer_to_server(RegistryServicer(edge), server)
+        events_pb2_grpc.add_EventsServicer_to_server(EventsServicer(edge), server)
+        health_servicer = health.aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+        reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+        try:
+            port, failure = server.add_insecure_port(listen_address(host, wanted_port)), ""
+        except RuntimeError as error:
+            port, failure = 0, str(error)
+        if not port:  # Taken since the probe, or something only gRPC objects to.
+            problem = bind_problem(host, wanted_port) or f"gRPC could not bind it ({failure or 'no port'})"
+            raise StartupError(f"cannot listen on {address}: {problem}")
+        bound = listen_address(host, port)
+        if holder is not None:
+            holder.record(bound)
+    except BaseException:
+        if edge is not None:
+            edge.close()
+        if opened is not None:
+            opened.close()
+        if holder is not None:
+            holder.release()
+        raise
+    return LedgerServer(server, edge, health_servicer, owns_ledger=owns_ledger, address=bound, holder=holder), port
 
 
 async def serve(address: str = "127.0.0.1:50051", database: str = "trainledger.db", *,
                 grace_s: float = GRACE_S, project: bool = True) -> None:
     """Serve until SIGTERM or SIGINT, then shut down gracefully. Raises StartupError."""
-    server, port = create_server(address, database=database, project=project)
+    server, _ = create_server(address, database=database, project=project)
     await server.start()
-    host = address.rsplit(":", 1)[0]
     workers = "" if project else ", projections left to workers"
-    print(f"trainledger: serving on {host}:{port} (database {describe(database)}{workers})", flush=True)
+    print(f"trainledger: serving on {server.address} (database {describe(database)}{workers})", flush=True)
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
