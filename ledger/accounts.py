@@ -11,17 +11,24 @@ same transaction, so the chain moves atomically.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from ledger.base import Audit, LedgerAggregate
 from ledger.errors import AlreadyExistsError, FailedPreconditionError, NotFoundError, SpendCapExceededError
 
-__all__ = ["Account", "SETTLED_WINDOW"]
+__all__ = ["Account", "SETTLED_WINDOW", "SUPERSEDED", "Recall"]
 
-# Settled reservations kept in the state for idempotent retries; older ones are pruned (a retry
-# of a pruned one answers RESERVATION_NOT_FOUND). Pending ones are always kept.
+# Settled reservations and charges kept in the state, a cache for idempotent retries; older ones
+# leave it and are recalled from the keys index (ledger.keys), so an id is never forgotten.
+# Pending holds are always kept.
 SETTLED_WINDOW = 2_000
+# The reason of a release recorded when a new attempt fences off the attempt that held the spend.
+SUPERSEDED = "ATTEMPT_SUPERSEDED"
+
+# Recalls the entry of an id that has left an account's window (None: never used on it).
+Recall = Callable[[str], "dict[str, Any] | None"]
 
 
 class Account(LedgerAggregate):
@@ -44,6 +51,7 @@ class Account(LedgerAggregate):
             account.overrun = 0
             account.holds = {}  # reservation id -> entry, pending ones only
             account.settled = {}  # reservation or charge id -> entry, bounded window
+            account.evicted = 0  # How many settled entries have left the window.
 
     class CapSet(LedgerAggregate.Event):
         cap: int | None
@@ -105,7 +113,9 @@ class Account(LedgerAggregate):
             if hold is not None:
                 account.pending -= self.reserved
             else:
-                hold = account.settled[self.reservation_id]
+                # A late commit: the settled entry may have left the window (then this entry is
+                # partial, and the full one is recalled from the keys index when needed).
+                hold = account.settled.get(self.reservation_id) or {"partial": True}
             account.committed += self.actual
             account.overrun += self.overrun
             account.settle(
@@ -122,7 +132,8 @@ class Account(LedgerAggregate):
         def apply(self, account: Account) -> None:
             hold = account.holds.pop(self.reservation_id)
             account.pending -= self.amount
-            account.settle(self.reservation_id, {**hold, "state": "released", "settled_version": self.originator_version})
+            account.settle(self.reservation_id, {**hold, "state": "released", "reason": self.reason,
+                                                 "settled_version": self.originator_version})
 
     class SpendExpired(LedgerAggregate.Event):
         reservation_id: str
@@ -162,6 +173,14 @@ class Account(LedgerAggregate):
             account.committed += self.committed_delta
             account.overrun += self.overrun_delta
 
+    @classmethod
+    def scratch(cls) -> Account:
+        """An empty account, to fold the recalled events of one id into (ledger.keys)."""
+        account = cls.__new__(cls)
+        account.__dict__.update(name="", parent="", cap=None, committed=0, pending=0, overrun=0, holds={},
+                                settled={}, evicted=0)
+        return account
+
     # State helpers.
 
     def settle(self, key: str, entry: dict[str, Any]) -> None:
@@ -169,9 +188,15 @@ class Account(LedgerAggregate):
         self.settled[key] = entry
         if len(self.settled) > SETTLED_WINDOW:
             del self.settled[next(iter(self.settled))]
+            self.evicted = getattr(self, "evicted", 0) + 1
 
-    def entry(self, key: str) -> dict[str, Any] | None:
-        return self.holds.get(key) or self.settled.get(key)
+    def entry(self, key: str, recall: Recall | None = None) -> dict[str, Any] | None:
+        """The entry of a reservation or charge id: from the state, else (when entries have left
+        the window, or the one in the window is partial) from `recall`."""
+        found = self.holds.get(key) or self.settled.get(key)
+        if recall is not None and (found.get("partial") if found else getattr(self, "evicted", 1)):
+            return recall(key)
+        return found
 
     @property
     def remaining(self) -> int | None:
@@ -224,10 +249,10 @@ def expire_overdue(account: Account, parents: list[Account], audit: Audit) -> in
 
 
 def reserve(account: Account, parents: list[Account], audit: Audit, *, reservation_id: str,
-            amount: int, basis: dict, expires_at: datetime, attempt: int) -> int | None:
+            amount: int, basis: dict, expires_at: datetime, attempt: int, recall: Recall | None = None) -> int | None:
     """Hold `amount` against the account and every parent. Returns the version of an identical
     earlier request. Raises SpendCapExceededError after recording the refusal on `account`."""
-    entry = account.entry(reservation_id)
+    entry = account.entry(reservation_id, recall)
     if entry is not None:
         # A charge entry has no attempt: check its kind before comparing payloads.
         if entry["state"] == "charged":
@@ -258,10 +283,11 @@ def reserve(account: Account, parents: list[Account], audit: Audit, *, reservati
 
 
 def commit(account: Account, parents: list[Account], audit: Audit, *, reservation_id: str,
-           actual: int, basis: dict) -> tuple[int | None, int]:
+           actual: int, basis: dict, recall: Recall | None = None) -> tuple[int | None, int]:
     """Settle a hold with the actual amount, charged in full. Returns (version of an identical
-    earlier commit or None, overrun)."""
-    entry = account.entry(reservation_id)
+    earlier commit or None, overrun). A hold that expired, or was released because a new attempt
+    fenced off its attempt, is committed late: the money was spent all the same, without a hold."""
+    entry = account.entry(reservation_id, recall)
     if entry is None:
         raise NotFoundError(f"no reservation {reservation_id}", reason="RESERVATION_NOT_FOUND",
                             reservation_id=reservation_id)
@@ -272,7 +298,8 @@ def commit(account: Account, parents: list[Account], audit: Audit, *, reservatio
                                      reservation_id=reservation_id)
         # The overrun first answered (a late commit's is what lay beyond the cap, not the hold).
         return int(entry["settled_version"]), int(entry.get("overrun", max(0, actual - entry["amount"])))
-    if state in ("released", "refused", "charged"):
+    late = state == "expired" or (state == "released" and entry.get("reason") == SUPERSEDED)
+    if state in ("released", "refused", "charged") and not late:
         raise FailedPreconditionError(f"reservation {reservation_id} is {state}",
                                       reason=f"RESERVATION_{state.upper()}", reservation_id=reservation_id)
     reserved = entry["amount"]
@@ -290,9 +317,9 @@ def commit(account: Account, parents: list[Account], audit: Audit, *, reservatio
 
 
 def release(account: Account, parents: list[Account], audit: Audit, *, reservation_id: str,
-            reason: str) -> int | None:
+            reason: str, recall: Recall | None = None) -> int | None:
     """Give a hold back. Releasing a settled hold again answers with its settling version."""
-    entry = account.entry(reservation_id)
+    entry = account.entry(reservation_id, recall)
     if entry is None:
         raise NotFoundError(f"no reservation {reservation_id}", reason="RESERVATION_NOT_FOUND",
                             reservation_id=reservation_id)
@@ -307,9 +334,9 @@ def release(account: Account, parents: list[Account], audit: Audit, *, reservati
 
 
 def charge(account: Account, parents: list[Account], audit: Audit, *, charge_id: str, amount: int,
-           basis: dict, reason: str) -> tuple[int | None, int]:
+           basis: dict, reason: str, recall: Recall | None = None) -> tuple[int | None, int]:
     """Record spend that already happened, in full; the part beyond the cap is an overrun."""
-    entry = account.entry(charge_id)
+    entry = account.entry(charge_id, recall)
     if entry is not None:
         if entry["state"] != "charged" or (entry["amount"], entry["basis"]) != (amount, basis):
             raise AlreadyExistsError(f"{charge_id} exists with another payload", charge_id=charge_id)
@@ -319,6 +346,16 @@ def charge(account: Account, parents: list[Account], audit: Audit, *, charge_id:
                    reason=reason, overrun=overrun)
     roll_up(parents, audit, account, charge_id, "charge", 0, amount)
     return None, overrun
+
+
+def release_superseded(account: Account, parents: list[Account], audit: Audit, *, attempt: int) -> int:
+    """Give back the pending holds of the attempts before `attempt` (fenced off by it): a dead
+    trainer's holds must not block the cap until their expiry. Returns how many were released."""
+    fenced = [(key, hold) for key, hold in account.holds.items() if 0 < hold["attempt"] < attempt]
+    for key, hold in fenced:
+        account.record(Account.SpendReleased, audit, reservation_id=key, amount=hold["amount"], reason=SUPERSEDED)
+        roll_up(parents, audit, account, key, "release", -hold["amount"], 0)
+    return len(fenced)
 
 
 def set_cap(account: Account, audit: Audit, cap: int | None) -> int | None:

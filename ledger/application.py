@@ -26,9 +26,18 @@ from ledger import accounts as spend
 from ledger import transcoder
 from ledger.accounts import Account
 from ledger.base import Audit, LedgerAggregate, ledger_id
+from ledger.keys import batch_key, event_keys, spend_key
 from ledger.basis import check_basis
 from ledger.batches import StepBatch
-from ledger.errors import AbortedError, AlreadyExistsError, InvalidArgumentError, LedgerError, NotFoundError, UnavailableError
+from ledger.errors import (
+    AbortedError,
+    AlreadyExistsError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    LedgerError,
+    NotFoundError,
+    UnavailableError,
+)
 from ledger.limits import (
     ERROR_LENGTH_MAX,
     PAGE_SIZE_MAX,
@@ -119,6 +128,9 @@ class Ledger(Application[UUID]):
             super().close()
             raise
         self.views = self.storage.views
+        if self.storage.keys_missing():
+            # A ledger written before the keys index existed: index its log once.
+            self.storage.index_log()
         self.projector = self.storage.projector(self)
         if project:
             self.projector.start()
@@ -146,6 +158,11 @@ class Ledger(Application[UUID]):
             processing_event.events.extend(aggregate.collect_events())
             processing_event.aggregates[aggregate.id] = aggregate
         processing_event.saved_kwargs.update(kwargs)
+        # Client-made ids are indexed for good in the same transaction (ledger.keys).
+        keys = [(event.originator_id, key, event.originator_version)
+                for event in processing_event.events for key in event_keys(event)]
+        if keys:
+            processing_event.saved_kwargs["keys"] = keys
         recordings = self._record(processing_event)
         self._take_snapshots(processing_event)
         return recordings
@@ -173,6 +190,36 @@ class Ledger(Application[UUID]):
             return self.repository.get(aggregate_id)
         except AggregateNotFoundError:
             raise NotFoundError(f"no {what} {key}", reason=reason, **{what: key}) from None
+
+    def _recalled_events(self, aggregate_id: UUID, key: str) -> list[Any]:
+        """The stored events of an aggregate that used `key` (ledger.keys), oldest first."""
+        events = []
+        for version in self.storage.key_versions(aggregate_id, key):
+            for stored in self.recorder.select_events(aggregate_id, gt=version - 1, lte=version):
+                events.append(self.mapper.to_domain_event(stored))
+        return events
+
+    def _recall_spend(self, account: Account) -> spend.Recall:
+        """Recalls the entry of a reservation or charge id that has left the account's window,
+        by folding the events that used it into an empty account."""
+
+        def recall(entry_id: str) -> dict[str, Any] | None:
+            events = self._recalled_events(account.id, spend_key(entry_id))
+            if not events:
+                return None
+            scratch = Account.scratch()
+            for event in events:
+                event.apply(scratch)
+            return scratch.entry(entry_id)
+
+        return recall
+
+    def _recall_batch(self, run: Run) -> Callable[[int, int, int], tuple[str, int] | None]:
+        def recall(attempt: int, first: int, last: int) -> tuple[str, int] | None:
+            events = self._recalled_events(run.id, batch_key(attempt, first, last))
+            return (events[0].digest, events[0].originator_version) if events else None
+
+        return recall
 
     def _evict(self, aggregates: Sequence[LedgerAggregate]) -> None:
         cache = self.repository.cache
@@ -246,19 +293,28 @@ class Ledger(Application[UUID]):
         def decide(touched: list[LedgerAggregate]) -> bool:
             try:
                 touched.append(self.repository.get(run_id))
-                return False
             except AggregateNotFoundError:
                 pass
+            else:
+                self._reopen_account(str(run_id), cap_usd_micro, parent_account, audit, touched)
+                return False
             run = Run._create(Run.Opened, id=run_id, run_key=run_key, name=name or run_key, spec=spec,
                               **audit.fields())
             touched.append(run)
             account_id = ledger_id("account", str(run_id))
             try:
-                self.repository.get(account_id)
+                taken = self.repository.get(account_id)
             except AggregateNotFoundError:
                 self._parents(parent_account, touched)
                 touched.append(Account._create(Account.Opened, id=account_id, name=str(run_id),
                                                parent=parent_account, cap=cap_usd_micro, **audit.fields()))
+                return True
+            # Only in a ledger written before run account names were reserved: the account was
+            # opened by OpenAccount. The run is opened only if its cap and parent are honoured.
+            if (taken.cap, taken.parent) != (cap_usd_micro, parent_account):
+                raise FailedPreconditionError(
+                    f"the account {run_id} of this run was opened before it with another cap or parent",
+                    reason="RUN_ACCOUNT_TAKEN", account=str(run_id))
             return True
 
         created, position = self._write(decide)
@@ -271,6 +327,19 @@ class Ledger(Application[UUID]):
             except LookupError:
                 pass
         return Receipt(position, duplicate=not created, created=created, run_id=str(run_id))
+
+    def _reopen_account(self, name: str, cap: int | None, parent: str, audit: Audit,
+                        touched: list[LedgerAggregate]) -> None:
+        """What an OpenRun of an existing run asks of its account: a cap given is a cap change
+        (set_cap's rules), an absent one leaves the cap; a parent given must be the account's."""
+        account = self._account(name)
+        touched.append(account)
+        if parent and parent != account.parent:
+            raise FailedPreconditionError(
+                f"the run's account is under {account.parent or 'no parent'}, not {parent}: a parent cannot change",
+                reason="PARENT_ACCOUNT_DIFFERS", parent=account.parent, requested_parent=parent)
+        if cap is not None:
+            spend.set_cap(account, audit, cap)
 
     def _run(self, run_id: str) -> tuple[UUID, Run]:
         check_id(run_id, "run_id")
@@ -293,6 +362,10 @@ class Ledger(Application[UUID]):
             uuid, run = self._run(run_id)
             touched.append(run)
             version = run.start_attempt(audit, attempt_id=attempt_id, label=label, resume_from_step=resume_from_step)
+            if version is None:
+                # The fenced attempts' holds go back at once, not at their expiry.
+                holder, parents = self._chain(str(uuid), touched)
+                spend.release_superseded(holder, parents, audit, attempt=run.current_attempt)
             number = next(a["number"] for a in run.attempts if a["version"] == version) if version else run.current_attempt
             return version, number
 
@@ -310,7 +383,7 @@ class Ledger(Application[UUID]):
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, int | None]:
             _, run = self._run(run_id)
             touched.append(run)
-            return run.record_steps(audit, batch), run.last_step
+            return run.record_steps(audit, batch, self._recall_batch(run)), run.last_step
 
         (version, last_step), position = self._write(decide)
         return Receipt(self._answer(UUID(run_id), version, position), duplicate=version is not None,
@@ -406,6 +479,9 @@ class Ledger(Application[UUID]):
         """Open a spend account (idempotent by name; a different parent or cap is a conflict)."""
         check_id(account, "account")
         check_id(parent, "parent", required=False)
+        if _is_uuid(account):
+            raise InvalidArgumentError("account names in the form of a uuid are reserved for the accounts of runs",
+                                       reason="ACCOUNT_NAME_RESERVED", account=account)
         if cap_usd_micro is not None:
             check_usd_micro(cap_usd_micro, "cap_usd_micro")
         audit = self._audit(principal, request_id)
@@ -457,7 +533,8 @@ class Ledger(Application[UUID]):
             holder, parents = self._chain(account, touched)
             try:
                 version = spend.reserve(holder, parents, audit, reservation_id=reservation_id,
-                                        amount=amount_usd_micro, basis=basis, expires_at=expires_at, attempt=attempt)
+                                        amount=amount_usd_micro, basis=basis, expires_at=expires_at, attempt=attempt,
+                                        recall=self._recall_spend(holder))
             except LedgerError:
                 # The refusal is itself recorded for audit, with any expiries found on the way.
                 pending = [a for a in touched if a.pending_events]
@@ -465,8 +542,8 @@ class Ledger(Application[UUID]):
                     self.save(*pending)
                     self.projector.wake()
                 raise
-            entry = holder.entry(reservation_id)
-            return version, entry["expires_at"]
+            entry = holder.entry(reservation_id, self._recall_spend(holder))
+            return version, entry.get("expires_at")
 
         (version, expires), position = self._write(decide)
         return Receipt(self._answer(ledger_id("account", account), version, position), duplicate=version is not None,
@@ -483,7 +560,7 @@ class Ledger(Application[UUID]):
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, int]:
             holder, parents = self._chain(account, touched)
             return spend.commit(holder, parents, audit, reservation_id=reservation_id, actual=actual_usd_micro,
-                                basis=basis)
+                                basis=basis, recall=self._recall_spend(holder))
 
         (version, overrun), position = self._write(decide)
         return Receipt(self._answer(ledger_id("account", account), version, position), duplicate=version is not None,
@@ -498,7 +575,8 @@ class Ledger(Application[UUID]):
 
         def decide(touched: list[LedgerAggregate]) -> int | None:
             holder, parents = self._chain(account, touched)
-            return spend.release(holder, parents, audit, reservation_id=reservation_id, reason=reason)
+            return spend.release(holder, parents, audit, reservation_id=reservation_id, reason=reason,
+                                 recall=self._recall_spend(holder))
 
         version, position = self._write(decide)
         return Receipt(self._answer(ledger_id("account", account), version, position), duplicate=version is not None)
@@ -515,7 +593,7 @@ class Ledger(Application[UUID]):
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, int]:
             holder, parents = self._chain(account, touched)
             return spend.charge(holder, parents, audit, charge_id=charge_id, amount=amount_usd_micro, basis=basis,
-                                reason=reason)
+                                reason=reason, recall=self._recall_spend(holder))
 
         (version, overrun), position = self._write(decide)
         return Receipt(self._answer(ledger_id("account", account), version, position), duplicate=version is not None,
@@ -713,6 +791,15 @@ class Ledger(Application[UUID]):
                 "data": data,
             })
         return out
+
+
+def _is_uuid(name: str) -> bool:
+    """Whether a name reads as a uuid (in any case, with or without braces or dashes)."""
+    try:
+        UUID(name)
+    except ValueError:
+        return False
+    return True
 
 
 def _sha256_digest(digest: Any) -> str:

@@ -52,7 +52,7 @@ from eventsourcing.utils import get_topic
 from psycopg.sql import SQL, Composable, Identifier
 
 from ledger.errors import UnavailableError
-from ledger.projector import CHUNK_EVENTS, Projector
+from ledger.projector import ProjectionFailed, Projector
 from ledger.queries import ViewReader
 from ledger.storage import Storage
 from ledger.views import TABLES, VIEWS
@@ -127,6 +127,11 @@ def postgres_env(url: str) -> dict[str, str]:
 
 
 # eventsourcing's recorders, bounded.
+
+
+def keys_table_name(events_table_name: str) -> str:
+    """The keys index of an events table (ledger.keys)."""
+    return f"{events_table_name}_keys"
 
 
 def _lock_key(schema: str) -> int:
@@ -204,9 +209,25 @@ class ApplicationRecorder(PostgresApplicationRecorder):
     select_notifications = _bounded(PostgresApplicationRecorder.select_notifications)
     max_notification_id = _bounded(PostgresApplicationRecorder.max_notification_id)
 
+    @property
+    def keys_table(self) -> Composable:
+        return SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(keys_table_name(self.events_table_name)))
+
     def create_table(self) -> None:
         with _schema_lock(self.datastore):
             super().create_table()
+            with self.datastore.get_connection() as connection:
+                connection.execute(SQL("CREATE TABLE IF NOT EXISTS {} (originator_id UUID, key TEXT,"
+                                       " originator_version BIGINT, PRIMARY KEY (originator_id, key,"
+                                       " originator_version))").format(self.keys_table))
+
+    def _insert_events(self, curs: Any, stored_events: Any, **kwargs: Any) -> None:
+        """The keys index (ledger.keys) is written in the transaction of the events it indexes."""
+        super()._insert_events(curs, stored_events, **kwargs)
+        keys = kwargs.get("keys") or []
+        if keys:
+            curs.executemany(SQL("INSERT INTO {} (originator_id, key, originator_version) VALUES (%s, %s, %s)"
+                                 " ON CONFLICT DO NOTHING").format(self.keys_table), keys)
 
 
 class Factory(PostgresFactory):
@@ -404,6 +425,8 @@ class PostgresStorage(Storage):
         self.connect_kwargs = _connect_kwargs(datastore)
         self.timeout_s = float(datastore.pool.timeout)
         self._events = SQL("{}.{}").format(Identifier(self.schema), Identifier(recorder.events_table_name))
+        self._keys = SQL("{}.{}").format(Identifier(self.schema),
+                                         Identifier(keys_table_name(recorder.events_table_name)))
         configure = SQL("SET search_path TO {}; SET idle_in_transaction_session_timeout = '{}s'").format(
             Identifier(self.schema), VIEW_IDLE_IN_TRANSACTION_S)
 
@@ -541,6 +564,32 @@ class PostgresStorage(Storage):
         row = self.run(lambda c: c.execute(statement).fetchone())
         return int(row[0] or 0)
 
+    def key_versions(self, originator_id: UUID, key: str) -> list[int]:
+        statement = SQL("SELECT originator_version FROM {} WHERE originator_id = %s AND key = %s"
+                        " ORDER BY originator_version").format(self._keys)
+        rows = self.run(lambda c: c.execute(statement, (originator_id, key)).fetchall())
+        return [int(row[0]) for row in rows]
+
+    def keys_missing(self) -> bool:
+        def check(connection: psycopg.Connection[Any]) -> bool:
+            if connection.execute(SQL("SELECT 1 FROM {} LIMIT 1").format(self._keys)).fetchone() is not None:
+                return False
+            return connection.execute(SQL(
+                "SELECT 1 FROM {} WHERE topic LIKE '%%:Account.Spend%%' OR topic LIKE '%%:Run.StepsRecorded'"
+                " LIMIT 1").format(self._events)).fetchone() is not None
+
+        return bool(self.run(check))
+
+    def insert_keys(self, rows: list[tuple[UUID, str, int]]) -> None:
+        statement = SQL("INSERT INTO {} (originator_id, key, originator_version) VALUES (%s, %s, %s)"
+                        " ON CONFLICT DO NOTHING").format(self._keys)
+
+        def insert(connection: psycopg.Connection[Any]) -> None:
+            with connection.transaction(), connection.cursor() as cursor:
+                cursor.executemany(statement, rows)
+
+        self.run(insert)
+
     def close(self) -> None:
         self.pool.close()
 
@@ -553,7 +602,6 @@ class PostgresProjector(Projector):
     def __init__(self, app: Any, database: PostgresStorage, *, poll_s: float = FALLBACK_POLL_S) -> None:
         super().__init__(app, database, poll_s=poll_s)
         self.database: PostgresStorage = database
-        self._catching_up = threading.Lock()
         self._listener: threading.Thread | None = None
         self.following = False
 
@@ -614,6 +662,9 @@ class PostgresProjector(Projector):
                     self._publish(self.database.tracking_positions())
                 else:
                     self.catch_up()
+            except ProjectionFailed as failure:
+                self._fail(failure)
+                return
             except Exception as error:  # Keep projecting after a transient storage failure.
                 if isinstance(error, self.database.outage_errors + (UnavailableError,)):
                     if self.error is None:
@@ -631,40 +682,8 @@ class PostgresProjector(Projector):
                 self.error = None
                 delay = RETRY_MIN_S
 
-    def catch_up(self, stop: int | None = None) -> int:
-        """Apply everything up to `stop` (default: the head), one locked chunk at a time.
-        Returns the events this process applied."""
-        applied = 0
-        with self._catching_up:
-            while True:
-                events: list[tuple[int, Any]] = []
-                with self.database.transaction() as cursor:
-                    positions = self.database.lock_tracking(cursor)
-                    notifications = self.app.recorder.select_notifications(
-                        min(positions.values()) + 1, CHUNK_EVENTS, stop=stop)
-                    events = self._decode_chunk(notifications)
-                    if events:
-                        last = events[-1][0]
-                        self._apply_chunk(cursor, positions, events)
-                        # Delivered on commit: followers adopt the new positions at once.
-                        cursor.execute("SELECT pg_notify(?, ?)", (self.database.views_channel, str(last)))
-                self._publish(positions)
-                if not events:
-                    return applied
-                applied += len(events)
+    def _chunk_applied(self, cursor: Any, last: int) -> None:
+        # Delivered on commit: followers adopt the new positions at once.
+        cursor.execute("SELECT pg_notify(?, ?)", (self.database.views_channel, str(last)))
 
-    def _publish(self, positions: dict[str, int]) -> None:
-        """Adopt the committed positions (ours or another process's) and tell waiters."""
-        before = self.position
-        self.positions = positions
-        if self.position != before:
-            with self._condition:
-                self._condition.notify_all()
-            for listener in list(self.listeners):
-                listener(self.position)
 
-    def rebuild(self, views: tuple[str, ...] = VIEWS) -> int:
-        with self._catching_up:
-            self.database.drop(views)
-            self.positions = self.database.tracking_positions()
-        return self.catch_up()

@@ -18,7 +18,7 @@ from typing import Any
 
 from ledger.views import VIEWS, apply_events, handlers
 
-__all__ = ["Projector"]
+__all__ = ["Projector", "ProjectionFailed"]
 
 log = logging.getLogger(__name__)
 
@@ -28,10 +28,30 @@ CHUNK_EVENTS = 256
 CHUNK_ROWS = 20_000
 POLL_S = 0.5
 GATHER_S = 0.002
+# How often a reader (a ledger opened with project=False) re-reads the committed positions
+# while it waits for one.
+FOLLOW_POLL_S = 0.05
+
+
+class ProjectionFailed(Exception):
+    """Applying an event to the views failed for a reason other than a storage outage: a bug,
+    since every event the domain accepts must project. The projector stops at `position` and
+    says so (health turns NOT_SERVING) instead of retrying the same event forever."""
+
+    def __init__(self, position: int, event: Any, error: BaseException) -> None:
+        super().__init__(f"projecting the event at position {position} ({type(event).__qualname__}) failed: "
+                         f"{type(error).__name__}: {error}")
+        self.position = position
 
 
 class Projector:
-    """Projects `app`'s log into the views held by `database` (see ledger.storage)."""
+    """Projects `app`'s log into the views held by `database` (see ledger.storage).
+
+    Only a started projector (`start()`) or an explicit `catch_up()`/`rebuild()` writes the views;
+    a ledger opened to read (project=False) never projects: its `wait()` follows the positions
+    that the projecting process commits. Every chunk re-reads the tracking positions inside its
+    own transaction and applies only what they have not seen, so two projectors on one store can
+    never both apply an event."""
 
     def __init__(self, app: Any, database: Any, *, poll_s: float = POLL_S) -> None:
         self.app = app
@@ -40,14 +60,16 @@ class Projector:
         self.handlers = handlers()
         self.positions = database.tracking_positions()
         self._condition = threading.Condition()
-        # One projection at a time: the background thread, a reader projecting in its own thread
-        # and rebuild() share the database's writer connection and the tracking positions.
+        # One projection at a time in this process: the background thread and rebuild() share
+        # the database's writer connection.
         self._projecting = threading.RLock()
         self._wake = threading.Event()
         self._urgent = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
+        #: Set when an event could not be projected (a bug): projection has stopped before it.
+        self.failure: ProjectionFailed | None = None
         self.listeners: list[Callable[[int], None]] = []
 
     @property
@@ -76,13 +98,20 @@ class Projector:
         self._wake.set()
 
     def wait(self, position: int, timeout_s: float) -> bool:
-        """Block until every view reflects `position` or the timeout passes."""
-        if self._thread is None:  # Not running in the background: project in this thread.
-            self.catch_up()
-            return self.position >= position
+        """Block until every view reflects `position` or the timeout passes (False at once when
+        projection has failed)."""
         deadline = time.monotonic() + timeout_s
+        if self._thread is None:  # A reader: follow what the projecting process commits.
+            while True:
+                self.positions = self.database.tracking_positions()
+                left = deadline - time.monotonic()
+                if self.position >= position or left <= 0:
+                    return self.position >= position
+                time.sleep(min(FOLLOW_POLL_S, left))
         with self._condition:
             while self.position < position:
+                if self.failure is not None:
+                    return False
                 self._urgent.set()
                 self._wake.set()
                 left = deadline - time.monotonic()
@@ -107,13 +136,24 @@ class Projector:
             try:
                 self.catch_up()
                 self.error = None
-            except Exception as error:  # Keep projecting after a transient storage failure.
+            except ProjectionFailed as failure:
+                self._fail(failure)
+                return
+            except Exception as error:  # A storage failure: keep trying.
                 self.error = error
-                log.exception("projection failed; retrying")
+                log.warning("projection paused (%s: %s); retrying", type(error).__name__, error)
                 self._stop.wait(self.poll_s)
 
+    def _fail(self, failure: ProjectionFailed) -> None:
+        """Stop projecting, loudly: the log says where and why, waiters are told at once."""
+        self.failure = self.error = failure
+        log.critical("projection stopped: %s", failure, exc_info=failure.__cause__)
+        with self._condition:
+            self._condition.notify_all()
+
     def catch_up(self, stop: int | None = None) -> int:
-        """Apply everything up to `stop` (default: the head). Returns events applied."""
+        """Apply everything up to `stop` (default: the head). Returns events applied. Raises
+        ProjectionFailed when an event cannot be applied for a reason other than storage."""
         with self._projecting:
             return self._catch_up(stop)
 
@@ -125,16 +165,52 @@ class Projector:
             if not notifications:
                 return applied
             events = self._decode_chunk(notifications)
-            last = events[-1][0]
-            positions = dict(self.positions)
-            with self.database.transaction() as cursor:
-                self._apply_chunk(cursor, positions, events)
-            self.positions = positions
+            positions = self._apply_locked(events)
+            self._publish(positions)
             applied += len(events)
+
+    def _apply_locked(self, events: list[tuple[int, Any]]) -> dict[str, int]:
+        """Apply a chunk in one transaction that first re-reads the tracking positions (another
+        projector may have moved them); returns the positions committed. A chunk that fails for
+        a reason other than storage is applied again one event at a time, to find the event."""
+        try:
+            return self._apply_transaction(events)
+        except self.database.outage_errors:
+            raise
+        except Exception:
+            positions = self.positions
+            for one in events:
+                try:
+                    positions = self._apply_transaction([one])
+                except self.database.outage_errors:
+                    raise
+                except Exception as error:
+                    raise ProjectionFailed(one[0], one[1], error) from error
+                self._publish(positions)
+            return positions
+
+    def _apply_transaction(self, events: list[tuple[int, Any]]) -> dict[str, int]:
+        with self.database.transaction() as cursor:
+            positions = self.database.lock_tracking(cursor)
+            # A view behind the chunk (dropped by a rebuild elsewhere) is caught up from its own
+            # position by the next round; nothing is applied past a gap.
+            if min(positions.values()) + 1 >= events[0][0]:
+                self._apply_chunk(cursor, positions, events)
+                self._chunk_applied(cursor, events[-1][0])
+        return positions
+
+    def _chunk_applied(self, cursor: Any, last: int) -> None:
+        """A hook inside the chunk's transaction (PostgreSQL notifies followers from it)."""
+
+    def _publish(self, positions: dict[str, int]) -> None:
+        """Adopt the committed positions and tell waiters and listeners."""
+        before = self.position
+        self.positions = positions
+        if self.position != before:
             with self._condition:
                 self._condition.notify_all()
-            for listener in self.listeners:
-                listener(last)
+            for listener in list(self.listeners):
+                listener(self.position)
 
     def _decode_chunk(self, notifications: Any) -> list[tuple[int, Any]]:
         """(position, event) pairs of a chunk, cut short once it holds CHUNK_ROWS steps."""
@@ -165,4 +241,5 @@ class Projector:
         with self._projecting:
             self.database.drop(views)
             self.positions = self.database.tracking_positions()
+            self.failure = None
             return self._catch_up(None)

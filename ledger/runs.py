@@ -8,6 +8,7 @@ run therefore costs the same at step 1,000,000 as at step 1.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -20,9 +21,13 @@ __all__ = ["Run", "RUN_STATUSES", "FINISH_STATUSES", "FIDELITIES"]
 RUN_STATUSES = ("running", "done", "failed", "stopped")
 FINISH_STATUSES = ("done", "failed", "stopped")
 FIDELITIES = ("weights", "weights+optimizer")
-# How many batch fingerprints of the current attempt are kept for exact-retry answers. A retry
-# of an older batch than this is answered as a conflict (STEP_ALREADY_RECORDED) rather than "ok".
+# How many batch fingerprints of the current attempt are kept in the state for exact-retry
+# answers; older batches are recalled from the keys index (ledger.keys), so a retry at any
+# distance is answered as the duplicate it is.
 BATCH_WINDOW = 4_096
+
+# Recalls the (digest, version) of the batch an attempt recorded from a first to a last step.
+RecallBatch = Callable[[int, int, int], "tuple[str, int] | None"]
 
 
 class Run(LedgerAggregate):
@@ -207,16 +212,20 @@ class Run(LedgerAggregate):
         if self.status != "running":
             raise FailedPreconditionError(f"the run is {self.status}", reason="RUN_FINISHED", status=self.status)
 
-    def record_steps(self, audit: Audit, batch: StepBatch) -> int | None:
+    def record_steps(self, audit: Audit, batch: StepBatch, recall: RecallBatch | None = None) -> int | None:
         """Record one batch. Returns the version of the identical batch recorded before (a
-        retry), or None when a new event was recorded."""
+        retry), or None when a new event was recorded. `recall` finds batches older than the
+        state's window."""
         current = self.current_attempt
         if batch.attempt == current and self.last_step is not None and batch.steps[0] <= self.last_step:
-            return self._match_recorded(batch)
+            return self._match_recorded(batch, recall)
         if batch.attempt < current:
             for first, last, digest, version in self.fenced_batches:
                 if (first, last, digest) == (batch.steps[0], batch.steps[-1], batch.digest):
                     return int(version)
+            found = recall(batch.attempt, batch.steps[0], batch.steps[-1]) if recall is not None else None
+            if found is not None and found[0] == batch.digest:
+                return found[1]
         self.check_writer(batch.attempt)
         self.record(
             self.StepsRecorded,
@@ -230,7 +239,7 @@ class Run(LedgerAggregate):
         )
         return None
 
-    def _match_recorded(self, batch: StepBatch) -> int:
+    def _match_recorded(self, batch: StepBatch, recall: RecallBatch | None) -> int:
         first, last = batch.steps[0], batch.steps[-1]
         for recorded_first, recorded_last, digest, version in reversed(self.batches):
             if recorded_first == first and recorded_last == last and digest == batch.digest:
@@ -259,8 +268,18 @@ class Run(LedgerAggregate):
                 step=first,
                 last_step=self.last_step,
             )
+        found = recall(batch.attempt, first, last) if recall is not None else None
+        if found is not None:
+            if found[0] == batch.digest:
+                return found[1]
+            raise AlreadyExistsError(
+                f"steps {first}..{last} were recorded with another payload",
+                reason="EXISTS_WITH_DIFFERENT_PAYLOAD",
+                first_step=first,
+                last_step=last,
+            )
         raise AlreadyExistsError(
-            f"steps {first}..{last} were recorded before this attempt's retry window",
+            f"steps {first}..{last} overlap steps recorded earlier in this attempt",
             reason="STEP_ALREADY_RECORDED",
             first_step=first,
             last_step=last,

@@ -16,11 +16,17 @@ from uuid import UUID
 
 import sqlite_utils
 from eventsourcing.persistence import InterfaceError, OperationalError
+from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 
+from ledger.keys import event_keys
 from ledger.queries import ViewReader
 from ledger.views import TABLES, VIEWS
 
-__all__ = ["Storage", "SQLiteStorage", "open_storage", "persistence_env"]
+__all__ = ["Storage", "SQLiteStorage", "SQLiteRecorder", "open_storage", "persistence_env"]
+
+KEYS_TABLE = "stored_keys"
+# Keys rows are written with the events they index: (aggregate id, key, the event's version).
+KeyRow = tuple[UUID, str, int]
 
 SQLITE_TYPES = {int: int, float: float, str: str, bytes: bytes}
 
@@ -31,7 +37,26 @@ def persistence_env(database: str) -> dict[str, str]:
         from ledger.postgres import postgres_env
 
         return postgres_env(database)
-    return {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": database, "SQLITE_LOCK_TIMEOUT": "30"}
+    return {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": database, "SQLITE_LOCK_TIMEOUT": "30",
+            "APPLICATION_RECORDER_TOPIC": "ledger.storage:SQLiteRecorder"}
+
+
+class SQLiteRecorder(SQLiteApplicationRecorder):
+    """eventsourcing's SQLite recorder that also writes the keys index (ledger.keys) in the
+    transaction of the events: `save(..., keys=[(aggregate id, key, version), ...])`."""
+
+    def construct_create_table_statements(self) -> list[str]:
+        return [*super().construct_create_table_statements(),
+                f"CREATE TABLE IF NOT EXISTS {KEYS_TABLE} (originator_id TEXT, key TEXT, originator_version INTEGER,"
+                " PRIMARY KEY (originator_id, key, originator_version)) WITHOUT ROWID"]
+
+    def _insert_events(self, c: SQLiteCursor, stored_events: Any, **kwargs: Any) -> Any:
+        positions = super()._insert_events(c, stored_events, **kwargs)
+        keys: list[KeyRow] = kwargs.get("keys") or []
+        if keys:
+            c.executemany(f"INSERT OR IGNORE INTO {KEYS_TABLE} (originator_id, key, originator_version)"
+                          " VALUES (?, ?, ?)", [(uuid.hex, key, version) for uuid, key, version in keys])
+        return positions
 
 
 def open_storage(app: Any) -> Storage:
@@ -61,6 +86,38 @@ class Storage:
     def head(self) -> int:
         raise NotImplementedError
 
+    def key_versions(self, originator_id: UUID, key: str) -> list[int]:
+        """The versions of the events of `originator_id` that used `key` (ledger.keys), oldest first."""
+        raise NotImplementedError
+
+    def keys_missing(self) -> bool:
+        """Whether the log holds keyed events that the keys index does not (a ledger written
+        before the index existed)."""
+        raise NotImplementedError
+
+    def index_log(self) -> int:
+        """Write the keys of every event in the log into the index (idempotent). Returns the
+        number of keys written."""
+        from ledger.application import event_topics
+        from ledger.keys import KEYED_EVENTS
+
+        topics = [topic for name in KEYED_EVENTS for topic in event_topics(name)]
+        written, start = 0, 1
+        while True:
+            page = self.app.recorder.select_notifications(start, 1000, topics=topics)
+            if not page:
+                return written
+            rows = []
+            for notification in page:
+                event = self.app.mapper.to_domain_event(notification)
+                rows += [(event.originator_id, key, event.originator_version) for key in event_keys(event)]
+            self.insert_keys(rows)
+            written += len(rows)
+            start = page[-1].id + 1
+
+    def insert_keys(self, rows: list[KeyRow]) -> None:
+        raise NotImplementedError
+
     def select_notifications_of(self, originator_ids: list[UUID], start: int, limit: int,
                                 topics: list[str]) -> list[Any]:
         """Notifications of the given aggregates from position `start`. This fallback filters
@@ -80,6 +137,9 @@ class Storage:
 
 class SQLiteStorage(Storage):
     """Events (eventsourcing's tables) and views (ours, prefixed view_) in one SQLite file."""
+
+    # The views' own connections raise sqlite3's errors (a locked or full database, I/O).
+    outage_errors = (*Storage.outage_errors, sqlite3.OperationalError)
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -118,7 +178,13 @@ class SQLiteStorage(Storage):
             db["view_tracking"].create({"view": str, "position": int}, pk="view")
 
     def tracking_positions(self) -> dict[str, int]:
-        rows = dict(self._writer.execute("SELECT view, position FROM view_tracking").fetchall())
+        rows = dict(self._reader().execute("SELECT view, position FROM view_tracking").fetchall())
+        return {view: rows.get(view, 0) for view in VIEWS}
+
+    def lock_tracking(self, cursor: sqlite3.Cursor) -> dict[str, int]:
+        """The views' positions, read inside the caller's write transaction (BEGIN IMMEDIATE
+        holds the database's write lock, so no other projector can move them meanwhile)."""
+        rows = dict(cursor.execute("SELECT view, position FROM view_tracking").fetchall())
         return {view: rows.get(view, 0) for view in VIEWS}
 
     @contextmanager
@@ -160,6 +226,24 @@ class SQLiteStorage(Storage):
     def head(self) -> int:
         row = self._reader().execute("SELECT MAX(rowid) FROM stored_events").fetchone()
         return int(row[0] or 0)
+
+    def key_versions(self, originator_id: UUID, key: str) -> list[int]:
+        rows = self._reader().execute(
+            f"SELECT originator_version FROM {KEYS_TABLE} WHERE originator_id = ? AND key = ?"
+            " ORDER BY originator_version", (originator_id.hex, key)).fetchall()
+        return [int(row[0]) for row in rows]
+
+    def keys_missing(self) -> bool:
+        reader = self._reader()
+        if reader.execute(f"SELECT 1 FROM {KEYS_TABLE} LIMIT 1").fetchone() is not None:
+            return False
+        return reader.execute("SELECT 1 FROM stored_events WHERE topic LIKE '%:Account.Spend%'"
+                              " OR topic LIKE '%:Run.StepsRecorded' LIMIT 1").fetchone() is not None
+
+    def insert_keys(self, rows: list[KeyRow]) -> None:
+        with self.transaction() as cursor:
+            cursor.executemany(f"INSERT OR IGNORE INTO {KEYS_TABLE} (originator_id, key, originator_version)"
+                               " VALUES (?, ?, ?)", [(uuid.hex, key, version) for uuid, key, version in rows])
 
     def select_notifications_of(self, originator_ids: list[UUID], start: int, limit: int,
                                 topics: list[str]) -> list[Any]:

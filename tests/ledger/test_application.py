@@ -16,12 +16,15 @@ def test_open_run_is_idempotent_by_key(ledger: Ledger) -> None:
     again = ledger.open_run(run_key="spec-fingerprint", name="sft", spec={"lr": 0.1}, cap_usd_micro=100)
     assert (again.created, again.duplicate, again.run_id, again.position) == (False, True, first.run_id,
                                                                                first.position)
-    # Resume seeds, backend and cap are not part of the key: a resumed job finds its run again.
+    # Resume seeds, backend and cap are not part of the key: a resumed job finds its run again,
+    # and a cap it gives is a recorded cap change; an absent one leaves the cap.
     resumed = ledger.open_run(run_key="spec-fingerprint", cap_usd_micro=5)
     assert (resumed.run_id, resumed.duplicate) == (first.run_id, True)
-    state = ledger.run_state(first.run_id, min_position=first.position)
+    assert resumed.position > first.position
+    ledger.open_run(run_key="spec-fingerprint")
+    state = ledger.run_state(first.run_id, min_position=resumed.position)
     assert state["run"]["run_key"] == "spec-fingerprint"
-    assert state["spend"]["cap"] == 100
+    assert state["spend"]["cap"] == 5
 
 
 def test_every_write_answers_its_position_and_a_retry_answers_the_same(ledger: Ledger) -> None:

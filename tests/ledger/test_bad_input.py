@@ -244,9 +244,9 @@ CASES: dict[str, Case] = {
         "finish_run", lambda w: {"attempt": 1} if w.ledger.start_attempt(run_id=w.run_id) else {},
         FailedPreconditionError, "ATTEMPT_SUPERSEDED"),
     "set_cap-below-spend": ("set_cap", {"cap_usd_micro": 5}, FailedPreconditionError, "CAP_BELOW_SPEND"),
-    "open_account-other-parent": ("open_account", lambda w: {"account": w.run_id, "parent": "",
-                                                             "cap_usd_micro": 100_000},
-                                  AlreadyExistsError, "EXISTS_WITH_DIFFERENT_PAYLOAD"),
+    "open_account-run-account": ("open_account", lambda w: {"account": w.run_id, "parent": "",
+                                                            "cap_usd_micro": 100_000},
+                                 InvalidArgumentError, "ACCOUNT_NAME_RESERVED"),
     "open_account-other-cap": ("open_account", {"account": "team", "parent": "", "cap_usd_micro": 5},
                                AlreadyExistsError, "EXISTS_WITH_DIFFERENT_PAYLOAD"),
 }

@@ -83,6 +83,7 @@ def test_the_sweep_sees_a_reservation_the_views_have_not_projected_yet(sqlite_da
         app.reserve(account="a", reservation_id="r1", amount_usd_micro=10, ttl=timedelta(seconds=1))
         assert app.projector.position < app.head()
         clock.advance(seconds=1)
+        app.projector.start()  # The sweep waits for the views to reflect every write first.
         assert app.expire_reservations() == 1
         assert app.account_now("a")["pending"] == 0
     finally:

@@ -265,15 +265,23 @@ class TestRebuild:
         assert dump_views(ledger) == before
 
     def test_a_restart_resumes_projecting_where_it_stopped(self, sqlite_database: str, clock: FakeClock) -> None:
-        app = Ledger.open(sqlite_database, clock=clock, project=False)
+        app = Ledger.open(sqlite_database, clock=clock)
         scenario(app, clock)
         app.wait(app.head())
-        before = dump_views(app)
         app.close()
+        writer = Ledger.open(sqlite_database, clock=clock, project=False)
+        run_id = writer.open_run(run_key="written-while-nothing-projected").run_id
+        writer.start_attempt(run_id=run_id)
+        steps(writer, run_id, 1, 1, 4)
+        assert writer.projector.position < writer.head()
+        writer.close()
         app = Ledger.open(sqlite_database, clock=clock)
         try:
             app.wait(app.head())
-            assert dump_views(app) == before
+            resumed = dump_views(app)
+            app.projector.rebuild()
+            assert dump_views(app) == resumed
+            assert app.run_state(run_id)["last_step"] == 4
         finally:
             app.close()
 
@@ -318,13 +326,20 @@ class TestReadYourWrites:
             ledger.run_state(run_id, min_position=ledger.head() + 10, timeout_s=0.05)
         assert caught.value.reason == "VIEW_NOT_CAUGHT_UP"
 
-    def test_without_a_background_projector_a_read_projects_in_its_own_thread(self, sqlite_database: str) -> None:
-        app = Ledger.open(sqlite_database, project=False)
+    def test_a_reader_never_projects_and_follows_the_projecting_process(self, sqlite_database: str) -> None:
+        writer = Ledger.open(sqlite_database)
+        reader = Ledger.open(sqlite_database, project=False)
         try:
-            run_id = app.open_run(run_key="k").run_id
-            position = app.start_attempt(run_id=run_id).position
-            assert app.projector.position < position
-            assert app.run_state(run_id, min_position=position)["current_attempt"] == 1
-            assert app.projector.position >= position
+            run_id = writer.open_run(run_key="k").run_id
+            position = writer.start_attempt(run_id=run_id).position
+            assert reader.run_state(run_id, min_position=position)["current_attempt"] == 1
+            writer.projector.stop()
+            late = writer.append_steps(run_id=run_id, attempt=1, steps=[1]).position
+            with pytest.raises(UnavailableError) as caught:
+                reader.run_state(run_id, min_position=late, timeout_s=0.2)
+            assert caught.value.reason == "VIEW_NOT_CAUGHT_UP"
+            assert reader.storage.tracking_positions() == writer.storage.tracking_positions()
+            assert max(reader.storage.tracking_positions().values()) < late
         finally:
-            app.close()
+            reader.close()
+            writer.close()
