@@ -694,6 +694,7 @@ class Ledger(Application[UUID]):
     def wait(self, position: int, timeout_s: float = 5.0) -> None:
         """Block until every view reflects `position`, else raise UnavailableError."""
         if position > 0 and not self.projector.wait(position, timeout_s):
+            self._check_projection()
             raise UnavailableError(f"the views did not reach position {position} in {timeout_s} s",
                                    reason="VIEW_NOT_CAUGHT_UP", position=position)
 
@@ -701,6 +702,18 @@ class Ledger(Application[UUID]):
     def head(self) -> int:
         """The position of the newest event in the log (0 when empty)."""
         return self.storage.head()
+
+    def check(self) -> int:
+        """What health follows: the head of the log, read from storage, while the views are
+        projected. Raises UnavailableError when storage cannot be read or projection stopped."""
+        self._check_projection()
+        return self.head()
+
+    def _check_projection(self) -> None:
+        failure = self.projector.failure
+        if failure is not None:
+            raise UnavailableError(f"the views are stopped: {failure}", reason="PROJECTION_FAILED",
+                                   position=failure.position)
 
     @_storage_read
     def run_state(self, run_id: str, *, min_position: int = 0, timeout_s: float = 5.0) -> dict[str, Any]:

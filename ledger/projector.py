@@ -150,6 +150,8 @@ class Projector:
         log.critical("projection stopped: %s", failure, exc_info=failure.__cause__)
         with self._condition:
             self._condition.notify_all()
+        for listener in list(self.listeners):
+            listener(self.position)
 
     def catch_up(self, stop: int | None = None) -> int:
         """Apply everything up to `stop` (default: the head). Returns events applied. Raises

@@ -62,7 +62,7 @@ class Edge:
             return timeout_s
         deadline = self.loop.time() + timeout_s
         projector.wake()  # Writers in other processes are only noticed by a poll otherwise.
-        while projector.position < position and not self.closed:
+        while projector.position < position and not self.closed and projector.failure is None:
             left = deadline - self.loop.time()
             if left <= 0:
                 return 0.0

@@ -1,5 +1,6 @@
-"""The CLI's read commands: each opens the database directly (no server), brings the views up to
-the head of the log, and prints a table or JSON."""
+"""The CLI's read commands: each opens the database directly (no server) and prints a table or
+JSON. A read never projects beside a server: it shows the views that the serving process has
+committed; with no process serving the file, it first brings the views up to the head of the log."""
 
 from __future__ import annotations
 
@@ -39,12 +40,28 @@ def opened(database: str, *, catch_up: bool = True) -> Iterator[Ledger]:
         raise Failure(f"cannot open database {describe(database)}: {error}") from None
     try:
         if catch_up:
-            ledger.projector.catch_up()
+            _catch_up_when_alone(database, ledger)
         yield ledger
     except LedgerError as error:
         raise Failure(error.message, status=1) from None
     finally:
         ledger.close()
+
+
+def _catch_up_when_alone(database: str, ledger: Ledger) -> None:
+    """A read never projects beside a process that serves the file (that process projects, and
+    the read shows the views as it committed them). With none serving, the views are brought up
+    to the head of the log first, holding the file as a server would."""
+    from services.holder import HolderError, acquire
+
+    try:
+        holder = acquire(database, "read")
+    except HolderError:
+        return
+    if holder is None:  # PostgreSQL: projected by its servers and workers.
+        return
+    with holder:
+        ledger.projector.catch_up()
 
 
 def emit(args: argparse.Namespace, value: Any, text: str) -> None:

@@ -1,9 +1,9 @@
 """The composition root: one ledger, four servicers, health, reflection, the interceptor, the
 reservation sweep, a storage probe behind health, and a graceful shutdown.
 
-Health follows storage: a probe reads the head of the log every second in a worker thread;
-when storage is unreachable (or the read hangs) every service turns NOT_SERVING, and SERVING
-again as soon as a read succeeds. Calls meanwhile answer UNAVAILABLE by themselves.
+Health follows storage and projection: a probe reads the head of the log every second in a
+worker thread; when storage is unreachable (or the read hangs), or projection stopped on an event
+it could not apply, every service turns NOT_SERVING, and SERVING again as soon as a read succeeds. Calls meanwhile answer UNAVAILABLE by themselves.
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ class LedgerServer(grpc.aio.Server):
         try:
             while True:
                 if probe is None:
-                    probe = asyncio.ensure_future(asyncio.to_thread(self.edge.ledger.head))
+                    probe = asyncio.ensure_future(asyncio.to_thread(self.edge.ledger.check))
                 done, _ = await asyncio.wait({probe}, timeout=PROBE_TIMEOUT_S)
                 if not done:  # Still hanging: unavailable until it answers.
                     await self._set_serving(False, f"storage did not answer within {PROBE_TIMEOUT_S:.0f} s")

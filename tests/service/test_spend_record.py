@@ -4,11 +4,15 @@ the holds of the attempts it fences off."""
 
 from __future__ import annotations
 
+import sqlite3
+import time
 import uuid
 
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from ledger import Ledger
 from ledger.accounts import SETTLED_WINDOW
 from ledger.runs import BATCH_WINDOW
 from tests.service.support import Served, Stubs, batch, error_info, key, open_run
@@ -164,3 +168,39 @@ def test_a_new_attempt_releases_the_holds_of_the_attempts_it_fences(stubs: Stubs
     # A retry of the start releases nothing more.
     again = stubs.runs.StartAttempt(runs_pb2.StartAttemptRequest(run_id=run_id, attempt_id="a2"), timeout=10)
     assert again.duplicate and again.position == started.position
+
+
+def test_an_event_that_cannot_be_projected_stops_projection_loudly(tmp_path, caplog) -> None:
+    """A view row that collides with an event (here planted by hand, as the old window bug did)
+    stops projection at that event: reads say PROJECTION_FAILED at once, health turns
+    NOT_SERVING, the log names the position; writes are still recorded."""
+    path = tmp_path / "ledger.db"
+    ledger = Ledger.open(str(path))
+    served = Served(ledger)
+    try:
+        stubs = served.stubs
+        stubs.spend.OpenAccount(spend_pb2.OpenAccountRequest(account="team"), timeout=10)
+        with sqlite3.connect(path) as side:
+            side.execute("INSERT INTO view_reservations (account, reservation_id, kind, state, amount, actual, overrun,"
+                         " basis, actual_basis, reason, attempt, position) VALUES ('team', 'r1', 'reservation',"
+                         " 'pending', 1, 0, 0, '{}', '{}', '', 0, 0)")
+        held = stubs.spend.Reserve(spend_pb2.ReserveRequest(account="team", reservation_id="r1", amount_usd_micro=5),
+                                   timeout=10)
+        code, reason = reason_of(stubs.spend.GetAccount, spend_pb2.GetAccountRequest(
+            account="team", min_position=held.position))
+        assert (code, reason) == (Code.UNAVAILABLE, "PROJECTION_FAILED")
+        assert ledger.projector.failure is not None and ledger.projector.failure.position == held.position
+        assert ledger.storage.tracking_positions()["spend"] == held.position - 1
+        health = health_pb2_grpc.HealthStub(stubs.channel)
+        deadline = time.monotonic() + 15
+        while health.Check(health_pb2.HealthCheckRequest(), timeout=5).status != health_pb2.HealthCheckResponse.NOT_SERVING:
+            assert time.monotonic() < deadline, "health never turned NOT_SERVING"
+            time.sleep(0.1)
+        assert any(f"position {held.position}" in record.getMessage() for record in caplog.records)
+        # Writes go on being recorded: nothing acknowledged is lost while the views are stopped.
+        again = stubs.spend.Reserve(spend_pb2.ReserveRequest(account="team", reservation_id="r2", amount_usd_micro=5),
+                                    timeout=10)
+        assert again.position > held.position
+    finally:
+        served.close()
+        ledger.close()
