@@ -18,20 +18,21 @@ from clients.errors import (
     NotFound,
     PermissionDenied,
     ResourceExhausted,
+    RunEnded,
     RunFinished,
     SpendCapExceeded,
     Unauthenticated,
     Unavailable,
     error_from_rpc,
 )
-from clients.recorder import Hold, RunRecorder
+from clients.recorder import Hold, RunRecorder, exit_status
 from clients.retry import RetryPolicy
 from clients.runkey import dataset_digest, file_digest, run_key
 
 __all__ = [
-    "LedgerClient", "AsyncLedgerClient", "RunRecorder", "Hold", "RetryPolicy", "run_key", "file_digest",
-    "dataset_digest", "error_from_rpc", "LedgerClientError", "InvalidArgument", "NotFound", "AlreadyExists",
-    "FailedPrecondition", "Aborted", "ResourceExhausted", "Unavailable", "DeadlineExceeded", "Cancelled",
-    "Unauthenticated", "PermissionDenied", "Internal", "SpendCapExceeded", "AttemptSuperseded", "RunFinished",
-    "CurrentVersionMoved", "GateNotPassed",
+    "LedgerClient", "AsyncLedgerClient", "RunRecorder", "Hold", "exit_status", "RetryPolicy", "run_key",
+    "file_digest", "dataset_digest", "error_from_rpc", "LedgerClientError", "InvalidArgument", "NotFound",
+    "AlreadyExists", "FailedPrecondition", "Aborted", "ResourceExhausted", "Unavailable", "DeadlineExceeded",
+    "Cancelled", "Unauthenticated", "PermissionDenied", "Internal", "SpendCapExceeded", "AttemptSuperseded",
+    "RunFinished", "RunEnded", "CurrentVersionMoved", "GateNotPassed",
 ]

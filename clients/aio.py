@@ -7,6 +7,7 @@ async iterators. Deadlines, request ids, principal and retries behave exactly as
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
 from typing import Any
@@ -48,18 +49,23 @@ class AsyncAckStream:
 class AsyncLedgerClient(LedgerMethods):
     """An asyncio client of one ledger server, or of several replicas (a list of "host:port",
     as LedgerClient); create it inside the event loop that uses it. Usable as an async context
-    manager (closes the channel)."""
+    manager (closes the channel). `timeout_s`, `outage_budget_s` and `retries` as LedgerClient."""
 
     def __init__(self, address: str | Sequence[str] = "127.0.0.1:50051", *, principal: str = "", timeout_s: float = 10.0,
-                 retries: RetryPolicy | int | None = None, channel: grpc.aio.Channel | None = None,
-                 options: Iterable[tuple[str, Any]] = ()) -> None:
+                 retries: RetryPolicy | int | None = None, outage_budget_s: float | None = None,
+                 channel: grpc.aio.Channel | None = None, options: Iterable[tuple[str, Any]] = ()) -> None:
         self.address = address
         self.principal = principal
         self.timeout_s = timeout_s
-        self.retry_policy = RetryPolicy.of(retries)
+        self.retry_policy = RetryPolicy.of(retries, outage_budget_s=outage_budget_s)
         self._channel = channel or grpc.aio.insecure_channel(channel_target(address), options=(*CHANNEL_OPTIONS, *options))
         self._stubs = {name: stub(self._channel) for name, stub in _STUBS.items()}
         self._closed = False
+
+    @property
+    def outage_budget_s(self) -> float:
+        """How long a call rides out an unreachable ledger before it raises Unavailable."""
+        return self.retry_policy.total_s
 
     async def close(self) -> None:
         self._closed = True
@@ -80,19 +86,18 @@ class AsyncLedgerClient(LedgerMethods):
         rpc = getattr(self._stubs[service], method)
         metadata = self.metadata()
         request = self._session(request)
-        policy, tried, waited_s = self.retry_policy, 0, 0.0
+        policy, tried, began = self.retry_policy, 0, time.monotonic()
         while True:
             tried += 1
             try:
                 return self._observe(decode(await rpc(request, timeout=timeout_s or self.timeout_s, metadata=metadata)))
             except grpc.RpcError as rpc_error:
                 error = error_from_rpc(rpc_error)
+            elapsed_s = time.monotonic() - began
             if self._closed or not policy.should_retry(error, idempotent=idempotent, tried=tried,
-                                                       waited_s=waited_s):
+                                                       elapsed_s=elapsed_s):
                 raise error
-            delay = policy.backoff_s(tried - 1)
-            waited_s += delay
-            await asyncio.sleep(delay)
+            await asyncio.sleep(policy.delay_s(tried, elapsed_s))
 
     async def _server_stream(self, service: str, method: str, request: Any, *, decode: Any,
                              timeout_s: float | None) -> AsyncIterator[Any]:

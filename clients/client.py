@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import grpc
@@ -104,16 +105,20 @@ class AckStream:
 
 class LedgerClient(LedgerMethods):
     """A blocking client of one ledger server, or of several replicas given as a list of
-    "host:port" (failover in order). `retries` is a RetryPolicy or a number of retries.
-    Usable as a context manager (closes the channel). Safe to share between threads."""
+    "host:port" (failover in order). `timeout_s` is the deadline of each try; `outage_budget_s`
+    how long a call rides out an unreachable ledger (UNAVAILABLE is resent until then, default
+    30 s; then it raises Unavailable); `retries` a RetryPolicy, or a number of retries (0: none
+    at all). Usable as a context manager (closes the channel). Safe to share between threads."""
 
     def __init__(self, address: str | Sequence[str] = "127.0.0.1:50051", *, principal: str = "",
                  timeout_s: float = 10.0, retries: RetryPolicy | int | None = None,
-                 channel: grpc.Channel | None = None, options: Iterable[tuple[str, Any]] = ()) -> None:
+                 outage_budget_s: float | None = None, channel: grpc.Channel | None = None,
+                 options: Iterable[tuple[str, Any]] = ()) -> None:
         self.address = address
         self.principal = principal
         self.timeout_s = timeout_s
-        self.retry_policy = RetryPolicy.of(retries)
+        self.retry_policy = RetryPolicy.of(retries, outage_budget_s=outage_budget_s)
+        self._local = threading.local()
         self._channel = channel or grpc.insecure_channel(channel_target(address),
                                                          options=(*CHANNEL_OPTIONS, *options))
         self._stubs = {name: stub(self._channel) for name, stub in _STUBS.items()}
@@ -133,24 +138,43 @@ class LedgerClient(LedgerMethods):
         """The call metadata: a new request id unless one is given, and the principal."""
         return (("x-request-id", request_id or str(uuid.uuid4())), ("x-principal", self.principal))
 
+    @property
+    def outage_budget_s(self) -> float:
+        """How long a call rides out an unreachable ledger before it raises Unavailable."""
+        return self.retry_policy.total_s
+
+    @contextmanager
+    def retrying(self, retries: RetryPolicy | int | None = None, *,
+                 outage_budget_s: float | None = None) -> Iterator[LedgerClient]:
+        """Within the block, this thread's calls retry by another policy (or budget), e.g. a
+        first try that must not wait out a whole outage; other threads are not affected."""
+        previous = getattr(self._local, "policy", None)
+        base = self.retry_policy if retries is None else retries
+        self._local.policy = RetryPolicy.of(base, outage_budget_s=outage_budget_s)
+        try:
+            yield self
+        finally:
+            self._local.policy = previous
+
     def _unary(self, service: str, method: str, request: Any, *, decode: Any = codec.to_dict,
                idempotent: bool = True, timeout_s: float | None = None) -> Any:
         rpc = getattr(self._stubs[service], method)
         metadata = self.metadata()
         request = self._session(request)
-        policy, tried, waited_s = self.retry_policy, 0, 0.0
+        policy: RetryPolicy = getattr(self._local, "policy", None) or self.retry_policy
+        tried, began = 0, time.monotonic()
         while True:
             tried += 1
             try:
                 return self._observe(decode(rpc(request, timeout=timeout_s or self.timeout_s, metadata=metadata)))
             except grpc.RpcError as rpc_error:
                 error = error_from_rpc(rpc_error)
+            elapsed_s = time.monotonic() - began
             if self._closed.is_set() or not policy.should_retry(error, idempotent=idempotent, tried=tried,
-                                                                 waited_s=waited_s):
+                                                                 elapsed_s=elapsed_s):
                 raise error
-            delay = policy.backoff_s(tried - 1)
-            waited_s += delay
-            time.sleep(delay)
+            if self._closed.wait(policy.delay_s(tried, elapsed_s)):
+                raise error
 
     def _server_stream(self, service: str, method: str, request: Any, *, decode: Any,
                        timeout_s: float | None) -> Iterator[Any]:

@@ -18,7 +18,7 @@ __all__ = [
     "DOMAIN", "LedgerClientError", "InvalidArgument", "NotFound", "AlreadyExists",
     "FailedPrecondition", "Aborted", "ResourceExhausted", "Unavailable", "DeadlineExceeded",
     "Cancelled", "Unauthenticated", "PermissionDenied", "Internal", "SpendCapExceeded",
-    "AttemptSuperseded", "RunFinished", "CurrentVersionMoved", "GateNotPassed", "error_from_rpc",
+    "AttemptSuperseded", "RunFinished", "RunEnded", "CurrentVersionMoved", "GateNotPassed", "error_from_rpc",
 ]
 
 DOMAIN = "trainledger"
@@ -110,6 +110,41 @@ class AttemptSuperseded(FailedPrecondition):
 
 class RunFinished(FailedPrecondition):
     """The run has finished; nothing more may be appended to it."""
+
+
+class RunEnded(RunFinished):
+    """A run that has ended was to be opened again: `status` "done" (it takes no new attempt: use a
+    new run key), or "failed" / "stopped" without reopen=True (use a new run key, or pass
+    reopen=True to start a new attempt on it). Raised by the client before any attempt starts;
+    `run_id`, `status`, and `state`, the RunState it was judged on."""
+
+    def __init__(self, reason: str, message: str, metadata: Mapping[str, str] | None = None,
+                 code: grpc.StatusCode = grpc.StatusCode.FAILED_PRECONDITION,
+                 state: Mapping[str, object] | None = None) -> None:
+        super().__init__(reason, message, metadata, code)
+        self.state = dict(state or {})
+
+    @property
+    def run_id(self) -> str:
+        return self.metadata.get("run_id", "")
+
+    @property
+    def status(self) -> str:
+        return self.metadata.get("status", "")
+
+    @classmethod
+    def of(cls, state: Mapping[str, object]) -> RunEnded:
+        """The refusal for a RunState whose run has ended, naming the run and what to do."""
+        run: Mapping[str, str] = state["run"]  # type: ignore[assignment]
+        status, run_id = run["status"], run["run_id"]
+        name = run.get("name") or run.get("run_key") or ""
+        named = f"run {name!r} ({run_id})" if name and name != run_id else f"run {run_id}"
+        if status == "done":
+            advice = "use a new run key (a done run takes no new attempt)"
+        else:
+            advice = "use a new run key, or pass reopen=True to start a new attempt on it"
+        return cls("RUN_FINISHED", f"{named} is {status}: {advice}",
+                   {"run_id": run_id, "run_key": run.get("run_key", ""), "status": status}, state=state)
 
 
 class GateNotPassed(FailedPrecondition):

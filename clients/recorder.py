@@ -7,17 +7,25 @@ durable with an outbox directory) and a background thread keeps trying to open t
 the attempt; once it answers, the held batches are rewritten with the real attempt number and
 sent, exactly once. Spend is never held for a pending attempt: `reserve` raises Unavailable
 (fail closed), so a trainer that pays per interval stops rather than trains without a hold.
+
+How a run ends (`exit_status`, the same for every trainer integration): "done" when its block
+ends normally, "stopped" when a spend-cap refusal (SpendCapExceeded) or an interrupt
+(KeyboardInterrupt; SIGTERM too with `stop_on_sigterm=True`) ends it, "failed" with the error
+for any other exception. An ended run is opened again only on purpose: `open` refuses a done run
+(it takes no new attempt: use a new run key) and a failed or stopped one unless `reopen=True`
+(then a new attempt starts on it), with RunEnded naming the run.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import threading
 import uuid
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from typing import Any, Literal
 
@@ -26,18 +34,69 @@ import grpc
 from clients.attempts import start_attempt
 from clients.batcher import Batcher, make_row
 from clients.client import LedgerClient
-from clients.errors import LedgerClientError, Unavailable
+from clients.errors import LedgerClientError, RunEnded, SpendCapExceeded, Unavailable
 from clients.outbox import MemoryOutbox, SqliteOutbox, pending_run_id
 from clients.retry import REFUSAL_CODES, RetryPolicy
 from clients.sender import Sender
 from clients.spend import Hold, hold_spend
 
-__all__ = ["RunRecorder", "Hold"]
+__all__ = ["RunRecorder", "Hold", "exit_status", "exit_error", "refuse_ended", "ENDED_STATUSES"]
 
 log = logging.getLogger("trainledger.clients")
 ERROR_LENGTH_MAX = 2_000
 OUTBOX_STEPS_MAX = 1_000_000
+ENDED_STATUSES = ("done", "failed", "stopped")
+# A deferred open tries the ledger this long in the foreground (and per background try) before
+# it leaves the open to the background opener.
+DEFERRED_TRY_S = 2.0
 _REOPEN = RetryPolicy(initial_backoff_s=0.2, max_backoff_s=5.0)
+
+
+def exit_status(error: BaseException | None) -> str:
+    """The status a run ends with when its training ends with `error`: "done" with none;
+    "stopped" for a spend-cap refusal (SpendCapExceeded) or an interrupt (KeyboardInterrupt,
+    which a SIGTERM becomes with stop_on_sigterm, SystemExit); "failed" for any other exception."""
+    if error is None:
+        return "done"
+    if isinstance(error, SpendCapExceeded) or not isinstance(error, Exception):
+        return "stopped"
+    return "failed"
+
+
+def exit_error(error: BaseException | None) -> str:
+    """The error text a run is finished with: "<type>: <message>" ("<type>" when it says
+    nothing more), or "" with none."""
+    if error is None:
+        return ""
+    message = str(error)
+    return (f"{type(error).__name__}: {message}" if message else type(error).__name__)[:ERROR_LENGTH_MAX]
+
+
+def refuse_ended(state: Mapping[str, Any], *, reopen: bool = False) -> None:
+    """Raise RunEnded when the RunState's run has ended and may not take a new attempt: a done
+    run never does; a failed or stopped one only with `reopen`."""
+    status = state["run"]["status"]
+    if status == "done" or (status in ENDED_STATUSES and not reopen):
+        raise RunEnded.of(state)
+
+
+class _SigtermStop:
+    """SIGTERM as KeyboardInterrupt in the main thread, once: the handler puts the previous one
+    back before it raises, so a second SIGTERM does what it did before."""
+
+    def __init__(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            raise ValueError("stop_on_sigterm needs the main thread: Python runs signal handlers there only")
+        self._previous = signal.signal(signal.SIGTERM, self._handle)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.restore()
+        raise KeyboardInterrupt("SIGTERM")
+
+    def restore(self) -> None:
+        """Put the previous handler back (from the main thread, and only if ours is still set)."""
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == self._handle:
+            signal.signal(signal.SIGTERM, self._previous)
 
 
 class RunRecorder:
@@ -80,15 +139,23 @@ class RunRecorder:
                               on_ack=on_ack, ready=_pending is None)
         self._finished: dict[str, Any] | None = None
         self._closed = False
+        self._sigterm: _SigtermStop | None = None
 
     @classmethod
     def open(cls, client: LedgerClient, *, run_key: str, name: str = "", spec: Mapping[str, Any] | None = None,
              cap_usd_micro: int | None = None, parent_account: str = "", attempt_label: str | None = None,
              resume_from_step: int | Literal["latest"] | None = None,
-             outbox_dir: str | os.PathLike[str] | None = None, defer: bool = False, **options: Any) -> RunRecorder:
+             outbox_dir: str | os.PathLike[str] | None = None, defer: bool = False, reopen: bool = False,
+             stop_on_sigterm: bool = False, **options: Any) -> RunRecorder:
         """Open (or find) the run, replay what an earlier process left in the outbox for it, and
         start a new attempt, from scratch (None), from the checkpoint at a step, or from the run's
         resumable checkpoint if it has one ("latest"; see state["resume"] for its handle).
+        The cap and parent account go with every open: for an existing run a cap given changes
+        its cap (None leaves it as it is).
+        A run that has ended is refused with RunEnded: a done run always (use a new run key), a
+        failed or stopped one unless `reopen=True` (then the new attempt reopens it).
+        `stop_on_sigterm=True` (from the main thread) turns a SIGTERM into KeyboardInterrupt in the
+        main thread until the recorder is closed, so the block ends the run "stopped".
         Raises LedgerClientError (Unavailable when the ledger is unreachable). With `defer=True` an
         unreachable ledger (any error but a refusal) does not raise: the recorder opens in the
         background (see the module docstring, `opened`, `wait_open`); "latest" needs the ledger."""
@@ -96,22 +163,33 @@ class RunRecorder:
                          parent_account=parent_account)
         label = attempt_label if attempt_label is not None else f"{socket.gethostname()}:{os.getpid()}"
         attempt_id = str(uuid.uuid4()) if defer else None
+        sigterm = _SigtermStop() if stop_on_sigterm else None
         try:
-            started, counters = _open_and_start(client, open_args, label, resume_from_step, outbox_dir, attempt_id)
-        except LedgerClientError as error:
-            if not defer or error.code in REFUSAL_CODES or resume_from_step == "latest":
-                raise
-            log.warning("the ledger is unreachable (%s); run %s opens in the background", error.reason, run_key)
-            pending = dict(attempt_id=attempt_id, run_key=run_key, label=label, resume_from_step=resume_from_step)
-            recorder = cls(client, run_id="", attempt=0, outbox_dir=outbox_dir, _pending=pending, **options)
-            recorder._opener = threading.Thread(
-                target=recorder._open_later, args=(open_args, label, resume_from_step, outbox_dir, attempt_id),
-                name="trainledger-opener", daemon=True)
-            recorder._opener.start()
-            return recorder
-        run_id = started["state"]["run"]["run_id"]
-        recorder = cls(client, run_id=run_id, attempt=started["attempt"], outbox_dir=outbox_dir,
-                       state=started["state"], **options)
+            try:
+                with _first_try(client, defer and resume_from_step != "latest"):
+                    started, counters = _open_and_start(client, open_args, label, resume_from_step, outbox_dir,
+                                                        attempt_id, reopen)
+            except LedgerClientError as error:
+                if not defer or error.code in REFUSAL_CODES or resume_from_step == "latest":
+                    raise
+                log.warning("the ledger is unreachable (%s); run %s opens in the background", error.reason, run_key)
+                pending = dict(attempt_id=attempt_id, run_key=run_key, label=label, resume_from_step=resume_from_step)
+                recorder = cls(client, run_id="", attempt=0, outbox_dir=outbox_dir, _pending=pending, **options)
+                recorder._sigterm = sigterm
+                recorder._opener = threading.Thread(
+                    target=recorder._open_later,
+                    args=(open_args, label, resume_from_step, outbox_dir, attempt_id, reopen),
+                    name="trainledger-opener", daemon=True)
+                recorder._opener.start()
+                return recorder
+            run_id = started["state"]["run"]["run_id"]
+            recorder = cls(client, run_id=run_id, attempt=started["attempt"], outbox_dir=outbox_dir,
+                           state=started["state"], **options)
+        except BaseException:
+            if sigterm is not None:
+                sigterm.restore()
+            raise
+        recorder._sigterm = sigterm
         recorder._add_counters(counters)
         return recorder
 
@@ -121,14 +199,15 @@ class RunRecorder:
                 self._counters[name_] += value
 
     def _open_later(self, open_args: dict[str, Any], label: str, resume_from_step: int | None,
-                    outbox_dir: str | os.PathLike[str] | None, attempt_id: str) -> None:
+                    outbox_dir: str | os.PathLike[str] | None, attempt_id: str, reopen: bool) -> None:
         """The deferred open: retry until the ledger answers, then hand the attempt to the sender."""
         tried = 0
         while not self._stop_opening.wait(_REOPEN.backoff_s(min(tried, 10))):
             tried += 1
             try:
-                started, counters = _open_and_start(self.client, open_args, label, resume_from_step, outbox_dir,
-                                                    attempt_id)
+                with _first_try(self.client, True):
+                    started, counters = _open_and_start(self.client, open_args, label, resume_from_step,
+                                                        outbox_dir, attempt_id, reopen)
             except LedgerClientError as error:
                 if error.code not in REFUSAL_CODES:
                     continue
@@ -224,7 +303,8 @@ class RunRecorder:
     def reserve(self, amount_usd_micro: int, *, basis: Mapping[str, Any] | None = None, ttl_s: float | None = None,
                 reservation_id: str | None = None) -> Iterator[Hold]:
         """Hold spend for a billable call (see clients.spend.hold_spend): blocks for the hold, raises
-        SpendCapExceeded when refused and Unavailable when the ledger cannot be reached."""
+        SpendCapExceeded when refused and Unavailable when the ledger cannot be reached within the
+        client's outage budget (outage_budget_s): no hold, so no billable call."""
         self.require_open()
         with hold_spend(self.client, account=self.account, amount_usd_micro=amount_usd_micro, basis=basis,
                         ttl_s=ttl_s, attempt=self._attempt, reservation_id=reservation_id) as hold:
@@ -272,6 +352,8 @@ class RunRecorder:
         stays in the outbox (when there is one) for the next recorder of this run."""
         if not self._closed:
             self._closed = True
+            if self._sigterm is not None:
+                self._sigterm.restore()
             self._stop_opening.set()
             if self._opener is not None and self._opener is not threading.current_thread():
                 self._opener.join(timeout=self.client.timeout_s if hasattr(self.client, "timeout_s") else 10.0)
@@ -287,20 +369,33 @@ class RunRecorder:
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, traceback: Any) -> None:
+        """Finish the run: "done", or as exit_status says with the error ("stopped" for a cap
+        refusal or an interrupt, "failed" for any other exception)."""
         if exc is None:
             self.finish("done")
             return
+        status = exit_status(exc)
         try:
-            self.finish("failed", error=f"{exc_type.__name__}: {exc}")
+            self.finish(status, error=exit_error(exc))
         except LedgerClientError as error:
-            log.warning("could not record the run as failed: %s", error)
+            log.warning("could not record the run as %s: %s", status, error)
 
+
+def _first_try(client: Any, short: bool) -> Any:
+    """Within it, a deferred open's calls ride out an outage for DEFERRED_TRY_S at most (the
+    background opener tries again), not the client's whole outage budget."""
+    if not short or not hasattr(client, "retrying"):
+        return nullcontext()
+    return client.retrying(outage_budget_s=min(DEFERRED_TRY_S, getattr(client, "outage_budget_s", DEFERRED_TRY_S)))
 
 
 def _open_and_start(client: Any, open_args: dict[str, Any], label: str, resume_from_step: Any,
-                    outbox_dir: Any, attempt_id: str | None) -> tuple[dict[str, Any], dict[str, int]]:
-    """OpenRun, then the outbox replay and StartAttempt (clients.attempts.start_attempt)."""
+                    outbox_dir: Any, attempt_id: str | None,
+                    reopen: bool = False) -> tuple[dict[str, Any], dict[str, int]]:
+    """OpenRun, the ended-run check, then the outbox replay and StartAttempt
+    (clients.attempts.start_attempt)."""
     opened = client.open_run(**open_args)
+    refuse_ended(opened["state"], reopen=reopen)
     run_id = opened["state"]["run"]["run_id"]
     if resume_from_step == "latest":
         resume = opened["state"]["resume"]

@@ -2,18 +2,25 @@
 
 A retry always resends the very same request with the same x-request-id and the same client-made
 ids, so a retry of a write that did land is answered as a duplicate: the server does nothing twice.
+
+UNAVAILABLE (the ledger restarting, a replica going away, the network) is retried for as long as
+the outage budget lasts (`total_s`, 30 s by default, counted from the call's first try): a ledger
+restart of a few seconds is ridden out, a longer outage raises Unavailable. Each try keeps its own
+deadline (the client's `timeout_s`).
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import grpc
 
 from clients.errors import Aborted, DeadlineExceeded, LedgerClientError, Unavailable
 
-__all__ = ["RetryPolicy", "NO_RETRY", "REFUSAL_CODES"]
+__all__ = ["RetryPolicy", "NO_RETRY", "REFUSAL_CODES", "OUTAGE_BUDGET_S"]
+
+OUTAGE_BUDGET_S = 30.0
 
 # The codes of refusals that no resend can change: a batch refused so is dropped, never resent.
 REFUSAL_CODES = frozenset({
@@ -24,23 +31,36 @@ REFUSAL_CODES = frozenset({
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """Exponential backoff with full jitter. `attempts` counts the first try; `total_s` bounds
-    the time spent waiting between tries of one logical call."""
+    """Exponential backoff with full jitter, for one logical call.
+
+    `total_s` is the outage budget: UNAVAILABLE is retried until `total_s` seconds have passed
+    since the call's first try, however many tries that takes (0 = never). `attempts` (counting
+    the first try) bounds the retries of the errors that are retried only where repeating the
+    call cannot change its effect: DEADLINE_EXCEEDED and a storage write conflict; they stop at
+    the budget too."""
 
     attempts: int = 5
     initial_backoff_s: float = 0.1
-    max_backoff_s: float = 2.0
+    max_backoff_s: float = 1.0
     multiplier: float = 2.0
-    total_s: float = 30.0
+    total_s: float = OUTAGE_BUDGET_S
 
     @classmethod
-    def of(cls, retries: RetryPolicy | int | None) -> RetryPolicy:
-        """A policy from a policy, a number of retries (0 = try once) or None (the default)."""
+    def of(cls, retries: RetryPolicy | int | None, *, outage_budget_s: float | None = None) -> RetryPolicy:
+        """A policy from a policy, a number of retries (0 = try once, no retry at all; n > 0 = n
+        retries of DEADLINE_EXCEEDED and write conflicts) or None (the default); `outage_budget_s`,
+        when given, replaces its total_s."""
         if retries is None:
-            return cls()
-        if isinstance(retries, RetryPolicy):
-            return retries
-        return cls(attempts=max(1, int(retries) + 1))
+            policy = cls()
+        elif isinstance(retries, RetryPolicy):
+            policy = retries
+        elif int(retries) <= 0:
+            policy = NO_RETRY
+        else:
+            policy = cls(attempts=int(retries) + 1)
+        if outage_budget_s is not None:
+            policy = replace(policy, total_s=max(0.0, float(outage_budget_s)))
+        return policy
 
     def backoff_s(self, retry: int) -> float:
         """How long to wait before retry number `retry` (0-based)."""
@@ -48,18 +68,23 @@ class RetryPolicy:
         return random.uniform(ceiling / 2, ceiling)
 
     def should_retry(self, error: LedgerClientError, *, idempotent: bool, tried: int,
-                     waited_s: float) -> bool:
-        """Whether to send the same request again after `tried` tries: UNAVAILABLE always (the
-        request either never arrived or is answered as a duplicate), DEADLINE_EXCEEDED and a
-        storage write conflict only where repeating the call cannot change its effect."""
-        if tried >= self.attempts or waited_s >= self.total_s:
+                     elapsed_s: float) -> bool:
+        """Whether to send the same request again after `tried` tries, `elapsed_s` seconds after
+        the first began: UNAVAILABLE while the budget lasts (the request either never arrived or
+        is answered as a duplicate), DEADLINE_EXCEEDED and a storage write conflict only where
+        repeating the call cannot change its effect, and only `attempts` times in all."""
+        if elapsed_s >= self.total_s:
             return False
         if isinstance(error, Unavailable):
             return True
-        if not idempotent:
+        if not idempotent or tried >= self.attempts:
             return False
         return isinstance(error, DeadlineExceeded) or (
             isinstance(error, Aborted) and error.reason == "WRITE_CONFLICT")
 
+    def delay_s(self, tried: int, elapsed_s: float) -> float:
+        """The wait before the next try: the backoff, cut to what is left of the budget."""
+        return max(0.0, min(self.backoff_s(tried - 1), self.total_s - elapsed_s))
 
-NO_RETRY = RetryPolicy(attempts=1)
+
+NO_RETRY = RetryPolicy(attempts=1, total_s=0.0)

@@ -37,8 +37,9 @@ def hold_spend(client: Any, *, account: str, amount_usd_micro: int, basis: Mappi
                ttl_s: float | None = None, attempt: int = 0, reservation_id: str | None = None) -> Iterator[Hold]:
     """Reserve `amount_usd_micro` on `account` (blocking, with the client's retries), yield the Hold,
     commit its actual amount when the block ends, release it when the block raises (and re-raise).
-    Raises SpendCapExceeded when refused, Unavailable when the ledger is unreachable. When a release
-    cannot be recorded the ledger expires the hold at its TTL. An interrupt (KeyboardInterrupt, a
+    Raises SpendCapExceeded when refused, Unavailable when the ledger stays unreachable past the
+    client's outage budget (the reserve, commit and release each ride out a shorter outage). When
+    a release cannot be recorded the ledger expires the hold at its TTL. An interrupt (KeyboardInterrupt, a
     generator closed mid-block) neither commits nor releases: whether the call ran is unknown, so
     the hold stays until its TTL and the ledger expires it."""
     answer = client.reserve(account=account, amount_usd_micro=amount_usd_micro, reservation_id=reservation_id,

@@ -7,13 +7,16 @@ on Linux (pip install -e ".[mlx]"), run from the repository root.
     # against a running ledger (trainledger serve --db trainledger.db)
     MLX_DISABLE_COMPILE=1 python examples/mlx_lora.py --ledger 127.0.0.1:50051 --iters 12
 
-    # self-contained: an in-process ledger on a SQLite file; die at iteration 8, then resume
+    # self-contained: an in-process ledger on a SQLite file; fail at iteration 8, then resume
     MLX_DISABLE_COMPILE=1 python examples/mlx_lora.py --embedded /tmp/mlx-ledger.db --iters 12 --crash-at 8
-    MLX_DISABLE_COMPILE=1 python examples/mlx_lora.py --embedded /tmp/mlx-ledger.db --iters 12
+    MLX_DISABLE_COMPILE=1 python examples/mlx_lora.py --embedded /tmp/mlx-ledger.db --iters 12 --reopen
 
-The second run opens the same run (same run key), starts attempt 2 from the last recorded
-adapter checkpoint (step 6 with --save-every 3) and trains the 6 iterations left; the ledger's
-steps stay absolute (7..12). mlx-lm keeps no optimizer state, so the resume is weights-only.
+The simulated crash is an exception, so the first run ends "failed" (Ctrl-C would end it
+"stopped"); --reopen lets the second run open the same run (same run key) again: it starts
+attempt 2 from the last recorded adapter checkpoint (step 6 with --save-every 3) and trains the 6
+iterations left; the ledger's steps stay absolute (7..12). mlx-lm keeps no optimizer state, so
+the resume is weights-only. (A process killed outright leaves its run "running": a plain rerun
+resumes it.)
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from pathlib import Path
 os.environ.setdefault("MLX_DISABLE_COMPILE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from clients import LedgerClient, RunFinished, RunRecorder, run_key  # noqa: E402
+from clients import LedgerClient, RunEnded, RunRecorder, run_key  # noqa: E402
 from clients.integrations.mlx import LedgerTrainingCallback, resume_adapter_file, resume_step  # noqa: E402
 
 
@@ -45,7 +48,8 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=4)
     parser.add_argument("--lr", type=float, default=1e-2)
     parser.add_argument("--adapters", default="runs/mlx-lora", help="adapter files go to DIR/<run id>/attempt-<n>")
-    parser.add_argument("--crash-at", type=int, default=None, help="die at this iteration (to try a resume)")
+    parser.add_argument("--crash-at", type=int, default=None, help="fail at this iteration (to try a resume)")
+    parser.add_argument("--reopen", action="store_true", help="start a new attempt on a failed or stopped run")
     args = parser.parse_args()
 
     server = None
@@ -80,11 +84,13 @@ def train(args: argparse.Namespace, address: str) -> None:
     client = LedgerClient(address, principal=os.environ.get("USER", "example"), timeout_s=10.0)
     try:
         run = RunRecorder.open(client, run_key=run_key(spec), name="mlx-lora-tiny", spec=spec,
-                               resume_from_step="latest")
-    except RunFinished:
-        print("this run is done; change --iters or --lr for a new one")
+                               resume_from_step="latest", reopen=args.reopen)
+    except RunEnded as ended:
+        hint = " (--iters or --lr make a new run key)" if ended.status == "done" else " (or give --reopen)"
+        print(f"not started: {ended.message}{hint}")
+        client.close()
         return
-    with client, run:
+    with client, run:  # finishes the run: done; stopped on Ctrl-C; failed on an exception
         start = resume_step(run.state)           # 0, or the step of the checkpoint resumed from
         resume = resume_adapter_file(run.state)  # that checkpoint's adapter file (digest checked)
         left = args.iters - start
@@ -126,5 +132,5 @@ if __name__ == "__main__":
     try:
         main()
     except Crash as crash:
-        print(crash, "- run the same command without --crash-at to resume")
+        print(crash, "- the run is failed: run the same command with --reopen instead of --crash-at to resume it")
         sys.exit(1)

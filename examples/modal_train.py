@@ -20,9 +20,11 @@ Do not run this in the tests: it needs a Modal account and a ledger reachable fr
        modal run examples/modal_train.py --steps 3000 --save-every 500 --cap-usd 5
 
 Run it again with the same arguments after a failure, or let modal.Retries do it: the same spec
-is the same run key, so the new container opens the same run, starts a new attempt (labelled
-with its MODAL_TASK_ID and function call id), fences the old one and resumes from the last
-checkpoint the ledger recorded, which is on the Volume because it was committed first.
+is the same run key, so the new container opens the same run (open_recorder reopens a failed
+run by default), starts a new attempt (labelled with its MODAL_TASK_ID and function call id),
+fences the old one and resumes from the last checkpoint the ledger recorded, which is on the
+Volume because it was committed first. The cap goes with every open: a rerun with a larger
+--cap-usd raises it.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import time
 
 import modal
 
-from clients import RunFinished, SpendCapExceeded, run_key
+from clients import RunEnded, SpendCapExceeded, run_key
 from clients.integrations.modal import GpuMeter, commit_and_record, open_recorder, resume_path
 from clients.integrations.pricing import GpuPrice
 
@@ -61,9 +63,10 @@ def train(steps: int = 3000, save_every: int = 500, lr: float = 1e-3, cap_usd: f
     cap = None if cap_usd is None else round(cap_usd * 1_000_000)
     try:
         run = open_recorder(run_key=run_key(spec), name="modal-regression", spec=spec, cap_usd_micro=cap)
-    except RunFinished:
-        return {"done": "this run finished earlier"}
-    # Leaving the block finishes the run: "done", or "failed" with the error (and Modal retries).
+    except RunEnded as ended:  # a done run takes no new attempt
+        return {"done": ended.message}
+    # Leaving the block finishes the run: "done"; "stopped" on an interrupt; "failed" with the
+    # error otherwise (and Modal retries, reopening it).
     with run:
         torch.manual_seed(0)
         model = torch.nn.Sequential(torch.nn.Linear(64, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 1)).cuda()

@@ -9,13 +9,17 @@ ledger started with `trainledger serve` (127.0.0.1:50051):
 Run it again after killing it: it finds its run by the spec, resumes from the last checkpoint with
 the optimizer state, and the steps the dead process made after that checkpoint are superseded. A
 run that recorded steps but has no live checkpoint is only started again from step 0 with --restart.
+The cap goes with every open of the run (the resume that may create it, the fresh start, a later
+rerun with another --cap-usd). A run that ended "stopped" (the cap refused a hold, or Ctrl-C) or
+"failed" is resumed only with --reopen; a "done" run is never: change the spec for a new run.
 
 A dry run with nothing real (the tests' loopback fake Tinker and an in-process ledger on a
 temporary database; from the repository root):
 
-    .venv/bin/python examples/tinker_lora.py --dry-run
+    .venv/bin/python examples/tinker_lora.py --dry-run [--cap-usd 0.0005]
 
-(each dry run starts from nothing: the fake keeps no checkpoints between processes).
+(each dry run starts from nothing: the fake keeps no checkpoints between processes; with
+--ledger, a dry run reports to that ledger instead of one of its own).
 
 The prices below are placeholders, not Tinker's: put your price sheet's figures in PRICES.
 """
@@ -33,9 +37,9 @@ from tinker import types
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, when run as a script
 
-from clients import LedgerClient, SpendCapExceeded  # noqa: E402
+from clients import LedgerClient, RunEnded, SpendCapExceeded, Unavailable  # noqa: E402
 from clients.integrations.pricing import TokenPrices  # noqa: E402
-from clients.integrations.tinker import LedgeredServiceClient, NothingToResume, RunDone  # noqa: E402
+from clients.integrations.tinker import LedgeredServiceClient, NothingToResume  # noqa: E402
 
 # Micro-dollars per million tokens. PLACEHOLDERS: copy the figures of your own price sheet.
 PRICES = TokenPrices({"prefill": 100_000, "sample": 300_000, "train": 300_000},
@@ -57,7 +61,7 @@ def datum(text: str) -> types.Datum:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ledger", default="127.0.0.1:50051", help="the ledger's address")
+    parser.add_argument("--ledger", default=None, help="the ledger's address (default 127.0.0.1:50051)")
     parser.add_argument("--base-model", default="meta-llama/Llama-3.2-1B")
     parser.add_argument("--rank", type=int, default=8)
     parser.add_argument("--steps", type=int, default=20)
@@ -66,6 +70,7 @@ def main() -> int:
     parser.add_argument("--cap-usd", type=float, default=None, help="the run's spend cap in dollars")
     parser.add_argument("--ttl-s", type=int, default=7 * 86_400, help="how long Tinker keeps each checkpoint")
     parser.add_argument("--restart", action="store_true", help="start a run with no live checkpoint from step 0")
+    parser.add_argument("--reopen", action="store_true", help="start a new attempt on a stopped or failed run")
     parser.add_argument("--dry-run", action="store_true", help="fake Tinker and an in-process ledger")
     args = parser.parse_args()
 
@@ -73,27 +78,31 @@ def main() -> int:
         base_url = None  # Tinker's own default: TINKER_BASE_URL, else the service.
         api_key = None
         if args.dry_run:
-            base_url, api_key, args.ledger = dry_run(stack)
+            base_url, api_key, ledger_address = dry_run(stack, args.ledger)
+            args.ledger = ledger_address
             args.base_model = "fake/tiny-llama"
-        ledger = stack.enter_context(LedgerClient(args.ledger, principal=os.environ.get("USER", "example")))
+        # Each call rides out a ledger restart of up to 30 s (outage_budget_s), then raises Unavailable.
+        ledger = stack.enter_context(LedgerClient(args.ledger or "127.0.0.1:50051",
+                                                  principal=os.environ.get("USER", "example")))
         service = LedgeredServiceClient(ledger, prices={args.base_model: PRICES}, base_url=base_url, api_key=api_key)
         hyperparameters = {"learning_rate": args.learning_rate, "steps": args.steps, "texts": len(TEXTS)}
+        # The same name, cap and reopen choice on every open: resume() opens (or creates) the run first.
+        cap = None if args.cap_usd is None else round(args.cap_usd * 1_000_000)
+        run = dict(name="tinker-lora-example", cap_usd_micro=cap, reopen=args.reopen)
         try:
-            tc = service.resume(base_model=args.base_model, rank=args.rank, hyperparameters=hyperparameters)
+            tc = service.resume(base_model=args.base_model, rank=args.rank, hyperparameters=hyperparameters, **run)
             print(f"resumed run {tc.run_id} at step {tc.step} (attempt {tc.attempt})")
-        except RunDone as done:
-            print(f"nothing to do: {done}")
-            return 0
+        except RunEnded as ended:  # done, or stopped/failed without --reopen
+            print(f"not started: {ended.message}")
+            return 0 if ended.status == "done" else 1
         except NothingToResume:
-            cap = None if args.cap_usd is None else round(args.cap_usd * 1_000_000)
             tc = service.create_lora_training_client(args.base_model, rank=args.rank, hyperparameters=hyperparameters,
-                                                     name="tinker-lora-example", cap_usd_micro=cap,
-                                                     restart=args.restart)
+                                                     restart=args.restart, **run)
             print(f"opened run {tc.run_id} (attempt {tc.attempt})")
         data = [datum(text) for text in TEXTS]
         targets = sum(len(encode(text)) - 1 for text in TEXTS)
         try:
-            with tc:  # finishes the run: done, failed, or stopped when the cap refuses a hold
+            with tc:  # finishes the run: done; stopped when the cap refuses a hold or on Ctrl-C; else failed
                 while tc.step < args.steps:
                     fwd = tc.forward_backward(data, "cross_entropy")
                     tc.optim_step(types.AdamParams(learning_rate=args.learning_rate)).result()
@@ -104,20 +113,25 @@ def main() -> int:
                         print(f"  checkpoint {paths['path']}")
         except SpendCapExceeded as refused:
             print(f"stopped: the cap refused a hold ({refused.remaining_usd_micro} micro-dollars left)")
+        except Unavailable as away:  # the ledger stayed away past the outage budget: no call without a hold
+            print(f"failed: the ledger cannot be reached ({away.message}); rerun with --reopen to resume")
+            return 1
         state = ledger.get_run_state(run_id=tc.run_id, min_position=tc.recorder.state["position"])
         print(f"run {state['run']['status']}: {state['spend']['committed_usd_micro']} micro-dollars committed")
     return 0
 
 
-def dry_run(stack: ExitStack) -> tuple[str, str, str]:
-    """The tests' fake Tinker and a ledger server in this process, on a temporary database."""
+def dry_run(stack: ExitStack, ledger_address: str | None) -> tuple[str, str, str]:
+    """The tests' fake Tinker, and the ledger at `ledger_address` or else a ledger server in this
+    process on a temporary database."""
     from tests.client.server_thread import ServerThread
     from tests.fakes.tinker_server import FakeTinkerServer
 
     fake = stack.enter_context(FakeTinkerServer())
-    folder = stack.enter_context(tempfile.TemporaryDirectory())
-    ledger = stack.enter_context(ServerThread(os.path.join(folder, "ledger.db")))
-    return fake.base_url, FakeTinkerServer.API_KEY, ledger.address
+    if ledger_address is None:
+        folder = stack.enter_context(tempfile.TemporaryDirectory())
+        ledger_address = stack.enter_context(ServerThread(os.path.join(folder, "ledger.db"))).address
+    return fake.base_url, FakeTinkerServer.API_KEY, ledger_address
 
 
 if __name__ == "__main__":

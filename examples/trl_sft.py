@@ -9,7 +9,9 @@ Run it twice with the same --output-dir and --ledger: the second run finds the s
 ledger's last recorded checkpoint (or says the run is done). Kill it mid-run and run it again:
 it resumes from the last checkpoint the ledger recorded, and the killed attempt's later steps are
 superseded. With a price and a cap, GPU time is held per interval and training stops cleanly
-(a checkpoint, the run "stopped") when the cap runs out.
+(a checkpoint, the run "stopped") when the cap runs out. The cap goes with every open of the run:
+run it again with a larger --cap-usd and --reopen to go on. Ctrl-C ends the run "stopped", an
+exception "failed"; such a run is resumed only with --reopen (a "done" one never).
 
 By default the model, tokenizer and data are the tiny offline ones of tests/trainers/tiny.py (an
 81k-parameter Llama, no hub needed); with --model a hub id or a local path, and --data a JSONL file
@@ -29,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from clients import LedgerClient  # noqa: E402
+from clients import LedgerClient, RunEnded  # noqa: E402
 from clients.integrations.pricing import GpuPrice  # noqa: E402
 from clients.integrations.transformers import LedgerCallback, ResumeRefused, spec_for  # noqa: E402
 from clients.runkey import file_digest  # noqa: E402
@@ -78,7 +80,8 @@ def main() -> int:
     parser.add_argument("--max-steps", type=int, default=30)
     parser.add_argument("--save-steps", type=int, default=10)
     parser.add_argument("--price-usd-per-hour", type=float, default=0.0, help="GPU price; 0 = no spend holds")
-    parser.add_argument("--cap-usd", type=float, default=None, help="the run's spend cap (set when it is created)")
+    parser.add_argument("--cap-usd", type=float, default=None, help="the run's spend cap (given on every open)")
+    parser.add_argument("--reopen", action="store_true", help="start a new attempt on a stopped or failed run")
     parser.add_argument("--interval-s", type=float, default=60.0, help="seconds of GPU time per spend hold")
     parser.add_argument("--model", default=None, help="a hub id or local path (default: the tiny offline model)")
     parser.add_argument("--revision", default=None, help="the model's pinned revision")
@@ -105,18 +108,22 @@ def main() -> int:
                          source="examples/trl_sft.py") if opts.price_usd_per_hour else None
         cap = round(opts.cap_usd * 1e6) if opts.cap_usd is not None else None
         callback = LedgerCallback(address=opts.ledger, spec=spec, gpu_price=price, cap_usd_micro=cap,
-                                  outbox_dir=opts.outbox, interval_s=opts.interval_s)
+                                  outbox_dir=opts.outbox, interval_s=opts.interval_s, reopen=opts.reopen)
         try:
             resume_from = callback.resume_checkpoint()  # A path the ledger recorded, or None; never True.
+        except RunEnded as ended:  # done, or stopped/failed without --reopen
+            print(f"not resuming: {ended.message}")
+            return 0 if ended.status == "done" else 1
         except ResumeRefused as refused:
             print(f"not resuming: {refused}")
-            return 0 if refused.reason == "RUN_DONE" else 1
+            return 1
         print(f"run key {callback.run_key}; resuming from {resume_from or 'scratch'}")
 
         trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer,
                              peft_config=lora)
         trainer.add_callback(callback)  # The one line.
-        trainer.train(resume_from_checkpoint=resume_from)
+        with callback:  # If train() raises, the run ends "failed" (Ctrl-C: "stopped") rather than "running".
+            trainer.train(resume_from_checkpoint=resume_from)
 
         with LedgerClient(opts.ledger) as client:
             state = client.get_run_state(run_id=callback.recorder.run_id)

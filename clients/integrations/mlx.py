@@ -1,11 +1,15 @@
 """mlx-lm LoRA/full fine-tuning into the ledger (extra `mlx`: pip install "trainledger[mlx]").
 
-    recorder = RunRecorder.open(client, run_key=..., resume_from_step="latest")
+    recorder = RunRecorder.open(client, run_key=..., cap_usd_micro=..., resume_from_step="latest")
     resume = resume_adapter_file(recorder.state)         # None for a fresh run
     ...load the model, apply LoRA, model.load_weights(str(resume), strict=False) when resuming...
-    with LedgerTrainingCallback(recorder, adapter_file=args.adapter_file) as callback:
+    with recorder, LedgerTrainingCallback(recorder, adapter_file=args.adapter_file) as callback:
         mlx_lm.tuner.train(model, optimizer, train_set, val_set, args=args, training_callback=callback)
-    recorder.finish()
+
+The recorder's block finishes the run (clients.recorder.exit_status): "done"; "stopped" for a
+spend-cap refusal or an interrupt (KeyboardInterrupt; SIGTERM with stop_on_sigterm=True);
+"failed" for any other exception; the callback closes first (no final checkpoint after an
+exception). A failed or stopped run is resumed only with RunRecorder.open(..., reopen=True).
 
 What lands in the ledger:
 

@@ -25,7 +25,12 @@
   ``modal:<MODAL_TASK_ID>`` plus ``/<function call id>`` when modal.current_function_call_id()
   knows one; it resumes from the run's latest checkpoint by default, so a retry (modal.Retries,
   a preempted container) continues where the last committed checkpoint left off and fences the
-  container it replaces.
+  container it replaces. A run that ended "failed" (the exception modal.Retries retries) or
+  "stopped" is reopened by default (reopen=True) so the retry can start; a done run is refused
+  (RunEnded). The cap and parent account given go with every open (a cap given changes the run's).
+- Ending: leaving the recorder's block finishes the run as clients.recorder.exit_status says:
+  "done"; "stopped" for a spend-cap refusal (GpuMeter's SpendCapExceeded) or an interrupt
+  (KeyboardInterrupt; SIGTERM with stop_on_sigterm=True); "failed" for any other exception.
 - Checkpoints (`commit_and_record`): a file written to a Volume is durable only after
   Volume.commit(); the checkpoint is recorded after the commit returns, never before, so the
   ledger never points at a file a crash could lose. `resume_path` reloads the volume (to see what
@@ -138,15 +143,17 @@ def attempt_label(environ: Mapping[str, str] | None = None) -> str | None:
 def open_recorder(client: LedgerClient | None = None, *, run_key: str, name: str = "",
                   spec: Mapping[str, Any] | None = None, cap_usd_micro: int | None = None,
                   parent_account: str = "", resume_from_step: int | Literal["latest"] | None = "latest",
-                  label: str | None = None, **options: Any) -> RunRecorder:
+                  label: str | None = None, reopen: bool = True, **options: Any) -> RunRecorder:
     """RunRecorder.open for this container: the client from the environment unless given, the
     attempt labelled with the Modal task (and call) id unless `label` is given, resuming from
-    the run's latest checkpoint by default. An `outbox_dir` option on the container's own disk
-    outlives a ledger outage, not the container: a retry in a fresh container cannot replay it."""
+    the run's latest checkpoint by default, reopening a failed or stopped run by default (a
+    modal.Retries retry of a failed input; reopen=False refuses it with RunEnded). An
+    `outbox_dir` option on the container's own disk outlives a ledger outage, not the
+    container: a retry in a fresh container cannot replay it."""
     client = client or client_from_env()
     return RunRecorder.open(client, run_key=run_key, name=name, spec=spec, cap_usd_micro=cap_usd_micro,
                             parent_account=parent_account, attempt_label=label or attempt_label(),
-                            resume_from_step=resume_from_step, **options)
+                            resume_from_step=resume_from_step, reopen=reopen, **options)
 
 
 # -- checkpoints on a Volume ----------------------------------------------------------------------

@@ -3,14 +3,20 @@
     ledger = LedgerClient("127.0.0.1:50051")
     sheet = TokenPrices({"prefill": 200_000, "sample": 600_000, "train": 600_000}, sheet="tinker", as_of="2025-10")
     service = LedgeredServiceClient(ledger, prices={"Qwen/Qwen3-8B": sheet})
-    with service.create_lora_training_client("Qwen/Qwen3-8B", rank=32, hyperparameters=hp) as tc:
+    with service.create_lora_training_client("Qwen/Qwen3-8B", rank=32, hyperparameters=hp, cap_usd_micro=cap) as tc:
         for batch in batches:
             tc.forward_backward(batch, "cross_entropy")
             tc.optim_step(types.AdamParams(learning_rate=1e-4)).result()   # one ledger step
             if tc.step % 100 == 0:
                 tc.save_state(f"step-{tc.step}", ttl_seconds=7 * 86_400).result()  # a checkpoint
     # A new process after a crash: the same spec finds the run, resumes with the optimizer state.
-    tc = service.resume(base_model="Qwen/Qwen3-8B", rank=32, hyperparameters=hp)
+    # Give the cap (and parent account) on every open: resume() may be the one that creates the run.
+    tc = service.resume(base_model="Qwen/Qwen3-8B", rank=32, hyperparameters=hp, cap_usd_micro=cap)
+
+Leaving the `with` block finishes the run (clients.recorder.exit_status): "done"; "stopped" when a
+cap refusal (SpendCapExceeded) or an interrupt (KeyboardInterrupt) ends it; "failed" for any
+other exception. An ended run is not resumed or restarted unless asked: RunEnded (RunDone) for a
+done run, and for a failed or stopped one without reopen=True.
 
 Each run gets its own Tinker session whose user_metadata carries the ledger run id and run key
 (METADATA_RUN_ID, METADATA_RUN_KEY), so AdminClient.get_billing_usage (by session ->
@@ -48,9 +54,9 @@ import tinker
 from tinker import types
 
 from clients.client import LedgerClient
-from clients.errors import DeadlineExceeded, LedgerClientError, SpendCapExceeded, Unavailable
+from clients.errors import DeadlineExceeded, LedgerClientError, RunEnded, Unavailable
 from clients.integrations.pricing import TokenPrices
-from clients.recorder import RunRecorder
+from clients.recorder import RunRecorder, exit_error, exit_status, refuse_ended
 from clients.runkey import run_key as make_run_key
 from clients.spend import REASON_LENGTH_MAX
 
@@ -59,7 +65,7 @@ __all__ = [
     "LedgeredServiceClient", "LedgeredTrainingClient", "LedgeredSamplingClient", "LedgeredFuture",
     "ledgered_training_client", "resume", "tinker_spec",
     "ResumeRefused", "NothingToResume", "CheckpointExpired", "BackendMismatch", "NotResumable", "SpecMismatch",
-    "LoraRankMismatch", "RunDone", "RunAlreadyStarted", "CheckpointConflict",
+    "LoraRankMismatch", "RunDone", "RunEnded", "RunAlreadyStarted", "CheckpointConflict",
 ]
 
 log = logging.getLogger("trainledger.clients.tinker")
@@ -114,10 +120,10 @@ class LoraRankMismatch(SpecMismatch):
     reason = "LORA_RANK_MISMATCH"
 
 
-class RunDone(ResumeRefused):
-    """The run finished as done; a done run takes no new attempt."""
-
-    reason = "RUN_DONE"
+RunDone = RunEnded
+"""The run has ended: done (it takes no new attempt), or failed or stopped and not reopened
+(pass reopen=True). clients.errors.RunEnded, the refusal RunRecorder.open gives; RunDone is its
+old name here."""
 
 
 class RunAlreadyStarted(ResumeRefused):
@@ -610,12 +616,14 @@ class LedgeredTrainingClient(_Settler):
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, traceback: Any) -> None:
+        """Finish the run as clients.recorder.exit_status says: "done"; "stopped" for a cap
+        refusal or an interrupt; "failed" for any other exception."""
         if exc is None:
             self.finish("done")
             return
-        status = "stopped" if isinstance(exc, SpendCapExceeded) else "failed"
+        status = exit_status(exc)
         try:
-            self.finish(status, error=f"{exc_type.__name__}: {exc}")
+            self.finish(status, error=exit_error(exc))
         except LedgerClientError as error:
             log.warning("could not record the run as %s: %s", status, error)
 
@@ -702,11 +710,13 @@ class LedgeredServiceClient:
                                     hyperparameters: Mapping[str, Any] | None = None,
                                     extra_spec: Mapping[str, Any] | None = None, run_key: str | None = None,
                                     name: str = "", cap_usd_micro: int | None = None, parent_account: str = "",
-                                    seed: int | None = None, restart: bool = False, **lora_options: Any
-                                    ) -> LedgeredTrainingClient:
+                                    seed: int | None = None, restart: bool = False, reopen: bool = False,
+                                    **lora_options: Any) -> LedgeredTrainingClient:
         """Open the run (spec: tinker_spec(base_model, rank, hyperparameters, **extra_spec); run key
-        from the spec unless given), start an attempt from scratch and create the LoRA model.
-        Raises RunAlreadyStarted when the run has recorded steps or checkpoints (resume it, or pass
+        from the spec unless given) with its cap and parent account (a cap given for an existing
+        run changes its cap), start an attempt from scratch and create the LoRA model.
+        Raises RunEnded when the run has ended (done; failed or stopped unless reopen=True),
+        RunAlreadyStarted when it has recorded steps or checkpoints (resume it, or pass
         restart=True), SpendCapExceeded/Unavailable/LedgerClientError from the ledger."""
         _sheet_for(self.prices, base_model)  # No sheet, no run.
         spec = tinker_spec(base_model, rank, hyperparameters, **(extra_spec or {}))
@@ -714,10 +724,11 @@ class LedgeredServiceClient:
         opened = self.ledger.open_run(run_key=key, name=name, spec=spec, cap_usd_micro=cap_usd_micro,
                                       parent_account=parent_account)
         state = opened["state"]
+        refuse_ended(state, reopen=reopen)
         if not restart and (state["last_step"] is not None or state["checkpoint"] or state["expired_checkpoints"]):
             raise RunAlreadyStarted(f"run {state['run']['run_id']} already recorded steps or checkpoints: "
                                     "resume() it, or pass restart=True to start it again from step 0", state)
-        recorder = self._recorder(key, name, spec, cap_usd_micro, parent_account, None)
+        recorder = self._recorder(key, name, spec, cap_usd_micro, parent_account, None, reopen)
         service = self._service_client(recorder.run_id, key)
         try:
             training = service.create_lora_training_client(
@@ -731,23 +742,28 @@ class LedgeredServiceClient:
 
     def resume(self, *, run_key: str | None = None, run_id: str | None = None, base_model: str | None = None,
                rank: int | None = None, hyperparameters: Mapping[str, Any] | None = None,
-               extra_spec: Mapping[str, Any] | None = None) -> LedgeredTrainingClient:
+               extra_spec: Mapping[str, Any] | None = None, name: str = "", cap_usd_micro: int | None = None,
+               parent_account: str = "", reopen: bool = False) -> LedgeredTrainingClient:
         """Resume a run from the ledger's RunState: load its checkpoint's weights and optimizer
         state into a new Tinker model and start the next attempt from the checkpoint's step. The
         run is found by run_id, run_key, or the spec (base_model, rank, hyperparameters, extra_spec)
-        as create_lora_training_client makes it. Raises RunDone, NothingToResume, CheckpointExpired,
-        BackendMismatch, NotResumable, SpecMismatch/LoraRankMismatch (nothing started), and the
-        ledger's and Tinker's errors."""
+        as create_lora_training_client makes it, and opened with the same name, cap and parent
+        account as create_lora_training_client is given (a cap given changes the run's cap; when
+        the run does not exist yet, it is created with them, so a create after NothingToResume
+        finds it capped). Raises RunEnded (RunDone) for a done run, and for a failed or stopped one
+        unless reopen=True; NothingToResume, CheckpointExpired, BackendMismatch, NotResumable,
+        SpecMismatch/LoraRankMismatch (nothing started), and the ledger's and Tinker's errors."""
         spec: dict[str, Any] | None = None
         if run_id:
-            state = self.ledger.get_run_state(run_id=run_id)
-        else:
-            if run_key is None:
-                if base_model is None or rank is None:
-                    raise ValueError("give run_id, run_key, or base_model and rank")
-                spec = tinker_spec(base_model, rank, hyperparameters, **(extra_spec or {}))
-                run_key = make_run_key(spec)
-            state = self.ledger.open_run(run_key=run_key, spec=spec)["state"]
+            run_key = self.ledger.get_run_state(run_id=run_id)["run"]["run_key"]
+        elif run_key is None:
+            if base_model is None or rank is None:
+                raise ValueError("give run_id, run_key, or base_model and rank")
+            spec = tinker_spec(base_model, rank, hyperparameters, **(extra_spec or {}))
+            run_key = make_run_key(spec)
+        state = self.ledger.open_run(run_key=run_key, name=name, spec=spec, cap_usd_micro=cap_usd_micro,
+                                     parent_account=parent_account)["state"]
+        refuse_ended(state, reopen=reopen)
         key, spec = state["run"]["run_key"], state["run"]["spec"] or {}
         spec_rank, spec_model = spec.get("lora_rank"), spec.get("base_model")
         if rank is not None and spec_rank is not None and int(spec_rank) != rank:
@@ -769,17 +785,19 @@ class LedgeredServiceClient:
             if expected_rank is not None and info.lora_rank != int(expected_rank):
                 raise LoraRankMismatch(f"the checkpoint at step {step} has LoRA rank {info.lora_rank}, "
                                        f"the run's spec {int(expected_rank)}", state)
-            recorder = self._recorder(key, "", None, None, "", step)
+            recorder = self._recorder(key, name, spec, cap_usd_micro, parent_account, step, reopen)
         except BaseException:
             service.close("errored").result()
             raise
         return self._wrap(service, training, recorder, base_model, key, start_step=step, resumed_from_step=step)
 
     def _recorder(self, key: str, name: str, spec: Mapping[str, Any] | None, cap_usd_micro: int | None,
-                  parent_account: str, resume_from_step: int | None) -> RunRecorder:
+                  parent_account: str, resume_from_step: int | None, reopen: bool) -> RunRecorder:
+        """RunRecorder.open with the run's cap and parent account, as every open of the run."""
         return RunRecorder.open(self.ledger, run_key=key, name=name, spec=spec, cap_usd_micro=cap_usd_micro,
                                 parent_account=parent_account, attempt_label=self.attempt_label,
-                                resume_from_step=resume_from_step, outbox_dir=self.outbox_dir, **self.recorder_options)
+                                resume_from_step=resume_from_step, outbox_dir=self.outbox_dir, reopen=reopen,
+                                **self.recorder_options)
 
     def _service_client(self, run_id: str, key: str) -> tinker.ServiceClient:
         metadata = {**self.user_metadata, METADATA_RUN_ID: run_id, METADATA_RUN_KEY: key}
@@ -799,9 +817,8 @@ class LedgeredServiceClient:
 
 
 def _resumable_checkpoint(state: Mapping[str, Any]) -> dict[str, Any]:
-    """The RunState's checkpoint if Tinker can resume from it with its optimizer, else a refusal."""
-    if state["run"]["status"] == "done":
-        raise RunDone(f"run {state['run']['run_id']} is done", state)
+    """The RunState's checkpoint if Tinker can resume from it with its optimizer, else a refusal
+    (the run's status was judged before: refuse_ended)."""
     checkpoint = state.get("checkpoint")
     expired = state.get("expired_checkpoints") or []
     if not checkpoint:

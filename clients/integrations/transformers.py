@@ -6,7 +6,8 @@ spend in the ledger, with one line, and resume from what the ledger knows.
     callback = LedgerCallback(address="127.0.0.1:50051", spec=spec, outbox_dir="outbox",
                               gpu_price=GpuPrice(2_500_000, gpu_type="H100"), cap_usd_micro=50_000_000)
     trainer.add_callback(callback)
-    trainer.train(resume_from_checkpoint=callback.resume_checkpoint())   # a path or None, never True
+    with callback:                 # ends the run "failed" or "stopped" if train() raises
+        trainer.train(resume_from_checkpoint=callback.resume_checkpoint())   # a path or None, never True
 
 What it records
 - The run, opened by its run key (the sha256 of the spec: see spec_for), and one attempt per
@@ -25,7 +26,14 @@ What it records
   directory's files (checkpoint_digest). Digested and recorded on a background thread, after the
   steps before it, so the training loop never waits for the ledger or the disk.
 - The finish in on_train_end: done, or stopped with the reason after a spend stop; summary with
-  the steps, the final loss and the trainer's train_loss.
+  the steps, the final loss and the trainer's train_loss. transformers calls no callback when
+  train() raises: run it inside `with callback:` and the run ends as clients.recorder.exit_status
+  says, with the error: "stopped" for KeyboardInterrupt (SIGTERM too, with
+  recorder_options={"stop_on_sigterm": True}), "failed" for any other exception.
+- An ended run is not trained again by accident: a done run is refused (RunEnded: use a new run
+  key), a failed or stopped one too unless the callback (and resume_checkpoint) has reopen=True.
+- The cap and parent account go with every open of the run (resume_checkpoint's, the callback's):
+  a cap given changes the cap of a run that exists.
 
 GPU spend (with gpu_price): before each interval of GPU time (`interval_s` seconds, or
 `interval_steps` steps, whichever ends first) a hold of price x interval is reserved with its cost
@@ -67,14 +75,14 @@ from typing import Any
 from transformers import TrainerCallback
 
 from clients.client import LedgerClient
-from clients.errors import LedgerClientError, SpendCapExceeded
+from clients.errors import LedgerClientError, RunEnded, SpendCapExceeded
 from clients.integrations.pricing import GpuPrice
-from clients.recorder import RunRecorder
+from clients.recorder import RunRecorder, exit_error, exit_status, refuse_ended
 from clients.retry import REFUSAL_CODES, RetryPolicy
 from clients.runkey import canonical_json, run_key
 
 __all__ = [
-    "LedgerCallback", "LedgerCallbackWarning", "ResumeRefused", "SpendHoldRefused", "SpecMismatch",
+    "LedgerCallback", "LedgerCallbackWarning", "ResumeRefused", "RunEnded", "SpendHoldRefused", "SpecMismatch",
     "resume_checkpoint", "checkpoint_from_state", "spec_for", "training_run_key", "lora_shape",
     "hyperparameters_from_args", "dataset_content_digest", "checkpoint_digest", "map_log_keys", "BACKEND",
 ]
@@ -97,7 +105,9 @@ RUN_DEFINING_ARGS = (
 )
 _CHUNK_BYTES = 1 << 20
 _JOB_BACKOFF = RetryPolicy(initial_backoff_s=0.2, max_backoff_s=5.0)
-_CLIENT_RETRIES = RetryPolicy(attempts=4, initial_backoff_s=0.05, max_backoff_s=0.5, total_s=3.0)
+# The client made from an address: quick first retries, and the default outage budget (30 s) for
+# UNAVAILABLE, so a ledger restart does not stop training for want of a spend hold.
+_CLIENT_RETRIES = RetryPolicy(attempts=4, initial_backoff_s=0.05, max_backoff_s=0.5)
 
 
 class LedgerCallbackWarning(UserWarning):
@@ -107,8 +117,8 @@ class LedgerCallbackWarning(UserWarning):
 class ResumeRefused(Exception):
     """The ledger's resume point cannot be used as it stands. `reason`: CHECKPOINTS_EXPIRED (pass
     allow_restart=True to start again from step 0), OTHER_BACKEND, CHECKPOINT_MISSING,
-    DIGEST_MISMATCH, LORA_MISMATCH, RUN_DONE, CHECKPOINT_UNKNOWN (the trainer resumed from a step
-    the ledger has no live checkpoint at)."""
+    DIGEST_MISMATCH, LORA_MISMATCH, CHECKPOINT_UNKNOWN (the trainer resumed from a step the ledger
+    has no live checkpoint at). A run that has ended is refused with clients.errors.RunEnded."""
 
     def __init__(self, reason: str, message: str, *, state: Mapping[str, Any] | None = None) -> None:
         super().__init__(f"{reason}: {message}")
@@ -257,10 +267,9 @@ def _path_of(uri: str) -> Path:
 
 
 def checkpoint_from_state(state: Mapping[str, Any], *, backend: str = BACKEND, lora: Any = None,
-                          allow_restart: bool = False, verify_digest: bool = True) -> str | None:
+                          allow_restart: bool = False, verify_digest: bool = True, reopen: bool = False) -> str | None:
     """The checkpoint directory to resume from, by a RunState (see resume_checkpoint)."""
-    if state["run"]["status"] == "done":
-        raise ResumeRefused("RUN_DONE", f"run {state['run']['run_id']} is done: nothing to resume", state=state)
+    refuse_ended(state, reopen=reopen)
     resume = state["resume"]
     if not resume["available"]:
         if state.get("expired_checkpoints") and not allow_restart:
@@ -292,24 +301,28 @@ def checkpoint_from_state(state: Mapping[str, Any], *, backend: str = BACKEND, l
     return str(path)
 
 
-def _as_client(client_or_address: LedgerClient | str, principal: str = "") -> tuple[LedgerClient, bool]:
+def _as_client(client_or_address: LedgerClient | str, principal: str = "",
+               outage_budget_s: float | None = None) -> tuple[LedgerClient, bool]:
     if isinstance(client_or_address, str):
-        return LedgerClient(client_or_address, principal=principal, timeout_s=10.0, retries=_CLIENT_RETRIES), True
+        return LedgerClient(client_or_address, principal=principal, timeout_s=10.0, retries=_CLIENT_RETRIES,
+                            outage_budget_s=outage_budget_s), True
     return client_or_address, False
 
 
 def resume_checkpoint(client_or_address: LedgerClient | str, *, run_key: str | None = None,
                       spec: Mapping[str, Any] | None = None, backend: str = BACKEND, lora: Any = None,
                       allow_restart: bool = False, verify_digest: bool = True, name: str = "",
-                      cap_usd_micro: int | None = None, parent_account: str = "") -> str | None:
+                      cap_usd_micro: int | None = None, parent_account: str = "", reopen: bool = False) -> str | None:
     """The path to pass as trainer.train(resume_from_checkpoint=...), from the ledger's RunState:
     the run's most progressed live checkpoint, or None when the run has none (a fresh start).
-    Never True. The run is opened by its key (OpenRun is idempotent: for a new run, pass the same
-    name, cap and parent account as the callback, or use LedgerCallback.resume_checkpoint).
-    The LoRA shape checked is `lora`, else the spec's. Raises ResumeRefused: every checkpoint
-    expired (restart from 0 only with allow_restart=True), a handle of another backend, the
-    directory missing, its digest not the recorded one, its adapter_config.json another LoRA
-    shape, the run done. Raises LedgerClientError when the ledger cannot answer."""
+    Never True. The run is opened by its key with `name`, `cap_usd_micro` and `parent_account`:
+    pass the callback's (or use LedgerCallback.resume_checkpoint), since this may be the open
+    that creates the run, and a cap given changes an existing run's cap.
+    The LoRA shape checked is `lora`, else the spec's. Raises RunEnded when the run is done, or
+    failed or stopped without reopen=True. Raises ResumeRefused: every checkpoint expired
+    (restart from 0 only with allow_restart=True), a handle of another backend, the directory
+    missing, its digest not the recorded one, its adapter_config.json another LoRA shape.
+    Raises LedgerClientError when the ledger cannot answer."""
     if run_key is None and spec is None:
         raise TypeError("resume_checkpoint needs run_key or spec")
     key = run_key or training_run_key(spec)
@@ -322,7 +335,7 @@ def resume_checkpoint(client_or_address: LedgerClient | str, *, run_key: str | N
             client.close()
     return checkpoint_from_state(opened["state"], backend=backend,
                                  lora=lora if lora is not None else (spec or {}).get("lora"),
-                                 allow_restart=allow_restart, verify_digest=verify_digest)
+                                 allow_restart=allow_restart, verify_digest=verify_digest, reopen=reopen)
 
 
 # ---- Log mapping --------------------------------------------------------------------------------
@@ -430,10 +443,14 @@ class _Interval:
 
 class LedgerCallback(TrainerCallback):
     """Records a Trainer's run in the ledger (see the module docstring). Give `address` (a client
-    is made, and closed at the end) or `client`; `spec` (spec_for) or `run_key` (then `name`).
-    Spend: `gpu_price` (GpuPrice), `cap_usd_micro` (for a new run), `parent_account`,
-    `interval_s` / `interval_steps`. `outbox_dir` keeps unsent steps on disk across an outage and
-    a crash. `recorder_options` go to RunRecorder (batch_interval_s, flush_timeout_s, ...).
+    is made, and closed at the end; its calls ride out a ledger outage of `outage_budget_s`, 30 s
+    by default) or `client`; `spec` (spec_for) or `run_key` (then `name`).
+    Spend: `gpu_price` (GpuPrice), `cap_usd_micro` (given on every open: it sets the cap of a new
+    run and changes an existing one's), `parent_account`, `interval_s` / `interval_steps`.
+    `outbox_dir` keeps unsent steps on disk across an outage and a crash. `reopen=True` lets a
+    failed or stopped run take a new attempt (else RunEnded). Use `with callback:` around
+    trainer.train() so that an exception ends the run "failed" (an interrupt "stopped").
+    `recorder_options` go to RunRecorder.open (batch_interval_s, flush_timeout_s, stop_on_sigterm ...).
     `check_spec` refuses (SpecMismatch) a spec whose LoRA shape or hyperparameters differ from
     the trainer's. `count_tokens` turns on the trainer's token count (args.include_num_input_tokens_seen
     "non_padding") when it is off, so steps carry tokens. Only the world's process zero records."""
@@ -443,8 +460,8 @@ class LedgerCallback(TrainerCallback):
                  gpu_price: GpuPrice | None = None, cap_usd_micro: int | None = None, parent_account: str = "",
                  outbox_dir: str | os.PathLike[str] | None = None, interval_s: float = 60.0,
                  interval_steps: int | None = None, attempt_label: str | None = None, principal: str = "",
-                 check_spec: bool = True, count_tokens: bool = True,
-                 recorder_options: Mapping[str, Any] | None = None) -> None:
+                 check_spec: bool = True, count_tokens: bool = True, reopen: bool = False,
+                 outage_budget_s: float | None = None, recorder_options: Mapping[str, Any] | None = None) -> None:
         if (address is None) == (client is None):
             raise TypeError("LedgerCallback needs exactly one of address= and client=")
         if spec is None and run_key is None:
@@ -459,7 +476,7 @@ class LedgerCallback(TrainerCallback):
         self.gpu_price, self.cap_usd_micro, self.parent_account = gpu_price, cap_usd_micro, parent_account
         self.outbox_dir, self.interval_s, self.interval_steps = outbox_dir, float(interval_s), interval_steps
         self.attempt_label, self.principal, self.check_spec = attempt_label, principal, check_spec
-        self.count_tokens = count_tokens
+        self.count_tokens, self.reopen, self.outage_budget_s = count_tokens, reopen, outage_budget_s
         self.recorder_options = dict(recorder_options or {})
         self._client, self._owns_client = client, client is None
         self.recorder: RunRecorder | None = None
@@ -480,6 +497,7 @@ class LedgerCallback(TrainerCallback):
         self._last_step_end = 0.0
         self._stop_reason: str | None = None
         self._uncommitted: list[tuple[str, int, int]] = []  # (reservation id, milliseconds used, amount held)
+        self._trainer_state: Any = None  # the TrainerState of this train() (one object, updated in place)
 
     # -- the one-call resume helper --
 
@@ -487,13 +505,28 @@ class LedgerCallback(TrainerCallback):
         """resume_checkpoint() for this callback's run, opened as the callback opens it."""
         return resume_checkpoint(self._get_client(), run_key=self.run_key, spec=self.spec, backend=BACKEND,
                                  allow_restart=allow_restart, verify_digest=verify_digest, name=self.name,
-                                 cap_usd_micro=self.cap_usd_micro, parent_account=self.parent_account)
+                                 cap_usd_micro=self.cap_usd_micro, parent_account=self.parent_account,
+                                 reopen=self.reopen)
 
     def _get_client(self) -> LedgerClient:
         if self._client is None:
             self._client = LedgerClient(str(self.address), principal=self.principal, timeout_s=10.0,
-                                        retries=_CLIENT_RETRIES)
+                                        retries=_CLIENT_RETRIES, outage_budget_s=self.outage_budget_s)
         return self._client
+
+    # -- the way out of train() --
+
+    def __enter__(self) -> LedgerCallback:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, traceback: Any) -> None:
+        """After trainer.train(): when it raised, end the attempt it left open as exit_status says
+        ("failed", or "stopped" for an interrupt), after its steps and checkpoints."""
+        if exc is not None and self._active and self._trainer_state is not None:
+            self._end(self._trainer_state, error=exc)
+        elif self._owns_client and self._client is not None and not self._active:
+            self._client.close()
+            self._client = None
 
     # -- trainer events --
 
@@ -507,6 +540,7 @@ class LedgerCallback(TrainerCallback):
             args.include_num_input_tokens_seen = "non_padding"  # Every rank: the count is gathered.
         if not state.is_world_process_zero:
             return
+        self._trainer_state = state
         if self.check_spec and self.spec is not None:
             _check_spec(self.spec, args, model)
         resume_from = state.global_step if state.global_step > 0 else None
@@ -515,7 +549,8 @@ class LedgerCallback(TrainerCallback):
             self.recorder = RunRecorder.open(
                 self._get_client(), run_key=self.run_key, name=self.name, spec=self.spec,
                 cap_usd_micro=self.cap_usd_micro, parent_account=self.parent_account, attempt_label=label,
-                resume_from_step=resume_from, outbox_dir=self.outbox_dir, defer=True, **self.recorder_options)
+                resume_from_step=resume_from, outbox_dir=self.outbox_dir, defer=True, reopen=self.reopen,
+                **self.recorder_options)
         except LedgerClientError as error:
             if error.reason not in ("CHECKPOINT_NOT_FOUND", "CHECKPOINT_EXPIRED"):
                 raise
@@ -525,8 +560,8 @@ class LedgerCallback(TrainerCallback):
         self._active = True
         held_cap = ((self.recorder.state or {}).get("spend") or {}).get("cap_usd_micro")
         if self.recorder.state is not None and self.cap_usd_micro is not None and held_cap != self.cap_usd_micro:
-            log.warning("run %s keeps the cap it was opened with (%s micro-USD), not %s: set_cap changes it",
-                        self.run_key, held_cap, self.cap_usd_micro)
+            log.warning("run %s has a cap of %s micro-USD, not the %s given: this ledger did not change it on "
+                        "open (set_cap does)", self.run_key, held_cap, self.cap_usd_micro)
         self._logs_at_begin = len(state.log_history)
         self._jobs = _Jobs()
         if self.gpu_price is not None:
@@ -582,14 +617,19 @@ class LedgerCallback(TrainerCallback):
         self._jobs.submit(f"the checkpoint at step {step}", lambda: _record_checkpoint(recorder, step, path, fidelity))
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if not self._active:
-            return
+        if self._active:
+            self._end(state)
+
+    def _end(self, state: Any, error: BaseException | None = None) -> None:
+        """Finish the attempt: "done" (or "stopped" after a spend stop) from on_train_end; as
+        exit_status says, with the error, when train() raised."""
         self._active = False
         recorder = self.recorder
         assert recorder is not None and self._jobs is not None
         try:
             self._send_row()
-            self._check_points(state, ended=True)
+            if error is None:
+                self._check_points(state, ended=True)
             if self._interval is not None:
                 self._close_interval()
             self._commit_left()
@@ -603,7 +643,10 @@ class LedgerCallback(TrainerCallback):
                             if isinstance(value, int | float) and math.isfinite(value)})
             if self._stop_reason:
                 summary["stop_reason"] = self._stop_reason
-            recorder.finish("stopped" if self._stop_reason else "done", summary=summary)
+            if error is not None:
+                recorder.finish(exit_status(error), summary=summary, error=exit_error(error))
+            else:
+                recorder.finish("stopped" if self._stop_reason else "done", summary=summary)
         except LedgerClientError as error:
             log.warning("could not finish run %s in the ledger (%s); unsent steps stay in the outbox",
                         self.run_key, error)

@@ -1,5 +1,5 @@
 """Fixtures for the client tests: a real server in-process on 127.0.0.1, restartable on the same
-port and database, and clients pointed at it with quick retries."""
+port and database, and clients pointed at it with quick retries and a short outage budget."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 from clients import LedgerClient, RetryPolicy, run_key
 from tests.client.server_thread import ServerThread
 
-QUICK_RETRIES = RetryPolicy(attempts=5, initial_backoff_s=0.02, max_backoff_s=0.1)
+# A short outage budget: the tests that stop the ledger expect Unavailable soon.
+QUICK_RETRIES = RetryPolicy(attempts=5, initial_backoff_s=0.02, max_backoff_s=0.1, total_s=2.0)
 
 
 @pytest.fixture

@@ -142,3 +142,28 @@ def test_resume_starts_attempt_two_from_the_checkpoint_with_absolute_steps(clien
     resume.write_bytes(b"overwritten")
     with pytest.raises(ValueError, match="changed"):
         resume_adapter_file(opened_state)
+
+
+def test_an_interrupt_in_mlx_training_ends_the_run_stopped_and_an_error_failed(client: LedgerClient,
+                                                                              tmp_path) -> None:
+    from mlx_lm.tuner.callbacks import TrainingCallback
+
+    class Raise(TrainingCallback):
+        def __init__(self, error: BaseException) -> None:
+            self.error = error
+
+        def on_train_loss_report(self, train_info: dict) -> None:
+            if train_info["iteration"] == 2:
+                raise self.error
+
+    for name, error, status in (("interrupted", KeyboardInterrupt(), "stopped"),
+                                ("raised", RuntimeError("NaN loss"), "failed")):
+        with pytest.raises(type(error)):
+            with RunRecorder.open(client, run_key=run_key({"mlx-end": name, "id": str(uuid.uuid4())})) as recorder, \
+                    LedgerTrainingCallback(recorder, tmp_path / name / "adapters.safetensors",
+                                           wrapped_callback=Raise(error)) as callback:
+                train(tmp_path / name, callback, iters=5, steps_per_save=1, steps_per_eval=10**9)
+        state = client.get_run_state(run_id=recorder.run_id)
+        assert state["run"]["status"] == status and state["run"]["error"].startswith(type(error).__name__)
+        # The callback closed first (no final checkpoint): the steps and saved adapters are there.
+        assert state["last_step"] == 2 and state["checkpoint"]["step"] == 1 and not state["checkpoint"]["final"]

@@ -18,7 +18,8 @@ import pytest
 
 modal = pytest.importorskip("modal")
 
-from clients import LedgerClient, RunRecorder, SpendCapExceeded, dataset_digest, file_digest, run_key  # noqa: E402
+from clients import (  # noqa: E402
+    LedgerClient, RunEnded, RunRecorder, SpendCapExceeded, dataset_digest, file_digest, run_key)
 from clients.integrations.modal import (  # noqa: E402
     GpuMeter, attempt_label, client_from_env, commit_and_record, open_recorder, resume_path)
 from clients.integrations.pricing import GpuPrice  # noqa: E402
@@ -220,6 +221,23 @@ def test_meter_stops_on_a_refused_interval_and_still_records_the_time(modal_env,
     assert account["committed_usd_micro"] == PRICE.amount(80_000) + PRICE.amount(40_000) == meter.committed_usd_micro
     assert account["pending_usd_micro"] == 0 and account["overrun_usd_micro"] > 0
     assert client.get_series(run_id=run.run_id)["steps"] == [0]
+
+
+def test_a_refusal_that_ends_the_block_ends_the_run_stopped_and_a_retry_reopens_it(
+        modal_env, client: LedgerClient) -> None:
+    key = run_key({"stopped": str(uuid.uuid4())})
+    with pytest.raises(SpendCapExceeded):
+        with open_recorder(run_key=key, cap_usd_micro=PRICE.amount(30_000)) as run, \
+                GpuMeter(run, PRICE, interval_s=INTERVAL_S, clock=ticking_clock(1.0)):
+            pytest.fail("no hold for the first interval, no GPU time")
+    state = client.get_run_state(run_id=run.run_id)
+    assert state["run"]["status"] == "stopped" and state["run"]["error"].startswith("SpendCapExceeded")
+    # open_recorder reopens by default (a modal.Retries retry starts a new attempt); asked not to, it refuses.
+    with pytest.raises(RunEnded, match="is stopped: use a new run key, or pass reopen=True"):
+        open_recorder(run_key=key, reopen=False)
+    with open_recorder(run_key=key, cap_usd_micro=PRICE.amount(90_000)) as retry:
+        assert retry.attempt == 2 and retry.state["spend"]["cap_usd_micro"] == PRICE.amount(90_000)
+    assert client.get_run_state(run_id=run.run_id)["run"]["status"] == "done"
 
 
 def test_environment_and_labels(monkeypatch) -> None:

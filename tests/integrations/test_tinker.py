@@ -17,7 +17,7 @@ tinker = pytest.importorskip("tinker")
 from tinker import types  # noqa: E402
 from tinker.proto import tinker_public_pb2 as pb  # noqa: E402
 
-from clients import LedgerClient, RetryPolicy, RunRecorder, SpendCapExceeded, Unavailable  # noqa: E402
+from clients import LedgerClient, RetryPolicy, RunEnded, RunRecorder, SpendCapExceeded, Unavailable  # noqa: E402
 from clients.integrations.pricing import TokenPrices  # noqa: E402
 from clients.integrations.tinker import (  # noqa: E402
     METADATA_RUN_ID,
@@ -42,7 +42,7 @@ SHEET = TokenPrices({"prefill": 1_000_000, "prefill_cached": 250_000, "sample": 
 OPTIM_USD = 5
 BATCH_TOKENS = 6  # two datums: 4 + 2 input tokens
 STEP_USD = SHEET.amount({"train": BATCH_TOKENS}) + OPTIM_USD  # 18 + 5
-QUICK = RetryPolicy(attempts=3, initial_backoff_s=0.02, max_backoff_s=0.05)
+QUICK = RetryPolicy(attempts=3, initial_backoff_s=0.02, max_backoff_s=0.05, total_s=1.0)  # a short outage budget
 
 
 class SamplingFake(FakeTinkerServer):
@@ -388,3 +388,67 @@ def test_resume_refuses_loudly(service: LedgeredServiceClient, ledger: LedgerCli
     with pytest.raises(RunDone):
         service.resume(run_key=done.run_key)
     assert fake.count("load_weights") == 1
+
+
+def test_an_interrupt_ends_the_run_stopped_and_an_error_failed(service: LedgeredServiceClient, ledger: LedgerClient,
+                                                               fake: SamplingFake) -> None:
+    with pytest.raises(KeyboardInterrupt):
+        with service.create_lora_training_client(MODEL, rank=4, hyperparameters={"ends": "interrupt"}) as tc:
+            train(tc, 1)
+            raise KeyboardInterrupt
+    run = ledger.get_run_state(run_id=tc.run_id, min_position=head(ledger))["run"]
+    assert (run["status"], run["error"]) == ("stopped", "KeyboardInterrupt")
+    assert fake.sessions[-1].finished == {"reason": {"type": "interrupted"}, "detail": "KeyboardInterrupt"}
+    with pytest.raises(ValueError):
+        with service.create_lora_training_client(MODEL, rank=4, hyperparameters={"ends": "error"}) as tc:
+            raise ValueError("bad data")
+    run = ledger.get_run_state(run_id=tc.run_id, min_position=head(ledger))["run"]
+    assert (run["status"], run["error"]) == ("failed", "ValueError: bad data")
+
+
+def test_an_ended_run_is_resumed_only_with_reopen(service: LedgeredServiceClient, ledger: LedgerClient,
+                                                 fake: SamplingFake) -> None:
+    hyperparameters = {"reopen": True}
+    with pytest.raises(RuntimeError, match="lost the data loader"):
+        with service.create_lora_training_client(MODEL, rank=4, hyperparameters=hyperparameters,
+                                                 name="reopen-tinker") as first:
+            train(first, 2)
+            first.save_state("step-2").result(timeout=30)
+            raise RuntimeError("lost the data loader")
+    for attempt in (lambda: service.resume(base_model=MODEL, rank=4, hyperparameters=hyperparameters),
+                    lambda: service.create_lora_training_client(MODEL, rank=4, hyperparameters=hyperparameters,
+                                                                restart=True)):
+        with pytest.raises(RunEnded) as refused:
+            attempt()
+        assert refused.value.status == "failed" and first.run_id in str(refused.value)
+        assert "use a new run key, or pass reopen=True to start a new attempt on it" in str(refused.value)
+    assert fake.count("load_weights") == 0 and len(fake.sessions) == 1  # refused before Tinker saw anything
+
+    with service.resume(base_model=MODEL, rank=4, hyperparameters=hyperparameters, reopen=True) as second:
+        assert (second.run_id, second.attempt, second.step) == (first.run_id, 2, 2)
+        train(second, 1)
+    state = ledger.get_run_state(run_id=first.run_id, min_position=head(ledger))
+    assert state["run"]["status"] == "done" and state["last_step"] == 3
+    for reopen in (False, True):  # A done run takes no new attempt: the same refusal, RunDone by its old name.
+        with pytest.raises(RunDone, match="is done: use a new run key") as refused:
+            service.resume(base_model=MODEL, rank=4, hyperparameters=hyperparameters, reopen=reopen)
+        assert isinstance(refused.value, RunEnded)
+
+
+def test_a_cap_given_when_the_run_is_resumed_binds(service: LedgeredServiceClient, ledger: LedgerClient,
+                                                  fake: SamplingFake) -> None:
+    # Opened uncapped; the crash; the resume names a cap with room for one more step only.
+    hyperparameters = {"cap on resume": True}
+    first = service.create_lora_training_client(MODEL, rank=4, hyperparameters=hyperparameters)
+    train(first, 2)
+    first.save_state("step-2").result(timeout=30)
+    assert first.recorder.flush(10)
+    first.close()
+    cap = 3 * STEP_USD + 10
+    with pytest.raises(SpendCapExceeded):
+        with service.resume(base_model=MODEL, rank=4, hyperparameters=hyperparameters, cap_usd_micro=cap) as second:
+            train(second, 5)
+    state = ledger.get_run_state(run_id=first.run_id, min_position=head(ledger))
+    assert state["spend"]["cap_usd_micro"] == cap
+    assert state["spend"]["committed_usd_micro"] == 3 * STEP_USD <= cap
+    assert state["run"]["status"] == "stopped" and state["last_step"] == 3

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from clients import LedgerClient, RunRecorder
+from clients import LedgerClient, RunEnded, RunRecorder
 from clients.integrations.pricing import GpuPrice
 from clients.integrations.transformers import (
     LedgerCallback,
@@ -280,8 +280,13 @@ def test_spend_is_held_per_interval_and_a_refused_hold_stops_cleanly(client: Led
     assert len(committed) >= 2 and sum(e["actual_usd_micro"] for e in committed) == account["committed_usd_micro"]
     assert all(e["basis"]["gpu"]["usd_micro_per_gpu_hour"] == price.usd_micro_per_gpu_hour for e in entries)
     assert any(e["state"] == "refused" for e in entries)
-    # With nothing left, the next attempt may not even start.
+    # The stopped run is not started again by accident ...
     again = Trainer(LedgerCallback(client=client, spec=spec, gpu_price=price, interval_s=0.15), tmp_path)
+    with pytest.raises(RunEnded, match="is stopped: use a new run key, or pass reopen=True"):
+        again.begin(global_step=stop_step)
+    # ... and reopened, with nothing left, the next attempt may not even start.
+    again = Trainer(LedgerCallback(client=client, spec=spec, gpu_price=price, interval_s=0.15, reopen=True),
+                    tmp_path)
     with pytest.raises(SpendHoldRefused) as refused:
         again.begin(global_step=stop_step)
     assert refused.value.reason == "SPEND_CAP_EXCEEDED"
@@ -338,11 +343,66 @@ def test_a_real_tiny_trl_run_in_process(client: LedgerClient, tmp_path: Path) ->
     names = {column["name"] for column in page["metrics"]}
     assert {"loss", "lr", "token_accuracy", "grad_norm", "entropy", "epoch"} <= names
     assert not names & {"learning_rate", "num_tokens", "train_runtime", "total_flos", "mean_token_accuracy"}
-    with pytest.raises(ResumeRefused) as refused:
+    with pytest.raises(RunEnded, match="is done: use a new run key") as refused:
         callback.resume_checkpoint()  # A done run is not resumed.
-    assert refused.value.reason == "RUN_DONE"
+    assert refused.value.status == "done" and state["run"]["run_id"] in str(refused.value)
     # A spec that does not describe the trainer is refused before anything trains.
     wrong = LedgerCallback(client=client, spec={**spec, "lora": {**spec["lora"], "r": 4}})
     trainer = tiny.make_sft_trainer(tmp_path / "wrong", max_steps=2, save_steps=2, callbacks=[wrong])
     with pytest.raises(SpecMismatch):
         trainer.train()
+
+
+def test_an_exception_or_an_interrupt_in_train_ends_the_run_failed_or_stopped(client: LedgerClient,
+                                                                             tmp_path: Path) -> None:
+    for name, error, status in (("raises", RuntimeError("CUDA out of memory"), "failed"),
+                                ("interrupted", KeyboardInterrupt(), "stopped")):
+        spec = make_spec(name)
+        callback = LedgerCallback(client=client, spec=spec, recorder_options={"batch_interval_s": 0.01})
+        trainer = Trainer(callback, tmp_path / name, max_steps=10)
+        with pytest.raises(type(error)), callback:  # trainer.train() never calls on_train_end on the way out
+            trainer.begin()
+            for _ in range(3):
+                trainer.step({"loss": 1.0}, save=trainer.state.global_step == 1)
+            raise error
+        run = run_state(client, spec)["run"]
+        assert (run["status"], run["error"]) == (status, f"{type(error).__name__}: {error}".rstrip(": "))
+        assert run["summary"]["steps"] == 3 and run["summary"]["final_loss"] == 1.0
+        state = run_state(client, spec)
+        assert state["last_step"] == 3 and state["checkpoint"]["step"] == 2  # flushed before the finish
+    # A normal end inside the block is "done", as without it.
+    spec = make_spec("normal")
+    callback = LedgerCallback(client=client, spec=spec)
+    trainer = Trainer(callback, tmp_path / "normal", max_steps=2)
+    with callback:
+        trainer.begin()
+        trainer.step({"loss": 1.0})
+        trainer.end()
+    assert run_state(client, spec)["run"]["status"] == "done"
+
+
+def test_an_ended_run_is_resumed_only_with_reopen(client: LedgerClient, tmp_path: Path) -> None:
+    spec = make_spec("reopen")
+    callback = LedgerCallback(client=client, spec=spec, recorder_options={"batch_interval_s": 0.01})
+    trainer = Trainer(callback, tmp_path, max_steps=10)
+    with pytest.raises(RuntimeError), callback:
+        trainer.begin()
+        for _ in range(4):
+            trainer.step({"loss": 1.0}, save=trainer.state.global_step == 2)
+        raise RuntimeError("disk full")
+    path = str((tmp_path / "checkpoint-3").resolve())
+    for resume in (lambda: resume_checkpoint(client, spec=spec),
+                   LedgerCallback(client=client, spec=spec).resume_checkpoint):
+        with pytest.raises(RunEnded) as refused:
+            resume()
+        assert refused.value.status == "failed"
+        assert "pass reopen=True to start a new attempt on it" in str(refused.value)
+    assert resume_checkpoint(client, spec=spec, reopen=True) == path
+    again = LedgerCallback(client=client, spec=spec, reopen=True)
+    assert again.resume_checkpoint() == path
+    second = Trainer(again, tmp_path, max_steps=10)
+    second.begin(global_step=3)
+    second.step({"loss": 0.5})
+    second.end()
+    state = run_state(client, spec)
+    assert state["run"]["status"] == "done" and state["current_attempt"] == 2

@@ -1,0 +1,58 @@
+"""examples/tinker_lora.py as a user runs it: a process of its own, the real Tinker SDK against the
+loopback fake (--dry-run), reporting to a real ledger server. The cap it is given binds from the
+first call: the example opens its run through resume() first, and every open carries the cap."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("tinker")
+
+from clients import LedgerClient  # noqa: E402
+from tests.client.server_thread import ServerThread  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "tinker_lora.py"
+
+
+def run_example(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(EXAMPLE), "--dry-run", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_a_dry_run_with_a_cap_never_commits_beyond_it(server: ServerThread, client: LedgerClient) -> None:
+    done = run_example("--cap-usd", "0.0005", "--ledger", server.address)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run,) = client.list_runs()["runs"]
+    state = client.get_run_state(run_id=run["run_id"])
+    spend = state["spend"]
+    assert spend["cap_usd_micro"] == 500
+    assert spend["committed_usd_micro"] + spend["pending_usd_micro"] <= 500
+    assert spend["overrun_usd_micro"] == 0
+    assert state["run"]["status"] == "stopped"  # the cap refused a hold before the 20 steps were done
+    assert state["last_step"] < 20
+    refused = [r for r in client.list_reservations(account=run["run_id"], page_size=1_000)["reservations"]
+               if r["state"] == "refused"]
+    assert len(refused) == 1
+    # What the example says agrees with the ledger.
+    committed = re.search(r"run stopped: (\d+) micro-dollars committed", done.stdout)
+    assert committed is not None and int(committed.group(1)) == spend["committed_usd_micro"]
+
+    # Run again, the stopped run is not resumed unless asked to.
+    again = run_example("--cap-usd", "0.0005", "--ledger", server.address)
+    assert again.returncode == 1
+    assert "is stopped: use a new run key, or pass reopen=True to start a new attempt on it" in again.stdout
+    assert len(client.get_run_state(run_id=run["run_id"])["attempts"]) == 1
+
+
+def test_a_dry_run_on_its_own_ledger_stays_under_its_cap() -> None:
+    done = run_example("--cap-usd", "0.0005")
+    assert done.returncode == 0, done.stderr[-3000:]
+    committed = re.search(r"run (\w+): (\d+) micro-dollars committed", done.stdout)
+    assert committed is not None, done.stdout
+    assert committed.group(1) == "stopped" and int(committed.group(2)) <= 500
