@@ -162,7 +162,8 @@ class Ledger(Application[UUID]):
         keys = [(event.originator_id, key, event.originator_version)
                 for event in processing_event.events for key in event_keys(event)]
         if keys:
-            processing_event.saved_kwargs["keys"] = keys
+            # In one order, so concurrent writers (PostgreSQL replicas) never lock rows crosswise.
+            processing_event.saved_kwargs["keys"] = sorted(keys)
         recordings = self._record(processing_event)
         self._take_snapshots(processing_event)
         return recordings

@@ -167,36 +167,38 @@ class Projector:
             if not notifications:
                 return applied
             events = self._decode_chunk(notifications)
-            positions = self._apply_locked(events)
+            positions = self._apply_locked(start, events)
             self._publish(positions)
             applied += len(events)
 
-    def _apply_locked(self, events: list[tuple[int, Any]]) -> dict[str, int]:
+    def _apply_locked(self, start: int, events: list[tuple[int, Any]]) -> dict[str, int]:
         """Apply a chunk in one transaction that first re-reads the tracking positions (another
         projector may have moved them); returns the positions committed. A chunk that fails for
         a reason other than storage is applied again one event at a time, to find the event."""
         try:
-            return self._apply_transaction(events)
+            return self._apply_transaction(start, events)
         except self.database.outage_errors:
             raise
         except Exception:
             positions = self.positions
             for one in events:
                 try:
-                    positions = self._apply_transaction([one])
+                    positions = self._apply_transaction(start, [one])
                 except self.database.outage_errors:
                     raise
                 except Exception as error:
                     raise ProjectionFailed(one[0], one[1], error) from error
                 self._publish(positions)
+                start = one[0] + 1
             return positions
 
-    def _apply_transaction(self, events: list[tuple[int, Any]]) -> dict[str, int]:
+    def _apply_transaction(self, start: int, events: list[tuple[int, Any]]) -> dict[str, int]:
+        """Apply `events`, read from position `start` on, unless a view has not seen everything
+        before `start` (it was dropped by a rebuild elsewhere): the next round catches it up
+        from its own position. Positions may skip numbers (PostgreSQL), never events."""
         with self.database.transaction() as cursor:
             positions = self.database.lock_tracking(cursor)
-            # A view behind the chunk (dropped by a rebuild elsewhere) is caught up from its own
-            # position by the next round; nothing is applied past a gap.
-            if min(positions.values()) + 1 >= events[0][0]:
+            if min(positions.values()) >= start - 1:
                 self._apply_chunk(cursor, positions, events)
                 self._chunk_applied(cursor, events[-1][0])
         return positions
