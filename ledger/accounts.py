@@ -178,7 +178,7 @@ class Account(LedgerAggregate):
         """An empty account, to fold the recalled events of one id into (ledger.keys)."""
         account = cls.__new__(cls)
         account.__dict__.update(name="", parent="", cap=None, committed=0, pending=0, overrun=0, holds={},
-                                settled={}, evicted=0)
+                                settled={}, evicted=0, window_max=float("inf"))
         return account
 
     # State helpers.
@@ -186,7 +186,7 @@ class Account(LedgerAggregate):
     def settle(self, key: str, entry: dict[str, Any]) -> None:
         self.settled.pop(key, None)
         self.settled[key] = entry
-        if len(self.settled) > SETTLED_WINDOW:
+        if len(self.settled) > self.__dict__.get("window_max", SETTLED_WINDOW):
             del self.settled[next(iter(self.settled))]
             self.evicted = getattr(self, "evicted", 0) + 1
 

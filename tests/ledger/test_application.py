@@ -134,3 +134,37 @@ def test_a_restart_keeps_everything(sqlite_database: str) -> None:
         assert app.run_state(run_id, min_position=head)["last_step"] == 3
     finally:
         app.close()
+
+
+def test_a_ledger_written_before_the_keys_index_is_indexed_when_opened(sqlite_database: str) -> None:
+    """Opening a ledger whose keys index is empty (written before it existed) indexes its log
+    once: an id used before then is still a duplicate, at any distance."""
+    import sqlite3
+
+    first = Ledger.open(sqlite_database)
+    try:
+        first.open_account(account="team")
+        charged = first.charge(account="team", charge_id="c0", amount_usd_micro=7)
+        run_id = first.open_run(run_key="k").run_id
+        first.start_attempt(run_id=run_id)
+        appended = first.append_steps(run_id=run_id, attempt=1, steps=[1, 2])
+    finally:
+        first.close()
+    with sqlite3.connect(sqlite_database) as side:
+        assert side.execute("DELETE FROM stored_keys").rowcount == 2
+    import ledger.accounts
+    import ledger.runs
+
+    windows = ledger.accounts.SETTLED_WINDOW, ledger.runs.BATCH_WINDOW
+    ledger.accounts.SETTLED_WINDOW, ledger.runs.BATCH_WINDOW = 0, 0  # Every retry must use the index.
+    reopened = Ledger.open(sqlite_database)
+    try:
+        reopened.charge(account="team", charge_id="c1", amount_usd_micro=1)  # Evicts c0 from the window.
+        again = reopened.charge(account="team", charge_id="c0", amount_usd_micro=7)
+        assert (again.duplicate, again.position) == (True, charged.position)
+        reopened.append_steps(run_id=run_id, attempt=1, steps=[3])
+        resent = reopened.append_steps(run_id=run_id, attempt=1, steps=[1, 2])
+        assert (resent.duplicate, resent.position) == (True, appended.position)
+    finally:
+        reopened.close()
+        ledger.accounts.SETTLED_WINDOW, ledger.runs.BATCH_WINDOW = windows
