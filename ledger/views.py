@@ -23,6 +23,16 @@ _json = msgspec.json.Encoder()
 _json_decode = msgspec.json.decode
 _pack = msgspec.msgpack.Encoder().encode
 
+# A log written before ids were indexed for good may hold a second event for an id: its row then
+# shows the latest event (the totals count both, as the aggregate did), so the log still projects.
+_RESERVATION_UPSERT = (
+    " ON CONFLICT (account, reservation_id) DO UPDATE SET kind = excluded.kind, state = excluded.state,"
+    " amount = excluded.amount, actual = excluded.actual, overrun = excluded.overrun, basis = excluded.basis,"
+    " actual_basis = excluded.actual_basis, reason = excluded.reason, attempt = excluded.attempt,"
+    " reserved_at = excluded.reserved_at, settled_at = excluded.settled_at, expires_at = excluded.expires_at,"
+    " position = excluded.position"
+)
+
 # table -> (columns {name: python type}, primary key, extra indexes, owning view). view_names maps
 # account and family aggregate ids to their names; any view may add to it, none owns it.
 TABLES: dict[str, tuple[dict[str, type], tuple[str, ...], list[tuple[str, ...]], str]] = {
@@ -201,7 +211,7 @@ def _reserved(c: Cursor, e: Any, position: int, account: str) -> None:
     c.execute(
         "INSERT INTO view_reservations (account, reservation_id, kind, state, amount, actual, overrun, basis,"
         " actual_basis, reason, attempt, reserved_at, settled_at, expires_at, position)"
-        " VALUES (?, ?, 'reservation', 'pending', ?, 0, 0, ?, '{}', '', ?, ?, NULL, ?, ?)",
+        " VALUES (?, ?, 'reservation', 'pending', ?, 0, 0, ?, '{}', '', ?, ?, NULL, ?, ?)" + _RESERVATION_UPSERT,
         (account, e.reservation_id, e.amount, _dump(e.basis), e.attempt, to_epoch(e.timestamp),
          to_epoch(e.expires_at), position),
     )
@@ -212,7 +222,7 @@ def _refused(c: Cursor, e: Any, position: int, account: str) -> None:
     c.execute(
         "INSERT INTO view_reservations (account, reservation_id, kind, state, amount, actual, overrun, basis,"
         " actual_basis, reason, attempt, reserved_at, settled_at, expires_at, position)"
-        " VALUES (?, ?, 'reservation', 'refused', ?, 0, 0, ?, '{}', ?, ?, ?, ?, NULL, ?)",
+        " VALUES (?, ?, 'reservation', 'refused', ?, 0, 0, ?, '{}', ?, ?, ?, ?, NULL, ?)" + _RESERVATION_UPSERT,
         (account, e.reservation_id, e.amount, _dump(e.basis),
          f"cap of {e.refused_by} would be crossed: {e.remaining} remained", e.attempt, to_epoch(e.timestamp),
          to_epoch(e.timestamp), position),
@@ -245,7 +255,7 @@ def _charged(c: Cursor, e: Any, position: int, account: str) -> None:
     c.execute(
         "INSERT INTO view_reservations (account, reservation_id, kind, state, amount, actual, overrun, basis,"
         " actual_basis, reason, attempt, reserved_at, settled_at, expires_at, position)"
-        " VALUES (?, ?, 'charge', 'charged', ?, ?, ?, ?, ?, ?, 0, ?, ?, NULL, ?)",
+        " VALUES (?, ?, 'charge', 'charged', ?, ?, ?, ?, ?, ?, 0, ?, ?, NULL, ?)" + _RESERVATION_UPSERT,
         (account, e.charge_id, e.amount, e.amount, e.overrun, _dump(e.basis), _dump(e.basis), e.reason,
          to_epoch(e.timestamp), to_epoch(e.timestamp), position),
     )

@@ -343,3 +343,35 @@ class TestReadYourWrites:
         finally:
             reader.close()
             writer.close()
+
+
+def test_a_log_with_an_id_counted_twice_by_an_older_version_still_projects(sqlite_database: str) -> None:
+    """Versions before the keys index forgot ids beyond a window and recorded a retry of an old
+    charge or reservation as new. Such a log stays readable: the views project it (the row
+    shows the latest event for the id) and their totals equal the aggregate's."""
+    from ledger import accounts as spend
+    from ledger.base import Audit
+
+    app = Ledger.open(sqlite_database)
+    try:
+        app.open_account(account="team")
+        app.charge(account="team", charge_id="c0", amount_usd_micro=1_000)
+        app.reserve(account="team", reservation_id="r0", amount_usd_micro=50)
+        app.release(account="team", reservation_id="r0", reason="not made")
+        # What an older version wrote: the same ids recorded again as new events.
+        holder = app._account("team")
+        holder.settled.clear()
+        audit = Audit("old-version", "", app.clock())
+        spend.charge(holder, [], audit, charge_id="c0", amount=1_000, basis={}, reason="resent")
+        spend.reserve(holder, [], audit, reservation_id="r0", amount=50, basis={},
+                      expires_at=app.clock() + timedelta(minutes=5), attempt=0)
+        app.save(holder)
+        app.wait(app.head())
+        assert app.projector.failure is None
+        assert app.account("team") == app.account_now("team")
+        assert app.account_now("team")["committed"] == 2_000
+        before = dump_views(app)
+        app.projector.rebuild()
+        assert dump_views(app) == before
+    finally:
+        app.close()

@@ -16,7 +16,7 @@ from ledger import Ledger
 from ledger.accounts import SETTLED_WINDOW
 from ledger.runs import BATCH_WINDOW
 from tests.service.support import Served, Stubs, batch, error_info, key, open_run
-from trainledger.v1 import runs_pb2, spend_pb2
+from trainledger.v1 import common_pb2, runs_pb2, spend_pb2
 
 Code = grpc.StatusCode
 
@@ -171,36 +171,37 @@ def test_a_new_attempt_releases_the_holds_of_the_attempts_it_fences(stubs: Stubs
 
 
 def test_an_event_that_cannot_be_projected_stops_projection_loudly(tmp_path, caplog) -> None:
-    """A view row that collides with an event (here planted by hand, as the old window bug did)
-    stops projection at that event: reads say PROJECTION_FAILED at once, health turns
-    NOT_SERVING, the log names the position; writes are still recorded."""
+    """A view row that collides with an event (planted by hand: no version of the ledger ever
+    recorded a checkpoint twice) stops projection at that event: reads say PROJECTION_FAILED at
+    once, health turns NOT_SERVING, the log names the position; writes are still recorded."""
     path = tmp_path / "ledger.db"
     ledger = Ledger.open(str(path))
     served = Served(ledger)
     try:
         stubs = served.stubs
-        stubs.spend.OpenAccount(spend_pb2.OpenAccountRequest(account="team"), timeout=10)
+        run_id = open_run(stubs).state.run.run_id
         with sqlite3.connect(path) as side:
-            side.execute("INSERT INTO view_reservations (account, reservation_id, kind, state, amount, actual, overrun,"
-                         " basis, actual_basis, reason, attempt, position) VALUES ('team', 'r1', 'reservation',"
-                         " 'pending', 1, 0, 0, '{}', '{}', '', 0, 0)")
-        held = stubs.spend.Reserve(spend_pb2.ReserveRequest(account="team", reservation_id="r1", amount_usd_micro=5),
-                                   timeout=10)
-        code, reason = reason_of(stubs.spend.GetAccount, spend_pb2.GetAccountRequest(
-            account="team", min_position=held.position))
+            side.execute("INSERT INTO view_checkpoints (run_id, attempt, step, backend, uri, fidelity, sampler_uri, final,"
+                         " saved_at, expires_at, digest, superseded) VALUES (?, 1, 5, 'hf', 'file:///x', 'weights', '',"
+                         " 0, 0, NULL, '', 0)", (run_id,))
+        saved = stubs.runs.SaveCheckpoint(runs_pb2.SaveCheckpointRequest(
+            run_id=run_id, attempt=1, step=5, handle=common_pb2.StateHandle(backend="hf", uri="file:///ckpt/5")),
+            timeout=10)
+        code, reason = reason_of(stubs.runs.GetRunState, runs_pb2.GetRunStateRequest(
+            run_id=run_id, min_position=saved.position))
         assert (code, reason) == (Code.UNAVAILABLE, "PROJECTION_FAILED")
-        assert ledger.projector.failure is not None and ledger.projector.failure.position == held.position
-        assert ledger.storage.tracking_positions()["spend"] == held.position - 1
+        assert ledger.projector.failure is not None and ledger.projector.failure.position == saved.position
+        assert ledger.storage.tracking_positions()["runs"] == saved.position - 1
         health = health_pb2_grpc.HealthStub(stubs.channel)
         deadline = time.monotonic() + 15
         while health.Check(health_pb2.HealthCheckRequest(), timeout=5).status != health_pb2.HealthCheckResponse.NOT_SERVING:
             assert time.monotonic() < deadline, "health never turned NOT_SERVING"
             time.sleep(0.1)
-        assert any(f"position {held.position}" in record.getMessage() for record in caplog.records)
+        assert any(f"position {saved.position}" in record.getMessage() for record in caplog.records)
         # Writes go on being recorded: nothing acknowledged is lost while the views are stopped.
-        again = stubs.spend.Reserve(spend_pb2.ReserveRequest(account="team", reservation_id="r2", amount_usd_micro=5),
+        again = stubs.spend.Reserve(spend_pb2.ReserveRequest(account=run_id, reservation_id="r2", amount_usd_micro=5),
                                     timeout=10)
-        assert again.position > held.position
+        assert again.position > saved.position
     finally:
         served.close()
         ledger.close()
