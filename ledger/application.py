@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import random
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -97,6 +98,22 @@ def _storage_read(method: Callable[..., T]) -> Callable[..., T]:
             raise UnavailableError(f"storage is unavailable: {error}") from error
 
     return read
+
+
+def _outage(error: BaseException) -> UnavailableError:
+    """The refusal of a write that storage failed: reason STORAGE_FULL when the disk (or the
+    database's size limit) is full, so that whoever runs the ledger sees what to fix; otherwise
+    storage is unavailable. Either is UNAVAILABLE on the wire: the same request may be sent again."""
+    cause: BaseException | None = error
+    for _ in range(8):  # The library wraps the driver's error: look a few causes deep.
+        if cause is None:
+            break
+        # SQLite says SQLITE_FULL; PostgreSQL says SQLSTATE 53100 (disk_full).
+        if getattr(cause, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or getattr(cause, "sqlstate", "") == "53100":
+            return UnavailableError(f"storage is full ({error}): free space, then send the write again",
+                                    reason="STORAGE_FULL")
+        cause = cause.__cause__ or cause.__context__
+    return UnavailableError(f"storage is unavailable: {error}")
 
 
 class Ledger(Application[UUID]):
@@ -262,7 +279,7 @@ class Ledger(Application[UUID]):
                 except BaseException as error:
                     self._evict(touched)
                     if isinstance(error, self.storage.outage_errors):
-                        raise UnavailableError(f"storage is unavailable: {error}") from error
+                        raise _outage(error) from error
                     raise
             if not recordings:
                 return result, None

@@ -7,11 +7,13 @@ which errors mean "storage unavailable".
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import quote
 from uuid import UUID
 
 import sqlite_utils
@@ -22,13 +24,45 @@ from ledger.keys import event_keys
 from ledger.queries import ViewReader
 from ledger.views import TABLES, VIEWS
 
-__all__ = ["Storage", "SQLiteStorage", "SQLiteRecorder", "open_storage", "persistence_env"]
+__all__ = ["Storage", "SQLiteStorage", "SQLiteRecorder", "open_storage", "persistence_env", "damage"]
 
 KEYS_TABLE = "stored_keys"
 # Keys rows are written with the events they index: (aggregate id, key, the event's version).
 KeyRow = tuple[UUID, str, int]
 
 SQLITE_TYPES = {int: int, float: float, str: str, bytes: bytes}
+SQLITE_HEADER = b"SQLite format 3\x00"
+LEFT_AS_IT_IS = "the file was left as it is: restore it from a backup (`trainledger backup` makes one)"
+
+
+def damage(database: str) -> str | None:
+    """Why the SQLite file `database` must not be opened for writing: its header is not SQLite's, or
+    SQLite's quick_check finds it damaged (cut short, pages overwritten). None for a sound file, a
+    file not there yet, and a database that is no SQLite file path. Only reads: the file is opened
+    read-only, with its write-ahead log, so a crash image is judged as SQLite will recover it. Takes
+    a moment per hundred megabytes."""
+    if "://" in database or database == ":memory:" or database.startswith("file:"):
+        return None
+    try:
+        with open(database, "rb") as file:
+            header = file.read(len(SQLITE_HEADER))
+    except OSError:
+        return None  # Not there yet (or not readable: opening the ledger reports that).
+    if header and header != SQLITE_HEADER:
+        return f"not a SQLite database, or its header is damaged; {LEFT_AS_IT_IS}"
+    try:
+        connection = sqlite3.connect(f"file:{quote(os.path.abspath(database))}?mode=ro", uri=True)
+        try:
+            found = [row[0] for row in connection.execute("PRAGMA quick_check(1)")]
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as error:
+        if getattr(error, "sqlite_errorcode", 0) & 0xFF not in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+            return None  # Not damage (a lock, permissions): opening the ledger reports it.
+        found = [str(error)]
+    if found == ["ok"]:
+        return None
+    return f"the file is damaged (SQLite: {' '.join(found[0].split())}); {LEFT_AS_IT_IS}"
 
 
 def persistence_env(database: str) -> dict[str, str]:

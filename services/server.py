@@ -24,6 +24,7 @@ from grpc_reflection.v1alpha import reflection
 
 from ledger import Ledger
 from ledger.errors import UnavailableError
+from ledger.storage import damage
 from services.edge import Edge
 from services.events import EventsServicer
 from services.holder import Holder, HolderError, acquire
@@ -254,6 +255,9 @@ def create_server(address: str = "127.0.0.1:50051", *, ledger: Ledger | None = N
         if problem:
             raise StartupError(f"cannot listen on {address}: {problem}")
         if ledger is None:
+            damaged = damage(database)  # Checked before anything could write to the file.
+            if damaged:
+                raise StartupError(f"cannot open database {describe(database)}: {damaged}")
             try:
                 ledger = opened = Ledger.open(database, project=project)
             except Exception as error:
