@@ -4,6 +4,7 @@
     trainledger project --database-url URL      # a projection worker (PostgreSQL)
     trainledger runs list | runs show RUN | spend show RUN_OR_ACCOUNT
     trainledger registry list | registry show FAMILY | events export --from N | rebuild
+    trainledger backup --to FILE                # a consistent copy of a SQLite ledger, served or not
 
 TRAINLEDGER_DATABASE_URL and --database-url override --db. Read commands print aligned tables,
 or JSON with --json. A database that cannot be opened is one line on stderr and exit status 2, and
@@ -81,6 +82,18 @@ def project(args: argparse.Namespace) -> None:
             signal.signal(signum, handler)
 
 
+def backup(args: argparse.Namespace) -> None:
+    """services.backup: a copy of a SQLite ledger taken while it may be served (no holder lock)."""
+    from services.backup import BackupError, backup as copy
+
+    try:
+        made = copy(args.database, args.to)
+    except BackupError as error:
+        raise Failure(str(error)) from None
+    print(f"backed up {args.database} to {made.path}: the log up to position {made.position} "
+          f"({made.size_bytes} bytes)")
+
+
 def rebuild(args: argparse.Namespace) -> None:
     """`reports.rebuild` while holding a SQLite database: never under a server that projects it."""
     from services.holder import HolderError, held
@@ -143,6 +156,8 @@ def parser() -> argparse.ArgumentParser:
 
     command("rebuild", rebuild, read=False, help="drop every view and project it again from the log "
             "(stop servers on this database first)")
+    command("backup", backup, read=False, help="copy a SQLite ledger, served or not, to a new file").add_argument(
+        "--to", required=True, metavar="FILE", help="the new file (never overwritten)")
     return top
 
 
