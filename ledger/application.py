@@ -794,34 +794,56 @@ class Ledger(Application[UUID]):
 
     @_storage_read
     def read_events(self, *, from_position: int = 1, limit: int = 1000, types: Sequence[str] = (),
-                    originator_ids: Sequence[str] = ()) -> list[dict[str, Any]]:
+                    originator_ids: Sequence[str] = (), bytes_max: int | None = None) -> list[dict[str, Any]]:
         """Events of the log from a position, decoded: {position, type, originator_id,
-        originator_version, timestamp, principal, request_id, data}."""
+        originator_version, timestamp, principal, request_id, data}. With `bytes_max` the page
+        also ends before the event that would take its stored bytes past that budget; its first
+        event is in it however large, so a reader that pages on always gets past every event."""
         check_int(from_position, "from_position")
         check_int(limit, "limit", minimum=1, maximum=PAGE_SIZE_MAX)
+        if bytes_max is not None:
+            check_int(bytes_max, "bytes_max", minimum=1)
         topics = [topic for name in types for topic in event_topics(name)]
         if types and not topics:
             return []
-        if originator_ids:
-            ids = [UUID(originator_id) for originator_id in originator_ids]
-            notifications = self.storage.select_notifications_of(ids, max(1, from_position), limit, topics)
-        else:
-            notifications = self.recorder.select_notifications(max(1, from_position), limit, topics=topics)
-        out = []
-        for notification in notifications:
-            data = self.mapper.transcoder.decode(notification.state)
-            data.pop("originator_topic", None)
-            out.append({
-                "position": notification.id,
-                "type": notification.topic.rsplit(":", 1)[-1],
-                "originator_id": str(notification.originator_id),
-                "originator_version": notification.originator_version,
-                "timestamp": data.pop("timestamp", None),
-                "principal": data.pop("principal", ""),
-                "request_id": data.pop("request_id", ""),
-                "data": data,
-            })
+        ids = [UUID(originator_id) for originator_id in originator_ids]
+        out: list[dict[str, Any]] = []
+        start, stored_bytes, largest = max(1, from_position), 0, 1
+        # Without a budget the page is read at once; with one, in windows that the budget left
+        # would hold at the largest size seen so far (the first window is one event), so no more
+        # than about a page of stored events is ever held.
+        window = limit if bytes_max is None else 1
+        while len(out) < limit:
+            asked = min(window, limit - len(out))
+            if ids:
+                notifications = self.storage.select_notifications_of(ids, start, asked, topics)
+            else:
+                notifications = self.recorder.select_notifications(start, asked, topics=topics)
+            for notification in notifications:
+                size = len(notification.state)
+                if bytes_max is not None and out and stored_bytes + size > bytes_max:
+                    return out
+                stored_bytes, largest = stored_bytes + size, max(largest, size)
+                out.append(self._event(notification))
+            if len(notifications) < asked or bytes_max is None:
+                return out
+            start = notifications[-1].id + 1
+            window = max(1, (bytes_max - stored_bytes) // largest)
         return out
+
+    def _event(self, notification: Any) -> dict[str, Any]:
+        data = self.mapper.transcoder.decode(notification.state)
+        data.pop("originator_topic", None)
+        return {
+            "position": notification.id,
+            "type": notification.topic.rsplit(":", 1)[-1],
+            "originator_id": str(notification.originator_id),
+            "originator_version": notification.originator_version,
+            "timestamp": data.pop("timestamp", None),
+            "principal": data.pop("principal", ""),
+            "request_id": data.pop("request_id", ""),
+            "data": data,
+        }
 
 
 def _is_uuid(name: str) -> bool:

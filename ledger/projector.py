@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
+from uuid import UUID
 
 from ledger.views import VIEWS, apply_events, handlers
 
@@ -71,6 +72,10 @@ class Projector:
         #: Set when an event could not be projected (a bug): projection has stopped before it.
         self.failure: ProjectionFailed | None = None
         self.listeners: list[Callable[[int], None]] = []
+        #: Called in the projector's thread after each chunk with the ids of the aggregates whose
+        #: events it applied, so that a waiter on one aggregate is woken by that aggregate alone;
+        #: with None when that is not known (any aggregate may have changed).
+        self.originator_listeners: list[Callable[[frozenset[UUID] | None], None]] = []
 
     @property
     def position(self) -> int:
@@ -168,7 +173,7 @@ class Projector:
                 return applied
             events = self._decode_chunk(notifications)
             positions = self._apply_locked(start, events)
-            self._publish(positions)
+            self._publish(positions, frozenset(event.originator_id for _, event in events))
             applied += len(events)
 
     def _apply_locked(self, start: int, events: list[tuple[int, Any]]) -> dict[str, int]:
@@ -206,15 +211,21 @@ class Projector:
     def _chunk_applied(self, cursor: Any, last: int) -> None:
         """A hook inside the chunk's transaction (PostgreSQL notifies followers from it)."""
 
-    def _publish(self, positions: dict[str, int]) -> None:
-        """Adopt the committed positions and tell waiters and listeners."""
+    def _publish(self, positions: dict[str, int], originator_ids: frozenset[UUID] | None = None) -> None:
+        """Adopt the committed positions and tell waiters and listeners; `originator_ids` are the
+        aggregates of the events they cover (None: not known here)."""
         before = self.position
         self.positions = positions
-        if self.position != before:
+        moved = self.position != before
+        if moved:
             with self._condition:
                 self._condition.notify_all()
             for listener in list(self.listeners):
                 listener(self.position)
+        # A chunk applied one event at a time (see _apply_locked) moved the positions already.
+        if moved or originator_ids:
+            for originator_listener in list(self.originator_listeners):
+                originator_listener(originator_ids)
 
     def _decode_chunk(self, notifications: Any) -> list[tuple[int, Any]]:
         """(position, event) pairs of a chunk, cut short once it holds CHUNK_ROWS steps."""

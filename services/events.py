@@ -11,9 +11,12 @@ from services.codec import messages
 from services.edge import Edge
 from trainledger.v1 import events_pb2, events_pb2_grpc
 
-__all__ = ["EventsServicer", "EVENTS_PAGE"]
+__all__ = ["EventsServicer", "EVENTS_PAGE", "EVENTS_PAGE_BYTES"]
 
 EVENTS_PAGE = 1_000
+# A page also ends at this many stored bytes (one larger event goes out alone): the server holds
+# a page of the log while it streams it, never more, however large the events.
+EVENTS_PAGE_BYTES = 1024 * 1024
 
 
 class EventsServicer(events_pb2_grpc.EventsServicer):
@@ -23,7 +26,8 @@ class EventsServicer(events_pb2_grpc.EventsServicer):
 
     def _page(self, position: int, limit: int, types: list[str]) -> list[events_pb2.Event]:
         # Read and encoded in the worker thread: a page may hold a thousand step batches.
-        return [messages.event(e) for e in self.ledger.read_events(from_position=position, limit=limit, types=types)]
+        return [messages.event(e) for e in self.ledger.read_events(from_position=position, limit=limit, types=types,
+                                                                   bytes_max=EVENTS_PAGE_BYTES)]
 
     async def ReadEvents(self, request: events_pb2.ReadEventsRequest,
                          context: grpc.aio.ServicerContext) -> AsyncIterator[events_pb2.Event]:

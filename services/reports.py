@@ -20,6 +20,9 @@ __all__ = ["Failure", "runs_list", "runs_show", "spend_show", "registry_list", "
            "rebuild"]
 
 PAGE = 1_000
+# An export page also ends at this many stored bytes (one larger event is a page of its own), so
+# the export holds a page of the log, never the log.
+PAGE_BYTES = 1024 * 1024
 
 
 class Failure(Exception):
@@ -180,17 +183,19 @@ def registry_show(args: argparse.Namespace) -> None:
 
 
 def events_export(args: argparse.Namespace) -> None:
+    """The log up to its head as JSON lines, streamed page by page (pages bounded by bytes)."""
     with opened(args.database, catch_up=False) as ledger:
         head, position = ledger.head(), max(1, args.from_position)
         while position <= head:
-            page = ledger.read_events(from_position=position, limit=PAGE, types=args.types)
-            for event in page:
-                if event["position"] > head:
-                    return
-                sys.stdout.write(to_json(event, indent=None) + "\n")
+            page = ledger.read_events(from_position=position, limit=PAGE, types=args.types, bytes_max=PAGE_BYTES)
             if not page:
                 return
             position = page[-1]["position"] + 1
+            while page:
+                event = page.pop(0)  # Each event is let go of once written.
+                if event["position"] > head:
+                    return
+                sys.stdout.write(to_json(event, indent=None) + "\n")
 
 
 def rebuild(args: argparse.Namespace) -> None:

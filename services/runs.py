@@ -7,12 +7,12 @@ from typing import Any
 
 import grpc
 
-from ledger.base import ledger_id
 from ledger.errors import LedgerError
 from services import codec
 from services.codec import messages
 from services.edge import Edge
 from services.interceptors import audit
+from services.watch import Watchers, caller
 from trainledger.v1 import runs_pb2, runs_pb2_grpc
 
 __all__ = ["RunsServicer"]
@@ -20,7 +20,6 @@ __all__ = ["RunsServicer"]
 Context = grpc.aio.ServicerContext
 RUNS_PAGE_DEFAULT = 100
 SERIES_PAGE_DEFAULT = 1_000
-WATCH_PAGE = 1_000
 
 
 class RunsServicer(runs_pb2_grpc.RunsServicer):
@@ -125,27 +124,8 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
 
     async def WatchRun(self, request: runs_pb2.WatchRunRequest,
                        context: Context) -> AsyncIterator[runs_pb2.WatchRunResponse]:
-        """The current state, then every later event of the run and of its spend account, live,
-        until the client cancels or the server shuts down."""
-        run_id = request.run_id
-        state = await self.edge.call(self.ledger.run_state, run_id)
-        yield runs_pb2.WatchRunResponse(position=state["position"], event_type="state",
-                                        state=messages.run_state(state))
-        watched = {run_id, str(ledger_id("account", run_id))}
-        position = request.from_position or state["position"] + 1
-        while not self.edge.closed:
-            progress = self.edge.progress()
-            events = await self.edge.call(self.ledger.read_events, from_position=position, limit=WATCH_PAGE,
-                                          originator_ids=sorted(watched))
-            for event in events:
-                position = event["position"] + 1
-                if event["originator_id"] not in watched:
-                    continue
-                if event["type"].endswith("StepsRecorded"):
-                    yield runs_pb2.WatchRunResponse(position=event["position"], event_type=event["type"],
-                                                    steps=codec.batch_message(run_id, event["data"]))
-                else:
-                    yield runs_pb2.WatchRunResponse(position=event["position"], event_type=event["type"],
-                                                    state=await self._state(run_id, event["position"], context))
-            if len(events) < WATCH_PAGE:
-                await self.edge.wait(progress)
+        """The run's state without its spec, then every later event of the run and of its spend
+        account, live, each with the state fields it changed, until the client cancels or the server
+        shuts down. Bounded and fanned out by services.watch (TOO_MANY_WATCHERS, WATCHER_TOO_SLOW)."""
+        async for message in Watchers.of(self.edge).watch(request.run_id, request.from_position, caller(context)):
+            yield message

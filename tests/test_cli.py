@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import tracemalloc
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -135,6 +136,29 @@ def test_registry_events_and_rebuild(database: str, capsys: pytest.CaptureFixtur
     # The environment's database URL overrides --db.
     monkeypatch.setenv("TRAINLEDGER_DATABASE_URL", database)
     assert "demo" in run_cli(capsys, "runs", "list", "--db", os.devnull + ".missing")
+
+
+def test_events_export_streams_pages_bounded_by_bytes(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    path = str(tmp_path / "wide.db")
+    ledger = Ledger.open(path)
+    run_id = ledger.open_run(run_key="wide", name="wide").run_id
+    ledger.start_attempt(run_id=run_id, attempt_id="a1")
+    for n in range(12):  # Step batches of about 1.1 MB stored, 5 MB decoded, each.
+        ledger.append_steps(run_id=run_id, attempt=1, steps=list(range(n * 10_000, (n + 1) * 10_000)),
+                            metrics={f"m{m}": [m + 0.5] * 10_000 for m in range(12)})
+    head = ledger.head()
+    ledger.close()
+    capfd.readouterr()
+    tracemalloc.start()
+    try:
+        assert main(["events", "export", "--db", path]) == 0
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    lines = capfd.readouterr().out.splitlines()
+    assert [json.loads(line)["position"] for line in lines] == list(range(1, head + 1))
+    # Over 12 MB of events stored (60 MB decoded) went out; the export held a page at a time.
+    assert peak < 24 * 1024 * 1024, f"peak {peak / 2**20:.0f} MB"
 
 
 def test_a_missing_database_is_reported_not_created(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -22,76 +22,77 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import field_mask_pb2 as google_dot_protobuf_dot_field__mask__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from trainledger.v1 import common_pb2 as trainledger_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19trainledger/v1/runs.proto\x12\x0etrainledger.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1btrainledger/v1/common.proto\"\x9c\x01\n\x0eOpenRunRequest\x12\x0f\n\x07run_key\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12%\n\x04spec\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x1a\n\rcap_usd_micro\x18\x04 \x01(\x03H\x00\x88\x01\x01\x12\x16\n\x0eparent_account\x18\x05 \x01(\tB\x10\n\x0e_cap_usd_micro\"]\n\x0fOpenRunResponse\x12\'\n\x05state\x18\x01 \x01(\x0b\x32\x18.trainledger.v1.RunState\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\x12\x10\n\x08position\x18\x03 \x01(\x03\"|\n\x13StartAttemptRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x12\n\nattempt_id\x18\x02 \x01(\t\x12\r\n\x05label\x18\x03 \x01(\t\x12\x1d\n\x10resume_from_step\x18\x04 \x01(\x03H\x00\x88\x01\x01\x42\x13\n\x11_resume_from_step\"u\n\x14StartAttemptResponse\x12\x0f\n\x07\x61ttempt\x18\x01 \x01(\x05\x12\x10\n\x08position\x18\x02 \x01(\x03\x12\x11\n\tduplicate\x18\x03 \x01(\x08\x12\'\n\x05state\x18\x04 \x01(\x0b\x32\x18.trainledger.v1.RunState\">\n\x12\x41ppendStepsRequest\x12(\n\x05\x62\x61tch\x18\x01 \x01(\x0b\x32\x19.trainledger.v1.StepBatch\"M\n\x13\x41ppendStepsResponse\x12\x10\n\x08position\x18\x01 \x01(\x03\x12\x11\n\tduplicate\x18\x02 \x01(\x08\x12\x11\n\tlast_step\x18\x03 \x01(\x03\"P\n\x12RecordStepsRequest\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12(\n\x05\x62\x61tch\x18\x02 \x01(\x0b\x32\x19.trainledger.v1.StepBatch\"_\n\x13RecordStepsResponse\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12\x10\n\x08position\x18\x02 \x01(\x03\x12\x11\n\tduplicate\x18\x03 \x01(\x08\x12\x11\n\tlast_step\x18\x04 \x01(\x03\"\xd7\x01\n\x15SaveCheckpointRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x0c\n\x04step\x18\x03 \x01(\x03\x12+\n\x06handle\x18\x04 \x01(\x0b\x32\x1b.trainledger.v1.StateHandle\x12\x13\n\x0bsampler_uri\x18\x05 \x01(\t\x12\r\n\x05\x66inal\x18\x06 \x01(\x08\x12.\n\nexpires_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06\x64igest\x18\x08 \x01(\t\"=\n\x16SaveCheckpointResponse\x12\x10\n\x08position\x18\x01 \x01(\x03\x12\x11\n\tduplicate\x18\x02 \x01(\x08\"\x97\x01\n\x10\x46inishRunRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12)\n\x06status\x18\x03 \x01(\x0e\x32\x19.trainledger.v1.RunStatus\x12(\n\x07summary\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\r\n\x05\x65rror\x18\x05 \x01(\t\"%\n\x11\x46inishRunResponse\x12\x10\n\x08position\x18\x01 \x01(\x03\"N\n\x12NoteSummaryRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12(\n\x07summary\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"\'\n\x13NoteSummaryResponse\x12\x10\n\x08position\x18\x01 \x01(\x03\":\n\x12GetRunStateRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x14\n\x0cmin_position\x18\x02 \x01(\x03\">\n\x13GetRunStateResponse\x12\'\n\x05state\x18\x01 \x01(\x0b\x32\x18.trainledger.v1.RunState\"\xe9\x02\n\x08RunState\x12$\n\x03run\x18\x01 \x01(\x0b\x32\x17.trainledger.v1.RunInfo\x12)\n\x08\x61ttempts\x18\x02 \x03(\x0b\x32\x17.trainledger.v1.Attempt\x12\x17\n\x0f\x63urrent_attempt\x18\x03 \x01(\x05\x12.\n\ncheckpoint\x18\x04 \x01(\x0b\x32\x1a.trainledger.v1.Checkpoint\x12\x37\n\x13\x65xpired_checkpoints\x18\x05 \x03(\x0b\x32\x1a.trainledger.v1.Checkpoint\x12&\n\x06resume\x18\x06 \x01(\x0b\x32\x16.trainledger.v1.Resume\x12\x16\n\tlast_step\x18\x07 \x01(\x03H\x00\x88\x01\x01\x12*\n\x05spend\x18\x08 \x01(\x0b\x32\x1b.trainledger.v1.SpendTotals\x12\x10\n\x08position\x18\t \x01(\x03\x42\x0c\n\n_last_step\"\xa3\x02\n\x07RunInfo\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0f\n\x07run_key\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12)\n\x06status\x18\x04 \x01(\x0e\x32\x19.trainledger.v1.RunStatus\x12%\n\x04spec\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12(\n\x07summary\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\r\n\x05\x65rror\x18\x07 \x01(\t\x12-\n\topened_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xb1\x01\n\x07\x41ttempt\x12\x0e\n\x06number\x18\x01 \x01(\x05\x12\x12\n\nattempt_id\x18\x02 \x01(\t\x12\r\n\x05label\x18\x03 \x01(\t\x12.\n\nstarted_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1e\n\x11resumed_from_step\x18\x05 \x01(\x03H\x00\x88\x01\x01\x12\r\n\x05\x65nded\x18\x06 \x01(\x08\x42\x14\n\x12_resumed_from_step\"\xea\x01\n\nCheckpoint\x12\x0f\n\x07\x61ttempt\x18\x01 \x01(\x05\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12+\n\x06handle\x18\x03 \x01(\x0b\x32\x1b.trainledger.v1.StateHandle\x12\x13\n\x0bsampler_uri\x18\x04 \x01(\t\x12\r\n\x05\x66inal\x18\x05 \x01(\x08\x12,\n\x08saved_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06\x64igest\x18\x08 \x01(\t\"\x93\x01\n\x06Resume\x12\x11\n\tavailable\x18\x01 \x01(\x08\x12\x11\n\tfrom_step\x18\x02 \x01(\x03\x12+\n\x06handle\x18\x03 \x01(\x0b\x32\x1b.trainledger.v1.StateHandle\x12\x13\n\x0bsampler_uri\x18\x04 \x01(\t\x12!\n\x19spend_committed_usd_micro\x18\x05 \x01(\x03\"\xc8\x01\n\x0bSpendTotals\x12\x1a\n\rcap_usd_micro\x18\x01 \x01(\x03H\x00\x88\x01\x01\x12\x1b\n\x13\x63ommitted_usd_micro\x18\x02 \x01(\x03\x12\x19\n\x11pending_usd_micro\x18\x03 \x01(\x03\x12 \n\x13remaining_usd_micro\x18\x04 \x01(\x03H\x01\x88\x01\x01\x12\x19\n\x11overrun_usd_micro\x18\x05 \x01(\x03\x42\x10\n\x0e_cap_usd_microB\x16\n\x14_remaining_usd_micro\"y\n\x0fListRunsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12)\n\x06status\x18\x03 \x01(\x0e\x32\x19.trainledger.v1.RunStatus\x12\x14\n\x0cmin_position\x18\x04 \x01(\x03\"U\n\x10ListRunsResponse\x12(\n\x04runs\x18\x01 \x03(\x0b\x32\x1a.trainledger.v1.RunSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\xe0\x01\n\nRunSummary\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12)\n\x06status\x18\x03 \x01(\x0e\x32\x19.trainledger.v1.RunStatus\x12\x17\n\x0f\x63urrent_attempt\x18\x04 \x01(\x05\x12\x16\n\tlast_step\x18\x05 \x01(\x03H\x00\x88\x01\x01\x12\x1b\n\x13\x63ommitted_usd_micro\x18\x06 \x01(\x03\x12-\n\topened_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x0c\n\n_last_step\"\x8b\x01\n\x10GetSeriesRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x11\n\tfrom_step\x18\x02 \x01(\x03\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x0f\n\x07metrics\x18\x04 \x03(\t\x12\x1a\n\x12include_superseded\x18\x05 \x01(\x08\x12\x14\n\x0cmin_position\x18\x06 \x01(\x03\"\xca\x01\n\x11GetSeriesResponse\x12\r\n\x05steps\x18\x01 \x03(\x03\x12\x10\n\x08\x61ttempts\x18\x02 \x03(\x05\x12\x0e\n\x06tokens\x18\x03 \x03(\x03\x12\x11\n\tusd_micro\x18\x04 \x03(\x03\x12\x12\n\nsuperseded\x18\x05 \x03(\x08\x12-\n\x07metrics\x18\x06 \x03(\x0b\x32\x1c.trainledger.v1.MetricColumn\x12\x1b\n\x0enext_from_step\x18\x07 \x01(\x03H\x00\x88\x01\x01\x42\x11\n\x0f_next_from_step\"8\n\x0fWatchRunRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x15\n\rfrom_position\x18\x02 \x01(\x03\"\x8b\x01\n\x10WatchRunResponse\x12\x10\n\x08position\x18\x01 \x01(\x03\x12\x12\n\nevent_type\x18\x02 \x01(\t\x12(\n\x05steps\x18\x03 \x01(\x0b\x32\x19.trainledger.v1.StepBatch\x12\'\n\x05state\x18\x04 \x01(\x0b\x32\x18.trainledger.v1.RunState2\xb6\x07\n\x04Runs\x12J\n\x07OpenRun\x12\x1e.trainledger.v1.OpenRunRequest\x1a\x1f.trainledger.v1.OpenRunResponse\x12Y\n\x0cStartAttempt\x12#.trainledger.v1.StartAttemptRequest\x1a$.trainledger.v1.StartAttemptResponse\x12V\n\x0b\x41ppendSteps\x12\".trainledger.v1.AppendStepsRequest\x1a#.trainledger.v1.AppendStepsResponse\x12Z\n\x0bRecordSteps\x12\".trainledger.v1.RecordStepsRequest\x1a#.trainledger.v1.RecordStepsResponse(\x01\x30\x01\x12_\n\x0eSaveCheckpoint\x12%.trainledger.v1.SaveCheckpointRequest\x1a&.trainledger.v1.SaveCheckpointResponse\x12P\n\tFinishRun\x12 .trainledger.v1.FinishRunRequest\x1a!.trainledger.v1.FinishRunResponse\x12V\n\x0bNoteSummary\x12\".trainledger.v1.NoteSummaryRequest\x1a#.trainledger.v1.NoteSummaryResponse\x12V\n\x0bGetRunState\x12\".trainledger.v1.GetRunStateRequest\x1a#.trainledger.v1.GetRunStateResponse\x12M\n\x08ListRuns\x12\x1f.trainledger.v1.ListRunsRequest\x1a .trainledger.v1.ListRunsResponse\x12P\n\tGetSeries\x12 .trainledger.v1.GetSeriesRequest\x1a!.trainledger.v1.GetSeriesResponse\x12O\n\x08WatchRun\x12\x1f.trainledger.v1.WatchRunRequest\x1a .trainledger.v1.WatchRunResponse0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19trainledger/v1/runs.proto\x12\x0etrainledger.v1\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1btrainledger/v1/common.proto\"\x9c\x01\n\x0eOpenRunRequest\x12\x0f\n\x07run_key\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12%\n\x04spec\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x1a\n\rcap_usd_micro\x18\x04 \x01(\x03H\x00\x88\x01\x01\x12\x16\n\x0eparent_account\x18\x05 \x01(\tB\x10\n\x0e_cap_usd_micro\"]\n\x0fOpenRunResponse\x12\'\n\x05state\x18\x01 \x01(\x0b\x32\x18.trainledger.v1.RunState\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\x12\x10\n\x08position\x18\x03 \x01(\x03\"|\n\x13StartAttemptRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x12\n\nattempt_id\x18\x02 \x01(\t\x12\r\n\x05label\x18\x03 \x01(\t\x12\x1d\n\x10resume_from_step\x18\x04 \x01(\x03H\x00\x88\x01\x01\x42\x13\n\x11_resume_from_step\"u\n\x14StartAttemptResponse\x12\x0f\n\x07\x61ttempt\x18\x01 \x01(\x05\x12\x10\n\x08position\x18\x02 \x01(\x03\x12\x11\n\tduplicate\x18\x03 \x01(\x08\x12\'\n\x05state\x18\x04 \x01(\x0b\x32\x18.trainledger.v1.RunState\">\n\x12\x41ppendStepsRequest\x12(\n\x05\x62\x61tch\x18\x01 \x01(\x0b\x32\x19.trainledger.v1.StepBatch\"M\n\x13\x41ppendStepsResponse\x12\x10\n\x08position\x18\x01 \x01(\x03\x12\x11\n\tduplicate\x18\x02 \x01(\x08\x12\x11\n\tlast_step\x18\x03 \x01(\x03\"P\n\x12RecordStepsRequest\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12(\n\x05\x62\x61tch\x18\x02 \x01(\x0b\x32\x19.trainledger.v1.StepBatch\"_\n\x13RecordStepsResponse\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12\x10\n\x08position\x18\x02 \x01(\x03\x12\x11\n\tduplicate\x18\x03 \x01(\x08\x12\x11\n\tlast_step\x18\x04 \x01(\x03\"\xd7\x01\n\x15SaveCheckpointRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x0c\n\x04step\x18\x03 \x01(\x03\x12+\n\x06handle\x18\x04 \x01(\x0b\x32\x1b.trainledger.v1.StateHandle\x12\x13\n\x0bsampler_uri\x18\x05 \x01(\t\x12\r\n\x05\x66inal\x18\x06 \x01(\x08\x12.\n\nexpires_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06\x64igest\x18\x08 \x01(\t\"=\n\x16SaveCheckpointResponse\x12\x10\n\x08position\x18\x01 \x01(\x03\x12\x11\n\tduplicate\x18\x02 \x01(\x08\"\x97\x01\n\x10\x46inishRunRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12)\n\x06status\x18\x03 \x01(\x0e\x32\x19.trainledger.v1.RunStatus\x12(\n\x07summary\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\r\n\x05\x65rror\x18\x05 \x01(\t\"%\n\x11\x46inishRunResponse\x12\x10\n\x08position\x18\x01 \x01(\x03\"N\n\x12NoteSummaryRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12(\n\x07summary\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"\'\n\x13NoteSummaryResponse\x12\x10\n\x08position\x18\x01 \x01(\x03\":\n\x12GetRunStateRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x14\n\x0cmin_position\x18\x02 \x01(\x03\">\n\x13GetRunStateResponse\x12\'\n\x05state\x18\x01 \x01(\x0b\x32\x18.trainledger.v1.RunState\"\xe9\x02\n\x08RunState\x12$\n\x03run\x18\x01 \x01(\x0b\x32\x17.trainledger.v1.RunInfo\x12)\n\x08\x61ttempts\x18\x02 \x03(\x0b\x32\x17.trainledger.v1.Attempt\x12\x17\n\x0f\x63urrent_attempt\x18\x03 \x01(\x05\x12.\n\ncheckpoint\x18\x04 \x01(\x0b\x32\x1a.trainledger.v1.Checkpoint\x12\x37\n\x13\x65xpired_checkpoints\x18\x05 \x03(\x0b\x32\x1a.trainledger.v1.Checkpoint\x12&\n\x06resume\x18\x06 \x01(\x0b\x32\x16.trainledger.v1.Resume\x12\x16\n\tlast_step\x18\x07 \x01(\x03H\x00\x88\x01\x01\x12*\n\x05spend\x18\x08 \x01(\x0b\x32\x1b.trainledger.v1.SpendTotals\x12\x10\n\x08position\x18\t \x01(\x03\x42\x0c\n\n_last_step\"\xa3\x02\n\x07RunInfo\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0f\n\x07run_key\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12)\n\x06status\x18\x04 \x01(\x0e\x32\x19.trainledger.v1.RunStatus\x12%\n\x04spec\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12(\n\x07summary\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\r\n\x05\x65rror\x18\x07 \x01(\t\x12-\n\topened_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xb1\x01\n\x07\x41ttempt\x12\x0e\n\x06number\x18\x01 \x01(\x05\x12\x12\n\nattempt_id\x18\x02 \x01(\t\x12\r\n\x05label\x18\x03 \x01(\t\x12.\n\nstarted_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1e\n\x11resumed_from_step\x18\x05 \x01(\x03H\x00\x88\x01\x01\x12\r\n\x05\x65nded\x18\x06 \x01(\x08\x42\x14\n\x12_resumed_from_step\"\xea\x01\n\nCheckpoint\x12\x0f\n\x07\x61ttempt\x18\x01 \x01(\x05\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12+\n\x06handle\x18\x03 \x01(\x0b\x32\x1b.trainledger.v1.StateHandle\x12\x13\n\x0bsampler_uri\x18\x04 \x01(\t\x12\r\n\x05\x66inal\x18\x05 \x01(\x08\x12,\n\x08saved_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nexpires_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06\x64igest\x18\x08 \x01(\t\"\x93\x01\n\x06Resume\x12\x11\n\tavailable\x18\x01 \x01(\x08\x12\x11\n\tfrom_step\x18\x02 \x01(\x03\x12+\n\x06handle\x18\x03 \x01(\x0b\x32\x1b.trainledger.v1.StateHandle\x12\x13\n\x0bsampler_uri\x18\x04 \x01(\t\x12!\n\x19spend_committed_usd_micro\x18\x05 \x01(\x03\"\xc8\x01\n\x0bSpendTotals\x12\x1a\n\rcap_usd_micro\x18\x01 \x01(\x03H\x00\x88\x01\x01\x12\x1b\n\x13\x63ommitted_usd_micro\x18\x02 \x01(\x03\x12\x19\n\x11pending_usd_micro\x18\x03 \x01(\x03\x12 \n\x13remaining_usd_micro\x18\x04 \x01(\x03H\x01\x88\x01\x01\x12\x19\n\x11overrun_usd_micro\x18\x05 \x01(\x03\x42\x10\n\x0e_cap_usd_microB\x16\n\x14_remaining_usd_micro\"y\n\x0fListRunsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12)\n\x06status\x18\x03 \x01(\x0e\x32\x19.trainledger.v1.RunStatus\x12\x14\n\x0cmin_position\x18\x04 \x01(\x03\"U\n\x10ListRunsResponse\x12(\n\x04runs\x18\x01 \x03(\x0b\x32\x1a.trainledger.v1.RunSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\xe0\x01\n\nRunSummary\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12)\n\x06status\x18\x03 \x01(\x0e\x32\x19.trainledger.v1.RunStatus\x12\x17\n\x0f\x63urrent_attempt\x18\x04 \x01(\x05\x12\x16\n\tlast_step\x18\x05 \x01(\x03H\x00\x88\x01\x01\x12\x1b\n\x13\x63ommitted_usd_micro\x18\x06 \x01(\x03\x12-\n\topened_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x0c\n\n_last_step\"\x8b\x01\n\x10GetSeriesRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x11\n\tfrom_step\x18\x02 \x01(\x03\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x0f\n\x07metrics\x18\x04 \x03(\t\x12\x1a\n\x12include_superseded\x18\x05 \x01(\x08\x12\x14\n\x0cmin_position\x18\x06 \x01(\x03\"\xca\x01\n\x11GetSeriesResponse\x12\r\n\x05steps\x18\x01 \x03(\x03\x12\x10\n\x08\x61ttempts\x18\x02 \x03(\x05\x12\x0e\n\x06tokens\x18\x03 \x03(\x03\x12\x11\n\tusd_micro\x18\x04 \x03(\x03\x12\x12\n\nsuperseded\x18\x05 \x03(\x08\x12-\n\x07metrics\x18\x06 \x03(\x0b\x32\x1c.trainledger.v1.MetricColumn\x12\x1b\n\x0enext_from_step\x18\x07 \x01(\x03H\x00\x88\x01\x01\x42\x11\n\x0f_next_from_step\"8\n\x0fWatchRunRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x15\n\rfrom_position\x18\x02 \x01(\x03\"\xbb\x01\n\x10WatchRunResponse\x12\x10\n\x08position\x18\x01 \x01(\x03\x12\x12\n\nevent_type\x18\x02 \x01(\t\x12(\n\x05steps\x18\x03 \x01(\x0b\x32\x19.trainledger.v1.StepBatch\x12\'\n\x05state\x18\x04 \x01(\x0b\x32\x18.trainledger.v1.RunState\x12.\n\nstate_mask\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.FieldMask2\xb6\x07\n\x04Runs\x12J\n\x07OpenRun\x12\x1e.trainledger.v1.OpenRunRequest\x1a\x1f.trainledger.v1.OpenRunResponse\x12Y\n\x0cStartAttempt\x12#.trainledger.v1.StartAttemptRequest\x1a$.trainledger.v1.StartAttemptResponse\x12V\n\x0b\x41ppendSteps\x12\".trainledger.v1.AppendStepsRequest\x1a#.trainledger.v1.AppendStepsResponse\x12Z\n\x0bRecordSteps\x12\".trainledger.v1.RecordStepsRequest\x1a#.trainledger.v1.RecordStepsResponse(\x01\x30\x01\x12_\n\x0eSaveCheckpoint\x12%.trainledger.v1.SaveCheckpointRequest\x1a&.trainledger.v1.SaveCheckpointResponse\x12P\n\tFinishRun\x12 .trainledger.v1.FinishRunRequest\x1a!.trainledger.v1.FinishRunResponse\x12V\n\x0bNoteSummary\x12\".trainledger.v1.NoteSummaryRequest\x1a#.trainledger.v1.NoteSummaryResponse\x12V\n\x0bGetRunState\x12\".trainledger.v1.GetRunStateRequest\x1a#.trainledger.v1.GetRunStateResponse\x12M\n\x08ListRuns\x12\x1f.trainledger.v1.ListRunsRequest\x1a .trainledger.v1.ListRunsResponse\x12P\n\tGetSeries\x12 .trainledger.v1.GetSeriesRequest\x1a!.trainledger.v1.GetSeriesResponse\x12O\n\x08WatchRun\x12\x1f.trainledger.v1.WatchRunRequest\x1a .trainledger.v1.WatchRunResponse0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'trainledger.v1.runs_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_OPENRUNREQUEST']._serialized_start=138
-  _globals['_OPENRUNREQUEST']._serialized_end=294
-  _globals['_OPENRUNRESPONSE']._serialized_start=296
-  _globals['_OPENRUNRESPONSE']._serialized_end=389
-  _globals['_STARTATTEMPTREQUEST']._serialized_start=391
-  _globals['_STARTATTEMPTREQUEST']._serialized_end=515
-  _globals['_STARTATTEMPTRESPONSE']._serialized_start=517
-  _globals['_STARTATTEMPTRESPONSE']._serialized_end=634
-  _globals['_APPENDSTEPSREQUEST']._serialized_start=636
-  _globals['_APPENDSTEPSREQUEST']._serialized_end=698
-  _globals['_APPENDSTEPSRESPONSE']._serialized_start=700
-  _globals['_APPENDSTEPSRESPONSE']._serialized_end=777
-  _globals['_RECORDSTEPSREQUEST']._serialized_start=779
-  _globals['_RECORDSTEPSREQUEST']._serialized_end=859
-  _globals['_RECORDSTEPSRESPONSE']._serialized_start=861
-  _globals['_RECORDSTEPSRESPONSE']._serialized_end=956
-  _globals['_SAVECHECKPOINTREQUEST']._serialized_start=959
-  _globals['_SAVECHECKPOINTREQUEST']._serialized_end=1174
-  _globals['_SAVECHECKPOINTRESPONSE']._serialized_start=1176
-  _globals['_SAVECHECKPOINTRESPONSE']._serialized_end=1237
-  _globals['_FINISHRUNREQUEST']._serialized_start=1240
-  _globals['_FINISHRUNREQUEST']._serialized_end=1391
-  _globals['_FINISHRUNRESPONSE']._serialized_start=1393
-  _globals['_FINISHRUNRESPONSE']._serialized_end=1430
-  _globals['_NOTESUMMARYREQUEST']._serialized_start=1432
-  _globals['_NOTESUMMARYREQUEST']._serialized_end=1510
-  _globals['_NOTESUMMARYRESPONSE']._serialized_start=1512
-  _globals['_NOTESUMMARYRESPONSE']._serialized_end=1551
-  _globals['_GETRUNSTATEREQUEST']._serialized_start=1553
-  _globals['_GETRUNSTATEREQUEST']._serialized_end=1611
-  _globals['_GETRUNSTATERESPONSE']._serialized_start=1613
-  _globals['_GETRUNSTATERESPONSE']._serialized_end=1675
-  _globals['_RUNSTATE']._serialized_start=1678
-  _globals['_RUNSTATE']._serialized_end=2039
-  _globals['_RUNINFO']._serialized_start=2042
-  _globals['_RUNINFO']._serialized_end=2333
-  _globals['_ATTEMPT']._serialized_start=2336
-  _globals['_ATTEMPT']._serialized_end=2513
-  _globals['_CHECKPOINT']._serialized_start=2516
-  _globals['_CHECKPOINT']._serialized_end=2750
-  _globals['_RESUME']._serialized_start=2753
-  _globals['_RESUME']._serialized_end=2900
-  _globals['_SPENDTOTALS']._serialized_start=2903
-  _globals['_SPENDTOTALS']._serialized_end=3103
-  _globals['_LISTRUNSREQUEST']._serialized_start=3105
-  _globals['_LISTRUNSREQUEST']._serialized_end=3226
-  _globals['_LISTRUNSRESPONSE']._serialized_start=3228
-  _globals['_LISTRUNSRESPONSE']._serialized_end=3313
-  _globals['_RUNSUMMARY']._serialized_start=3316
-  _globals['_RUNSUMMARY']._serialized_end=3540
-  _globals['_GETSERIESREQUEST']._serialized_start=3543
-  _globals['_GETSERIESREQUEST']._serialized_end=3682
-  _globals['_GETSERIESRESPONSE']._serialized_start=3685
-  _globals['_GETSERIESRESPONSE']._serialized_end=3887
-  _globals['_WATCHRUNREQUEST']._serialized_start=3889
-  _globals['_WATCHRUNREQUEST']._serialized_end=3945
-  _globals['_WATCHRUNRESPONSE']._serialized_start=3948
-  _globals['_WATCHRUNRESPONSE']._serialized_end=4087
-  _globals['_RUNS']._serialized_start=4090
-  _globals['_RUNS']._serialized_end=5040
+  _globals['_OPENRUNREQUEST']._serialized_start=172
+  _globals['_OPENRUNREQUEST']._serialized_end=328
+  _globals['_OPENRUNRESPONSE']._serialized_start=330
+  _globals['_OPENRUNRESPONSE']._serialized_end=423
+  _globals['_STARTATTEMPTREQUEST']._serialized_start=425
+  _globals['_STARTATTEMPTREQUEST']._serialized_end=549
+  _globals['_STARTATTEMPTRESPONSE']._serialized_start=551
+  _globals['_STARTATTEMPTRESPONSE']._serialized_end=668
+  _globals['_APPENDSTEPSREQUEST']._serialized_start=670
+  _globals['_APPENDSTEPSREQUEST']._serialized_end=732
+  _globals['_APPENDSTEPSRESPONSE']._serialized_start=734
+  _globals['_APPENDSTEPSRESPONSE']._serialized_end=811
+  _globals['_RECORDSTEPSREQUEST']._serialized_start=813
+  _globals['_RECORDSTEPSREQUEST']._serialized_end=893
+  _globals['_RECORDSTEPSRESPONSE']._serialized_start=895
+  _globals['_RECORDSTEPSRESPONSE']._serialized_end=990
+  _globals['_SAVECHECKPOINTREQUEST']._serialized_start=993
+  _globals['_SAVECHECKPOINTREQUEST']._serialized_end=1208
+  _globals['_SAVECHECKPOINTRESPONSE']._serialized_start=1210
+  _globals['_SAVECHECKPOINTRESPONSE']._serialized_end=1271
+  _globals['_FINISHRUNREQUEST']._serialized_start=1274
+  _globals['_FINISHRUNREQUEST']._serialized_end=1425
+  _globals['_FINISHRUNRESPONSE']._serialized_start=1427
+  _globals['_FINISHRUNRESPONSE']._serialized_end=1464
+  _globals['_NOTESUMMARYREQUEST']._serialized_start=1466
+  _globals['_NOTESUMMARYREQUEST']._serialized_end=1544
+  _globals['_NOTESUMMARYRESPONSE']._serialized_start=1546
+  _globals['_NOTESUMMARYRESPONSE']._serialized_end=1585
+  _globals['_GETRUNSTATEREQUEST']._serialized_start=1587
+  _globals['_GETRUNSTATEREQUEST']._serialized_end=1645
+  _globals['_GETRUNSTATERESPONSE']._serialized_start=1647
+  _globals['_GETRUNSTATERESPONSE']._serialized_end=1709
+  _globals['_RUNSTATE']._serialized_start=1712
+  _globals['_RUNSTATE']._serialized_end=2073
+  _globals['_RUNINFO']._serialized_start=2076
+  _globals['_RUNINFO']._serialized_end=2367
+  _globals['_ATTEMPT']._serialized_start=2370
+  _globals['_ATTEMPT']._serialized_end=2547
+  _globals['_CHECKPOINT']._serialized_start=2550
+  _globals['_CHECKPOINT']._serialized_end=2784
+  _globals['_RESUME']._serialized_start=2787
+  _globals['_RESUME']._serialized_end=2934
+  _globals['_SPENDTOTALS']._serialized_start=2937
+  _globals['_SPENDTOTALS']._serialized_end=3137
+  _globals['_LISTRUNSREQUEST']._serialized_start=3139
+  _globals['_LISTRUNSREQUEST']._serialized_end=3260
+  _globals['_LISTRUNSRESPONSE']._serialized_start=3262
+  _globals['_LISTRUNSRESPONSE']._serialized_end=3347
+  _globals['_RUNSUMMARY']._serialized_start=3350
+  _globals['_RUNSUMMARY']._serialized_end=3574
+  _globals['_GETSERIESREQUEST']._serialized_start=3577
+  _globals['_GETSERIESREQUEST']._serialized_end=3716
+  _globals['_GETSERIESRESPONSE']._serialized_start=3719
+  _globals['_GETSERIESRESPONSE']._serialized_end=3921
+  _globals['_WATCHRUNREQUEST']._serialized_start=3923
+  _globals['_WATCHRUNREQUEST']._serialized_end=3979
+  _globals['_WATCHRUNRESPONSE']._serialized_start=3982
+  _globals['_WATCHRUNRESPONSE']._serialized_end=4169
+  _globals['_RUNS']._serialized_start=4172
+  _globals['_RUNS']._serialized_end=5122
 # @@protoc_insertion_point(module_scope)

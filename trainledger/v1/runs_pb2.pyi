@@ -1,5 +1,6 @@
 import datetime
 
+from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from trainledger.v1 import common_pb2 as _common_pb2
@@ -360,13 +361,15 @@ class WatchRunRequest(_message.Message):
     def __init__(self, run_id: _Optional[str] = ..., from_position: _Optional[int] = ...) -> None: ...
 
 class WatchRunResponse(_message.Message):
-    __slots__ = ("position", "event_type", "steps", "state")
+    __slots__ = ("position", "event_type", "steps", "state", "state_mask")
     POSITION_FIELD_NUMBER: _ClassVar[int]
     EVENT_TYPE_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
+    STATE_MASK_FIELD_NUMBER: _ClassVar[int]
     position: int
     event_type: str
     steps: _common_pb2.StepBatch
     state: RunState
-    def __init__(self, position: _Optional[int] = ..., event_type: _Optional[str] = ..., steps: _Optional[_Union[_common_pb2.StepBatch, _Mapping]] = ..., state: _Optional[_Union[RunState, _Mapping]] = ...) -> None: ...
+    state_mask: _field_mask_pb2.FieldMask
+    def __init__(self, position: _Optional[int] = ..., event_type: _Optional[str] = ..., steps: _Optional[_Union[_common_pb2.StepBatch, _Mapping]] = ..., state: _Optional[_Union[RunState, _Mapping]] = ..., state_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ...) -> None: ...

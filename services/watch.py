@@ -1,0 +1,433 @@
+"""Live tails of runs (WatchRun), bounded in number, in backlog and in what each message carries.
+
+- One feed per watched run reads the events of the run and of its spend account once, however
+  many watch it, and hands each message to every watcher's backlog. The projector wakes a feed
+  only after a chunk that touched its run (Projector.originator_listeners): a write to another
+  run wakes no watcher.
+- Watchers are bounded per caller (principal and peer host) and in all; past either bound a watch
+  is refused: RESOURCE_EXHAUSTED, reason TOO_MANY_WATCHERS.
+- A watcher's backlog is bounded in messages and bytes. A watcher that passes either (it stopped
+  reading while its run went on) is dropped rather than buffered: RESOURCE_EXHAUSTED, reason
+  WATCHER_TOO_SLOW, with the position to watch again from.
+- The first message carries the run's state without its spec (GetRunState has it); each later
+  one carries its event and only the fields of the state that changed since the last state the
+  stream sent, named by a FieldMask. A step batch carries its steps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextvars
+import functools
+import weakref
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from uuid import UUID
+
+import grpc
+from google.protobuf.field_mask_pb2 import FieldMask
+
+from ledger.base import ledger_id
+from ledger.errors import InvalidArgumentError, LedgerError, ResourceExhaustedError
+from services import codec
+from services.codec import messages
+from services.edge import READ_TIMEOUT_MAX_S, Edge
+from services.interceptors import PRINCIPAL
+from trainledger.v1 import runs_pb2
+
+__all__ = ["Watchers", "caller", "WATCHERS_MAX", "WATCHERS_PER_CALLER_MAX", "BACKLOG_MESSAGES_MAX",
+           "BACKLOG_BYTES_MAX", "FEED_PAGE", "FEED_PAGE_BYTES"]
+
+WATCHERS_MAX = 1_024
+WATCHERS_PER_CALLER_MAX = 128
+# How far one watcher may fall behind its run before it is dropped. Messages are shared by the
+# watchers of a run, so a backlog holds references, and the bytes bound what they keep alive.
+BACKLOG_MESSAGES_MAX = 64
+BACKLOG_BYTES_MAX = 2 * 1024 * 1024
+# One read of a run's events: at most this many, and this many stored bytes (one larger event
+# is read alone).
+FEED_PAGE = 256
+FEED_PAGE_BYTES = 1024 * 1024
+
+Message = runs_pb2.WatchRunResponse
+# The paths a state message may name: every field of RunState, RunInfo's one by one, the spec aside.
+PATHS = (*(f"run.{field.name}" for field in runs_pb2.RunInfo.DESCRIPTOR.fields if field.name != "spec"),
+         *(field.name for field in runs_pb2.RunState.DESCRIPTOR.fields if field.name != "run"))
+
+
+def caller(context: grpc.aio.ServicerContext) -> str:
+    """Whom a watcher counts against: the call's principal on its peer's host."""
+    host = (context.peer() or "unknown").rsplit(":", 1)[0]
+    return f"{PRINCIPAL.get()}@{host}"
+
+
+def _value(state: runs_pb2.RunState, path: str) -> Any:
+    message, name = (state.run, path[4:]) if path.startswith("run.") else (state, path)
+    if message.DESCRIPTOR.fields_by_name[name].has_presence and not message.HasField(name):
+        return None
+    return getattr(message, name)
+
+
+def state_message(position: int, event_type: str, state: runs_pb2.RunState,
+                  before: runs_pb2.RunState | None) -> Message:
+    """A message carrying the fields of `state` that differ from `before` (all of them when None)."""
+    changed = [path for path in PATHS if before is None or _value(before, path) != _value(state, path)]
+    message = Message(position=position, event_type=event_type)
+    if changed:
+        mask = FieldMask(paths=changed)
+        mask.MergeMessage(state, message.state)
+        message.state_mask.CopyFrom(mask)
+    return message
+
+
+def _read_page(edge: Edge, run_id: str, originator_ids: list[str], position: int) -> list[tuple[int, str, Any]]:
+    """(position, type, StepBatch or None) of the run's events from `position`, a page bounded in
+    count and bytes; called in a thread."""
+    events = edge.ledger.read_events(from_position=position, limit=FEED_PAGE, originator_ids=originator_ids,
+                                     bytes_max=FEED_PAGE_BYTES)
+    return [(e["position"], e["type"],
+             codec.batch_message(run_id, e["data"]) if e["type"].endswith("StepsRecorded") else None)
+            for e in events]
+
+
+def _run_state(edge: Edge, run_id: str, min_position: int, timeout_s: float) -> runs_pb2.RunState:
+    """The run's state without its spec; called in a thread."""
+    state = edge.ledger.run_state(run_id, min_position=min_position, timeout_s=timeout_s)
+    state["run"]["spec"] = None
+    message = messages.run_state(state)
+    message.run.ClearField("spec")
+    return message
+
+
+class Watcher:
+    """One WatchRun call: the first position its feed hands it, the last state it was sent, and
+    its bounded backlog."""
+
+    def __init__(self, key: str, messages_max: int, bytes_max: int) -> None:
+        self.key, self.messages_max, self.bytes_max = key, messages_max, bytes_max
+        self.start = 0
+        self.baseline: runs_pb2.RunState | None = None
+        self.backlog: collections.deque[tuple[Message, int]] = collections.deque()
+        self.backlog_bytes = 0
+        self.ended = False
+        self.error: BaseException | None = None
+        self.ready = asyncio.Event()
+
+    def push(self, message: Message, size: int) -> None:
+        if self.ended:
+            return
+        self.backlog.append((message, size))
+        self.backlog_bytes += size
+        if len(self.backlog) > self.messages_max or self.backlog_bytes > self.bytes_max:
+            self.end(ResourceExhaustedError(
+                f"this watcher fell more than {self.messages_max} messages or {self.bytes_max} bytes behind its "
+                "run: watch again from next_position", reason="WATCHER_TOO_SLOW",
+                next_position=self.backlog[0][0].position, backlog_messages_max=self.messages_max,
+                backlog_bytes_max=self.bytes_max))
+        self.ready.set()
+
+    def end(self, error: BaseException | None = None) -> None:
+        """End the stream: at once, without what the backlog holds, when `error` is given."""
+        if error is not None:
+            self.backlog.clear()
+            self.backlog_bytes = 0
+            self.error = error
+        self.ended = True
+        self.ready.set()
+
+    async def next(self) -> Message | None:
+        """The next message; None when the stream has ended. Raises the error it was ended with."""
+        while True:
+            if self.backlog:
+                message, size = self.backlog.popleft()
+                self.backlog_bytes -= size
+                return message
+            if self.error is not None:
+                raise self.error
+            if self.ended:
+                return None
+            self.ready.clear()
+            await self.ready.wait()
+
+
+class Feed:
+    """The events of one run and of its spend account, read once for all of the run's watchers."""
+
+    def __init__(self, watchers: Watchers, run_id: str) -> None:
+        self.owner, self.edge, self.run_id = watchers, watchers.edge, run_id
+        self.originator_ids = [run_id, str(ledger_id("account", run_id))]
+        self.position = 0  # Every event of the run before it has been handed to the watchers.
+        self.watchers: set[Watcher] = set()
+        self.joining: list[tuple[Watcher, int, asyncio.Future[Any]]] = []
+        self.changed = asyncio.Event()
+        self.reads = 0
+        # The feed works for every watcher of the run: none of their shares of the worker threads.
+        self.task = asyncio.get_running_loop().create_task(self._run(), name=f"watch-{run_id}",
+                                                           context=contextvars.Context())
+
+    async def join(self, watcher: Watcher, from_position: int) -> tuple[Message, tuple[int, int] | None] | None:
+        """The watcher's first message and the positions [from, to) it must read itself before
+        what the feed hands it; None when the server is closing."""
+        joined: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.joining.append((watcher, from_position, joined))
+        self.changed.set()
+        return await joined  # type: ignore[no-any-return]
+
+    def leave(self, watcher: Watcher) -> None:
+        self.watchers.discard(watcher)
+        self.joining = [entry for entry in self.joining if entry[0] is not watcher]
+        if not self.watchers and not self.joining:
+            self.close()
+
+    def close(self, error: BaseException | None = None) -> None:
+        self.owner.forget(self)
+        self.task.cancel()
+        for watcher in self.watchers:
+            watcher.end(error)
+        for _, _, joined in self.joining:
+            if joined.done():
+                continue
+            if error is None:
+                joined.set_result(None)
+            else:
+                joined.set_exception(error)
+        self.watchers.clear()
+        self.joining.clear()
+
+    async def _run(self) -> None:
+        try:
+            while self.watchers or self.joining:
+                self.changed.clear()
+                page = await self._read(self.position) if self.watchers else []
+                if page:
+                    await self._hand_out(page)
+                if self.joining:
+                    await self._admit()
+                elif not page:
+                    await self.changed.wait()
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # Storage, projection: the watchers end with it.
+            self.close(error)
+        else:
+            self.close()
+
+    async def _read(self, position: int) -> list[tuple[int, str, Any]]:
+        self.reads += 1
+        return await self.owner.call(_read_page, self.edge, self.run_id, self.originator_ids, position)
+
+    async def _state(self, min_position: int) -> runs_pb2.RunState:
+        timeout_s = await self.edge.caught_up(min_position, READ_TIMEOUT_MAX_S)
+        return await self.owner.call(_run_state, self.edge, self.run_id, min_position, timeout_s)
+
+    async def _admit(self) -> None:
+        """Let in the watchers waiting: one state for all of them, reflecting everything recorded
+        before they came and all the feed has handed out; the feed hands each the events after
+        that state (or from the position it asked for; what lies before the feed's position it
+        reads itself)."""
+        present = {id(watcher) for watcher, _, _ in self.joining}
+        try:
+            head = await self.owner.call(self.edge.ledger.head)
+            state = await self._state(max(head, self.position - 1))
+            error = None
+        except LedgerError as refusal:  # No such run: those waiting are refused, the others go on.
+            error = refusal
+        # Those that came during the reads wait for the next round; those that left are gone.
+        waiting = [entry for entry in self.joining if id(entry[0]) in present]
+        self.joining = [entry for entry in self.joining if id(entry[0]) not in present]
+        # A future already done was cancelled with its call, which is about to leave.
+        waiting = [entry for entry in waiting if not entry[2].done()]
+        if error is not None:
+            for _, _, joined in waiting:
+                joined.set_exception(error)
+            return
+        if not self.watchers:
+            self.position = max(self.position, state.position + 1)
+        first = state_message(state.position, "state", state, None)
+        for watcher, from_position, joined in waiting:
+            watcher.baseline = state
+            watcher.start = max(self.position, from_position or state.position + 1)
+            behind = (from_position, self.position) if 0 < from_position < self.position else None
+            self.watchers.add(watcher)
+            joined.set_result((first, behind))
+
+    async def _hand_out(self, page: list[tuple[int, str, Any]]) -> None:
+        """Hand a page to every watcher it is for; the state changes go with the first event of
+        the page, other than a step batch, that a watcher gets."""
+        changes = [position for position, _, steps in page if steps is None]
+        state = await self._state(changes[-1]) if changes else None
+        for position, event_type, steps in page:
+            if steps is None:
+                assert state is not None  # A page with a change reads the state.
+                self._push_change(position, event_type, state)
+            else:
+                self._push(position, Message(position=position, event_type=event_type, steps=steps))
+        self.position = page[-1][0] + 1
+        for watcher in [w for w in self.watchers if w.ended]:
+            self.watchers.discard(watcher)
+
+    def _push(self, position: int, message: Message) -> None:
+        size = message.ByteSize()
+        for watcher in self.watchers:
+            if position >= watcher.start:
+                watcher.push(message, size)
+
+    def _push_change(self, position: int, event_type: str, state: runs_pb2.RunState) -> None:
+        # Watchers that were sent the same state share one message (`made` keeps each state
+        # alive while its id is a key).
+        made: dict[int, tuple[runs_pb2.RunState | None, Message, int]] = {}
+        for watcher in self.watchers:
+            if position < watcher.start:
+                continue
+            before = watcher.baseline
+            if id(before) not in made:
+                message = (Message(position=position, event_type=event_type) if before is state
+                           else state_message(position, event_type, state, before))
+                made[id(before)] = (before, message, message.ByteSize())
+            _, message, size = made[id(before)]
+            watcher.baseline = state
+            watcher.push(message, size)
+
+
+class Watchers:
+    """Every live WatchRun of one server: the feeds, the bounds, and the projector's signal."""
+
+    _of: weakref.WeakKeyDictionary[Edge, Watchers] = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def of(cls, edge: Edge) -> Watchers:
+        """The watchers of the server whose edge this is (made on first use, on its loop)."""
+        watchers = cls._of.get(edge)
+        if watchers is None:
+            watchers = cls._of[edge] = cls(edge)
+        return watchers
+
+    def __init__(self, edge: Edge) -> None:
+        self.edge = edge
+        self.loop = asyncio.get_running_loop()
+        self.watchers_max, self.per_caller_max = WATCHERS_MAX, WATCHERS_PER_CALLER_MAX
+        self.backlog_messages_max, self.backlog_bytes_max = BACKLOG_MESSAGES_MAX, BACKLOG_BYTES_MAX
+        self.feeds: dict[str, Feed] = {}
+        self._by_id: dict[UUID, Feed] = {}
+        self._watched: frozenset[UUID] = frozenset()  # Read by the projector's thread.
+        self.count = 0
+        self._per_caller: collections.Counter[str] = collections.Counter()
+        # The feeds read on one thread of their own, one read at a time: a run's state is read
+        # with its spec (megabytes, decoded each time), and memory that one thread frees is what
+        # its next read reuses, where a pool would leave some with each of its threads.
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainledger-watch")
+        edge.ledger.projector.originator_listeners.append(self._projected)
+        # Held so that the task lives as long as the watchers do.
+        self._closer = self.loop.create_task(self._close_with(edge), context=contextvars.Context())
+
+    async def call(self, function: Any, /, *args: Any) -> Any:
+        """Run a feed's synchronous ledger read on the feeds' thread."""
+        return await self.loop.run_in_executor(self._thread, functools.partial(function, *args))
+
+    def reads_of(self, run_id: str) -> int:
+        """How many times the feed of `run_id` has read the log (0 when nobody watches it)."""
+        feed = self.feeds.get(run_id)
+        return feed.reads if feed is not None else 0
+
+    async def watch(self, run_id: str, from_position: int, key: str) -> AsyncIterator[Message]:
+        """The messages of one WatchRun. Raises ResourceExhaustedError (TOO_MANY_WATCHERS,
+        WATCHER_TOO_SLOW), NotFoundError (RUN_NOT_FOUND) and what reading the log raises."""
+        if from_position < 0:
+            raise InvalidArgumentError("from_position must not be negative", reason="OUT_OF_RANGE",
+                                       field="from_position")
+        if self.edge.closed:
+            return
+        watcher = self._enter(key)
+        feed = self.feeds.get(run_id) or self._feed(run_id)
+        try:
+            joined = await feed.join(watcher, from_position)
+            if joined is None:
+                return
+            first, behind = joined
+            yield first
+            if behind is not None:
+                async for message in self._catch_up(run_id, feed.originator_ids, *behind):
+                    yield message
+            while (message := await watcher.next()) is not None:
+                yield message
+        finally:
+            feed.leave(watcher)
+            self._leave(watcher)
+
+    async def _catch_up(self, run_id: str, originator_ids: list[str], start: int,
+                        stop: int) -> AsyncIterator[Message]:
+        """The run's events in [start, stop), read by the watcher itself: all of them are in the
+        state it was sent first, so they carry no state."""
+        while start < stop and not self.edge.closed:
+            page = await self.edge.call(_read_page, self.edge, run_id, originator_ids, start)
+            if not page:
+                return
+            for position, event_type, steps in page:
+                if position >= stop:
+                    return
+                yield Message(position=position, event_type=event_type, steps=steps)
+            start = page[-1][0] + 1
+
+    def _enter(self, key: str) -> Watcher:
+        if self._per_caller[key] >= self.per_caller_max or self.count >= self.watchers_max:
+            scope, limit = (("caller", self.per_caller_max) if self._per_caller[key] >= self.per_caller_max
+                            else ("server", self.watchers_max))
+            raise ResourceExhaustedError(f"too many watchers: {limit} per {scope}", reason="TOO_MANY_WATCHERS",
+                                         scope=scope, limit=limit)
+        self._per_caller[key] += 1
+        self.count += 1
+        return Watcher(key, self.backlog_messages_max, self.backlog_bytes_max)
+
+    def _leave(self, watcher: Watcher) -> None:
+        self.count -= 1
+        self._per_caller[watcher.key] -= 1
+        if not self._per_caller[watcher.key]:
+            del self._per_caller[watcher.key]
+
+    def _feed(self, run_id: str) -> Feed:
+        feed = self.feeds[run_id] = Feed(self, run_id)
+        for originator_id in feed.originator_ids:
+            try:
+                self._by_id[UUID(originator_id)] = feed
+            except ValueError:  # No run has such an id: the feed's first state says so.
+                pass
+        self._watched = frozenset(self._by_id)
+        return feed
+
+    def forget(self, feed: Feed) -> None:
+        if self.feeds.get(feed.run_id) is feed:
+            del self.feeds[feed.run_id]
+        for originator_id in [i for i, f in self._by_id.items() if f is feed]:
+            del self._by_id[originator_id]
+        self._watched = frozenset(self._by_id)
+
+    def _projected(self, originator_ids: frozenset[UUID] | None) -> None:
+        # Called in the projector's thread after each chunk: only chunks that touched a watched
+        # run reach the loop.
+        if originator_ids is not None and self._watched.isdisjoint(originator_ids):
+            return
+        try:
+            self.loop.call_soon_threadsafe(self._wake, originator_ids)
+        except RuntimeError:  # The loop is closed: nobody is watching any more.
+            pass
+
+    def _wake(self, originator_ids: frozenset[UUID] | None) -> None:
+        feeds = (self.feeds.values() if originator_ids is None
+                 else {self._by_id[i] for i in originator_ids if i in self._by_id})
+        for feed in list(feeds):
+            feed.changed.set()
+
+    async def _close_with(self, edge: Edge) -> None:
+        """End every watch when the server closes its edge (shutdown)."""
+        while not edge.closed:
+            await edge.progress().wait()
+        try:
+            edge.ledger.projector.originator_listeners.remove(self._projected)
+        except ValueError:
+            pass
+        for feed in list(self.feeds.values()):
+            feed.close()
+        self._thread.shutdown(wait=False, cancel_futures=True)
+        Watchers._of.pop(edge, None)
