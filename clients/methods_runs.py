@@ -3,6 +3,7 @@ deadline (the client's default when None)."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -82,6 +83,31 @@ class RunsMethods(Transport):
         return self._unary("Runs", "GetSeries", request, timeout_s=timeout_s)
 
     def watch_run(self, *, run_id: str, from_position: int = 0, timeout_s: float | None = None):
-        """A live tail of the run's events; no deadline unless `timeout_s` is given."""
+        """A live tail of the run's events; no deadline unless `timeout_s` is given. Each item is
+        {"position", "event_type", "steps", "state"}: the first ("state") holds the run's state, the
+        later ones the event with the whole state as it stands after it (the server sends only what
+        changed; the spec is left out: get_run_state has it). A watcher that falls too far behind
+        is dropped with LedgerClientError reason WATCHER_TOO_SLOW, whose metadata["next_position"]
+        is where to watch again from."""
         request = runs_pb2.WatchRunRequest(run_id=run_id, from_position=from_position)
-        return self._server_stream("Runs", "WatchRun", request, decode=codec.to_dict, timeout_s=timeout_s)
+        return self._server_stream("Runs", "WatchRun", request, decode=_WatchedState().apply, timeout_s=timeout_s)
+
+
+class _WatchedState:
+    """Folds the changed fields of each WatchRun message into the state the stream has built."""
+
+    def __init__(self) -> None:
+        self.state: dict = {}
+
+    def apply(self, response: runs_pb2.WatchRunResponse) -> dict:
+        message = codec.to_dict(response)
+        delta = message.pop("state") or {}
+        for path in message.pop("state_mask", None) and response.state_mask.paths or ():
+            *parents, name = path.split(".")
+            source, target = delta, self.state
+            for key in parents:
+                source = source.get(key) or {}
+                target = target.setdefault(key, {})
+            target[name] = source.get(name)
+        message["state"] = copy.deepcopy(self.state)
+        return message

@@ -58,6 +58,26 @@ def test_watch_run_tails_new_batches(client: LedgerClient) -> None:
     assert seen[0]["event_type"] == "state" and seen[-1]["steps"]["steps"] == [7, 8]
 
 
+def test_watch_run_folds_each_change_into_the_whole_state(client: LedgerClient) -> None:
+    run_id, attempt = new_run(client)
+    stream = client.watch_run(run_id=run_id, timeout_s=10)
+    first = next(stream)
+    assert first["event_type"] == "state" and first["state"]["run"]["run_id"] == run_id
+    assert first["state"]["current_attempt"] == attempt and first["state"]["last_step"] is None
+    client.append_steps(run_id=run_id, attempt=attempt, steps=[1, 2], metrics={"loss": [1.0, 0.5]})
+    client.save_checkpoint(run_id=run_id, attempt=attempt, step=2, backend="hf", uri="file:///ckpt/2")
+    seen = []
+    for event in stream:
+        seen.append(event)
+        if event["event_type"].endswith("CheckpointSaved"):
+            break
+    stream.close()
+    last = seen[-1]["state"]
+    # Fields the later messages did not carry are still there, the changed ones are new.
+    assert last["run"]["run_id"] == run_id and last["current_attempt"] == attempt
+    assert last["last_step"] == 2 and last["checkpoint"]["step"] == 2
+
+
 def test_spend_and_registry_round_trips(client: LedgerClient) -> None:
     client.open_account(account="team", cap_usd_micro=5_000)
     client.open_account(account="project", parent="team")
