@@ -12,24 +12,42 @@ pending attempt: run id PENDING_PREFIX + attempt id, attempt 0, with the run key
 point in `pending_opens`. Once the attempt is started they are adopted (rewritten with the real run
 id and attempt number); a later process of the same run adopts and delivers what a process that
 died before the ledger answered left behind.
+
+What cannot be read is set aside, never in the way: a file SQLite reports corrupt (not a
+database, a malformed image, a failed quick_check) is renamed to ``<name>.corrupt-<UTC time>``
+(its -wal and -shm with it), the rows still readable in it are carried over into a fresh file,
+and the outbox goes on; a row whose payload does not decode, or is not the batch its row says it
+is, is moved to the ``quarantined_batches`` table with the reason. Each is counted
+(`SqliteOutbox.quarantined`) and warned about once; the data is kept for inspection.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 import socket
 import sqlite3
+import struct
+import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timezone
+
+from google.protobuf.message import DecodeError
 
 from trainledger.v1 import common_pb2
 
-__all__ = ["MemoryOutbox", "SqliteOutbox", "Entry", "FILE_NAME", "PENDING_PREFIX", "pending_run_id", "adopted"]
+__all__ = ["MemoryOutbox", "SqliteOutbox", "Entry", "FILE_NAME", "PENDING_PREFIX", "pending_run_id", "adopted",
+           "CORRUPT_SUFFIX", "check_outbox"]
+
+log = logging.getLogger("trainledger.clients")
 
 FILE_NAME = "trainledger-outbox.sqlite3"
 PENDING_PREFIX = "pending:"
+CORRUPT_SUFFIX = ".corrupt-"  # a file set aside: <FILE_NAME>.corrupt-<UTC time>
 Entry = tuple[int, common_pb2.StepBatch, int]  # (sequence, batch, number of steps)
 
 _SCHEMA = """
@@ -44,7 +62,130 @@ CREATE TABLE IF NOT EXISTS attempts (
 CREATE TABLE IF NOT EXISTS pending_opens (
     attempt_id TEXT PRIMARY KEY, run_key TEXT NOT NULL, owner TEXT NOT NULL, label TEXT NOT NULL,
     resume_from_step INTEGER);
+CREATE TABLE IF NOT EXISTS quarantined_batches (
+    sequence INTEGER, run_id, attempt, steps, payload, state, reason TEXT NOT NULL, quarantined_at TEXT NOT NULL);
 """
+_BATCH_COLUMNS = "sequence, run_id, attempt, steps, payload, state, reason"
+_CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB (primary codes)
+_SALVAGE_PROBES = 10_000  # sequences tried one by one past an unreadable stretch of a corrupt file
+_SCAN_PAGE = 256
+
+
+class _Corrupt(sqlite3.DatabaseError):
+    """The outbox file cannot be trusted; the message says why."""
+
+
+def _is_corrupt(error: sqlite3.DatabaseError) -> bool:
+    """True for SQLite's corruption errors (not for a locked or full database, or an I/O error)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in _CORRUPT_CODES
+    return type(error) is sqlite3.DatabaseError  # OperationalError and the like are not corruption
+
+
+def _decoded(payload: object, run_id: object, attempt: object,
+             steps: object) -> tuple[common_pb2.StepBatch | None, str]:
+    """(the batch, "") when a row's payload decodes to the batch the row says it holds, else
+    (None, why not)."""
+    if not isinstance(payload, bytes):
+        return None, f"the payload is {type(payload).__name__}, not bytes"
+    try:
+        batch = common_pb2.StepBatch.FromString(payload)
+    except DecodeError as error:
+        return None, f"the payload does not decode: {error}"
+    if (batch.run_id, batch.attempt, len(batch.steps)) != (run_id, attempt, steps):
+        return None, (f"the payload is a batch of run {batch.run_id!r}, attempt {batch.attempt}, "
+                      f"{len(batch.steps)} steps; its row says run {run_id!r}, attempt {attempt}, {steps} steps")
+    return batch, ""
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def _move_aside(db: sqlite3.Connection, bad: list[tuple[int, str]]) -> int:
+    """Move the rows `bad` names ((sequence, reason)) from batches to quarantined_batches, inside
+    the caller's transaction; returns how many were moved."""
+    moved, now = 0, _now()
+    for sequence, reason in bad:
+        db.execute(f"INSERT INTO quarantined_batches ({_BATCH_COLUMNS}, quarantined_at) SELECT sequence, run_id,"
+                   " attempt, steps, payload, state, ?, ? FROM batches WHERE sequence = ?", (reason, now, sequence))
+        moved += db.execute("DELETE FROM batches WHERE sequence = ?", (sequence,)).rowcount
+    return moved
+
+
+def _pad_to_header(path: str) -> None:
+    """Extend a truncated SQLite file with zeros to the size its header gives (whole pages), so
+    that the pages before the cut can still be read."""
+    with open(path, "r+b") as handle:
+        header = handle.read(100)
+        if len(header) < 100 or not header.startswith(b"SQLite format 3\0"):
+            return
+        page_size = struct.unpack(">H", header[16:18])[0]
+        page_size = 65_536 if page_size == 1 else page_size
+        pages = struct.unpack(">I", header[28:32])[0]
+        size = os.fstat(handle.fileno()).st_size
+        wanted = max(pages * page_size, -(-size // page_size) * page_size) if page_size else size
+        if wanted > size:
+            handle.truncate(wanted)
+
+
+def _salvage(path: str) -> tuple[list[tuple], list[tuple], list[tuple]]:
+    """The rows still readable in a corrupt outbox file (its batches, attempts and pending opens),
+    read from a scratch copy so that what was set aside stays as it was found."""
+    batches: list[tuple] = []
+    attempts: list[tuple] = []
+    opens: list[tuple] = []
+    with tempfile.TemporaryDirectory(prefix=".salvage-", dir=os.path.dirname(path)) as scratch:
+        copy = os.path.join(scratch, FILE_NAME)
+        try:
+            shutil.copyfile(path, copy)
+            if os.path.exists(path + "-wal"):
+                shutil.copyfile(path + "-wal", copy + "-wal")
+            _pad_to_header(copy)
+        except OSError:
+            return batches, attempts, opens
+        db = sqlite3.connect(copy, isolation_level=None)
+        try:
+            high = None
+            for query in ("SELECT seq FROM sqlite_sequence WHERE name = 'batches'",
+                          "SELECT MAX(sequence) FROM batches"):
+                try:
+                    high = db.execute(query).fetchone()[0]
+                    break
+                except (sqlite3.DatabaseError, TypeError):
+                    continue
+            after = 0
+            while True:
+                try:
+                    row = db.execute(f"SELECT {_BATCH_COLUMNS} FROM batches WHERE sequence > ? ORDER BY sequence"
+                                     " LIMIT 1", (after,)).fetchone()
+                except sqlite3.DatabaseError:
+                    row = None
+                    for sequence in range(after + 1, min(int(high or 0), after + _SALVAGE_PROBES) + 1):
+                        try:
+                            row = db.execute(f"SELECT {_BATCH_COLUMNS} FROM batches WHERE sequence = ?",
+                                             (sequence,)).fetchone()
+                        except sqlite3.DatabaseError:
+                            continue
+                        if row is not None:
+                            break
+                if row is None:
+                    break
+                batches.append(tuple(row))
+                after = row[0]
+            tables = (("SELECT attempt_id, run_id, owner, label, resume_from_step, attempt FROM attempts", attempts),
+                      ("SELECT attempt_id, run_key, owner, label, resume_from_step FROM pending_opens", opens))
+            for query, rows in tables:
+                try:
+                    rows += [tuple(row) for row in db.execute(query).fetchall()]
+                except sqlite3.DatabaseError:
+                    pass
+        except sqlite3.DatabaseError:
+            pass  # Not even its tables can be read: nothing to carry over.
+        finally:
+            db.close()
+    return batches, attempts, opens
 
 
 def pending_run_id(attempt_id: str) -> str:
@@ -117,13 +258,132 @@ class SqliteOutbox(MemoryOutbox):
     def __init__(self, directory: str | os.PathLike[str], run_id: str = "", attempt: int = 0) -> None:
         os.makedirs(directory, exist_ok=True)
         self.run_id, self.attempt = run_id, attempt
+        self.path = os.path.join(directory, FILE_NAME)
+        self.quarantined = 0  # files and batches this outbox set aside as unreadable
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(os.path.join(directory, FILE_NAME), timeout=30.0,
-                                   isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # FULL: every commit is fsynced before it returns, so a batch is on disk before it is sent.
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(_SCHEMA)
+        self._db = self._open()
+        self.check()  # Before anything counts or reads the batches held.
+
+    def _connect(self) -> sqlite3.Connection:
+        """A connection to the outbox file, its schema in place; raises _Corrupt when SQLite
+        finds the file corrupt."""
+        db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            # FULL: every commit is fsynced before it returns, so a batch is on disk before it is sent.
+            db.execute("PRAGMA synchronous=FULL")
+            db.executescript(_SCHEMA)
+            problems = [row[0] for row in db.execute("PRAGMA quick_check(5)").fetchall()]
+            if problems != ["ok"]:
+                raise _Corrupt("; ".join(str(problem) for problem in problems))
+        except _Corrupt:
+            db.close()
+            raise
+        except sqlite3.DatabaseError as error:
+            db.close()
+            if not _is_corrupt(error):
+                raise
+            raise _Corrupt(str(error)) from error
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _open(self) -> sqlite3.Connection:
+        """Connect; a corrupt file is set aside (what is still readable in it carried over) and a
+        fresh one made."""
+        for _ in range(3):
+            try:
+                seen = os.stat(self.path)
+            except FileNotFoundError:
+                seen = None
+            try:
+                return self._connect()
+            except _Corrupt as corrupt:
+                try:
+                    now = os.stat(self.path)
+                except FileNotFoundError:
+                    continue  # Another process set it aside first.
+                if seen is not None and (now.st_dev, now.st_ino) != (seen.st_dev, seen.st_ino):
+                    continue  # Another process set it aside and made a fresh one: check that one.
+                reason, aside = str(corrupt), self._set_aside()
+                break
+        else:
+            return self._connect()
+        db = self._connect()
+        batches, attempts, opens = _salvage(aside)
+        # Only whole, sound rows are carried over; the rest stays in the file set aside.
+        batches = [row for row in batches if row[5] in ("pending", "failed") and isinstance(row[6], str)
+                   and _decoded(row[4], row[1], row[2], row[3])[0] is not None]
+        carried = 0
+        with self._lock:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for row in batches:
+                    carried += db.execute(f"INSERT OR IGNORE INTO batches ({_BATCH_COLUMNS}) VALUES"
+                                          " (?, ?, ?, ?, ?, ?, ?)", row).rowcount
+                for row in attempts:
+                    db.execute("INSERT OR IGNORE INTO attempts (attempt_id, run_id, owner, label, resume_from_step,"
+                               " attempt) VALUES (?, ?, ?, ?, ?, ?)", row)
+                for row in opens:
+                    db.execute("INSERT OR IGNORE INTO pending_opens (attempt_id, run_key, owner, label,"
+                               " resume_from_step) VALUES (?, ?, ?, ?, ?)", row)
+            except BaseException:
+                db.execute("ROLLBACK")
+                db.close()
+                raise
+            db.execute("COMMIT")
+        self.quarantined += 1
+        log.warning("the trainledger outbox %s is corrupt (%s): set aside as %s; %d batch(es) still readable in it "
+                    "carried over into a fresh outbox", self.path, reason, os.path.basename(aside), carried)
+        return db
+
+    def _set_aside(self) -> str:
+        """Rename the outbox file (and its -wal and -shm) to <name>.corrupt-<UTC time>; its new path."""
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        aside = f"{self.path}{CORRUPT_SUFFIX}{stamp}"
+        number = 1
+        while os.path.exists(aside):
+            number += 1
+            aside = f"{self.path}{CORRUPT_SUFFIX}{stamp}-{number}"
+        os.rename(self.path, aside)
+        for suffix in ("-wal", "-shm"):
+            if os.path.exists(self.path + suffix):
+                os.rename(self.path + suffix, aside + suffix)
+        return aside
+
+    def check(self) -> int:
+        """Move every pending batch that cannot be read (of any run) to quarantined_batches;
+        returns how many were moved."""
+        bad: list[tuple[int, str]] = []
+        after = 0
+        while True:
+            with self._lock:
+                rows = self._db.execute("SELECT sequence, run_id, attempt, steps, payload FROM batches WHERE state ="
+                                        " 'pending' AND sequence > ? ORDER BY sequence LIMIT ?",
+                                        (after, _SCAN_PAGE)).fetchall()
+            if not rows:
+                break
+            for sequence, run_id, attempt, steps, payload in rows:
+                batch, reason = _decoded(payload, run_id, attempt, steps)
+                if batch is None:
+                    bad.append((sequence, reason))
+            after = rows[-1][0]
+        return self._quarantine(bad)
+
+    def _quarantine(self, bad: list[tuple[int, str]]) -> int:
+        if not bad:
+            return 0
+        with self._transaction() as db:
+            moved = _move_aside(db, bad)
+        self._quarantined_rows(moved, bad[0][1])
+        return moved
+
+    def _quarantined_rows(self, moved: int, reason: str) -> None:
+        if moved:
+            self.quarantined += moved
+            log.warning("the trainledger outbox %s held %d batch(es) that cannot be read (%s): moved to its "
+                        "quarantined_batches table, set aside", self.path, moved, reason)
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -143,12 +403,28 @@ class SqliteOutbox(MemoryOutbox):
             return int(cursor.lastrowid or 0)
 
     def pending(self, after: int = 0, limit: int = 64, *, attempt: int | None = None) -> list[Entry]:
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT sequence, payload, steps FROM batches WHERE run_id = ? AND attempt = ? AND state = 'pending'"
-                " AND sequence > ? ORDER BY sequence LIMIT ?",
-                (self.run_id, self.attempt if attempt is None else attempt, after, limit)).fetchall()
-        return [(sequence, common_pb2.StepBatch.FromString(payload), steps) for sequence, payload, steps in rows]
+        """Up to `limit` pending batches after sequence `after`, in order; a batch that cannot be
+        read is quarantined on the way, never returned."""
+        run_id, attempt = self.run_id, self.attempt if attempt is None else attempt
+        entries: list[Entry] = []
+        while len(entries) < limit:
+            with self._lock:
+                rows = self._db.execute(
+                    "SELECT sequence, payload, steps FROM batches WHERE run_id = ? AND attempt = ?"
+                    " AND state = 'pending' AND sequence > ? ORDER BY sequence LIMIT ?",
+                    (run_id, attempt, after, limit - len(entries))).fetchall()
+            bad: list[tuple[int, str]] = []
+            for sequence, payload, steps in rows:
+                batch, reason = _decoded(payload, run_id, attempt, steps)
+                if batch is None:
+                    bad.append((sequence, reason))
+                else:
+                    entries.append((sequence, batch, steps))
+            if not bad:
+                break
+            self._quarantine(bad)
+            after = rows[-1][0]
+        return entries
 
     def totals(self) -> tuple[int, int]:
         with self._lock:
@@ -213,6 +489,8 @@ class SqliteOutbox(MemoryOutbox):
         batches and record the attempt, in one transaction. With attempt None its start was
         refused for good: its batches are marked failed with `reason`."""
         placeholder = pending_run_id(attempt_id)
+        moved = 0
+        bad: list[tuple[int, str]] = []
         with self._transaction() as db:
             row = db.execute("SELECT owner, label, resume_from_step FROM pending_opens WHERE attempt_id = ?",
                              (attempt_id,)).fetchone()
@@ -220,14 +498,23 @@ class SqliteOutbox(MemoryOutbox):
                 db.execute("UPDATE batches SET state = 'failed', reason = ? WHERE run_id = ? AND state = 'pending'",
                            (reason, placeholder))
             else:
-                rows = db.execute("SELECT sequence, payload FROM batches WHERE run_id = ?", (placeholder,)).fetchall()
-                db.executemany("UPDATE batches SET run_id = ?, attempt = ?, payload = ? WHERE sequence = ?", [
-                    (run_id, attempt, adopted(common_pb2.StepBatch.FromString(payload), run_id, attempt)
-                     .SerializeToString(), sequence) for sequence, payload in rows])
+                rows = db.execute("SELECT sequence, payload, attempt, steps FROM batches WHERE run_id = ?",
+                                  (placeholder,)).fetchall()
+                good: list[tuple[str, int, bytes, int]] = []
+                for sequence, payload, held_attempt, steps in rows:
+                    batch, why = _decoded(payload, placeholder, held_attempt, steps)
+                    if batch is None:
+                        bad.append((sequence, why))
+                    else:
+                        good.append((run_id, attempt, adopted(batch, run_id, attempt).SerializeToString(), sequence))
+                moved = _move_aside(db, bad)
+                db.executemany("UPDATE batches SET run_id = ?, attempt = ?, payload = ? WHERE sequence = ?", good)
                 if row is not None:
                     db.execute("INSERT OR REPLACE INTO attempts (attempt_id, run_id, owner, label, resume_from_step,"
                                " attempt) VALUES (?, ?, ?, ?, ?, ?)", (attempt_id, run_id, *row, attempt))
             db.execute("DELETE FROM pending_opens WHERE attempt_id = ?", (attempt_id,))
+        if bad:
+            self._quarantined_rows(moved, bad[0][1])
         if self.run_id == placeholder and attempt is not None:
             self.run_id, self.attempt = run_id, attempt
 
@@ -240,3 +527,11 @@ class SqliteOutbox(MemoryOutbox):
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def check_outbox(directory: str | os.PathLike[str]) -> int:
+    """Open the outbox in `directory` and set aside what cannot be read in it (a corrupt file,
+    batches that do not decode); returns how many files and batches were set aside."""
+    outbox = SqliteOutbox(directory)  # Opening it checks it.
+    outbox.close()
+    return outbox.quarantined

@@ -35,7 +35,7 @@ from clients.attempts import start_attempt
 from clients.batcher import Batcher, make_row
 from clients.client import LedgerClient
 from clients.errors import LedgerClientError, RunEnded, SpendCapExceeded, Unavailable
-from clients.outbox import MemoryOutbox, SqliteOutbox, pending_run_id
+from clients.outbox import MemoryOutbox, SqliteOutbox, check_outbox, pending_run_id
 from clients.retry import REFUSAL_CODES, RetryPolicy
 from clients.sender import Sender
 from clients.spend import Hold, hold_spend
@@ -118,7 +118,7 @@ class RunRecorder:
         self.flush_timeout_s = flush_timeout_s
         self._run_id, self._attempt, self._state = run_id, attempt, dict(state) if state else None
         self._lock = threading.Lock()
-        self._counters = dict.fromkeys(("sent", "acked", "dropped", "failed", "non_finite"), 0)
+        self._counters = dict.fromkeys(("sent", "acked", "dropped", "failed", "non_finite", "quarantined"), 0)
         self._opened, self._open_error = threading.Event(), None
         self._stop_opening = threading.Event()
         self._opener: threading.Thread | None = None
@@ -163,6 +163,8 @@ class RunRecorder:
                          parent_account=parent_account)
         label = attempt_label if attempt_label is not None else f"{socket.gethostname()}:{os.getpid()}"
         attempt_id = str(uuid.uuid4()) if defer else None
+        # What an earlier process left unreadable in the outbox is set aside before anything reads it.
+        quarantined = {"quarantined": check_outbox(outbox_dir)} if outbox_dir else {}
         sigterm = _SigtermStop() if stop_on_sigterm else None
         try:
             try:
@@ -175,6 +177,7 @@ class RunRecorder:
                 log.warning("the ledger is unreachable (%s); run %s opens in the background", error.reason, run_key)
                 pending = dict(attempt_id=attempt_id, run_key=run_key, label=label, resume_from_step=resume_from_step)
                 recorder = cls(client, run_id="", attempt=0, outbox_dir=outbox_dir, _pending=pending, **options)
+                recorder._add_counters(quarantined)
                 recorder._sigterm = sigterm
                 recorder._opener = threading.Thread(
                     target=recorder._open_later,
@@ -191,6 +194,7 @@ class RunRecorder:
             raise
         recorder._sigterm = sigterm
         recorder._add_counters(counters)
+        recorder._add_counters(quarantined)
         return recorder
 
     def _add_counters(self, counters: Mapping[str, int]) -> None:
@@ -274,9 +278,12 @@ class RunRecorder:
     @property
     def counters(self) -> dict[str, int]:
         """Steps sent, acked, dropped (queue full, out of order, after close), failed (refused by
-        the ledger for good), and metric values dropped for not being finite (non_finite)."""
+        the ledger for good), metric values dropped for not being finite (non_finite), and the
+        outbox files and batches set aside as unreadable (quarantined: see clients.outbox)."""
         with self._lock:
-            return dict(self._counters)
+            counters = dict(self._counters)
+        counters["quarantined"] += getattr(self._sender.outbox, "quarantined", 0)
+        return counters
 
     @property
     def last_error(self) -> LedgerClientError | None:

@@ -20,7 +20,7 @@ def test_ten_thousand_steps_arrive_exactly_once(client: LedgerClient) -> None:
             recorder.log(step, tokens=128, loss=1.0 / (step + 1), **({"eval_loss": 0.5} if step % 100 == 0 else {}))
         assert recorder.flush(30)
         counters = recorder.counters
-    assert counters == {"sent": 10_000, "acked": 10_000, "dropped": 0, "failed": 0, "non_finite": 0}
+    assert counters == {"sent": 10_000, "acked": 10_000, "dropped": 0, "failed": 0, "non_finite": 0, "quarantined": 0}
     assert series_steps(client, recorder.run_id) == list(range(10_000))
     page = client.get_series(run_id=recorder.run_id, from_step=0, page_size=200, metrics=["eval_loss"])
     column = page["metrics"][0]
@@ -184,7 +184,8 @@ def test_a_deferred_open_logs_while_the_ledger_is_down_and_delivers_once(tmp_pat
             recorder.log(step, tokens=8, loss=1.0 / step)
         assert recorder.flush(20)
         recorder.finish()
-        assert recorder.counters == {"sent": 120, "acked": 120, "dropped": 0, "failed": 0, "non_finite": 0}
+        assert recorder.counters == {"sent": 120, "acked": 120, "dropped": 0, "failed": 0, "non_finite": 0,
+                                     "quarantined": 0}
         page = client.get_series(run_id=recorder.run_id, page_size=1_000)
         assert page["steps"] == list(range(1, 121)) and set(page["attempts"]) == {1}
         with sqlite3.connect(tmp_path / "outbox" / FILE_NAME) as db:
