@@ -1,7 +1,7 @@
 """mlx-lm LoRA/full fine-tuning into the ledger (extra `mlx`: pip install "trainledger[mlx]").
 
     recorder = RunRecorder.open(client, run_key=..., cap_usd_micro=..., resume_from_step="latest")
-    resume = resume_adapter_file(recorder.state)         # None for a fresh run
+    resume = resume_adapter_file(recorder.state, adapter_root="runs/sft")   # None for a fresh run
     ...load the model, apply LoRA, model.load_weights(str(resume), strict=False) when resuming...
     with recorder, LedgerTrainingCallback(recorder, adapter_file=args.adapter_file) as callback:
         mlx_lm.tuner.train(model, optimizer, train_set, val_set, args=args, training_callback=callback)
@@ -45,7 +45,10 @@ ledger takes no step at or below an attempt's resume point, so it is skipped (``
 Numbered adapter files are named by the attempt's own iterations, so give each attempt its own
 adapter directory: a resumed attempt writing into the first one's directory would overwrite the
 files the first attempt's checkpoints point to (``resume_adapter_file`` checks the digest and
-refuses a file that changed).
+refuses a file that changed). It trusts nothing in the checkpoint's uri: the file must be under
+``adapter_root`` (the directory every attempt's adapter directory is in; real paths resolved, so a
+`..` or a symlink out of it is refused) and match the digest recorded with it
+(``verify_digest=False`` accepts a checkpoint recorded without one).
 
 Ledger errors never reach mlx-lm's loop from a report, except AttemptSuperseded and RunFinished
 (this process is a zombie and must stop). A checkpoint that could not be recorded for a
@@ -73,8 +76,8 @@ from clients.recorder import RunRecorder
 from clients.retry import REFUSAL_CODES
 from clients.runkey import file_digest
 
-__all__ = ["LedgerTrainingCallback", "resume_adapter_file", "resume_step", "adapter_iteration", "BACKEND",
-           "FIDELITY"]
+__all__ = ["LedgerTrainingCallback", "resume_adapter_file", "resume_step", "adapter_iteration", "ResumeRefused",
+           "BACKEND", "FIDELITY"]
 
 log = logging.getLogger("trainledger.clients.mlx")
 
@@ -82,6 +85,44 @@ BACKEND = "mlx"
 FIDELITY = "weights"
 ADAPTER_FILE_NAME = "adapters.safetensors"
 _NUMBERED = re.compile(r"^(\d{7,})_adapters\.safetensors$")
+
+
+class ResumeRefused(ValueError):
+    """The adapter file the run state names cannot be resumed from as it stands. `reason`:
+    ADAPTER_ROOT_UNKNOWN (no adapter_root to hold the path to), OUTSIDE_ADAPTER_ROOT (it resolves
+    outside adapter_root), DIGEST_MISSING (recorded without a digest: verify_digest=False to accept
+    it), DIGEST_MISMATCH (the file changed since it was recorded)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"{reason}: {message}")
+        self.reason, self.message = reason, message
+
+
+def _outside(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> str:
+    """Why `path` is not inside `root` once real paths are resolved, or "" when it is: the path
+    (a `..` climbing out, a symlink out) and, for a directory, every entry under it, links followed."""
+    real_root = os.path.realpath(root)
+
+    def inside(real: str) -> bool:
+        return real != real_root and os.path.commonpath([real, real_root]) == real_root
+
+    real = os.path.realpath(path)
+    if not inside(real):
+        return f"{path} is {real}, not under {real_root}"
+    directories, seen = [real] if os.path.isdir(real) else [], set()
+    while directories:
+        directory = directories.pop()
+        if directory in seen:
+            continue
+        seen.add(directory)
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                target = os.path.realpath(entry.path)
+                if not inside(target):
+                    return f"{entry.path} is {target}, not under {real_root}"
+                if os.path.isdir(target):
+                    directories.append(target)
+    return ""
 
 
 def adapter_iteration(path: str | os.PathLike[str]) -> int | None:
@@ -109,13 +150,19 @@ def resume_step(state: Mapping[str, Any] | None) -> int:
     return int(resumed) if resumed is not None else 0
 
 
-def resume_adapter_file(state: Mapping[str, Any] | None, *, verify: bool = True) -> Path | None:
-    """The adapter file to pass as mlx-lm's ``resume_adapter_file`` (or to ``model.load_weights(...,
-    strict=False)``) for the current attempt: the checkpoint it resumed from, or None when the
-    attempt started from scratch. `state` is a RunState dict (RunRecorder.state after
-    ``RunRecorder.open(..., resume_from_step="latest" | step)``). With `verify`, the file must
-    exist and match the digest recorded with the checkpoint. Raises LookupError when the state
-    does not name the checkpoint, FileNotFoundError or ValueError (digest mismatch)."""
+def resume_adapter_file(state: Mapping[str, Any] | None, *, adapter_root: str | os.PathLike[str] | None = None,
+                        verify: bool = True, verify_digest: bool = True) -> Path | None:
+    """The adapter file (its real path) to pass as mlx-lm's ``resume_adapter_file`` (or to
+    ``model.load_weights(..., strict=False)``) for the current attempt: the checkpoint it resumed
+    from, or None when the attempt started from scratch. `state` is a RunState dict
+    (RunRecorder.state after ``RunRecorder.open(..., resume_from_step="latest" | step)``). The
+    file must resolve under `adapter_root`, the directory the run's adapter directories are in
+    (a `..` or a symlink out of it is refused, always). With `verify`, the file must exist and,
+    with `verify_digest` too, match the digest recorded with the checkpoint; `verify_digest=False`
+    resumes from a checkpoint recorded without a digest (or changed since). Raises LookupError
+    when the state does not name the checkpoint, FileNotFoundError, or ResumeRefused (a
+    ValueError) with its reason: ADAPTER_ROOT_UNKNOWN, OUTSIDE_ADAPTER_ROOT, DIGEST_MISSING,
+    DIGEST_MISMATCH."""
     attempt = _current_attempt(state)
     if attempt is None or attempt.get("resumed_from_step") is None:
         return None
@@ -129,12 +176,25 @@ def resume_adapter_file(state: Mapping[str, Any] | None, *, verify: bool = True)
     else:
         raise LookupError(f"the run state does not name the checkpoint at step {step}; refresh it")
     path = Path(handle["uri"].removeprefix("file://"))
+    if adapter_root is None:
+        raise ResumeRefused("ADAPTER_ROOT_UNKNOWN", f"the checkpoint at step {step} ({path}) cannot be held to an "
+                            "adapter directory: pass adapter_root")
+    if problem := _outside(path, adapter_root):
+        raise ResumeRefused("OUTSIDE_ADAPTER_ROOT", f"the checkpoint at step {step} is not under the adapter root: "
+                            f"{problem}")
     if verify:
         if not path.is_file():
             raise FileNotFoundError(f"the checkpoint at step {step} is gone: {path}")
-        if digest and file_digest(path) != digest:
-            raise ValueError(f"{path} changed since it was recorded as the checkpoint at step {step}")
-    return path
+        if verify_digest:
+            if not digest:
+                raise ResumeRefused("DIGEST_MISSING", f"the checkpoint at step {step} ({path}) was recorded without "
+                                    "a digest, so it cannot be checked: pass verify_digest=False to resume from it "
+                                    "anyway")
+            actual = file_digest(path)
+            if actual != digest:
+                raise ResumeRefused("DIGEST_MISMATCH", f"{path} changed since it was recorded as the checkpoint at "
+                                    f"step {step}: digest {actual}, recorded {digest}")
+    return Path(os.path.realpath(path))
 
 
 def _fsync(path: Path) -> None:

@@ -34,7 +34,10 @@
 - Checkpoints (`commit_and_record`): a file written to a Volume is durable only after
   Volume.commit(); the checkpoint is recorded after the commit returns, never before, so the
   ledger never points at a file a crash could lose. `resume_path` reloads the volume (to see what
-  another container committed) and maps the checkpoint's uri back to a path under the mount.
+  another container committed) and maps the checkpoint's uri back to a path under the mount; it
+  trusts nothing in the uri: the path must stay under the mount (real paths resolved: no `..`,
+  no symlink out of it), and the file's digest must be the one recorded with it
+  (verify_digest=False accepts a checkpoint recorded without one). ResumeRefused otherwise.
 - GPU spend (`GpuMeter`): wall-clock time of the container's GPUs x the GpuPrice rate. An interval
   (``interval_s`` of GPU time) is reserved before it starts; when it has passed (seen by `tick()`)
   or the meter stops, the milliseconds actually used are committed and the next interval is
@@ -64,7 +67,8 @@ from clients.retry import RetryPolicy
 from clients.runkey import dataset_digest, file_digest
 
 __all__ = ["client_from_env", "attempt_label", "open_recorder", "commit_and_record", "resume_path", "volume_uri",
-           "GpuMeter", "ENV_ADDRESS", "ENV_PRINCIPAL", "ENV_TOKEN", "ENV_TLS", "ENV_CA_FILE", "BACKEND"]
+           "GpuMeter", "ResumeRefused", "ENV_ADDRESS", "ENV_PRINCIPAL", "ENV_TOKEN", "ENV_TLS", "ENV_CA_FILE",
+           "BACKEND"]
 
 log = logging.getLogger("trainledger.clients.modal")
 
@@ -75,6 +79,45 @@ ENV_TLS = "TRAINLEDGER_TLS"
 ENV_CA_FILE = "TRAINLEDGER_CA_FILE"
 BACKEND = "modal-volume"
 URI_SCHEME = "modal-volume://"
+
+
+class ResumeRefused(ValueError):
+    """The checkpoint the run state names cannot be resumed from as it stands. `reason`:
+    MOUNT_UNKNOWN (no mount to hold the path to), OTHER_VOLUME (a checkpoint on another volume),
+    OUTSIDE_MOUNT (the path, or a file under it, resolves outside the mount), DIGEST_MISSING
+    (recorded without a digest: verify_digest=False to accept it), DIGEST_UNVERIFIABLE (not a
+    sha256 digest), DIGEST_MISMATCH (the file changed since it was recorded)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"{reason}: {message}")
+        self.reason, self.message = reason, message
+
+
+def _outside(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> str:
+    """Why `path` is not inside `root` once real paths are resolved, or "" when it is: the path
+    (a `..` climbing out, a symlink out) and, for a directory, every entry under it, links followed."""
+    real_root = os.path.realpath(root)
+
+    def inside(real: str) -> bool:
+        return real != real_root and os.path.commonpath([real, real_root]) == real_root
+
+    real = os.path.realpath(path)
+    if not inside(real):
+        return f"{path} is {real}, not under {real_root}"
+    directories, seen = [real] if os.path.isdir(real) else [], set()
+    while directories:
+        directory = directories.pop()
+        if directory in seen:
+            continue
+        seen.add(directory)
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                target = os.path.realpath(entry.path)
+                if not inside(target):
+                    return f"{entry.path} is {target}, not under {real_root}"
+                if os.path.isdir(target):
+                    directories.append(target)
+    return ""
 
 
 class Volume(Protocol):
@@ -189,12 +232,18 @@ def commit_and_record(volume: Volume, recorder: RunRecorder, step: int, path: st
 
 
 def resume_path(volume: Volume | None, state: Mapping[str, Any] | None, *,
-                mount: str | os.PathLike[str] | None = None, verify: bool = True) -> Path | None:
-    """The local path of the checkpoint the current attempt resumed from, or None when it started
-    from scratch. Reloads `volume` first (when given) so files another container committed are
-    visible (Volume.reload() fails while files on the volume are open). A ``modal-volume://``
-    uri maps to `mount`/<path>. With `verify`, a file's sha256 must match the recorded digest
-    (ValueError otherwise); a missing path raises FileNotFoundError."""
+                mount: str | os.PathLike[str] | None = None, verify: bool = True,
+                verify_digest: bool = True) -> Path | None:
+    """The local path (real path) of the checkpoint the current attempt resumed from, or None when
+    it started from scratch. Reloads `volume` first (when given) so files another container
+    committed are visible (Volume.reload() fails while files on the volume are open). A
+    ``modal-volume://<volume>/<path>`` uri maps to `mount`/<path>, a plain uri is a path; either
+    way it must resolve under `mount` (a `..` or a symlink out of it is refused, always). With
+    `verify`, the path must exist (FileNotFoundError) and, with `verify_digest` too, its sha256
+    must be the digest recorded with the checkpoint; `verify_digest=False` resumes from a
+    checkpoint recorded without a digest (or changed since). Raises ResumeRefused (a ValueError)
+    with its reason: MOUNT_UNKNOWN, OTHER_VOLUME, OUTSIDE_MOUNT, DIGEST_MISSING,
+    DIGEST_UNVERIFIABLE, DIGEST_MISMATCH; LookupError when the state does not name the checkpoint."""
     if not state:
         return None
     current = state.get("current_attempt")
@@ -209,23 +258,40 @@ def resume_path(volume: Volume | None, state: Mapping[str, Any] | None, *,
         uri, digest = resume["handle"]["uri"], ""
     else:
         raise LookupError(f"the run state does not name the checkpoint at step {step}; refresh it")
-    if volume is not None:
-        volume.reload()
+    if mount is None:
+        raise ResumeRefused("MOUNT_UNKNOWN", f"the checkpoint at step {step} ({uri}) cannot be held to a mount: "
+                            "give the mount the volume is attached at")
     if uri.startswith(URI_SCHEME):
-        if mount is None:
-            raise ValueError(f"{uri} is on a Volume: give the mount it is attached at")
-        relative = uri[len(URI_SCHEME):].partition("/")[2]
+        name, _, relative = uri[len(URI_SCHEME):].partition("/")
+        own = getattr(volume, "name", None)
+        if own and name != own:
+            raise ResumeRefused("OTHER_VOLUME", f"the checkpoint at step {step} is on volume {name!r}, not on "
+                                f"{own!r} mounted at {mount}: {uri}")
         path = Path(mount) / relative
     else:
-        path = Path(uri)
+        path = Path(uri.removeprefix("file://"))
+    if volume is not None:
+        volume.reload()
+    if problem := _outside(path, mount):
+        raise ResumeRefused("OUTSIDE_MOUNT", f"the checkpoint at step {step} ({uri}) is not under the mount: "
+                            f"{problem}")
     if verify:
         if not path.exists():
             raise FileNotFoundError(f"the checkpoint at step {step} is not at {path}")
-        if digest and digest.startswith("sha256:"):
+        if verify_digest:
+            if not digest:
+                raise ResumeRefused("DIGEST_MISSING", f"the checkpoint at step {step} ({path}) was recorded without "
+                                    "a digest, so it cannot be checked: pass verify_digest=False to resume from it "
+                                    "anyway")
+            if not digest.startswith("sha256:"):
+                raise ResumeRefused("DIGEST_UNVERIFIABLE", f"the checkpoint at step {step} ({path}) was recorded with "
+                                    f"digest {digest!r}, not a sha256 one this can check: pass verify_digest=False "
+                                    "to resume from it anyway")
             actual = dataset_digest(path) if path.is_dir() else file_digest(path)
             if actual != digest:
-                raise ValueError(f"{path} changed since it was recorded as the checkpoint at step {step}")
-    return path
+                raise ResumeRefused("DIGEST_MISMATCH", f"{path} changed since it was recorded as the checkpoint at "
+                                    f"step {step}: digest {actual}, recorded {digest}")
+    return Path(os.path.realpath(path))
 
 
 # -- GPU time as spend ----------------------------------------------------------------------------

@@ -64,14 +64,15 @@ __all__ = [
     "BACKEND", "METADATA_RUN_ID", "METADATA_RUN_KEY", "FIDELITY_STATE", "FIDELITY_WEIGHTS",
     "LedgeredServiceClient", "LedgeredTrainingClient", "LedgeredSamplingClient", "LedgeredFuture",
     "ledgered_training_client", "resume", "tinker_spec",
-    "ResumeRefused", "NothingToResume", "CheckpointExpired", "BackendMismatch", "NotResumable", "SpecMismatch",
-    "LoraRankMismatch", "RunDone", "RunEnded", "RunAlreadyStarted", "CheckpointConflict",
+    "ResumeRefused", "NothingToResume", "CheckpointExpired", "BackendMismatch", "NotATinkerPath", "NotResumable",
+    "SpecMismatch", "LoraRankMismatch", "RunDone", "RunEnded", "RunAlreadyStarted", "CheckpointConflict",
 ]
 
 log = logging.getLogger("trainledger.clients.tinker")
 T = TypeVar("T")
 
 BACKEND = "tinker"
+TINKER_SCHEME = "tinker://"  # Tinker's checkpoints are handles its service holds, never local files.
 FIDELITY_STATE = "weights+optimizer"
 FIDELITY_WEIGHTS = "weights"
 METADATA_RUN_ID = "ledger_run_id"
@@ -104,6 +105,13 @@ class CheckpointExpired(ResumeRefused):
 
 class BackendMismatch(ResumeRefused):
     reason = "BACKEND_MISMATCH"
+
+
+class NotATinkerPath(ResumeRefused):
+    """The checkpoint's uri is not a tinker:// path: Tinker holds its checkpoints itself (there
+    are no local files to check), so nothing else is handed to it to load."""
+
+    reason = "NOT_A_TINKER_PATH"
 
 
 class NotResumable(ResumeRefused):
@@ -751,8 +759,10 @@ class LedgeredServiceClient:
         account as create_lora_training_client is given (a cap given changes the run's cap; when
         the run does not exist yet, it is created with them, so a create after NothingToResume
         finds it capped). Raises RunEnded (RunDone) for a done run, and for a failed or stopped one
-        unless reopen=True; NothingToResume, CheckpointExpired, BackendMismatch, NotResumable,
-        SpecMismatch/LoraRankMismatch (nothing started), and the ledger's and Tinker's errors."""
+        unless reopen=True; NothingToResume, CheckpointExpired, BackendMismatch, NotATinkerPath (a
+        uri that is not a tinker:// path), NotResumable, SpecMismatch/LoraRankMismatch (nothing
+        started), and the ledger's and Tinker's errors. Tinker records no digest with its
+        checkpoints (it holds their files), so there is none to check."""
         spec: dict[str, Any] | None = None
         if run_id:
             run_key = self.ledger.get_run_state(run_id=run_id)["run"]["run_key"]
@@ -832,6 +842,9 @@ def _resumable_checkpoint(state: Mapping[str, Any]) -> dict[str, Any]:
     if handle.get("backend") != BACKEND:
         raise BackendMismatch(f"the checkpoint at step {step} is held by {handle.get('backend')!r}, not "
                               f"{BACKEND!r}: {handle.get('uri')}", state)
+    if not str(handle.get("uri", "")).startswith(TINKER_SCHEME):
+        raise NotATinkerPath(f"the checkpoint at step {step} is recorded at {handle.get('uri')!r}, not a "
+                             f"{TINKER_SCHEME} path Tinker holds", state)
     expires_at = checkpoint.get("expires_at")
     if expires_at is not None and expires_at <= datetime.now(timezone.utc):
         raise CheckpointExpired(f"the checkpoint at step {step} expired on {expires_at}", state)

@@ -9,6 +9,14 @@ spend in the ledger, with one line, and resume from what the ledger knows.
     with callback:                 # ends the run "failed" or "stopped" if train() raises
         trainer.train(resume_from_checkpoint=callback.resume_checkpoint())   # a path or None, never True
 
+Resume trusts nothing the ledger says about a checkpoint's files: the directory must be under the
+trainer's output directory (real paths resolved: no `..` out of it, no symlink out of it, nor any
+file in it linking out), and its digest must be the one recorded with it (verify_digest=False
+accepts a checkpoint recorded without one, or changed since). The callback knows the output
+directory from `output_dir=`, or from the trainer it is given to (Trainer(callbacks=[callback])):
+asked before that trainer is built, it holds the path to args.output_dir when the trainer is
+built (on_init_end; on_train_begin at the latest) and refuses it there.
+
 What it records
 - The run, opened by its run key (the sha256 of the spec: see spec_for), and one attempt per
   train() call, started in on_train_begin. A trainer that resumed (global_step > 0) starts its
@@ -116,9 +124,12 @@ class LedgerCallbackWarning(UserWarning):
 
 class ResumeRefused(Exception):
     """The ledger's resume point cannot be used as it stands. `reason`: CHECKPOINTS_EXPIRED (pass
-    allow_restart=True to start again from step 0), OTHER_BACKEND, CHECKPOINT_MISSING,
-    DIGEST_MISMATCH, LORA_MISMATCH, CHECKPOINT_UNKNOWN (the trainer resumed from a step the ledger
-    has no live checkpoint at). A run that has ended is refused with clients.errors.RunEnded."""
+    allow_restart=True to start again from step 0), OTHER_BACKEND, OUTPUT_DIR_UNKNOWN (no output
+    directory to hold the checkpoint to), OUTSIDE_OUTPUT_DIR (the checkpoint, or a file in it,
+    resolves outside the output directory), CHECKPOINT_MISSING, DIGEST_MISSING (recorded without a
+    digest: verify_digest=False to accept it), DIGEST_MISMATCH, LORA_MISMATCH, CHECKPOINT_UNKNOWN
+    (the trainer resumed from a step the ledger has no live checkpoint at). A run that has ended is
+    refused with clients.errors.RunEnded."""
 
     def __init__(self, reason: str, message: str, *, state: Mapping[str, Any] | None = None) -> None:
         super().__init__(f"{reason}: {message}")
@@ -266,9 +277,36 @@ def _path_of(uri: str) -> Path:
     return Path(uri.removeprefix("file://"))
 
 
-def checkpoint_from_state(state: Mapping[str, Any], *, backend: str = BACKEND, lora: Any = None,
-                          allow_restart: bool = False, verify_digest: bool = True, reopen: bool = False) -> str | None:
-    """The checkpoint directory to resume from, by a RunState (see resume_checkpoint)."""
+def _outside(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> str:
+    """Why `path` is not inside `root` once real paths are resolved, or "" when it is: the path
+    (a `..` climbing out, a symlink out) and, for a directory, every entry under it, links followed."""
+    real_root = os.path.realpath(root)
+
+    def inside(real: str) -> bool:
+        return real != real_root and os.path.commonpath([real, real_root]) == real_root
+
+    real = os.path.realpath(path)
+    if not inside(real):
+        return f"{path} is {real}, not under {real_root}"
+    directories, seen = [real] if os.path.isdir(real) else [], set()
+    while directories:
+        directory = directories.pop()
+        if directory in seen:
+            continue
+        seen.add(directory)
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                target = os.path.realpath(entry.path)
+                if not inside(target):
+                    return f"{entry.path} is {target}, not under {real_root}"
+                if os.path.isdir(target):
+                    directories.append(target)
+    return ""
+
+
+def _resume_candidate(state: Mapping[str, Any], *, backend: str, allow_restart: bool, reopen: bool) -> Path | None:
+    """The path of the RunState's resume handle, before anything about it is checked; None for a
+    fresh start."""
     refuse_ended(state, reopen=reopen)
     resume = state["resume"]
     if not resume["available"]:
@@ -281,13 +319,28 @@ def checkpoint_from_state(state: Mapping[str, Any], *, backend: str = BACKEND, l
     if handle["backend"] != backend:
         raise ResumeRefused("OTHER_BACKEND", f"the checkpoint at step {step} is a {handle['backend']!r} state, "
                             f"not {backend!r}: {handle['uri']}", state=state)
-    path = _path_of(handle["uri"])
+    return _path_of(handle["uri"])
+
+
+def _verified(path: Path, state: Mapping[str, Any], *, output_dir: str | os.PathLike[str] | None, lora: Any,
+              verify_digest: bool) -> str:
+    """The checkpoint directory's real path once it is under `output_dir` (not checked when None:
+    the caller holds it to one later), there, with the digest recorded with it, and the LoRA
+    shape; else ResumeRefused."""
+    step = state["resume"]["from_step"]
+    if output_dir is not None and (problem := _outside(path, output_dir)):
+        raise ResumeRefused("OUTSIDE_OUTPUT_DIR", f"the checkpoint at step {step} is not under the output directory: "
+                            f"{problem}", state=state)
     if not path.is_dir():
         raise ResumeRefused("CHECKPOINT_MISSING", f"the checkpoint at step {step} is not on this machine: {path}",
                             state=state)
     checkpoint = state.get("checkpoint") or {}
     expected = checkpoint.get("digest", "") if checkpoint.get("step") == step else ""
-    if verify_digest and expected:
+    if verify_digest:
+        if not expected:
+            raise ResumeRefused("DIGEST_MISSING", f"the checkpoint at step {step} ({path}) was recorded without a "
+                                "digest, so its files cannot be checked: pass verify_digest=False to resume from "
+                                "it anyway", state=state)
         actual = checkpoint_digest(path)
         if actual != expected:
             raise ResumeRefused("DIGEST_MISMATCH", f"{path} is not the checkpoint the ledger recorded at step {step}: "
@@ -298,7 +351,22 @@ def checkpoint_from_state(state: Mapping[str, Any], *, backend: str = BACKEND, l
         found = lora_shape(json.loads(config.read_text())) if config.is_file() else None
         if found != wanted:
             raise ResumeRefused("LORA_MISMATCH", f"{path} holds LoRA shape {found}, the run's is {wanted}", state=state)
-    return str(path)
+    return os.path.realpath(path)
+
+
+def checkpoint_from_state(state: Mapping[str, Any], *, output_dir: str | os.PathLike[str] | None = None,
+                          backend: str = BACKEND, lora: Any = None, allow_restart: bool = False,
+                          verify_digest: bool = True, reopen: bool = False) -> str | None:
+    """The checkpoint directory to resume from, by a RunState, under `output_dir` (see
+    resume_checkpoint). ResumeRefused OUTPUT_DIR_UNKNOWN when there is a checkpoint and no
+    output_dir to hold it to."""
+    path = _resume_candidate(state, backend=backend, allow_restart=allow_restart, reopen=reopen)
+    if path is None:
+        return None
+    if output_dir is None:
+        raise ResumeRefused("OUTPUT_DIR_UNKNOWN", f"the checkpoint at step {state['resume']['from_step']} ({path}) "
+                            "cannot be checked against the trainer's output directory: pass output_dir", state=state)
+    return _verified(path, state, output_dir=output_dir, lora=lora, verify_digest=verify_digest)
 
 
 def _as_client(client_or_address: LedgerClient | str, principal: str = "",
@@ -309,23 +377,8 @@ def _as_client(client_or_address: LedgerClient | str, principal: str = "",
     return client_or_address, False
 
 
-def resume_checkpoint(client_or_address: LedgerClient | str, *, run_key: str | None = None,
-                      spec: Mapping[str, Any] | None = None, backend: str = BACKEND, lora: Any = None,
-                      allow_restart: bool = False, verify_digest: bool = True, name: str = "",
-                      cap_usd_micro: int | None = None, parent_account: str = "", reopen: bool = False) -> str | None:
-    """The path to pass as trainer.train(resume_from_checkpoint=...), from the ledger's RunState:
-    the run's most progressed live checkpoint, or None when the run has none (a fresh start).
-    Never True. The run is opened by its key with `name`, `cap_usd_micro` and `parent_account`:
-    pass the callback's (or use LedgerCallback.resume_checkpoint), since this may be the open
-    that creates the run, and a cap given changes an existing run's cap.
-    The LoRA shape checked is `lora`, else the spec's. Raises RunEnded when the run is done, or
-    failed or stopped without reopen=True. Raises ResumeRefused: every checkpoint expired
-    (restart from 0 only with allow_restart=True), a handle of another backend, the directory
-    missing, its digest not the recorded one, its adapter_config.json another LoRA shape.
-    Raises LedgerClientError when the ledger cannot answer."""
-    if run_key is None and spec is None:
-        raise TypeError("resume_checkpoint needs run_key or spec")
-    key = run_key or training_run_key(spec)
+def _open_state(client_or_address: LedgerClient | str, *, key: str, spec: Mapping[str, Any] | None, name: str,
+                cap_usd_micro: int | None, parent_account: str) -> dict[str, Any]:
     client, owned = _as_client(client_or_address)
     try:
         opened = client.open_run(run_key=key, name=name or str((spec or {}).get("name", "")), spec=spec,
@@ -333,7 +386,34 @@ def resume_checkpoint(client_or_address: LedgerClient | str, *, run_key: str | N
     finally:
         if owned:
             client.close()
-    return checkpoint_from_state(opened["state"], backend=backend,
+    return opened["state"]
+
+
+def resume_checkpoint(client_or_address: LedgerClient | str, *, run_key: str | None = None,
+                      spec: Mapping[str, Any] | None = None, output_dir: str | os.PathLike[str] | None = None,
+                      backend: str = BACKEND, lora: Any = None, allow_restart: bool = False,
+                      verify_digest: bool = True, name: str = "", cap_usd_micro: int | None = None,
+                      parent_account: str = "", reopen: bool = False) -> str | None:
+    """The path to pass as trainer.train(resume_from_checkpoint=...), from the ledger's RunState:
+    the run's most progressed live checkpoint, or None when the run has none (a fresh start).
+    Never True. The run is opened by its key with `name`, `cap_usd_micro` and `parent_account`:
+    pass the callback's (or use LedgerCallback.resume_checkpoint), since this may be the open
+    that creates the run, and a cap given changes an existing run's cap.
+    The checkpoint must be under `output_dir`, the trainer's args.output_dir (real paths: a `..`
+    or a symlink out of it is refused). Its digest must be the one recorded with it:
+    `verify_digest=False` resumes from a checkpoint recorded without a digest (from before
+    digests were recorded) or changed since. The LoRA shape checked is `lora`, else the spec's.
+    Raises RunEnded when the run is done, or failed or stopped without reopen=True. Raises
+    ResumeRefused: every checkpoint expired (restart from 0 only with allow_restart=True), a
+    handle of another backend, no output_dir (OUTPUT_DIR_UNKNOWN), a checkpoint outside it
+    (OUTSIDE_OUTPUT_DIR), the directory missing, no digest recorded (DIGEST_MISSING) or another
+    one (DIGEST_MISMATCH), its adapter_config.json another LoRA shape.
+    Raises LedgerClientError when the ledger cannot answer."""
+    if run_key is None and spec is None:
+        raise TypeError("resume_checkpoint needs run_key or spec")
+    state = _open_state(client_or_address, key=run_key or training_run_key(spec), spec=spec, name=name,
+                        cap_usd_micro=cap_usd_micro, parent_account=parent_account)
+    return checkpoint_from_state(state, output_dir=output_dir, backend=backend,
                                  lora=lora if lora is not None else (spec or {}).get("lora"),
                                  allow_restart=allow_restart, verify_digest=verify_digest, reopen=reopen)
 
@@ -447,7 +527,9 @@ class LedgerCallback(TrainerCallback):
     by default) or `client`; `spec` (spec_for) or `run_key` (then `name`).
     Spend: `gpu_price` (GpuPrice), `cap_usd_micro` (given on every open: it sets the cap of a new
     run and changes an existing one's), `parent_account`, `interval_s` / `interval_steps`.
-    `outbox_dir` keeps unsent steps on disk across an outage and a crash. `reopen=True` lets a
+    `outbox_dir` keeps unsent steps on disk across an outage and a crash. `output_dir`: the
+    trainer's output directory, which resume_checkpoint() holds the checkpoint to (default: the
+    args.output_dir of the trainer the callback is given to). `reopen=True` lets a
     failed or stopped run take a new attempt (else RunEnded). Use `with callback:` around
     trainer.train() so that an exception ends the run "failed" (an interrupt "stopped").
     `recorder_options` go to RunRecorder.open (batch_interval_s, flush_timeout_s, stop_on_sigterm ...).
@@ -458,7 +540,8 @@ class LedgerCallback(TrainerCallback):
     def __init__(self, *, address: str | None = None, client: LedgerClient | None = None,
                  spec: Mapping[str, Any] | None = None, run_key: str | None = None, name: str = "",
                  gpu_price: GpuPrice | None = None, cap_usd_micro: int | None = None, parent_account: str = "",
-                 outbox_dir: str | os.PathLike[str] | None = None, interval_s: float = 60.0,
+                 outbox_dir: str | os.PathLike[str] | None = None,
+                 output_dir: str | os.PathLike[str] | None = None, interval_s: float = 60.0,
                  interval_steps: int | None = None, attempt_label: str | None = None, principal: str = "",
                  check_spec: bool = True, count_tokens: bool = True, reopen: bool = False,
                  outage_budget_s: float | None = None, recorder_options: Mapping[str, Any] | None = None) -> None:
@@ -475,6 +558,9 @@ class LedgerCallback(TrainerCallback):
         self.name = name or str((self.spec or {}).get("name", "")) or self.run_key
         self.gpu_price, self.cap_usd_micro, self.parent_account = gpu_price, cap_usd_micro, parent_account
         self.outbox_dir, self.interval_s, self.interval_steps = outbox_dir, float(interval_s), interval_steps
+        self.output_dir = output_dir
+        self._trainer_output_dir: str | None = None  # args.output_dir of the trainer it was given to
+        self._unchecked: str | None = None  # a resume path not yet held to an output directory
         self.attempt_label, self.principal, self.check_spec = attempt_label, principal, check_spec
         self.count_tokens, self.reopen, self.outage_budget_s = count_tokens, reopen, outage_budget_s
         self.recorder_options = dict(recorder_options or {})
@@ -501,12 +587,37 @@ class LedgerCallback(TrainerCallback):
 
     # -- the one-call resume helper --
 
-    def resume_checkpoint(self, *, allow_restart: bool = False, verify_digest: bool = True) -> str | None:
-        """resume_checkpoint() for this callback's run, opened as the callback opens it."""
-        return resume_checkpoint(self._get_client(), run_key=self.run_key, spec=self.spec, backend=BACKEND,
-                                 allow_restart=allow_restart, verify_digest=verify_digest, name=self.name,
-                                 cap_usd_micro=self.cap_usd_micro, parent_account=self.parent_account,
-                                 reopen=self.reopen)
+    def resume_checkpoint(self, *, allow_restart: bool = False, verify_digest: bool = True,
+                          output_dir: str | os.PathLike[str] | None = None) -> str | None:
+        """resume_checkpoint() for this callback's run, opened as the callback opens it, held to
+        `output_dir`, else the callback's, else the args.output_dir of the trainer it was given
+        to. Asked before any of these is known (before Trainer(callbacks=[callback]) is built),
+        it checks the rest now and holds the path to args.output_dir when the trainer is built:
+        on_init_end (or on_train_begin, at the latest) raises ResumeRefused OUTSIDE_OUTPUT_DIR.
+        `verify_digest=False` accepts a checkpoint recorded without a digest."""
+        root = next((d for d in (output_dir, self.output_dir, self._trainer_output_dir) if d is not None), None)
+        state = _open_state(self._get_client(), key=self.run_key, spec=self.spec, name=self.name,
+                            cap_usd_micro=self.cap_usd_micro, parent_account=self.parent_account)
+        candidate = _resume_candidate(state, backend=BACKEND, allow_restart=allow_restart, reopen=self.reopen)
+        self._unchecked = None
+        if candidate is None:
+            return None
+        path = _verified(candidate, state, output_dir=root, lora=(self.spec or {}).get("lora"),
+                         verify_digest=verify_digest)
+        if root is None:
+            self._unchecked = path
+        return path
+
+    def _hold_to_output_dir(self, args: Any) -> None:
+        """Refuse the resume path handed out before the output directory was known unless it is
+        under args.output_dir."""
+        path, self._unchecked = self._unchecked, None
+        output_dir = getattr(args, "output_dir", None)
+        if path is None or output_dir is None:
+            return
+        if problem := _outside(path, output_dir):
+            raise ResumeRefused("OUTSIDE_OUTPUT_DIR", f"the checkpoint to resume from is not under the trainer's "
+                                f"output directory: {problem}")
 
     def _get_client(self) -> LedgerClient:
         if self._client is None:
@@ -530,7 +641,12 @@ class LedgerCallback(TrainerCallback):
 
     # -- trainer events --
 
+    def on_init_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._trainer_output_dir = getattr(args, "output_dir", None)
+        self._hold_to_output_dir(args)
+
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+        self._hold_to_output_dir(args)  # A callback added after the trainer was built saw no on_init_end.
         if self.recorder is not None and self._active:  # An earlier train() that raised: its attempt ends here.
             if self._jobs is not None:
                 self._jobs.close(0)

@@ -112,7 +112,7 @@ def test_resume_starts_attempt_two_from_the_checkpoint_with_absolute_steps(clien
     second = RunRecorder.open(client, run_key=key, name="mlx-resume", resume_from_step="latest")
     opened_state = second.state
     assert second.attempt == 2 and resume_step(opened_state) == 3
-    resume = resume_adapter_file(opened_state)
+    resume = resume_adapter_file(opened_state, adapter_root=tmp_path)
     assert resume == (tmp_path / "a1" / "0000003_adapters.safetensors").absolute()
     with LedgerTrainingCallback(second, tmp_path / "a2" / "adapters.safetensors") as callback:
         assert callback.step_offset == 3
@@ -141,7 +141,7 @@ def test_resume_starts_attempt_two_from_the_checkpoint_with_absolute_steps(clien
     # The checkpoint's file is checked against its digest before it is handed to mlx-lm.
     resume.write_bytes(b"overwritten")
     with pytest.raises(ValueError, match="changed"):
-        resume_adapter_file(opened_state)
+        resume_adapter_file(opened_state, adapter_root=tmp_path)
 
 
 def test_an_interrupt_in_mlx_training_ends_the_run_stopped_and_an_error_failed(client: LedgerClient,

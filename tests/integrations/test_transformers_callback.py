@@ -197,7 +197,7 @@ def test_checkpoints_are_recorded_with_their_digest_and_resumed_from(client: Led
     path = tmp_path / "checkpoint-6"
     assert checkpoint["step"] == 6 and checkpoint["digest"] == checkpoint_digest(path)
     assert checkpoint["handle"] == {"backend": "hf", "uri": str(path.resolve()), "fidelity": "weights+optimizer"}
-    assert resume_checkpoint(client, spec=spec) == str(path.resolve())
+    assert resume_checkpoint(client, spec=spec, output_dir=tmp_path) == str(path.resolve())
     # A trainer that resumed from step 6 starts attempt 2 there; steps 7.. are superseded.
     second = Trainer(LedgerCallback(client=client, spec=spec), tmp_path, max_steps=10)
     second.begin(global_step=6)
@@ -235,14 +235,15 @@ def test_resume_checkpoint_refuses_what_it_cannot_trust(client: LedgerClient, tm
 
     def reason(spec: dict[str, Any], **options: Any) -> str:
         with pytest.raises(ResumeRefused) as refused:
-            resume_checkpoint(client, spec=spec, **options)
+            resume_checkpoint(client, spec=spec, **{"output_dir": tmp_path, **options})
         return refused.value.reason
 
     spec, path = recorded("good")
-    assert resume_checkpoint(LedgerClient(client.address, retries=QUICK_RETRIES), spec=spec) == str(path)
+    assert resume_checkpoint(LedgerClient(client.address, retries=QUICK_RETRIES), spec=spec,
+                             output_dir=tmp_path) == str(path)
     (path / "trainer_state.json").write_text('{"tampered": true}')
     assert reason(spec) == "DIGEST_MISMATCH"
-    assert resume_checkpoint(client, spec=spec, verify_digest=False) == str(path)
+    assert resume_checkpoint(client, spec=spec, output_dir=tmp_path, verify_digest=False) == str(path)
     shutil.rmtree(path)
     assert reason(spec) == "CHECKPOINT_MISSING"
     spec, _ = recorded("tinker", backend="tinker")
@@ -397,7 +398,7 @@ def test_an_ended_run_is_resumed_only_with_reopen(client: LedgerClient, tmp_path
             resume()
         assert refused.value.status == "failed"
         assert "pass reopen=True to start a new attempt on it" in str(refused.value)
-    assert resume_checkpoint(client, spec=spec, reopen=True) == path
+    assert resume_checkpoint(client, spec=spec, output_dir=tmp_path, reopen=True) == path
     again = LedgerCallback(client=client, spec=spec, reopen=True)
     assert again.resume_checkpoint() == path
     second = Trainer(again, tmp_path, max_steps=10)
