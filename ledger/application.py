@@ -431,7 +431,13 @@ class Ledger(Application[UUID]):
         def decide(touched: list[LedgerAggregate]) -> int | None:
             _, run = self._run(run_id)
             touched.append(run)
-            return run.save_checkpoint(audit, attempt=attempt, checkpoint=checkpoint)
+            version = run.save_checkpoint(audit, attempt=attempt, checkpoint=checkpoint)
+            # After the duplicate test: a retry of a save made before its expiry is still answered
+            # as that save. The refusal drops the event just triggered with the rest of the write.
+            if version is None and expires_at is not None and expires_at <= audit.now:
+                raise InvalidArgumentError("expires_at has already passed: the checkpoint cannot be resumed from",
+                                           reason="CHECKPOINT_ALREADY_EXPIRED", field="expires_at")
+            return version
 
         version, position = self._write(decide)
         return Receipt(self._answer(UUID(run_id), version, position), duplicate=version is not None)

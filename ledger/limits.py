@@ -24,6 +24,10 @@ __all__ = [
     "USD_MICRO_MAX",
     "PAGE_SIZE_MAX",
     "PARENT_DEPTH_MAX",
+    "DOCUMENT_DEPTH_MAX",
+    "REQUEST_BYTES_MAX",
+    "DOCUMENT_REQUEST_BYTES_MAX",
+    "REQUEST_BYTES_IN_FLIGHT_MAX",
     "check_id",
     "check_text",
     "check_usd_micro",
@@ -43,6 +47,14 @@ USD_MICRO_MAX = 10_000_000 * 1_000_000
 STEP_MAX = 2**53
 PAGE_SIZE_MAX = 10_000
 PARENT_DEPTH_MAX = 8
+# One request on the wire: a batch of 1,000 steps with 256 metrics is about 2 MiB.
+REQUEST_BYTES_MAX = 8 * 1024 * 1024
+# A request that carries a document (spec, summary, metadata, gate stats): protobuf decodes a
+# Struct's maps in time that grows faster than their size, so these are held far lower.
+DOCUMENT_REQUEST_BYTES_MAX = 256 * 1024
+# All requests the server holds at once: decoding and recording one costs about ten times its
+# bytes on the wire in memory.
+REQUEST_BYTES_IN_FLIGHT_MAX = 64 * 1024 * 1024
 _CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 
 

@@ -5,24 +5,44 @@ Ledger calls are synchronous (storage I/O, locks), so they run in worker threads
 anyio.CapacityLimiter: the event loop never blocks on storage and the thread count is bounded.
 Waiting for a view to reach a position holds no thread: the projector calls a listener after each
 chunk, which wakes asyncio waiters through loop.call_soon_threadsafe.
+
+No client can starve the others: each client (a connection, by its peer address) gets at most
+WORKER_THREADS_PER_CLIENT of the threads at once and STREAMS_PER_CLIENT_MAX request streams, and
+the requests the server holds are bounded in bytes (ByteBudget): past the budget a request waits
+briefly, then is refused as SERVER_BUSY instead of buffered.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 import anyio
 import grpc
 
 from ledger import Ledger
+from ledger.errors import UnavailableError
+from ledger.limits import REQUEST_BYTES_IN_FLIGHT_MAX
 
-__all__ = ["Edge", "WORKER_THREADS", "READ_TIMEOUT_DEFAULT_S", "READ_TIMEOUT_MAX_S"]
+__all__ = ["Edge", "ByteBudget", "CLIENT", "WORKER_THREADS", "WORKER_THREADS_PER_CLIENT", "STREAMS_PER_CLIENT_MAX",
+           "BUSY_WAIT_S", "READ_TIMEOUT_DEFAULT_S", "READ_TIMEOUT_MAX_S"]
 
 T = TypeVar("T")
 WORKER_THREADS = 32
+# Writes take one lock in the ledger, so more threads for one client buy it nothing but the
+# others' turns; two let a trainer's Reserve start beside its own batch of steps.
+WORKER_THREADS_PER_CLIENT = 2
+STREAMS_PER_CLIENT_MAX = 16
+# How long a request waits for room in the byte budget before it is refused as SERVER_BUSY.
+BUSY_WAIT_S = 1.0
+# The client a call comes from (its peer address, one per connection), set by the interceptor;
+# empty for the server's own work (the reservation sweep), which takes no client's share.
+CLIENT: ContextVar[str] = ContextVar("client", default="")
 READ_TIMEOUT_DEFAULT_S = 5.0
 READ_TIMEOUT_MAX_S = 30.0
 # Answer UNAVAILABLE a little before the client's deadline, so the client sees our reason
@@ -30,20 +50,120 @@ READ_TIMEOUT_MAX_S = 30.0
 DEADLINE_MARGIN_S = 0.05
 
 
+def _busy(why: str, reason: str, **metadata: Any) -> UnavailableError:
+    # UNAVAILABLE, not RESOURCE_EXHAUSTED: the client resends the same request after a backoff
+    # (its ids make that safe), where a RESOURCE_EXHAUSTED batch of steps would be dropped for good.
+    return UnavailableError(why, reason=reason, **metadata)
+
+
+class ByteBudget:
+    """The bytes of the requests the server holds at once. Requests get room in arrival order;
+    one that waits longer than its wait is refused (UnavailableError, reason SERVER_BUSY). Use it
+    on one event loop."""
+
+    def __init__(self, capacity_bytes: int) -> None:
+        self.capacity_bytes = capacity_bytes
+        self.used_bytes = 0
+        self._waiting: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
+
+    async def acquire(self, size: int, wait_s: float) -> int:
+        """Take `size` bytes (at most the whole budget), waiting up to `wait_s`; returns what was
+        taken, for release."""
+        size = min(size, self.capacity_bytes)
+        if not self._waiting and self.used_bytes + size <= self.capacity_bytes:
+            self.used_bytes += size
+            return size
+        granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (size, granted)
+        self._waiting.append(entry)
+        try:
+            await asyncio.wait_for(asyncio.shield(granted), wait_s)
+        except BaseException as error:
+            if granted.done():  # Granted just as the wait ended.
+                if isinstance(error, asyncio.TimeoutError):
+                    return size
+                self.release(size)
+                raise
+            granted.cancel()
+            self._waiting.remove(entry)
+            self._grant()  # The requests behind this one may fit now.
+            if isinstance(error, asyncio.TimeoutError):
+                raise _busy("the server is busy: too many request bytes in flight, try again", "SERVER_BUSY",
+                            limit=self.capacity_bytes) from None
+            raise
+        return size
+
+    @property
+    def waiting(self) -> int:
+        """How many requests wait for room."""
+        return len(self._waiting)
+
+    def release(self, size: int) -> None:
+        self.used_bytes -= size
+        self._grant()
+
+    def _grant(self) -> None:
+        while self._waiting and self.used_bytes + self._waiting[0][0] <= self.capacity_bytes:
+            size, granted = self._waiting.popleft()
+            self.used_bytes += size
+            granted.set_result(None)
+
+
 class Edge:
     """The ledger as the servicers use it. Create and use it on the server's event loop."""
 
-    def __init__(self, ledger: Ledger, *, worker_threads: int = WORKER_THREADS) -> None:
+    def __init__(self, ledger: Ledger, *, worker_threads: int = WORKER_THREADS,
+                 worker_threads_per_client: int = WORKER_THREADS_PER_CLIENT,
+                 streams_per_client_max: int = STREAMS_PER_CLIENT_MAX,
+                 request_bytes_in_flight_max: int = REQUEST_BYTES_IN_FLIGHT_MAX) -> None:
         self.ledger = ledger
         self.limiter = anyio.CapacityLimiter(worker_threads)
+        self.worker_threads_per_client = worker_threads_per_client
+        self.streams_per_client_max = streams_per_client_max
+        self.budget = ByteBudget(request_bytes_in_flight_max)
         self.loop = asyncio.get_running_loop()
         self.closed = False
         self._changed = asyncio.Event()
+        # Per client: its share of the threads and how many calls use it; its open streams.
+        self._shares: dict[str, tuple[asyncio.Semaphore, list[int]]] = {}
+        self._streams: collections.Counter[str] = collections.Counter()
         ledger.projector.listeners.append(self._projected)
 
     async def call(self, function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        """Run a synchronous ledger call in a worker thread."""
-        return await anyio.to_thread.run_sync(functools.partial(function, *args, **kwargs), limiter=self.limiter)
+        """Run a synchronous ledger call in a worker thread, within the calling client's share."""
+        work = functools.partial(function, *args, **kwargs)
+        client = CLIENT.get()
+        if not client:
+            return await anyio.to_thread.run_sync(work, limiter=self.limiter)
+        share, users = self._shares.setdefault(client, (asyncio.Semaphore(self.worker_threads_per_client), [0]))
+        users[0] += 1
+        try:
+            async with share:
+                return await anyio.to_thread.run_sync(work, limiter=self.limiter)
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                del self._shares[client]
+
+    @property
+    def streams_open(self) -> int:
+        """Streaming calls open now, over every client."""
+        return sum(self._streams.values())
+
+    @contextlib.contextmanager
+    def stream(self, client: str) -> Iterator[None]:
+        """Hold one of the client's request streams for the block. Raises UnavailableError
+        (TOO_MANY_STREAMS) when it has streams_per_client_max open already."""
+        if self._streams[client] >= self.streams_per_client_max:
+            raise _busy(f"this connection has {self.streams_per_client_max} streams open already",
+                        "TOO_MANY_STREAMS", limit=self.streams_per_client_max)
+        self._streams[client] += 1
+        try:
+            yield
+        finally:
+            self._streams[client] -= 1
+            if not self._streams[client]:
+                del self._streams[client]
 
     @staticmethod
     def timeout_s(context: grpc.aio.ServicerContext) -> float:

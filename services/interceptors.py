@@ -1,26 +1,37 @@
-"""The interceptor every call passes through: who asks, under which request id, and what a failure
-looks like on the wire.
+"""The interceptor every call passes through: who asks, under which request id, how much of the
+server a request may take, and what a failure looks like on the wire.
 
 The request id comes from metadata `x-request-id` (else a new uuid4) and goes back in the trailing
 metadata; the principal comes from `x-principal` (default "anonymous"). Both live in context
 variables that servicers hand to ledger commands. A LedgerError ends the call with its status and
 ErrorInfo (services.errors); anything else is INTERNAL with a generic message, logged with the
 request id. This is the only try/except around servicer code.
+
+Requests reach it as bytes (the handlers it returns have no deserializer), so that decoding them
+is ours too: a request above its size limit is refused before it is decoded, each one takes its
+bytes from the server's budget while it is handled, and bytes that are no message are refused
+with INVALID_ARGUMENT and a reason (services.codec.wire). Each call that streams requests
+(RecordSteps) takes one of its client's streams (services.edge); server streams (WatchRun,
+ReadEvents) are bounded by their servicers.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
 
 import grpc
+from google.protobuf.descriptor import Descriptor
 
 from ledger.errors import LedgerError
 from services import errors
+from services.codec import wire
+from services.edge import BUSY_WAIT_S, CLIENT, Edge
 
 __all__ = ["PRINCIPAL", "REQUEST_ID", "audit", "EdgeInterceptor"]
 
@@ -40,6 +51,7 @@ def _begin(context: grpc.aio.ServicerContext) -> str:
     request_id = metadata.get("x-request-id") or str(uuid.uuid4())
     PRINCIPAL.set(metadata.get("x-principal") or "anonymous")
     REQUEST_ID.set(request_id)
+    CLIENT.set(context.peer() or "unknown")
     context.set_trailing_metadata((("x-request-id", request_id),))
     return request_id
 
@@ -51,15 +63,85 @@ async def _fail(context: grpc.aio.ServicerContext, method: str, request_id: str,
     await errors.abort_internal(context, request_id)
 
 
-def _wrap(behavior: Callable[..., Any], method: str) -> Callable[..., Any]:
+class _Requests:
+    """How requests of one method arrive: their decoder and size limit, and their admission into
+    the server (size, then room in the byte budget, then decoding)."""
+
+    def __init__(self, edge: Edge, deserializer: Callable[[bytes], Any] | None) -> None:
+        self.edge, self.deserializer = edge, deserializer
+        message_class = getattr(deserializer, "__self__", None)
+        self.descriptor: Descriptor | None = getattr(message_class, "DESCRIPTOR", None)
+        self.limit = wire.request_limit(self.descriptor)
+
+    async def admit(self, data: bytes, context: grpc.aio.ServicerContext) -> tuple[Any, int]:
+        """The request decoded and the bytes it holds of the budget (the caller releases them)."""
+        wire.check_request_size(len(data), self.limit)
+        held = await self.edge.budget.acquire(len(data), min(BUSY_WAIT_S, self.edge.timeout_s(context)))
+        try:
+            if self.deserializer is None:
+                return data, held
+            return wire.decode(data, self.deserializer, self.descriptor), held
+        except BaseException:
+            self.edge.budget.release(held)
+            raise
+
+    @contextlib.asynccontextmanager
+    async def one(self, data: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        request, held = await self.admit(data, context)
+        try:
+            yield request
+        finally:
+            self.edge.budget.release(held)
+
+    async def stream(self, raw: AsyncIterator[bytes], context: grpc.aio.ServicerContext,
+                     holding: list[int]) -> AsyncIterator[Any]:
+        """A request stream decoded. Each request holds its bytes until the servicer asks for the
+        next one or answers (the caller releases `holding` then), so a stream whose answers the
+        client does not read holds none."""
+        async for data in raw:
+            self.release(holding)
+            request, held = await self.admit(data, context)
+            holding.append(held)
+            yield request
+        self.release(holding)
+
+    def release(self, holding: list[int]) -> None:
+        while holding:
+            self.edge.budget.release(holding.pop())
+
+
+def _wrap(behavior: Callable[..., Any], method: str, requests: _Requests, *, streaming_requests: bool,
+          streaming_responses: bool) -> Callable[..., Any]:
     """Wrap a handler of any shape: an async generator stays one (acks already yielded stand), a
     coroutine (which may use context.write) stays a coroutine."""
+    edge = requests.edge
+
+    @contextlib.asynccontextmanager
+    async def admitted(request: Any, context: grpc.aio.ServicerContext,
+                       holding: list[int]) -> AsyncIterator[Any]:
+        if streaming_requests:
+            with edge.stream(CLIENT.get()):
+                try:
+                    yield requests.stream(request, context, holding)
+                finally:
+                    requests.release(holding)
+        elif streaming_responses:
+            # A server stream holds its request's bytes only while it is decoded.
+            decoded, held = await requests.admit(request, context)
+            edge.budget.release(held)
+            yield decoded
+        else:
+            async with requests.one(request, context) as decoded:
+                yield decoded
+
     if inspect.isasyncgenfunction(behavior):
         async def stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            request_id = _begin(context)
+            request_id, holding = _begin(context), []
             try:
-                async for response in behavior(request, context):
-                    yield response
+                async with admitted(request, context, holding) as decoded:
+                    async for response in behavior(decoded, context):
+                        requests.release(holding)  # The requests before this answer are handled.
+                        yield response
             except grpc.aio.AbortError:
                 raise
             except Exception as error:
@@ -69,8 +151,9 @@ def _wrap(behavior: Callable[..., Any], method: str) -> Callable[..., Any]:
     async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
         request_id = _begin(context)
         try:
-            result = behavior(request, context)
-            return await result if inspect.isawaitable(result) else result
+            async with admitted(request, context, []) as decoded:
+                result = behavior(decoded, context)
+                return await result if inspect.isawaitable(result) else result
         except grpc.aio.AbortError:
             raise
         except Exception as error:
@@ -79,7 +162,12 @@ def _wrap(behavior: Callable[..., Any], method: str) -> Callable[..., Any]:
 
 
 class EdgeInterceptor(grpc.aio.ServerInterceptor):
-    """Request id, principal and the error boundary for every RPC, unary or streaming."""
+    """Request id, principal, request limits and the error boundary for every RPC, unary or
+    streaming."""
+
+    def __init__(self, edge: Edge) -> None:
+        self.edge = edge
+        self._requests: dict[str, _Requests] = {}
 
     async def intercept_service(
         self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
@@ -89,12 +177,19 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):
         if handler is None:
             return handler
         method = handler_call_details.method
-        shape = {"request_deserializer": handler.request_deserializer,
-                 "response_serializer": handler.response_serializer}
+        requests = self._requests.get(method)
+        if requests is None or requests.deserializer is not handler.request_deserializer:
+            requests = self._requests[method] = _Requests(self.edge, handler.request_deserializer)
+        # Requests come as bytes: decoding them is the wrapper's (see _Requests).
+        shape = {"request_deserializer": None, "response_serializer": handler.response_serializer}
         if handler.unary_unary:
-            return grpc.unary_unary_rpc_method_handler(_wrap(handler.unary_unary, method), **shape)
+            return grpc.unary_unary_rpc_method_handler(_wrap(
+                handler.unary_unary, method, requests, streaming_requests=False, streaming_responses=False), **shape)
         if handler.unary_stream:
-            return grpc.unary_stream_rpc_method_handler(_wrap(handler.unary_stream, method), **shape)
+            return grpc.unary_stream_rpc_method_handler(_wrap(
+                handler.unary_stream, method, requests, streaming_requests=False, streaming_responses=True), **shape)
         if handler.stream_unary:
-            return grpc.stream_unary_rpc_method_handler(_wrap(handler.stream_unary, method), **shape)
-        return grpc.stream_stream_rpc_method_handler(_wrap(handler.stream_stream, method), **shape)
+            return grpc.stream_unary_rpc_method_handler(_wrap(
+                handler.stream_unary, method, requests, streaming_requests=True, streaming_responses=False), **shape)
+        return grpc.stream_stream_rpc_method_handler(_wrap(
+            handler.stream_stream, method, requests, streaming_requests=True, streaming_responses=True), **shape)

@@ -30,7 +30,7 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         receipt = await self.edge.call(
             self.ledger.register, family=request.family, artifact_uri=request.artifact_uri, digest=request.digest,
             source_run_id=request.source_run_id, source_step=request.source_step,
-            metadata=codec.document(request.metadata), **audit())
+            metadata=codec.document(request.metadata, "metadata"), **audit())
         return registry_pb2.RegisterResponse(position=receipt.position, version=receipt.version,
                                              duplicate=receipt.duplicate)
 
@@ -39,7 +39,7 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         receipt = await self.edge.call(
             self.ledger.promote, family=request.family, version=request.version,
             expected_current=request.expected_current,
-            verdict={"passed": verdict.passed, "reason": verdict.reason, "stats": codec.document(verdict.stats)},
+            verdict={"passed": verdict.passed, "reason": verdict.reason, "stats": codec.document(verdict.stats, "verdict")},
             **audit())
         return registry_pb2.PromoteResponse(position=receipt.position, duplicate=receipt.duplicate,
                                             current=receipt.version, previous=receipt.previous)

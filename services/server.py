@@ -265,7 +265,7 @@ def create_server(address: str = "127.0.0.1:50051", *, ledger: Ledger | None = N
             if not project:
                 ledger.projector.follow()
         edge = Edge(ledger)
-        server = grpc.aio.server(interceptors=[EdgeInterceptor()], options=[
+        server = grpc.aio.server(interceptors=[EdgeInterceptor(edge)], options=[
             ("grpc.max_receive_message_length", MESSAGE_SIZE_MAX), ("grpc.max_send_message_length", MESSAGE_SIZE_MAX),
             ("grpc.so_reuseport", 0)])  # grpc shares a port with any other server by default.
         runs_pb2_grpc.add_RunsServicer_to_server(RunsServicer(edge), server)

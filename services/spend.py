@@ -52,7 +52,7 @@ class SpendServicer(spend_pb2_grpc.SpendServicer):
         receipt, account = await self._write(
             self.ledger.reserve, request.account, reservation_id=request.reservation_id,
             amount_usd_micro=request.amount_usd_micro, basis=codec.basis(request.basis),
-            ttl=codec.duration(request, "ttl"), attempt=request.attempt)
+            ttl=codec.duration(request, "ttl", reason="INVALID_TTL"), attempt=request.attempt)
         return spend_pb2.ReserveResponse(position=receipt.position, duplicate=receipt.duplicate,
                                          expires_at=codec.timestamp(receipt.expires_at), account=account)
 

@@ -13,6 +13,7 @@ from services.codec.pages import (
     runs_token,
 )
 from services.codec.values import (
+    Document,
     basis,
     basis_message,
     batch_kwargs,
@@ -28,6 +29,6 @@ from services.codec.values import (
 )
 
 __all__ = [
-    "messages", "basis", "basis_message", "batch_kwargs", "batch_message", "decode_token", "document", "duration",
+    "messages", "Document", "basis", "basis_message", "batch_kwargs", "batch_message", "decode_token", "document", "duration",
     "encode_token", "moment", "optional", "page_size", "position_after", "position_token", "runs_after", "runs_token", "status_enum", "status_name", "struct", "timestamp",
 ]

@@ -5,11 +5,16 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from ledger.errors import InvalidArgumentError
 from ledger.limits import PAGE_SIZE_MAX
+
+# Positions are SQLite and PostgreSQL integers (64-bit signed); tokens this server gives are short.
+POSITION_MAX = 2**63 - 1
+TOKEN_LENGTH_MAX = 1_024
 
 __all__ = ["page_size", "encode_token", "decode_token", "runs_token", "runs_after", "position_token", "position_after"]
 
@@ -29,12 +34,18 @@ def encode_token(value: Any) -> str:
     return base64.urlsafe_b64encode(json.dumps(value, separators=(",", ":")).encode()).decode()
 
 
+def _refuse() -> InvalidArgumentError:
+    return InvalidArgumentError("page_token is not one this server gave", reason="INVALID_PAGE_TOKEN",
+                                field="page_token")
+
+
 def decode_token(token: str) -> Any:
+    if len(token) > TOKEN_LENGTH_MAX:
+        raise _refuse()
     try:
         return json.loads(base64.urlsafe_b64decode(token.encode()))
-    except (binascii.Error, ValueError, UnicodeError):
-        raise InvalidArgumentError("page_token is not one this server gave", reason="INVALID_PAGE_TOKEN",
-                                   field="page_token") from None
+    except (binascii.Error, ValueError, UnicodeError, RecursionError):
+        raise _refuse() from None
 
 
 def runs_token(row: Mapping[str, Any]) -> str:
@@ -46,11 +57,16 @@ def runs_after(token: str) -> tuple[float, str] | None:
     if not token:
         return None
     value = decode_token(token)
-    if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], int | float)
+    if not (isinstance(value, list) and len(value) == 2 and type(value[0]) in (int, float)
             and isinstance(value[1], str)):
-        raise InvalidArgumentError("page_token is not one this server gave", reason="INVALID_PAGE_TOKEN",
-                                   field="page_token")
-    return float(value[0]), value[1]
+        raise _refuse()
+    try:
+        opened = float(value[0])
+    except OverflowError:  # An integer beyond any float.
+        raise _refuse() from None
+    if not math.isfinite(opened):
+        raise _refuse()
+    return opened, value[1]
 
 
 def position_token(position: int) -> str:
@@ -61,7 +77,6 @@ def position_after(token: str) -> int:
     if not token:
         return 0
     value = decode_token(token)
-    if type(value) is not int or value < 0:
-        raise InvalidArgumentError("page_token is not one this server gave", reason="INVALID_PAGE_TOKEN",
-                                   field="page_token")
+    if type(value) is not int or not 0 <= value <= POSITION_MAX:
+        raise _refuse()
     return value

@@ -2,43 +2,112 @@
 
 Decoding turns messages into the keyword arguments of Ledger commands (validation stays in the
 ledger). Struct numbers travel as doubles, so integral values come back as ints and a document
-round-trips.
+round-trips. A document is turned into plain values only when the ledger command reads it, in its
+worker thread, and checked against the document limits on the message as it is read, before
+anything is built from an oversized map or list.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+import threading
+from collections.abc import Iterator, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from google.protobuf import json_format, struct_pb2, timestamp_pb2
+from google.protobuf import struct_pb2, timestamp_pb2
 
 from ledger.errors import InvalidArgumentError
+from ledger.limits import DOCUMENT_DEPTH_MAX, MAP_ENTRIES_MAX
 from trainledger.v1 import common_pb2
 
 __all__ = [
-    "document", "struct", "timestamp", "moment", "duration", "status_name", "status_enum", "basis",
+    "Document", "document", "struct", "timestamp", "moment", "duration", "status_name", "status_enum", "basis",
     "basis_message", "batch_kwargs", "batch_message", "optional",
 ]
 
 _STATUS_NAMES = {common_pb2.RUN_STATUS_RUNNING: "running", common_pb2.RUN_STATUS_DONE: "done",
                  common_pb2.RUN_STATUS_FAILED: "failed", common_pb2.RUN_STATUS_STOPPED: "stopped"}
 _STATUS_ENUMS = {name: value for value, name in _STATUS_NAMES.items()}
+# The range of google.protobuf.Timestamp (years 1 to 9999) and Duration (about 10,000 years).
+_TIMESTAMP_SECONDS_MIN, _TIMESTAMP_SECONDS_MAX = -62_135_596_800, 253_402_300_799
+_DURATION_SECONDS_MAX = 315_576_000_000
+_NANOS_MAX = 999_999_999
 
 
-def _integral(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer() and abs(value) <= 2**53:
-        return int(value)
-    if isinstance(value, dict):
-        return {key: _integral(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_integral(item) for item in value]
-    return value
+def _plain(value: struct_pb2.Value, field: str, depth: int) -> Any:
+    """A Value as a plain value, refusing what the ledger would refuse about its shape before
+    building anything: the first map or list above MAP_ENTRIES_MAX, nesting past
+    DOCUMENT_DEPTH_MAX, a non-finite number."""
+    kind = value.WhichOneof("kind")
+    if kind == "struct_value":
+        return _plain_map(value.struct_value, field, depth)
+    if kind == "list_value":
+        items = value.list_value.values
+        _check_shape(len(items), field, depth)
+        return [_plain(item, field, depth + 1) for item in items]
+    if kind == "number_value":
+        number = value.number_value
+        if not math.isfinite(number):
+            raise InvalidArgumentError(f"{field} holds a non-finite number", reason="NON_FINITE_VALUE", field=field)
+        return int(number) if number.is_integer() and abs(number) <= 2**53 else number
+    if kind in ("string_value", "bool_value"):
+        return getattr(value, kind)
+    return None  # null_value, or no kind at all.
 
 
-def document(message: struct_pb2.Struct) -> dict[str, Any]:
-    """A Struct as a dict, integral numbers as ints."""
-    return _integral(json_format.MessageToDict(message)) if message.fields else {}
+def _plain_map(message: struct_pb2.Struct, field: str, depth: int) -> dict[str, Any]:
+    fields = message.fields
+    _check_shape(len(fields), field, depth)
+    return {key: _plain(item, field, depth + 1) for key, item in fields.items()}
+
+
+def _check_shape(entries: int, field: str, depth: int) -> None:
+    # The same depth count as ledger.limits.check_document: the document itself is depth 0.
+    if depth >= DOCUMENT_DEPTH_MAX and entries:
+        raise InvalidArgumentError(f"{field} is nested too deeply", reason="DOCUMENT_TOO_DEEP", field=field,
+                                   limit=DOCUMENT_DEPTH_MAX)
+    if entries > MAP_ENTRIES_MAX:
+        raise InvalidArgumentError(f"{field} has more than {MAP_ENTRIES_MAX} entries", reason="MAP_TOO_LARGE",
+                                   field=field, limit=MAP_ENTRIES_MAX)
+
+
+class Document(Mapping[str, Any]):
+    """A Struct of a request as the plain dict a ledger command takes, converted the first time it
+    is read. A servicer hands it to a ledger command, which reads it in its worker thread, so a
+    document is never converted on the event loop. Reading it raises InvalidArgumentError for a
+    shape the ledger refuses (MAP_TOO_LARGE, DOCUMENT_TOO_DEEP, NON_FINITE_VALUE)."""
+
+    __slots__ = ("_message", "_field", "_value", "_lock")
+
+    def __init__(self, message: struct_pb2.Struct, field: str) -> None:
+        self._message, self._field = message, field
+        self._value: dict[str, Any] | None = None
+        self._lock = threading.Lock()
+
+    def _plain(self) -> dict[str, Any]:
+        with self._lock:
+            if self._value is None:
+                self._value = _plain_map(self._message, self._field, 0)
+            return self._value
+
+    def __getitem__(self, key: str) -> Any:
+        return self._plain()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._plain())
+
+    def __len__(self) -> int:
+        return len(self._plain())
+
+    def __repr__(self) -> str:
+        return f"Document({self._field})"
+
+
+def document(message: struct_pb2.Struct, field: str = "document") -> Document:
+    """A Struct as a document (a Mapping, integral numbers as ints), converted when it is read.
+    Its size was bounded before it was decoded (services.codec.wire)."""
+    return Document(message, field)
 
 
 def struct(value: Mapping[str, Any] | None) -> struct_pb2.Struct:
@@ -57,12 +126,28 @@ def timestamp(value: datetime | None) -> timestamp_pb2.Timestamp | None:
 
 
 def moment(message: Any, field: str) -> datetime | None:
-    """The aware UTC datetime of a Timestamp field, or None when it is unset."""
-    return getattr(message, field).ToDatetime(tzinfo=timezone.utc) if message.HasField(field) else None
+    """The aware UTC datetime of a Timestamp field, or None when it is unset. Raises
+    InvalidArgumentError(INVALID_TIMESTAMP) outside years 1 to 9999 or for nanos out of range."""
+    if not message.HasField(field):
+        return None
+    value = getattr(message, field)
+    if not (_TIMESTAMP_SECONDS_MIN <= value.seconds <= _TIMESTAMP_SECONDS_MAX and 0 <= value.nanos <= _NANOS_MAX):
+        raise InvalidArgumentError(f"{field} is not a time between the years 1 and 9999", reason="INVALID_TIMESTAMP",
+                                   field=field)
+    return value.ToDatetime(tzinfo=timezone.utc)
 
 
-def duration(message: Any, field: str) -> timedelta | None:
-    return getattr(message, field).ToTimedelta() if message.HasField(field) else None
+def duration(message: Any, field: str, *, reason: str = "INVALID_DURATION") -> timedelta | None:
+    """The timedelta of a Duration field, or None when it is unset. Raises
+    InvalidArgumentError(`reason`) for a Duration outside protobuf's range (about 10,000 years) or
+    whose seconds and nanos differ in sign."""
+    if not message.HasField(field):
+        return None
+    value = getattr(message, field)
+    seconds, nanos = value.seconds, value.nanos
+    if abs(seconds) > _DURATION_SECONDS_MAX or abs(nanos) > _NANOS_MAX or seconds * nanos < 0:
+        raise InvalidArgumentError(f"{field} is not a valid duration", reason=reason, field=field)
+    return value.ToTimedelta()
 
 
 def optional(message: Any, field: str) -> Any:
