@@ -92,7 +92,7 @@ def train(args: argparse.Namespace, address: str) -> None:
         return
     with client, run:  # finishes the run: done; stopped on Ctrl-C; failed on an exception
         start = resume_step(run.state)           # 0, or the step of the checkpoint resumed from
-        resume = resume_adapter_file(run.state)  # that checkpoint's adapter file (digest checked)
+        resume = resume_adapter_file(run.state, adapter_root=args.adapters)  # digest and folder checked
         left = args.iters - start
         print(f"run {run.run_id} attempt {run.attempt}: "
               + (f"resuming from step {start} ({resume})" if resume else "from scratch") + f", {left} iterations")

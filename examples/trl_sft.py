@@ -110,7 +110,8 @@ def main() -> int:
         callback = LedgerCallback(address=opts.ledger, spec=spec, gpu_price=price, cap_usd_micro=cap,
                                   outbox_dir=opts.outbox, interval_s=opts.interval_s, reopen=opts.reopen)
         try:
-            resume_from = callback.resume_checkpoint()  # A path the ledger recorded, or None; never True.
+            # A path the ledger recorded, held to the output directory, or None; never True.
+            resume_from = callback.resume_checkpoint(output_dir=config.output_dir)
         except RunEnded as ended:  # done, or stopped/failed without --reopen
             print(f"not resuming: {ended.message}")
             return 0 if ended.status == "done" else 1

@@ -72,6 +72,7 @@ from typing import Any
 from mlx_lm.tuner.callbacks import TrainingCallback
 
 from clients.errors import AttemptSuperseded, LedgerClientError, RunFinished
+from clients.integrations.paths import outside as _outside
 from clients.recorder import RunRecorder
 from clients.retry import REFUSAL_CODES
 from clients.runkey import file_digest
@@ -96,33 +97,6 @@ class ResumeRefused(ValueError):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(f"{reason}: {message}")
         self.reason, self.message = reason, message
-
-
-def _outside(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> str:
-    """Why `path` is not inside `root` once real paths are resolved, or "" when it is: the path
-    (a `..` climbing out, a symlink out) and, for a directory, every entry under it, links followed."""
-    real_root = os.path.realpath(root)
-
-    def inside(real: str) -> bool:
-        return real != real_root and os.path.commonpath([real, real_root]) == real_root
-
-    real = os.path.realpath(path)
-    if not inside(real):
-        return f"{path} is {real}, not under {real_root}"
-    directories, seen = [real] if os.path.isdir(real) else [], set()
-    while directories:
-        directory = directories.pop()
-        if directory in seen:
-            continue
-        seen.add(directory)
-        with os.scandir(directory) as entries:
-            for entry in entries:
-                target = os.path.realpath(entry.path)
-                if not inside(target):
-                    return f"{entry.path} is {target}, not under {real_root}"
-                if os.path.isdir(target):
-                    directories.append(target)
-    return ""
 
 
 def adapter_iteration(path: str | os.PathLike[str]) -> int | None:

@@ -62,6 +62,7 @@ import grpc
 from clients.client import CHANNEL_OPTIONS, LedgerClient
 from clients.errors import LedgerClientError, SpendCapExceeded
 from clients.integrations.pricing import GpuPrice
+from clients.integrations.paths import outside as _outside
 from clients.recorder import RunRecorder
 from clients.retry import RetryPolicy
 from clients.runkey import dataset_digest, file_digest
@@ -91,33 +92,6 @@ class ResumeRefused(ValueError):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(f"{reason}: {message}")
         self.reason, self.message = reason, message
-
-
-def _outside(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> str:
-    """Why `path` is not inside `root` once real paths are resolved, or "" when it is: the path
-    (a `..` climbing out, a symlink out) and, for a directory, every entry under it, links followed."""
-    real_root = os.path.realpath(root)
-
-    def inside(real: str) -> bool:
-        return real != real_root and os.path.commonpath([real, real_root]) == real_root
-
-    real = os.path.realpath(path)
-    if not inside(real):
-        return f"{path} is {real}, not under {real_root}"
-    directories, seen = [real] if os.path.isdir(real) else [], set()
-    while directories:
-        directory = directories.pop()
-        if directory in seen:
-            continue
-        seen.add(directory)
-        with os.scandir(directory) as entries:
-            for entry in entries:
-                target = os.path.realpath(entry.path)
-                if not inside(target):
-                    return f"{entry.path} is {target}, not under {real_root}"
-                if os.path.isdir(target):
-                    directories.append(target)
-    return ""
 
 
 class Volume(Protocol):

@@ -85,6 +85,7 @@ from transformers import TrainerCallback
 from clients.client import LedgerClient
 from clients.errors import LedgerClientError, RunEnded, SpendCapExceeded
 from clients.integrations.pricing import GpuPrice
+from clients.integrations.paths import outside as _outside
 from clients.recorder import RunRecorder, exit_error, exit_status, refuse_ended
 from clients.retry import REFUSAL_CODES, RetryPolicy
 from clients.runkey import canonical_json, run_key
@@ -275,33 +276,6 @@ def checkpoint_digest(path: str | os.PathLike[str]) -> str:
 
 def _path_of(uri: str) -> Path:
     return Path(uri.removeprefix("file://"))
-
-
-def _outside(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> str:
-    """Why `path` is not inside `root` once real paths are resolved, or "" when it is: the path
-    (a `..` climbing out, a symlink out) and, for a directory, every entry under it, links followed."""
-    real_root = os.path.realpath(root)
-
-    def inside(real: str) -> bool:
-        return real != real_root and os.path.commonpath([real, real_root]) == real_root
-
-    real = os.path.realpath(path)
-    if not inside(real):
-        return f"{path} is {real}, not under {real_root}"
-    directories, seen = [real] if os.path.isdir(real) else [], set()
-    while directories:
-        directory = directories.pop()
-        if directory in seen:
-            continue
-        seen.add(directory)
-        with os.scandir(directory) as entries:
-            for entry in entries:
-                target = os.path.realpath(entry.path)
-                if not inside(target):
-                    return f"{entry.path} is {target}, not under {real_root}"
-                if os.path.isdir(target):
-                    directories.append(target)
-    return ""
 
 
 def _resume_candidate(state: Mapping[str, Any], *, backend: str, allow_restart: bool, reopen: bool) -> Path | None:
