@@ -173,7 +173,9 @@ def _schema_lock(datastore: PostgresDatastore) -> Iterator[None]:
     """Hold the schema's advisory lock, creating the schema if missing: processes that start
     together must not race each other's CREATE statements."""
     schema = datastore.schema
-    with datastore.get_connection() as connection:
+    # A connection of its own, not the pool's: the CREATE statements under the lock take pooled
+    # connections, and a pool of one must not wait for itself.
+    with psycopg.connect(**_connect_kwargs(datastore), autocommit=True) as connection:
         connection.execute("SELECT pg_advisory_lock(%s)", (_lock_key(schema),))
         try:
             found = connection.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()

@@ -32,7 +32,7 @@ from uuid import UUID, uuid4
 import msgspec
 import pytest
 from eventsourcing.persistence import AggregateRecorder as LibraryAggregateRecorder
-from eventsourcing.persistence import OperationalError, StoredEvent
+from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteDatastore
 from eventsourcing.utils import Environment
 
@@ -175,21 +175,6 @@ class TestSQLiteSnapshotRecorder(_SQLiteFile, cases.AggregateRecorderTestCase):
 
 needs_postgres = pytest.mark.skipif(not POSTGRES_URL, reason="TRAINLEDGER_TEST_DATABASE_URL is not set")
 
-# ledger.postgres's recorders create their tables under the schema's advisory lock, which they
-# hold on one pooled connection (_schema_lock) while eventsourcing's create_table() takes a
-# second one from the same pool. On a pool of one connection, the library's own fixture, the
-# second never comes: create_table() fails with OperationalError ("couldn't get a connection")
-# once the pool's timeout has passed. Likewise Ledger.open() of a URL with
-# `pool_size=1&max_overflow=0` answers UnavailableError after 5 s. The cases that create their recorder on the library's pool of
-# one are marked below; every case also runs on a pool of two, where nothing else differs.
-CREATE_TABLE_NEEDS_TWO_CONNECTIONS = pytest.mark.xfail(
-    strict=True,
-    raises=OperationalError,
-    reason="ledger.postgres create_table() holds a pooled connection for the schema lock while "
-    "eventsourcing's create_table() waits for another: on a pool of one it times out",
-)
-
-
 def _drop_schema(schema: str) -> None:
     import psycopg
 
@@ -207,8 +192,7 @@ class _PostgresSchema:
     pool_size = 1
     max_overflow = 0
     max_waiting = 0
-    # The ledger's and the library's default is 5 s; on the pool of one, a case that fails
-    # (see CREATE_TABLE_NEEDS_TWO_CONNECTIONS) fails after this long.
+    # The ledger's and the library's default.
     connect_timeout = 5.0
 
     @classmethod
@@ -298,17 +282,8 @@ class _PostgresAggregateRecorderCase(_PostgresSchema):
 @needs_postgres
 @pytest.mark.postgres
 class TestPostgresApplicationRecorder(_PostgresApplicationRecorderCase, cases.ApplicationRecorderTestCase):
-    """On the library's pool of one connection."""
-
-    connect_timeout = 1.0
-
-    @CREATE_TABLE_NEEDS_TWO_CONNECTIONS
-    def test_insert_select(self) -> None:
-        super().test_insert_select()
-
-    @CREATE_TABLE_NEEDS_TWO_CONNECTIONS
-    def test_performance(self) -> None:
-        super().test_performance()
+    """On the library's pool of one connection: the recorders' tables are created under the
+    schema's lock, held on a connection outside the pool, so a pool of one never waits for itself."""
 
 
 @needs_postgres
@@ -322,17 +297,8 @@ class TestPostgresApplicationRecorderTwoConnections(_PostgresApplicationRecorder
 @pytest.mark.postgres
 class TestPostgresApplicationRecorderAsAggregateRecorder(_PostgresApplicationRecorderAsAggregateCase,
                                                          cases.AggregateRecorderTestCase):
-    """On the library's pool of one connection."""
-
-    connect_timeout = 1.0
-
-    @CREATE_TABLE_NEEDS_TWO_CONNECTIONS
-    def test_insert_and_select(self) -> None:
-        super().test_insert_and_select()
-
-    @CREATE_TABLE_NEEDS_TWO_CONNECTIONS
-    def test_performance(self) -> None:
-        super().test_performance()
+    """On the library's pool of one connection: the recorders' tables are created under the
+    schema's lock, held on a connection outside the pool, so a pool of one never waits for itself."""
 
 
 @needs_postgres
@@ -345,17 +311,8 @@ class TestPostgresApplicationRecorderAsAggregateRecorderTwoConnections(
 @needs_postgres
 @pytest.mark.postgres
 class TestPostgresAggregateRecorder(_PostgresAggregateRecorderCase, cases.AggregateRecorderTestCase):
-    """On the library's pool of one connection."""
-
-    connect_timeout = 1.0
-
-    @CREATE_TABLE_NEEDS_TWO_CONNECTIONS
-    def test_insert_and_select(self) -> None:
-        super().test_insert_and_select()
-
-    @CREATE_TABLE_NEEDS_TWO_CONNECTIONS
-    def test_performance(self) -> None:
-        super().test_performance()
+    """On the library's pool of one connection: the recorders' tables are created under the
+    schema's lock, held on a connection outside the pool, so a pool of one never waits for itself."""
 
 
 @needs_postgres
