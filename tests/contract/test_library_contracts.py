@@ -19,12 +19,9 @@ how the datastore is made and cleaned up, and the pool sizes its concurrency cas
 
 from __future__ import annotations
 
-import importlib
 import os
-import sys
 import tempfile
 import threading
-import types
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID, uuid4
@@ -34,45 +31,11 @@ import pytest
 from eventsourcing.persistence import AggregateRecorder as LibraryAggregateRecorder
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteDatastore
+from eventsourcing.tests import persistence as cases
 from eventsourcing.utils import Environment
 
 from ledger.storage import SQLiteRecorder, persistence_env
 from ledger.transcoder import MsgspecTranscoder
-
-
-def _library_cases() -> types.ModuleType:
-    """eventsourcing.tests.persistence. It imports eventsourcing.cipher, which needs
-    pycryptodome (the library's `crypto` extra), for a test case of the library's own that is
-    not run here; without pycryptodome a stand-in is importable while the module loads, and is
-    removed again afterwards."""
-    name = "eventsourcing.tests.persistence"
-    if name in sys.modules:
-        return sys.modules[name]
-    try:
-        importlib.import_module("Crypto.Cipher")
-    except ImportError:
-        pass
-    else:
-        return importlib.import_module(name)
-
-    stand_in = types.ModuleType("eventsourcing.cipher")
-
-    class AESCipher:
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            raise RuntimeError("eventsourcing's AESCipher needs pycryptodome, which is not installed")
-
-    stand_in.AESCipher = AESCipher  # type: ignore[attr-defined]
-    package = importlib.import_module("eventsourcing")
-    sys.modules["eventsourcing.cipher"] = stand_in
-    try:
-        return importlib.import_module(name)
-    finally:
-        del sys.modules["eventsourcing.cipher"]
-        if getattr(package, "cipher", None) is stand_in:
-            delattr(package, "cipher")
-
-
-cases = _library_cases()
 
 POSTGRES_URL = os.environ.get("TRAINLEDGER_TEST_DATABASE_URL", "")
 
