@@ -78,8 +78,13 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> str:
     ledger.append_steps(run_id=run.run_id, attempt=1, steps=list(range(30)), tokens=[128] * 30,
                         metrics={"loss": [1 / (s + 1) for s in range(30)], "eval_loss": {"values": [0.25], "index": [29]}})
     ledger.save_checkpoint(run_id=run.run_id, attempt=1, step=29, backend="local", uri="file:///ck/29")
-    ledger.save_checkpoint(run_id=run.run_id, attempt=1, step=9, backend="tinker", uri="tinker://ck/9",
-                           expires_at=datetime.now(timezone.utc) - timedelta(hours=1))
+    ledger.close()
+    # A checkpoint whose handle has expired since it was saved (a save already past is refused).
+    earlier = Ledger.open(path, clock=lambda: datetime.now(timezone.utc) - timedelta(hours=2))
+    earlier.save_checkpoint(run_id=run.run_id, attempt=1, step=9, backend="tinker", uri="tinker://ck/9",
+                            expires_at=datetime.now(timezone.utc) - timedelta(hours=1))
+    earlier.close()
+    ledger = Ledger.open(path)
     basis = {"price_sheet": "sheet-7", "tokens": [{"token_class": "sample", "tokens": 1_000,
                                                    "usd_micro_per_million_tokens": 1_500_000}]}
     ledger.reserve(account=run.run_id, reservation_id="call-1", amount_usd_micro=1_500, basis=basis)

@@ -250,8 +250,9 @@ def test_resume_checkpoint_refuses_what_it_cannot_trust(client: LedgerClient, tm
     assert reason(spec) == "OTHER_BACKEND"
     spec, _ = recorded("rank4", lora={"r": 4, "lora_alpha": 16, "lora_dropout": 0.0, "target_modules": ["q_proj"]})
     assert reason(spec) == "LORA_MISMATCH"
-    spec, _ = recorded("expired", expires_at=datetime.now(timezone.utc) + timedelta(seconds=1))
-    time.sleep(1.2)
+    expires_at = datetime.now(timezone.utc) + timedelta(seconds=3)  # Saved before it expires, even under load.
+    spec, _ = recorded("expired", expires_at=expires_at)
+    time.sleep(max(0.0, (expires_at - datetime.now(timezone.utc)).total_seconds()) + 0.2)
     assert reason(spec) == "CHECKPOINTS_EXPIRED"
     assert resume_checkpoint(client, spec=spec, allow_restart=True) is None
 
