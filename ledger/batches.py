@@ -2,7 +2,8 @@
 
 One batch is one event: steps, tokens and usd_micro are parallel lists, and each metric is a
 column of values with an optional index into the batch for metrics that only some steps carry
-(eval_*, rewards), so a missing value is never a NaN placeholder.
+(eval_*, rewards), so a missing value is never a NaN placeholder. A batch is bounded in steps,
+metrics and bytes (BATCH_BYTES_MAX), so its event can always be read back in one answer.
 """
 
 from __future__ import annotations
@@ -18,7 +19,15 @@ from typing import Any
 import msgspec
 
 from ledger.errors import InvalidArgumentError
-from ledger.limits import BATCH_STEPS_MAX, METRICS_PER_BATCH_MAX, STEP_MAX, USD_MICRO_MAX, check_id, check_int
+from ledger.limits import (
+    BATCH_BYTES_MAX,
+    BATCH_STEPS_MAX,
+    METRICS_PER_BATCH_MAX,
+    STEP_MAX,
+    USD_MICRO_MAX,
+    check_int,
+    check_name,
+)
 
 __all__ = ["StepBatch"]
 
@@ -63,8 +72,21 @@ class StepBatch:
         tokens = _column(tokens, "tokens", count, STEP_MAX)
         usd_micro = _column(usd_micro, "usd_micro", count, USD_MICRO_MAX)
         normal = _metrics(metrics or {}, count)
+        _check_bytes(steps, tokens, usd_micro, normal)
         digest = hashlib.blake2b(_encode([attempt, steps, tokens, usd_micro, normal]), digest_size=16).hexdigest()
         return cls(attempt, steps, tokens, usd_micro, normal, digest)
+
+
+def _check_bytes(steps: list[int], tokens: list[int] | None, usd_micro: list[int] | None,
+                 metrics: dict[str, dict[str, Any]]) -> None:
+    """A batch takes at most BATCH_BYTES_MAX: 8 bytes a number, plus its metric names."""
+    numbers = len(steps) + len(tokens or ()) + len(usd_micro or ())
+    numbers += sum(len(column["values"]) + len(column["index"] or ()) for column in metrics.values())
+    size = 8 * numbers + sum(len(name.encode()) for name in metrics)
+    if size > BATCH_BYTES_MAX:
+        raise InvalidArgumentError(
+            f"a batch takes at most {BATCH_BYTES_MAX} bytes (8 a number, plus metric names); this one {size}",
+            reason="BATCH_TOO_LARGE", limit=BATCH_BYTES_MAX, size=size)
 
 
 def _increasing(values: list[int]) -> bool:
@@ -96,7 +118,7 @@ def _metrics(metrics: Mapping[str, Any], count: int) -> dict[str, dict[str, Any]
         )
     normal: dict[str, dict[str, Any]] = {}
     for name in sorted(metrics):
-        check_id(name, "metric name")
+        check_name(name, "metric name")
         column = metrics[name]
         if isinstance(column, Mapping):
             values, index = column.get("values", ()), column.get("index")

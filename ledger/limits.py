@@ -2,15 +2,36 @@
 
 Every command checks its input here before anything is recorded, so a refused command leaves the
 log unchanged. The numbers are deliberately generous for real trainers and small enough that no
-single request can hurt the server.
+single request can hurt the server, and what accumulates (a run's merged summary) is capped too, so
+that every write accepted can be read back in one answer.
+
+Identifiers (run keys, run ids, account names, families, reservation, charge and attempt ids,
+backends, token classes) have one form, checked by check_id and refused, never rewritten:
+- at most ID_LENGTH_MAX characters: letters, digits (of any script), combining marks after a
+  letter, and `. _ : @ / + - =` (INVALID_FIELD otherwise: no spaces, controls, zero-width, bidi or
+  other format characters, no symbols);
+- no `.` or `..` segment between slashes (INVALID_FIELD);
+- Unicode NFC (NOT_NORMALIZED: the client normalises, the ledger never changes an id);
+- no lookalikes (CONFUSABLE_IDENTIFIER): no compatibility characters (fullwidth, ligatures,
+  mathematical letters: the NFKC form must be the same), no mix of letters from two of the Latin,
+  Cyrillic, Greek, Armenian, Cherokee and Coptic scripts, and no word spelled only with Cyrillic or
+  Greek letters that look Latin.
+Free text (names, labels, reasons, URIs, principals) is checked by check_text: no C0 or C1 control
+characters (line breaks and tabs included), no Unicode line or paragraph separators and no bidi
+embeddings, overrides or isolates (INVALID_TEXT). Documents (spec, summary, metadata, gate stats)
+are data, checked by check_document: bounded in entries, depth and bytes; their strings may hold
+any character but NUL.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import msgspec
 
 from ledger.errors import InvalidArgumentError
 
@@ -28,8 +49,16 @@ __all__ = [
     "REQUEST_BYTES_MAX",
     "DOCUMENT_REQUEST_BYTES_MAX",
     "REQUEST_BYTES_IN_FLIGHT_MAX",
+    "DOCUMENT_BYTES_MAX",
+    "SUMMARY_BYTES_MAX",
+    "BATCH_BYTES_MAX",
+    "PAGE_BYTES_MAX",
+    "EXPIRED_CHECKPOINTS_LISTED",
     "check_id",
     "check_text",
+    "check_name",
+    "document_bytes",
+    "check_document_bytes",
     "check_usd_micro",
     "check_int",
     "check_document",
@@ -55,11 +84,39 @@ DOCUMENT_REQUEST_BYTES_MAX = 256 * 1024
 # All requests the server holds at once: decoding and recording one costs about ten times its
 # bytes on the wire in memory.
 REQUEST_BYTES_IN_FLIGHT_MAX = 64 * 1024 * 1024
-_CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
+# One document (a spec, a summary note, metadata, a gate verdict) as JSON.
+DOCUMENT_BYTES_MAX = 64 * 1024
+# A run's summary as its notes merge into it, as JSON: RunState carries it whole.
+SUMMARY_BYTES_MAX = 256 * 1024
+# A step batch's columns at 8 bytes a number (steps, tokens, usd_micro, metric values and
+# indexes) plus its metric names: the batch's event as JSON then takes at most about 10 MiB, under
+# the 16 MiB that one answer may carry (a number is at most 25 characters of JSON).
+BATCH_BYTES_MAX = 3 * 1024 * 1024
+# A page that can hold many or large items (a series page, a page of registry versions) ends
+# once it would pass this many bytes, under the 4 MiB that gRPC clients accept by default.
+PAGE_BYTES_MAX = 3 * 1024 * 1024
+# RunState lists the checkpoints that expired most recently, and counts them all.
+EXPIRED_CHECKPOINTS_LISTED = 16
+
+_encode_json = msgspec.json.Encoder().encode
+_ID_ASCII = re.compile(r"[A-Za-z0-9._:@/+=\-]+")
+_ID_PUNCTUATION = frozenset("._:@/+=-")
+_ID_CATEGORIES = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Nd"})
+_MARK_CATEGORIES = frozenset({"Mn", "Mc"})
+# Text never holds these: C0 and C1 controls, DEL, line and paragraph separators, the bidi
+# embeddings, overrides and isolates that reorder what a terminal shows, and lone surrogates
+# (which no UTF-8 store can hold).
+_TEXT_REFUSED = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# Scripts whose letters pass for one another; an identifier takes its letters from one of them.
+_LOOKALIKE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC"})
+# Cyrillic and Greek letters drawn like Latin ones: a word of these alone reads as a Latin word.
+_LATIN_LOOKALIKES = frozenset("аеорсухіјѕһԁԛԝӏүАВЕКМНОРСТХІЈЅУҮԚԜӀ" "οϲϳΑΒΕΖΗΙΚΜΝΟΡΤΥΧϹ")
 
 
 def check_id(value: Any, field: str, *, required: bool = True) -> str:
-    """An identifier: a non-empty string of at most ID_LENGTH_MAX characters."""
+    """An identifier (see the module's docstring): returned unchanged, else InvalidArgumentError
+    with reason MISSING_FIELD, STRING_TOO_LONG, INVALID_FIELD, NOT_NORMALIZED or
+    CONFUSABLE_IDENTIFIER."""
     if not isinstance(value, str):
         raise InvalidArgumentError(f"{field} must be a string", reason="INVALID_FIELD", field=field)
     if not value:
@@ -73,19 +130,58 @@ def check_id(value: Any, field: str, *, required: bool = True) -> str:
             field=field,
             limit=ID_LENGTH_MAX,
         )
-    if _CONTROL_CHARACTERS.search(value):
-        raise InvalidArgumentError(
-            f"{field} contains control characters", reason="INVALID_FIELD", field=field
-        )
+    if _ID_ASCII.fullmatch(value) is None:
+        # Only identifiers beyond plain ASCII letters, digits and punctuation pay for the rest.
+        _check_id_characters(value, field)
+    if "." in value and any(segment in (".", "..") for segment in value.split("/")):
+        raise InvalidArgumentError(f"{field} has a . or .. segment", reason="INVALID_FIELD", field=field)
+    if not value.isascii():
+        _check_id_unicode(value, field)
     return value
 
 
+def _check_id_characters(value: str, field: str) -> None:
+    previous = ""
+    for character in value:
+        if character.isascii():
+            allowed = character.isalnum() or character in _ID_PUNCTUATION
+        elif unicodedata.category(character) in _MARK_CATEGORIES:
+            # A combining mark belongs on a letter (or on the marks already on it).
+            allowed = bool(previous) and (previous.isalpha() or unicodedata.category(previous) in _MARK_CATEGORIES)
+        else:
+            allowed = unicodedata.category(character) in _ID_CATEGORIES
+        if not allowed:
+            raise InvalidArgumentError(
+                f"{field} holds {_name(character)}: identifiers take letters, digits and . _ : @ / + - =",
+                reason="INVALID_FIELD", field=field, character=f"U+{ord(character):04X}")
+        previous = character
+
+
+def _check_id_unicode(value: str, field: str) -> None:
+    if not unicodedata.is_normalized("NFC", value):
+        raise InvalidArgumentError(f"{field} is not in Unicode NFC form", reason="NOT_NORMALIZED", field=field)
+    if not unicodedata.is_normalized("NFKC", value):
+        raise InvalidArgumentError(f"{field} holds compatibility characters that look like others",
+                                   reason="CONFUSABLE_IDENTIFIER", field=field)
+    letters = [character for character in value if character.isalpha()]
+    scripts = {unicodedata.name(character, "").split(" ", 1)[0] for character in letters} & _LOOKALIKE_SCRIPTS
+    if len(scripts) > 1:
+        raise InvalidArgumentError(f"{field} mixes letters of the {' and '.join(sorted(scripts))} scripts",
+                                   reason="CONFUSABLE_IDENTIFIER", field=field)
+    if letters and scripts <= {"CYRILLIC", "GREEK"} and all(c in _LATIN_LOOKALIKES for c in letters):
+        raise InvalidArgumentError(f"{field} is spelled with letters that look Latin",
+                                   reason="CONFUSABLE_IDENTIFIER", field=field)
+
+
+def _name(character: str) -> str:
+    return f"U+{ord(character):04X} {unicodedata.name(character, '')}".rstrip()
+
+
 def check_text(value: Any, field: str, *, limit: int = STRING_LENGTH_MAX) -> str:
-    """Free text of at most `limit` characters (may be empty)."""
+    """Free text of at most `limit` characters (may be empty), without control characters, line
+    separators or bidi embeddings, overrides and isolates (INVALID_TEXT)."""
     if not isinstance(value, str):
         raise InvalidArgumentError(f"{field} must be a string", reason="INVALID_FIELD", field=field)
-    if "\x00" in value:
-        raise InvalidArgumentError(f"{field} contains a NUL character", reason="INVALID_FIELD", field=field)
     if len(value) > limit:
         raise InvalidArgumentError(
             f"{field} is longer than {limit} characters",
@@ -93,7 +189,21 @@ def check_text(value: Any, field: str, *, limit: int = STRING_LENGTH_MAX) -> str
             field=field,
             limit=limit,
         )
+    refused = _TEXT_REFUSED.search(value)
+    if refused is not None:
+        raise InvalidArgumentError(
+            f"{field} holds {_name(refused.group())}: text takes no control, line separator or bidi characters",
+            reason="INVALID_TEXT", field=field, character=f"U+{ord(refused.group()):04X}")
     return value
+
+
+def check_name(value: Any, field: str) -> str:
+    """A name that is not an identifier (a metric's): non-empty text of at most ID_LENGTH_MAX
+    characters, under check_text's rules."""
+    check_text(value, field, limit=ID_LENGTH_MAX)
+    if not value:
+        raise InvalidArgumentError(f"{field} is required", reason="MISSING_FIELD", field=field)
+    return value  # type: ignore[no-any-return]
 
 
 def check_int(value: Any, field: str, *, minimum: int = 0, maximum: int = STEP_MAX) -> int:
@@ -128,12 +238,28 @@ def check_usd_micro(value: Any, field: str) -> int:
 
 def check_document(value: Any, field: str) -> dict[str, Any]:
     """A free-form JSON-like document (spec, summary, metadata): string keys; values None,
-    bool, int, finite float, string, or lists and documents of those, bounded in size."""
+    bool, int, finite float, string, or lists and documents of those, bounded in entries, depth
+    and bytes (DOCUMENT_BYTES_MAX as JSON: DOCUMENT_TOO_LARGE)."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
         raise InvalidArgumentError(f"{field} must be a mapping", reason="INVALID_FIELD", field=field)
-    return _check_node(value, field, 0)  # type: ignore[no-any-return]
+    document: dict[str, Any] = _check_node(value, field, 0)
+    check_document_bytes(document, field, DOCUMENT_BYTES_MAX, "DOCUMENT_TOO_LARGE")
+    return document
+
+
+def document_bytes(value: Any) -> int:
+    """The size of a checked document as JSON."""
+    return len(_encode_json(value))
+
+
+def check_document_bytes(value: Any, field: str, limit: int, reason: str) -> None:
+    """Refuses (InvalidArgumentError with `reason`) a document larger than `limit` bytes as JSON."""
+    size = document_bytes(value)
+    if size > limit:
+        raise InvalidArgumentError(f"{field} takes {size} bytes as JSON, above the limit of {limit}",
+                                   reason=reason, field=field, limit=limit, size=size)
 
 
 def _check_node(value: Any, field: str, depth: int) -> Any:

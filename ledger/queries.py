@@ -1,25 +1,32 @@
 """Reads of the views: RunState, series pages, accounts and their audit trail, the registry.
 
 Every answer is plain data (dicts, lists, ints, datetimes). Each method runs a handful of
-indexed queries, so a RunState costs the same for a run of a thousand steps or a million.
+indexed queries, so a RunState costs the same for a run of a thousand steps or a million, or of a
+thousand checkpoints, and a series page the same however many superseded steps lie behind it.
+What can grow without end comes in pages bounded in count and in bytes (PAGE_BYTES_MAX).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import heapq
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from typing import Any
 
 import msgspec
 
+from ledger.limits import EXPIRED_CHECKPOINTS_LISTED, PAGE_BYTES_MAX
+
 __all__ = ["ViewReader"]
 
 _decode = msgspec.json.decode
 _unpack = msgspec.msgpack.decode
+# One step of a series page: step, attempt, tokens, usd_micro, superseded, metric values.
+Record = tuple[int, int, int, int, bool, dict[str, float]]
 
 
 def _unpack_batch(attempt: int, floor: int | None, columns: list[bytes], from_step: int, wanted: set[str],
-                  include_superseded: bool) -> list[tuple[int, int, int, int, bool, dict[str, float]]]:
+                  include_superseded: bool) -> list[Record]:
     steps, tokens, usd, metrics = (_unpack(column) for column in columns)
     count = len(steps)
     per_step: list[dict[str, float]] = [{} for _ in range(count)]
@@ -39,6 +46,29 @@ def _unpack_batch(attempt: int, floor: int | None, columns: list[bytes], from_st
     return out
 
 
+def _record_bytes(values: dict[str, float], names: set[str]) -> int:
+    """About what one record of a series page takes on the wire: its step, attempt, tokens, cost
+    and flag, 12 bytes a metric value with its index, and each metric's name the first time the
+    page holds it."""
+    size = 32 + 12 * len(values)
+    for name in values:
+        if name not in names:
+            names.add(name)
+            size += len(name.encode()) + 16
+    return size
+
+
+def _page_end(records: list[Record], limit: int) -> int:
+    """How many of the sorted `records` a page holds: at most `limit`, and no more than fit in
+    PAGE_BYTES_MAX (but at least one)."""
+    size, names = 0, set()
+    for at, record in enumerate(records[:limit]):
+        size += _record_bytes(record[5], names)
+        if size > PAGE_BYTES_MAX:
+            return max(1, at)
+    return min(limit, len(records))
+
+
 def _time(epoch: float | None) -> datetime | None:
     return None if epoch is None else datetime.fromtimestamp(epoch, timezone.utc)
 
@@ -47,6 +77,12 @@ def _spend(row: Any) -> dict[str, Any]:
     cap, committed, pending, overrun = row
     remaining = None if cap is None else max(0, cap - committed - pending)
     return {"cap": cap, "committed": committed, "pending": pending, "remaining": remaining, "overrun": overrun}
+
+
+def _promotion(row: Any) -> dict[str, Any]:
+    version, previous, kind, verdict, reason, at, principal, position = row
+    return {"version": version, "previous": previous, "kind": kind, "verdict": _decode(verdict), "reason": reason,
+            "at": _time(at), "principal": principal, "position": position}
 
 
 _CHECKPOINT_COLUMNS = "attempt, step, backend, uri, fidelity, sampler_uri, final, saved_at, expires_at, digest"
@@ -98,13 +134,7 @@ class ViewReader:
                 "SELECT number, attempt_id, label, started_at, resumed_from_step, ended FROM view_attempts"
                 " WHERE run_id = ? ORDER BY number", (run_id,))
         ]
-        live = [_checkpoint(r) for r in self._rows(
-            f"SELECT {_CHECKPOINT_COLUMNS} FROM view_checkpoints WHERE run_id = ? AND superseded = 0"
-            " ORDER BY step, attempt", (run_id,))]
-        moment = now.timestamp()
-        usable = [c for c in live if c["expires_at"] is None or c["expires_at"].timestamp() > moment]
-        expired = [c for c in live if c not in usable]
-        checkpoint = usable[-1] if usable else None
+        checkpoint, expired, expired_count = self._checkpoints(run_id, now.timestamp())
         spend_row = self._row("SELECT cap, committed, pending, overrun FROM view_accounts WHERE account = ?", (run_id,))
         spend = _spend(spend_row) if spend_row else _spend((None, 0, 0, 0))
         resume = {"available": checkpoint is not None, "from_step": checkpoint["step"] if checkpoint else 0,
@@ -119,11 +149,34 @@ class ViewReader:
             "current_attempt": current,
             "checkpoint": checkpoint,
             "expired_checkpoints": expired,
+            "expired_checkpoint_count": expired_count,
             "resume": resume,
             "last_step": last_step,
             "spend": spend,
             "position": self.position("runs"),
         }
+
+    def _checkpoints(self, run_id: str, moment: float) -> tuple[dict[str, Any] | None, list[dict[str, Any]], int]:
+        """The most progressed usable checkpoint, the EXPIRED_CHECKPOINTS_LISTED that expired most
+        recently (in step order), and how many expired in all; superseded checkpoints are neither.
+        Indexed: the best is found walking down from the highest step (past only the expired ones
+        above it), and only once an index seek has shown that a usable one exists; the count is
+        an index range."""
+        live = "FROM view_checkpoints WHERE run_id = ? AND superseded = 0"
+        checkpoint = None
+        if self._row(f"SELECT 1 {live} AND expires_at IS NULL UNION ALL SELECT 1 {live} AND expires_at > ?"
+                     " LIMIT 1", (run_id, run_id, moment)):
+            row = self._row(f"SELECT {_CHECKPOINT_COLUMNS} {live} AND (expires_at IS NULL OR expires_at > ?)"
+                            " ORDER BY step DESC, attempt DESC LIMIT 1", (run_id, moment))
+            checkpoint = _checkpoint(row) if row else None
+        expired = [_checkpoint(r) for r in self._rows(
+            f"SELECT {_CHECKPOINT_COLUMNS} {live} AND expires_at <= ? ORDER BY expires_at DESC, step DESC,"
+            " attempt DESC LIMIT ?", (run_id, moment, EXPIRED_CHECKPOINTS_LISTED))]
+        expired.sort(key=lambda c: (c["step"], c["attempt"]))
+        count = len(expired)
+        if count == EXPIRED_CHECKPOINTS_LISTED:
+            count = int(self._row(f"SELECT COUNT(*) {live} AND expires_at <= ?", (run_id, moment))[0])
+        return checkpoint, expired, count
 
     def list_runs(self, *, limit: int, after: tuple[float, str] | None = None, status: str = "") -> list[dict[str, Any]]:
         """Runs, newest first, `after` the (opened_at, run_id) of the previous page's last one."""
@@ -149,34 +202,35 @@ class ViewReader:
                include_superseded: bool = False) -> dict[str, Any]:
         """A page of the series from `from_step`, ordered by step (then attempt), column-wise:
         steps, attempts, tokens, usd_micro, superseded, and each metric as
-        {"values": [...], "index": [...] | None} (index into the page for sparse metrics)."""
+        {"values": [...], "index": [...] | None} (index into the page for sparse metrics). A page
+        holds at most `limit` steps and about PAGE_BYTES_MAX bytes on the wire (at least one step);
+        `next_from_step` continues it."""
         wanted = set(metrics)
-        records: list[tuple[int, int, int, int, bool, dict[str, float]]] = []
+        records: list[Record] = []
+        estimate, names = 0, set()
         cursor = self.connect().cursor()
         try:
             # Rows come in first-step order, so once the page is full and the next batch starts
-            # after its last step, no later batch can hold an earlier step.
-            cursor.execute(
-                "SELECT first_step, attempt, superseded_above, steps, tokens, usd_micro, metrics FROM view_series"
-                " WHERE run_id = ? AND last_step >= ? ORDER BY first_step, attempt", (run_id, from_step))
-            for first, attempt, floor, *columns in cursor:
-                if len(records) > limit:
+            # after the first step left out of it, no later batch can hold a step of the page.
+            for first, attempt, floor, *columns in self._series_rows(cursor, run_id, from_step, include_superseded):
+                if len(records) > limit or estimate > PAGE_BYTES_MAX:
                     records.sort(key=lambda record: (record[0], record[1]))
-                    if first > records[limit][0]:
+                    end = _page_end(records, limit)
+                    if end < len(records) and first > records[end][0]:
                         break
-                records.extend(_unpack_batch(attempt, floor, columns, from_step, wanted, include_superseded))
+                batch = _unpack_batch(attempt, floor, columns, from_step, wanted, include_superseded)
+                records.extend(batch)
+                estimate += sum(_record_bytes(record[5], names) for record in batch)
         finally:
             cursor.close()
         records.sort(key=lambda record: (record[0], record[1]))
-        more = len(records) > limit
-        if more:
-            # A page never splits the records of one step (several attempts' when superseded
-            # ones are included), so next_from_step resumes exactly after it.
-            end = limit
-            while end < len(records) and records[end][0] == records[limit - 1][0]:
-                end += 1
-            more = end < len(records)
-            records = records[:end]
+        end = _page_end(records, limit)
+        # A page never splits the records of one step (several attempts' when superseded ones
+        # are included), so next_from_step resumes exactly after it.
+        while 0 < end < len(records) and records[end][0] == records[end - 1][0]:
+            end += 1
+        more = end < len(records)
+        records = records[:end]
         columns_out: dict[str, dict[str, Any]] = {}
         for at, record in enumerate(records):
             for name, value in record[5].items():
@@ -195,6 +249,30 @@ class ViewReader:
             "metrics": columns_out,
             "next_from_step": records[-1][0] + 1 if more and records else None,
         }
+
+    def _series_rows(self, cursor: Any, run_id: str, from_step: int, include_superseded: bool) -> Iterator[Any]:
+        """The batch rows a page from `from_step` may need, in (first_step, attempt) order. With
+        superseded steps left out, a row whose steps are all superseded is never read: the page
+        comes from the rows that nothing superseded (their step ranges are disjoint, so the one
+        holding `from_step` is found by an index seek) and the few that straddle a resume point."""
+        columns = "first_step, attempt, superseded_above, steps, tokens, usd_micro, metrics"
+        if include_superseded:
+            cursor.execute(f"SELECT {columns} FROM view_series WHERE run_id = ? AND last_step >= ?"
+                           " ORDER BY first_step, attempt", (run_id, from_step))
+            return iter(cursor)
+        straddling = self._rows(
+            "SELECT s.first_step, s.attempt, s.superseded_above, s.steps, s.tokens, s.usd_micro, s.metrics"
+            " FROM (SELECT DISTINCT resumed_from_step AS floor FROM view_attempts WHERE run_id = ?"
+            " AND resumed_from_step IS NOT NULL) f JOIN view_series s ON s.run_id = ?"
+            " AND s.superseded_above = f.floor AND s.first_step <= f.floor WHERE s.last_step >= ?",
+            (run_id, run_id, from_step))
+        straddling.sort(key=lambda row: (row[0], row[1]))
+        start = self._row("SELECT first_step FROM view_series WHERE run_id = ? AND superseded_above IS NULL"
+                          " AND first_step <= ? ORDER BY first_step DESC LIMIT 1", (run_id, from_step))
+        cursor.execute(f"SELECT {columns} FROM view_series WHERE run_id = ? AND superseded_above IS NULL"
+                       " AND first_step >= ? AND last_step >= ? ORDER BY first_step, attempt",
+                       (run_id, from_step if start is None else start[0], from_step))
+        return heapq.merge(straddling, cursor, key=lambda row: (row[0], row[1]))
 
     # Spend.
 
@@ -239,13 +317,49 @@ class ViewReader:
             return None
         versions = [self._version(r) for r in self._rows(
             f"SELECT {self._VERSION_COLUMNS} FROM view_versions WHERE family = ? ORDER BY version", (family,))]
-        history = [
-            {"version": r[0], "previous": r[1], "kind": r[2], "verdict": _decode(r[3]), "reason": r[4],
-             "at": _time(r[5]), "principal": r[6], "position": r[7]}
-            for r in self._rows("SELECT version, previous, kind, verdict, reason, at, principal, position"
-                                " FROM view_promotions WHERE family = ? ORDER BY position", (family,))
-        ]
+        history = [_promotion(r) for r in self._rows("SELECT version, previous, kind, verdict, reason, at, principal,"
+                                                     " position FROM view_promotions WHERE family = ? ORDER BY position",
+                                                     (family,))]
         return {"family": family, "current": row[0], "versions": versions, "history": history}
+
+    def family_page(self, family: str, *, after_version: int = 0, after_position: int = 0,
+                    limit: int) -> dict[str, Any] | None:
+        """A page of a family: {current, versions after `after_version`, history (promotions)
+        after `after_position`, more}, each list at most `limit` long and the page within about
+        PAGE_BYTES_MAX on the wire (documents counted at six times their JSON, what a Struct of
+        small numbers takes at most), holding at least one item while any is left. None if the
+        family is unknown."""
+        row = self._row("SELECT current FROM view_families WHERE family = ?", (family,))
+        if row is None:
+            return None
+        versions, more_versions, used = self._bounded(
+            f"SELECT {self._VERSION_COLUMNS} FROM view_versions WHERE family = ? AND version > ? ORDER BY version"
+            " LIMIT ?", (family, after_version, limit + 1), limit, 0,
+            lambda r: 64 + len(r[2]) + len(r[3]) + len(r[4] or "") + 6 * len(r[6]))
+        history, more_history, _ = self._bounded(
+            "SELECT version, previous, kind, verdict, reason, at, principal, position FROM view_promotions"
+            " WHERE family = ? AND position > ? ORDER BY position LIMIT ?", (family, after_position, limit + 1),
+            limit, used, lambda r: 64 + 6 * len(r[3]) + len(r[4] or "") + len(r[6] or ""))
+        return {"family": family, "current": row[0], "versions": [self._version(r) for r in versions],
+                "history": [_promotion(r) for r in history], "more": more_versions or more_history}
+
+    def _bounded(self, sql: str, params: tuple[Any, ...], limit: int, used: int,
+                 size_of: Callable[[Any], int]) -> tuple[list[Any], bool, int]:
+        """Rows of `sql` (which selects limit + 1) while they fit in PAGE_BYTES_MAX after `used`
+        bytes (the first row always, when nothing was used): (rows, whether more are left, bytes
+        used). Rows are streamed, so a page of large rows reads no more of them than it holds."""
+        rows: list[Any] = []
+        cursor = self.connect().cursor()
+        try:
+            for row in cursor.execute(sql, params):
+                size = size_of(row)
+                if len(rows) == limit or (used + size > PAGE_BYTES_MAX and (rows or used)):
+                    return rows, True, used
+                rows.append(row)
+                used += size
+        finally:
+            cursor.close()
+        return rows, False, used
 
     def families(self) -> list[dict[str, Any]]:
         return [{"family": r[0], "current": r[1], "versions": r[2]} for r in self._rows(

@@ -12,6 +12,7 @@ from typing import Any
 
 from ledger.base import Audit, LedgerAggregate
 from ledger.errors import AbortedError, AlreadyExistsError, FailedPreconditionError, NotFoundError
+from ledger.limits import DOCUMENT_BYTES_MAX, check_document_bytes, check_text
 
 __all__ = ["Family"]
 
@@ -100,11 +101,16 @@ class Family(LedgerAggregate):
             )
 
     def promote(self, audit: Audit, *, version: int, expected_current: int, verdict: dict) -> int | None:
-        """Compare-and-set promotion through a passing gate."""
+        """Compare-and-set promotion through a passing gate. Every promotion stays in the
+        history that ListVersions pages through, so its verdict is bounded: DOCUMENT_BYTES_MAX as
+        JSON (DOCUMENT_TOO_LARGE), its reason free text (INVALID_TEXT)."""
         self._check_version(version)
         retry = self._retry_of("promote", version, expected_current, verdict, "")
         if retry is not None:
             return retry
+        check_document_bytes(verdict, "verdict", DOCUMENT_BYTES_MAX, "DOCUMENT_TOO_LARGE")
+        if isinstance(verdict.get("reason"), str):
+            check_text(verdict["reason"], "verdict.reason")
         if not verdict.get("passed"):
             raise FailedPreconditionError(
                 f"the gate did not pass: {verdict.get('reason', '')}", reason="GATE_NOT_PASSED", version=version

@@ -15,6 +15,7 @@ from typing import Any
 from ledger.base import Audit, LedgerAggregate
 from ledger.batches import StepBatch
 from ledger.errors import AlreadyExistsError, FailedPreconditionError, InvalidArgumentError, NotFoundError
+from ledger.limits import SUMMARY_BYTES_MAX, check_document_bytes
 
 __all__ = ["Run", "RUN_STATUSES", "FINISH_STATUSES", "FIDELITIES"]
 
@@ -318,6 +319,7 @@ class Run(LedgerAggregate):
                 return int(self.finished_version)
             raise FailedPreconditionError(f"the run is already {self.status}", reason="RUN_FINISHED", status=self.status)
         self.check_writer(attempt)
+        self._check_summary(summary)
         self.record(self.Finished, audit, attempt=attempt, status=status, summary=summary, error=error)
         return None
 
@@ -325,5 +327,11 @@ class Run(LedgerAggregate):
         """Merge notes into the summary; allowed after finish (a correction keeps the status)."""
         if all(self.summary.get(key) == value for key, value in summary.items()):
             return self.version
+        self._check_summary(summary)
         self.record(self.SummaryNoted, audit, summary=summary)
         return None
+
+    def _check_summary(self, notes: dict) -> None:
+        """The summary these notes would merge into stays within SUMMARY_BYTES_MAX, since every
+        RunState carries it whole (SUMMARY_TOO_LARGE)."""
+        check_document_bytes({**self.summary, **notes}, "summary", SUMMARY_BYTES_MAX, "SUMMARY_TOO_LARGE")

@@ -49,12 +49,17 @@ TABLES: dict[str, tuple[dict[str, type], tuple[str, ...], list[tuple[str, ...]],
     "view_checkpoints": (
         {"run_id": str, "attempt": int, "step": int, "backend": str, "uri": str, "fidelity": str,
          "sampler_uri": str, "final": int, "saved_at": float, "expires_at": float, "digest": str, "superseded": int},
-        ("run_id", "attempt", "step"), [], "runs",
+        # RunState's best checkpoint (highest step down) and its most recently expired ones.
+        ("run_id", "attempt", "step"),
+        [("run_id", "superseded", "step", "attempt"), ("run_id", "superseded", "expires_at", "step", "attempt")],
+        "runs",
     ),
     "view_series": (
         {"run_id": str, "first_step": int, "attempt": int, "last_step": int, "superseded_above": int, "count": int,
          "steps": bytes, "tokens": bytes, "usd_micro": bytes, "metrics": bytes, "position": int},
-        ("run_id", "first_step", "attempt"), [], "series",
+        # Series pages read the rows nothing superseded, and those straddling a resume point, by
+        # index: never the rows whose steps were all superseded.
+        ("run_id", "first_step", "attempt"), [("run_id", "superseded_above", "first_step", "attempt")], "series",
     ),
     "view_accounts": (
         {"account": str, "parent": str, "cap": int, "committed": int, "pending": int, "overrun": int,

@@ -1,4 +1,5 @@
-"""The Registry service: decode, call the ledger in a worker thread, encode."""
+"""The Registry service: decode, call the ledger in a worker thread, encode. ListVersions answers in
+pages: a family's versions and promotions only grow."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ from typing import Any
 
 import grpc
 
+from ledger.errors import NotFoundError, UnavailableError
+from ledger.limits import check_id
 from services import codec
 from services.codec import messages
+from services.codec.pages import versions_after, versions_token
 from services.edge import Edge
 from services.interceptors import audit
 from trainledger.v1 import registry_pb2, registry_pb2_grpc
@@ -15,6 +19,7 @@ from trainledger.v1 import registry_pb2, registry_pb2_grpc
 __all__ = ["RegistryServicer"]
 
 Context = grpc.aio.ServicerContext
+VERSIONS_PAGE_DEFAULT = 100
 
 
 class RegistryServicer(registry_pb2_grpc.RegistryServicer):
@@ -58,7 +63,27 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
 
     async def ListVersions(self, request: registry_pb2.ListVersionsRequest,
                            context: Context) -> registry_pb2.ListVersionsResponse:
-        family = await self._family(request.family, request.min_position, context)
+        size = codec.page_size(request.page_size, VERSIONS_PAGE_DEFAULT)
+        after_version, after_position = versions_after(request.page_token)
+        timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
+
+        def read() -> dict[str, Any]:
+            check_id(request.family, "family")
+            self.ledger.wait(request.min_position, timeout_s)
+            try:
+                page = self.ledger.views.family_page(request.family, after_version=after_version,
+                                                     after_position=after_position, limit=size)
+            except self.ledger.storage.outage_errors as error:
+                raise UnavailableError(f"storage is unavailable: {error}") from error
+            if page is None:
+                raise NotFoundError(f"no family {request.family}", reason="FAMILY_NOT_FOUND", family=request.family)
+            return page
+
+        page = await self.edge.call(read)
+        token = ""
+        if page["more"]:
+            token = versions_token(page["versions"][-1]["version"] if page["versions"] else after_version,
+                                   page["history"][-1]["position"] if page["history"] else after_position)
         return registry_pb2.ListVersionsResponse(
-            versions=[messages.model_version(v) for v in family["versions"]], current=family["current"] or 0,
-            history=[messages.promotion(p) for p in family["history"]])
+            versions=[messages.model_version(v) for v in page["versions"]], current=page["current"] or 0,
+            history=[messages.promotion(p) for p in page["history"]], next_page_token=token)

@@ -1,4 +1,9 @@
-"""Plain-text output for the CLI: aligned tables, money, times, cost bases, and JSON."""
+"""Plain-text output for the CLI: aligned tables, money, times, cost bases, and JSON.
+
+Every value a table or a field list shows is escaped where it is not printable (line breaks,
+terminal escapes, C1 controls, bidi overrides: `\\n`, `\\x1b`, `\\u202e`), with backslashes doubled,
+so no stored text can add a row, move the cursor or reorder what is shown.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-__all__ = ["table", "fields", "usd", "when", "basis_text", "to_json"]
+__all__ = ["table", "fields", "usd", "when", "basis_text", "to_json", "printable"]
 
 
 def usd(micro: int | None) -> str:
@@ -23,6 +28,24 @@ def when(moment: datetime | None) -> str:
     return "-" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
+_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: str) -> str:
+    """`text` with every character that is not printable (and the backslash) escaped."""
+    if text.isprintable() and "\\" not in text:
+        return text
+    return "".join(character if character.isprintable() and character != "\\" else _escape(character)
+                   for character in text)
+
+
+def _escape(character: str) -> str:
+    if character in _ESCAPES:
+        return _ESCAPES[character]
+    code = ord(character)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return "-"
@@ -32,7 +55,7 @@ def _cell(value: Any) -> str:
         return f"{value:.6g}"
     if isinstance(value, datetime):
         return when(value)
-    return str(value)
+    return printable(str(value))
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -39,6 +39,7 @@ def run_state(state: Mapping[str, Any]) -> runs_pb2.RunState:
         current_attempt=state["current_attempt"] or 0,
         checkpoint=None if state["checkpoint"] is None else _checkpoint(state["checkpoint"]),
         expired_checkpoints=[_checkpoint(c) for c in state["expired_checkpoints"]],
+        expired_checkpoint_count=state["expired_checkpoint_count"],
         resume=runs_pb2.Resume(available=resume["available"], from_step=resume["from_step"],
                                handle=_handle(resume["handle"]), sampler_uri=resume["sampler_uri"] or "",
                                spend_committed_usd_micro=resume["spend_committed_usd_micro"]),

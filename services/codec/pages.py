@@ -16,7 +16,8 @@ from ledger.limits import PAGE_SIZE_MAX
 POSITION_MAX = 2**63 - 1
 TOKEN_LENGTH_MAX = 1_024
 
-__all__ = ["page_size", "encode_token", "decode_token", "runs_token", "runs_after", "position_token", "position_after"]
+__all__ = ["page_size", "encode_token", "decode_token", "runs_token", "runs_after", "position_token", "position_after",
+           "versions_token", "versions_after"]
 
 
 def page_size(value: int, default: int) -> int:
@@ -80,3 +81,20 @@ def position_after(token: str) -> int:
     if type(value) is not int or not 0 <= value <= POSITION_MAX:
         raise _refuse()
     return value
+
+
+def versions_token(version: int, position: int) -> str:
+    """The ListVersions token after a page: its last version and its last promotion's position."""
+    return encode_token([version, position])
+
+
+def versions_after(token: str) -> tuple[int, int]:
+    """(version, promotion position) a ListVersions page follows; (0, 0) for the first page."""
+    if not token:
+        return 0, 0
+    value = decode_token(token)
+    if not (isinstance(value, list) and len(value) == 2 and all(type(item) is int for item in value)
+            and 0 <= value[0] < 2**31 and 0 <= value[1] <= 2**63 - 1):
+        raise InvalidArgumentError("page_token is not one this server gave", reason="INVALID_PAGE_TOKEN",
+                                   field="page_token")
+    return value[0], value[1]

@@ -149,19 +149,25 @@ class GetCurrentResponse(_message.Message):
     def __init__(self, version: _Optional[_Union[ModelVersion, _Mapping]] = ...) -> None: ...
 
 class ListVersionsRequest(_message.Message):
-    __slots__ = ("family", "min_position")
+    __slots__ = ("family", "min_position", "page_size", "page_token")
     FAMILY_FIELD_NUMBER: _ClassVar[int]
     MIN_POSITION_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     family: str
     min_position: int
-    def __init__(self, family: _Optional[str] = ..., min_position: _Optional[int] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    def __init__(self, family: _Optional[str] = ..., min_position: _Optional[int] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ListVersionsResponse(_message.Message):
-    __slots__ = ("versions", "current", "history")
+    __slots__ = ("versions", "current", "history", "next_page_token")
     VERSIONS_FIELD_NUMBER: _ClassVar[int]
     CURRENT_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     versions: _containers.RepeatedCompositeFieldContainer[ModelVersion]
     current: int
     history: _containers.RepeatedCompositeFieldContainer[Promotion]
-    def __init__(self, versions: _Optional[_Iterable[_Union[ModelVersion, _Mapping]]] = ..., current: _Optional[int] = ..., history: _Optional[_Iterable[_Union[Promotion, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, versions: _Optional[_Iterable[_Union[ModelVersion, _Mapping]]] = ..., current: _Optional[int] = ..., history: _Optional[_Iterable[_Union[Promotion, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...

@@ -95,7 +95,7 @@ class RegistryServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListVersions(self, request, context):
-        """Returns a family's versions and promotion history.
+        """Returns a page of a family's versions and of its promotion history.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

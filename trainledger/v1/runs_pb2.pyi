@@ -173,7 +173,7 @@ class GetRunStateResponse(_message.Message):
     def __init__(self, state: _Optional[_Union[RunState, _Mapping]] = ...) -> None: ...
 
 class RunState(_message.Message):
-    __slots__ = ("run", "attempts", "current_attempt", "checkpoint", "expired_checkpoints", "resume", "last_step", "spend", "position")
+    __slots__ = ("run", "attempts", "current_attempt", "checkpoint", "expired_checkpoints", "resume", "last_step", "spend", "position", "expired_checkpoint_count")
     RUN_FIELD_NUMBER: _ClassVar[int]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     CURRENT_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
@@ -183,6 +183,7 @@ class RunState(_message.Message):
     LAST_STEP_FIELD_NUMBER: _ClassVar[int]
     SPEND_FIELD_NUMBER: _ClassVar[int]
     POSITION_FIELD_NUMBER: _ClassVar[int]
+    EXPIRED_CHECKPOINT_COUNT_FIELD_NUMBER: _ClassVar[int]
     run: RunInfo
     attempts: _containers.RepeatedCompositeFieldContainer[Attempt]
     current_attempt: int
@@ -192,7 +193,8 @@ class RunState(_message.Message):
     last_step: int
     spend: SpendTotals
     position: int
-    def __init__(self, run: _Optional[_Union[RunInfo, _Mapping]] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., current_attempt: _Optional[int] = ..., checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., expired_checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., resume: _Optional[_Union[Resume, _Mapping]] = ..., last_step: _Optional[int] = ..., spend: _Optional[_Union[SpendTotals, _Mapping]] = ..., position: _Optional[int] = ...) -> None: ...
+    expired_checkpoint_count: int
+    def __init__(self, run: _Optional[_Union[RunInfo, _Mapping]] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., current_attempt: _Optional[int] = ..., checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., expired_checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., resume: _Optional[_Union[Resume, _Mapping]] = ..., last_step: _Optional[int] = ..., spend: _Optional[_Union[SpendTotals, _Mapping]] = ..., position: _Optional[int] = ..., expired_checkpoint_count: _Optional[int] = ...) -> None: ...
 
 class RunInfo(_message.Message):
     __slots__ = ("run_id", "run_key", "name", "status", "spec", "summary", "error", "opened_at", "finished_at")
