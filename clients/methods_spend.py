@@ -91,8 +91,12 @@ class LedgerMethods(RunsMethods, Transport):
         request = registry_pb2.GetCurrentRequest(family=family, min_position=min_position)
         return self._unary("Registry", "GetCurrent", request, decode=unwrap("version"), timeout_s=timeout_s)
 
-    def list_versions(self, *, family: str, min_position: int = 0, timeout_s: float | None = None):
-        request = registry_pb2.ListVersionsRequest(family=family, min_position=min_position)
+    def list_versions(self, *, family: str, page_size: int = 0, page_token: str = "", min_position: int = 0,
+                      timeout_s: float | None = None):
+        """A page of a family's versions and promotion history: {"versions", "current", "history",
+        "next_page_token"}; pass next_page_token back for the next page (empty after the last)."""
+        request = registry_pb2.ListVersionsRequest(family=family, page_size=page_size, page_token=page_token,
+                                                   min_position=min_position)
         return self._unary("Registry", "ListVersions", request, timeout_s=timeout_s)
 
     def read_events(self, *, from_position: int = 1, limit: int = 0, types: Sequence[str] = (),

@@ -12,10 +12,17 @@ from typing import Any
 
 from clients.errors import LedgerClientError
 
-__all__ = ["Hold", "hold_spend"]
+__all__ = ["Hold", "hold_spend", "release_reason"]
 
 log = logging.getLogger("trainledger.clients")
 REASON_LENGTH_MAX = 1_000
+
+
+def release_reason(error: BaseException) -> str:
+    """The reason a hold is released for, from the error that ended its call: one line of
+    printable text (the ledger refuses control characters, line breaks included), cut short."""
+    text = f"{type(error).__name__}: {error}"
+    return "".join(character if character.isprintable() else " " for character in text)[:REASON_LENGTH_MAX]
 
 
 @dataclass
@@ -50,8 +57,7 @@ def hold_spend(client: Any, *, account: str, amount_usd_micro: int, basis: Mappi
         yield hold
     except Exception as error:
         try:
-            client.release(account=account, reservation_id=hold.reservation_id,
-                           reason=f"{type(error).__name__}: {error}"[:REASON_LENGTH_MAX])
+            client.release(account=account, reservation_id=hold.reservation_id, reason=release_reason(error))
         except LedgerClientError as release_error:
             log.warning("could not release reservation %s (%s); it expires at %s",
                         hold.reservation_id, release_error.reason, hold.expires_at)

@@ -206,8 +206,9 @@ class SQLiteStorage(Storage):
         for table, (columns, pk, indexes, _) in TABLES.items():
             if not db[table].exists():
                 db[table].create({name: SQLITE_TYPES[kind] for name, kind in columns.items()}, pk=pk)
-                for index in indexes:
-                    db[table].create_index(index)
+            # Indexes added since a file was made are added to it when it is opened.
+            for index in indexes:
+                db[table].create_index(index, if_not_exists=True)
         if not db["view_tracking"].exists():
             db["view_tracking"].create({"view": str, "position": int}, pk="view")
 

@@ -58,7 +58,7 @@ from clients.errors import DeadlineExceeded, LedgerClientError, RunEnded, Unavai
 from clients.integrations.pricing import TokenPrices
 from clients.recorder import RunRecorder, exit_error, exit_status, refuse_ended
 from clients.runkey import run_key as make_run_key
-from clients.spend import REASON_LENGTH_MAX
+from clients.spend import release_reason
 
 __all__ = [
     "BACKEND", "METADATA_RUN_ID", "METADATA_RUN_KEY", "FIDELITY_STATE", "FIDELITY_WEIGHTS",
@@ -264,7 +264,7 @@ class _OpenHold:
     def release(self, error: BaseException) -> None:
         try:
             self._spend.recorder.client.release(account=self.account, reservation_id=self.reservation_id,
-                                                reason=f"{type(error).__name__}: {error}"[:REASON_LENGTH_MAX])
+                                                reason=release_reason(error))
         except LedgerClientError as release_error:
             log.warning("could not release reservation %s (%s); it expires on the ledger",
                         self.reservation_id, release_error.reason)

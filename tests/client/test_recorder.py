@@ -121,6 +121,18 @@ def test_reserve_commits_releases_and_refuses(client: LedgerClient) -> None:
     recorder.finish()
 
 
+def test_a_call_failing_with_a_multi_line_error_still_releases_its_hold(client: LedgerClient) -> None:
+    recorder = RunRecorder.open(client, run_key="multi-line-error", cap_usd_micro=10_000)
+    with pytest.raises(RuntimeError), recorder.reserve(1_000):
+        raise RuntimeError("the provider said:\n  429 Too Many Requests\r\n\x1b[31mretry later\x1b[0m")
+    account = client.get_account(account=recorder.account)
+    assert account["pending_usd_micro"] == 0
+    [released] = client.list_reservations(account=recorder.account)["reservations"]
+    assert released["state"] == "released" and released["reason"].startswith("RuntimeError: the provider said:")
+    assert "\n" not in released["reason"] and "\x1b" not in released["reason"]
+    recorder.finish()
+
+
 def test_reserve_fails_closed_when_the_ledger_is_unreachable(client: LedgerClient, server: ServerThread) -> None:
     recorder = RunRecorder.open(client, run_key="closed", cap_usd_micro=10_000)
     server.stop()

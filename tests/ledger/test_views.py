@@ -375,3 +375,22 @@ def test_a_log_with_an_id_counted_twice_by_an_older_version_still_projects(sqlit
         assert dump_views(app) == before
     finally:
         app.close()
+
+
+def test_indexes_declared_after_a_file_was_made_are_added_when_it_is_opened(sqlite_database: str) -> None:
+    import sqlite3
+
+    from ledger.views import TABLES
+
+    Ledger.open(sqlite_database).close()
+    with sqlite3.connect(sqlite_database) as side:
+        dropped = [name for (name,) in side.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name LIKE 'view_%' AND sql IS NOT NULL")]
+        for name in dropped:
+            side.execute(f"DROP INDEX {name}")
+    assert len(dropped) == sum(len(indexes) for _, _, indexes, _ in TABLES.values())
+    Ledger.open(sqlite_database).close()
+    with sqlite3.connect(sqlite_database) as side:
+        again = [name for (name,) in side.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name LIKE 'view_%' AND sql IS NOT NULL")]
+    assert sorted(again) == sorted(dropped)
