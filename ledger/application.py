@@ -46,6 +46,7 @@ from ledger.limits import (
     STEP_MAX,
     check_document,
     check_id,
+    check_reference,
     check_int,
     check_text,
     check_usd_micro,
@@ -299,12 +300,12 @@ class Ledger(Application[UUID]):
     def open_run(self, *, run_key: str, name: str = "", spec: dict | None = None, cap_usd_micro: int | None = None,
                  parent_account: str = "", principal: str = "", request_id: str = "") -> Receipt:
         """Open a run by its key (idempotent) with its spend account."""
-        check_id(run_key, "run_key")
+        check_reference(run_key, "run_key")
         check_text(name, "name", limit=256)
         spec = check_document(spec, "spec")
         if cap_usd_micro is not None:
             check_usd_micro(cap_usd_micro, "cap_usd_micro")
-        check_id(parent_account, "parent_account", required=False)
+        check_reference(parent_account, "parent_account", required=False)
         audit = self._audit(principal, request_id)
         run_id = ledger_id("run", run_key)
 
@@ -316,6 +317,7 @@ class Ledger(Application[UUID]):
             else:
                 self._reopen_account(str(run_id), cap_usd_micro, parent_account, audit, touched)
                 return False
+            check_id(run_key, "run_key")  # A new run takes a key under the identifier rules.
             run = Run._create(Run.Opened, id=run_id, run_key=run_key, name=name or run_key, spec=spec,
                               **audit.fields())
             touched.append(run)
@@ -360,7 +362,7 @@ class Ledger(Application[UUID]):
             spend.set_cap(account, audit, cap)
 
     def _run(self, run_id: str) -> tuple[UUID, Run]:
-        check_id(run_id, "run_id")
+        check_reference(run_id, "run_id")
         try:
             uuid = UUID(run_id)
         except ValueError:
@@ -479,7 +481,7 @@ class Ledger(Application[UUID]):
     # Spend.
 
     def _account(self, name: str) -> Account:
-        check_id(name, "account")
+        check_reference(name, "account")
         return self._load(ledger_id("account", name), "account", "ACCOUNT_NOT_FOUND", name)
 
     def _parents(self, parent: str, touched: list[LedgerAggregate]) -> list[Account]:
@@ -501,8 +503,8 @@ class Ledger(Application[UUID]):
     def open_account(self, *, account: str, parent: str = "", cap_usd_micro: int | None = None,
                      principal: str = "", request_id: str = "") -> Receipt:
         """Open a spend account (idempotent by name; a different parent or cap is a conflict)."""
-        check_id(account, "account")
-        check_id(parent, "parent", required=False)
+        check_reference(account, "account")
+        check_reference(parent, "parent", required=False)
         if _is_uuid(account):
             raise InvalidArgumentError("account names in the form of a uuid are reserved for the accounts of runs",
                                        reason="ACCOUNT_NAME_RESERVED", account=account)
@@ -515,6 +517,7 @@ class Ledger(Application[UUID]):
             try:
                 existing = self.repository.get(account_id)
             except AggregateNotFoundError:
+                check_id(account, "account")  # A new account takes a name under the identifier rules.
                 self._parents(parent, touched)
                 touched.append(Account._create(Account.Opened, id=account_id, name=account, parent=parent,
                                                cap=cap_usd_micro, **audit.fields()))
@@ -576,7 +579,7 @@ class Ledger(Application[UUID]):
     def commit(self, *, account: str, reservation_id: str, actual_usd_micro: int, basis: dict | None = None,
                principal: str = "", request_id: str = "") -> Receipt:
         """Settle a reservation with the actual amount; above the hold it is an overrun."""
-        check_id(reservation_id, "reservation_id")
+        check_reference(reservation_id, "reservation_id")
         check_usd_micro(actual_usd_micro, "actual_usd_micro")
         basis = check_basis(basis)
         audit = self._audit(principal, request_id)
@@ -593,7 +596,7 @@ class Ledger(Application[UUID]):
     def release(self, *, account: str, reservation_id: str, reason: str = "", principal: str = "",
                 request_id: str = "") -> Receipt:
         """Give a reservation back (on failure or when the call was not made)."""
-        check_id(reservation_id, "reservation_id")
+        check_reference(reservation_id, "reservation_id")
         check_text(reason, "reason")
         audit = self._audit(principal, request_id)
 
@@ -653,12 +656,12 @@ class Ledger(Application[UUID]):
                  source_step: int = 0, metadata: dict | None = None, principal: str = "",
                  request_id: str = "") -> Receipt:
         """Register an immutable version (never promotes). Idempotent by digest."""
-        check_id(family, "family")
+        check_reference(family, "family")
         check_text(artifact_uri, "artifact_uri")
         if not artifact_uri:
             raise InvalidArgumentError("artifact_uri is required", reason="MISSING_FIELD", field="artifact_uri")
         digest = _sha256_digest(digest)
-        check_id(source_run_id, "source_run_id", required=False)
+        check_reference(source_run_id, "source_run_id", required=False)
         check_int(source_step, "source_step")
         fields = {"artifact_uri": artifact_uri, "digest": digest, "source_run_id": source_run_id,
                   "source_step": source_step, "metadata": check_document(metadata, "metadata")}
@@ -669,6 +672,7 @@ class Ledger(Application[UUID]):
             try:
                 aggregate = self.repository.get(family_id)
             except AggregateNotFoundError:
+                check_id(family, "family")  # A new family takes a name under the identifier rules.
                 aggregate = Family._create(Family.Created, id=family_id, name=family, **audit.fields())
             touched.append(aggregate)
             return aggregate.register(audit, version_fields=fields)
@@ -677,7 +681,7 @@ class Ledger(Application[UUID]):
         return Receipt(self._answer(family_id, version, position), duplicate=version is not None, version=number)
 
     def _family(self, name: str) -> Family:
-        check_id(name, "family")
+        check_reference(name, "family")
         return self._load(ledger_id("family", name), "family", "FAMILY_NOT_FOUND", name)
 
     def promote(self, *, family: str, version: int, expected_current: int, verdict: dict, principal: str = "",
@@ -742,7 +746,7 @@ class Ledger(Application[UUID]):
     @_storage_read
     def run_state(self, run_id: str, *, min_position: int = 0, timeout_s: float = 5.0) -> dict[str, Any]:
         """The RunState of ledger.queries.ViewReader.run_state. Raises NotFoundError."""
-        check_id(run_id, "run_id")
+        check_reference(run_id, "run_id")
         self.wait(min_position, timeout_s)
         state = self.views.run_state(run_id, self.clock())
         if state is None:
@@ -761,7 +765,7 @@ class Ledger(Application[UUID]):
 
     @_storage_read
     def account(self, account: str, *, min_position: int = 0, timeout_s: float = 5.0) -> dict[str, Any]:
-        check_id(account, "account")
+        check_reference(account, "account")
         self.wait(min_position, timeout_s)
         found = self.views.account(account)
         if found is None:
@@ -777,7 +781,7 @@ class Ledger(Application[UUID]):
 
     @_storage_read
     def family(self, family: str, *, min_position: int = 0, timeout_s: float = 5.0) -> dict[str, Any]:
-        check_id(family, "family")
+        check_reference(family, "family")
         self.wait(min_position, timeout_s)
         found = self.views.family(family)
         if found is None:

@@ -55,6 +55,7 @@ __all__ = [
     "PAGE_BYTES_MAX",
     "EXPIRED_CHECKPOINTS_LISTED",
     "check_id",
+    "check_reference",
     "check_text",
     "check_name",
     "document_bytes",
@@ -137,6 +138,26 @@ def check_id(value: Any, field: str, *, required: bool = True) -> str:
         raise InvalidArgumentError(f"{field} has a . or .. segment", reason="INVALID_FIELD", field=field)
     if not value.isascii():
         _check_id_unicode(value, field)
+    return value
+
+
+def check_reference(value: Any, field: str, *, required: bool = True) -> str:
+    """An identifier that names something which may already exist (an account, a family, a run,
+    a reservation to settle): bounded like any identifier and free of control characters, but
+    not held to the character rules of check_id, so that what was named before those rules stays
+    reachable. Whatever is created under a new name goes through check_id."""
+    if not isinstance(value, str):
+        raise InvalidArgumentError(f"{field} must be a string", reason="INVALID_FIELD", field=field)
+    if not value:
+        if required:
+            raise InvalidArgumentError(f"{field} is required", reason="MISSING_FIELD", field=field)
+        return value
+    if len(value) > ID_LENGTH_MAX:
+        raise InvalidArgumentError(f"{field} is longer than {ID_LENGTH_MAX} characters", reason="STRING_TOO_LONG",
+                                   field=field, limit=ID_LENGTH_MAX)
+    if not value.isprintable():
+        raise InvalidArgumentError(f"{field} contains characters that are not printable", reason="INVALID_FIELD",
+                                   field=field)
     return value
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import grpc
 
 from ledger.errors import NotFoundError, UnavailableError
-from ledger.limits import check_id
+from ledger.limits import check_reference
 from services import codec
 from services.codec import messages
 from services.codec.pages import versions_after, versions_token
@@ -68,7 +68,7 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
 
         def read() -> dict[str, Any]:
-            check_id(request.family, "family")
+            check_reference(request.family, "family")
             self.ledger.wait(request.min_position, timeout_s)
             try:
                 page = self.ledger.views.family_page(request.family, after_version=after_version,

@@ -126,3 +126,28 @@ def test_a_charge_reason_cannot_forge_an_audit_row(ledger: Ledger) -> None:
     with pytest.raises(InvalidArgumentError):
         ledger.save_checkpoint(run_id=run_id, attempt=1, step=1, backend="hf", uri="file:///a\x1b]8;;")
     assert ledger.head() == head
+
+
+def test_names_made_before_the_identifier_rules_stay_reachable(ledger: Ledger) -> None:
+    """An account, a family and a run named before these rules (a space, say) were accepted then:
+    they stay readable and usable; only new names are held to the rules."""
+    from ledger.accounts import Account
+    from ledger.base import Audit, ledger_id
+    from ledger.registry import Family
+
+    audit = Audit("earlier-version", "", ledger.clock())
+    ledger.save(Account._create(Account.Opened, id=ledger_id("account", "team a"), name="team a", parent="",
+                                cap=1_000, **audit.fields()),
+                Family._create(Family.Created, id=ledger_id("family", "my model"), name="my model", **audit.fields()))
+    with pytest.raises(InvalidArgumentError):
+        ledger.open_account(account="team b")
+    assert ledger.open_account(account="team a", cap_usd_micro=1_000).duplicate
+    held = ledger.reserve(account="team a", reservation_id="r1", amount_usd_micro=400)
+    ledger.commit(account="team a", reservation_id="r1", actual_usd_micro=300)
+    assert ledger.account("team a", min_position=held.position + 1)["committed"] == 300
+    run = ledger.open_run(run_key="run-under-team-a", parent_account="team a")
+    assert ledger.account_now(run.run_id)["parent"] == "team a"
+    registered = ledger.register(family="my model", artifact_uri="s3://m/1", digest=DIGEST_A)
+    assert ledger.family("my model", min_position=registered.position)["versions"][0]["version"] == 1
+    with pytest.raises(InvalidArgumentError):
+        ledger.register(family="my other model", artifact_uri="s3://m/1", digest=DIGEST_A)
