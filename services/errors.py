@@ -51,11 +51,30 @@ def status_code(error: LedgerError) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL
 
 
+# What one refusal carries is bounded in bytes: the message and ErrorInfo travel in trailing
+# metadata, which gRPC clients cap (8 KiB by default), and a message may quote the request.
+MESSAGE_BYTES_MAX = 256
+METADATA_VALUE_BYTES_MAX = 96
+METADATA_ENTRIES_MAX = 8
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` UTF-8 bytes, on a character boundary, marked with an ellipsis."""
+    data = text.encode()
+    if len(data) <= limit:
+        return text
+    return data[:limit - 3].decode(errors="ignore") + "\u2026"
+
+
 def rich_status(code: grpc.StatusCode, message: str, reason: str, metadata: Mapping[str, str] = (),
                 request_id: str = "") -> grpc.Status:
     """A grpc.Status whose trailing metadata holds google.rpc.Status with ErrorInfo, plus the
-    request id (aborting replaces any trailing metadata set before)."""
-    info = error_details_pb2.ErrorInfo(reason=reason, domain=DOMAIN, metadata=dict(metadata))
+    request id (aborting replaces any trailing metadata set before). The message and metadata
+    values are cut to a few hundred bytes, so a refusal always fits a client's metadata limit."""
+    message = _cut(message, MESSAGE_BYTES_MAX)
+    metadata = {_cut(key, 64): _cut(value, METADATA_VALUE_BYTES_MAX)
+                for key, value in list(dict(metadata).items())[:METADATA_ENTRIES_MAX]}
+    info = error_details_pb2.ErrorInfo(reason=reason, domain=DOMAIN, metadata=metadata)
     detail = any_pb2.Any()
     detail.Pack(info)
     status = rpc_status.to_status(status_pb2.Status(code=getattr(code_pb2, code.name), message=message,

@@ -209,3 +209,20 @@ def test_after_a_barrage_of_refusals_the_server_serves_and_nothing_acknowledged_
     assert after == before and after.last_step == 19 and after.spend.pending_usd_micro == 300
     retried = stubs.runs.AppendSteps(runs_pb2.AppendStepsRequest(batch=batch(run_id, range(20))), timeout=10)
     assert retried.duplicate and retried.position == appended.position
+
+
+def test_a_refusal_quoting_a_huge_request_still_fits_the_clients_metadata_limit(served: Served, stubs: Stubs,
+                                                                                monkeypatch) -> None:
+    """A message and metadata that quote the request are cut to a few hundred bytes: the client
+    gets the refusal's own code and ErrorInfo, not a RESOURCE_EXHAUSTED about trailer size."""
+    error = ledger_errors.InvalidArgumentError("é" * 5_000, reason="TEST_REASON", field="ü" * 5_000,
+                                               **{f"key{n}": "x" * 1_000 for n in range(40)})
+
+    def refuse(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(served.ledger, "run_state", refuse)
+    caught = refused(stubs.runs.GetRunState, runs_pb2.GetRunStateRequest(run_id="r"))
+    metadata = assert_refusal(caught, Code.INVALID_ARGUMENT, "TEST_REASON")
+    assert len(caught.details().encode()) <= 256 and caught.details().startswith("é")
+    assert 0 < len(metadata) <= 8 and all(len(value.encode()) <= 96 for value in metadata.values())
