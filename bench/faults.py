@@ -8,8 +8,7 @@ Figures:
   view_mismatches, log_events: tests/e2e/test_crash_loop.py's loop (`trainledger serve` killed
   with SIGKILL --cycles times under two client processes, every crash image checked); the counts
   of problems should all be 0.
-- fuzz_requests, fuzz_unclear_answers (should be 0), fuzz_known_findings: bench/fuzz.py with
-  --examples per method.
+- fuzz_requests, fuzz_unclear_answers (should be 0): bench/fuzz.py with --examples per method.
 - rss_mb_idle_watchers, reserve_p99_ms_with_200_watchers (bench/watchers.py),
   reserve_p99_ms_with_flood (bench/edge.py), run_state_ms_4000_checkpoints and
   series_page_ms_600k_superseded (bench/growth.py): each of those run as it is, with its defaults,

