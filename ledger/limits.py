@@ -118,19 +118,8 @@ def check_id(value: Any, field: str, *, required: bool = True) -> str:
     """An identifier (see the module's docstring): returned unchanged, else InvalidArgumentError
     with reason MISSING_FIELD, STRING_TOO_LONG, INVALID_FIELD, NOT_NORMALIZED or
     CONFUSABLE_IDENTIFIER."""
-    if not isinstance(value, str):
-        raise InvalidArgumentError(f"{field} must be a string", reason="INVALID_FIELD", field=field)
-    if not value:
-        if required:
-            raise InvalidArgumentError(f"{field} is required", reason="MISSING_FIELD", field=field)
+    if not check_reference(value, field, required=required):
         return value
-    if len(value) > ID_LENGTH_MAX:
-        raise InvalidArgumentError(
-            f"{field} is longer than {ID_LENGTH_MAX} characters",
-            reason="STRING_TOO_LONG",
-            field=field,
-            limit=ID_LENGTH_MAX,
-        )
     if _ID_ASCII.fullmatch(value) is None:
         # Only identifiers beyond plain ASCII letters, digits and punctuation pay for the rest.
         _check_id_characters(value, field)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -23,15 +22,6 @@ from trainledger.v1 import events_pb2, runs_pb2, spend_pb2
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
 BATCH_STEPS = 200
-
-
-@pytest.fixture
-def servers(tmp_path: Path) -> Iterator[Servers]:
-    started = Servers(tmp_path)
-    try:
-        yield started
-    finally:
-        started.kill_all()
 
 
 class Writer(threading.Thread):

@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -94,15 +93,6 @@ def first_line(process: subprocess.Popen[str]) -> str:
         process.kill()
         pytest.fail(f"no output within {WAIT_S:.0f} s")
     return process.stdout.readline()
-
-
-@pytest.fixture
-def servers(tmp_path: Path) -> Iterator[Servers]:
-    started = Servers(tmp_path)
-    try:
-        yield started
-    finally:
-        started.kill_all()
 
 
 def test_a_second_server_on_a_taken_port_exits_2_naming_the_address(tmp_path: Path, servers: Servers) -> None:

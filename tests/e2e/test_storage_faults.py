@@ -51,15 +51,6 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(directory)], capture_output=True)
 
 
-@pytest.fixture
-def servers(tmp_path: Path) -> Iterator[Servers]:
-    started = Servers(tmp_path)
-    try:
-        yield started
-    finally:
-        started.kill_all()
-
-
 class Writer:
     """Writes step batches and reserve/commit pairs, remembering every acknowledged write."""
 
