@@ -34,9 +34,10 @@ __all__ = ["Edge", "ByteBudget", "CLIENT", "WORKER_THREADS", "WORKER_THREADS_PER
 
 T = TypeVar("T")
 WORKER_THREADS = 32
-# Writes take one lock in the ledger, so more threads for one client buy it nothing but the
-# others' turns; two let a trainer's Reserve start beside its own batch of steps.
-WORKER_THREADS_PER_CLIENT = 2
+# Writes take one lock in the ledger, but decoding and encoding a batch run beside it: four let
+# one client's step stream keep its pace (bench/service.py: two cost it a fifth of its steps/s)
+# and a Reserve start beside its batches, and leave the other clients most of the threads.
+WORKER_THREADS_PER_CLIENT = 4
 STREAMS_PER_CLIENT_MAX = 16
 # How long a request waits for room in the byte budget before it is refused as SERVER_BUSY.
 BUSY_WAIT_S = 1.0
