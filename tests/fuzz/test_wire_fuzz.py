@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import grpc
 import pytest
