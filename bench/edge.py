@@ -37,23 +37,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.service import new_run, percentile, start_server  # noqa: E402
+from tests.service.support import field  # noqa: E402
 from trainledger.v1 import common_pb2, runs_pb2, runs_pb2_grpc, spend_pb2, spend_pb2_grpc  # noqa: E402
 
 FLOOD_BATCH = 10
 OWN_CONNECTION = [("grpc.use_local_subchannel_pool", 1)]
-
-
-def varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def field(number: int, payload: bytes) -> bytes:
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
 
 
 def huge_open_run(keys: int) -> bytes:

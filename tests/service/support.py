@@ -92,3 +92,18 @@ def open_run(stubs: Stubs, *, cap: int | None = None, attempt: bool = True, **fi
         stubs.runs.StartAttempt(runs_pb2.StartAttemptRequest(run_id=response.state.run.run_id, attempt_id="a1"),
                                 timeout=10)
     return response
+
+
+def varint(value: int) -> bytes:
+    """A protobuf varint, for requests built byte by byte on the wire."""
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def field(number: int, payload: bytes) -> bytes:
+    """A length-delimited field on the wire."""
+    return varint(number << 3 | 2) + varint(len(payload)) + payload

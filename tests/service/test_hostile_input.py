@@ -17,22 +17,8 @@ from ledger import Ledger
 from ledger.errors import InvalidArgumentError
 from ledger.limits import DOCUMENT_REQUEST_BYTES_MAX, REQUEST_BYTES_MAX
 from services.codec import encode_token
-from tests.service.support import Served, Stubs, error_info, key, open_run
+from tests.service.support import Served, Stubs, error_info, field, key, open_run
 from trainledger.v1 import common_pb2, runs_pb2, spend_pb2
-
-
-def varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def field(number: int, payload: bytes) -> bytes:
-    """A length-delimited field on the wire."""
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
 
 
 NULL_VALUE = b"\x08\x00"  # google.protobuf.Value{null_value: NULL_VALUE}
