@@ -1,8 +1,8 @@
 """trainledger's core: the domain, the application and the views. Plain Python, no gRPC."""
 
-from ledger.application import Ledger, Receipt
-from ledger.basis import cost_usd_micro
-from ledger.errors import (
+from ledger.application.ledger import Ledger, Receipt
+from ledger.domain.basis import cost_usd_micro
+from ledger.domain.errors import (
     AbortedError,
     AlreadyExistsError,
     FailedPreconditionError,

@@ -49,7 +49,7 @@ def serve(args: argparse.Namespace) -> None:
 def project(args: argparse.Namespace) -> None:
     """A projection worker: the projector loop over a PostgreSQL database until SIGTERM or
     SIGINT. Any number of workers and servers may project one database: each event is applied
-    once (ledger.postgres locks the views' tracking rows)."""
+    once (ledger.storage.postgres locks the views' tracking rows)."""
     from ledger import Ledger
     from services.holder import HolderError, held
     from services.server import describe

@@ -26,8 +26,8 @@ import anyio
 import grpc
 
 from ledger import Ledger
-from ledger.errors import UnavailableError
-from ledger.limits import REQUEST_BYTES_IN_FLIGHT_MAX
+from ledger.domain.errors import UnavailableError
+from ledger.domain.limits import REQUEST_BYTES_IN_FLIGHT_MAX
 
 __all__ = ["Edge", "ByteBudget", "CLIENT", "WORKER_THREADS", "WORKER_THREADS_PER_CLIENT", "STREAMS_PER_CLIENT_MAX",
            "BUSY_WAIT_S", "READ_TIMEOUT_DEFAULT_S", "READ_TIMEOUT_MAX_S"]

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import grpc
 
-from ledger.errors import InvalidArgumentError
+from ledger.domain.errors import InvalidArgumentError
 from services.codec import messages
 from services.edge import Edge
 from trainledger.v1 import events_pb2, events_pb2_grpc

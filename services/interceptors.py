@@ -28,7 +28,7 @@ from typing import Any
 import grpc
 from google.protobuf.descriptor import Descriptor
 
-from ledger.errors import LedgerError
+from ledger.domain.errors import LedgerError
 from services import errors
 from services.codec import wire
 from services.edge import BUSY_WAIT_S, CLIENT, Edge

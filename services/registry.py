@@ -7,8 +7,8 @@ from typing import Any
 
 import grpc
 
-from ledger.errors import NotFoundError, UnavailableError
-from ledger.limits import check_reference
+from ledger.domain.errors import NotFoundError, UnavailableError
+from ledger.domain.limits import check_reference
 from services import codec
 from services.codec import messages
 from services.codec.pages import versions_after, versions_token

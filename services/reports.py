@@ -11,8 +11,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ledger import Ledger, LedgerError
-from ledger.base import ledger_id
+from ledger import Ledger
+
+from ledger import LedgerError
+from ledger.domain.base import ledger_id
 from services.server import describe
 from services.tables import basis_text, fields, table, to_json, usd, when
 

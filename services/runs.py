@@ -7,7 +7,7 @@ from typing import Any
 
 import grpc
 
-from ledger.errors import LedgerError
+from ledger.domain.errors import LedgerError
 from services import codec
 from services.codec import messages
 from services.edge import Edge

@@ -23,8 +23,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from ledger import Ledger
-from ledger.errors import UnavailableError
-from ledger.storage import damage
+from ledger.domain.errors import UnavailableError
+from ledger.storage.sqlite import damage
 from services.edge import Edge
 from services.events import EventsServicer
 from services.holder import Holder, HolderError, acquire

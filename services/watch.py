@@ -29,8 +29,8 @@ from uuid import UUID
 import grpc
 from google.protobuf.field_mask_pb2 import FieldMask
 
-from ledger.base import ledger_id
-from ledger.errors import InvalidArgumentError, LedgerError, ResourceExhaustedError
+from ledger.domain.base import ledger_id
+from ledger.domain.errors import InvalidArgumentError, LedgerError, ResourceExhaustedError
 from services import codec
 from services.codec import messages
 from services.edge import READ_TIMEOUT_MAX_S, Edge

@@ -1,4 +1,4 @@
-"""Messages built from the ledger's read models (the dicts of ledger.queries) and events."""
+"""Messages built from the ledger's read models (the dicts of ledger.views.queries) and events."""
 
 from __future__ import annotations
 

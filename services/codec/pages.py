@@ -9,8 +9,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ledger.errors import InvalidArgumentError
-from ledger.limits import PAGE_SIZE_MAX
+from ledger.domain.errors import InvalidArgumentError
+from ledger.domain.limits import PAGE_SIZE_MAX
 
 # Positions are SQLite and PostgreSQL integers (64-bit signed); tokens this server gives are short.
 POSITION_MAX = 2**63 - 1

@@ -17,8 +17,8 @@ from typing import Any
 
 from google.protobuf import struct_pb2, timestamp_pb2
 
-from ledger.errors import InvalidArgumentError
-from ledger.limits import DOCUMENT_DEPTH_MAX, MAP_ENTRIES_MAX
+from ledger.domain.errors import InvalidArgumentError
+from ledger.domain.limits import DOCUMENT_DEPTH_MAX, MAP_ENTRIES_MAX
 from trainledger.v1 import common_pb2
 
 __all__ = [

@@ -15,8 +15,8 @@ from google.protobuf import message as protobuf_message
 from google.protobuf import struct_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from ledger.errors import InvalidArgumentError
-from ledger.limits import DOCUMENT_REQUEST_BYTES_MAX, REQUEST_BYTES_MAX
+from ledger.domain.errors import InvalidArgumentError
+from ledger.domain.limits import DOCUMENT_REQUEST_BYTES_MAX, REQUEST_BYTES_MAX
 from trainledger.v1 import common_pb2
 
 __all__ = ["request_limit", "check_request_size", "decode"]

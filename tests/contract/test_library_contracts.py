@@ -3,8 +3,8 @@
 The library ships its contract tests in eventsourcing.tests.persistence, and its own suite
 subclasses them once per backend (tests/persistence_tests/test_sqlite.py, test_postgres.py and
 test_transcoder.py in the eventsourcing repository). The classes here do the same for
-ledger.storage.SQLiteRecorder, ledger.postgres.AggregateRecorder and ApplicationRecorder, and
-ledger.transcoder.MsgspecTranscoder, changing only what the library's per-backend modules change:
+ledger.storage.sqlite.SQLiteRecorder, ledger.storage.postgres.AggregateRecorder and ApplicationRecorder, and
+ledger.storage.transcoder.MsgspecTranscoder, changing only what the library's per-backend modules change:
 how the datastore is made and cleaned up, and the pool sizes its concurrency cases need.
 
 - SQLite: a SQLiteDatastore on a file in a temporary directory (the ledger always uses a file).
@@ -34,8 +34,8 @@ from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteDatastore
 from eventsourcing.tests import persistence as cases
 from eventsourcing.utils import Environment
 
-from ledger.storage import SQLiteRecorder, persistence_env
-from ledger.transcoder import MsgspecTranscoder
+from ledger.storage.sqlite import SQLiteRecorder, persistence_env
+from ledger.storage.transcoder import MsgspecTranscoder
 
 POSTGRES_URL = os.environ.get("TRAINLEDGER_TEST_DATABASE_URL", "")
 
@@ -101,7 +101,7 @@ class _SQLiteFile:
 
 
 class TestSQLiteRecorder(_SQLiteFile, cases.ApplicationRecorderTestCase):
-    """ledger.storage.SQLiteRecorder, the events' recorder of a SQLite ledger."""
+    """ledger.storage.sqlite.SQLiteRecorder, the events' recorder of a SQLite ledger."""
 
     def create_recorder(self) -> SQLiteRecorder:
         recorder = SQLiteRecorder(self.datastore())
@@ -119,7 +119,7 @@ class TestSQLiteRecorderAsAggregateRecorder(_SQLiteFile, cases.AggregateRecorder
 
 
 class TestSQLiteSnapshotRecorder(_SQLiteFile, cases.AggregateRecorderTestCase):
-    """The snapshots' recorder that the ledger's SQLite settings (ledger.storage.persistence_env)
+    """The snapshots' recorder that the ledger's SQLite settings (ledger.storage.sqlite.persistence_env)
     give: eventsourcing's SQLiteAggregateRecorder, made by its factory from those settings."""
 
     def create_recorder(self) -> LibraryAggregateRecorder:
@@ -168,7 +168,7 @@ class _PostgresSchema:
         super().setUp()  # type: ignore[misc]
         from eventsourcing.postgres import PostgresDatastore
 
-        from ledger.postgres import postgres_env
+        from ledger.storage.postgres import postgres_env
 
         env = postgres_env(POSTGRES_URL)
         self.datastore = PostgresDatastore(
@@ -193,10 +193,10 @@ class _PostgresSchema:
 
 
 class _PostgresApplicationRecorderCase(_PostgresSchema):
-    """ledger.postgres.ApplicationRecorder, the events' recorder of a PostgreSQL ledger."""
+    """ledger.storage.postgres.ApplicationRecorder, the events' recorder of a PostgreSQL ledger."""
 
     def create_recorder(self) -> Any:
-        from ledger.postgres import ApplicationRecorder
+        from ledger.storage.postgres import ApplicationRecorder
 
         recorder = ApplicationRecorder(self.datastore, events_table_name=EVENTS_TABLE)
         recorder.create_table()
@@ -221,10 +221,10 @@ class _PostgresApplicationRecorderCase(_PostgresSchema):
 
 
 class _PostgresApplicationRecorderAsAggregateCase(_PostgresSchema):
-    """The aggregate case on ledger.postgres.ApplicationRecorder (see _AsAggregateRecorder)."""
+    """The aggregate case on ledger.storage.postgres.ApplicationRecorder (see _AsAggregateRecorder)."""
 
     def create_recorder(self) -> Any:
-        from ledger.postgres import ApplicationRecorder
+        from ledger.storage.postgres import ApplicationRecorder
 
         recorder = ApplicationRecorder(self.datastore, events_table_name=EVENTS_TABLE)
         recorder.create_table()
@@ -232,10 +232,10 @@ class _PostgresApplicationRecorderAsAggregateCase(_PostgresSchema):
 
 
 class _PostgresAggregateRecorderCase(_PostgresSchema):
-    """ledger.postgres.AggregateRecorder, the snapshots' recorder of a PostgreSQL ledger."""
+    """ledger.storage.postgres.AggregateRecorder, the snapshots' recorder of a PostgreSQL ledger."""
 
     def create_recorder(self) -> Any:
-        from ledger.postgres import AggregateRecorder
+        from ledger.storage.postgres import AggregateRecorder
 
         recorder = AggregateRecorder(self.datastore, events_table_name=SNAPSHOTS_TABLE)
         recorder.create_table()
@@ -288,7 +288,7 @@ class TestPostgresAggregateRecorderTwoConnections(_PostgresAggregateRecorderCase
 
 
 class TestMsgspecTranscoder(cases.TranscoderTestCase):
-    """ledger.transcoder.MsgspecTranscoder (TRANSCODER_TOPIC). The library's case was written for
+    """ledger.storage.transcoder.MsgspecTranscoder (TRANSCODER_TOPIC). The library's case was written for
     its JSONTranscoder: the overrides below keep each case's round trips and replace what is
     JSON's (the exact bytes, `_type_` documents, registered transcodings) with the MessagePack
     equivalent or with what the transcoder deliberately does instead."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ledger import Ledger
-from ledger.errors import AbortedError, SpendCapExceededError
+from ledger.domain.errors import AbortedError, SpendCapExceededError
 from tests.ledger.conftest import FakeClock as Clock, dump_views
 
 

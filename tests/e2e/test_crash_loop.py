@@ -41,7 +41,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ledger import Ledger
-from ledger.base import ledger_id
+from ledger.domain.base import ledger_id
 from tests.client.server_thread import free_port
 from tests.e2e import crash_workload
 from tests.e2e.test_serve_guards import environment, trainledger

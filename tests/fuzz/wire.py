@@ -47,7 +47,7 @@ LIVE_TIMEOUT_S = 0.2
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
 UINT64 = (0, 2**64 - 1)
-# The ledger's limits (ledger.limits) and either side of them, and the types' own extremes.
+# The ledger's limits (ledger.domain.limits) and either side of them, and the types' own extremes.
 EDGE_INTS = [0, 1, -1, 2, 7, 8, 9, 255, 256, 257, 1_000, 4_096, 4_097, 9_999, 10_000, 10_001, 2**31 - 1, -(2**31),
              2**32, 2**53, 2**53 + 1, -(2**53) - 1, 10**13, 10**13 + 1, 2**62, 2**63 - 1, -(2**63)]
 NASTY_TEXT = ["", " ", "\x00", "a\x00b", "\x1f", "\x7f", "\u202e", "\ufeff", "\U0001f600", "é", "../../etc/passwd",

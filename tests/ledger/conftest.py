@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ledger import Ledger
-from ledger.views import TABLES
+from ledger.views.handlers import TABLES
 
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)
 DIGEST_A = "a" * 64

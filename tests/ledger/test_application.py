@@ -6,7 +6,11 @@ from typing import Any
 
 import pytest
 
-from ledger import AlreadyExistsError, Ledger, SpendCapExceededError
+from ledger import AlreadyExistsError
+
+from ledger import Ledger
+
+from ledger import SpendCapExceededError
 from tests.ledger.conftest import DIGEST_A
 
 
@@ -152,11 +156,11 @@ def test_a_ledger_written_before_the_keys_index_is_indexed_when_opened(sqlite_da
         first.close()
     with sqlite3.connect(sqlite_database) as side:
         assert side.execute("DELETE FROM stored_keys").rowcount == 2
-    import ledger.accounts
-    import ledger.runs
+    import ledger.domain.accounts
+    import ledger.domain.runs
 
-    windows = ledger.accounts.SETTLED_WINDOW, ledger.runs.BATCH_WINDOW
-    ledger.accounts.SETTLED_WINDOW, ledger.runs.BATCH_WINDOW = 0, 0  # Every retry must use the index.
+    windows = ledger.domain.accounts.SETTLED_WINDOW, ledger.domain.runs.BATCH_WINDOW
+    ledger.domain.accounts.SETTLED_WINDOW, ledger.domain.runs.BATCH_WINDOW = 0, 0  # Every retry must use the index.
     reopened = Ledger.open(sqlite_database)
     try:
         reopened.charge(account="team", charge_id="c1", amount_usd_micro=1)  # Evicts c0 from the window.
@@ -167,4 +171,4 @@ def test_a_ledger_written_before_the_keys_index_is_indexed_when_opened(sqlite_da
         assert (resent.duplicate, resent.position) == (True, appended.position)
     finally:
         reopened.close()
-        ledger.accounts.SETTLED_WINDOW, ledger.runs.BATCH_WINDOW = windows
+        ledger.domain.accounts.SETTLED_WINDOW, ledger.domain.runs.BATCH_WINDOW = windows

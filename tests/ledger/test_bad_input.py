@@ -19,7 +19,7 @@ from ledger import (
     LedgerError,
     NotFoundError,
 )
-from ledger.limits import BATCH_STEPS_MAX, MAP_ENTRIES_MAX, METRICS_PER_BATCH_MAX, USD_MICRO_MAX
+from ledger.domain.limits import BATCH_STEPS_MAX, MAP_ENTRIES_MAX, METRICS_PER_BATCH_MAX, USD_MICRO_MAX
 from tests.ledger.conftest import DIGEST_A, FakeClock
 
 UNKNOWN_RUN = "00000000-0000-5000-8000-000000000000"

@@ -7,18 +7,18 @@ from typing import Any
 
 import pytest
 
-from ledger import accounts as spend
-from ledger.accounts import Account
-from ledger.base import Audit, ledger_id
-from ledger.basis import check_basis, cost_usd_micro
-from ledger.errors import (
+from ledger.domain import accounts as spend
+from ledger.domain.accounts import Account
+from ledger.domain.base import Audit, ledger_id
+from ledger.domain.basis import check_basis, cost_usd_micro
+from ledger.domain.errors import (
     AlreadyExistsError,
     FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
     SpendCapExceededError,
 )
-from ledger.limits import check_usd_micro
+from ledger.domain.limits import check_usd_micro
 
 NOW = datetime(2025, 1, 1, tzinfo=timezone.utc)
 LATER = NOW + timedelta(hours=1)

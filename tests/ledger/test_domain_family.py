@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from ledger.base import Audit, ledger_id
-from ledger.errors import AbortedError, AlreadyExistsError, FailedPreconditionError, NotFoundError
-from ledger.registry import Family
+from ledger.domain.base import Audit, ledger_id
+from ledger.domain.errors import AbortedError, AlreadyExistsError, FailedPreconditionError, NotFoundError
+from ledger.domain.registry import Family
 
 NOW = datetime(2025, 1, 1, tzinfo=timezone.utc)
 PASSED = {"passed": True, "reason": "eval ok", "stats": {"accuracy": 0.9}}

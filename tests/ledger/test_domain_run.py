@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from ledger.base import Audit, ledger_id
-from ledger.batches import StepBatch
-from ledger.errors import AlreadyExistsError, FailedPreconditionError, InvalidArgumentError, NotFoundError
-from ledger.runs import Run
+from ledger.domain.base import Audit, ledger_id
+from ledger.domain.batches import StepBatch
+from ledger.domain.errors import AlreadyExistsError, FailedPreconditionError, InvalidArgumentError, NotFoundError
+from ledger.domain.runs import Run
 
 NOW = datetime(2025, 1, 1, tzinfo=timezone.utc)
 

@@ -7,8 +7,10 @@ from datetime import timedelta
 
 import pytest
 
-from ledger import Ledger, SpendCapExceededError
-from ledger.base import ledger_id
+from ledger import Ledger
+
+from ledger import SpendCapExceededError
+from ledger.domain.base import ledger_id
 from tests.ledger.conftest import FakeClock
 
 

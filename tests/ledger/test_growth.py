@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
-from ledger import InvalidArgumentError, Ledger
-from ledger.limits import (
+from ledger import InvalidArgumentError
+
+from ledger import Ledger
+from ledger.domain.limits import (
     BATCH_BYTES_MAX,
     DOCUMENT_BYTES_MAX,
     EXPIRED_CHECKPOINTS_LISTED,

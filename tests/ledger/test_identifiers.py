@@ -9,8 +9,10 @@ import uuid
 
 import pytest
 
-from ledger import InvalidArgumentError, Ledger
-from ledger.limits import check_id, check_text
+from ledger import InvalidArgumentError
+
+from ledger import Ledger
+from ledger.domain.limits import check_id, check_text
 from tests.ledger.conftest import DIGEST_A
 
 # Identifiers the clients, integrations and tests use: each must stay valid.
@@ -131,9 +133,9 @@ def test_a_charge_reason_cannot_forge_an_audit_row(ledger: Ledger) -> None:
 def test_names_made_before_the_identifier_rules_stay_reachable(ledger: Ledger) -> None:
     """An account, a family and a run named before these rules (a space, say) were accepted then:
     they stay readable and usable; only new names are held to the rules."""
-    from ledger.accounts import Account
-    from ledger.base import Audit, ledger_id
-    from ledger.registry import Family
+    from ledger.domain.accounts import Account
+    from ledger.domain.base import Audit, ledger_id
+    from ledger.domain.registry import Family
 
     audit = Audit("earlier-version", "", ledger.clock())
     ledger.save(Account._create(Account.Opened, id=ledger_id("account", "team a"), name="team a", parent="",

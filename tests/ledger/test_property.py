@@ -32,8 +32,8 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-import ledger.accounts
-import ledger.runs
+import ledger.domain.accounts
+import ledger.domain.runs
 from ledger import (
     AlreadyExistsError,
     FailedPreconditionError,
@@ -114,8 +114,8 @@ class Checkpoint:
 class LedgerMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.windows = (ledger.accounts.SETTLED_WINDOW, ledger.runs.BATCH_WINDOW)
-        ledger.accounts.SETTLED_WINDOW, ledger.runs.BATCH_WINDOW = 3, 2
+        self.windows = (ledger.domain.accounts.SETTLED_WINDOW, ledger.domain.runs.BATCH_WINDOW)
+        ledger.domain.accounts.SETTLED_WINDOW, ledger.domain.runs.BATCH_WINDOW = 3, 2
         self.directory = Path(tempfile.mkdtemp(prefix="ledger-property-"))
         self.path = str(self.directory / "ledger.db")
         self.clock = FakeClock()
@@ -140,7 +140,7 @@ class LedgerMachine(RuleBasedStateMachine):
             self.reader.close()
             self.ledger.close()
         finally:
-            ledger.accounts.SETTLED_WINDOW, ledger.runs.BATCH_WINDOW = self.windows
+            ledger.domain.accounts.SETTLED_WINDOW, ledger.domain.runs.BATCH_WINDOW = self.windows
             shutil.rmtree(self.directory, ignore_errors=True)
 
     # Helpers.
@@ -549,7 +549,7 @@ class LedgerMachine(RuleBasedStateMachine):
     @rule()
     def open_a_run_account_first(self) -> None:
         """The account of a run that is not opened yet cannot be taken by OpenAccount."""
-        from ledger.base import ledger_id
+        from ledger.domain.base import ledger_id
 
         run_id = str(ledger_id("run", self.fresh("later-run-")))
         self.refused(InvalidArgumentError, lambda: self.ledger.open_account(account=run_id, cap_usd_micro=None),

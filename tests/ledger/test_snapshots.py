@@ -4,9 +4,9 @@ snapshot and behaves exactly as before (fencing, retries, totals)."""
 from __future__ import annotations
 
 from ledger import Ledger
-from ledger.accounts import Account
-from ledger.base import ledger_id
-from ledger.runs import Run
+from ledger.domain.accounts import Account
+from ledger.domain.base import ledger_id
+from ledger.domain.runs import Run
 
 
 def test_a_run_and_an_account_reload_from_their_snapshots(sqlite_database: str) -> None:

@@ -14,15 +14,15 @@ import pytest
 from eventsourcing.domain import Snapshot
 
 from ledger import Ledger
-from ledger import accounts as spend
-from ledger.accounts import Account
-from ledger.base import Audit, LedgerAggregate, ledger_id
-from ledger.basis import check_basis
-from ledger.errors import SpendCapExceededError
-from ledger.batches import StepBatch
-from ledger.registry import Family
-from ledger.runs import Run
-from ledger.transcoder import MsgspecTranscoder
+from ledger.domain import accounts as spend
+from ledger.domain.accounts import Account
+from ledger.domain.base import Audit, LedgerAggregate, ledger_id
+from ledger.domain.basis import check_basis
+from ledger.domain.errors import SpendCapExceededError
+from ledger.domain.batches import StepBatch
+from ledger.domain.registry import Family
+from ledger.domain.runs import Run
+from ledger.storage.transcoder import MsgspecTranscoder
 
 NOW = datetime(2025, 1, 1, 12, 30, 15, 123456, tzinfo=timezone.utc)
 AUDIT = Audit("alice@example.com", "request-7", NOW)

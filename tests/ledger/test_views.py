@@ -9,7 +9,11 @@ from typing import Any
 
 import pytest
 
-from ledger import Ledger, SpendCapExceededError, UnavailableError
+from ledger import Ledger
+
+from ledger import SpendCapExceededError
+
+from ledger import UnavailableError
 from tests.ledger.conftest import DIGEST_A, DIGEST_B, DIGEST_C, FakeClock, dump_views
 
 BASIS = {"price_sheet": "tinker-2025", "price_source": "https://example.com/pricing",
@@ -349,8 +353,8 @@ def test_a_log_with_an_id_counted_twice_by_an_older_version_still_projects(sqlit
     """Versions before the keys index forgot ids beyond a window and recorded a retry of an old
     charge or reservation as new. Such a log stays readable: the views project it (the row
     shows the latest event for the id) and their totals equal the aggregate's."""
-    from ledger import accounts as spend
-    from ledger.base import Audit
+    from ledger.domain import accounts as spend
+    from ledger.domain.base import Audit
 
     app = Ledger.open(sqlite_database)
     try:
@@ -380,7 +384,7 @@ def test_a_log_with_an_id_counted_twice_by_an_older_version_still_projects(sqlit
 def test_indexes_declared_after_a_file_was_made_are_added_when_it_is_opened(sqlite_database: str) -> None:
     import sqlite3
 
-    from ledger.views import TABLES
+    from ledger.views.handlers import TABLES
 
     Ledger.open(sqlite_database).close()
     with sqlite3.connect(sqlite_database) as side:

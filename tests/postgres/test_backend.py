@@ -28,7 +28,7 @@ if not POSTGRES_URL:
 import psycopg  # noqa: E402
 
 from ledger import Ledger  # noqa: E402
-from ledger.errors import AbortedError, SpendCapExceededError, UnavailableError  # noqa: E402
+from ledger.domain.errors import AbortedError, SpendCapExceededError, UnavailableError  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 

@@ -10,7 +10,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from ledger import errors as ledger_errors
+from ledger.domain import errors as ledger_errors
 from services.errors import DOMAIN, STATUS_BY_ERROR
 from tests.service.support import Served, Stubs, batch, error_info, open_run
 from trainledger.v1 import common_pb2, registry_pb2, runs_pb2, spend_pb2

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 import grpc
 import pytest
 
-from ledger.errors import UnavailableError
+from ledger.domain.errors import UnavailableError
 from services.edge import STREAMS_PER_CLIENT_MAX, WORKER_THREADS_PER_CLIENT, ByteBudget, Edge
 from tests.service.support import Served, Stubs, batch, error_info, open_run
 from trainledger.v1 import runs_pb2, spend_pb2

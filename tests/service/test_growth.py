@@ -101,7 +101,7 @@ def test_a_series_page_is_bounded_by_bytes_and_pages_cover_every_step(stubs: Stu
 
 
 def test_a_step_batch_whose_event_could_not_be_read_back_is_refused(served: Served, stubs: Stubs) -> None:
-    from ledger.limits import BATCH_BYTES_MAX
+    from ledger.domain.limits import BATCH_BYTES_MAX
 
     run_id = open_run(stubs).state.run.run_id
     steps = list(range(10_000))

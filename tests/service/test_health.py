@@ -13,7 +13,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ledger import Ledger
-from ledger.errors import UnavailableError
+from ledger.domain.errors import UnavailableError
 from services import server as server_module
 from services.server import SERVICE_NAMES
 from tests.service.support import Served

@@ -14,8 +14,8 @@ import pytest
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from ledger import Ledger
-from ledger.errors import InvalidArgumentError
-from ledger.limits import DOCUMENT_REQUEST_BYTES_MAX, REQUEST_BYTES_MAX
+from ledger.domain.errors import InvalidArgumentError
+from ledger.domain.limits import DOCUMENT_REQUEST_BYTES_MAX, REQUEST_BYTES_MAX
 from services.codec import encode_token
 from tests.service.support import Served, Stubs, error_info, field, key, open_run
 from trainledger.v1 import common_pb2, runs_pb2, spend_pb2

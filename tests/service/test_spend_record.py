@@ -13,8 +13,8 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ledger import Ledger
-from ledger.accounts import SETTLED_WINDOW
-from ledger.runs import BATCH_WINDOW
+from ledger.domain.accounts import SETTLED_WINDOW
+from ledger.domain.runs import BATCH_WINDOW
 from tests.service.support import Served, Stubs, batch, error_info, key, open_run
 from trainledger.v1 import common_pb2, runs_pb2, spend_pb2
 

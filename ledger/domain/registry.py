@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger.base import Audit, LedgerAggregate
-from ledger.errors import AbortedError, AlreadyExistsError, FailedPreconditionError, NotFoundError
-from ledger.limits import DOCUMENT_BYTES_MAX, check_document_bytes, check_text
+from ledger.domain.base import Audit, LedgerAggregate
+from ledger.domain.errors import AbortedError, AlreadyExistsError, FailedPreconditionError, NotFoundError
+from ledger.domain.limits import DOCUMENT_BYTES_MAX, check_document_bytes, check_text
 
 __all__ = ["Family"]
 

@@ -1,7 +1,7 @@
 """PostgreSQL, the scale-out backend: several server processes over one database.
 
 Events live in eventsourcing's tables (`trainledger_events`, `trainledger_snapshots`), the views
-in ours (TABLES of ledger.views plus view_tracking), all in one schema (`?schema=NAME` in the URL,
+in ours (TABLES of ledger.views.handlers plus view_tracking), all in one schema (`?schema=NAME` in the URL,
 else public). What this module adds to eventsourcing's postgres persistence:
 
 - recorders that give up quickly when the database is unreachable (the library retries each call
@@ -11,7 +11,7 @@ else public). What this module adds to eventsourcing's postgres persistence:
 - the schema, created on first use under an advisory lock (several processes may start at once),
   and a NOTIFY channel per schema;
 - PostgresStorage: the views in a psycopg pool of their own, read through a wrapper that runs the
-  portable SQL of ledger.views and ledger.queries (`?` placeholders) on PostgreSQL; projection
+  portable SQL of ledger.views.handlers and ledger.views.queries (`?` placeholders) on PostgreSQL; projection
   transactions run in pipeline mode (one round trip per fetch, not per statement);
 - PostgresProjector: exactly once across processes. Each chunk is applied inside a transaction
   that first locks the views' tracking rows (SELECT ... FOR UPDATE) and re-reads them, so two
@@ -51,11 +51,11 @@ from eventsourcing.postgres import (
 from eventsourcing.utils import get_topic
 from psycopg.sql import SQL, Composable, Identifier
 
-from ledger.errors import UnavailableError
-from ledger.projector import ProjectionFailed, Projector
-from ledger.queries import ViewReader
-from ledger.storage import Storage
-from ledger.views import TABLES, VIEWS
+from ledger.domain.errors import UnavailableError
+from ledger.views.projector import ProjectionFailed, Projector
+from ledger.views.queries import ViewReader
+from ledger.storage.sqlite import Storage
+from ledger.views.handlers import TABLES, VIEWS
 
 __all__ = ["Factory", "PostgresProjector", "PostgresStorage", "postgres_env"]
 
@@ -130,7 +130,7 @@ def postgres_env(url: str) -> dict[str, str]:
 
 
 def keys_table_name(events_table_name: str) -> str:
-    """The keys index of an events table (ledger.keys)."""
+    """The keys index of an events table (ledger.storage.keys)."""
     return f"{events_table_name}_keys"
 
 
@@ -224,7 +224,7 @@ class ApplicationRecorder(PostgresApplicationRecorder):
                                        " originator_version))").format(self.keys_table))
 
     def _insert_events(self, curs: Any, stored_events: Any, **kwargs: Any) -> None:
-        """The keys index (ledger.keys) is written in the transaction of the events it indexes."""
+        """The keys index (ledger.storage.keys) is written in the transaction of the events it indexes."""
         super()._insert_events(curs, stored_events, **kwargs)
         keys = kwargs.get("keys") or []
         if keys:
@@ -597,7 +597,7 @@ class PostgresStorage(Storage):
 
 
 class PostgresProjector(Projector):
-    """The projector of ledger.projector, exactly once across processes and woken by LISTEN.
+    """The projector of ledger.views.projector, exactly once across processes and woken by LISTEN.
     `start()` projects in the background; `follow()` instead only tracks what other processes
     (workers, other servers) have projected."""
 

@@ -299,9 +299,9 @@ def _version_promoted(c: Cursor, e: Any, position: int, family: str) -> None:
 
 def handlers() -> dict[str, dict[type, Handler]]:
     """view -> event class -> handler(cursor, event, position)."""
-    from ledger.accounts import Account
-    from ledger.registry import Family
-    from ledger.runs import Run
+    from ledger.domain.accounts import Account
+    from ledger.domain.registry import Family
+    from ledger.domain.runs import Run
 
     def by_account(handler: Callable[[Cursor, Any, int, str], None]) -> Handler:
         return lambda c, e, position: handler(c, e, position, _lookup(c, e.originator_id))

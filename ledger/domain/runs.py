@@ -12,10 +12,10 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from ledger.base import Audit, LedgerAggregate
-from ledger.batches import StepBatch
-from ledger.errors import AlreadyExistsError, FailedPreconditionError, InvalidArgumentError, NotFoundError
-from ledger.limits import SUMMARY_BYTES_MAX, check_document_bytes
+from ledger.domain.base import Audit, LedgerAggregate
+from ledger.domain.batches import StepBatch
+from ledger.domain.errors import AlreadyExistsError, FailedPreconditionError, InvalidArgumentError, NotFoundError
+from ledger.domain.limits import SUMMARY_BYTES_MAX, check_document_bytes
 
 __all__ = ["Run", "RUN_STATUSES", "FINISH_STATUSES", "FIDELITIES"]
 
@@ -23,7 +23,7 @@ RUN_STATUSES = ("running", "done", "failed", "stopped")
 FINISH_STATUSES = ("done", "failed", "stopped")
 FIDELITIES = ("weights", "weights+optimizer")
 # How many batch fingerprints of the current attempt are kept in the state for exact-retry
-# answers; older batches are recalled from the keys index (ledger.keys), so a retry at any
+# answers; older batches are recalled from the keys index (ledger.storage.keys), so a retry at any
 # distance is answered as the duplicate it is.
 BATCH_WINDOW = 4_096
 

@@ -33,7 +33,7 @@ from typing import Any
 
 import msgspec
 
-from ledger.errors import InvalidArgumentError
+from ledger.domain.errors import InvalidArgumentError
 
 __all__ = [
     "BATCH_STEPS_MAX",

@@ -18,8 +18,8 @@ from typing import Any
 
 import msgspec
 
-from ledger.errors import InvalidArgumentError
-from ledger.limits import (
+from ledger.domain.errors import InvalidArgumentError
+from ledger.domain.limits import (
     BATCH_BYTES_MAX,
     BATCH_STEPS_MAX,
     METRICS_PER_BATCH_MAX,

@@ -28,7 +28,7 @@ from eventsourcing.persistence import Transcoder
 
 __all__ = ["MsgspecTranscoder", "TOPIC"]
 
-TOPIC = "ledger.transcoder:MsgspecTranscoder"
+TOPIC = "ledger.storage.transcoder:MsgspecTranscoder"
 
 _UUID_EXT = 1
 

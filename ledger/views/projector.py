@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
-from ledger.views import VIEWS, apply_events, handlers
+from ledger.views.handlers import VIEWS, apply_events, handlers
 
 __all__ = ["Projector", "ProjectionFailed"]
 
@@ -46,7 +46,7 @@ class ProjectionFailed(Exception):
 
 
 class Projector:
-    """Projects `app`'s log into the views held by `database` (see ledger.storage).
+    """Projects `app`'s log into the views held by `database` (see ledger.storage.sqlite).
 
     Only a started projector (`start()`) or an explicit `catch_up()`/`rebuild()` writes the views;
     a ledger opened to read (project=False) never projects: its `wait()` follows the positions

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from ledger.limits import EXPIRED_CHECKPOINTS_LISTED, PAGE_BYTES_MAX
+from ledger.domain.limits import EXPIRED_CHECKPOINTS_LISTED, PAGE_BYTES_MAX
 
 __all__ = ["ViewReader"]
 

@@ -20,9 +20,9 @@ import sqlite_utils
 from eventsourcing.persistence import InterfaceError, OperationalError
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 
-from ledger.keys import event_keys
-from ledger.queries import ViewReader
-from ledger.views import TABLES, VIEWS
+from ledger.storage.keys import event_keys
+from ledger.views.queries import ViewReader
+from ledger.views.handlers import TABLES, VIEWS
 
 __all__ = ["Storage", "SQLiteStorage", "SQLiteRecorder", "open_storage", "persistence_env", "damage"]
 
@@ -68,15 +68,15 @@ def damage(database: str) -> str | None:
 def persistence_env(database: str) -> dict[str, str]:
     """eventsourcing settings for a SQLite path or a postgresql:// URL."""
     if database.startswith(("postgresql://", "postgres://")):
-        from ledger.postgres import postgres_env
+        from ledger.storage.postgres import postgres_env
 
         return postgres_env(database)
     return {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": database, "SQLITE_LOCK_TIMEOUT": "30",
-            "APPLICATION_RECORDER_TOPIC": "ledger.storage:SQLiteRecorder"}
+            "APPLICATION_RECORDER_TOPIC": "ledger.storage.sqlite:SQLiteRecorder"}
 
 
 class SQLiteRecorder(SQLiteApplicationRecorder):
-    """eventsourcing's SQLite recorder that also writes the keys index (ledger.keys) in the
+    """eventsourcing's SQLite recorder that also writes the keys index (ledger.storage.keys) in the
     transaction of the events: `save(..., keys=[(aggregate id, key, version), ...])`."""
 
     def construct_create_table_statements(self) -> list[str]:
@@ -94,8 +94,8 @@ class SQLiteRecorder(SQLiteApplicationRecorder):
 
 
 def open_storage(app: Any) -> Storage:
-    if app.env.get("PERSISTENCE_MODULE", "").startswith(("eventsourcing.postgres", "ledger.postgres")):
-        from ledger.postgres import PostgresStorage
+    if app.env.get("PERSISTENCE_MODULE", "").startswith(("eventsourcing.postgres", "ledger.storage.postgres")):
+        from ledger.storage.postgres import PostgresStorage
 
         return PostgresStorage(app)
     return SQLiteStorage(app)
@@ -110,7 +110,7 @@ class Storage:
     views: ViewReader
 
     def projector(self, app: Any) -> Any:
-        from ledger.projector import Projector
+        from ledger.views.projector import Projector
 
         return Projector(app, self)
 
@@ -121,7 +121,7 @@ class Storage:
         raise NotImplementedError
 
     def key_versions(self, originator_id: UUID, key: str) -> list[int]:
-        """The versions of the events of `originator_id` that used `key` (ledger.keys), oldest first."""
+        """The versions of the events of `originator_id` that used `key` (ledger.storage.keys), oldest first."""
         raise NotImplementedError
 
     def keys_missing(self) -> bool:
@@ -132,8 +132,8 @@ class Storage:
     def index_log(self) -> int:
         """Write the keys of every event in the log into the index (idempotent). Returns the
         number of keys written."""
-        from ledger.application import event_topics
-        from ledger.keys import KEYED_EVENTS
+        from ledger.domain.topics import event_topics
+        from ledger.storage.keys import KEYED_EVENTS
 
         topics = [topic for name in KEYED_EVENTS for topic in event_topics(name)]
         written, start = 0, 1

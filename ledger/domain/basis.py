@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ledger.errors import InvalidArgumentError
-from ledger.limits import MAP_ENTRIES_MAX, STEP_MAX, USD_MICRO_MAX, check_id, check_int, check_text, check_usd_micro
+from ledger.domain.errors import InvalidArgumentError
+from ledger.domain.limits import MAP_ENTRIES_MAX, STEP_MAX, USD_MICRO_MAX, check_id, check_int, check_text, check_usd_micro
 
 __all__ = ["TOKEN_CLASSES", "check_basis", "cost_usd_micro"]
 

@@ -2,7 +2,7 @@
 
 `Ledger` is an eventsourcing Application over one of two persistence modules: SQLite (the
 embedded default: one file holds events and views) or PostgreSQL. Every command validates its
-input (ledger.limits), loads the aggregates it touches from the in-process cache, lets them
+input (ledger.domain.limits), loads the aggregates it touches from the in-process cache, lets them
 decide, and saves their new events atomically. It answers with the global position of what it
 recorded, or of what an identical earlier request recorded (a retry is a no-op).
 """
@@ -23,14 +23,14 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError, Recording
 
-from ledger import accounts as spend
-from ledger import transcoder
-from ledger.accounts import Account
-from ledger.base import Audit, LedgerAggregate, ledger_id
-from ledger.keys import batch_key, event_keys, spend_key
-from ledger.basis import check_basis
-from ledger.batches import StepBatch
-from ledger.errors import (
+from ledger.domain import accounts as spend
+from ledger.storage import transcoder
+from ledger.domain.accounts import Account
+from ledger.domain.base import Audit, LedgerAggregate, ledger_id
+from ledger.storage.keys import batch_key, event_keys, spend_key
+from ledger.domain.basis import check_basis
+from ledger.domain.batches import StepBatch
+from ledger.domain.errors import (
     AbortedError,
     AlreadyExistsError,
     FailedPreconditionError,
@@ -39,7 +39,7 @@ from ledger.errors import (
     NotFoundError,
     UnavailableError,
 )
-from ledger.limits import (
+from ledger.domain.limits import (
     ERROR_LENGTH_MAX,
     PAGE_SIZE_MAX,
     PARENT_DEPTH_MAX,
@@ -51,9 +51,10 @@ from ledger.limits import (
     check_text,
     check_usd_micro,
 )
-from ledger.registry import Family
-from ledger.runs import FIDELITIES, FINISH_STATUSES, Run
-from ledger.storage import Storage, open_storage
+from ledger.domain.registry import Family
+from ledger.domain.runs import FIDELITIES, FINISH_STATUSES, Run
+from ledger.domain.topics import event_topics
+from ledger.storage.sqlite import Storage, open_storage
 
 __all__ = ["Ledger", "Receipt", "utc_now"]
 
@@ -157,7 +158,7 @@ class Ledger(Application[UUID]):
     def open(cls, database: str, *, clock: Callable[[], datetime] = utc_now, project: bool = True,
              env: dict[str, str] | None = None) -> Ledger:
         """Open the ledger on a SQLite file path or a postgresql:// URL."""
-        from ledger.storage import persistence_env
+        from ledger.storage.sqlite import persistence_env
 
         return cls({**persistence_env(database), **(env or {})}, clock=clock, project=project)
 
@@ -176,7 +177,7 @@ class Ledger(Application[UUID]):
             processing_event.events.extend(aggregate.collect_events())
             processing_event.aggregates[aggregate.id] = aggregate
         processing_event.saved_kwargs.update(kwargs)
-        # Client-made ids are indexed for good in the same transaction (ledger.keys).
+        # Client-made ids are indexed for good in the same transaction (ledger.storage.keys).
         keys = [(event.originator_id, key, event.originator_version)
                 for event in processing_event.events for key in event_keys(event)]
         if keys:
@@ -211,7 +212,7 @@ class Ledger(Application[UUID]):
             raise NotFoundError(f"no {what} {key}", reason=reason, **{what: key}) from None
 
     def _recalled_events(self, aggregate_id: UUID, key: str) -> list[Any]:
-        """The stored events of an aggregate that used `key` (ledger.keys), oldest first."""
+        """The stored events of an aggregate that used `key` (ledger.storage.keys), oldest first."""
         events = []
         for version in self.storage.key_versions(aggregate_id, key):
             for stored in self.recorder.select_events(aggregate_id, gt=version - 1, lte=version):
@@ -396,7 +397,7 @@ class Ledger(Application[UUID]):
     def append_steps(self, *, run_id: str, attempt: int, steps: Sequence[int], tokens: Sequence[int] | None = None,
                      usd_micro: Sequence[int] | None = None, metrics: dict[str, Any] | None = None,
                      principal: str = "", request_id: str = "") -> Receipt:
-        """Record one batch of steps as one event (see ledger.batches for the shape)."""
+        """Record one batch of steps as one event (see ledger.domain.batches for the shape)."""
         batch = StepBatch.build(attempt=attempt, steps=steps, tokens=tokens, usd_micro=usd_micro, metrics=metrics)
         audit = self._audit(principal, request_id)
 
@@ -871,17 +872,3 @@ def _sha256_digest(digest: Any) -> str:
     if not isinstance(hexdigest, str) or len(hexdigest) != 64 or any(c not in "0123456789abcdef" for c in hexdigest):
         raise InvalidArgumentError('digest must be "sha256:" and 64 lowercase hex digits', reason="INVALID_DIGEST")
     return "sha256:" + hexdigest
-
-
-def event_topics(name: str) -> list[str]:
-    """Stored topics of the event type `name` ("StepsRecorded" or "Run.StepsRecorded")."""
-    from eventsourcing.utils import get_topic
-
-    found = []
-    for aggregate in (Run, Account, Family):
-        for attribute in vars(aggregate).values():
-            if isinstance(attribute, type) and issubclass(attribute, LedgerAggregate.Event):
-                qualname = attribute.__qualname__
-                if name in (qualname, qualname.split(".")[-1]):
-                    found.append(get_topic(attribute))
-    return found

@@ -15,13 +15,13 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from ledger.base import Audit, LedgerAggregate
-from ledger.errors import AlreadyExistsError, FailedPreconditionError, NotFoundError, SpendCapExceededError
+from ledger.domain.base import Audit, LedgerAggregate
+from ledger.domain.errors import AlreadyExistsError, FailedPreconditionError, NotFoundError, SpendCapExceededError
 
 __all__ = ["Account", "SETTLED_WINDOW", "SUPERSEDED", "Recall"]
 
 # Settled reservations and charges kept in the state, a cache for idempotent retries; older ones
-# leave it and are recalled from the keys index (ledger.keys), so an id is never forgotten.
+# leave it and are recalled from the keys index (ledger.storage.keys), so an id is never forgotten.
 # Pending holds are always kept.
 SETTLED_WINDOW = 2_000
 # The reason of a release recorded when a new attempt fences off the attempt that held the spend.
@@ -175,7 +175,7 @@ class Account(LedgerAggregate):
 
     @classmethod
     def scratch(cls) -> Account:
-        """An empty account, to fold the recalled events of one id into (ledger.keys)."""
+        """An empty account, to fold the recalled events of one id into (ledger.storage.keys)."""
         account = cls.__new__(cls)
         account.__dict__.update(name="", parent="", cap=None, committed=0, pending=0, overrun=0, holds={},
                                 settled={}, evicted=0, window_max=float("inf"))

@@ -1,0 +1,1 @@
+"""The application: commands in, events and log positions out, reads from the views."""
