@@ -1,0 +1,273 @@
+"""The read models: what the views answer, as frozen msgspec Structs.
+
+Each mirrors the trainledger.v1 message of the same name field for field where one exists, so the
+ledger, the wire and the client speak one vocabulary (`state.resume.handle.uri`,
+`state.spend.committed_usd_micro`). Money is int micro-dollars, times are aware UTC datetimes,
+documents (spec, summary, metadata, cost bases, gate stats) are plain dicts. A run's status is the
+ledger's name for it ("running", "done", "failed", "stopped"); the codec maps it to RunStatus.
+
+Structs are built directly from view rows (no validation on construction, so they cost about
+what a dict does); nested collections are tuples.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+__all__ = [
+    "Moment", "RunStatus", "StateHandle", "RunInfo", "Attempt", "Checkpoint", "Resume", "SpendTotals", "RunState",
+    "RunSummary", "RunPage", "MetricColumn", "SeriesPage", "Account", "Reservation", "ReservationPage",
+    "ModelVersion", "GateVerdict", "Promotion", "Family", "FamilyPage", "FamilySummary",
+]
+
+#: An aware datetime (UTC as read from the views).
+Moment = Annotated[datetime, msgspec.Meta(tz=True)]
+RunStatus = Literal["running", "done", "failed", "stopped"]
+
+
+# Runs.
+
+
+class StateHandle(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a checkpoint's state lives: backend, uri, fidelity ("weights" or "weights+optimizer")."""
+
+    backend: str
+    uri: str
+    fidelity: str
+
+
+class RunInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """A run's identity and lifecycle; `error` is empty unless it failed."""
+
+    run_id: str
+    run_key: str
+    name: str
+    status: RunStatus
+    spec: dict[str, Any]
+    summary: dict[str, Any]
+    error: str
+    opened_at: Moment
+    finished_at: Moment | None
+
+
+class Attempt(msgspec.Struct, frozen=True, kw_only=True):
+    """One process's life on a run; `resumed_from_step` is None for an attempt that started fresh."""
+
+    number: int
+    attempt_id: str
+    label: str
+    started_at: Moment
+    resumed_from_step: int | None
+    ended: bool
+
+
+class Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
+    """A saved checkpoint; `expires_at` is None for state that never expires."""
+
+    attempt: int
+    step: int
+    handle: StateHandle
+    sampler_uri: str
+    final: bool
+    saved_at: Moment
+    expires_at: Moment | None
+    digest: str
+
+
+class Resume(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a new attempt would resume: from the live checkpoint's step with its handle, and the
+    spend the run has committed so far. Not `available` (handle None) when no checkpoint is live."""
+
+    available: bool
+    from_step: int
+    handle: StateHandle | None
+    sampler_uri: str
+    spend_committed_usd_micro: int
+
+
+class SpendTotals(msgspec.Struct, frozen=True, kw_only=True):
+    """A run's spend; cap and remaining are None for an uncapped account."""
+
+    cap_usd_micro: int | None
+    committed_usd_micro: int
+    pending_usd_micro: int
+    remaining_usd_micro: int | None
+    overrun_usd_micro: int
+
+
+class RunState(msgspec.Struct, frozen=True, kw_only=True):
+    """What a resuming trainer gets (see design.md, RunState). `current_attempt` is 0 before any
+    attempt; `last_step` None before any step; `expired_checkpoints` the few that expired most
+    recently, in step order, `expired_checkpoint_count` how many expired in all."""
+
+    run: RunInfo
+    attempts: tuple[Attempt, ...]
+    current_attempt: int
+    checkpoint: Checkpoint | None
+    expired_checkpoints: tuple[Checkpoint, ...]
+    expired_checkpoint_count: int
+    resume: Resume
+    last_step: int | None
+    spend: SpendTotals
+    position: int
+
+
+class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """A run in a list of runs."""
+
+    run_id: str
+    name: str
+    status: RunStatus
+    current_attempt: int
+    last_step: int | None
+    committed_usd_micro: int
+    opened_at: Moment
+
+
+class RunPage(msgspec.Struct, frozen=True, kw_only=True):
+    """A page of runs, newest first; `after` is the (opened_at epoch, run_id) the next page
+    follows, None when no run is left."""
+
+    runs: tuple[RunSummary, ...]
+    after: tuple[float, str] | None
+
+
+class MetricColumn(msgspec.Struct, frozen=True, kw_only=True):
+    """One metric of a series page: its values, and with a non-empty `index` the position within
+    the page's steps that each value belongs to (empty: one value per step of the page)."""
+
+    name: str
+    values: tuple[float, ...]
+    index: tuple[int, ...] = ()
+
+
+class SeriesPage(msgspec.Struct, frozen=True, kw_only=True):
+    """A page of a run's series, column-wise: one entry per record in steps, attempts, tokens,
+    usd_micro and superseded (tokens and cost 0 where none was given), metrics by name.
+    `next_from_step` continues it; None on the last page."""
+
+    steps: tuple[int, ...]
+    attempts: tuple[int, ...]
+    tokens: tuple[int, ...]
+    usd_micro: tuple[int, ...]
+    superseded: tuple[bool, ...]
+    metrics: tuple[MetricColumn, ...]
+    next_from_step: int | None
+
+    def metric(self, name: str) -> MetricColumn | None:
+        """The column of metric `name`, or None when the page holds none of its values."""
+        return next((column for column in self.metrics if column.name == name), None)
+
+
+# Spend.
+
+
+class Account(msgspec.Struct, frozen=True, kw_only=True):
+    """A spend account's totals; cap and remaining are None for an uncapped account, `parent` is
+    empty for a top-level one."""
+
+    account: str
+    parent: str
+    cap_usd_micro: int | None
+    committed_usd_micro: int
+    pending_usd_micro: int
+    remaining_usd_micro: int | None
+    overrun_usd_micro: int
+
+
+class Reservation(msgspec.Struct, frozen=True, kw_only=True):
+    """An entry of an account's audit trail: a reservation (kind "reservation", state pending,
+    committed, released, expired or refused) or a charge (kind "charge", state charged). Bases
+    are cost-basis documents; `actual_basis` is None until a commit gives one."""
+
+    reservation_id: str
+    kind: str
+    state: str
+    amount_usd_micro: int
+    actual_usd_micro: int
+    overrun_usd_micro: int
+    basis: dict[str, Any]
+    actual_basis: dict[str, Any] | None
+    reason: str
+    attempt: int
+    reserved_at: Moment
+    settled_at: Moment | None
+    expires_at: Moment | None
+    position: int
+
+
+class ReservationPage(msgspec.Struct, frozen=True, kw_only=True):
+    """A page of an account's audit trail in log order; `after_position` is what the next page
+    follows when this one is full (it may be empty), None otherwise."""
+
+    reservations: tuple[Reservation, ...]
+    after_position: int | None
+
+
+# Registry.
+
+
+class ModelVersion(msgspec.Struct, frozen=True, kw_only=True):
+    """A registered version; `source_run_id` is empty when no run is named."""
+
+    family: str
+    version: int
+    artifact_uri: str
+    digest: str
+    source_run_id: str
+    source_step: int
+    metadata: dict[str, Any]
+    registered_at: Moment
+
+
+class GateVerdict(msgspec.Struct, frozen=True, kw_only=True):
+    """The gate's verdict a promotion carried."""
+
+    passed: bool
+    reason: str
+    stats: dict[str, Any]
+
+
+class Promotion(msgspec.Struct, frozen=True, kw_only=True):
+    """A promotion or a rollback (`kind`), in the family's history; `previous` is 0 when no
+    version was current, `verdict` None when none was given."""
+
+    version: int
+    previous: int
+    kind: str
+    verdict: GateVerdict | None
+    reason: str
+    at: Moment
+    principal: str
+    position: int
+
+
+class Family(msgspec.Struct, frozen=True, kw_only=True):
+    """A registry family: its current version (0: none), versions and promotion history."""
+
+    family: str
+    current: int
+    versions: tuple[ModelVersion, ...]
+    history: tuple[Promotion, ...]
+
+
+class FamilyPage(msgspec.Struct, frozen=True, kw_only=True):
+    """A page of a family: versions and promotions after those of the previous page; `more` when
+    either list goes on."""
+
+    family: str
+    current: int
+    versions: tuple[ModelVersion, ...]
+    history: tuple[Promotion, ...]
+    more: bool
+
+
+class FamilySummary(msgspec.Struct, frozen=True, kw_only=True):
+    """A family in the list of families: its current version (0: none) and how many it has."""
+
+    family: str
+    current: int
+    version_count: int
