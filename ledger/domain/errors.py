@@ -1,6 +1,9 @@
-"""The ledger's errors: one small hierarchy, each with a stable reason code.
+"""The ledger's error kinds: one small hierarchy named for what went wrong, each error carrying a
+Reason from the one catalogue (ledger.domain.reasons).
 
-The edge (services/) maps each class to one gRPC status code and sends the reason as
+A kind says what happened (the input was invalid, a thing was not found, a rule of the current
+state refused the request ...); the reason says precisely which refusal it was. The edge
+(services/errors.py) maps each kind to one gRPC status code and sends the reason as
 google.rpc.ErrorInfo; clients branch on the reason, never on the message text.
 """
 
@@ -8,31 +11,43 @@ from __future__ import annotations
 
 from typing import Any
 
+from ledger.domain.reasons import Reason
+
 __all__ = [
     "LedgerError",
+    "Invalid",
+    "NotFound",
+    "Conflict",
+    "Refused",
+    "Contended",
+    "Exhausted",
+    "CapExceeded",
+    "Unavailable",
+    "Reason",
+    # The former names, kept until every module uses the kinds above.
     "InvalidArgumentError",
     "NotFoundError",
     "AlreadyExistsError",
     "FailedPreconditionError",
     "AbortedError",
     "ResourceExhaustedError",
-    "UnavailableError",
     "SpendCapExceededError",
+    "UnavailableError",
 ]
 
 
 class LedgerError(Exception):
-    """A refusal by the ledger. Nothing was recorded when one is raised (except where a
-    refusal is itself recorded for audit, which its docstring says)."""
+    """A refusal by the ledger: `message` for people, `reason` (a Reason) for programs, and
+    `metadata`, string values that say what was refused (a field, a limit, what remains). Nothing
+    was recorded when one is raised, except where a refusal is itself recorded for audit, which
+    its docstring says."""
 
-    #: The default reason of the class; instances may carry a more precise one.
-    reason = "LEDGER_ERROR"
-
-    def __init__(self, message: str, *, reason: str | None = None, **metadata: Any) -> None:
+    def __init__(self, message: str, *, reason: Reason, **metadata: Any) -> None:
         super().__init__(message)
         self.message = message
-        if reason is not None:
-            self.reason = reason
+        # A member's name is its value: the lookup also checks a plain string against the catalogue
+        # (an unknown one raises KeyError, a bug).
+        self.reason = Reason[reason]
         # Metadata values are strings on the wire (ErrorInfo.metadata is map<string, string>).
         self.metadata: dict[str, str] = {key: str(value) for key, value in metadata.items()}
 
@@ -40,58 +55,68 @@ class LedgerError(Exception):
         return f"{type(self).__name__}({self.reason}: {self.message})"
 
 
-class InvalidArgumentError(LedgerError):
-    """A field is malformed or a limit is exceeded (BATCH_TOO_LARGE, NON_FINITE_METRIC ...)."""
-
-    reason = "INVALID_ARGUMENT"
-
-
-class NotFoundError(LedgerError):
-    """An unknown run, attempt, account, reservation, family or version."""
-
-    reason = "NOT_FOUND"
+class Invalid(LedgerError):
+    """The input is malformed or crosses a limit (BATCH_TOO_LARGE, NON_FINITE_METRIC ...):
+    resending the same request cannot help."""
 
 
-class AlreadyExistsError(LedgerError):
-    """The same id was used before with a different payload."""
-
-    reason = "EXISTS_WITH_DIFFERENT_PAYLOAD"
+class NotFound(LedgerError):
+    """An unknown run, attempt, checkpoint, account, reservation, family or version."""
 
 
-class FailedPreconditionError(LedgerError):
-    """A rule is broken by the current state (ATTEMPT_SUPERSEDED, RUN_FINISHED ...)."""
+class Conflict(LedgerError):
+    """An id was used before with a different payload (EXISTS_WITH_DIFFERENT_PAYLOAD, the
+    default, or STEP_ALREADY_RECORDED). The same id with the same payload is no conflict: it
+    answers with the first result."""
 
-    reason = "FAILED_PRECONDITION"
-
-
-class AbortedError(LedgerError):
-    """A compare-and-set lost (CURRENT_VERSION_MOVED) or a write conflict outlived its retries."""
-
-    reason = "ABORTED"
+    def __init__(self, message: str, *, reason: Reason = Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
+                 **metadata: Any) -> None:
+        super().__init__(message, reason=reason, **metadata)
 
 
-class ResourceExhaustedError(LedgerError):
-    """A quota would be crossed."""
+class Refused(LedgerError):
+    """A rule of the current state forbids the request (ATTEMPT_SUPERSEDED, RUN_FINISHED,
+    GATE_NOT_PASSED ...): it may succeed once the state is different, never by resending."""
 
-    reason = "RESOURCE_EXHAUSTED"
+
+class Contended(LedgerError):
+    """A race was lost: a compare-and-set found another value (CURRENT_VERSION_MOVED), or a write
+    kept conflicting with concurrent writers past its retries (WRITE_CONFLICT)."""
 
 
-class SpendCapExceededError(ResourceExhaustedError):
-    """A reservation would cross the cap of its account or of a parent. The refusal is
-    recorded on the account (SpendRefused) for audit; `remaining_usd_micro` says what is left
-    on the account that refused."""
+class Exhausted(LedgerError):
+    """A quota would be crossed (TOO_MANY_WATCHERS, WATCHER_TOO_SLOW; spend caps: CapExceeded)."""
 
-    reason = "SPEND_CAP_EXCEEDED"
 
-    def __init__(self, message: str, *, account: str, remaining_usd_micro: int, **metadata: Any):
-        super().__init__(
-            message, account=account, remaining_usd_micro=remaining_usd_micro, **metadata
-        )
+class CapExceeded(Exhausted):
+    """A reservation would cross the cap of its account or of a parent (SPEND_CAP_EXCEEDED). The
+    refusal is recorded on the account (SpendRefused) for audit; `account` names the account that
+    refused and `remaining_usd_micro` says what is left on it."""
+
+    def __init__(self, message: str, *, account: str, remaining_usd_micro: int,
+                 reason: Reason = Reason.SPEND_CAP_EXCEEDED, **metadata: Any) -> None:
+        super().__init__(message, reason=reason, account=account, remaining_usd_micro=remaining_usd_micro,
+                         **metadata)
         self.account = account
         self.remaining_usd_micro = remaining_usd_micro
 
 
-class UnavailableError(LedgerError):
-    """Storage is unavailable, or a view did not catch up within the deadline."""
+class Unavailable(LedgerError):
+    """Storage could not be reached or failed (UNAVAILABLE, the default; STORAGE_FULL), a view did
+    not catch up within the deadline (VIEW_NOT_CAUGHT_UP) or the server is too busy
+    (SERVER_BUSY): the same request may succeed after a backoff."""
 
-    reason = "UNAVAILABLE"
+    def __init__(self, message: str, *, reason: Reason = Reason.UNAVAILABLE, **metadata: Any) -> None:
+        super().__init__(message, reason=reason, **metadata)
+
+
+# The former names of the kinds, named for gRPC status codes. They go once the code base uses the
+# kinds' own names.
+InvalidArgumentError = Invalid
+NotFoundError = NotFound
+AlreadyExistsError = Conflict
+FailedPreconditionError = Refused
+AbortedError = Contended
+ResourceExhaustedError = Exhausted
+SpendCapExceededError = CapExceeded
+UnavailableError = Unavailable
