@@ -1,49 +1,43 @@
 """The asyncio client: `AsyncLedgerClient`, the same methods as LedgerClient, awaited.
 
-Unary methods return awaitables of the same values; watch_run, read_events and record_steps return
-async iterators. Deadlines, request ids, principal and retries behave exactly as in LedgerClient.
+Unary methods return awaitables of the same typed results; watch_run, read_events and record_steps
+return async iterators. Deadlines, request ids, principal and retries behave exactly as in
+LedgerClient: both run on clients.transport (stubs, metadata, tries under a RetryPolicy, the
+ack-stream core); this module adds the awaited waits.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
-import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
 from typing import Any
 
 import grpc
 
-from clients import codec
-from clients.client import _STUBS, CHANNEL_OPTIONS, channel_target, record_request
 from clients.errors import error_from_rpc
+from clients.methods import Decode
 from clients.methods_spend import LedgerMethods
+from clients.models import StepAck
 from clients.retry import RetryPolicy
+from clients.transport import CHANNEL_OPTIONS, STUBS, AckCore, Tries, call_metadata, channel_target, record_request
 
 __all__ = ["AsyncLedgerClient", "AsyncAckStream"]
 
 
-class AsyncAckStream:
-    """The acks of a RecordSteps stream, one dict per batch in order; `cancel()` ends it."""
+class AsyncAckStream(AckCore):
+    """The acks of a RecordSteps stream, one StepAck per batch in order; `cancel()` ends it."""
 
-    def __init__(self, call: Any, observe: Any = None) -> None:
-        self._call = call
-        self._observe = observe or (lambda ack: ack)
-
-    def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+    def __aiter__(self) -> AsyncIterator[StepAck]:
         return self
 
-    async def __anext__(self) -> dict[str, Any]:
+    async def __anext__(self) -> StepAck:
         try:
             response = await self._call.read()
         except grpc.RpcError as error:
-            raise error_from_rpc(error) from None
-        if response is grpc.aio.EOF:
+            raise self._error(error) from None
+        if response is grpc.aio.EOF:  # type: ignore[attr-defined]
             raise StopAsyncIteration
-        return self._observe(codec.to_dict(response))
-
-    def cancel(self) -> None:
-        self._call.cancel()
+        return self._ack(response)
 
 
 class AsyncLedgerClient(LedgerMethods):
@@ -51,15 +45,17 @@ class AsyncLedgerClient(LedgerMethods):
     as LedgerClient); create it inside the event loop that uses it. Usable as an async context
     manager (closes the channel). `timeout_s`, `outage_budget_s` and `retries` as LedgerClient."""
 
-    def __init__(self, address: str | Sequence[str] = "127.0.0.1:50051", *, principal: str = "", timeout_s: float = 10.0,
-                 retries: RetryPolicy | int | None = None, outage_budget_s: float | None = None,
-                 channel: grpc.aio.Channel | None = None, options: Iterable[tuple[str, Any]] = ()) -> None:
+    def __init__(self, address: str | Sequence[str] = "127.0.0.1:50051", *, principal: str = "",
+                 timeout_s: float = 10.0, retries: RetryPolicy | int | None = None,
+                 outage_budget_s: float | None = None, channel: grpc.aio.Channel | None = None,
+                 options: Iterable[tuple[str, Any]] = ()) -> None:
         self.address = address
         self.principal = principal
         self.timeout_s = timeout_s
         self.retry_policy = RetryPolicy.of(retries, outage_budget_s=outage_budget_s)
-        self._channel = channel or grpc.aio.insecure_channel(channel_target(address), options=(*CHANNEL_OPTIONS, *options))
-        self._stubs = {name: stub(self._channel) for name, stub in _STUBS.items()}
+        self._channel = channel or grpc.aio.insecure_channel(channel_target(address),
+                                                             options=(*CHANNEL_OPTIONS, *options))
+        self._stubs = {name: stub(self._channel) for name, stub in STUBS.items()}
         self._closed = False
 
     @property
@@ -69,7 +65,7 @@ class AsyncLedgerClient(LedgerMethods):
 
     async def close(self) -> None:
         self._closed = True
-        await self._channel.close()
+        await self._channel.close(None)
 
     async def __aenter__(self) -> AsyncLedgerClient:
         return self
@@ -79,27 +75,24 @@ class AsyncLedgerClient(LedgerMethods):
 
     def metadata(self, request_id: str | None = None) -> tuple[tuple[str, str], ...]:
         """The call metadata: a new request id unless one is given, and the principal."""
-        return (("x-request-id", request_id or str(uuid.uuid4())), ("x-principal", self.principal))
+        return call_metadata(self.principal, request_id)
 
-    async def _unary(self, service: str, method: str, request: Any, *, decode: Any = codec.to_dict,
+    async def _unary(self, service: str, method: str, request: Any, *, decode: Decode[Any],
                      idempotent: bool = True, timeout_s: float | None = None) -> Any:
         rpc = getattr(self._stubs[service], method)
         metadata = self.metadata()
         request = self._session(request)
-        policy, tried, began = self.retry_policy, 0, time.monotonic()
+        tries = Tries(self.retry_policy, idempotent=idempotent)
         while True:
-            tried += 1
             try:
                 return self._observe(decode(await rpc(request, timeout=timeout_s or self.timeout_s, metadata=metadata)))
             except grpc.RpcError as rpc_error:
-                error = error_from_rpc(rpc_error)
-            elapsed_s = time.monotonic() - began
-            if self._closed or not policy.should_retry(error, idempotent=idempotent, tried=tried,
-                                                       elapsed_s=elapsed_s):
+                error, delay_s = tries.failed(rpc_error)
+            if delay_s is None or self._closed:
                 raise error
-            await asyncio.sleep(policy.delay_s(tried, elapsed_s))
+            await asyncio.sleep(delay_s)
 
-    async def _server_stream(self, service: str, method: str, request: Any, *, decode: Any,
+    async def _server_stream(self, service: str, method: str, request: Any, *, decode: Decode[Any],
                              timeout_s: float | None) -> AsyncIterator[Any]:
         call = getattr(self._stubs[service], method)(request, timeout=timeout_s, metadata=self.metadata())
         try:
@@ -112,7 +105,7 @@ class AsyncLedgerClient(LedgerMethods):
 
     def record_steps(self, batches: Iterable[Any] | AsyncIterable[Any], *,
                      timeout_s: float | None = None) -> AsyncAckStream:
-        """Stream batches (see clients.client.record_request) and get one ack dict per batch."""
+        """Stream batches (see clients.transport.record_request) and get one StepAck per batch."""
 
         async def requests() -> AsyncIterator[Any]:
             number = 0

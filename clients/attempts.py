@@ -18,6 +18,7 @@ import uuid
 from typing import Any
 
 from clients.errors import LedgerClientError
+from clients.models import StartAttemptReceipt
 from clients.outbox import SqliteOutbox
 from clients.retry import REFUSAL_CODES
 
@@ -65,7 +66,7 @@ def start_pending_opens(client: Any, outbox: SqliteOutbox, *, run_id: str, run_k
                 raise
             outbox.adopt_pending(attempt_id, run_id, None, error.reason)
             continue
-        outbox.adopt_pending(attempt_id, run_id, started["attempt"])
+        outbox.adopt_pending(attempt_id, run_id, started.attempt)
         for name, value in replay_attempts(client, outbox).items():
             counters[name] += value
     return counters
@@ -73,7 +74,7 @@ def start_pending_opens(client: Any, outbox: SqliteOutbox, *, run_id: str, run_k
 
 def start_attempt(client: Any, *, run_id: str, label: str | None, resume_from_step: int | None,
                   outbox_dir: str | os.PathLike[str] | None, run_key: str = "",
-                  attempt_id: str | None = None) -> tuple[dict[str, Any], dict[str, int]]:
+                  attempt_id: str | None = None) -> tuple[StartAttemptReceipt, dict[str, int]]:
     """Replay the run's earlier attempts from the outbox (if any; with `run_key`, also those noted
     as pending by processes that died before the ledger answered) and start a new attempt,
     labelled "host:pid" unless `label` is given, with `attempt_id` when given (a deferred open
@@ -94,7 +95,7 @@ def start_attempt(client: Any, *, run_id: str, label: str | None, resume_from_st
             attempt_id = outbox.attempt_id(label, resume_from_step, str(uuid.uuid4()))
             started = client.start_attempt(run_id=run_id, attempt_id=attempt_id, label=label,
                                            resume_from_step=resume_from_step)
-            outbox.attempt_started(attempt_id, started["attempt"])
+            outbox.attempt_started(attempt_id, started.attempt)
         else:  # A deferred open's attempt: its sender adopts its batches and records it.
             started = client.start_attempt(run_id=run_id, attempt_id=attempt_id, label=label,
                                            resume_from_step=resume_from_step)

@@ -1,28 +1,33 @@
 """Python values <-> trainledger.v1 messages, shared by the sync and asyncio clients.
 
-In: plain values (ints, str, dicts, datetimes, lists); money is int micro-dollars. Out: dicts
-keyed by the proto field names, with Timestamps as aware datetimes, unset optional fields and
-unset messages as None, Structs as dicts and RunStatus as "running" | "done" | "failed" | "stopped".
+In: plain values (ints, str, dicts, datetimes, lists); money is int micro-dollars. Out: the typed
+results of clients.models, decoded generically by `decode` from `to_dict`: dicts keyed by the
+proto field names, with Timestamps as aware datetimes, unset optional fields and unset messages as
+None, Structs as dicts (whole numbers as ints, by trainledger.structs, the rule the server shares)
+and RunStatus as "running" | "done" | "failed" | "stopped".
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timedelta, timezone
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar, cast
 
+import msgspec
 from google.protobuf import duration_pb2, json_format, struct_pb2, timestamp_pb2
 from google.protobuf.message import Message
 
+from trainledger.structs import integral
 from trainledger.v1 import common_pb2, registry_pb2
 
 __all__ = [
-    "to_dict", "struct", "timestamp", "duration", "status", "basis", "verdict", "step_batch",
+    "to_dict", "decode", "struct", "timestamp", "duration", "status", "basis", "verdict", "step_batch",
     "metric_columns", "batch_from_columns"
 ]
 
 _STATUS_PREFIX = "RUN_STATUS_"
+T = TypeVar("T")
 
 
 def struct(document: Mapping[str, Any] | None) -> struct_pb2.Struct | None:
@@ -39,7 +44,7 @@ def timestamp(value: datetime | None) -> timestamp_pb2.Timestamp | None:
     if value is None:
         return None
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     message = timestamp_pb2.Timestamp()
     message.FromDatetime(value)
     return message
@@ -53,9 +58,9 @@ def duration(seconds: float | timedelta | None) -> duration_pb2.Duration | None:
     return message
 
 
-def status(name: str) -> int:
+def status(name: str) -> common_pb2.RunStatus:
     """A RunStatus from "done" | "failed" | "stopped" | "running" ("" = unspecified)."""
-    return common_pb2.RunStatus.Value(_STATUS_PREFIX + (name.upper() or "UNSPECIFIED"))
+    return cast(common_pb2.RunStatus, common_pb2.RunStatus.Value(_STATUS_PREFIX + (name.upper() or "UNSPECIFIED")))
 
 
 def basis(value: Mapping[str, Any] | common_pb2.CostBasis | None) -> common_pb2.CostBasis | None:
@@ -116,45 +121,45 @@ def batch_from_columns(run_id: str, attempt: int, rows: Iterable[tuple[int, int 
                       metrics=metrics)
 
 
-def to_dict(message: Message) -> dict[str, Any]:
-    """A response message as a dict keyed by field name (see the module docstring)."""
+def to_dict(message: Message, *, omit_unset: bool = False) -> dict[str, Any]:
+    """A response message as a dict keyed by field name (see the module docstring); with
+    `omit_unset`, unset optional fields and messages are left out instead of None."""
     result: dict[str, Any] = {}
     for field in message.DESCRIPTOR.fields:
         value = getattr(message, field.name)
         if field.is_repeated:
-            result[field.name] = [_value(field, item) for item in value]
+            result[field.name] = [_value(field, item, omit_unset) for item in value]
         elif field.has_presence and not message.HasField(field.name):
-            result[field.name] = {} if _is_struct(field) else None
+            if _is_struct(field):
+                result[field.name] = {}
+            elif not omit_unset:
+                result[field.name] = None
         else:
-            result[field.name] = _value(field, value)
+            result[field.name] = _value(field, value, omit_unset)
     return result
 
 
-def _integral(value: Any) -> Any:
-    """Struct numbers travel as doubles: integral ones come back as ints (steps: 30, not 30.0)."""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    if isinstance(value, dict):
-        return {key: _integral(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_integral(item) for item in value]
-    return value
+def decode(message: Message, model: type[T], **extra: Any) -> T:
+    """A response message as the typed result `model` (a clients.models Struct), field for field,
+    with `extra` fields the message does not carry (the ids the client made). What the message
+    leaves unset takes the model's default: None for optional fields and messages."""
+    return msgspec.convert({**to_dict(message, omit_unset=True), **extra}, model)
 
 
 def _is_struct(field: Any) -> bool:
     return field.message_type is not None and field.message_type.full_name == "google.protobuf.Struct"
 
 
-def _value(field: Any, value: Any) -> Any:
+def _value(field: Any, value: Any, omit_unset: bool = False) -> Any:
     kind = field.message_type.full_name if field.message_type is not None else ""
     if kind == "google.protobuf.Timestamp":
-        return value.ToDatetime(tzinfo=timezone.utc)
+        return value.ToDatetime(tzinfo=UTC)
     if kind == "google.protobuf.Duration":
         return value.ToTimedelta()
     if kind == "google.protobuf.Struct":
-        return _integral(json_format.MessageToDict(value))
+        return integral(json_format.MessageToDict(value))
     if kind:
-        return to_dict(value)
+        return to_dict(value, omit_unset=omit_unset)
     if field.enum_type is not None and field.enum_type.name == "RunStatus":
         name = common_pb2.RunStatus.Name(value).removeprefix(_STATUS_PREFIX).lower()
         return "" if name == "unspecified" else name

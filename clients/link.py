@@ -17,6 +17,7 @@ from typing import Any
 import grpc
 
 from clients.errors import LedgerClientError
+from clients.models import StepAck
 from clients.retry import REFUSAL_CODES, RetryPolicy
 from clients.stream import Stream
 
@@ -61,21 +62,21 @@ class Link:
                 self._sent_max, first_sent = sequence, first_sent + steps
         return first_sent
 
-    def collect(self) -> list[tuple[str, int, dict[str, Any] | None]]:
+    def collect(self) -> list[tuple[str, int, StepAck | None]]:
         """Settle what came back: ("acked", steps, ack) or ("failed", steps, None) per batch."""
-        settled: list[tuple[str, int, dict[str, Any] | None]] = []
+        settled: list[tuple[str, int, StepAck | None]] = []
         for kind, value in self._stream.events() if self._stream is not None else ():
             if kind == "error":
                 settled += self._failed(value)
                 break
-            sent = self._inflight.pop(value["sequence"], None)
+            sent = self._inflight.pop(value.sequence, None)
             if sent is not None:
-                self.outbox.done(value["sequence"])
+                self.outbox.done(value.sequence)
                 self._failures = 0
                 settled.append(("acked", sent[1], value))
         return settled
 
-    def _failed(self, error: LedgerClientError) -> list[tuple[str, int, dict[str, Any] | None]]:
+    def _failed(self, error: LedgerClientError) -> list[tuple[str, int, StepAck | None]]:
         self.last_error = error
         sequence = int(error.metadata.get("sequence") or 0) or min(self._inflight, default=0)
         if sequence in self._inflight and error.code in _SERVER_ERRORS:

@@ -1,23 +1,28 @@
 """The RPC methods, written once for both clients.
 
-Each method builds its request from keyword-only Python values and hands it to the transport:
-`LedgerClient` answers with the decoded value, `AsyncLedgerClient` with an awaitable of it (and
-async iterators for the streams). Client-made ids (attempt_id, reservation_id, charge_id) are made
-here when the caller gives none, before the first send, so every retry carries the same id.
+Each method builds its request from keyword-only Python values and hands it to the transport with
+the typed result (clients.models) to decode the answer into: `LedgerClient` answers with that
+result, `AsyncLedgerClient` with an awaitable of it (and async iterators for the streams).
+Client-made ids (attempt_id, reservation_id, charge_id) are made here when the caller gives none,
+before the first send, so every retry carries the same id.
 """
 
 from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar, cast
+
+from google.protobuf.message import Message
 
 from clients import codec
 
-__all__ = ["Transport", "Doc", "new_id", "unwrap", "merged"]
+__all__ = ["Transport", "Doc", "Decode", "new_id", "reply", "field_of"]
 
 Doc = Mapping[str, Any]
+T = TypeVar("T")
+Decode = Callable[[Any], T]
 
 
 def new_id() -> str:
@@ -25,14 +30,18 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
-def unwrap(field: str) -> Any:
-    """A decoder answering one field of the response."""
-    return lambda response: codec.to_dict(response)[field]
+def reply(model: type[T], **extra: Any) -> Decode[T]:
+    """A decoder answering the response as `model`, with `extra` fields (the ids the client made)."""
+    return lambda response: codec.decode(response, model, **extra)
 
 
-def merged(**extra: Any) -> Any:
-    """A decoder answering the response's fields plus `extra` (the ids the client made)."""
-    return lambda response: {**codec.to_dict(response), **extra}
+def field_of(name: str, model: type[T]) -> Decode[T | None]:
+    """A decoder answering one message field of the response as `model`; None when it is unset."""
+
+    def decode(response: Message) -> T | None:
+        return codec.decode(getattr(response, name), model) if response.HasField(name) else None
+
+    return decode
 
 
 class Transport:
@@ -51,17 +60,28 @@ class Transport:
             request.min_position = self.seen_position
         return request
 
-    def _observe(self, answer: Any) -> Any:
-        position = answer.get("position") if isinstance(answer, dict) else None
+    def _observe(self, answer: T) -> T:
+        position = getattr(answer, "position", None)
         if isinstance(position, int) and position > self.seen_position:
             with self._positions:
                 self.seen_position = max(self.seen_position, position)
         return answer
 
-    def _unary(self, service: str, method: str, request: Any, *, decode: Any = codec.to_dict,
+    def _ask(self, service: str, method: str, request: Any, decode: Decode[T], *, idempotent: bool = True,
+             timeout_s: float | None = None) -> T:
+        """A unary call answering `decode(response)` (an awaitable of it on the asyncio client)."""
+        return cast(T, self._unary(service, method, request, decode=decode, idempotent=idempotent,
+                                   timeout_s=timeout_s))
+
+    def _stream(self, service: str, method: str, request: Any, decode: Decode[T],
+                timeout_s: float | None) -> Iterator[T]:
+        """A server-streaming call: an iterator of `decode(response)` (an async one on asyncio)."""
+        return cast(Iterator[T], self._server_stream(service, method, request, decode=decode, timeout_s=timeout_s))
+
+    def _unary(self, service: str, method: str, request: Any, *, decode: Decode[Any],
                idempotent: bool = True, timeout_s: float | None = None) -> Any:
         raise NotImplementedError
 
-    def _server_stream(self, service: str, method: str, request: Any, *, decode: Any,
+    def _server_stream(self, service: str, method: str, request: Any, *, decode: Decode[Any],
                        timeout_s: float | None) -> Any:
         raise NotImplementedError

@@ -34,7 +34,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from google.protobuf.message import DecodeError
 
@@ -100,7 +100,7 @@ def _decoded(payload: object, run_id: object, attempt: object,
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()
 
 
 def _move_aside(db: sqlite3.Connection, bad: list[tuple[int, str]]) -> int:
@@ -340,7 +340,7 @@ class SqliteOutbox(MemoryOutbox):
 
     def _set_aside(self) -> str:
         """Rename the outbox file (and its -wal and -shm) to <name>.corrupt-<UTC time>; its new path."""
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         aside = f"{self.path}{CORRUPT_SUFFIX}{stamp}"
         number = 1
         while os.path.exists(aside):

@@ -35,6 +35,7 @@ from clients.attempts import start_attempt
 from clients.batcher import Batcher, make_row
 from clients.client import LedgerClient
 from clients.errors import LedgerClientError, RunEnded, SpendCapExceeded, Unavailable
+from clients.models import CheckpointReceipt, FinishReceipt, RunState, StartAttemptReceipt
 from clients.outbox import MemoryOutbox, SqliteOutbox, check_outbox, pending_run_id
 from clients.retry import REFUSAL_CODES, RetryPolicy
 from clients.sender import Sender
@@ -72,12 +73,14 @@ def exit_error(error: BaseException | None) -> str:
     return (f"{type(error).__name__}: {message}" if message else type(error).__name__)[:ERROR_LENGTH_MAX]
 
 
-def refuse_ended(state: Mapping[str, Any], *, reopen: bool = False) -> None:
+def refuse_ended(state: RunState | Mapping[str, Any], *, reopen: bool = False) -> None:
     """Raise RunEnded when the RunState's run has ended and may not take a new attempt: a done
-    run never does; a failed or stopped one only with `reopen`."""
-    status = state["run"]["status"]
+    run never does; a failed or stopped one only with `reopen`. (A RunState in its dict form,
+    `RunState.to_dict()`, is taken too.)"""
+    document = state.to_dict() if isinstance(state, RunState) else state
+    status = document["run"]["status"]
     if status == "done" or (status in ENDED_STATUSES and not reopen):
-        raise RunEnded.of(state)
+        raise RunEnded.of(document)
 
 
 class _SigtermStop:
@@ -106,17 +109,17 @@ class RunRecorder:
     queued before log() drops), held_steps_max (steps batched but not yet acked before the queue
     stops draining; default queue_steps_max in memory, a million with an outbox), window (batches
     in flight), ack_timeout_s, flush_timeout_s (flush, finish and close), on_ack (called on the
-    sender thread with each ack dict)."""
+    sender thread with each StepAck)."""
 
     def __init__(self, client: LedgerClient, *, run_id: str, attempt: int, outbox_dir: str | os.PathLike[str] | None = None,
-                 account: str | None = None, state: Mapping[str, Any] | None = None, batch_steps_max: int = 1_000,
+                 account: str | None = None, state: RunState | None = None, batch_steps_max: int = 1_000,
                  batch_interval_s: float = 0.2, queue_steps_max: int = 65_536, held_steps_max: int | None = None,
                  window: int = 8, ack_timeout_s: float = 30.0, flush_timeout_s: float = 30.0, on_ack: Any = None,
                  _pending: Mapping[str, Any] | None = None) -> None:
         self.client = client
         self.account = account or run_id
         self.flush_timeout_s = flush_timeout_s
-        self._run_id, self._attempt, self._state = run_id, attempt, dict(state) if state else None
+        self._run_id, self._attempt, self._state = run_id, attempt, state
         self._lock = threading.Lock()
         self._counters = dict.fromkeys(("sent", "acked", "dropped", "failed", "non_finite", "quarantined"), 0)
         self._opened, self._open_error = threading.Event(), None
@@ -137,7 +140,7 @@ class RunRecorder:
         self._sender = Sender(client, outbox, batcher, queue_steps_max=queue_steps_max, held_steps_max=held_steps_max,
                               window=window, ack_timeout_s=ack_timeout_s, counters=self._counters, lock=self._lock,
                               on_ack=on_ack, ready=_pending is None)
-        self._finished: dict[str, Any] | None = None
+        self._finished: FinishReceipt | None = None
         self._closed = False
         self._sigterm: _SigtermStop | None = None
 
@@ -149,7 +152,7 @@ class RunRecorder:
              stop_on_sigterm: bool = False, **options: Any) -> RunRecorder:
         """Open (or find) the run, replay what an earlier process left in the outbox for it, and
         start a new attempt, from scratch (None), from the checkpoint at a step, or from the run's
-        resumable checkpoint if it has one ("latest"; see state["resume"] for its handle).
+        resumable checkpoint if it has one ("latest"; see state.resume for its handle).
         The cap and parent account go with every open: for an existing run a cap given changes
         its cap (None leaves it as it is).
         A run that has ended is refused with RunEnded: a done run always (use a new run key), a
@@ -185,9 +188,9 @@ class RunRecorder:
                     name="trainledger-opener", daemon=True)
                 recorder._opener.start()
                 return recorder
-            run_id = started["state"]["run"]["run_id"]
-            recorder = cls(client, run_id=run_id, attempt=started["attempt"], outbox_dir=outbox_dir,
-                           state=started["state"], **options)
+            run_id = started.state.run.run_id
+            recorder = cls(client, run_id=run_id, attempt=started.attempt, outbox_dir=outbox_dir,
+                           state=started.state, **options)
         except BaseException:
             if sigterm is not None:
                 sigterm.restore()
@@ -224,15 +227,15 @@ class RunRecorder:
             except Exception:  # The opener must outlive its own bugs: log, try again later.
                 log.exception("the trainledger recorder's opener failed; retrying")
                 continue
-            run_id = started["state"]["run"]["run_id"]
-            adopted = self._sender.adopt(run_id, started["attempt"])
+            run_id = started.state.run.run_id
+            adopted = self._sender.adopt(run_id, started.attempt)
             while not adopted.wait(0.5) and self._sender.thread.is_alive():
                 pass
             with self._lock:
-                self._run_id, self._attempt, self._state = run_id, started["attempt"], started["state"]
+                self._run_id, self._attempt, self._state = run_id, started.attempt, started.state
                 self.account = self.account or run_id
             self._add_counters(counters)
-            log.info("run %s opened: attempt %s", run_id, started["attempt"])
+            log.info("run %s opened: attempt %s", run_id, started.attempt)
             self._opened.set()
             return
 
@@ -271,8 +274,8 @@ class RunRecorder:
         return self._attempt
 
     @property
-    def state(self) -> dict[str, Any] | None:
-        """The last RunState seen (from open, finish or refresh_state), as a dict."""
+    def state(self) -> RunState | None:
+        """The last RunState seen (from open, finish or refresh_state)."""
         return self._state
 
     @property
@@ -318,7 +321,7 @@ class RunRecorder:
             yield hold
 
     def checkpoint(self, step: int, uri: str, backend: str, fidelity: str = "weights", *, sampler_uri: str = "",
-                   final: bool = False, expires_at: datetime | None = None, digest: str = "") -> dict[str, Any]:
+                   final: bool = False, expires_at: datetime | None = None, digest: str = "") -> CheckpointReceipt:
         """Record a durable checkpoint after flushing the steps logged before it. Raises
         LedgerClientError when it cannot be recorded (Unavailable while a deferred open still
         waits for the ledger after `flush_timeout_s`)."""
@@ -328,7 +331,8 @@ class RunRecorder:
                                            backend=backend, fidelity=fidelity, sampler_uri=sampler_uri, final=final,
                                            expires_at=expires_at, digest=digest)
 
-    def finish(self, status: str = "done", summary: Mapping[str, Any] | None = None, error: str = "") -> dict[str, Any]:
+    def finish(self, status: str = "done", summary: Mapping[str, Any] | None = None,
+               error: str = "") -> FinishReceipt:
         """Flush, stop the sender and finish the run (once; later calls answer the first result).
         A deferred open that is still waiting after `flush_timeout_s` raises Unavailable; what
         was logged stays in the outbox (with an outbox directory, for a later process)."""
@@ -342,17 +346,20 @@ class RunRecorder:
         self.close()
         if not self._sender.is_idle():
             log.warning("finishing run %s with steps not yet acked: %s", self._run_id, self.counters)
-        self._finished = self.client.finish_run(run_id=self._run_id, attempt=self._attempt, status=status,
-                                                summary=dict(summary or {}), error=error[:ERROR_LENGTH_MAX])
+        finished = self.client.finish_run(run_id=self._run_id, attempt=self._attempt, status=status,
+                                          summary=dict(summary or {}), error=error[:ERROR_LENGTH_MAX])
+        self._finished = finished
         try:
-            self.refresh_state(self._finished["position"])
+            self.refresh_state(finished.position)
         except LedgerClientError:
             pass
-        return self._finished
+        return finished
 
-    def refresh_state(self, min_position: int = 0) -> dict[str, Any]:
-        self._state = self.client.get_run_state(run_id=self._run_id, min_position=min_position)
-        return self._state
+    def refresh_state(self, min_position: int = 0) -> RunState:
+        """Read the run's state again (as of `min_position` at least) and keep it as `state`."""
+        state = self.client.get_run_state(run_id=self._run_id, min_position=min_position)
+        self._state = state
+        return state
 
     def close(self, flush_timeout_s: float | None = None) -> None:
         """Stop sending without finishing the run: flush for up to `flush_timeout_s`; what is left
@@ -398,14 +405,14 @@ def _first_try(client: Any, short: bool) -> Any:
 
 def _open_and_start(client: Any, open_args: dict[str, Any], label: str, resume_from_step: Any,
                     outbox_dir: Any, attempt_id: str | None,
-                    reopen: bool = False) -> tuple[dict[str, Any], dict[str, int]]:
+                    reopen: bool = False) -> tuple[StartAttemptReceipt, dict[str, int]]:
     """OpenRun, the ended-run check, then the outbox replay and StartAttempt
     (clients.attempts.start_attempt)."""
     opened = client.open_run(**open_args)
-    refuse_ended(opened["state"], reopen=reopen)
-    run_id = opened["state"]["run"]["run_id"]
+    refuse_ended(opened.state, reopen=reopen)
+    run_id = opened.state.run.run_id
     if resume_from_step == "latest":
-        resume = opened["state"]["resume"]
-        resume_from_step = resume["from_step"] if resume["available"] else None
+        resume = opened.state.resume
+        resume_from_step = resume.from_step if resume.available else None
     return start_attempt(client, run_id=run_id, label=label, resume_from_step=resume_from_step,
                          outbox_dir=outbox_dir, run_key=open_args["run_key"], attempt_id=attempt_id)

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from clients.errors import LedgerClientError
+from clients.models import CommitReceipt
 
 __all__ = ["Hold", "hold_spend", "release_reason"]
 
@@ -36,7 +37,7 @@ class Hold:
     actual_usd_micro: int
     expires_at: datetime | None = None
     actual_basis: Mapping[str, Any] | None = None
-    committed: dict[str, Any] | None = field(default=None, repr=False)
+    committed: CommitReceipt | None = field(default=None, repr=False)
 
 
 @contextmanager
@@ -51,8 +52,8 @@ def hold_spend(client: Any, *, account: str, amount_usd_micro: int, basis: Mappi
     the hold stays until its TTL and the ledger expires it."""
     answer = client.reserve(account=account, amount_usd_micro=amount_usd_micro, reservation_id=reservation_id,
                             basis=basis, ttl_s=ttl_s, attempt=attempt)
-    hold = Hold(account=account, reservation_id=answer["reservation_id"], amount_usd_micro=amount_usd_micro,
-                actual_usd_micro=amount_usd_micro, expires_at=answer.get("expires_at"))
+    hold = Hold(account=account, reservation_id=answer.reservation_id, amount_usd_micro=amount_usd_micro,
+                actual_usd_micro=amount_usd_micro, expires_at=answer.expires_at)
     try:
         yield hold
     except Exception as error:

@@ -37,7 +37,7 @@ class RequestQueue:
 
 
 class Stream:
-    """A RecordSteps call. Events: ("ack", ack dict) per batch, then ("error", LedgerClientError)
+    """A RecordSteps call. Events: ("ack", StepAck) per batch, then ("error", LedgerClientError)
     if the call failed or the server ended it early (as Unavailable)."""
 
     def __init__(self, client: Any, wake: threading.Event) -> None:
