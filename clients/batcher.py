@@ -32,10 +32,10 @@ def make_row(step: Any, tokens: Any, usd_micro: Any, metrics: dict[str, Any]) ->
             kept[name] = number
         else:
             non_finite += 1
-    row = [operator.index(step), _count(tokens), _count(usd_micro), kept]
-    if row[0] < 0:
+    first = operator.index(step)
+    if first < 0:
         raise ValueError("steps are >= 0")
-    return row, non_finite
+    return [first, _count(tokens), _count(usd_micro), kept], non_finite
 
 
 def _count(value: Any) -> int | None:
@@ -80,6 +80,6 @@ class Batcher:
 
     def take(self) -> common_pb2.StepBatch:
         """The batch of the rows added so far (then empty)."""
-        batch = codec.batch_from_columns(self.run_id, self.attempt, self._rows)
+        batch = codec.batch_from_columns(self.run_id, self.attempt, (tuple(row) for row in self._rows))
         self._rows = []
         return batch

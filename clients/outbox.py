@@ -35,6 +35,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from typing import Any
 
 from google.protobuf.message import DecodeError
 
@@ -130,12 +131,12 @@ def _pad_to_header(path: str) -> None:
             handle.truncate(wanted)
 
 
-def _salvage(path: str) -> tuple[list[tuple], list[tuple], list[tuple]]:
+def _salvage(path: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """The rows still readable in a corrupt outbox file (its batches, attempts and pending opens),
     read from a scratch copy so that what was set aside stays as it was found."""
-    batches: list[tuple] = []
-    attempts: list[tuple] = []
-    opens: list[tuple] = []
+    batches: list[tuple[Any, ...]] = []
+    attempts: list[tuple[Any, ...]] = []
+    opens: list[tuple[Any, ...]] = []
     with tempfile.TemporaryDirectory(prefix=".salvage-", dir=os.path.dirname(path)) as scratch:
         copy = os.path.join(scratch, FILE_NAME)
         try:

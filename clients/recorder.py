@@ -111,8 +111,9 @@ class RunRecorder:
     in flight), ack_timeout_s, flush_timeout_s (flush, finish and close), on_ack (called on the
     sender thread with each StepAck)."""
 
-    def __init__(self, client: LedgerClient, *, run_id: str, attempt: int, outbox_dir: str | os.PathLike[str] | None = None,
-                 account: str | None = None, state: RunState | None = None, batch_steps_max: int = 1_000,
+    def __init__(self, client: LedgerClient, *, run_id: str, attempt: int,
+                 outbox_dir: str | os.PathLike[str] | None = None, account: str | None = None,
+                 state: RunState | None = None, batch_steps_max: int = 1_000,
                  batch_interval_s: float = 0.2, queue_steps_max: int = 65_536, held_steps_max: int | None = None,
                  window: int = 8, ack_timeout_s: float = 30.0, flush_timeout_s: float = 30.0, on_ack: Any = None,
                  _pending: Mapping[str, Any] | None = None) -> None:
@@ -122,7 +123,8 @@ class RunRecorder:
         self._run_id, self._attempt, self._state = run_id, attempt, state
         self._lock = threading.Lock()
         self._counters = dict.fromkeys(("sent", "acked", "dropped", "failed", "non_finite", "quarantined"), 0)
-        self._opened, self._open_error = threading.Event(), None
+        self._opened = threading.Event()
+        self._open_error: LedgerClientError | None = None
         self._stop_opening = threading.Event()
         self._opener: threading.Thread | None = None
         if _pending is None:
@@ -130,7 +132,8 @@ class RunRecorder:
             box_run_id, box_attempt = run_id, attempt
         else:  # A deferred open: batches wait under the pending attempt until it is started.
             box_run_id, box_attempt = pending_run_id(_pending["attempt_id"]), 0
-        outbox = SqliteOutbox(outbox_dir, box_run_id, box_attempt) if outbox_dir else MemoryOutbox(box_run_id, box_attempt)
+        outbox = (SqliteOutbox(outbox_dir, box_run_id, box_attempt) if outbox_dir
+                  else MemoryOutbox(box_run_id, box_attempt))
         if _pending is not None and isinstance(outbox, SqliteOutbox):
             outbox.add_pending_open(_pending["attempt_id"], _pending["run_key"], _pending["label"],
                                     _pending["resume_from_step"])
