@@ -1,8 +1,8 @@
 """Price sheets: what a billable unit costs, with where the price came from and when.
 
 Amounts are integer micro-dollars. A sheet turns usage into a structured cost basis (the shape
-the ledger stores) and its amount, rounded up, so a reservation and its commit are computed the
-same way on every side.
+the ledger stores) and its amount by trainledger.pricing, the one cost rule both sides of the wire
+import, so a reservation, its commit and the ledger's check of them agree to the micro-dollar.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from trainledger.pricing import cost_usd_micro
 
 __all__ = ["GpuPrice", "TokenPrices", "gpu_basis", "token_basis", "basis_amount"]
 
@@ -73,11 +75,6 @@ def token_basis(prices: TokenPrices, tokens: Mapping[str, int]) -> dict[str, Any
 
 
 def basis_amount(basis: Mapping[str, Any]) -> int:
-    """The amount of a basis in micro-dollars, rounded up (the ledger's own rule)."""
-    total = 0
-    for line in basis.get("tokens") or []:
-        total += -(-line["tokens"] * line["usd_micro_per_million_tokens"] // 1_000_000)
-    gpu = basis.get("gpu")
-    if gpu:
-        total += -(-gpu["gpu_milliseconds"] * gpu["usd_micro_per_gpu_hour"] * max(1, gpu["gpu_count"]) // 3_600_000)
-    return total
+    """The amount of a basis in micro-dollars, rounded up: trainledger.pricing's rule, the one the
+    ledger checks every basis with."""
+    return cost_usd_micro(basis)
