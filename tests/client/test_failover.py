@@ -32,9 +32,9 @@ def test_a_client_of_two_replicas_fails_over_to_the_second(tmp_path) -> None:
                 direct.open_run(run_key=key)
         retries = RetryPolicy(attempts=20, initial_backoff_s=0.02, max_backoff_s=0.2)
         with LedgerClient([first.address, second.address], timeout_s=5.0, retries=retries) as client:
-            assert [r["name"] for r in client.list_runs()["runs"]] == ["on-first"]
+            assert [r.name for r in client.list_runs().runs] == ["on-first"]
             first.stop()
-            assert [r["name"] for r in client.list_runs()["runs"]] == ["on-second"]
+            assert [r.name for r in client.list_runs().runs] == ["on-second"]
     finally:
         first.stop()
         second.stop()

@@ -139,23 +139,23 @@ def test_a_restart_of_a_few_seconds_is_ridden_out_by_every_call_and_nothing_land
     assert ledger.process is not None and ledger.restarts == 3
 
     state = client.get_run_state(run_id=recorder.run_id)  # reads what this client wrote
-    assert state["run"]["status"] == "done"
-    assert [attempt["number"] for attempt in state["attempts"]] == [1]
-    assert state["checkpoint"]["step"] == 9 and state["last_step"] == 9
+    assert state.run.status == "done"
+    assert [attempt.number for attempt in state.attempts] == [1]
+    assert state.checkpoint.step == 9 and state.last_step == 9
     # Every hold once: nine committed at 900, one released; nothing pending, nothing doubled.
-    spend = state["spend"]
-    assert (spend["committed_usd_micro"], spend["pending_usd_micro"]) == (9 * 900, 0)
-    entries = client.list_reservations(account=recorder.account, page_size=100)["reservations"]
-    assert {e["reservation_id"]: e["state"] for e in entries} == {
+    spend = state.spend
+    assert (spend.committed_usd_micro, spend.pending_usd_micro) == (9 * 900, 0)
+    entries = client.list_reservations(account=recorder.account, page_size=100).reservations
+    assert {e.reservation_id: e.state for e in entries} == {
         **dict.fromkeys(holds, "committed"), **dict.fromkeys(released, "released")}
     log = list(client.read_events(from_position=1))
-    kinds = Counter(e["type"].split(".")[-1] for e in log)
-    reserved = [e["data_json"]["reservation_id"] for e in log if e["type"].endswith("SpendReserved")]
+    kinds = Counter(e.type.split(".")[-1] for e in log)
+    reserved = [e.data_json["reservation_id"] for e in log if e.type.endswith("SpendReserved")]
     assert sorted(reserved) == sorted(holds + released)  # each reserved once
     assert kinds["SpendCommitted"] == 9 and kinds["SpendReleased"] == 1
     assert kinds["AttemptStarted"] == 1 and kinds["CheckpointSaved"] == 1 and kinds["Finished"] == 1
     series = client.get_series(run_id=recorder.run_id)
-    assert series["steps"] == list(range(10))
+    assert series.steps == list(range(10))
     client.close()
 
 
@@ -172,8 +172,8 @@ def test_past_the_outage_budget_reserve_fails_closed(ledger: LedgerProcess) -> N
     recorder.close(flush_timeout_s=0)
     ledger.start()
     account = client.get_account(account=recorder.account)
-    assert (account["pending_usd_micro"], account["committed_usd_micro"]) == (0, 0)
-    assert not client.list_reservations(account=recorder.account)["reservations"]
+    assert (account.pending_usd_micro, account.committed_usd_micro) == (0, 0)
+    assert not client.list_reservations(account=recorder.account).reservations
     client.close()
 
 
@@ -184,15 +184,15 @@ def test_the_async_client_rides_out_a_restart_with_the_default_budget(tmp_path: 
         async with AsyncLedgerClient(server.address, principal="trainer", timeout_s=5.0) as client:
             assert client.outage_budget_s == 30.0
             opened = await client.open_run(run_key="async-restart", cap_usd_micro=10_000)
-            run_id = opened["state"]["run"]["run_id"]
+            run_id = opened.state.run.run_id
             server.stop()
             threading.Timer(DOWN_S + 1.0, server.start).start()
             held = await client.reserve(account=run_id, amount_usd_micro=1_000, reservation_id="async-hold")
-            await client.commit(account=run_id, reservation_id=held["reservation_id"], actual_usd_micro=700)
+            await client.commit(account=run_id, reservation_id=held.reservation_id, actual_usd_micro=700)
             return await client.get_account(account=run_id)
 
     try:
         account = asyncio.run(scenario())
     finally:
         server.stop()
-    assert (account["committed_usd_micro"], account["pending_usd_micro"]) == (700, 0)
+    assert (account.committed_usd_micro, account.pending_usd_micro) == (700, 0)

@@ -24,8 +24,8 @@ UNDECODABLE = b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"  # a tag whose var
 
 def started_attempt(client: LedgerClient, key: str) -> tuple[str, int]:
     """The run of `key`, opened, with an attempt started (the process that then died)."""
-    run_id = client.open_run(run_key=key, name="quarantine")["state"]["run"]["run_id"]
-    return run_id, client.start_attempt(run_id=run_id, label="dead")["attempt"]
+    run_id = client.open_run(run_key=key, name="quarantine").state.run.run_id
+    return run_id, client.start_attempt(run_id=run_id, label="dead").attempt
 
 
 def leave_batches(outbox: Path, run_id: str, attempt: int, batches: list[range]) -> None:
@@ -52,8 +52,8 @@ def good_payload(run_id: str, attempt: int, steps: range) -> bytes:
 def delivered(client: LedgerClient, run_id: str) -> list[int]:
     """Every step the ledger recorded for the run, once per time it was recorded."""
     return [step for event in client.read_events(from_position=1)
-            if event["type"].endswith("StepsRecorded") and event["originator_id"] == run_id
-            for step in event["data_json"]["steps"]]
+            if event.type.endswith("StepsRecorded") and event.originator_id == run_id
+            for step in event.data_json["steps"]]
 
 
 def set_aside(outbox: Path) -> list[Path]:

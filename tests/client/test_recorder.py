@@ -23,9 +23,9 @@ def test_ten_thousand_steps_arrive_exactly_once(client: LedgerClient) -> None:
     assert counters == {"sent": 10_000, "acked": 10_000, "dropped": 0, "failed": 0, "non_finite": 0, "quarantined": 0}
     assert series_steps(client, recorder.run_id) == list(range(10_000))
     page = client.get_series(run_id=recorder.run_id, from_step=0, page_size=200, metrics=["eval_loss"])
-    column = page["metrics"][0]
-    assert column["name"] == "eval_loss" and column["index"] == [0, 100]  # sparse: no NaN placeholders
-    assert recorder.state["run"]["status"] == "done" and recorder.state["last_step"] == 9_999
+    column = page.metrics[0]
+    assert column.name == "eval_loss" and column.index == [0, 100]  # sparse: no NaN placeholders
+    assert recorder.state.run.status == "done" and recorder.state.last_step == 9_999
 
 
 def test_log_never_blocks_or_raises_with_no_server() -> None:
@@ -83,8 +83,8 @@ def test_a_restarted_trainer_replays_its_outbox_exactly_once(server: ServerThrea
     second.finish()
     # Every step exactly once, all recorded by attempt 1 (and superseded by attempt 2's fresh start).
     assert series_steps(client, first.run_id, include_superseded=True) == list(range(1_000))
-    batches = [e for e in client.read_events(from_position=1) if e["type"].endswith("StepsRecorded")]
-    assert sum(len(e["data_json"]["steps"]) for e in batches) == 1_000
+    batches = [e for e in client.read_events(from_position=1) if e.type.endswith("StepsRecorded")]
+    assert sum(len(e.data_json["steps"]) for e in batches) == 1_000
     with sqlite3.connect(outbox / FILE_NAME) as db:
         assert db.execute("SELECT COUNT(*) FROM batches").fetchone() == (0,)
 
@@ -115,8 +115,8 @@ def test_reserve_commits_releases_and_refuses(client: LedgerClient) -> None:
             pytest.fail("a refused hold must not run the block")
     assert caught.value.remaining_usd_micro == 5_000
     account = client.get_account(account=recorder.account)
-    assert (account["committed_usd_micro"], account["pending_usd_micro"]) == (5_000, 0)
-    states = sorted(r["state"] for r in client.list_reservations(account=recorder.account)["reservations"])
+    assert (account.committed_usd_micro, account.pending_usd_micro) == (5_000, 0)
+    states = sorted(r.state for r in client.list_reservations(account=recorder.account).reservations)
     assert states == ["committed", "committed", "refused", "released"]
     recorder.finish()
 
@@ -126,10 +126,10 @@ def test_a_call_failing_with_a_multi_line_error_still_releases_its_hold(client: 
     with pytest.raises(RuntimeError), recorder.reserve(1_000):
         raise RuntimeError("the provider said:\n  429 Too Many Requests\r\n\x1b[31mretry later\x1b[0m")
     account = client.get_account(account=recorder.account)
-    assert account["pending_usd_micro"] == 0
-    [released] = client.list_reservations(account=recorder.account)["reservations"]
-    assert released["state"] == "released" and released["reason"].startswith("RuntimeError: the provider said:")
-    assert "\n" not in released["reason"] and "\x1b" not in released["reason"]
+    assert account.pending_usd_micro == 0
+    [released] = client.list_reservations(account=recorder.account).reservations
+    assert released.state == "released" and released.reason.startswith("RuntimeError: the provider said:")
+    assert "\n" not in released.reason and "\x1b" not in released.reason
     recorder.finish()
 
 
@@ -147,9 +147,9 @@ def test_context_manager_finishes_failed_on_an_exception(client: LedgerClient) -
             recorder.log(1, loss=1.0)
             raise RuntimeError("out of memory at step 1")
     state = client.get_run_state(run_id=recorder.run_id)
-    assert state["run"]["status"] == "failed"
-    assert state["run"]["error"] == "RuntimeError: out of memory at step 1"
-    assert state["last_step"] == 1  # the steps were flushed before the finish
+    assert state.run.status == "failed"
+    assert state.run.error == "RuntimeError: out of memory at step 1"
+    assert state.last_step == 1  # the steps were flushed before the finish
 
 
 def test_checkpoint_flushes_steps_first(client: LedgerClient) -> None:
@@ -158,24 +158,26 @@ def test_checkpoint_flushes_steps_first(client: LedgerClient) -> None:
             recorder.log(step, loss=1.0)
         recorder.checkpoint(10, "s3://bucket/ckpt-10", "s3", "weights+optimizer", digest="sha256:" + "0" * 64)
         state = recorder.refresh_state()
-    assert state["last_step"] == 10 and state["checkpoint"]["step"] == 10
-    assert state["resume"]["handle"] == {"backend": "s3", "uri": "s3://bucket/ckpt-10", "fidelity": "weights+optimizer"}
+    assert state.last_step == 10 and state.checkpoint.step == 10
+    assert state.resume.handle is not None
+    assert state.resume.handle.to_dict() == {"backend": "s3", "uri": "s3://bucket/ckpt-10",
+                                             "fidelity": "weights+optimizer"}
 
 
 def test_a_new_attempt_resumes_from_the_latest_checkpoint(client: LedgerClient) -> None:
     first = RunRecorder.open(client, run_key="resume", resume_from_step="latest")
-    assert first.state["attempts"][0]["resumed_from_step"] is None
+    assert first.state.attempts[0].resumed_from_step is None
     for step in range(1, 11):
         first.log(step, loss=1.0)
         if step == 5:
             first.checkpoint(5, "local:///ckpt-5", "local", "weights+optimizer")
     first.close()  # The process dies after step 10; steps 6..10 will be superseded.
     with RunRecorder.open(client, run_key="resume", resume_from_step="latest") as second:
-        assert second.attempt == 2 and second.state["resume"]["handle"]["uri"] == "local:///ckpt-5"
+        assert second.attempt == 2 and second.state.resume.handle.uri == "local:///ckpt-5"
         for step in range(6, 9):
             second.log(step, loss=2.0)
     page = client.get_series(run_id=second.run_id)
-    assert list(zip(page["steps"], page["attempts"])) == [(1, 1), (2, 1), (3, 1), (4, 1), (5, 1), (6, 2), (7, 2), (8, 2)]
+    assert list(zip(page.steps, page.attempts)) == [(1, 1), (2, 1), (3, 1), (4, 1), (5, 1), (6, 2), (7, 2), (8, 2)]
 
 
 def test_a_deferred_open_logs_while_the_ledger_is_down_and_delivers_once(tmp_path) -> None:
@@ -199,7 +201,7 @@ def test_a_deferred_open_logs_while_the_ledger_is_down_and_delivers_once(tmp_pat
         assert recorder.counters == {"sent": 120, "acked": 120, "dropped": 0, "failed": 0, "non_finite": 0,
                                      "quarantined": 0}
         page = client.get_series(run_id=recorder.run_id, page_size=1_000)
-        assert page["steps"] == list(range(1, 121)) and set(page["attempts"]) == {1}
+        assert page.steps == list(range(1, 121)) and set(page.attempts) == {1}
         with sqlite3.connect(tmp_path / "outbox" / FILE_NAME) as db:
             assert db.execute("SELECT COUNT(*) FROM batches").fetchone() == (0,)
             assert db.execute("SELECT COUNT(*) FROM pending_opens").fetchone() == (0,)
@@ -228,7 +230,7 @@ def test_steps_of_a_process_that_died_before_the_ledger_answered_are_delivered_b
         assert second.attempt == 2 and second.counters["acked"] == 30
         second.finish()
         state = client.get_run_state(run_id=second.run_id)
-        assert [a["number"] for a in state["attempts"]] == [1, 2]
+        assert [a.number for a in state.attempts] == [1, 2]
         assert series_steps(client, second.run_id, include_superseded=True) == list(range(1, 31))
         with sqlite3.connect(outbox / FILE_NAME) as db:
             assert db.execute("SELECT COUNT(*) FROM batches").fetchone() == (0,)

@@ -63,7 +63,7 @@ def intercepted(server: ServerThread, interceptor: Recorder) -> LedgerClient:
 
 
 def reserved_events(client: LedgerClient) -> list[dict[str, Any]]:
-    return [e for e in client.read_events(from_position=1) if e["type"].endswith("SpendReserved")]
+    return [e for e in client.read_events(from_position=1) if e.type.endswith("SpendReserved")]
 
 
 def test_a_lost_answer_is_retried_as_the_same_request_and_answered_as_a_duplicate(server: ServerThread) -> None:
@@ -73,11 +73,11 @@ def test_a_lost_answer_is_retried_as_the_same_request_and_answered_as_a_duplicat
         answer = client.reserve(account=run_id, amount_usd_micro=1_000, attempt=attempt)
         tries = interceptor.of(RESERVE)
         assert len(tries) == 2 and tries[0] == tries[1]  # same request id, same bytes
-        assert answer["duplicate"] is True
+        assert answer.duplicate is True
         events = reserved_events(client)
-        assert [e["request_id"] for e in events] == [tries[0][1]]
-        assert events[0]["principal"] == "tests"
-        assert client.get_account(account=run_id)["pending_usd_micro"] == 1_000
+        assert [e.request_id for e in events] == [tries[0][1]]
+        assert events[0].principal == "tests"
+        assert client.get_account(account=run_id).pending_usd_micro == 1_000
 
 
 def test_server_killed_between_a_send_and_its_retry(server: ServerThread) -> None:
@@ -101,10 +101,10 @@ def test_server_killed_between_a_send_and_its_retry(server: ServerThread) -> Non
         tries = interceptor.of(RESERVE)
         assert len(tries) >= 3  # the landed send, refused tries while down, the answered retry
         assert len(set(tries)) == 1
-        assert answer["duplicate"] is True
-        assert [e["request_id"] for e in reserved_events(client)] == [tries[0][1]]
+        assert answer.duplicate is True
+        assert [e.request_id for e in reserved_events(client)] == [tries[0][1]]
         account = client.get_account(account=run_id)
-        assert (account["pending_usd_micro"], account["remaining_usd_micro"]) == (2_500, 7_500)
+        assert (account.pending_usd_micro, account.remaining_usd_micro) == (2_500, 7_500)
 
 
 def test_append_retried_across_a_restart_lands_once(server: ServerThread) -> None:
@@ -116,8 +116,8 @@ def test_append_retried_across_a_restart_lands_once(server: ServerThread) -> Non
         answer = client.append_steps(run_id=run_id, attempt=attempt, steps=[0, 1], metrics={"loss": [2.0, 1.0]})
         tries = interceptor.of("/trainledger.v1.Runs/AppendSteps")
         assert len(tries) >= 2 and len(set(tries)) == 1
-        assert (answer["duplicate"], answer["last_step"]) == (False, 1)
-        assert client.get_series(run_id=run_id, min_position=answer["position"])["steps"] == [0, 1]
+        assert (answer.duplicate, answer.last_step) == (False, 1)
+        assert client.get_series(run_id=run_id, min_position=answer.position).steps == [0, 1]
 
 
 def test_async_client_retries_across_a_restart(server: ServerThread) -> None:
@@ -126,7 +126,7 @@ def test_async_client_retries_across_a_restart(server: ServerThread) -> None:
             opened = await client.open_run(run_key="async-retry", name="a")
             server.stop()
             threading.Timer(0.5, server.start).start()
-            state = await client.get_run_state(run_id=opened["state"]["run"]["run_id"])
-            assert state["run"]["name"] == "a"
+            state = await client.get_run_state(run_id=opened.state.run.run_id)
+            assert state.run.name == "a"
 
     asyncio.run(scenario())

@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def ended(client: LedgerClient, recorder: RunRecorder) -> tuple[str, str]:
-    run = client.get_run_state(run_id=recorder.run_id)["run"]
-    return run["status"], run["error"]
+    run = client.get_run_state(run_id=recorder.run_id).run
+    return run.status, run.error
 
 
 def test_the_status_of_an_exit() -> None:
@@ -59,7 +59,7 @@ def test_keyboard_interrupt_ends_the_run_stopped(client: LedgerClient) -> None:
             recorder.log(1, loss=1.0)
             raise KeyboardInterrupt
     assert ended(client, recorder)[0] == "stopped"
-    assert client.get_run_state(run_id=recorder.run_id)["last_step"] == 1
+    assert client.get_run_state(run_id=recorder.run_id).last_step == 1
 
 
 def test_an_exception_ends_failed_and_a_normal_end_done(client: LedgerClient) -> None:
@@ -100,9 +100,9 @@ def test_sigterm_ends_the_run_stopped_with_stop_on_sigterm(server: ServerThread,
         if trainer.poll() is None:
             trainer.kill()
     assert trainer.returncode != 0 and "KeyboardInterrupt: SIGTERM" in stderr
-    state = client.open_run(run_key="sigterm-run")["state"]
-    assert (state["run"]["status"], state["run"]["error"]) == ("stopped", "KeyboardInterrupt: SIGTERM")
-    assert state["last_step"] >= 3  # what was logged before the signal was flushed first
+    state = client.open_run(run_key="sigterm-run").state
+    assert (state.run.status, state.run.error) == ("stopped", "KeyboardInterrupt: SIGTERM")
+    assert state.last_step >= 3  # what was logged before the signal was flushed first
 
 
 def test_stop_on_sigterm_restores_the_previous_handler(client: LedgerClient) -> None:
@@ -124,10 +124,10 @@ def test_a_finished_run_is_not_reopened_by_accident(client: LedgerClient) -> Non
     assert "use a new run key, or pass reopen=True to start a new attempt on it" in message
     assert (refused.value.run_id, refused.value.status) == (first.run_id, "failed")
     assert isinstance(refused.value, RunFinished) and refused.value.reason == "RUN_FINISHED"
-    assert len(client.get_run_state(run_id=first.run_id)["attempts"]) == 1  # no attempt started
+    assert len(client.get_run_state(run_id=first.run_id).attempts) == 1  # no attempt started
 
     with RunRecorder.open(client, run_key=key, name="reopen-me", reopen=True) as second:
-        assert second.attempt == 2 and second.state["run"]["status"] == "running"
+        assert second.attempt == 2 and second.state.run.status == "running"
     assert ended(client, second) == ("done", "")
 
     for reopen in (False, True):  # A done run takes no new attempt at all.
@@ -135,7 +135,7 @@ def test_a_finished_run_is_not_reopened_by_accident(client: LedgerClient) -> Non
             RunRecorder.open(client, run_key=key, reopen=reopen)
         assert refused.value.status == "done"
         assert str(refused.value).endswith("is done: use a new run key (a done run takes no new attempt)")
-    assert len(client.get_run_state(run_id=first.run_id)["attempts"]) == 2
+    assert len(client.get_run_state(run_id=first.run_id).attempts) == 2
 
 
 def test_a_stopped_run_reopens_only_when_asked(client: LedgerClient) -> None:
@@ -155,11 +155,11 @@ def test_a_deferred_open_of_an_ended_run_is_refused_at_once(client: LedgerClient
     RunRecorder.open(client, run_key=key).finish("stopped")
     with pytest.raises(RunEnded):  # a refusal: raised now, not left to a background opener
         RunRecorder.open(client, run_key=key, defer=True)
-    assert len(client.get_run_state(run_id=run_id(client, key))["attempts"]) == 1
+    assert len(client.get_run_state(run_id=run_id(client, key)).attempts) == 1
 
 
 def run_id(client: LedgerClient, key: str) -> str:
-    return client.open_run(run_key=key)["state"]["run"]["run_id"]
+    return client.open_run(run_key=key).state.run.run_id
 
 
 def test_a_loop_that_catches_the_refusal_and_finishes_stopped_stays_stopped(client: LedgerClient) -> None:
@@ -174,5 +174,5 @@ def test_a_loop_that_catches_the_refusal_and_finishes_stopped_stays_stopped(clie
                 break
             recorder.log(step, loss=1.0)
     state = client.get_run_state(run_id=recorder.run_id)
-    assert (state["run"]["status"], state["run"]["summary"]) == ("stopped", {"stop_reason": "spend cap"})
-    assert state["last_step"] == 0 and state["spend"]["committed_usd_micro"] == 1_000
+    assert (state.run.status, state.run.summary) == ("stopped", {"stop_reason": "spend cap"})
+    assert state.last_step == 0 and state.spend.committed_usd_micro == 1_000
