@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from clients import LedgerClient
 from clients.models import WatchUpdate
@@ -16,7 +16,7 @@ def test_run_state_decodes_to_plain_values(client: LedgerClient) -> None:
     again = client.open_run(run_key="shape", name="shape", spec={"lr": 0.5, "tags": ["a"]}, cap_usd_micro=1_000)
     assert (again.created, again.position) == (False, opened.position)
     run_id = opened.state.run.run_id
-    expires = datetime.now(timezone.utc) + timedelta(hours=1)
+    expires = datetime.now(UTC) + timedelta(hours=1)
     attempt = client.start_attempt(run_id=run_id, label="host").attempt
     client.append_steps(run_id=run_id, attempt=attempt, steps=[1, 2], tokens=[10, 20], usd_micro=[5, 5],
                         metrics={"loss": [1.0, 0.5]})

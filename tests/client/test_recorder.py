@@ -177,7 +177,8 @@ def test_a_new_attempt_resumes_from_the_latest_checkpoint(client: LedgerClient) 
         for step in range(6, 9):
             second.log(step, loss=2.0)
     page = client.get_series(run_id=second.run_id)
-    assert list(zip(page.steps, page.attempts)) == [(1, 1), (2, 1), (3, 1), (4, 1), (5, 1), (6, 2), (7, 2), (8, 2)]
+    assert list(zip(page.steps, page.attempts, strict=True)) == [(1, 1), (2, 1), (3, 1), (4, 1), (5, 1), (6, 2),
+                                                                (7, 2), (8, 2)]
 
 
 def test_a_deferred_open_logs_while_the_ledger_is_down_and_delivers_once(tmp_path) -> None:
