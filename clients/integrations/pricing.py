@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainledger.pricing import cost_usd_micro
+from trainledger.pricing import MS_PER_GPU_HOUR, cost_usd_micro
 
 __all__ = ["GpuPrice", "TokenPrices", "gpu_basis", "token_basis", "basis_amount"]
 
@@ -32,6 +32,12 @@ class GpuPrice:
 
     def amount(self, gpu_milliseconds: int) -> int:
         return basis_amount(self.basis(gpu_milliseconds))
+
+    def milliseconds_for(self, usd_micro: int) -> int:
+        """The most GPU milliseconds whose amount is at most `usd_micro` (0 for a free price: no
+        bound); the inverse of the GPU line of trainledger.pricing."""
+        rate = self.usd_micro_per_gpu_hour * max(1, self.gpu_count)
+        return max(0, usd_micro) * MS_PER_GPU_HOUR // rate if rate > 0 else 0
 
 
 @dataclass(frozen=True)
