@@ -1,12 +1,10 @@
-"""The views: tables projected from the log, and how each event changes them.
+"""How each event changes the views (their tables: ledger.views.schema).
 
-Four views, each with its own tracking position so each can be dropped and rebuilt alone:
-- runs: runs, attempts and checkpoints (everything resume needs);
-- series: one row per recorded step, superseded ones marked;
-- spend: accounts and every reservation, refusal and charge (the audit trail);
-- registry: families, versions and the promotion history.
-The SQL is portable between SQLite and PostgreSQL (`?` placeholders are rewritten by the
-PostgreSQL connection wrapper); the schema is declared once in TABLES.
+`handlers()` gives, per view, the handler of each event class it projects; each runs in the
+projector's transaction. The SQL is portable between SQLite and PostgreSQL (`?` placeholders are
+rewritten by the PostgreSQL connection wrapper). Account and family events carry the aggregate
+id, not the name: the Opened/Created handlers record the name in view_names, and each set of
+handlers (one per projector) caches those names for the events that follow.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["TABLES", "VIEWS", "apply_events", "to_epoch"]
+__all__ = ["Handler", "Names", "apply_events", "handlers", "to_epoch"]
 
 _json = msgspec.json.Encoder()
 _json_decode = msgspec.json.decode
@@ -32,64 +30,6 @@ _RESERVATION_UPSERT = (
     " reserved_at = excluded.reserved_at, settled_at = excluded.settled_at, expires_at = excluded.expires_at,"
     " position = excluded.position"
 )
-
-# table -> (columns {name: python type}, primary key, extra indexes, owning view). view_names maps
-# account and family aggregate ids to their names; any view may add to it, none owns it.
-TABLES: dict[str, tuple[dict[str, type], tuple[str, ...], list[tuple[str, ...]], str]] = {
-    "view_runs": (
-        {"run_id": str, "run_key": str, "name": str, "status": str, "spec": str, "summary": str, "error": str,
-         "opened_at": float, "finished_at": float, "current_attempt": int, "last_step": int, "position": int},
-        ("run_id",), [("opened_at",)], "runs",
-    ),
-    "view_attempts": (
-        {"run_id": str, "number": int, "attempt_id": str, "label": str, "started_at": float,
-         "resumed_from_step": int, "ended": int},
-        ("run_id", "number"), [], "runs",
-    ),
-    "view_checkpoints": (
-        {"run_id": str, "attempt": int, "step": int, "backend": str, "uri": str, "fidelity": str,
-         "sampler_uri": str, "final": int, "saved_at": float, "expires_at": float, "digest": str, "superseded": int},
-        # RunState's best checkpoint (highest step down) and its most recently expired ones.
-        ("run_id", "attempt", "step"),
-        [("run_id", "superseded", "step", "attempt"), ("run_id", "superseded", "expires_at", "step", "attempt")],
-        "runs",
-    ),
-    "view_series": (
-        {"run_id": str, "first_step": int, "attempt": int, "last_step": int, "superseded_above": int, "count": int,
-         "steps": bytes, "tokens": bytes, "usd_micro": bytes, "metrics": bytes, "position": int},
-        # Series pages read the rows nothing superseded, and those straddling a resume point, by
-        # index: never the rows whose steps were all superseded.
-        ("run_id", "first_step", "attempt"), [("run_id", "superseded_above", "first_step", "attempt")], "series",
-    ),
-    "view_accounts": (
-        {"account": str, "parent": str, "cap": int, "committed": int, "pending": int, "overrun": int,
-         "position": int},
-        ("account",), [("parent",)], "spend",
-    ),
-    "view_reservations": (
-        {"account": str, "reservation_id": str, "kind": str, "state": str, "amount": int, "actual": int,
-         "overrun": int, "basis": str, "actual_basis": str, "reason": str, "attempt": int, "reserved_at": float,
-         "settled_at": float, "expires_at": float, "position": int},
-        ("account", "reservation_id"), [("state", "expires_at"), ("account", "position")], "spend",
-    ),
-    "view_names": ({"id": str, "name": str}, ("id",), [], ""),
-    "view_families": (
-        {"family": str, "current": int, "position": int},
-        ("family",), [], "registry",
-    ),
-    "view_versions": (
-        {"family": str, "version": int, "artifact_uri": str, "digest": str, "source_run_id": str,
-         "source_step": int, "metadata": str, "registered_at": float, "principal": str},
-        ("family", "version"), [], "registry",
-    ),
-    "view_promotions": (
-        {"family": str, "position": int, "version": int, "previous": int, "kind": str, "verdict": str,
-         "reason": str, "at": float, "principal": str},
-        ("family", "position"), [], "registry",
-    ),
-}
-
-VIEWS = ("runs", "series", "spend", "registry")
 
 
 def to_epoch(moment: datetime | None) -> float | None:
@@ -147,7 +87,7 @@ def _checkpoint_saved(c: Cursor, e: Any, position: int) -> None:
     c.execute("UPDATE view_runs SET position = ? WHERE run_id = ?", (position, run_id))
 
 
-def _merge_summary(c: Cursor, run_id: str, notes: dict) -> str:
+def _merge_summary(c: Cursor, run_id: str, notes: dict[str, Any]) -> str:
     c.execute("SELECT summary FROM view_runs WHERE run_id = ?", (run_id,))
     row = c.fetchone()
     return _dump({**_json_decode(row[0]), **notes})
@@ -210,6 +150,10 @@ def _account_opened(c: Cursor, e: Any, position: int) -> None:
         " VALUES (?, ?, ?, 0, 0, 0, ?)",
         (e.name, e.parent, e.cap, position),
     )
+
+
+def _cap_set(c: Cursor, e: Any, position: int, account: str) -> None:
+    c.execute("UPDATE view_accounts SET cap = ?, position = ? WHERE account = ?", (e.cap, position, account))
 
 
 def _reserved(c: Cursor, e: Any, position: int, account: str) -> None:
@@ -297,17 +241,46 @@ def _version_promoted(c: Cursor, e: Any, position: int, family: str) -> None:
     c.execute("UPDATE view_families SET current = ?, position = ? WHERE family = ?", (e.version, position, family))
 
 
+class Names:
+    """Account and family names by aggregate id, read from view_names once and kept in memory."""
+
+    def __init__(self) -> None:
+        self._cached: dict[str, str] = {}
+
+    def remember(self, c: Cursor, originator_id: Any, name: str) -> None:
+        key = str(originator_id)
+        c.execute("INSERT INTO view_names (id, name) VALUES (?, ?) ON CONFLICT (id) DO NOTHING", (key, name))
+        self._cached[key] = name
+
+    def lookup(self, c: Cursor, originator_id: Any) -> str:
+        key = str(originator_id)
+        name = self._cached.get(key)
+        if name is None:
+            c.execute("SELECT name FROM view_names WHERE id = ?", (key,))
+            row = c.fetchone()
+            if row is None:
+                raise LookupError(f"no name recorded for aggregate {key}")
+            name = self._cached[key] = row[0]
+        return name
+
+
 def handlers() -> dict[str, dict[type, Handler]]:
-    """view -> event class -> handler(cursor, event, position)."""
+    """view -> event class -> handler(cursor, event, position), with a names cache of their own."""
     from ledger.domain.accounts import Account
     from ledger.domain.registry import Family
     from ledger.domain.runs import Run
 
-    def by_account(handler: Callable[[Cursor, Any, int, str], None]) -> Handler:
-        return lambda c, e, position: handler(c, e, position, _lookup(c, e.originator_id))
+    names = Names()
 
-    def by_family(handler: Callable[[Cursor, Any, int, str], None]) -> Handler:
-        return lambda c, e, position: handler(c, e, position, _lookup(c, e.originator_id))
+    def named(handler: Callable[[Cursor, Any, int, str], None]) -> Handler:
+        return lambda c, e, position: handler(c, e, position, names.lookup(c, e.originator_id))
+
+    def naming(handler: Handler) -> Handler:
+        def first(c: Cursor, e: Any, position: int) -> None:
+            names.remember(c, e.originator_id, e.name)
+            handler(c, e, position)
+
+        return first
 
     return {
         "runs": {
@@ -320,56 +293,22 @@ def handlers() -> dict[str, dict[type, Handler]]:
         },
         "series": {Run.StepsRecorded: _steps_for_series, Run.AttemptStarted: _supersede_series},
         "spend": {
-            Account.Opened: _account_opened_named,
-            Account.CapSet: by_account(lambda c, e, p, a: c.execute(
-                "UPDATE view_accounts SET cap = ?, position = ? WHERE account = ?", (e.cap, p, a))),
-            Account.SpendReserved: by_account(_reserved),
-            Account.SpendRefused: by_account(_refused),
-            Account.SpendCommitted: by_account(_committed),
-            Account.SpendReleased: by_account(_settled("released")),
-            Account.SpendExpired: by_account(_settled("expired")),
-            Account.SpendCharged: by_account(_charged),
-            Account.SpendRolledUp: by_account(_rolled_up),
+            Account.Opened: naming(_account_opened),
+            Account.CapSet: named(_cap_set),
+            Account.SpendReserved: named(_reserved),
+            Account.SpendRefused: named(_refused),
+            Account.SpendCommitted: named(_committed),
+            Account.SpendReleased: named(_settled("released")),
+            Account.SpendExpired: named(_settled("expired")),
+            Account.SpendCharged: named(_charged),
+            Account.SpendRolledUp: named(_rolled_up),
         },
         "registry": {
-            Family.Created: _family_created_named,
-            Family.VersionRegistered: by_family(_version_registered),
-            Family.VersionPromoted: by_family(_version_promoted),
+            Family.Created: naming(_family_created),
+            Family.VersionRegistered: named(_version_registered),
+            Family.VersionPromoted: named(_version_promoted),
         },
     }
-
-
-# Account and family events carry the aggregate id, not the name: the name is kept in a small
-# id table written by the Opened/Created handlers, and cached in memory.
-_id_names: dict[str, str] = {}
-
-
-def _account_opened_named(c: Cursor, e: Any, position: int) -> None:
-    _remember(c, e.originator_id, e.name)
-    _account_opened(c, e, position)
-
-
-def _family_created_named(c: Cursor, e: Any, position: int) -> None:
-    _remember(c, e.originator_id, e.name)
-    _family_created(c, e, position)
-
-
-def _remember(c: Cursor, originator_id: Any, name: str) -> None:
-    c.execute("INSERT INTO view_names (id, name) VALUES (?, ?) ON CONFLICT (id) DO NOTHING", (str(originator_id), name))
-    _id_names[str(originator_id)] = name
-
-
-def _lookup(c: Cursor, originator_id: Any) -> str:
-    key = str(originator_id)
-    name = _id_names.get(key)
-    if name is None:
-        c.execute("SELECT name FROM view_names WHERE id = ?", (key,))
-        row = c.fetchone()
-        if row is None:
-            raise LookupError(f"no name recorded for aggregate {key}")
-        name = _id_names[key] = row[0]
-    return name
-
 
 
 def apply_events(cursor: Cursor, view_handlers: dict[type, Handler], events: Iterable[tuple[int, Any]]) -> None:

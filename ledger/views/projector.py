@@ -17,7 +17,8 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
-from ledger.views.handlers import VIEWS, apply_events, handlers
+from ledger.views.handlers import apply_events, handlers
+from ledger.views.schema import VIEWS
 
 __all__ = ["Projector", "ProjectionFailed"]
 
@@ -59,7 +60,7 @@ class Projector:
         self.database = database
         self.poll_s = poll_s
         self.handlers = handlers()
-        self.positions = database.tracking_positions()
+        self.positions: dict[str, int] = database.tracking_positions()
         self._condition = threading.Condition()
         # One projection at a time in this process: the background thread and rebuild() share
         # the database's writer connection.
@@ -202,7 +203,7 @@ class Projector:
         before `start` (it was dropped by a rebuild elsewhere): the next round catches it up
         from its own position. Positions may skip numbers (PostgreSQL), never events."""
         with self.database.transaction() as cursor:
-            positions = self.database.lock_tracking(cursor)
+            positions: dict[str, int] = self.database.lock_tracking(cursor)
             if min(positions.values()) >= start - 1:
                 self._apply_chunk(cursor, positions, events)
                 self._chunk_applied(cursor, events[-1][0])

@@ -9,11 +9,8 @@ from typing import Any
 
 import pytest
 
-from ledger import Ledger
-
-from ledger import SpendCapExceededError
-
-from ledger import UnavailableError
+from ledger import CapExceeded, Ledger, Unavailable
+from ledger.views.models import Account, GateVerdict, MetricColumn, Resume, SpendTotals, StateHandle
 from tests.ledger.conftest import DIGEST_A, DIGEST_B, DIGEST_C, FakeClock, dump_views
 
 BASIS = {"price_sheet": "tinker-2025", "price_source": "https://example.com/pricing",
@@ -57,7 +54,7 @@ def scenario(ledger: Ledger, clock: FakeClock) -> dict[str, Any]:
     ledger.reserve(account=run_id, reservation_id="r-release", amount_usd_micro=50, attempt=2)
     ledger.release(account=run_id, reservation_id="r-release", reason="call not made")
     ledger.reserve(account=run_id, reservation_id="r-expire", amount_usd_micro=70, ttl=timedelta(minutes=5))
-    with pytest.raises(SpendCapExceededError):
+    with pytest.raises(CapExceeded):
         ledger.reserve(account=run_id, reservation_id="r-refused", amount_usd_micro=10_000)
     ledger.charge(account=run_id, charge_id="c-bill", amount_usd_micro=30, basis=BASIS, reason="provider bill")
     ledger.reserve(account=run_id, reservation_id="r-pending", amount_usd_micro=20, ttl=timedelta(hours=2))
@@ -83,23 +80,26 @@ class TestRunState:
         checkpoint(ledger, run_id, 1, 6, clock)
         position = checkpoint(ledger, run_id, 1, 8, clock, ttl=timedelta(hours=1))
         state = ledger.run_state(run_id, min_position=position)
-        assert state["checkpoint"]["step"] == 8
-        assert state["expired_checkpoints"] == []
+        assert state.checkpoint is not None and state.checkpoint.step == 8
+        assert state.expired_checkpoints == ()
         clock.advance(hours=2)
         state = ledger.run_state(run_id, min_position=position)
-        assert state["checkpoint"]["step"] == 6
-        assert state["checkpoint"]["handle"] == {"backend": "tinker", "uri": "tinker://ckpt/1/6",
-                                                 "fidelity": "weights+optimizer"}
-        assert state["checkpoint"]["sampler_uri"] == "tinker://sampler/6"
-        assert state["checkpoint"]["digest"] == "d6"
-        assert [c["step"] for c in state["expired_checkpoints"]] == [4, 8]
-        assert state["resume"] == {"available": True, "from_step": 6, "handle": state["checkpoint"]["handle"],
-                                   "sampler_uri": "tinker://sampler/6", "spend_committed_usd_micro": 0}
-        assert state["last_step"] == 10
-        assert state["current_attempt"] == 1
-        assert state["position"] >= position
-        assert state["run"]["status"] == "running"
-        assert state["run"]["name"] == "sft"
+        assert state.checkpoint is not None and state.checkpoint.step == 6
+        handle = StateHandle(backend="tinker", uri="tinker://ckpt/1/6", fidelity="weights+optimizer")
+        assert state.checkpoint.handle == handle
+        assert state.checkpoint.sampler_uri == "tinker://sampler/6"
+        assert state.checkpoint.digest == "d6"
+        assert [c.step for c in state.expired_checkpoints] == [4, 8]
+        assert state.expired_checkpoint_count == 2
+        assert state.resume == Resume(available=True, from_step=6, handle=handle, sampler_uri="tinker://sampler/6",
+                                      spend_committed_usd_micro=0)
+        assert state.resume.handle is not None and state.resume.handle.uri == "tinker://ckpt/1/6"
+        assert state.last_step == 10
+        assert state.current_attempt == 1
+        assert state.position >= position
+        assert state.run.status == "running"
+        assert state.run.name == "sft"
+        assert state.run.opened_at.tzinfo is not None
 
     def test_a_run_whose_checkpoints_all_expired_has_no_resume_handle(self, ledger: Ledger,
                                                                      clock: FakeClock) -> None:
@@ -108,10 +108,10 @@ class TestRunState:
         position = checkpoint(ledger, run_id, 1, 3, clock, ttl=timedelta(minutes=1))
         clock.advance(minutes=2)
         state = ledger.run_state(run_id, min_position=position)
-        assert state["checkpoint"] is None
-        assert state["resume"]["available"] is False
-        assert state["resume"]["handle"] is None
-        assert [c["step"] for c in state["expired_checkpoints"]] == [3]
+        assert state.checkpoint is None
+        assert state.resume.available is False
+        assert state.resume.handle is None
+        assert [c.step for c in state.expired_checkpoints] == [3]
 
     def test_attempts_resume_and_spend(self, ledger: Ledger, clock: FakeClock) -> None:
         run_id = ledger.open_run(run_key="k", cap_usd_micro=500).run_id
@@ -124,17 +124,18 @@ class TestRunState:
         ledger.reserve(account=run_id, reservation_id="r2", amount_usd_micro=30)
         position = ledger.start_attempt(run_id=run_id, attempt_id="a2", label="host-2", resume_from_step=5).position
         state = ledger.run_state(run_id, min_position=position)
-        assert [(a["number"], a["attempt_id"], a["label"], a["resumed_from_step"], a["ended"])
-                for a in state["attempts"]] == [(1, "a1", "host-1", None, True), (2, "a2", "host-2", 5, False)]
-        assert state["current_attempt"] == 2
-        assert state["last_step"] == 5
+        assert [(a.number, a.attempt_id, a.label, a.resumed_from_step, a.ended)
+                for a in state.attempts] == [(1, "a1", "host-1", None, True), (2, "a2", "host-2", 5, False)]
+        assert state.current_attempt == 2
+        assert state.last_step == 5
         # The checkpoint above the resume point is superseded: neither used nor listed as expired.
-        assert state["checkpoint"]["step"] == 5
-        assert state["expired_checkpoints"] == []
-        assert state["spend"] == {"cap": 500, "committed": 120, "pending": 30, "remaining": 350, "overrun": 20}
-        assert state["resume"]["spend_committed_usd_micro"] == 120
+        assert state.checkpoint is not None and state.checkpoint.step == 5
+        assert state.expired_checkpoints == ()
+        assert state.spend == SpendTotals(cap_usd_micro=500, committed_usd_micro=120, pending_usd_micro=30,
+                                          remaining_usd_micro=350, overrun_usd_micro=20)
+        assert state.resume.spend_committed_usd_micro == 120
         position = steps(ledger, run_id, 2, 6, 7)
-        assert ledger.run_state(run_id, min_position=position)["last_step"] == 7
+        assert ledger.run_state(run_id, min_position=position).last_step == 7
 
 
 class TestSeries:
@@ -147,15 +148,15 @@ class TestSeries:
         ledger.start_attempt(run_id=run_id, resume_from_step=6)
         position = steps(ledger, run_id, 2, 7, 9)
         series = ledger.series(run_id, min_position=position)
-        assert series["steps"] == list(range(1, 10))
-        assert series["attempts"] == [1] * 6 + [2] * 3
-        assert series["superseded"] == [False] * 9
-        assert series["tokens"] == [100] * 9
-        assert series["metrics"]["loss"] == {"values": [n + 0.1 for n in range(1, 7)] + [n + 0.2 for n in (7, 8, 9)],
-                                             "index": None}
-        assert series["next_from_step"] is None
+        assert series.steps == tuple(range(1, 10))
+        assert series.attempts == (1,) * 6 + (2,) * 3
+        assert series.superseded == (False,) * 9
+        assert series.tokens == (100,) * 9
+        assert series.metrics == (MetricColumn(name="loss", values=tuple([n + 0.1 for n in range(1, 7)]
+                                                                          + [n + 0.2 for n in (7, 8, 9)])),)
+        assert series.next_from_step is None
         everything = ledger.series(run_id, include_superseded=True)
-        assert list(zip(everything["steps"], everything["attempts"], everything["superseded"])) == (
+        assert list(zip(everything.steps, everything.attempts, everything.superseded, strict=True)) == (
             [(n, 1, False) for n in range(1, 7)]
             + [x for n in (7, 8, 9) for x in ((n, 1, True), (n, 2, False))]
             + [(10, 1, True)])
@@ -167,7 +168,7 @@ class TestSeries:
         ledger.start_attempt(run_id=run_id)
         position = steps(ledger, run_id, 2, 1, 2)
         series = ledger.series(run_id, min_position=position)
-        assert (series["steps"], series["attempts"]) == ([1, 2], [2, 2])
+        assert (series.steps, series.attempts) == ((1, 2), (2, 2))
 
     def test_pages_and_sparse_metrics(self, ledger: Ledger) -> None:
         run_id = ledger.open_run(run_key="k").run_id
@@ -176,15 +177,17 @@ class TestSeries:
                                        metrics={"loss": [5.0, 4.0, 3.0, 2.0, 1.0],
                                                 "eval_loss": {"values": [3.5], "index": [2]}}).position
         page = ledger.series(run_id, limit=2, min_position=position)
-        assert page["steps"] == [1, 2]
-        assert page["next_from_step"] == 3
-        assert "eval_loss" not in page["metrics"]
-        page = ledger.series(run_id, from_step=page["next_from_step"], limit=2)
-        assert page["steps"] == [3, 4]
-        assert page["metrics"]["eval_loss"] == {"values": [3.5], "index": [0]}
-        assert page["metrics"]["loss"] == {"values": [3.0, 2.0], "index": None}
+        assert page.steps == (1, 2)
+        assert page.next_from_step == 3
+        assert page.metric("eval_loss") is None
+        page = ledger.series(run_id, from_step=page.next_from_step, limit=2)
+        assert page.steps == (3, 4)
+        # Columns by name; a sparse one with its index into the page, a dense one without.
+        assert page.metrics == (MetricColumn(name="eval_loss", values=(3.5,), index=(0,)),
+                                MetricColumn(name="loss", values=(3.0, 2.0)))
+        assert page.metric("loss") == MetricColumn(name="loss", values=(3.0, 2.0))
         only = ledger.series(run_id, metrics=["eval_loss"])
-        assert set(only["metrics"]) == {"eval_loss"}
+        assert [column.name for column in only.metrics] == ["eval_loss"]
 
 
 class TestSpendAndRegistry:
@@ -192,40 +195,52 @@ class TestSpendAndRegistry:
                                                                          clock: FakeClock) -> None:
         ids = scenario(ledger, clock)
         run_id = ids["run_id"]
-        trail = {r["reservation_id"]: r for r in ledger.reservations(run_id, min_position=ledger.head())}
+        page = ledger.reservations(run_id, min_position=ledger.head())
+        assert page.after_position is None  # Not a full page: none follows.
+        trail = {r.reservation_id: r for r in page.reservations}
         assert list(trail) == ["r-commit", "r-release", "r-expire", "r-refused", "c-bill", "r-pending"]
         commit = trail["r-commit"]
-        assert (commit["kind"], commit["state"], commit["amount"], commit["actual"], commit["overrun"],
-                commit["attempt"]) == ("reservation", "committed", 100, 150, 50, 2)
-        assert commit["basis"] == commit["actual_basis"] == BASIS
-        assert (trail["r-release"]["state"], trail["r-release"]["reason"]) == ("released", "call not made")
-        assert trail["r-expire"]["state"] == "expired"
-        assert trail["r-refused"]["state"] == "refused"
-        assert "remained" in trail["r-refused"]["reason"]
-        assert (trail["c-bill"]["kind"], trail["c-bill"]["state"], trail["c-bill"]["actual"],
-                trail["c-bill"]["reason"]) == ("charge", "charged", 30, "provider bill")
-        assert trail["r-pending"]["state"] == "pending"
-        assert trail["r-pending"]["expires_at"] == trail["r-pending"]["reserved_at"] + timedelta(hours=2)
+        assert (commit.kind, commit.state, commit.amount_usd_micro, commit.actual_usd_micro, commit.overrun_usd_micro,
+                commit.attempt) == ("reservation", "committed", 100, 150, 50, 2)
+        assert commit.basis == commit.actual_basis == BASIS
+        assert (trail["r-release"].state, trail["r-release"].reason) == ("released", "call not made")
+        assert trail["r-release"].actual_basis is None
+        assert trail["r-expire"].state == "expired"
+        assert trail["r-refused"].state == "refused"
+        assert "remained" in trail["r-refused"].reason
+        assert (trail["c-bill"].kind, trail["c-bill"].state, trail["c-bill"].actual_usd_micro,
+                trail["c-bill"].reason) == ("charge", "charged", 30, "provider bill")
+        assert trail["r-pending"].state == "pending"
+        assert trail["r-pending"].expires_at == trail["r-pending"].reserved_at + timedelta(hours=2)
+        first = ledger.reservations(run_id, limit=2)
+        assert [r.reservation_id for r in first.reservations] == ["r-commit", "r-release"]
+        rest = ledger.reservations(run_id, after_position=first.after_position or 0)
+        assert [r.reservation_id for r in rest.reservations] == ["r-expire", "r-refused", "c-bill", "r-pending"]
         account = ledger.account(run_id)
-        assert account == {"account": run_id, "parent": "team", "cap": 1_000, "committed": 180, "pending": 20,
-                           "remaining": 800, "overrun": 50}
-        assert ledger.account("team") == {"account": "team", "parent": "", "cap": 10_000, "committed": 180,
-                                          "pending": 20, "remaining": 9_800, "overrun": 50}
-        assert ledger.account_now(run_id) == account
+        assert account == Account(account=run_id, parent="team", cap_usd_micro=1_000, committed_usd_micro=180,
+                                  pending_usd_micro=20, remaining_usd_micro=800, overrun_usd_micro=50)
+        assert ledger.account("team") == Account(account="team", parent="", cap_usd_micro=10_000,
+                                                 committed_usd_micro=180, pending_usd_micro=20,
+                                                 remaining_usd_micro=9_800, overrun_usd_micro=50)
+        assert ledger.account_now(run_id) == {"account": run_id, "parent": "team", "cap": 1_000, "committed": 180,
+                                              "pending": 20, "remaining": 800, "overrun": 50}
 
     def test_the_registry_view_has_versions_current_and_history(self, ledger: Ledger, clock: FakeClock) -> None:
         ids = scenario(ledger, clock)
         family = ledger.family("llama", min_position=ledger.head())
-        assert family["current"] == 1
-        assert [(v["version"], v["artifact_uri"], v["digest"]) for v in family["versions"]] == [
+        assert family.current == 1
+        assert [(v.version, v.artifact_uri, v.digest) for v in family.versions] == [
             (1, "s3://m/1", "sha256:" + DIGEST_A), (2, "s3://m/2", "sha256:" + DIGEST_B),
             (3, "s3://m/3", "sha256:" + DIGEST_C)]
-        assert (family["versions"][0]["source_run_id"], family["versions"][0]["source_step"],
-                family["versions"][0]["metadata"]) == (ids["run_id"], 4, {"eval": 0.5})
-        assert [(h["version"], h["previous"], h["kind"], h["reason"]) for h in family["history"]] == [
+        assert (family.versions[0].source_run_id, family.versions[0].source_step,
+                family.versions[0].metadata) == (ids["run_id"], 4, {"eval": 0.5})
+        assert (family.versions[1].source_run_id, family.versions[1].source_step) == ("", 0)
+        assert [(h.version, h.previous, h.kind, h.reason) for h in family.history] == [
             (1, 0, "promote", ""), (3, 1, "promote", ""), (1, 3, "rollback", "v3 regressed")]
-        assert family["history"][1]["verdict"] == {"passed": True, "stats": {"a": 1}}
-        assert family["history"][2]["verdict"] is None
+        assert family.history[0].verdict == GateVerdict(passed=True, reason="ok", stats={})
+        assert family.history[1].verdict == GateVerdict(passed=True, reason="", stats={"a": 1})
+        assert family.history[2].verdict is None
+        assert [(f.family, f.current, f.version_count) for f in ledger.families()] == [("llama", 1, 3)]
 
 
 class TestRebuild:
@@ -285,7 +300,7 @@ class TestRebuild:
             resumed = dump_views(app)
             app.projector.rebuild()
             assert dump_views(app) == resumed
-            assert app.run_state(run_id)["last_step"] == 4
+            assert app.run_state(run_id).last_step == 4
         finally:
             app.close()
 
@@ -297,8 +312,8 @@ class TestReadYourWrites:
         for step in range(1, 31):
             position = ledger.append_steps(run_id=run_id, attempt=1, steps=[step]).position
             state = ledger.run_state(run_id, min_position=position)
-            assert state["last_step"] == step
-            assert state["position"] >= position
+            assert state.last_step == step
+            assert state.position >= position
 
     def test_the_projector_signals_waiters_through_its_condition(self, ledger: Ledger) -> None:
         """Waiting blocks on the projector's condition variable and is woken by notify_all when
@@ -319,14 +334,14 @@ class TestReadYourWrites:
         ledger.projector._condition = Spy()
         run_id = ledger.open_run(run_key="k").run_id
         position = ledger.start_attempt(run_id=run_id).position
-        assert ledger.run_state(run_id, min_position=position)["current_attempt"] == 1
+        assert ledger.run_state(run_id, min_position=position).current_attempt == 1
         assert calls["notify_all"] >= 1
         # Whenever the reader had to wait, it was the projector's signal that woke it.
         assert calls["woken"] == calls["wait"]
 
     def test_a_position_never_reached_is_unavailable(self, ledger: Ledger) -> None:
         run_id = ledger.open_run(run_key="k").run_id
-        with pytest.raises(UnavailableError) as caught:
+        with pytest.raises(Unavailable) as caught:
             ledger.run_state(run_id, min_position=ledger.head() + 10, timeout_s=0.05)
         assert caught.value.reason == "VIEW_NOT_CAUGHT_UP"
 
@@ -336,10 +351,10 @@ class TestReadYourWrites:
         try:
             run_id = writer.open_run(run_key="k").run_id
             position = writer.start_attempt(run_id=run_id).position
-            assert reader.run_state(run_id, min_position=position)["current_attempt"] == 1
+            assert reader.run_state(run_id, min_position=position).current_attempt == 1
             writer.projector.stop()
             late = writer.append_steps(run_id=run_id, attempt=1, steps=[1]).position
-            with pytest.raises(UnavailableError) as caught:
+            with pytest.raises(Unavailable) as caught:
                 reader.run_state(run_id, min_position=late, timeout_s=0.2)
             assert caught.value.reason == "VIEW_NOT_CAUGHT_UP"
             assert reader.storage.tracking_positions() == writer.storage.tracking_positions()
@@ -372,8 +387,11 @@ def test_a_log_with_an_id_counted_twice_by_an_older_version_still_projects(sqlit
         app.save(holder)
         app.wait(app.head())
         assert app.projector.failure is None
-        assert app.account("team") == app.account_now("team")
-        assert app.account_now("team")["committed"] == 2_000
+        now, view = app.account_now("team"), app.account("team")
+        assert now["committed"] == 2_000
+        assert (view.cap_usd_micro, view.committed_usd_micro, view.pending_usd_micro, view.remaining_usd_micro,
+                view.overrun_usd_micro) == (now["cap"], now["committed"], now["pending"], now["remaining"],
+                                            now["overrun"])
         before = dump_views(app)
         app.projector.rebuild()
         assert dump_views(app) == before
@@ -384,7 +402,7 @@ def test_a_log_with_an_id_counted_twice_by_an_older_version_still_projects(sqlit
 def test_indexes_declared_after_a_file_was_made_are_added_when_it_is_opened(sqlite_database: str) -> None:
     import sqlite3
 
-    from ledger.views.handlers import TABLES
+    from ledger.views.schema import TABLES
 
     Ledger.open(sqlite_database).close()
     with sqlite3.connect(sqlite_database) as side:

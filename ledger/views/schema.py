@@ -1,0 +1,85 @@
+"""The schema of the views: every table, its columns, keys and indexes, and the view that owns it.
+
+Four views, each with its own tracking position so each can be dropped and rebuilt alone:
+- runs: runs, attempts and checkpoints (everything resume needs);
+- series: one row per recorded batch of steps, superseded ones marked;
+- spend: accounts and every reservation, refusal and charge (the audit trail);
+- registry: families, versions and the promotion history.
+The schema is declared once here; each storage backend makes its CREATE statements from it
+(column types from the Python types), and adds the indexes declared after a database was made
+when it opens one.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+__all__ = ["TABLES", "VIEWS", "Table"]
+
+VIEWS = ("runs", "series", "spend", "registry")
+
+
+class Table(NamedTuple):
+    """A view table: columns {name: Python type}, primary key, extra indexes, and the view that
+    owns it (rebuilding that view drops it); "" for view_names, which maps account and family
+    aggregate ids to their names: any view may add to it, none owns it."""
+
+    columns: dict[str, type]
+    primary_key: tuple[str, ...]
+    indexes: list[tuple[str, ...]]
+    view: str
+
+
+TABLES: dict[str, Table] = {
+    "view_runs": Table(
+        {"run_id": str, "run_key": str, "name": str, "status": str, "spec": str, "summary": str, "error": str,
+         "opened_at": float, "finished_at": float, "current_attempt": int, "last_step": int, "position": int},
+        ("run_id",), [("opened_at",)], "runs",
+    ),
+    "view_attempts": Table(
+        {"run_id": str, "number": int, "attempt_id": str, "label": str, "started_at": float,
+         "resumed_from_step": int, "ended": int},
+        ("run_id", "number"), [], "runs",
+    ),
+    "view_checkpoints": Table(
+        {"run_id": str, "attempt": int, "step": int, "backend": str, "uri": str, "fidelity": str,
+         "sampler_uri": str, "final": int, "saved_at": float, "expires_at": float, "digest": str, "superseded": int},
+        # RunState's best checkpoint (highest step down) and its most recently expired ones.
+        ("run_id", "attempt", "step"),
+        [("run_id", "superseded", "step", "attempt"), ("run_id", "superseded", "expires_at", "step", "attempt")],
+        "runs",
+    ),
+    "view_series": Table(
+        {"run_id": str, "first_step": int, "attempt": int, "last_step": int, "superseded_above": int, "count": int,
+         "steps": bytes, "tokens": bytes, "usd_micro": bytes, "metrics": bytes, "position": int},
+        # Series pages read the rows nothing superseded, and those straddling a resume point, by
+        # index: never the rows whose steps were all superseded.
+        ("run_id", "first_step", "attempt"), [("run_id", "superseded_above", "first_step", "attempt")], "series",
+    ),
+    "view_accounts": Table(
+        {"account": str, "parent": str, "cap": int, "committed": int, "pending": int, "overrun": int,
+         "position": int},
+        ("account",), [("parent",)], "spend",
+    ),
+    "view_reservations": Table(
+        {"account": str, "reservation_id": str, "kind": str, "state": str, "amount": int, "actual": int,
+         "overrun": int, "basis": str, "actual_basis": str, "reason": str, "attempt": int, "reserved_at": float,
+         "settled_at": float, "expires_at": float, "position": int},
+        ("account", "reservation_id"), [("state", "expires_at"), ("account", "position")], "spend",
+    ),
+    "view_names": Table({"id": str, "name": str}, ("id",), [], ""),
+    "view_families": Table(
+        {"family": str, "current": int, "position": int},
+        ("family",), [], "registry",
+    ),
+    "view_versions": Table(
+        {"family": str, "version": int, "artifact_uri": str, "digest": str, "source_run_id": str,
+         "source_step": int, "metadata": str, "registered_at": float, "principal": str},
+        ("family", "version"), [], "registry",
+    ),
+    "view_promotions": Table(
+        {"family": str, "position": int, "version": int, "previous": int, "kind": str, "verdict": str,
+         "reason": str, "at": float, "principal": str},
+        ("family", "position"), [], "registry",
+    ),
+}

@@ -1,0 +1,169 @@
+"""Series pages of the views: a run's recorded steps, column-wise, a page at a time.
+
+The series view holds one row per recorded batch, column-wise as in its event; a page decodes
+only the batches it needs, so a page costs the same however many superseded steps lie behind it,
+and it is bounded in count and in bytes (PAGE_BYTES_MAX). SeriesReads also holds the row helpers
+that every read of ledger.views.queries uses.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import msgspec
+
+from ledger.domain.limits import PAGE_BYTES_MAX
+from ledger.views.models import MetricColumn, SeriesPage
+
+__all__ = ["SeriesReads"]
+
+_unpack = msgspec.msgpack.decode
+# One step of a series page: step, attempt, tokens, usd_micro, superseded, metric values.
+Record = tuple[int, int, int, int, bool, dict[str, float]]
+
+
+def _unpack_batch(attempt: int, floor: int | None, columns: list[bytes], from_step: int, wanted: set[str],
+                  include_superseded: bool) -> list[Record]:
+    steps, tokens, usd, metrics = (_unpack(column) for column in columns)
+    count = len(steps)
+    per_step: list[dict[str, float]] = [{} for _ in range(count)]
+    for name, column in metrics.items():
+        if wanted and name not in wanted:
+            continue
+        index = column["index"] if column["index"] is not None else range(count)
+        for at, value in zip(index, column["values"], strict=False):
+            per_step[at][name] = value
+    tokens = tokens or [0] * count
+    usd = usd or [0] * count
+    out = []
+    for step, token, cost, values in zip(steps, tokens, usd, per_step, strict=False):
+        superseded = floor is not None and step > floor
+        if step >= from_step and (include_superseded or not superseded):
+            out.append((step, attempt, token, cost, superseded, values))
+    return out
+
+
+def _record_bytes(values: dict[str, float], names: set[str]) -> int:
+    """About what one record of a series page takes on the wire: its step, attempt, tokens, cost
+    and flag, 12 bytes a metric value with its index, and each metric's name the first time the
+    page holds it."""
+    size = 32 + 12 * len(values)
+    for name in values:
+        if name not in names:
+            names.add(name)
+            size += len(name.encode()) + 16
+    return size
+
+
+def _page_end(records: list[Record], limit: int) -> int:
+    """How many of the sorted `records` a page holds: at most `limit`, and no more than fit in
+    PAGE_BYTES_MAX (but at least one)."""
+    size, names = 0, set[str]()
+    for at, record in enumerate(records[:limit]):
+        size += _record_bytes(record[5], names)
+        if size > PAGE_BYTES_MAX:
+            return max(1, at)
+    return min(limit, len(records))
+
+
+def _metric_columns(records: list[Record]) -> tuple[MetricColumn, ...]:
+    """The metric values of a page's records as columns, by name; a column that does not hold
+    a value for every record has its index into the page."""
+    columns: dict[str, tuple[list[float], list[int]]] = {}
+    for at, record in enumerate(records):
+        for name, value in record[5].items():
+            values, index = columns.setdefault(name, ([], []))
+            values.append(value)
+            index.append(at)
+    return tuple(MetricColumn(name=name, values=tuple(values), index=() if len(index) == len(records) else tuple(index))
+                 for name, (values, index) in sorted(columns.items()))
+
+
+class SeriesReads:
+    """Series pages, and row access over `connect()` (this thread's connection)."""
+
+    def __init__(self, connect: Callable[[], Any]) -> None:
+        self.connect = connect
+
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        cursor = self.connect().cursor()
+        try:
+            cursor.execute(sql, params)
+            rows: list[Any] = cursor.fetchall()
+            return rows
+        finally:
+            cursor.close()
+
+    def _row(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        rows = self._rows(sql, params)
+        return rows[0] if rows else None
+
+    def series(self, run_id: str, *, from_step: int = 0, limit: int, metrics: tuple[str, ...] = (),
+               include_superseded: bool = False) -> SeriesPage:
+        """A page of the series from `from_step`, ordered by step (then attempt), column-wise
+        (see SeriesPage; metrics by name, sparse ones with their index into the page). A page
+        holds at most `limit` steps and about PAGE_BYTES_MAX bytes on the wire (at least one step);
+        `next_from_step` continues it."""
+        wanted = set(metrics)
+        records: list[Record] = []
+        estimate, names = 0, set[str]()
+        cursor = self.connect().cursor()
+        try:
+            # Rows come in first-step order, so once the page is full and the next batch starts
+            # after the first step left out of it, no later batch can hold a step of the page.
+            for first, attempt, floor, *columns in self._series_rows(cursor, run_id, from_step, include_superseded):
+                if len(records) > limit or estimate > PAGE_BYTES_MAX:
+                    records.sort(key=lambda record: (record[0], record[1]))
+                    end = _page_end(records, limit)
+                    if end < len(records) and first > records[end][0]:
+                        break
+                batch = _unpack_batch(attempt, floor, columns, from_step, wanted, include_superseded)
+                records.extend(batch)
+                estimate += sum(_record_bytes(record[5], names) for record in batch)
+        finally:
+            cursor.close()
+        records.sort(key=lambda record: (record[0], record[1]))
+        end = _page_end(records, limit)
+        # A page never splits the records of one step (several attempts' when superseded ones
+        # are included), so next_from_step resumes exactly after it.
+        while 0 < end < len(records) and records[end][0] == records[end - 1][0]:
+            end += 1
+        more = end < len(records)
+        records = records[:end]
+        return SeriesPage(
+            steps=tuple(r[0] for r in records),
+            attempts=tuple(r[1] for r in records),
+            tokens=tuple(r[2] for r in records),
+            usd_micro=tuple(r[3] for r in records),
+            superseded=tuple(r[4] for r in records),
+            metrics=_metric_columns(records),
+            next_from_step=records[-1][0] + 1 if more and records else None,
+        )
+
+    def _series_rows(self, cursor: Any, run_id: str, from_step: int, include_superseded: bool) -> Iterator[Any]:
+        """The batch rows a page from `from_step` may need, in (first_step, attempt) order. With
+        superseded steps left out, a row whose steps are all superseded is never read: the page
+        comes from the rows that nothing superseded (their step ranges are disjoint, so the one
+        holding `from_step` is found by an index seek) and the few that straddle a resume point."""
+        columns = "first_step, attempt, superseded_above, steps, tokens, usd_micro, metrics"
+        if include_superseded:
+            cursor.execute(f"SELECT {columns} FROM view_series WHERE run_id = ? AND last_step >= ?"
+                           " ORDER BY first_step, attempt", (run_id, from_step))
+            return iter(cursor)
+        straddling = self._rows(
+            "SELECT s.first_step, s.attempt, s.superseded_above, s.steps, s.tokens, s.usd_micro, s.metrics"
+            " FROM (SELECT DISTINCT resumed_from_step AS floor FROM view_attempts WHERE run_id = ?"
+            " AND resumed_from_step IS NOT NULL) f JOIN view_series s ON s.run_id = ?"
+            " AND s.superseded_above = f.floor AND s.first_step <= f.floor WHERE s.last_step >= ?",
+            (run_id, run_id, from_step))
+        straddling.sort(key=lambda row: (row[0], row[1]))
+        start = self._row("SELECT first_step FROM view_series WHERE run_id = ? AND superseded_above IS NULL"
+                          " AND first_step <= ? ORDER BY first_step DESC LIMIT 1", (run_id, from_step))
+        cursor.execute(f"SELECT {columns} FROM view_series WHERE run_id = ? AND superseded_above IS NULL"
+                       " AND first_step >= ? AND last_step >= ? ORDER BY first_step, attempt",
+                       (run_id, from_step if start is None else start[0], from_step))
+        return heapq.merge(straddling, cursor, key=lambda row: (row[0], row[1]))
+
+    # Spend.
