@@ -65,20 +65,20 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from mlx_lm.tuner.callbacks import TrainingCallback
 
 from clients.errors import AttemptSuperseded, LedgerClientError, RunFinished
-from clients.integrations.paths import outside as _outside
+from clients.integrations.resume import Loader, ResumeReason, ResumeRefused, decide, resumed
+from clients.models import Attempt, RunState
 from clients.recorder import RunRecorder
 from clients.retry import REFUSAL_CODES
 from clients.runkey import file_digest
 
 __all__ = ["LedgerTrainingCallback", "resume_adapter_file", "resume_step", "adapter_iteration", "ResumeRefused",
-           "BACKEND", "FIDELITY"]
+           "ResumeReason", "BACKEND", "FIDELITY"]
 
 log = logging.getLogger("trainledger.clients.mlx")
 
@@ -88,17 +88,6 @@ ADAPTER_FILE_NAME = "adapters.safetensors"
 _NUMBERED = re.compile(r"^(\d{7,})_adapters\.safetensors$")
 
 
-class ResumeRefused(ValueError):
-    """The adapter file the run state names cannot be resumed from as it stands. `reason`:
-    ADAPTER_ROOT_UNKNOWN (no adapter_root to hold the path to), OUTSIDE_ADAPTER_ROOT (it resolves
-    outside adapter_root), DIGEST_MISSING (recorded without a digest: verify_digest=False to accept
-    it), DIGEST_MISMATCH (the file changed since it was recorded)."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(f"{reason}: {message}")
-        self.reason, self.message = reason, message
-
-
 def adapter_iteration(path: str | os.PathLike[str]) -> int | None:
     """The iteration in an mlx-lm numbered adapter file name (``0000300_adapters.safetensors``
     -> 300), or None for any other name."""
@@ -106,69 +95,41 @@ def adapter_iteration(path: str | os.PathLike[str]) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _current_attempt(state: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    if not state:
-        return None
-    current = state.get("current_attempt")
-    for attempt in state.get("attempts") or ():
-        if attempt.get("number") == current:
-            return attempt
-    return None
-
-
-def resume_step(state: Mapping[str, Any] | None) -> int:
+def resume_step(state: RunState | None) -> int:
     """The step the current attempt resumed from (its checkpoint's step), 0 for a fresh attempt:
     the offset from mlx-lm iterations to ledger steps."""
     attempt = _current_attempt(state)
-    resumed = attempt.get("resumed_from_step") if attempt else None
-    return int(resumed) if resumed is not None else 0
+    resumed_from = attempt.resumed_from_step if attempt is not None else None
+    return int(resumed_from) if resumed_from is not None else 0
 
 
-def resume_adapter_file(state: Mapping[str, Any] | None, *, adapter_root: str | os.PathLike[str] | None = None,
+def _current_attempt(state: RunState | None) -> Attempt | None:
+    if state is None:
+        return None
+    return next((attempt for attempt in state.attempts if attempt.number == state.current_attempt), None)
+
+
+# An adapter file on this machine, under the adapter root, of any backend.
+_LOADER = Loader(kind="file", digest=file_digest, root_name="adapter root")
+
+
+def resume_adapter_file(state: RunState | None, *, adapter_root: str | os.PathLike[str] | None = None,
                         verify: bool = True, verify_digest: bool = True) -> Path | None:
     """The adapter file (its real path) to pass as mlx-lm's ``resume_adapter_file`` (or to
     ``model.load_weights(..., strict=False)``) for the current attempt: the checkpoint it resumed
-    from, or None when the attempt started from scratch. `state` is a RunState dict
+    from, or None when the attempt started from scratch. `state` is a RunState
     (RunRecorder.state after ``RunRecorder.open(..., resume_from_step="latest" | step)``). The
     file must resolve under `adapter_root`, the directory the run's adapter directories are in
     (a `..` or a symlink out of it is refused, always). With `verify`, the file must exist and,
     with `verify_digest` too, match the digest recorded with the checkpoint; `verify_digest=False`
-    resumes from a checkpoint recorded without a digest (or changed since). Raises LookupError
-    when the state does not name the checkpoint, FileNotFoundError, or ResumeRefused (a
-    ValueError) with its reason: ADAPTER_ROOT_UNKNOWN, OUTSIDE_ADAPTER_ROOT, DIGEST_MISSING,
-    DIGEST_MISMATCH."""
-    attempt = _current_attempt(state)
-    if attempt is None or attempt.get("resumed_from_step") is None:
+    resumes from a checkpoint recorded without a digest (or changed since). Raises ResumeRefused
+    (clients.integrations.resume, a ValueError) with its reason: CHECKPOINT_UNKNOWN (the state
+    does not name the checkpoint), ROOT_UNKNOWN (no adapter_root), OUTSIDE_ROOT,
+    CHECKPOINT_MISSING, DIGEST_MISSING, DIGEST_UNVERIFIABLE, DIGEST_MISMATCH."""
+    point = resumed(state)
+    if point is None:
         return None
-    step = int(attempt["resumed_from_step"])
-    assert state is not None
-    checkpoint, resume = state.get("checkpoint") or {}, state.get("resume") or {}
-    if checkpoint and checkpoint.get("step") == step:
-        handle, digest = checkpoint["handle"], checkpoint.get("digest", "")
-    elif resume.get("available") and resume.get("from_step") == step and resume.get("handle"):
-        handle, digest = resume["handle"], ""
-    else:
-        raise LookupError(f"the run state does not name the checkpoint at step {step}; refresh it")
-    path = Path(handle["uri"].removeprefix("file://"))
-    if adapter_root is None:
-        raise ResumeRefused("ADAPTER_ROOT_UNKNOWN", f"the checkpoint at step {step} ({path}) cannot be held to an "
-                            "adapter directory: pass adapter_root")
-    if problem := _outside(path, adapter_root):
-        raise ResumeRefused("OUTSIDE_ADAPTER_ROOT", f"the checkpoint at step {step} is not under the adapter root: "
-                            f"{problem}")
-    if verify:
-        if not path.is_file():
-            raise FileNotFoundError(f"the checkpoint at step {step} is gone: {path}")
-        if verify_digest:
-            if not digest:
-                raise ResumeRefused("DIGEST_MISSING", f"the checkpoint at step {step} ({path}) was recorded without "
-                                    "a digest, so it cannot be checked: pass verify_digest=False to resume from it "
-                                    "anyway")
-            actual = file_digest(path)
-            if actual != digest:
-                raise ResumeRefused("DIGEST_MISMATCH", f"{path} changed since it was recorded as the checkpoint at "
-                                    f"step {step}: digest {actual}, recorded {digest}")
-    return Path(os.path.realpath(path))
+    return decide(point, _LOADER, root=adapter_root, verify=verify, verify_digest=verify_digest, state=state)
 
 
 def _fsync(path: Path) -> None:
@@ -227,13 +188,13 @@ class LedgerTrainingCallback(TrainingCallback):
             state = self.recorder.state
             attempt = _current_attempt(state)
             offset = resume_step(state) if self._given_offset is None else int(self._given_offset)
-            from_checkpoint = (attempt is not None and attempt.get("resumed_from_step") is not None) or offset > 0
+            from_checkpoint = (attempt is not None and attempt.resumed_from_step is not None) or offset > 0
             self._offset = (offset, offset + 1 if from_checkpoint else 0)
         return self._offset
 
     # -- mlx-lm hooks ---------------------------------------------------------------------------
 
-    def on_train_loss_report(self, train_info: dict) -> None:
+    def on_train_loss_report(self, train_info: dict[str, Any]) -> None:
         iteration = int(train_info["iteration"])
         total = int(train_info.get("trained_tokens", self._tokens_seen))
         tokens, self._tokens_seen = max(0, total - self._tokens_seen), total
@@ -249,7 +210,7 @@ class LedgerTrainingCallback(TrainingCallback):
         if self.wrapped_callback is not None:
             self.wrapped_callback.on_train_loss_report(train_info)
 
-    def on_val_loss_report(self, val_info: dict) -> None:
+    def on_val_loss_report(self, val_info: dict[str, Any]) -> None:
         metrics = {"eval_loss": val_info.get("val_loss")}
         if self.throughput:
             metrics["eval_seconds"] = val_info.get("val_time")

@@ -7,7 +7,7 @@
                 GpuMeter(run, GpuPrice(3_950_000, gpu_type="H100", sheet="modal")) as meter:
             start = 0
             if (path := resume_path(volume, run.state, mount="/ckpt")) is not None:
-                load(path); start = run.state["resume"]["from_step"] + 1
+                load(path); start = run.state.resume.from_step + 1
             for step in range(start, total):
                 meter.tick()                         # SpendCapExceeded when the next interval is refused
                 run.log(step, loss=train_step())
@@ -37,8 +37,10 @@
   another container committed) and maps the checkpoint's uri back to a path under the mount; it
   trusts nothing in the uri: the path must stay under the mount (real paths resolved: no `..`,
   no symlink out of it), and the file's digest must be the one recorded with it
-  (verify_digest=False accepts a checkpoint recorded without one). ResumeRefused otherwise.
-- GPU spend (`GpuMeter`): wall-clock time of the container's GPUs x the GpuPrice rate. An interval
+  (verify_digest=False accepts a checkpoint recorded without one). Otherwise ResumeRefused, the
+  one refusal of every integration's resume (clients.integrations.resume), with its reason.
+- GPU spend (`GpuMeter`, clients.integrations.meter: the meter the Transformers callback uses too):
+  wall-clock time of the container's GPUs x the GpuPrice rate. An interval
   (``interval_s`` of GPU time) is reserved before it starts; when it has passed (seen by `tick()`)
   or the meter stops, the milliseconds actually used are committed and the next interval is
   reserved. Time before the meter starts (container start, image pull, model load before the
@@ -51,8 +53,7 @@ from __future__ import annotations
 
 import logging
 import os
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal, Protocol
@@ -60,15 +61,15 @@ from typing import Any, Literal, Protocol
 import grpc
 
 from clients.client import CHANNEL_OPTIONS, LedgerClient
-from clients.errors import LedgerClientError, SpendCapExceeded
-from clients.integrations.pricing import GpuPrice
-from clients.integrations.paths import outside as _outside
+from clients.integrations.meter import GpuMeter
+from clients.integrations.resume import Loader, ResumePoint, ResumeReason, ResumeRefused, decide, local_path, resumed
+from clients.models import CheckpointReceipt, RunState
 from clients.recorder import RunRecorder
 from clients.retry import RetryPolicy
 from clients.runkey import dataset_digest, file_digest
 
 __all__ = ["client_from_env", "attempt_label", "open_recorder", "commit_and_record", "resume_path", "volume_uri",
-           "GpuMeter", "ResumeRefused", "ENV_ADDRESS", "ENV_PRINCIPAL", "ENV_TOKEN", "ENV_TLS", "ENV_CA_FILE",
+           "GpuMeter", "ResumeRefused", "ResumeReason", "ENV_ADDRESS", "ENV_PRINCIPAL", "ENV_TOKEN", "ENV_TLS", "ENV_CA_FILE",
            "BACKEND"]
 
 log = logging.getLogger("trainledger.clients.modal")
@@ -80,18 +81,6 @@ ENV_TLS = "TRAINLEDGER_TLS"
 ENV_CA_FILE = "TRAINLEDGER_CA_FILE"
 BACKEND = "modal-volume"
 URI_SCHEME = "modal-volume://"
-
-
-class ResumeRefused(ValueError):
-    """The checkpoint the run state names cannot be resumed from as it stands. `reason`:
-    MOUNT_UNKNOWN (no mount to hold the path to), OTHER_VOLUME (a checkpoint on another volume),
-    OUTSIDE_MOUNT (the path, or a file under it, resolves outside the mount), DIGEST_MISSING
-    (recorded without a digest: verify_digest=False to accept it), DIGEST_UNVERIFIABLE (not a
-    sha256 digest), DIGEST_MISMATCH (the file changed since it was recorded)."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(f"{reason}: {message}")
-        self.reason, self.message = reason, message
 
 
 class Volume(Protocol):
@@ -189,7 +178,7 @@ def commit_and_record(volume: Volume, recorder: RunRecorder, step: int, path: st
                       mount: str | os.PathLike[str] | None = None, volume_name: str | None = None,
                       uri: str | None = None, backend: str = BACKEND, fidelity: str = "weights",
                       digest: str | None = None, final: bool = False, sampler_uri: str = "",
-                      expires_at: datetime | None = None) -> dict[str, Any]:
+                      expires_at: datetime | None = None) -> CheckpointReceipt:
     """Make a checkpoint written under a Volume's mount durable, then record it: digest the file
     (sha256) or directory (clients.dataset_digest), ``volume.commit()``, and only once the commit
     returned, ``recorder.checkpoint(...)``. A commit that raises records nothing. The uri is
@@ -205,7 +194,7 @@ def commit_and_record(volume: Volume, recorder: RunRecorder, step: int, path: st
                                expires_at=expires_at, digest=digest)
 
 
-def resume_path(volume: Volume | None, state: Mapping[str, Any] | None, *,
+def resume_path(volume: Volume | None, state: RunState | None, *,
                 mount: str | os.PathLike[str] | None = None, verify: bool = True,
                 verify_digest: bool = True) -> Path | None:
     """The local path (real path) of the checkpoint the current attempt resumed from, or None when
@@ -213,170 +202,45 @@ def resume_path(volume: Volume | None, state: Mapping[str, Any] | None, *,
     committed are visible (Volume.reload() fails while files on the volume are open). A
     ``modal-volume://<volume>/<path>`` uri maps to `mount`/<path>, a plain uri is a path; either
     way it must resolve under `mount` (a `..` or a symlink out of it is refused, always). With
-    `verify`, the path must exist (FileNotFoundError) and, with `verify_digest` too, its sha256
-    must be the digest recorded with the checkpoint; `verify_digest=False` resumes from a
-    checkpoint recorded without a digest (or changed since). Raises ResumeRefused (a ValueError)
-    with its reason: MOUNT_UNKNOWN, OTHER_VOLUME, OUTSIDE_MOUNT, DIGEST_MISSING,
-    DIGEST_UNVERIFIABLE, DIGEST_MISMATCH; LookupError when the state does not name the checkpoint."""
-    if not state:
+    `verify`, the path must exist and, with `verify_digest` too, its sha256 must be the digest
+    recorded with the checkpoint; `verify_digest=False` resumes from a checkpoint recorded
+    without a digest (or changed since). Raises ResumeRefused (clients.integrations.resume, a
+    ValueError) with its reason: CHECKPOINT_UNKNOWN (the state does not name the checkpoint),
+    ROOT_UNKNOWN (no mount), OTHER_VOLUME, OUTSIDE_ROOT, CHECKPOINT_MISSING, DIGEST_MISSING,
+    DIGEST_UNVERIFIABLE, DIGEST_MISMATCH."""
+    point = resumed(state)
+    if point is None:
         return None
-    current = state.get("current_attempt")
-    attempt = next((a for a in state.get("attempts") or () if a.get("number") == current), None)
-    if attempt is None or attempt.get("resumed_from_step") is None:
-        return None
-    step = attempt["resumed_from_step"]
-    checkpoint, resume = state.get("checkpoint") or {}, state.get("resume") or {}
-    if checkpoint and checkpoint.get("step") == step:
-        uri, digest = checkpoint["handle"]["uri"], checkpoint.get("digest", "")
-    elif resume.get("available") and resume.get("from_step") == step and resume.get("handle"):
-        uri, digest = resume["handle"]["uri"], ""
-    else:
-        raise LookupError(f"the run state does not name the checkpoint at step {step}; refresh it")
-    if mount is None:
-        raise ResumeRefused("MOUNT_UNKNOWN", f"the checkpoint at step {step} ({uri}) cannot be held to a mount: "
-                            "give the mount the volume is attached at")
-    if uri.startswith(URI_SCHEME):
-        name, _, relative = uri[len(URI_SCHEME):].partition("/")
-        own = getattr(volume, "name", None)
-        if own and name != own:
-            raise ResumeRefused("OTHER_VOLUME", f"the checkpoint at step {step} is on volume {name!r}, not on "
-                                f"{own!r} mounted at {mount}: {uri}")
-        path = Path(mount) / relative
-    else:
-        path = Path(uri.removeprefix("file://"))
-    if volume is not None:
-        volume.reload()
-    if problem := _outside(path, mount):
-        raise ResumeRefused("OUTSIDE_MOUNT", f"the checkpoint at step {step} ({uri}) is not under the mount: "
-                            f"{problem}")
-    if verify:
-        if not path.exists():
-            raise FileNotFoundError(f"the checkpoint at step {step} is not at {path}")
-        if verify_digest:
-            if not digest:
-                raise ResumeRefused("DIGEST_MISSING", f"the checkpoint at step {step} ({path}) was recorded without "
-                                    "a digest, so it cannot be checked: pass verify_digest=False to resume from it "
-                                    "anyway")
-            if not digest.startswith("sha256:"):
-                raise ResumeRefused("DIGEST_UNVERIFIABLE", f"the checkpoint at step {step} ({path}) was recorded with "
-                                    f"digest {digest!r}, not a sha256 one this can check: pass verify_digest=False "
-                                    "to resume from it anyway")
-            actual = dataset_digest(path) if path.is_dir() else file_digest(path)
-            if actual != digest:
-                raise ResumeRefused("DIGEST_MISMATCH", f"{path} changed since it was recorded as the checkpoint at "
-                                    f"step {step}: digest {actual}, recorded {digest}")
-    return Path(os.path.realpath(path))
+
+    def locate(point: ResumePoint) -> Path:
+        assert mount is not None  # decide() asks for the mount first.
+        path = _volume_path(volume, point, mount, state)
+        if volume is not None:
+            volume.reload()
+        return path
+
+    return decide(point, _LOADER, root=mount, locate=locate, verify=verify, verify_digest=verify_digest, state=state)
 
 
-# -- GPU time as spend ----------------------------------------------------------------------------
+def _volume_path(volume: Volume | None, point: ResumePoint, mount: str | os.PathLike[str],
+                 state: RunState | None) -> Path:
+    """Where a checkpoint's uri is under the mount; ResumeRefused OTHER_VOLUME for another volume's."""
+    uri = point.uri
+    if not uri.startswith(URI_SCHEME):
+        return local_path(uri)
+    name, _, relative = uri[len(URI_SCHEME):].partition("/")
+    own = getattr(volume, "name", None)
+    if own and name != own:
+        raise ResumeRefused(ResumeReason.OTHER_VOLUME, f"the checkpoint at step {point.step} is on volume {name!r}, "
+                            f"not on {own!r} mounted at {mount}: {uri}", state=state)
+    return Path(mount) / relative
 
 
-class GpuMeter:
-    """GPU wall-clock time x `price` as the run's spend, held an interval at a time (see the module
-    docstring). `start()` reserves the first `interval_s`; `tick()` (call it every step or so)
-    commits the milliseconds used and reserves the next interval once `interval_s` has passed;
-    `stop()` commits the last, partial interval. A refused reservation raises SpendCapExceeded
-    from start()/tick(): stop training, save, and let the block end; the time until stop() is
-    then charged without a hold (recorded as overrun), since the GPU was billed for it anyway.
-    Holds expire after `ttl_s` (default: two intervals plus a minute) when the container dies
-    without committing. As a context manager the meter stops on the way out, exception or not."""
+def _digest(path: Path) -> str:
+    return dataset_digest(path) if path.is_dir() else file_digest(path)
 
-    def __init__(self, recorder: RunRecorder, price: GpuPrice, *, interval_s: float = 600.0,
-                 ttl_s: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
-        if interval_s <= 0:
-            raise ValueError("interval_s must be positive")
-        self.recorder = recorder
-        self.price = price
-        self.interval_s = interval_s
-        self.ttl_s = ttl_s if ttl_s is not None else 2 * interval_s + 60
-        self.clock = clock
-        self.intervals: list[dict[str, Any]] = []  # settled: reservation_id, reserved, used_ms, actual
-        self._hold: dict[str, Any] | None = None
-        self._started_at: float | None = None  # start of the interval being metered
 
-    @property
-    def running(self) -> bool:
-        return self._started_at is not None
+# A checkpoint on a volume: a file or a directory of files under the mount, of any backend.
+_LOADER = Loader(kind="any", digest=_digest, root_name="mount")
 
-    @property
-    def committed_usd_micro(self) -> int:
-        return sum(interval["actual_usd_micro"] for interval in self.intervals)
-
-    @property
-    def gpu_milliseconds(self) -> int:
-        return sum(interval["gpu_milliseconds"] for interval in self.intervals)
-
-    def start(self) -> GpuMeter:
-        if self._started_at is None:
-            self._started_at = self.clock()
-            try:
-                self._reserve()
-            except BaseException:
-                self._started_at = None  # refused before anything ran: nothing to meter
-                raise
-        return self
-
-    def tick(self) -> bool:
-        """Settle the interval and reserve the next once `interval_s` has passed: True when it
-        did. Raises SpendCapExceeded (the next interval refused) or LedgerClientError."""
-        if self._started_at is None:
-            return False
-        now = self.clock()
-        if now - self._started_at < self.interval_s:
-            return False
-        self._settle(now)
-        self._started_at = now
-        self._reserve()
-        return True
-
-    def stop(self) -> None:
-        """Commit the time used since the last settlement. Raises LedgerClientError."""
-        if self._started_at is None:
-            return
-        self._settle(self.clock())
-        self._started_at = None
-
-    def __enter__(self) -> GpuMeter:
-        return self.start()
-
-    def __exit__(self, exc_type: Any, exc: BaseException | None, traceback: Any) -> None:
-        if exc is None:
-            self.stop()
-            return
-        try:
-            self.stop()
-        except LedgerClientError as error:
-            log.warning("could not commit the last GPU interval (%s); its hold expires", error)
-
-    def _reserve(self) -> None:
-        milliseconds = round(self.interval_s * 1000)
-        amount = self.price.amount(milliseconds)
-        recorder = self.recorder
-        try:
-            answer = recorder.client.reserve(account=recorder.account, amount_usd_micro=amount,
-                                             basis=self.price.basis(milliseconds), ttl_s=self.ttl_s,
-                                             attempt=recorder.attempt)
-        except SpendCapExceeded:
-            self._hold = None  # the time from here to stop() is charged without a hold
-            raise
-        self._hold = {"reservation_id": answer["reservation_id"], "amount_usd_micro": amount}
-
-    def _settle(self, now: float) -> None:
-        assert self._started_at is not None
-        used_ms = max(0, round((now - self._started_at) * 1000))
-        basis, actual = self.price.basis(used_ms), self.price.amount(used_ms)
-        recorder, hold = self.recorder, self._hold
-        if hold is not None:
-            recorder.client.commit(account=recorder.account, reservation_id=hold["reservation_id"],
-                                   actual_usd_micro=actual, basis=basis)
-            reservation_id, reserved = hold["reservation_id"], hold["amount_usd_micro"]
-        elif used_ms == 0:
-            return
-        else:
-            answer = recorder.client.charge(account=recorder.account, amount_usd_micro=actual, basis=basis,
-                                            reason="GPU time after a refused reservation")
-            reservation_id, reserved = answer["charge_id"], 0
-        self._hold = None
-        self.intervals.append({"reservation_id": reservation_id, "reserved_usd_micro": reserved,
-                               "gpu_milliseconds": used_ms, "actual_usd_micro": actual})
 
