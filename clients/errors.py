@@ -4,21 +4,26 @@ Every error the server sends carries ErrorInfo(reason, domain "trainledger", met
 status details. `error_from_rpc` turns a grpc.RpcError into the most specific class: first by
 reason (the refusals a caller branches on), then by status code, so an error from a proxy or
 from gRPC itself (no ErrorInfo) still lands in the right branch.
+
+REASONS is the client's own list of every reason the server can send (the client cannot import
+the server's catalogue, ledger.domain.reasons); tests/contract/test_reasons.py holds the two equal.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import grpc
-from google.rpc import error_details_pb2, status_pb2
+from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 from grpc_status import rpc_status
 
 __all__ = [
     "DOMAIN", "LedgerClientError", "InvalidArgument", "NotFound", "AlreadyExists",
     "FailedPrecondition", "Aborted", "ResourceExhausted", "Unavailable", "DeadlineExceeded",
     "Cancelled", "Unauthenticated", "PermissionDenied", "Internal", "SpendCapExceeded",
-    "AttemptSuperseded", "RunFinished", "RunEnded", "CurrentVersionMoved", "GateNotPassed", "error_from_rpc",
+    "AttemptSuperseded", "RunFinished", "RunEnded", "CurrentVersionMoved", "GateNotPassed", "REASONS", "BY_REASON",
+    "error_from_rpc",
 ]
 
 DOMAIN = "trainledger"
@@ -155,7 +160,44 @@ class CurrentVersionMoved(Aborted):
     """A promotion lost its compare-and-set: another version became current first."""
 
 
-_BY_REASON: dict[str, type[LedgerClientError]] = {
+# Every reason the server can send in ErrorInfo, by area. A reason is stable: it is part of the
+# wire protocol. A reason missing here, or one the server no longer sends, fails the contract test.
+REASONS: frozenset[str] = frozenset({
+    # A field is malformed or crosses a limit (InvalidArgument).
+    "INVALID_FIELD", "MISSING_FIELD", "STRING_TOO_LONG", "NOT_NORMALIZED", "CONFUSABLE_IDENTIFIER", "INVALID_TEXT",
+    "OUT_OF_RANGE", "INVALID_STATUS", "INVALID_DIGEST", "INVALID_TIMESTAMP", "INVALID_DURATION",
+    # Documents (InvalidArgument).
+    "DOCUMENT_TOO_DEEP", "DOCUMENT_TOO_LARGE", "MAP_TOO_LARGE", "NON_FINITE_VALUE", "SUMMARY_TOO_LARGE",
+    # Step batches (InvalidArgument).
+    "EMPTY_BATCH", "BATCH_TOO_LARGE", "STEPS_NOT_INCREASING", "STEP_BEFORE_RESUME", "COLUMN_LENGTH_MISMATCH",
+    "TOO_MANY_METRICS", "INVALID_INDEX", "NON_FINITE_METRIC", "DUPLICATE_METRIC",
+    # Requests on the wire (InvalidArgument).
+    "REQUEST_TOO_LARGE", "MALFORMED_REQUEST", "PAGE_SIZE_TOO_LARGE", "INVALID_PAGE_TOKEN",
+    # Spend input (InvalidArgument).
+    "INVALID_AMOUNT", "NEGATIVE_AMOUNT", "AMOUNT_TOO_LARGE", "INVALID_BASIS", "INVALID_TTL", "PARENT_TOO_DEEP",
+    "ACCOUNT_NAME_RESERVED", "CHECKPOINT_ALREADY_EXPIRED",
+    # Unknown things (NotFound).
+    "RUN_NOT_FOUND", "ATTEMPT_NOT_FOUND", "CHECKPOINT_NOT_FOUND", "ACCOUNT_NOT_FOUND", "RESERVATION_NOT_FOUND",
+    "FAMILY_NOT_FOUND", "VERSION_NOT_FOUND",
+    # The same id with a different payload (AlreadyExists).
+    "EXISTS_WITH_DIFFERENT_PAYLOAD", "STEP_ALREADY_RECORDED",
+    # Rules of the current state (FailedPrecondition): runs and attempts, accounts, the registry.
+    "RUN_FINISHED", "ATTEMPT_SUPERSEDED", "CHECKPOINT_EXPIRED",
+    "RUN_ACCOUNT_TAKEN", "PARENT_ACCOUNT_DIFFERS", "CAP_BELOW_SPEND", "RESERVATION_RELEASED", "RESERVATION_REFUSED",
+    "RESERVATION_CHARGED", "RESERVATION_COMMITTED",
+    "GATE_NOT_PASSED", "ALREADY_CURRENT", "ROLLBACK_NOT_EARLIER", "NEVER_PROMOTED",
+    # Lost races (Aborted).
+    "CURRENT_VERSION_MOVED", "WRITE_CONFLICT",
+    # Quotas (ResourceExhausted).
+    "SPEND_CAP_EXCEEDED", "TOO_MANY_WATCHERS", "WATCHER_TOO_SLOW",
+    # The server and its storage (Unavailable): try again after a backoff.
+    "UNAVAILABLE", "STORAGE_FULL", "VIEW_NOT_CAUGHT_UP", "PROJECTION_FAILED", "SERVER_BUSY", "TOO_MANY_STREAMS",
+    # A server bug (Internal).
+    "INTERNAL",
+})
+
+# The refusals callers branch on, by reason: each has a class of its own.
+BY_REASON: dict[str, type[LedgerClientError]] = {
     "SPEND_CAP_EXCEEDED": SpendCapExceeded,
     "ATTEMPT_SUPERSEDED": AttemptSuperseded,
     "RUN_FINISHED": RunFinished,
@@ -189,7 +231,8 @@ def _rich_status(error: grpc.RpcError) -> status_pb2.Status | None:
         pass
     except Exception:  # noqa: BLE001 - an object that is not a full grpc.Call.
         return None
-    for key, value in error.trailing_metadata() or ():  # type: ignore[attr-defined]
+    trailers: Any = error.trailing_metadata()
+    for key, value in trailers or ():
         if key == _DETAILS_KEY:
             return status_pb2.Status.FromString(value)
     return None
@@ -205,11 +248,11 @@ def _error_info(status: status_pb2.Status | None) -> error_details_pb2.ErrorInfo
 
 def error_from_rpc(error: grpc.RpcError) -> LedgerClientError:
     """The exception for a failed call: the reason's class, else the status code's class."""
-    code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN  # type: ignore[attr-defined]
-    message = (error.details() if hasattr(error, "details") else "") or ""  # type: ignore[attr-defined]
+    code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
+    message = (error.details() if hasattr(error, "details") else "") or ""
     info = _error_info(_rich_status(error))
     reason = info.reason if info is not None else (code.name if code is not None else "UNKNOWN")
     metadata = dict(info.metadata) if info is not None else {}
-    cls = _BY_REASON.get(reason) if info is not None else None
+    cls = BY_REASON.get(reason) if info is not None else None
     cls = cls or _BY_CODE.get(code, LedgerClientError)
     return cls(reason, message, metadata, code)

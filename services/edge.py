@@ -26,8 +26,9 @@ import anyio
 import grpc
 
 from ledger import Ledger
-from ledger.domain.errors import UnavailableError
+from ledger.domain.errors import Unavailable
 from ledger.domain.limits import REQUEST_BYTES_IN_FLIGHT_MAX
+from ledger.domain.reasons import Reason
 
 __all__ = ["Edge", "ByteBudget", "CLIENT", "WORKER_THREADS", "WORKER_THREADS_PER_CLIENT", "STREAMS_PER_CLIENT_MAX",
            "BUSY_WAIT_S", "READ_TIMEOUT_DEFAULT_S", "READ_TIMEOUT_MAX_S"]
@@ -51,15 +52,15 @@ READ_TIMEOUT_MAX_S = 30.0
 DEADLINE_MARGIN_S = 0.05
 
 
-def _busy(why: str, reason: str, **metadata: Any) -> UnavailableError:
+def _busy(why: str, reason: Reason, **metadata: Any) -> Unavailable:
     # UNAVAILABLE, not RESOURCE_EXHAUSTED: the client resends the same request after a backoff
     # (its ids make that safe), where a RESOURCE_EXHAUSTED batch of steps would be dropped for good.
-    return UnavailableError(why, reason=reason, **metadata)
+    return Unavailable(why, reason=reason, **metadata)
 
 
 class ByteBudget:
     """The bytes of the requests the server holds at once. Requests get room in arrival order;
-    one that waits longer than its wait is refused (UnavailableError, reason SERVER_BUSY). Use it
+    one that waits longer than its wait is refused (Unavailable, reason SERVER_BUSY). Use it
     on one event loop."""
 
     def __init__(self, capacity_bytes: int) -> None:
@@ -89,7 +90,7 @@ class ByteBudget:
             self._waiting.remove(entry)
             self._grant()  # The requests behind this one may fit now.
             if isinstance(error, asyncio.TimeoutError):
-                raise _busy("the server is busy: too many request bytes in flight, try again", "SERVER_BUSY",
+                raise _busy("the server is busy: too many request bytes in flight, try again", Reason.SERVER_BUSY,
                             limit=self.capacity_bytes) from None
             raise
         return size
@@ -153,11 +154,11 @@ class Edge:
 
     @contextlib.contextmanager
     def stream(self, client: str) -> Iterator[None]:
-        """Hold one of the client's request streams for the block. Raises UnavailableError
+        """Hold one of the client's request streams for the block. Raises Unavailable
         (TOO_MANY_STREAMS) when it has streams_per_client_max open already."""
         if self._streams[client] >= self.streams_per_client_max:
             raise _busy(f"this connection has {self.streams_per_client_max} streams open already",
-                        "TOO_MANY_STREAMS", limit=self.streams_per_client_max)
+                        Reason.TOO_MANY_STREAMS, limit=self.streams_per_client_max)
         self._streams[client] += 1
         try:
             yield
@@ -167,7 +168,7 @@ class Edge:
                 del self._streams[client]
 
     @staticmethod
-    def timeout_s(context: grpc.aio.ServicerContext) -> float:
+    def timeout_s(context: grpc.aio.ServicerContext[Any, Any]) -> float:
         """How long a read may wait for the views: the call's remaining deadline, capped."""
         remaining = context.time_remaining()
         if remaining is None:  # The client set no deadline.
@@ -177,7 +178,7 @@ class Edge:
     async def caught_up(self, position: int, timeout_s: float) -> float:
         """Wait, without a thread, until every view reflects `position` or the timeout passes.
         Returns the time left, for the ledger read that follows (which then raises
-        UnavailableError(VIEW_NOT_CAUGHT_UP) itself if the position was not reached)."""
+        Unavailable(VIEW_NOT_CAUGHT_UP) itself if the position was not reached)."""
         projector = self.ledger.projector
         if position <= projector.position:
             return timeout_s
@@ -199,7 +200,7 @@ class Edge:
     async def wait(event: asyncio.Event, timeout_s: float | None = None) -> None:
         try:
             await asyncio.wait_for(event.wait(), timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
     def _projected(self, position: int) -> None:

@@ -126,17 +126,18 @@ def refusal(database: str, path: str, command: str) -> str:
     record = read_record(path)
     pid = record.get("pid")
     who = f"pid {pid}" if isinstance(pid, int) else "another process"
-    command, address = record.get("command"), record.get("address")
+    # What the holder runs (its record's command), not what `command` would run.
+    held, address = record.get("command"), record.get("address")
     if address:
         doing = f"serving on {address}"
-    elif command == "serve":
+    elif held == "serve":
         doing = "starting to serve"
-    elif command:
-        doing = f"running `trainledger {command}`"
+    elif held:
+        doing = f"running `trainledger {held}`"
     else:
         doing = ""
     holder = f"{who}, {doing}" if doing else who
-    remedy = "stop it first or serve another --db" if command == "serve" else "stop it first"
+    remedy = "stop it first or serve another --db" if held == "serve" else "stop it first"
     return (f"database {database} is held by another process ({holder}); one SQLite file has one serving "
             f"process: {remedy}")
 

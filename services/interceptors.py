@@ -3,9 +3,10 @@ server a request may take, and what a failure looks like on the wire.
 
 The request id comes from metadata `x-request-id` (else a new uuid4) and goes back in the trailing
 metadata; the principal comes from `x-principal` (default "anonymous"). Both live in context
-variables that servicers hand to ledger commands. A LedgerError ends the call with its status and
-ErrorInfo (services.errors); anything else is INTERNAL with a generic message, logged with the
-request id. This is the only try/except around servicer code.
+variables that servicers hand to ledger commands. A LedgerError of a kind in the error table ends
+the call with its status and ErrorInfo (services.errors); anything else (another exception, or a
+kind the table does not list) is INTERNAL with a generic message, logged with the request id. This
+is the only try/except around servicer code.
 
 Requests reach it as bytes (the handlers it returns have no deserializer), so that decoding them
 is ours too: a request above its size limit is refused before it is decoded, each one takes its
@@ -23,7 +24,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, cast
 
 import grpc
 from google.protobuf.descriptor import Descriptor
@@ -46,7 +47,7 @@ def audit() -> dict[str, str]:
     return {"principal": PRINCIPAL.get(), "request_id": REQUEST_ID.get()}
 
 
-def _begin(context: grpc.aio.ServicerContext) -> str:
+def _begin(context: grpc.aio.ServicerContext[Any, Any]) -> str:
     metadata = {key: value for key, value in (context.invocation_metadata() or ()) if isinstance(value, str)}
     request_id = metadata.get("x-request-id") or str(uuid.uuid4())
     PRINCIPAL.set(metadata.get("x-principal") or "anonymous")
@@ -56,8 +57,8 @@ def _begin(context: grpc.aio.ServicerContext) -> str:
     return request_id
 
 
-async def _fail(context: grpc.aio.ServicerContext, method: str, request_id: str, error: Exception) -> None:
-    if isinstance(error, LedgerError):
+async def _fail(context: grpc.aio.ServicerContext[Any, Any], method: str, request_id: str, error: Exception) -> None:
+    if isinstance(error, LedgerError) and errors.status_code(error) != grpc.StatusCode.INTERNAL:
         await errors.abort(context, error, request_id)
     log.error("unexpected error in %s (request id %s)", method, request_id, exc_info=error)
     await errors.abort_internal(context, request_id)
@@ -73,7 +74,7 @@ class _Requests:
         self.descriptor: Descriptor | None = getattr(message_class, "DESCRIPTOR", None)
         self.limit = wire.request_limit(self.descriptor)
 
-    async def admit(self, data: bytes, context: grpc.aio.ServicerContext) -> tuple[Any, int]:
+    async def admit(self, data: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> tuple[Any, int]:
         """The request decoded and the bytes it holds of the budget (the caller releases them)."""
         wire.check_request_size(len(data), self.limit)
         held = await self.edge.budget.acquire(len(data), min(BUSY_WAIT_S, self.edge.timeout_s(context)))
@@ -86,14 +87,14 @@ class _Requests:
             raise
 
     @contextlib.asynccontextmanager
-    async def one(self, data: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+    async def one(self, data: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
         request, held = await self.admit(data, context)
         try:
             yield request
         finally:
             self.edge.budget.release(held)
 
-    async def stream(self, raw: AsyncIterator[bytes], context: grpc.aio.ServicerContext,
+    async def stream(self, raw: AsyncIterator[bytes], context: grpc.aio.ServicerContext[Any, Any],
                      holding: list[int]) -> AsyncIterator[Any]:
         """A request stream decoded. Each request holds its bytes until the servicer asks for the
         next one or answers (the caller releases `holding` then), so a stream whose answers the
@@ -117,7 +118,7 @@ def _wrap(behavior: Callable[..., Any], method: str, requests: _Requests, *, str
     edge = requests.edge
 
     @contextlib.asynccontextmanager
-    async def admitted(request: Any, context: grpc.aio.ServicerContext,
+    async def admitted(request: Any, context: grpc.aio.ServicerContext[Any, Any],
                        holding: list[int]) -> AsyncIterator[Any]:
         if streaming_requests:
             with edge.stream(CLIENT.get()):
@@ -135,8 +136,9 @@ def _wrap(behavior: Callable[..., Any], method: str, requests: _Requests, *, str
                 yield decoded
 
     if inspect.isasyncgenfunction(behavior):
-        async def stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            request_id, holding = _begin(context), []
+        async def stream(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            request_id = _begin(context)
+            holding: list[int] = []
             try:
                 async with admitted(request, context, holding) as decoded:
                     async for response in behavior(decoded, context):
@@ -148,7 +150,7 @@ def _wrap(behavior: Callable[..., Any], method: str, requests: _Requests, *, str
                 await _fail(context, method, request_id, error)
         return stream
 
-    async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         request_id = _begin(context)
         try:
             async with admitted(request, context, []) as decoded:
@@ -161,7 +163,7 @@ def _wrap(behavior: Callable[..., Any], method: str, requests: _Requests, *, str
     return unary
 
 
-class EdgeInterceptor(grpc.aio.ServerInterceptor):
+class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
     """Request id, principal, request limits and the error boundary for every RPC, unary or
     streaming."""
 
@@ -170,9 +172,9 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):
         self._requests: dict[str, _Requests] = {}
 
     async def intercept_service(
-        self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any]]],
         handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
+    ) -> grpc.RpcMethodHandler[Any, Any]:
         handler = await continuation(handler_call_details)
         if handler is None:
             return handler
@@ -191,5 +193,7 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):
         if handler.stream_unary:
             return grpc.stream_unary_rpc_method_handler(_wrap(
                 handler.stream_unary, method, requests, streaming_requests=True, streaming_responses=False), **shape)
+        # The last shape: a handler has exactly one of the four behaviors.
+        behavior = cast(Callable[..., Any], handler.stream_stream)
         return grpc.stream_stream_rpc_method_handler(_wrap(
-            handler.stream_stream, method, requests, streaming_requests=True, streaming_responses=True), **shape)
+            behavior, method, requests, streaming_requests=True, streaming_responses=True), **shape)

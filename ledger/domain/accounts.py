@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.domain.base import Audit, LedgerAggregate
-from ledger.domain.errors import AlreadyExistsError, FailedPreconditionError, NotFoundError, SpendCapExceededError
+from ledger.domain.errors import CapExceeded, Conflict, NotFound, Refused
+from ledger.domain.reasons import Reason
 
 __all__ = ["Account", "SETTLED_WINDOW", "SUPERSEDED", "Recall"]
 
@@ -25,7 +26,14 @@ __all__ = ["Account", "SETTLED_WINDOW", "SUPERSEDED", "Recall"]
 # Pending holds are always kept.
 SETTLED_WINDOW = 2_000
 # The reason of a release recorded when a new attempt fences off the attempt that held the spend.
-SUPERSEDED = "ATTEMPT_SUPERSEDED"
+SUPERSEDED: str = Reason.ATTEMPT_SUPERSEDED.value
+# Why a reservation that is settled refuses a commit or a release: the state it is in.
+SETTLED: dict[str, Reason] = {
+    "released": Reason.RESERVATION_RELEASED,
+    "refused": Reason.RESERVATION_REFUSED,
+    "charged": Reason.RESERVATION_CHARGED,
+    "committed": Reason.RESERVATION_COMMITTED,
+}
 
 # Recalls the entry of an id that has left an account's window (None: never used on it).
 Recall = Callable[[str], "dict[str, Any] | None"]
@@ -33,6 +41,17 @@ Recall = Callable[[str], "dict[str, Any] | None"]
 
 class Account(LedgerAggregate):
     """A spend account: one per run, optionally under parent accounts (project, team)."""
+
+    if TYPE_CHECKING:  # Set by the events' apply(): the state, as the type checker sees it.
+        name: str
+        parent: str
+        cap: int | None
+        committed: int
+        pending: int
+        overrun: int
+        holds: dict[str, dict[str, Any]]
+        settled: dict[str, dict[str, Any]]
+        evicted: int
 
     def __init__(self) -> None:
         pass
@@ -62,7 +81,7 @@ class Account(LedgerAggregate):
     class SpendReserved(LedgerAggregate.Event):
         reservation_id: str
         amount: int
-        basis: dict
+        basis: dict[str, Any]
         expires_at: datetime
         attempt: int
 
@@ -80,7 +99,7 @@ class Account(LedgerAggregate):
     class SpendRefused(LedgerAggregate.Event):
         reservation_id: str
         amount: int
-        basis: dict
+        basis: dict[str, Any]
         attempt: int
         refused_by: str
         remaining: int
@@ -104,7 +123,7 @@ class Account(LedgerAggregate):
         reservation_id: str
         reserved: int
         actual: int
-        basis: dict
+        basis: dict[str, Any]
         overrun: int
         late: bool
 
@@ -142,12 +161,13 @@ class Account(LedgerAggregate):
         def apply(self, account: Account) -> None:
             hold = account.holds.pop(self.reservation_id)
             account.pending -= self.amount
-            account.settle(self.reservation_id, {**hold, "state": "expired", "settled_version": self.originator_version})
+            account.settle(self.reservation_id,
+                           {**hold, "state": "expired", "settled_version": self.originator_version})
 
     class SpendCharged(LedgerAggregate.Event):
         charge_id: str
         amount: int
-        basis: dict
+        basis: dict[str, Any]
         reason: str
         overrun: int
 
@@ -194,7 +214,11 @@ class Account(LedgerAggregate):
         """The entry of a reservation or charge id: from the state, else (when entries have left
         the window, or the one in the window is partial) from `recall`."""
         found = self.holds.get(key) or self.settled.get(key)
-        if recall is not None and (found.get("partial") if found else getattr(self, "evicted", 1)):
+        if recall is None:
+            return found
+        # A state saved before the window was counted has no `evicted`: entries may have left it.
+        evicted: int = getattr(self, "evicted", 1)
+        if found.get("partial") if found else evicted:
             return recall(key)
         return found
 
@@ -248,22 +272,23 @@ def expire_overdue(account: Account, parents: list[Account], audit: Audit) -> in
     return len(overdue)
 
 
-def reserve(account: Account, parents: list[Account], audit: Audit, *, reservation_id: str,
-            amount: int, basis: dict, expires_at: datetime, attempt: int, recall: Recall | None = None) -> int | None:
+def reserve(account: Account, parents: list[Account], audit: Audit, *, reservation_id: str, amount: int,
+            basis: dict[str, Any], expires_at: datetime, attempt: int, recall: Recall | None = None) -> int | None:
     """Hold `amount` against the account and every parent. Returns the version of an identical
-    earlier request. Raises SpendCapExceededError after recording the refusal on `account`."""
+    earlier request. Raises CapExceeded after recording the refusal on `account`."""
     entry = account.entry(reservation_id, recall)
     if entry is not None:
         # A charge entry has no attempt: check its kind before comparing payloads.
         if entry["state"] == "charged":
-            raise AlreadyExistsError(f"{reservation_id} is a charge id", reservation_id=reservation_id)
+            raise Conflict(f"{reservation_id} is a charge id", reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
+                           reservation_id=reservation_id)
         if (entry["amount"], entry["basis"], entry["attempt"]) != (amount, basis, attempt):
-            raise AlreadyExistsError(f"reservation {reservation_id} exists with another payload",
-                                     reservation_id=reservation_id)
+            raise Conflict(f"reservation {reservation_id} exists with another payload",
+                           reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD, reservation_id=reservation_id)
         if entry["state"] == "refused":
-            raise SpendCapExceededError(
+            raise CapExceeded(
                 f"reservation {reservation_id} was refused: it would cross the cap of {entry['refused_by']}",
-                account=entry["refused_by"], remaining_usd_micro=entry["remaining"],
+                reason=Reason.SPEND_CAP_EXCEEDED, account=entry["refused_by"], remaining_usd_micro=entry["remaining"],
             )
         return int(entry["reserved_version"])
     expire_overdue(account, parents, audit)
@@ -272,9 +297,9 @@ def reserve(account: Account, parents: list[Account], audit: Audit, *, reservati
         if headroom is not None and amount > headroom:
             account.record(Account.SpendRefused, audit, reservation_id=reservation_id, amount=amount,
                            basis=basis, attempt=attempt, refused_by=holder.name, remaining=headroom)
-            raise SpendCapExceededError(
+            raise CapExceeded(
                 f"reserving {amount} would cross the cap of {holder.name}: {headroom} remains",
-                account=holder.name, remaining_usd_micro=headroom,
+                reason=Reason.SPEND_CAP_EXCEEDED, account=holder.name, remaining_usd_micro=headroom,
             )
     account.record(Account.SpendReserved, audit, reservation_id=reservation_id, amount=amount,
                    basis=basis, expires_at=expires_at, attempt=attempt)
@@ -283,25 +308,24 @@ def reserve(account: Account, parents: list[Account], audit: Audit, *, reservati
 
 
 def commit(account: Account, parents: list[Account], audit: Audit, *, reservation_id: str,
-           actual: int, basis: dict, recall: Recall | None = None) -> tuple[int | None, int]:
+           actual: int, basis: dict[str, Any], recall: Recall | None = None) -> tuple[int | None, int]:
     """Settle a hold with the actual amount, charged in full. Returns (version of an identical
     earlier commit or None, overrun). A hold that expired, or was released because a new attempt
     fenced off its attempt, is committed late: the money was spent all the same, without a hold."""
     entry = account.entry(reservation_id, recall)
     if entry is None:
-        raise NotFoundError(f"no reservation {reservation_id}", reason="RESERVATION_NOT_FOUND",
-                            reservation_id=reservation_id)
+        raise NotFound(f"no reservation {reservation_id}", reason=Reason.RESERVATION_NOT_FOUND,
+                       reservation_id=reservation_id)
     state = entry["state"]
     if state == "committed":
         if entry["actual"] != actual:
-            raise AlreadyExistsError(f"reservation {reservation_id} was committed with another amount",
-                                     reservation_id=reservation_id)
+            raise Conflict(f"reservation {reservation_id} was committed with another amount",
+                           reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD, reservation_id=reservation_id)
         # The overrun first answered (a late commit's is what lay beyond the cap, not the hold).
         return int(entry["settled_version"]), int(entry.get("overrun", max(0, actual - entry["amount"])))
     late = state == "expired" or (state == "released" and entry.get("reason") == SUPERSEDED)
     if state in ("released", "refused", "charged") and not late:
-        raise FailedPreconditionError(f"reservation {reservation_id} is {state}",
-                                      reason=f"RESERVATION_{state.upper()}", reservation_id=reservation_id)
+        raise Refused(f"reservation {reservation_id} is {state}", reason=SETTLED[state], reservation_id=reservation_id)
     reserved = entry["amount"]
     if state == "pending":
         overrun = max(0, actual - reserved)
@@ -321,25 +345,26 @@ def release(account: Account, parents: list[Account], audit: Audit, *, reservati
     """Give a hold back. Releasing a settled hold again answers with its settling version."""
     entry = account.entry(reservation_id, recall)
     if entry is None:
-        raise NotFoundError(f"no reservation {reservation_id}", reason="RESERVATION_NOT_FOUND",
-                            reservation_id=reservation_id)
+        raise NotFound(f"no reservation {reservation_id}", reason=Reason.RESERVATION_NOT_FOUND,
+                       reservation_id=reservation_id)
     if entry["state"] in ("released", "expired", "refused"):
         return int(entry["settled_version"])
     if entry["state"] != "pending":
-        raise FailedPreconditionError(f"reservation {reservation_id} is {entry['state']}",
-                                      reason=f"RESERVATION_{entry['state'].upper()}", reservation_id=reservation_id)
+        raise Refused(f"reservation {reservation_id} is {entry['state']}", reason=SETTLED[entry["state"]],
+                      reservation_id=reservation_id)
     account.record(Account.SpendReleased, audit, reservation_id=reservation_id, amount=entry["amount"], reason=reason)
     roll_up(parents, audit, account, reservation_id, "release", -entry["amount"], 0)
     return None
 
 
 def charge(account: Account, parents: list[Account], audit: Audit, *, charge_id: str, amount: int,
-           basis: dict, reason: str, recall: Recall | None = None) -> tuple[int | None, int]:
+           basis: dict[str, Any], reason: str, recall: Recall | None = None) -> tuple[int | None, int]:
     """Record spend that already happened, in full; the part beyond the cap is an overrun."""
     entry = account.entry(charge_id, recall)
     if entry is not None:
         if entry["state"] != "charged" or (entry["amount"], entry["basis"]) != (amount, basis):
-            raise AlreadyExistsError(f"{charge_id} exists with another payload", charge_id=charge_id)
+            raise Conflict(f"{charge_id} exists with another payload", reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
+                           charge_id=charge_id)
         return int(entry["settled_version"]), int(entry.get("overrun", 0))
     overrun = account.excess(amount)
     account.record(Account.SpendCharged, audit, charge_id=charge_id, amount=amount, basis=basis,
@@ -365,7 +390,7 @@ def set_cap(account: Account, audit: Audit, cap: int | None) -> int | None:
         return account.version
     floor = account.committed + account.pending - account.overrun
     if cap is not None and cap < floor:
-        raise FailedPreconditionError(f"cap {cap} is below the {floor} already committed and held",
-                                      reason="CAP_BELOW_SPEND", minimum_cap_usd_micro=floor)
+        raise Refused(f"cap {cap} is below the {floor} already committed and held",
+                      reason=Reason.CAP_BELOW_SPEND, minimum_cap_usd_micro=floor)
     account.record(Account.CapSet, audit, cap=cap)
     return None

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from datetime import datetime
+from functools import lru_cache
 from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from ledger.domain.errors import InvalidArgumentError
+from ledger.domain.errors import Invalid
 from ledger.domain.limits import (
     BATCH_BYTES_MAX,
     BATCH_STEPS_MAX,
@@ -28,6 +28,7 @@ from ledger.domain.limits import (
     check_int,
     check_name,
 )
+from ledger.domain.reasons import Reason
 
 __all__ = ["StepBatch"]
 
@@ -56,19 +57,19 @@ class StepBatch:
         metrics: Mapping[str, Any] | None = None,
     ) -> StepBatch:
         """Validate and normalise a batch. A metric is a sequence of values (one per step) or
-        a mapping {"values": [...], "index": [...]}. Raises InvalidArgumentError."""
+        a mapping {"values": [...], "index": [...]}. Raises Invalid."""
         check_int(attempt, "attempt", minimum=1, maximum=2**31 - 1)
         steps = list(steps)
         count = len(steps)
         if count == 0:
-            raise InvalidArgumentError("a batch needs at least one step", reason="EMPTY_BATCH")
+            raise Invalid("a batch needs at least one step", reason=Reason.EMPTY_BATCH)
         if count > BATCH_STEPS_MAX:
-            raise InvalidArgumentError(
-                f"a batch holds at most {BATCH_STEPS_MAX} steps", reason="BATCH_TOO_LARGE", limit=BATCH_STEPS_MAX
+            raise Invalid(
+                f"a batch holds at most {BATCH_STEPS_MAX} steps", reason=Reason.BATCH_TOO_LARGE, limit=BATCH_STEPS_MAX
             )
         _check_counts(steps, "steps", STEP_MAX)
         if not _increasing(steps):
-            raise InvalidArgumentError("steps must strictly increase within a batch", reason="STEPS_NOT_INCREASING")
+            raise Invalid("steps must strictly increase within a batch", reason=Reason.STEPS_NOT_INCREASING)
         tokens = _column(tokens, "tokens", count, STEP_MAX)
         usd_micro = _column(usd_micro, "usd_micro", count, USD_MICRO_MAX)
         normal = _metrics(metrics or {}, count)
@@ -84,9 +85,9 @@ def _check_bytes(steps: list[int], tokens: list[int] | None, usd_micro: list[int
     numbers += sum(len(column["values"]) + len(column["index"] or ()) for column in metrics.values())
     size = 8 * numbers + sum(len(name.encode()) for name in metrics)
     if size > BATCH_BYTES_MAX:
-        raise InvalidArgumentError(
+        raise Invalid(
             f"a batch takes at most {BATCH_BYTES_MAX} bytes (8 a number, plus metric names); this one {size}",
-            reason="BATCH_TOO_LARGE", limit=BATCH_BYTES_MAX, size=size)
+            reason=Reason.BATCH_TOO_LARGE, limit=BATCH_BYTES_MAX, size=size)
 
 
 def _increasing(values: list[int]) -> bool:
@@ -96,9 +97,9 @@ def _increasing(values: list[int]) -> bool:
 def _check_counts(values: list[int], field: str, maximum: int) -> None:
     # map(type, ...) keeps the per-value work in C: a 1,000-step batch checks in microseconds.
     if set(map(type, values)) != {int}:
-        raise InvalidArgumentError(f"{field} must be integers", reason="INVALID_FIELD", field=field)
+        raise Invalid(f"{field} must be integers", reason=Reason.INVALID_FIELD, field=field)
     if min(values) < 0 or max(values) > maximum:
-        raise InvalidArgumentError(f"{field} must be between 0 and {maximum}", reason="OUT_OF_RANGE", field=field)
+        raise Invalid(f"{field} must be between 0 and {maximum}", reason=Reason.OUT_OF_RANGE, field=field)
 
 
 def _column(values: Sequence[int] | None, field: str, count: int, maximum: int) -> list[int] | None:
@@ -106,15 +107,16 @@ def _column(values: Sequence[int] | None, field: str, count: int, maximum: int) 
         return None
     values = list(values)
     if len(values) != count:
-        raise InvalidArgumentError(f"{field} must have one value per step", reason="COLUMN_LENGTH_MISMATCH", field=field)
+        raise Invalid(f"{field} must have one value per step", reason=Reason.COLUMN_LENGTH_MISMATCH, field=field)
     _check_counts(values, field, maximum)
     return values
 
 
 def _metrics(metrics: Mapping[str, Any], count: int) -> dict[str, dict[str, Any]]:
     if len(metrics) > METRICS_PER_BATCH_MAX:
-        raise InvalidArgumentError(
-            f"a batch carries at most {METRICS_PER_BATCH_MAX} metrics", reason="TOO_MANY_METRICS", limit=METRICS_PER_BATCH_MAX
+        raise Invalid(
+            f"a batch carries at most {METRICS_PER_BATCH_MAX} metrics", reason=Reason.TOO_MANY_METRICS,
+            limit=METRICS_PER_BATCH_MAX,
         )
     normal: dict[str, dict[str, Any]] = {}
     for name in sorted(metrics):
@@ -128,26 +130,28 @@ def _metrics(metrics: Mapping[str, Any], count: int) -> dict[str, dict[str, Any]
         kinds = set(map(type, values))
         if not kinds <= {float}:
             if not kinds <= {float, int}:
-                raise InvalidArgumentError(f"metric {name} must hold numbers", reason="INVALID_FIELD", field=name)
+                raise Invalid(f"metric {name} must hold numbers", reason=Reason.INVALID_FIELD, field=name)
             values = list(map(float, values))
         if index is not None and len(index) == 0:
             index = None
         if index is None:
             if len(values) != count:
-                raise InvalidArgumentError(
-                    f"metric {name} must have one value per step or an index", reason="COLUMN_LENGTH_MISMATCH", field=name
+                raise Invalid(
+                    f"metric {name} must have one value per step or an index",
+                    reason=Reason.COLUMN_LENGTH_MISMATCH, field=name,
                 )
         else:
             index = list(index)
             if len(index) != len(values) or not all(type(i) is int for i in index):
-                raise InvalidArgumentError(f"metric {name}: index and values differ", reason="COLUMN_LENGTH_MISMATCH", field=name)
+                raise Invalid(f"metric {name}: index and values differ", reason=Reason.COLUMN_LENGTH_MISMATCH,
+                              field=name)
             if not index or index[0] < 0 or index[-1] >= count or not _increasing(index):
-                raise InvalidArgumentError(f"metric {name}: index out of order or range", reason="INVALID_INDEX", field=name)
+                raise Invalid(f"metric {name}: index out of order or range", reason=Reason.INVALID_INDEX, field=name)
             if len(index) == count:
                 index = None
         # One sum finds a non-finite value in the common case; a finite-overflowing sum falls
         # back to checking each value.
         if not math.isfinite(sum(values)) and not all(math.isfinite(value) for value in values):
-            raise InvalidArgumentError(f"metric {name} holds a non-finite value", reason="NON_FINITE_METRIC", metric=name)
+            raise Invalid(f"metric {name} holds a non-finite value", reason=Reason.NON_FINITE_METRIC, metric=name)
         normal[name] = {"values": values, "index": index}
     return normal

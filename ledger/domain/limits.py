@@ -33,7 +33,9 @@ from typing import Any
 
 import msgspec
 
-from ledger.domain.errors import InvalidArgumentError
+from ledger.domain.errors import Invalid
+from ledger.domain.reasons import Reason
+from trainledger.pricing import USD_MICRO_MAX
 
 __all__ = [
     "BATCH_STEPS_MAX",
@@ -72,8 +74,8 @@ ID_LENGTH_MAX = 256
 MAP_ENTRIES_MAX = 256
 DOCUMENT_DEPTH_MAX = 8
 ERROR_LENGTH_MAX = 2_000
-# Ten million dollars in one amount is far above any single training call and far below int64.
-USD_MICRO_MAX = 10_000_000 * 1_000_000
+# USD_MICRO_MAX (ten million dollars in one amount: far above any single training call, far below
+# int64) is the cost rule's own limit, trainledger.pricing's, so an amount and its recomputation agree.
 STEP_MAX = 2**53
 PAGE_SIZE_MAX = 10_000
 PARENT_DEPTH_MAX = 8
@@ -115,19 +117,20 @@ _LATIN_LOOKALIKES = frozenset("аеорсухіјѕһԁԛԝӏүАВЕКМНОР�
 
 
 def check_id(value: Any, field: str, *, required: bool = True) -> str:
-    """An identifier (see the module's docstring): returned unchanged, else InvalidArgumentError
+    """An identifier (see the module's docstring): returned unchanged, else Invalid
     with reason MISSING_FIELD, STRING_TOO_LONG, INVALID_FIELD, NOT_NORMALIZED or
     CONFUSABLE_IDENTIFIER."""
-    if not check_reference(value, field, required=required):
-        return value
-    if _ID_ASCII.fullmatch(value) is None:
+    text = check_reference(value, field, required=required)
+    if not text:
+        return text
+    if _ID_ASCII.fullmatch(text) is None:
         # Only identifiers beyond plain ASCII letters, digits and punctuation pay for the rest.
-        _check_id_characters(value, field)
-    if "." in value and any(segment in (".", "..") for segment in value.split("/")):
-        raise InvalidArgumentError(f"{field} has a . or .. segment", reason="INVALID_FIELD", field=field)
-    if not value.isascii():
-        _check_id_unicode(value, field)
-    return value
+        _check_id_characters(text, field)
+    if "." in text and any(segment in (".", "..") for segment in text.split("/")):
+        raise Invalid(f"{field} has a . or .. segment", reason=Reason.INVALID_FIELD, field=field)
+    if not text.isascii():
+        _check_id_unicode(text, field)
+    return text
 
 
 def check_reference(value: Any, field: str, *, required: bool = True) -> str:
@@ -136,17 +139,17 @@ def check_reference(value: Any, field: str, *, required: bool = True) -> str:
     not held to the character rules of check_id, so that what was named before those rules stays
     reachable. Whatever is created under a new name goes through check_id."""
     if not isinstance(value, str):
-        raise InvalidArgumentError(f"{field} must be a string", reason="INVALID_FIELD", field=field)
+        raise Invalid(f"{field} must be a string", reason=Reason.INVALID_FIELD, field=field)
     if not value:
         if required:
-            raise InvalidArgumentError(f"{field} is required", reason="MISSING_FIELD", field=field)
-        return value
+            raise Invalid(f"{field} is required", reason=Reason.MISSING_FIELD, field=field)
+        return ""
     if len(value) > ID_LENGTH_MAX:
-        raise InvalidArgumentError(f"{field} is longer than {ID_LENGTH_MAX} characters", reason="STRING_TOO_LONG",
-                                   field=field, limit=ID_LENGTH_MAX)
+        raise Invalid(f"{field} is longer than {ID_LENGTH_MAX} characters", reason=Reason.STRING_TOO_LONG,
+                      field=field, limit=ID_LENGTH_MAX)
     if not value.isprintable():
-        raise InvalidArgumentError(f"{field} contains characters that are not printable", reason="INVALID_FIELD",
-                                   field=field)
+        raise Invalid(f"{field} contains characters that are not printable", reason=Reason.INVALID_FIELD,
+                      field=field)
     return value
 
 
@@ -161,26 +164,26 @@ def _check_id_characters(value: str, field: str) -> None:
         else:
             allowed = unicodedata.category(character) in _ID_CATEGORIES
         if not allowed:
-            raise InvalidArgumentError(
+            raise Invalid(
                 f"{field} holds {_name(character)}: identifiers take letters, digits and . _ : @ / + - =",
-                reason="INVALID_FIELD", field=field, character=f"U+{ord(character):04X}")
+                reason=Reason.INVALID_FIELD, field=field, character=f"U+{ord(character):04X}")
         previous = character
 
 
 def _check_id_unicode(value: str, field: str) -> None:
     if not unicodedata.is_normalized("NFC", value):
-        raise InvalidArgumentError(f"{field} is not in Unicode NFC form", reason="NOT_NORMALIZED", field=field)
+        raise Invalid(f"{field} is not in Unicode NFC form", reason=Reason.NOT_NORMALIZED, field=field)
     if not unicodedata.is_normalized("NFKC", value):
-        raise InvalidArgumentError(f"{field} holds compatibility characters that look like others",
-                                   reason="CONFUSABLE_IDENTIFIER", field=field)
+        raise Invalid(f"{field} holds compatibility characters that look like others",
+                      reason=Reason.CONFUSABLE_IDENTIFIER, field=field)
     letters = [character for character in value if character.isalpha()]
     scripts = {unicodedata.name(character, "").split(" ", 1)[0] for character in letters} & _LOOKALIKE_SCRIPTS
     if len(scripts) > 1:
-        raise InvalidArgumentError(f"{field} mixes letters of the {' and '.join(sorted(scripts))} scripts",
-                                   reason="CONFUSABLE_IDENTIFIER", field=field)
+        raise Invalid(f"{field} mixes letters of the {' and '.join(sorted(scripts))} scripts",
+                      reason=Reason.CONFUSABLE_IDENTIFIER, field=field)
     if letters and scripts <= {"CYRILLIC", "GREEK"} and all(c in _LATIN_LOOKALIKES for c in letters):
-        raise InvalidArgumentError(f"{field} is spelled with letters that look Latin",
-                                   reason="CONFUSABLE_IDENTIFIER", field=field)
+        raise Invalid(f"{field} is spelled with letters that look Latin",
+                      reason=Reason.CONFUSABLE_IDENTIFIER, field=field)
 
 
 def _name(character: str) -> str:
@@ -191,19 +194,19 @@ def check_text(value: Any, field: str, *, limit: int = STRING_LENGTH_MAX) -> str
     """Free text of at most `limit` characters (may be empty), without control characters, line
     separators or bidi embeddings, overrides and isolates (INVALID_TEXT)."""
     if not isinstance(value, str):
-        raise InvalidArgumentError(f"{field} must be a string", reason="INVALID_FIELD", field=field)
+        raise Invalid(f"{field} must be a string", reason=Reason.INVALID_FIELD, field=field)
     if len(value) > limit:
-        raise InvalidArgumentError(
+        raise Invalid(
             f"{field} is longer than {limit} characters",
-            reason="STRING_TOO_LONG",
+            reason=Reason.STRING_TOO_LONG,
             field=field,
             limit=limit,
         )
     refused = _TEXT_REFUSED.search(value)
     if refused is not None:
-        raise InvalidArgumentError(
+        raise Invalid(
             f"{field} holds {_name(refused.group())}: text takes no control, line separator or bidi characters",
-            reason="INVALID_TEXT", field=field, character=f"U+{ord(refused.group()):04X}")
+            reason=Reason.INVALID_TEXT, field=field, character=f"U+{ord(refused.group()):04X}")
     return value
 
 
@@ -212,18 +215,18 @@ def check_name(value: Any, field: str) -> str:
     characters, under check_text's rules."""
     check_text(value, field, limit=ID_LENGTH_MAX)
     if not value:
-        raise InvalidArgumentError(f"{field} is required", reason="MISSING_FIELD", field=field)
+        raise Invalid(f"{field} is required", reason=Reason.MISSING_FIELD, field=field)
     return value  # type: ignore[no-any-return]
 
 
 def check_int(value: Any, field: str, *, minimum: int = 0, maximum: int = STEP_MAX) -> int:
     """An integer within [minimum, maximum]; bools and floats are refused."""
     if type(value) is not int:
-        raise InvalidArgumentError(f"{field} must be an integer", reason="INVALID_FIELD", field=field)
+        raise Invalid(f"{field} must be an integer", reason=Reason.INVALID_FIELD, field=field)
     if value < minimum or value > maximum:
-        raise InvalidArgumentError(
+        raise Invalid(
             f"{field} must be between {minimum} and {maximum}",
-            reason="OUT_OF_RANGE",
+            reason=Reason.OUT_OF_RANGE,
             field=field,
         )
     return value
@@ -232,15 +235,15 @@ def check_int(value: Any, field: str, *, minimum: int = 0, maximum: int = STEP_M
 def check_usd_micro(value: Any, field: str) -> int:
     """Money: integer micro-dollars, never negative, never a float."""
     if type(value) is not int:
-        raise InvalidArgumentError(
-            f"{field} must be integer micro-dollars", reason="INVALID_AMOUNT", field=field
+        raise Invalid(
+            f"{field} must be integer micro-dollars", reason=Reason.INVALID_AMOUNT, field=field
         )
     if value < 0:
-        raise InvalidArgumentError(f"{field} must not be negative", reason="NEGATIVE_AMOUNT", field=field)
+        raise Invalid(f"{field} must not be negative", reason=Reason.NEGATIVE_AMOUNT, field=field)
     if value > USD_MICRO_MAX:
-        raise InvalidArgumentError(
+        raise Invalid(
             f"{field} is above the limit of {USD_MICRO_MAX} micro-dollars",
-            reason="AMOUNT_TOO_LARGE",
+            reason=Reason.AMOUNT_TOO_LARGE,
             field=field,
         )
     return value
@@ -253,9 +256,9 @@ def check_document(value: Any, field: str) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise InvalidArgumentError(f"{field} must be a mapping", reason="INVALID_FIELD", field=field)
+        raise Invalid(f"{field} must be a mapping", reason=Reason.INVALID_FIELD, field=field)
     document: dict[str, Any] = _check_node(value, field, 0)
-    check_document_bytes(document, field, DOCUMENT_BYTES_MAX, "DOCUMENT_TOO_LARGE")
+    check_document_bytes(document, field, DOCUMENT_BYTES_MAX, Reason.DOCUMENT_TOO_LARGE)
     return document
 
 
@@ -264,55 +267,55 @@ def document_bytes(value: Any) -> int:
     return len(_encode_json(value))
 
 
-def check_document_bytes(value: Any, field: str, limit: int, reason: str) -> None:
-    """Refuses (InvalidArgumentError with `reason`) a document larger than `limit` bytes as JSON."""
+def check_document_bytes(value: Any, field: str, limit: int, reason: Reason) -> None:
+    """Refuses (Invalid with `reason`) a document larger than `limit` bytes as JSON."""
     size = document_bytes(value)
     if size > limit:
-        raise InvalidArgumentError(f"{field} takes {size} bytes as JSON, above the limit of {limit}",
-                                   reason=reason, field=field, limit=limit, size=size)
+        raise Invalid(f"{field} takes {size} bytes as JSON, above the limit of {limit}",
+                      reason=reason, field=field, limit=limit, size=size)
 
 
 def _check_node(value: Any, field: str, depth: int) -> Any:
     if depth > DOCUMENT_DEPTH_MAX:
-        raise InvalidArgumentError(f"{field} is nested too deeply", reason="DOCUMENT_TOO_DEEP", field=field)
+        raise Invalid(f"{field} is nested too deeply", reason=Reason.DOCUMENT_TOO_DEEP, field=field)
     if value is None or isinstance(value, bool | int | str):
         if isinstance(value, str) and len(value) > STRING_LENGTH_MAX:
-            raise InvalidArgumentError(
-                f"a string in {field} is too long", reason="STRING_TOO_LONG", field=field
+            raise Invalid(
+                f"a string in {field} is too long", reason=Reason.STRING_TOO_LONG, field=field
             )
         if isinstance(value, str) and "\x00" in value:
-            raise InvalidArgumentError(f"a string in {field} contains a NUL character", reason="INVALID_FIELD", field=field)
+            raise Invalid(f"a string in {field} contains a NUL character", reason=Reason.INVALID_FIELD, field=field)
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**63:
-            raise InvalidArgumentError(f"an integer in {field} is out of range", reason="OUT_OF_RANGE", field=field)
+            raise Invalid(f"an integer in {field} is out of range", reason=Reason.OUT_OF_RANGE, field=field)
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise InvalidArgumentError(
-                f"{field} holds a non-finite number", reason="NON_FINITE_VALUE", field=field
+            raise Invalid(
+                f"{field} holds a non-finite number", reason=Reason.NON_FINITE_VALUE, field=field
             )
         return value
     if isinstance(value, Mapping):
         if len(value) > MAP_ENTRIES_MAX:
-            raise InvalidArgumentError(
+            raise Invalid(
                 f"{field} has more than {MAP_ENTRIES_MAX} entries",
-                reason="MAP_TOO_LARGE",
+                reason=Reason.MAP_TOO_LARGE,
                 field=field,
                 limit=MAP_ENTRIES_MAX,
             )
         result = {}
         for key, item in value.items():
             if not isinstance(key, str) or not key or len(key) > ID_LENGTH_MAX or "\x00" in key:
-                raise InvalidArgumentError(f"{field} has an invalid key", reason="INVALID_FIELD", field=field)
+                raise Invalid(f"{field} has an invalid key", reason=Reason.INVALID_FIELD, field=field)
             result[key] = _check_node(item, field, depth + 1)
         return result
     if isinstance(value, Sequence):
         if len(value) > MAP_ENTRIES_MAX:
-            raise InvalidArgumentError(
+            raise Invalid(
                 f"a list in {field} has more than {MAP_ENTRIES_MAX} items",
-                reason="MAP_TOO_LARGE",
+                reason=Reason.MAP_TOO_LARGE,
                 field=field,
             )
         return [_check_node(item, field, depth + 1) for item in value]
-    raise InvalidArgumentError(
-        f"{field} holds a value of type {type(value).__name__}", reason="INVALID_FIELD", field=field
+    raise Invalid(
+        f"{field} holds a value of type {type(value).__name__}", reason=Reason.INVALID_FIELD, field=field
     )

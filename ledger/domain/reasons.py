@@ -61,6 +61,7 @@ class Reason(enum.StrEnum):
     EMPTY_BATCH = "EMPTY_BATCH", "A batch of steps holds no step."
     BATCH_TOO_LARGE = "BATCH_TOO_LARGE", "A batch of steps (or a request carrying one) is larger than its limit."
     STEPS_NOT_INCREASING = "STEPS_NOT_INCREASING", "The steps of a batch, or a batch after the last, do not increase."
+    STEP_BEFORE_RESUME = "STEP_BEFORE_RESUME", "A step or checkpoint is not after the attempt's resume point."
     COLUMN_LENGTH_MISMATCH = "COLUMN_LENGTH_MISMATCH", "A column of a batch does not have one value per step."
     TOO_MANY_METRICS = "TOO_MANY_METRICS", "A batch carries more metrics than its limit."
     INVALID_INDEX = "INVALID_INDEX", "A metric's step index does not point at a step of its batch in order."
@@ -111,7 +112,6 @@ class Reason(enum.StrEnum):
         "ATTEMPT_SUPERSEDED",
         "A newer attempt of the run has started; this one may no longer write (and its holds were released).",
     )
-    STEP_BEFORE_RESUME = "STEP_BEFORE_RESUME", "A step or checkpoint is not after the attempt's resume point."
     CHECKPOINT_EXPIRED = "CHECKPOINT_EXPIRED", "The checkpoint to resume from has expired."
 
     # Accounts and reservations (Refused).

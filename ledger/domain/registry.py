@@ -8,17 +8,24 @@ promoted before, with a reason. History is never lost.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.domain.base import Audit, LedgerAggregate
-from ledger.domain.errors import AbortedError, AlreadyExistsError, FailedPreconditionError, NotFoundError
+from ledger.domain.errors import Conflict, Contended, NotFound, Refused
 from ledger.domain.limits import DOCUMENT_BYTES_MAX, check_document_bytes, check_text
+from ledger.domain.reasons import Reason
 
 __all__ = ["Family"]
 
 
 class Family(LedgerAggregate):
     """The versions of one model family and which one is current."""
+
+    if TYPE_CHECKING:  # Set by the events' apply(): the state, as the type checker sees it.
+        name: str
+        versions: list[dict[str, Any]]
+        current: int
+        promotions: list[dict[str, Any]]
 
     def __init__(self) -> None:
         pass
@@ -38,7 +45,7 @@ class Family(LedgerAggregate):
         digest: str
         source_run_id: str
         source_step: int
-        metadata: dict
+        metadata: dict[str, Any]
 
         def apply(self, family: Family) -> None:
             family.versions.append(
@@ -57,7 +64,7 @@ class Family(LedgerAggregate):
         version: int
         previous: int
         kind: str  # promote | rollback
-        verdict: dict | None
+        verdict: dict[str, Any] | None
         reason: str
 
         def apply(self, family: Family) -> None:
@@ -73,10 +80,11 @@ class Family(LedgerAggregate):
         for existing in self.versions:
             if existing["digest"] == version_fields["digest"]:
                 if all(existing[key] == value for key, value in version_fields.items()):
-                    return existing["version"], existing["registered_version"]
-                raise AlreadyExistsError(
-                    f"digest {version_fields['digest']} is registered as version {existing['version']} with another payload",
-                    version=existing["version"],
+                    return int(existing["version"]), int(existing["registered_version"])
+                raise Conflict(
+                    f"digest {version_fields['digest']} is registered as version {existing['version']} "
+                    "with another payload",
+                    reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD, version=existing["version"],
                 )
         number = len(self.versions) + 1
         self.record(self.VersionRegistered, audit, version=number, **version_fields)
@@ -84,9 +92,10 @@ class Family(LedgerAggregate):
 
     def _check_version(self, version: int) -> None:
         if not 1 <= version <= len(self.versions):
-            raise NotFoundError(f"{self.name} has no version {version}", reason="VERSION_NOT_FOUND", version=version)
+            raise NotFound(f"{self.name} has no version {version}", reason=Reason.VERSION_NOT_FOUND, version=version)
 
-    def _retry_of(self, kind: str, version: int, expected_current: int, verdict: dict | None, reason: str) -> int | None:
+    def _retry_of(self, kind: str, version: int, expected_current: int, verdict: dict[str, Any] | None,
+                  reason: str) -> int | None:
         last = self.promotions[-1] if self.promotions else None
         if (last is not None and last["kind"] == kind and last["version"] == version
                 and last["previous"] == expected_current and last["verdict"] == verdict and last["reason"] == reason):
@@ -95,12 +104,12 @@ class Family(LedgerAggregate):
 
     def _check_current(self, expected_current: int) -> None:
         if self.current != expected_current:
-            raise AbortedError(
+            raise Contended(
                 f"{self.name}: expected version {expected_current} to be current, but it is {self.current}",
-                reason="CURRENT_VERSION_MOVED", current=self.current, expected=expected_current,
+                reason=Reason.CURRENT_VERSION_MOVED, current=self.current, expected=expected_current,
             )
 
-    def promote(self, audit: Audit, *, version: int, expected_current: int, verdict: dict) -> int | None:
+    def promote(self, audit: Audit, *, version: int, expected_current: int, verdict: dict[str, Any]) -> int | None:
         """Compare-and-set promotion through a passing gate. Every promotion stays in the
         history that ListVersions pages through, so its verdict is bounded: DOCUMENT_BYTES_MAX as
         JSON (DOCUMENT_TOO_LARGE), its reason free text (INVALID_TEXT)."""
@@ -108,16 +117,16 @@ class Family(LedgerAggregate):
         retry = self._retry_of("promote", version, expected_current, verdict, "")
         if retry is not None:
             return retry
-        check_document_bytes(verdict, "verdict", DOCUMENT_BYTES_MAX, "DOCUMENT_TOO_LARGE")
+        check_document_bytes(verdict, "verdict", DOCUMENT_BYTES_MAX, Reason.DOCUMENT_TOO_LARGE)
         if isinstance(verdict.get("reason"), str):
             check_text(verdict["reason"], "verdict.reason")
         if not verdict.get("passed"):
-            raise FailedPreconditionError(
-                f"the gate did not pass: {verdict.get('reason', '')}", reason="GATE_NOT_PASSED", version=version
+            raise Refused(
+                f"the gate did not pass: {verdict.get('reason', '')}", reason=Reason.GATE_NOT_PASSED, version=version
             )
         self._check_current(expected_current)
         if version == self.current:
-            raise FailedPreconditionError(f"version {version} is already current", reason="ALREADY_CURRENT")
+            raise Refused(f"version {version} is already current", reason=Reason.ALREADY_CURRENT)
         self.record(self.VersionPromoted, audit, version=version, previous=self.current, kind="promote",
                     verdict=verdict, reason="")
         return None
@@ -130,11 +139,11 @@ class Family(LedgerAggregate):
             return retry
         self._check_current(expected_current)
         if version >= self.current:
-            raise FailedPreconditionError(
-                f"rollback needs a version before the current {self.current}", reason="ROLLBACK_NOT_EARLIER"
+            raise Refused(
+                f"rollback needs a version before the current {self.current}", reason=Reason.ROLLBACK_NOT_EARLIER
             )
         if not any(p["version"] == version and p["kind"] == "promote" for p in self.promotions):
-            raise FailedPreconditionError(f"version {version} was never promoted", reason="NEVER_PROMOTED")
+            raise Refused(f"version {version} was never promoted", reason=Reason.NEVER_PROMOTED)
         self.record(self.VersionPromoted, audit, version=version, previous=self.current, kind="rollback",
                     verdict=None, reason=reason)
         return None

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.domain.base import Audit, LedgerAggregate
 from ledger.domain.batches import StepBatch
-from ledger.domain.errors import AlreadyExistsError, FailedPreconditionError, InvalidArgumentError, NotFoundError
+from ledger.domain.errors import Conflict, Invalid, NotFound, Refused
 from ledger.domain.limits import SUMMARY_BYTES_MAX, check_document_bytes
+from ledger.domain.reasons import Reason
 
 __all__ = ["Run", "RUN_STATUSES", "FINISH_STATUSES", "FIDELITIES"]
 
@@ -34,13 +35,28 @@ RecallBatch = Callable[[int, int, int], "tuple[str, int] | None"]
 class Run(LedgerAggregate):
     """One training job, identified by its run key."""
 
+    if TYPE_CHECKING:  # Set by the events' apply(): the state, as the type checker sees it.
+        run_key: str
+        name: str
+        spec: dict[str, Any]
+        status: str
+        summary: dict[str, Any]
+        error: str
+        attempts: list[dict[str, Any]]
+        checkpoints: list[dict[str, Any]]
+        last_step: int | None
+        # [first step, last step, digest, event version] of recent batches.
+        batches: list[list[Any]]
+        fenced_batches: list[list[Any]]
+        finished_version: int
+
     def __init__(self) -> None:
         pass
 
     class Opened(LedgerAggregate.Created):
         run_key: str
         name: str
-        spec: dict
+        spec: dict[str, Any]
 
         def apply(self, run: Run) -> None:
             run.run_key = self.run_key
@@ -89,10 +105,10 @@ class Run(LedgerAggregate):
 
     class StepsRecorded(LedgerAggregate.Event):
         attempt: int
-        steps: list
-        tokens: list | None
-        usd_micro: list | None
-        metrics: dict
+        steps: list[int]
+        tokens: list[int] | None
+        usd_micro: list[int] | None
+        metrics: dict[str, Any]
         digest: str
 
         def apply(self, run: Run) -> None:
@@ -133,7 +149,7 @@ class Run(LedgerAggregate):
     class Finished(LedgerAggregate.Event):
         attempt: int
         status: str
-        summary: dict
+        summary: dict[str, Any]
         error: str
 
         def apply(self, run: Run) -> None:
@@ -145,7 +161,7 @@ class Run(LedgerAggregate):
                 attempt["ended"] = True
 
     class SummaryNoted(LedgerAggregate.Event):
-        summary: dict
+        summary: dict[str, Any]
 
         def apply(self, run: Run) -> None:
             run.summary = {**run.summary, **self.summary}
@@ -165,13 +181,13 @@ class Run(LedgerAggregate):
         for attempt in self.attempts:
             if attempt_id and attempt["attempt_id"] == attempt_id:
                 if attempt["resumed_from_step"] != resume_from_step or attempt["label"] != label:
-                    raise AlreadyExistsError(
+                    raise Conflict(
                         f"attempt id {attempt_id} was used with another resume point or label",
-                        reason="EXISTS_WITH_DIFFERENT_PAYLOAD",
+                        reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
                     )
                 return int(attempt["version"])
         if self.status == "done":
-            raise FailedPreconditionError("the run is done", reason="RUN_FINISHED", status=self.status)
+            raise Refused("the run is done", reason=Reason.RUN_FINISHED, status=self.status)
         if resume_from_step is not None:
             self.resumable_checkpoint(resume_from_step, audit.now)
         self.record(
@@ -186,32 +202,33 @@ class Run(LedgerAggregate):
 
     def resumable_checkpoint(self, step: int, now: datetime) -> dict[str, Any]:
         """The live checkpoint at `step` a new attempt may resume from, else an error."""
+        checkpoint: dict[str, Any]
         for checkpoint in reversed(self.checkpoints):
             if checkpoint["step"] == step and not checkpoint["superseded"]:
                 expires_at = checkpoint["expires_at"]
                 if expires_at is not None and expires_at <= now:
-                    raise FailedPreconditionError(
+                    raise Refused(
                         f"the checkpoint at step {step} expired at {expires_at.isoformat()}",
-                        reason="CHECKPOINT_EXPIRED",
+                        reason=Reason.CHECKPOINT_EXPIRED,
                         step=step,
                     )
                 return checkpoint
-        raise NotFoundError(f"no checkpoint at step {step} to resume from", reason="CHECKPOINT_NOT_FOUND", step=step)
+        raise NotFound(f"no checkpoint at step {step} to resume from", reason=Reason.CHECKPOINT_NOT_FOUND, step=step)
 
     def check_writer(self, attempt: int) -> None:
         """Only the current attempt of a running run may append."""
         current = self.current_attempt
         if attempt < 1 or attempt > current:
-            raise NotFoundError(f"attempt {attempt} was never started", reason="ATTEMPT_NOT_FOUND", attempt=attempt)
+            raise NotFound(f"attempt {attempt} was never started", reason=Reason.ATTEMPT_NOT_FOUND, attempt=attempt)
         if attempt < current:
-            raise FailedPreconditionError(
+            raise Refused(
                 f"attempt {attempt} is superseded by attempt {current}",
-                reason="ATTEMPT_SUPERSEDED",
+                reason=Reason.ATTEMPT_SUPERSEDED,
                 attempt=attempt,
                 current_attempt=current,
             )
         if self.status != "running":
-            raise FailedPreconditionError(f"the run is {self.status}", reason="RUN_FINISHED", status=self.status)
+            raise Refused(f"the run is {self.status}", reason=Reason.RUN_FINISHED, status=self.status)
 
     def record_steps(self, audit: Audit, batch: StepBatch, recall: RecallBatch | None = None) -> int | None:
         """Record one batch. Returns the version of the identical batch recorded before (a
@@ -246,26 +263,26 @@ class Run(LedgerAggregate):
             if recorded_first == first and recorded_last == last and digest == batch.digest:
                 return int(version)
             if recorded_first <= last and first <= recorded_last:
-                raise AlreadyExistsError(
+                raise Conflict(
                     f"steps {first}..{last} overlap steps already recorded with another payload",
-                    reason="EXISTS_WITH_DIFFERENT_PAYLOAD",
+                    reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
                     first_step=first,
                     last_step=last,
                 )
         floor = self.attempts[-1]["resumed_from_step"]
         if floor is not None and first <= floor:
-            raise InvalidArgumentError(
+            raise Invalid(
                 f"step {first} is not after the attempt's resume point {floor}",
-                reason="STEP_BEFORE_RESUME",
+                reason=Reason.STEP_BEFORE_RESUME,
                 step=first,
                 resumed_from_step=floor,
             )
         # Until the window has pruned a batch it holds every batch of the attempt, so a step
         # below all of them was never recorded: it does not increase.
         if self.batches and (first >= self.batches[0][0] or len(self.batches) < BATCH_WINDOW):
-            raise InvalidArgumentError(
+            raise Invalid(
                 f"steps must increase within an attempt: step {first} is not after {self.last_step}",
-                reason="STEPS_NOT_INCREASING",
+                reason=Reason.STEPS_NOT_INCREASING,
                 step=first,
                 last_step=self.last_step,
             )
@@ -273,15 +290,15 @@ class Run(LedgerAggregate):
         if found is not None:
             if found[0] == batch.digest:
                 return found[1]
-            raise AlreadyExistsError(
+            raise Conflict(
                 f"steps {first}..{last} were recorded with another payload",
-                reason="EXISTS_WITH_DIFFERENT_PAYLOAD",
+                reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
                 first_step=first,
                 last_step=last,
             )
-        raise AlreadyExistsError(
+        raise Conflict(
             f"steps {first}..{last} overlap steps recorded earlier in this attempt",
-            reason="STEP_ALREADY_RECORDED",
+            reason=Reason.STEP_ALREADY_RECORDED,
             first_step=first,
             last_step=last,
         )
@@ -292,22 +309,22 @@ class Run(LedgerAggregate):
             if saved["attempt"] == attempt and saved["step"] == checkpoint["step"]:
                 if all(saved[key] == value for key, value in checkpoint.items()):
                     return int(saved["version"])
-                raise AlreadyExistsError(
+                raise Conflict(
                     f"a checkpoint at step {checkpoint['step']} was saved with another payload",
-                    reason="EXISTS_WITH_DIFFERENT_PAYLOAD",
+                    reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
                     step=checkpoint["step"],
                 )
         self.check_writer(attempt)
         floor = self.attempts[-1]["resumed_from_step"]
         if floor is not None and checkpoint["step"] <= floor:
-            raise InvalidArgumentError(
+            raise Invalid(
                 f"step {checkpoint['step']} is not after the attempt's resume point {floor}",
-                reason="STEP_BEFORE_RESUME",
+                reason=Reason.STEP_BEFORE_RESUME,
             )
         self.record(self.CheckpointSaved, audit, attempt=attempt, **checkpoint)
         return None
 
-    def finish(self, audit: Audit, *, attempt: int, status: str, summary: dict, error: str) -> int | None:
+    def finish(self, audit: Audit, *, attempt: int, status: str, summary: dict[str, Any], error: str) -> int | None:
         """Finish the run. A retry of the same finish answers with the first one's version."""
         if self.status != "running":
             if (
@@ -317,13 +334,13 @@ class Run(LedgerAggregate):
                 and all(self.summary.get(key) == value for key, value in summary.items())
             ):
                 return int(self.finished_version)
-            raise FailedPreconditionError(f"the run is already {self.status}", reason="RUN_FINISHED", status=self.status)
+            raise Refused(f"the run is already {self.status}", reason=Reason.RUN_FINISHED, status=self.status)
         self.check_writer(attempt)
         self._check_summary(summary)
         self.record(self.Finished, audit, attempt=attempt, status=status, summary=summary, error=error)
         return None
 
-    def note_summary(self, audit: Audit, *, summary: dict) -> int | None:
+    def note_summary(self, audit: Audit, *, summary: dict[str, Any]) -> int | None:
         """Merge notes into the summary; allowed after finish (a correction keeps the status)."""
         if all(self.summary.get(key) == value for key, value in summary.items()):
             return self.version
@@ -331,7 +348,7 @@ class Run(LedgerAggregate):
         self.record(self.SummaryNoted, audit, summary=summary)
         return None
 
-    def _check_summary(self, notes: dict) -> None:
+    def _check_summary(self, notes: dict[str, Any]) -> None:
         """The summary these notes would merge into stays within SUMMARY_BYTES_MAX, since every
         RunState carries it whole (SUMMARY_TOO_LARGE)."""
-        check_document_bytes({**self.summary, **notes}, "summary", SUMMARY_BYTES_MAX, "SUMMARY_TOO_LARGE")
+        check_document_bytes({**self.summary, **notes}, "summary", SUMMARY_BYTES_MAX, Reason.SUMMARY_TOO_LARGE)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -12,15 +12,15 @@ from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, ledger_id
 from ledger.domain.basis import check_basis, cost_usd_micro
 from ledger.domain.errors import (
-    AlreadyExistsError,
-    FailedPreconditionError,
-    InvalidArgumentError,
-    NotFoundError,
-    SpendCapExceededError,
+    CapExceeded,
+    Conflict,
+    Invalid,
+    NotFound,
+    Refused,
 )
 from ledger.domain.limits import check_usd_micro
 
-NOW = datetime(2025, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2025, 1, 1, tzinfo=UTC)
 LATER = NOW + timedelta(hours=1)
 BASIS = {"price_sheet": "tinker-2025-01", "price_source": "https://example.com/prices",
          "tokens": [{"token_class": "train", "tokens": 1_000_000, "usd_micro_per_million_tokens": 400_000}]}
@@ -41,7 +41,7 @@ def chain(*caps: int | None) -> list[Account]:
     """run -> project -> team ... with the given caps, run first."""
     names = ["run", "project", "team", "org"][: len(caps)]
     accounts = [opened(name, cap, names[i + 1] if i + 1 < len(caps) else "") for i, (name, cap) in
-                enumerate(zip(names, caps))]
+                enumerate(zip(names, caps, strict=True))]
     return accounts
 
 
@@ -75,7 +75,7 @@ class TestCaps:
 
     def test_cap_zero_spends_nothing(self) -> None:
         account = opened("run", 0)
-        with pytest.raises(SpendCapExceededError) as caught:
+        with pytest.raises(CapExceeded) as caught:
             reserve(account, [], "r1", 1)
         assert (caught.value.reason, caught.value.remaining_usd_micro, caught.value.account) == (
             "SPEND_CAP_EXCEEDED", 0, "run")
@@ -85,13 +85,13 @@ class TestCaps:
 
     @pytest.mark.parametrize("amount", [-1, -1_000_000])
     def test_negative_money_is_refused(self, amount: int) -> None:
-        with pytest.raises(InvalidArgumentError) as caught:
+        with pytest.raises(Invalid) as caught:
             check_usd_micro(amount, "amount_usd_micro")
         assert caught.value.reason == "NEGATIVE_AMOUNT"
 
     @pytest.mark.parametrize("amount", [1.0, True, "1", None])
     def test_money_is_integer_micro_dollars(self, amount: Any) -> None:
-        with pytest.raises(InvalidArgumentError) as caught:
+        with pytest.raises(Invalid) as caught:
             check_usd_micro(amount, "amount_usd_micro")
         assert caught.value.reason == "INVALID_AMOUNT"
 
@@ -111,7 +111,7 @@ class TestCaps:
         spend.commit(account, [], audit(), reservation_id="r1", actual=30, basis={})
         reserve(account, [], "r2", 20)
         account.collect_events()
-        with pytest.raises(FailedPreconditionError) as caught:
+        with pytest.raises(Refused) as caught:
             spend.set_cap(account, audit(), 49)
         assert caught.value.reason == "CAP_BELOW_SPEND"
         assert caught.value.metadata["minimum_cap_usd_micro"] == "50"
@@ -132,7 +132,7 @@ class TestReserve:
         account = opened("run", 100)
         reserve(account, [], "r1", 70)
         account.collect_events()
-        with pytest.raises(SpendCapExceededError) as caught:
+        with pytest.raises(CapExceeded) as caught:
             reserve(account, [], "r2", 31)
         assert caught.value.remaining_usd_micro == 30
         assert caught.value.metadata == {"account": "run", "remaining_usd_micro": "30"}
@@ -147,7 +147,7 @@ class TestReserve:
         caps: list[int | None] = [None, None, None]
         caps[refusing] = 50
         run, *parents = chain(*caps)
-        with pytest.raises(SpendCapExceededError) as caught:
+        with pytest.raises(CapExceeded) as caught:
             reserve(run, parents, "r1", 51)
         holder = parents[refusing - 1]
         assert (caught.value.account, caught.value.remaining_usd_micro) == (holder.name, 50)
@@ -173,7 +173,7 @@ class TestReserve:
         first = opened("first", None, "project")
         second = opened("second", None, "project")
         reserve(first, [project], "a", 80)
-        with pytest.raises(SpendCapExceededError) as caught:
+        with pytest.raises(CapExceeded) as caught:
             reserve(second, [project], "b", 21)
         assert (caught.value.account, caught.value.remaining_usd_micro) == ("project", 20)
 
@@ -192,17 +192,17 @@ class TestReserve:
         reserve(account, [], "r1", 40)
         account.collect_events()
         fields = {"amount": 40, "attempt": 1, "basis": {}, **change}
-        with pytest.raises(AlreadyExistsError) as caught:
+        with pytest.raises(Conflict) as caught:
             reserve(account, [], "r1", fields["amount"], basis=fields["basis"], attempt=fields["attempt"])
         assert caught.value.reason == "EXISTS_WITH_DIFFERENT_PAYLOAD"
         nothing_recorded(account)
 
     def test_a_retry_of_a_refused_reservation_answers_the_same_refusal(self) -> None:
         account = opened("run", 10)
-        with pytest.raises(SpendCapExceededError):
+        with pytest.raises(CapExceeded):
             reserve(account, [], "r1", 11)
         account.collect_events()
-        with pytest.raises(SpendCapExceededError) as caught:
+        with pytest.raises(CapExceeded) as caught:
             reserve(account, [], "r1", 11)
         assert caught.value.remaining_usd_micro == 10
         nothing_recorded(account)
@@ -211,7 +211,7 @@ class TestReserve:
         account = opened("run", 100)
         spend.charge(account, [], audit(), charge_id="c1", amount=5, basis={}, reason="")
         account.collect_events()
-        with pytest.raises(AlreadyExistsError):
+        with pytest.raises(Conflict):
             reserve(account, [], "c1", 5)
         nothing_recorded(account)
 
@@ -249,12 +249,12 @@ class TestCommitReleaseExpire:
         first = account.version
         assert spend.commit(account, [], audit(), reservation_id="r1", actual=45, basis={}) == (first, 5)
         nothing_recorded(account)
-        with pytest.raises(AlreadyExistsError):
+        with pytest.raises(Conflict):
             spend.commit(account, [], audit(), reservation_id="r1", actual=44, basis={})
 
     def test_commit_of_an_unknown_reservation_is_not_found(self) -> None:
         account = opened("run", 100)
-        with pytest.raises(NotFoundError) as caught:
+        with pytest.raises(NotFound) as caught:
             spend.commit(account, [], audit(), reservation_id="nope", actual=1, basis={})
         assert caught.value.reason == "RESERVATION_NOT_FOUND"
 
@@ -269,7 +269,7 @@ class TestCommitReleaseExpire:
         assert totals(run) == totals(project) == (100, 0, 0, 0)
         assert spend.release(run, [project], audit(), reservation_id="r1", reason="") == run.version
         nothing_recorded(run, project)
-        with pytest.raises(FailedPreconditionError) as caught:
+        with pytest.raises(Refused) as caught:
             spend.commit(run, [project], audit(), reservation_id="r1", actual=1, basis={})
         assert caught.value.reason == "RESERVATION_RELEASED"
 
@@ -278,7 +278,7 @@ class TestCommitReleaseExpire:
         reserve(account, [], "r1", 40)
         spend.commit(account, [], audit(), reservation_id="r1", actual=40, basis={})
         account.collect_events()
-        with pytest.raises(FailedPreconditionError) as caught:
+        with pytest.raises(Refused) as caught:
             spend.release(account, [], audit(), reservation_id="r1", reason="")
         assert caught.value.reason == "RESERVATION_COMMITTED"
 
@@ -352,14 +352,14 @@ class TestCharge:
         assert spend.charge(account, [], audit(), charge_id="c1", amount=15, basis={}, reason="") == (
             account.version, 5)
         nothing_recorded(account)
-        with pytest.raises(AlreadyExistsError):
+        with pytest.raises(Conflict):
             spend.charge(account, [], audit(), charge_id="c1", amount=16, basis={}, reason="")
 
     def test_a_charge_id_cannot_reuse_a_reservation_id(self) -> None:
         account = opened("run", 100)
         reserve(account, [], "r1", 10)
         account.collect_events()
-        with pytest.raises(AlreadyExistsError):
+        with pytest.raises(Conflict):
             spend.charge(account, [], audit(), charge_id="r1", amount=10, basis={}, reason="")
         nothing_recorded(account)
 
@@ -382,5 +382,5 @@ class TestBasis:
         {"gpu": {"gpu_milliseconds": 1.0}}, {"price_sheet": "x" * 257},
     ])
     def test_a_bare_or_malformed_basis_is_refused(self, basis: Any) -> None:
-        with pytest.raises(InvalidArgumentError):
+        with pytest.raises(Invalid):
             check_basis(basis)

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from ledger.domain.base import Audit, ledger_id
-from ledger.domain.errors import AbortedError, AlreadyExistsError, FailedPreconditionError, NotFoundError
+from ledger.domain.errors import Conflict, Contended, NotFound, Refused
 from ledger.domain.registry import Family
 
-NOW = datetime(2025, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2025, 1, 1, tzinfo=UTC)
 PASSED = {"passed": True, "reason": "eval ok", "stats": {"accuracy": 0.9}}
 FAILED = {"passed": False, "reason": "regressed", "stats": {"accuracy": 0.1}}
 
@@ -61,7 +61,7 @@ class TestRegister:
         aggregate = family(2)
         assert aggregate.register(audit(), version_fields=fields(1)) == (1, 2)
         assert aggregate.collect_events() == []
-        refused(AlreadyExistsError, "EXISTS_WITH_DIFFERENT_PAYLOAD", aggregate,
+        refused(Conflict, "EXISTS_WITH_DIFFERENT_PAYLOAD", aggregate,
                 lambda: aggregate.register(audit(), version_fields=fields(1, artifact_uri="s3://elsewhere")))
 
 
@@ -83,24 +83,24 @@ class TestPromote:
 
     def test_a_gate_that_did_not_pass_is_refused(self) -> None:
         aggregate = family(2)
-        refused(FailedPreconditionError, "GATE_NOT_PASSED", aggregate,
+        refused(Refused, "GATE_NOT_PASSED", aggregate,
                 lambda: aggregate.promote(audit(), version=1, expected_current=0, verdict=FAILED))
-        refused(FailedPreconditionError, "GATE_NOT_PASSED", aggregate,
+        refused(Refused, "GATE_NOT_PASSED", aggregate,
                 lambda: aggregate.promote(audit(), version=1, expected_current=0, verdict={}))
 
     def test_a_moved_current_version_aborts(self) -> None:
         aggregate = family(3, promote=(1,))
-        refused(AbortedError, "CURRENT_VERSION_MOVED", aggregate,
+        refused(Contended, "CURRENT_VERSION_MOVED", aggregate,
                 lambda: aggregate.promote(audit(), version=3, expected_current=0, verdict=PASSED))
-        refused(AbortedError, "CURRENT_VERSION_MOVED", aggregate,
+        refused(Contended, "CURRENT_VERSION_MOVED", aggregate,
                 lambda: aggregate.promote(audit(), version=3, expected_current=2, verdict=PASSED))
         assert aggregate.current == 1
 
     def test_unknown_version_and_already_current(self) -> None:
         aggregate = family(2, promote=(1,))
-        refused(NotFoundError, "VERSION_NOT_FOUND", aggregate,
+        refused(NotFound, "VERSION_NOT_FOUND", aggregate,
                 lambda: aggregate.promote(audit(), version=3, expected_current=1, verdict=PASSED))
-        refused(FailedPreconditionError, "ALREADY_CURRENT", aggregate,
+        refused(Refused, "ALREADY_CURRENT", aggregate,
                 lambda: aggregate.promote(audit(), version=1, expected_current=1, verdict=PASSED))
 
 
@@ -120,9 +120,9 @@ class TestRollback:
 
     def test_rollback_needs_an_earlier_once_promoted_version_and_the_current_one_expected(self) -> None:
         aggregate = family(3, promote=(1, 3))
-        refused(FailedPreconditionError, "NEVER_PROMOTED", aggregate,
+        refused(Refused, "NEVER_PROMOTED", aggregate,
                 lambda: aggregate.rollback(audit(), version=2, expected_current=3, reason="r"))
-        refused(FailedPreconditionError, "ROLLBACK_NOT_EARLIER", aggregate,
+        refused(Refused, "ROLLBACK_NOT_EARLIER", aggregate,
                 lambda: aggregate.rollback(audit(), version=3, expected_current=3, reason="r"))
-        refused(AbortedError, "CURRENT_VERSION_MOVED", aggregate,
+        refused(Contended, "CURRENT_VERSION_MOVED", aggregate,
                 lambda: aggregate.rollback(audit(), version=1, expected_current=2, reason="r"))

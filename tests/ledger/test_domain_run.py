@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from ledger.domain.base import Audit, ledger_id
 from ledger.domain.batches import StepBatch
-from ledger.domain.errors import AlreadyExistsError, FailedPreconditionError, InvalidArgumentError, NotFoundError
+from ledger.domain.errors import Conflict, Invalid, NotFound, Refused
 from ledger.domain.runs import Run
 
-NOW = datetime(2025, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def audit(now: datetime = NOW) -> Audit:
@@ -104,7 +104,7 @@ class TestAttempts:
 
     def test_start_attempt_same_id_other_payload_is_refused(self) -> None:
         run = started(opened(), attempt_id="a1", label="x")
-        refused(AlreadyExistsError, "EXISTS_WITH_DIFFERENT_PAYLOAD", run,
+        refused(Conflict, "EXISTS_WITH_DIFFERENT_PAYLOAD", run,
                 lambda: run.start_attempt(audit(), attempt_id="a1", label="y", resume_from_step=None))
 
     @pytest.mark.parametrize("act", ["steps", "checkpoint", "finish"])
@@ -115,7 +115,7 @@ class TestAttempts:
             "checkpoint": lambda: run.save_checkpoint(audit(), attempt=1, checkpoint=checkpoint(9)),
             "finish": lambda: run.finish(audit(), attempt=1, status="done", summary={}, error=""),
         }
-        caught = refused(FailedPreconditionError, "ATTEMPT_SUPERSEDED", run, commands[act])
+        caught = refused(Refused, "ATTEMPT_SUPERSEDED", run, commands[act])
         assert caught.value.metadata == {"attempt": "1", "current_attempt": "2"}
 
     def test_a_superseded_attempt_retrying_an_identical_batch_gets_the_first_answer(self) -> None:
@@ -127,18 +127,18 @@ class TestAttempts:
         version = run.version
         assert run.record_steps(audit(), batch(1, [1, 2])) == first_version
         assert run.version == version and not run.pending_events
-        refused(FailedPreconditionError, "ATTEMPT_SUPERSEDED", run, lambda: run.record_steps(audit(), batch(1, [3])))
+        refused(Refused, "ATTEMPT_SUPERSEDED", run, lambda: run.record_steps(audit(), batch(1, [3])))
 
     @pytest.mark.parametrize("attempt", [2, 7])
     def test_an_attempt_never_started_is_not_found(self, attempt: int) -> None:
         run = started(opened())
-        refused(NotFoundError, "ATTEMPT_NOT_FOUND", run, lambda: run.record_steps(audit(), batch(attempt, [1])))
-        refused(NotFoundError, "ATTEMPT_NOT_FOUND", run,
+        refused(NotFound, "ATTEMPT_NOT_FOUND", run, lambda: run.record_steps(audit(), batch(attempt, [1])))
+        refused(NotFound, "ATTEMPT_NOT_FOUND", run,
                 lambda: run.save_checkpoint(audit(), attempt=attempt, checkpoint=checkpoint(1)))
 
     def test_no_attempt_started_means_no_writer(self) -> None:
         run = opened()
-        refused(NotFoundError, "ATTEMPT_NOT_FOUND", run, lambda: run.record_steps(audit(), batch(1, [1])))
+        refused(NotFound, "ATTEMPT_NOT_FOUND", run, lambda: run.record_steps(audit(), batch(1, [1])))
 
 
 class TestSteps:
@@ -167,22 +167,22 @@ class TestSteps:
     @pytest.mark.parametrize("steps", [[1, 2, 3], [2], [3, 4], [2, 3]])
     def test_same_step_other_payload_is_refused(self, steps: list[int]) -> None:
         run = recorded(started(opened()), 1, [1, 2, 3])
-        refused(AlreadyExistsError, "EXISTS_WITH_DIFFERENT_PAYLOAD", run,
+        refused(Conflict, "EXISTS_WITH_DIFFERENT_PAYLOAD", run,
                 lambda: run.record_steps(audit(), batch(1, steps, loss=2.0)))
 
     def test_steps_strictly_increase_within_a_batch(self) -> None:
         for steps in ([3, 2], [1, 1], [1, 3, 2]):
-            with pytest.raises(InvalidArgumentError) as caught:
+            with pytest.raises(Invalid) as caught:
                 batch(1, steps)
             assert caught.value.reason == "STEPS_NOT_INCREASING"
 
     def test_steps_strictly_increase_across_batches_of_an_attempt(self) -> None:
         run = recorded(recorded(started(opened()), 1, [1, 2, 3]), 1, [5, 6])
-        refused(InvalidArgumentError, "STEPS_NOT_INCREASING", run, lambda: run.record_steps(audit(), batch(1, [4])))
+        refused(Invalid, "STEPS_NOT_INCREASING", run, lambda: run.record_steps(audit(), batch(1, [4])))
 
     def test_a_step_below_every_recorded_one_is_not_increasing_either(self) -> None:
         run = recorded(started(opened()), 1, [1, 2, 3])
-        refused(InvalidArgumentError, "STEPS_NOT_INCREASING", run, lambda: run.record_steps(audit(), batch(1, [0])))
+        refused(Invalid, "STEPS_NOT_INCREASING", run, lambda: run.record_steps(audit(), batch(1, [0])))
 
     def test_a_new_attempt_without_resume_starts_from_scratch(self) -> None:
         run = started(recorded(started(opened()), 1, [1, 2, 3]))
@@ -206,7 +206,7 @@ class TestCheckpointsAndResume:
         first = run.version
         assert run.save_checkpoint(audit(), attempt=1, checkpoint=checkpoint(3)) == first
         assert run.collect_events() == []
-        refused(AlreadyExistsError, "EXISTS_WITH_DIFFERENT_PAYLOAD", run,
+        refused(Conflict, "EXISTS_WITH_DIFFERENT_PAYLOAD", run,
                 lambda: run.save_checkpoint(audit(), attempt=1, checkpoint=checkpoint(3, uri="file:///other")))
 
     def test_resume_supersedes_what_lies_above_the_resume_point(self) -> None:
@@ -220,23 +220,23 @@ class TestCheckpointsAndResume:
         assert [(c["step"], c["superseded"]) for c in run.checkpoints] == [(5, False), (8, True)]
         assert run.last_step == 5
         # The resumed attempt records from the step after the checkpoint, not at or below it.
-        refused(InvalidArgumentError, "STEP_BEFORE_RESUME", run, lambda: run.record_steps(audit(), batch(2, [5])))
-        refused(InvalidArgumentError, "STEP_BEFORE_RESUME", run,
+        refused(Invalid, "STEP_BEFORE_RESUME", run, lambda: run.record_steps(audit(), batch(2, [5])))
+        refused(Invalid, "STEP_BEFORE_RESUME", run,
                 lambda: run.save_checkpoint(audit(), attempt=2, checkpoint=checkpoint(4)))
         recorded(run, 2, [6, 7])
         # A superseded checkpoint cannot be resumed from.
-        refused(NotFoundError, "CHECKPOINT_NOT_FOUND", run,
+        refused(NotFound, "CHECKPOINT_NOT_FOUND", run,
                 lambda: run.start_attempt(audit(), attempt_id="", label="", resume_from_step=8))
 
     def test_resume_needs_a_checkpoint_at_that_step(self) -> None:
         run = saved(recorded(started(opened()), 1, [1, 2, 3]), 1, 3)
-        refused(NotFoundError, "CHECKPOINT_NOT_FOUND", run,
+        refused(NotFound, "CHECKPOINT_NOT_FOUND", run,
                 lambda: run.start_attempt(audit(), attempt_id="", label="", resume_from_step=2))
 
     def test_resume_from_an_expired_checkpoint_is_refused(self) -> None:
         run = saved(recorded(started(opened()), 1, [1, 2, 3]), 1, 3, expires_at=NOW + timedelta(hours=1))
         later = NOW + timedelta(hours=2)
-        refused(FailedPreconditionError, "CHECKPOINT_EXPIRED", run,
+        refused(Refused, "CHECKPOINT_EXPIRED", run,
                 lambda: run.start_attempt(audit(later), attempt_id="", label="", resume_from_step=3))
         assert run.start_attempt(audit(NOW), attempt_id="", label="", resume_from_step=3) is None
 
@@ -251,7 +251,7 @@ class TestFinishAndSummary:
         assert (event.status, event.summary, event.error) == (status, {"loss": 0.1}, "boom")
         assert run.status == status
         assert all(a["ended"] for a in run.attempts)
-        refused(FailedPreconditionError, "RUN_FINISHED", run, lambda: run.record_steps(audit(), batch(1, [1])))
+        refused(Refused, "RUN_FINISHED", run, lambda: run.record_steps(audit(), batch(1, [1])))
 
     def test_finish_retry_is_a_no_op_and_another_finish_is_refused(self) -> None:
         run = started(opened())
@@ -260,14 +260,14 @@ class TestFinishAndSummary:
         first = run.version
         assert run.finish(audit(), attempt=1, status="failed", summary={"a": 1}, error="e") == first
         assert run.collect_events() == []
-        refused(FailedPreconditionError, "RUN_FINISHED", run,
+        refused(Refused, "RUN_FINISHED", run,
                 lambda: run.finish(audit(), attempt=1, status="done", summary={}, error=""))
 
     def test_a_done_run_takes_no_new_attempt_but_a_failed_one_does(self) -> None:
         done = started(opened("done"))
         done.finish(audit(), attempt=1, status="done", summary={}, error="")
         done.collect_events()
-        refused(FailedPreconditionError, "RUN_FINISHED", done,
+        refused(Refused, "RUN_FINISHED", done,
                 lambda: done.start_attempt(audit(), attempt_id="", label="", resume_from_step=None))
         failed = started(opened("failed"))
         failed.finish(audit(), attempt=1, status="failed", summary={}, error="oom")

@@ -9,9 +9,7 @@ import uuid
 
 import pytest
 
-from ledger import InvalidArgumentError
-
-from ledger import Ledger
+from ledger import Invalid, Ledger
 from ledger.domain.limits import check_id, check_text
 from tests.ledger.conftest import DIGEST_A
 
@@ -80,7 +78,7 @@ def test_identifiers_in_use_stay_valid(value: str) -> None:
 @pytest.mark.parametrize("case", list(REFUSED_IDS), ids=list(REFUSED_IDS))
 def test_identifiers_that_spoof_are_refused(case: str) -> None:
     value, reason = REFUSED_IDS[case]
-    with pytest.raises(InvalidArgumentError) as caught:
+    with pytest.raises(Invalid) as caught:
         check_id(value, "account")
     assert caught.value.reason == reason, caught.value.message
     assert caught.value.metadata["field"] == "account"
@@ -93,7 +91,7 @@ def test_free_text_in_use_stays_valid(value: str) -> None:
 
 @pytest.mark.parametrize("case", list(REFUSED_TEXT), ids=list(REFUSED_TEXT))
 def test_free_text_with_controls_or_bidi_overrides_is_refused(case: str) -> None:
-    with pytest.raises(InvalidArgumentError) as caught:
+    with pytest.raises(Invalid) as caught:
         check_text(REFUSED_TEXT[case], "reason")
     assert caught.value.reason == "INVALID_TEXT", caught.value.message
     assert caught.value.metadata["field"] == "reason"
@@ -106,26 +104,26 @@ def test_lookalike_accounts_and_families_are_not_created(ledger: Ledger) -> None
     for account, reason in [("te\u0430m", "CONFUSABLE_IDENTIFIER"), (unicodedata.normalize("NFD", "tëam"),
                                                                       "NOT_NORMALIZED"),
                             ("te\u200bam", "INVALID_FIELD"), ("../team", "INVALID_FIELD")]:
-        with pytest.raises(InvalidArgumentError) as caught:
+        with pytest.raises(Invalid) as caught:
             ledger.open_account(account=account, cap_usd_micro=100)
         assert caught.value.reason == reason
     for family in ["ll\u0430ma", "llama\u202e", "../llama", "llama\x85"]:
-        with pytest.raises(InvalidArgumentError):
+        with pytest.raises(Invalid):
             ledger.register(family=family, artifact_uri="s3://m/1", digest=DIGEST_A)
     assert ledger.head() == head
-    assert [f["family"] for f in ledger.families(min_position=head)] == ["llama"]
+    assert [f.family for f in ledger.families(min_position=head)] == ["llama"]
 
 
 def test_a_charge_reason_cannot_forge_an_audit_row(ledger: Ledger) -> None:
     run_id = ledger.open_run(run_key="k").run_id
     head = ledger.head()
-    with pytest.raises(InvalidArgumentError) as caught:
+    with pytest.raises(Invalid) as caught:
         ledger.charge(account=run_id, charge_id="c1", amount_usd_micro=5,
                       reason="bill\nc2        charge   charged  $0.000000")
     assert caught.value.reason == "INVALID_TEXT" and ledger.head() == head
-    with pytest.raises(InvalidArgumentError):
+    with pytest.raises(Invalid):
         ledger.start_attempt(run_id=run_id, label="host\u202e1")
-    with pytest.raises(InvalidArgumentError):
+    with pytest.raises(Invalid):
         ledger.save_checkpoint(run_id=run_id, attempt=1, step=1, backend="hf", uri="file:///a\x1b]8;;")
     assert ledger.head() == head
 
@@ -141,15 +139,15 @@ def test_names_made_before_the_identifier_rules_stay_reachable(ledger: Ledger) -
     ledger.save(Account._create(Account.Opened, id=ledger_id("account", "team a"), name="team a", parent="",
                                 cap=1_000, **audit.fields()),
                 Family._create(Family.Created, id=ledger_id("family", "my model"), name="my model", **audit.fields()))
-    with pytest.raises(InvalidArgumentError):
+    with pytest.raises(Invalid):
         ledger.open_account(account="team b")
     assert ledger.open_account(account="team a", cap_usd_micro=1_000).duplicate
     held = ledger.reserve(account="team a", reservation_id="r1", amount_usd_micro=400)
     ledger.commit(account="team a", reservation_id="r1", actual_usd_micro=300)
-    assert ledger.account("team a", min_position=held.position + 1)["committed"] == 300
+    assert ledger.account("team a", min_position=held.position + 1).committed_usd_micro == 300
     run = ledger.open_run(run_key="run-under-team-a", parent_account="team a")
     assert ledger.account_now(run.run_id)["parent"] == "team a"
     registered = ledger.register(family="my model", artifact_uri="s3://m/1", digest=DIGEST_A)
-    assert ledger.family("my model", min_position=registered.position)["versions"][0]["version"] == 1
-    with pytest.raises(InvalidArgumentError):
+    assert ledger.family("my model", min_position=registered.position).versions[0].version == 1
+    with pytest.raises(Invalid):
         ledger.register(family="my other model", artifact_uri="s3://m/1", digest=DIGEST_A)
