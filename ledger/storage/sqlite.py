@@ -1,8 +1,8 @@
-"""Where events and views live: the embedded SQLite default, or PostgreSQL for scale-out.
+"""The embedded default backend: events and views in one SQLite file (WAL).
 
-A Storage gives the application what eventsourcing does not: the database holding the views
-(schema, transactions, tracking), the position of a stored event for idempotent answers, and
-which errors mean "storage unavailable".
+SQLiteRecorder is eventsourcing's recorder plus the keys index; SQLiteStorage holds the views and
+their tracking in the same file (ledger.storage.base says what a Storage is); `damage` tells a
+file that must not be opened for writing.
 """
 
 from __future__ import annotations
@@ -17,18 +17,17 @@ from urllib.parse import quote
 from uuid import UUID
 
 import sqlite_utils
-from eventsourcing.persistence import InterfaceError, OperationalError
+from eventsourcing.application import Application
+from eventsourcing.persistence import Notification
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 
-from ledger.storage.keys import event_keys
+from ledger.storage.base import KeyRow, Storage
 from ledger.views.queries import ViewReader
-from ledger.views.handlers import TABLES, VIEWS
+from ledger.views.schema import TABLES, VIEWS
 
-__all__ = ["Storage", "SQLiteStorage", "SQLiteRecorder", "open_storage", "persistence_env", "damage"]
+__all__ = ["SQLiteStorage", "SQLiteRecorder", "sqlite_env", "damage"]
 
 KEYS_TABLE = "stored_keys"
-# Keys rows are written with the events they index: (aggregate id, key, the event's version).
-KeyRow = tuple[UUID, str, int]
 
 SQLITE_TYPES = {int: int, float: float, str: str, bytes: bytes}
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -65,13 +64,9 @@ def damage(database: str) -> str | None:
     return f"the file is damaged (SQLite: {' '.join(found[0].split())}); {LEFT_AS_IT_IS}"
 
 
-def persistence_env(database: str) -> dict[str, str]:
-    """eventsourcing settings for a SQLite path or a postgresql:// URL."""
-    if database.startswith(("postgresql://", "postgres://")):
-        from ledger.storage.postgres import postgres_env
-
-        return postgres_env(database)
-    return {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": database, "SQLITE_LOCK_TIMEOUT": "30",
+def sqlite_env(path: str) -> dict[str, str]:
+    """eventsourcing settings for a SQLite file (ledger.backend chooses between the backends)."""
+    return {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": path, "SQLITE_LOCK_TIMEOUT": "30",
             "APPLICATION_RECORDER_TOPIC": "ledger.storage.sqlite:SQLiteRecorder"}
 
 
@@ -93,91 +88,15 @@ class SQLiteRecorder(SQLiteApplicationRecorder):
         return positions
 
 
-def open_storage(app: Any) -> Storage:
-    if app.env.get("PERSISTENCE_MODULE", "").startswith(("eventsourcing.postgres", "ledger.storage.postgres")):
-        from ledger.storage.postgres import PostgresStorage
-
-        return PostgresStorage(app)
-    return SQLiteStorage(app)
-
-
-class Storage:
-    """What a backend provides to the application and the projector."""
-
-    #: True when other processes may write the same log (refusals are re-checked on fresh state).
-    shared = False
-    outage_errors: tuple[type[BaseException], ...] = (OperationalError, InterfaceError)
-    views: ViewReader
-
-    def projector(self, app: Any) -> Any:
-        from ledger.views.projector import Projector
-
-        return Projector(app, self)
-
-    def position_of(self, originator_id: UUID, version: int) -> int:
-        raise NotImplementedError
-
-    def head(self) -> int:
-        raise NotImplementedError
-
-    def key_versions(self, originator_id: UUID, key: str) -> list[int]:
-        """The versions of the events of `originator_id` that used `key` (ledger.storage.keys), oldest first."""
-        raise NotImplementedError
-
-    def keys_missing(self) -> bool:
-        """Whether the log holds keyed events that the keys index does not (a ledger written
-        before the index existed)."""
-        raise NotImplementedError
-
-    def index_log(self) -> int:
-        """Write the keys of every event in the log into the index (idempotent). Returns the
-        number of keys written."""
-        from ledger.domain.topics import event_topics
-        from ledger.storage.keys import KEYED_EVENTS
-
-        topics = [topic for name in KEYED_EVENTS for topic in event_topics(name)]
-        written, start = 0, 1
-        while True:
-            page = self.app.recorder.select_notifications(start, 1000, topics=topics)
-            if not page:
-                return written
-            rows = []
-            for notification in page:
-                event = self.app.mapper.to_domain_event(notification)
-                rows += [(event.originator_id, key, event.originator_version) for key in event_keys(event)]
-            self.insert_keys(rows)
-            written += len(rows)
-            start = page[-1].id + 1
-
-    def insert_keys(self, rows: list[KeyRow]) -> None:
-        raise NotImplementedError
-
-    def select_notifications_of(self, originator_ids: list[UUID], start: int, limit: int,
-                                topics: list[str]) -> list[Any]:
-        """Notifications of the given aggregates from position `start`. This fallback filters
-        the whole log; backends override it with an indexed query."""
-        found: list[Any] = []
-        while len(found) < limit:
-            page = self.app.recorder.select_notifications(start, 1000, topics=topics)
-            if not page:
-                break
-            found += [n for n in page if n.originator_id in originator_ids]
-            start = page[-1].id + 1
-        return found[:limit]
-
-    def close(self) -> None:
-        pass
-
-
 class SQLiteStorage(Storage):
     """Events (eventsourcing's tables) and views (ours, prefixed view_) in one SQLite file."""
 
     # The views' own connections raise sqlite3's errors (a locked or full database, I/O).
     outage_errors = (*Storage.outage_errors, sqlite3.OperationalError)
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Application[UUID]) -> None:
         self.app = app
-        self.path = app.env.get("SQLITE_DBNAME")
+        self.path = app.env.get("SQLITE_DBNAME") or ""
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -204,13 +123,13 @@ class SQLiteStorage(Storage):
     def create_tables(self) -> None:
         db = sqlite_utils.Database(self._writer)
         for table, (columns, pk, indexes, _) in TABLES.items():
-            if not db[table].exists():
-                db[table].create({name: SQLITE_TYPES[kind] for name, kind in columns.items()}, pk=pk)
+            if not db.table(table).exists():
+                db.table(table).create({name: SQLITE_TYPES[kind] for name, kind in columns.items()}, pk=pk)
             # Indexes added since a file was made are added to it when it is opened.
             for index in indexes:
-                db[table].create_index(index, if_not_exists=True)
-        if not db["view_tracking"].exists():
-            db["view_tracking"].create({"view": str, "position": int}, pk="view")
+                db.table(table).create_index(index, if_not_exists=True)
+        if not db.table("view_tracking").exists():
+            db.table("view_tracking").create({"view": str, "position": int}, pk="view")
 
     def tracking_positions(self) -> dict[str, int]:
         rows = dict(self._reader().execute("SELECT view, position FROM view_tracking").fetchall())
@@ -244,7 +163,7 @@ class SQLiteStorage(Storage):
         db = sqlite_utils.Database(self._writer)
         for table, (*_, owner) in TABLES.items():
             if owner in views or (owner == "" and set(views) == set(VIEWS)):
-                db[table].drop(ignore=True)
+                db.table(table).drop(ignore=True)
         for view in views:
             self._writer.execute("DELETE FROM view_tracking WHERE view = ?", (view,))
         self.create_tables()
@@ -281,9 +200,7 @@ class SQLiteStorage(Storage):
                                " VALUES (?, ?, ?)", [(uuid.hex, key, version) for uuid, key, version in rows])
 
     def select_notifications_of(self, originator_ids: list[UUID], start: int, limit: int,
-                                topics: list[str]) -> list[Any]:
-        from eventsourcing.persistence import Notification
-
+                                topics: list[str]) -> list[Notification]:
         marks = ",".join("?" * len(originator_ids))
         sql = (f"SELECT rowid, originator_id, originator_version, topic, state FROM stored_events"
                f" WHERE originator_id IN ({marks}) AND rowid >= ?")

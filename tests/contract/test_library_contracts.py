@@ -34,7 +34,8 @@ from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteDatastore
 from eventsourcing.tests import persistence as cases
 from eventsourcing.utils import Environment
 
-from ledger.storage.sqlite import SQLiteRecorder, persistence_env
+from ledger.backend import persistence_env
+from ledger.storage.sqlite import SQLiteRecorder
 from ledger.storage.transcoder import MsgspecTranscoder
 
 POSTGRES_URL = os.environ.get("TRAINLEDGER_TEST_DATABASE_URL", "")
@@ -119,7 +120,7 @@ class TestSQLiteRecorderAsAggregateRecorder(_SQLiteFile, cases.AggregateRecorder
 
 
 class TestSQLiteSnapshotRecorder(_SQLiteFile, cases.AggregateRecorderTestCase):
-    """The snapshots' recorder that the ledger's SQLite settings (ledger.storage.sqlite.persistence_env)
+    """The snapshots' recorder that the ledger's SQLite settings (ledger.backend.persistence_env)
     give: eventsourcing's SQLiteAggregateRecorder, made by its factory from those settings."""
 
     def create_recorder(self) -> LibraryAggregateRecorder:

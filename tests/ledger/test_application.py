@@ -6,11 +6,7 @@ from typing import Any
 
 import pytest
 
-from ledger import AlreadyExistsError
-
-from ledger import Ledger
-
-from ledger import SpendCapExceededError
+from ledger import AlreadyExistsError, Ledger, SpendCapExceededError
 from tests.ledger.conftest import DIGEST_A
 
 
@@ -27,8 +23,8 @@ def test_open_run_is_idempotent_by_key(ledger: Ledger) -> None:
     assert resumed.position > first.position
     ledger.open_run(run_key="spec-fingerprint")
     state = ledger.run_state(first.run_id, min_position=resumed.position)
-    assert state["run"]["run_key"] == "spec-fingerprint"
-    assert state["spend"]["cap"] == 5
+    assert state.run.run_key == "spec-fingerprint"
+    assert state.spend.cap_usd_micro == 5
 
 
 def test_every_write_answers_its_position_and_a_retry_answers_the_same(ledger: Ledger) -> None:
@@ -72,7 +68,7 @@ def test_run_commands_answer_positions_and_retries(ledger: Ledger) -> None:
         assert (first.duplicate, first.position) == (False, ledger.head()), name
         again = getattr(ledger, name)(**arguments)
         assert (again.duplicate, again.position) == (True, first.position), name
-    assert ledger.run_state(run_id, min_position=ledger.head())["run"]["status"] == "stopped"
+    assert ledger.run_state(run_id, min_position=ledger.head()).run.status == "stopped"
 
 
 def test_the_finish_error_is_cut_to_2000_characters(ledger: Ledger) -> None:
@@ -80,8 +76,8 @@ def test_the_finish_error_is_cut_to_2000_characters(ledger: Ledger) -> None:
     ledger.start_attempt(run_id=run_id)
     receipt = ledger.finish_run(run_id=run_id, attempt=1, status="failed", error="traceback " * 1000)
     state = ledger.run_state(run_id, min_position=receipt.position)
-    assert state["run"]["status"] == "failed"
-    assert state["run"]["error"] == ("traceback " * 1000)[:2000]
+    assert state.run.status == "failed"
+    assert state.run.error == ("traceback " * 1000)[:2000]
 
 
 def test_summary_notes_after_finish_keep_the_status(ledger: Ledger) -> None:
@@ -90,8 +86,8 @@ def test_summary_notes_after_finish_keep_the_status(ledger: Ledger) -> None:
     ledger.finish_run(run_id=run_id, attempt=1, status="done", summary={"loss": 0.5, "eval": 0.7})
     receipt = ledger.note_summary(run_id=run_id, summary={"loss": 0.45, "bill_usd_micro": 12})
     state = ledger.run_state(run_id, min_position=receipt.position)
-    assert state["run"]["status"] == "done"
-    assert state["run"]["summary"] == {"loss": 0.45, "eval": 0.7, "bill_usd_micro": 12}
+    assert state.run.status == "done"
+    assert state.run.summary == {"loss": 0.45, "eval": 0.7, "bill_usd_micro": 12}
 
 
 def test_open_account_with_another_parent_or_cap_is_a_conflict(ledger: Ledger) -> None:
@@ -118,7 +114,7 @@ def test_a_refused_reservation_is_recorded_and_answers_the_remaining_amount(ledg
     assert refusal["type"] == "Account.SpendRefused"
     assert refusal["data"]["refused_by"] == "project"
     trail = ledger.reservations(run_id, min_position=ledger.head())
-    assert [(r["reservation_id"], r["state"]) for r in trail] == [("r1", "pending"), ("r2", "refused")]
+    assert [(r.reservation_id, r.state) for r in trail.reservations] == [("r1", "pending"), ("r2", "refused")]
 
 
 def test_a_restart_keeps_everything(sqlite_database: str) -> None:
@@ -135,7 +131,7 @@ def test_a_restart_keeps_everything(sqlite_database: str) -> None:
         assert app.account_now(run_id)["pending"] == 60
         assert app.append_steps(run_id=run_id, attempt=1, steps=[1, 2, 3]).duplicate
         assert app.reserve(account=run_id, reservation_id="r1", amount_usd_micro=60).duplicate
-        assert app.run_state(run_id, min_position=head)["last_step"] == 3
+        assert app.run_state(run_id, min_position=head).last_step == 3
     finally:
         app.close()
 

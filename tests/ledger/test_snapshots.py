@@ -43,6 +43,6 @@ def test_a_run_and_an_account_reload_from_their_snapshots(sqlite_database: str) 
         again = reopened.commit(account=run.run_id, reservation_id="r549", actual_usd_micro=7)
         assert again.duplicate
         state = reopened.run_state(run.run_id, min_position=reopened.head())
-        assert state["last_step"] == 451 and state["spend"]["committed"] == 550 * 7
+        assert state.last_step == 451 and state.spend.committed_usd_micro == 550 * 7
     finally:
         reopened.close()

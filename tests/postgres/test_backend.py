@@ -122,10 +122,10 @@ def test_two_replicas_append_to_different_runs_and_read_each_other(replicas: tup
     positions = _in_threads([lambda: append(first, runs[0]), lambda: append(second, runs[1])])
     assert all(isinstance(position, int) for position in positions), positions
     # Each replica reads the other's writes at the position the writer was given.
-    assert second.run_state(runs[0], min_position=positions[0])["last_step"] == 199
-    assert first.run_state(runs[1], min_position=positions[1])["last_step"] == 199
-    assert second.series(runs[0], limit=1000)["steps"] == list(range(200))
-    assert first.series(runs[1], limit=1000)["steps"] == list(range(200))
+    assert second.run_state(runs[0], min_position=positions[0]).last_step == 199
+    assert first.run_state(runs[1], min_position=positions[1]).last_step == 199
+    assert second.series(runs[0], limit=1000).steps == tuple(range(200))
+    assert first.series(runs[1], limit=1000).steps == tuple(range(200))
 
 
 def test_concurrent_reservers_never_cross_a_shared_parent_cap(replicas: tuple[Ledger, Ledger]) -> None:
@@ -159,9 +159,9 @@ def test_concurrent_reservers_never_cross_a_shared_parent_cap(replicas: tuple[Le
         now = ledger.account_now("pool")
         assert now["committed"] + now["pending"] == (cap // amount) * amount <= cap
         view = ledger.account("pool", min_position=ledger.head())
-        assert view["committed"] + view["pending"] == (cap // amount) * amount
-        assert sum(ledger.account(run_id)["committed"] + ledger.account(run_id)["pending"] for run_id in runs) == (
-            cap // amount) * amount
+        assert view.committed_usd_micro + view.pending_usd_micro == (cap // amount) * amount
+        accounts = [ledger.account(run_id) for run_id in runs]
+        assert sum(a.committed_usd_micro + a.pending_usd_micro for a in accounts) == (cap // amount) * amount
 
 
 def test_racing_promotions_from_two_replicas_one_wins(replicas: tuple[Ledger, Ledger]) -> None:
@@ -175,8 +175,8 @@ def test_racing_promotions_from_two_replicas_one_wins(replicas: tuple[Ledger, Le
         first.family(family, min_position=first.head())
         second.family(family, min_position=first.head())
         results = _in_threads([
-            lambda: first.promote(family=family, version=1, expected_current=0, verdict=passed),
-            lambda: second.promote(family=family, version=2, expected_current=0, verdict=passed),
+            lambda family=family: first.promote(family=family, version=1, expected_current=0, verdict=passed),
+            lambda family=family: second.promote(family=family, version=2, expected_current=0, verdict=passed),
         ])
         won = [r for r in results if not isinstance(r, BaseException)]
         lost = [r for r in results if isinstance(r, BaseException)]
@@ -184,7 +184,7 @@ def test_racing_promotions_from_two_replicas_one_wins(replicas: tuple[Ledger, Le
         assert isinstance(lost[0], AbortedError) and lost[0].reason == "CURRENT_VERSION_MOVED"
         winner = won[0].version
         for ledger in (first, second):
-            assert ledger.family(family, min_position=won[0].position)["current"] == winner
+            assert ledger.family(family, min_position=won[0].position).current == winner
 
 
 def test_projection_is_exactly_once_with_two_projectors(url: str, replicas: tuple[Ledger, Ledger]) -> None:
@@ -207,10 +207,10 @@ def test_projection_is_exactly_once_with_two_projectors(url: str, replicas: tupl
     second.wait(head, timeout_s=30)
     assert _series_rows(url) == (len(runs) * batches, len(runs) * batches * size, len(runs) * batches)
     # Totals are sums of increments: an event applied twice would show.
-    assert first.account("shared")["pending"] == len(runs) * batches * 10
+    assert first.account("shared").pending_usd_micro == len(runs) * batches * 10
     assert second.storage.tracking_positions() == {view: head for view in ("runs", "series", "spend", "registry")}
     for run_id in runs:
-        assert second.run_state(run_id)["last_step"] == batches * size - 1
+        assert second.run_state(run_id).last_step == batches * size - 1
 
 
 def test_a_replica_learns_of_projected_writes_through_listen(replicas: tuple[Ledger, Ledger]) -> None:
@@ -305,10 +305,10 @@ def test_database_lost_mid_run_is_unavailable_then_recovers(own_server: tuple[Pa
         last = batch(6)
         assert not last.duplicate and batch(6).duplicate  # An identical retry is still a no-op.
         state = _until_available(lambda: ledger.run_state(run_id, min_position=last.position, timeout_s=30))
-        assert state["last_step"] == 69
+        assert state.last_step == 69
         page = ledger.series(run_id, limit=1000)
-        assert page["steps"] == list(range(70))
-        assert page["metrics"]["loss"]["values"] == [float(step // 10) for step in range(70)]
+        assert page.steps == tuple(range(70))
+        assert page.metric("loss").values == tuple(float(step // 10) for step in range(70))
         recorded = ledger.read_events(types=["StepsRecorded"])
         assert [event["data"]["steps"][0] for event in recorded] == [0, 10, 20, 30, 40, 50, 60]
         # The projector clears its error once the chunk it is on has committed.

@@ -1,0 +1,101 @@
+"""What every storage backend gives the application, whichever database holds the log.
+
+eventsourcing records the events; a Storage adds what the library does not: the database holding
+the views (schema, transactions, tracking), the position of a stored event for idempotent answers,
+the keys index (ledger.storage.keys) and which errors mean "storage unavailable". The two backends,
+ledger.storage.sqlite and ledger.storage.postgres, subclass it; ledger.backend picks one.
+"""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from eventsourcing.application import Application
+from eventsourcing.persistence import InterfaceError, Notification, OperationalError
+
+from ledger.domain.topics import event_topics
+from ledger.storage.keys import KEYED_EVENTS, event_keys
+from ledger.views.projector import Projector
+from ledger.views.queries import ViewReader
+
+__all__ = ["KeyRow", "Storage", "INDEX_PAGE_EVENTS"]
+
+# Keys rows are written with the events they index: (aggregate id, key, the event's version).
+KeyRow = tuple[UUID, str, int]
+# Events read per page when the keys index is built from the log, or the log is filtered.
+INDEX_PAGE_EVENTS = 1000
+
+
+class Storage:
+    """What a backend provides to the application and the projector."""
+
+    #: True when other processes may write the same log (refusals are re-checked on fresh state).
+    shared = False
+    outage_errors: tuple[type[BaseException], ...] = (OperationalError, InterfaceError)
+    views: ViewReader
+    app: Application[UUID]
+
+    def projector(self, app: Application[UUID]) -> Projector:
+        return Projector(app, self)
+
+    def position_of(self, originator_id: UUID, version: int) -> int:
+        """The log position of an aggregate's event; LookupError when there is none."""
+        raise NotImplementedError
+
+    def head(self) -> int:
+        """The position of the newest event in the log (0 when empty)."""
+        raise NotImplementedError
+
+    def key_versions(self, originator_id: UUID, key: str) -> list[int]:
+        """The versions of the events of `originator_id` that used `key` (ledger.storage.keys), oldest first."""
+        raise NotImplementedError
+
+    def keys_missing(self) -> bool:
+        """Whether the log holds keyed events that the keys index does not (a ledger written
+        before the index existed)."""
+        raise NotImplementedError
+
+    def index_log(self) -> int:
+        """Write the keys of every event in the log into the index (idempotent). Returns the
+        number of keys written."""
+        topics = [topic for name in KEYED_EVENTS for topic in event_topics(name)]
+        written, start = 0, 1
+        while True:
+            page = self.app.recorder.select_notifications(start, INDEX_PAGE_EVENTS, topics=topics)
+            if not page:
+                return written
+            rows: list[KeyRow] = []
+            for notification in page:
+                event = self.app.mapper.to_domain_event(notification)
+                rows += [(event.originator_id, key, event.originator_version) for key in event_keys(event)]
+            self.insert_keys(rows)
+            written += len(rows)
+            start = page[-1].id + 1
+
+    def insert_keys(self, rows: list[KeyRow]) -> None:
+        raise NotImplementedError
+
+    def select_notifications_of(self, originator_ids: list[UUID], start: int, limit: int,
+                                topics: list[str]) -> list[Notification]:
+        """Notifications of the given aggregates from position `start`. This fallback filters
+        the whole log; backends override it with an indexed query."""
+        found: list[Notification] = []
+        while len(found) < limit:
+            page = self.app.recorder.select_notifications(start, INDEX_PAGE_EVENTS, topics=topics)
+            if not page:
+                break
+            found += [n for n in page if n.originator_id in originator_ids]
+            start = page[-1].id + 1
+        return found[:limit]
+
+    def tracking_positions(self) -> dict[str, int]:
+        """Each view's committed position."""
+        raise NotImplementedError
+
+    def drop(self, views: tuple[str, ...]) -> None:
+        """Empty `views` and reset their positions (a rebuild projects them again)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+

@@ -1,0 +1,230 @@
+"""PostgresStorage: the views and their tracking in the events' schema, over a pool of their own.
+
+The views are read through ledger.storage.postgres.sql (portable SQL on psycopg); projection
+transactions run in pipeline mode (one round trip per fetch, not per statement). Every call goes
+through the one retry rule of ledger.storage.postgres.connections and raises UnavailableError
+when the database cannot be reached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from typing import Any, TypeVar
+from uuid import UUID
+
+import psycopg
+import psycopg_pool
+from eventsourcing.application import Application
+from eventsourcing.persistence import InterfaceError, OperationalError
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore, PostgresFactory
+from psycopg.sql import SQL, Composed, Identifier
+
+from ledger.domain.errors import UnavailableError
+from ledger.storage.base import KeyRow, Storage
+from ledger.storage.postgres.connections import RECONNECT_TIMEOUT_S, connect_kwargs, lock_key, retrying, where
+from ledger.storage.postgres.projector import PostgresProjector
+from ledger.storage.postgres.recorders import keys_table_name
+from ledger.storage.postgres.sql import Cursor, ReadConnection, table_ddl
+from ledger.views.queries import ViewReader
+from ledger.views.schema import TABLES, VIEWS
+
+__all__ = ["PostgresStorage"]
+
+T = TypeVar("T")
+# A process that stops mid-transaction (SIGSTOP, a debugger) must not hold the projection lock.
+VIEW_IDLE_IN_TRANSACTION_S = 60
+# Rows per round trip when a read is iterated (a series page reads a few batch rows).
+STREAM_ROWS = 10
+NAME_MAX = 63  # PostgreSQL identifiers (channel names) are cut beyond this.
+DRIVER_OUTAGES = (psycopg.OperationalError, psycopg.InterfaceError)
+
+
+def unavailable(error: BaseException) -> UnavailableError:
+    return UnavailableError(f"storage is unavailable: {error}")
+
+
+class PostgresStorage(Storage):
+    """Views and their tracking in the events' schema, over a pool of their own."""
+
+    shared = True
+    outage_errors = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
+
+    def __init__(self, app: Application[UUID]) -> None:
+        self.app = app
+        assert isinstance(app.factory, PostgresFactory) and isinstance(app.recorder, PostgresApplicationRecorder)
+        datastore: PostgresDatastore = app.factory.datastore
+        recorder = app.recorder
+        self.schema = datastore.schema
+        self.channel = recorder.channel_name
+        # NOTIFYed by a projector with each chunk it commits (followers LISTEN to it).
+        self.views_channel = f"{self.channel[:NAME_MAX - len('_views')]}_views"
+        self.connect_kwargs = connect_kwargs(datastore)
+        self.timeout_s = float(datastore.pool.timeout)
+        self._events = SQL("{}.{}").format(Identifier(self.schema), Identifier(recorder.events_table_name))
+        self._keys = SQL("{}.{}").format(Identifier(self.schema),
+                                         Identifier(keys_table_name(recorder.events_table_name)))
+        configure = SQL("SET search_path TO {}; SET idle_in_transaction_session_timeout = '{}s'").format(
+            Identifier(self.schema), VIEW_IDLE_IN_TRANSACTION_S)
+
+        def configure_connection(connection: psycopg.Connection[Any]) -> None:
+            connection.execute(configure)
+
+        self.pool: psycopg_pool.ConnectionPool[Any] = psycopg_pool.ConnectionPool(
+            kwargs={**self.connect_kwargs, "autocommit": True, "connect_timeout": max(1, int(self.timeout_s))},
+            min_size=1,
+            max_size=max(2, datastore.pool.max_size),
+            open=False,
+            configure=configure_connection,
+            timeout=self.timeout_s,
+            reconnect_timeout=RECONNECT_TIMEOUT_S,
+            name=f"trainledger-views-{self.schema}",
+        )
+        try:
+            self.pool.open(wait=True, timeout=self.timeout_s)
+            self.create_tables()
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as error:
+            self.pool.close()
+            raise UnavailableError(f"cannot open the views on {where(self.connect_kwargs)}: {error}") from None
+        self.views = ViewReader(lambda: ReadConnection(self))
+
+    def projector(self, app: Application[UUID]) -> PostgresProjector:
+        return PostgresProjector(app, self)
+
+    # Connections.
+
+    def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """`work` on a pooled connection (autocommit), tried again on a fresh one if the pooled
+        one died; raises UnavailableError when the database cannot be reached."""
+
+        def attempt() -> T:
+            with self.pool.connection() as connection:
+                return work(connection)
+
+        return retrying(attempt, errors=DRIVER_OUTAGES, drop_dead=self.pool.check, refusal=unavailable)
+
+    def stream(self, sql: str, params: Sequence[Any], rows_per_fetch: int = STREAM_ROWS) -> Iterator[Any]:
+        """The rows of a query, fetched `rows_per_fetch` at a time through a server-side cursor
+        in a transaction of its own; close the generator to stop early. Until its first rows
+        arrive the query is tried again on a fresh connection if the pooled one died."""
+
+        def opened() -> tuple[ExitStack, psycopg.ServerCursor[Any], list[Any]]:
+            with ExitStack() as stack:
+                connection = stack.enter_context(self.pool.connection())
+                stack.enter_context(connection.transaction())
+                cursor = stack.enter_context(connection.cursor(name="trainledger_read"))
+                cursor.itersize = rows_per_fetch
+                cursor.execute(sql, params)
+                first = cursor.fetchmany(rows_per_fetch)
+                return stack.pop_all(), cursor, first
+
+        stack, cursor, first = retrying(opened, errors=DRIVER_OUTAGES, drop_dead=self.pool.check,
+                                        refusal=unavailable)
+        try:
+            with stack:
+                yield from first
+                if len(first) == rows_per_fetch:
+                    yield from cursor
+        except DRIVER_OUTAGES as error:
+            raise unavailable(error) from error
+
+    @contextmanager
+    def transaction(self) -> Iterator[Cursor]:
+        try:
+            # Pipeline mode: statements go out without waiting for each answer (a fetch syncs),
+            # so a chunk of view updates costs a few round trips, not one per statement.
+            with self.pool.connection() as connection, connection.pipeline(), connection.transaction():
+                yield Cursor(connection.cursor())
+        except DRIVER_OUTAGES:
+            if not self.pool.closed:
+                self.pool.check()  # Drop the dead connections a restart left behind.
+            raise
+
+    # Tables.
+
+    def create_tables(self, cursor: Cursor | None = None) -> None:
+        if cursor is None:
+            with self.transaction() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(?)", (lock_key(self.schema),))
+                self.create_tables(cursor)
+            return
+        for table, (columns, pk, indexes, _) in TABLES.items():
+            for statement in table_ddl(table, columns, pk, indexes):
+                cursor.execute(statement)
+        cursor.execute("CREATE TABLE IF NOT EXISTS view_tracking (view TEXT PRIMARY KEY, position BIGINT NOT NULL)")
+        # The rows exist from the start so a projector can lock them (SELECT ... FOR UPDATE).
+        cursor.executemany("INSERT INTO view_tracking (view, position) VALUES (?, 0) ON CONFLICT (view) DO NOTHING",
+                           [(view,) for view in VIEWS])
+
+    def tracking_positions(self) -> dict[str, int]:
+        rows = dict(self.run(lambda c: c.execute("SELECT view, position FROM view_tracking").fetchall()))
+        return {view: rows.get(view, 0) for view in VIEWS}
+
+    def lock_tracking(self, cursor: Cursor) -> dict[str, int]:
+        """Lock the views' tracking rows until the transaction ends; their positions."""
+        rows = dict(cursor.execute(
+            "SELECT view, position FROM view_tracking ORDER BY view FOR UPDATE").fetchall())
+        return {view: rows.get(view, 0) for view in VIEWS}
+
+    def set_tracking(self, cursor: Cursor, view: str, position: int) -> None:
+        cursor.execute(
+            "INSERT INTO view_tracking (view, position) VALUES (?, ?)"
+            " ON CONFLICT (view) DO UPDATE SET position = excluded.position",
+            (view, position),
+        )
+
+    def drop(self, views: tuple[str, ...]) -> None:
+        """Empty `views` and reset their positions, in one transaction under the projection lock."""
+        with self.transaction() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(?)", (lock_key(self.schema),))
+            self.lock_tracking(cursor)
+            for table, (*_, owner) in TABLES.items():
+                if owner in views or (owner == "" and set(views) == set(VIEWS)):
+                    cursor.execute(f"DROP TABLE IF EXISTS {table}")
+            for view in views:
+                cursor.execute("UPDATE view_tracking SET position = 0 WHERE view = ?", (view,))
+            self.create_tables(cursor)
+
+    # The log.
+
+    def position_of(self, originator_id: UUID, version: int) -> int:
+        statement = SQL("SELECT notification_id FROM {} WHERE originator_id = %s AND originator_version = %s").format(
+            self._events)
+        row = self.run(lambda c: c.execute(statement, (originator_id, version)).fetchone())
+        if row is None:
+            raise LookupError(f"no stored event {originator_id} v{version}")
+        return int(row[0])
+
+    def head(self) -> int:
+        statement: Composed = SQL("SELECT MAX(notification_id) FROM {}").format(self._events)
+        row = self.run(lambda c: c.execute(statement).fetchone())
+        return int(row[0] or 0) if row else 0
+
+    def key_versions(self, originator_id: UUID, key: str) -> list[int]:
+        statement = SQL("SELECT originator_version FROM {} WHERE originator_id = %s AND key = %s"
+                        " ORDER BY originator_version").format(self._keys)
+        rows = self.run(lambda c: c.execute(statement, (originator_id, key)).fetchall())
+        return [int(row[0]) for row in rows]
+
+    def keys_missing(self) -> bool:
+        def check(connection: psycopg.Connection[Any]) -> bool:
+            if connection.execute(SQL("SELECT 1 FROM {} LIMIT 1").format(self._keys)).fetchone() is not None:
+                return False
+            return connection.execute(SQL(
+                "SELECT 1 FROM {} WHERE topic LIKE '%%:Account.Spend%%' OR topic LIKE '%%:Run.StepsRecorded'"
+                " LIMIT 1").format(self._events)).fetchone() is not None
+
+        return bool(self.run(check))
+
+    def insert_keys(self, rows: list[KeyRow]) -> None:
+        statement = SQL("INSERT INTO {} (originator_id, key, originator_version) VALUES (%s, %s, %s)"
+                        " ON CONFLICT DO NOTHING").format(self._keys)
+
+        def insert(connection: psycopg.Connection[Any]) -> None:
+            with connection.transaction(), connection.cursor() as cursor:
+                cursor.executemany(statement, rows)
+
+        self.run(insert)
+
+    def close(self) -> None:
+        self.pool.close()
