@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc
 
-from ledger.domain.errors import InvalidArgumentError
+from ledger.domain.errors import Invalid
+from ledger.domain.reasons import Reason
 from services.codec import messages
 from services.edge import Edge
 from trainledger.v1 import events_pb2, events_pb2_grpc
@@ -30,10 +32,10 @@ class EventsServicer(events_pb2_grpc.EventsServicer):
                                                                    bytes_max=EVENTS_PAGE_BYTES)]
 
     async def ReadEvents(self, request: events_pb2.ReadEventsRequest,
-                         context: grpc.aio.ServicerContext) -> AsyncIterator[events_pb2.Event]:
+                         context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[events_pb2.Event]:
         """Events from from_position up to the head of the log as it was when the call began."""
         if request.limit < 0 or request.from_position < 0:
-            raise InvalidArgumentError("from_position and limit must not be negative", reason="OUT_OF_RANGE")
+            raise Invalid("from_position and limit must not be negative", reason=Reason.OUT_OF_RANGE)
         head = await self.edge.call(self.ledger.head)
         position, left = max(1, request.from_position), request.limit or None
         types = list(request.types)

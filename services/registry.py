@@ -7,8 +7,10 @@ from typing import Any
 
 import grpc
 
-from ledger.domain.errors import NotFoundError, UnavailableError
+from ledger.domain.errors import NotFound, Unavailable
 from ledger.domain.limits import check_reference
+from ledger.domain.reasons import Reason
+from ledger.views.models import Family, FamilyPage
 from services import codec
 from services.codec import messages
 from services.codec.pages import versions_after, versions_token
@@ -18,7 +20,7 @@ from trainledger.v1 import registry_pb2, registry_pb2_grpc
 
 __all__ = ["RegistryServicer"]
 
-Context = grpc.aio.ServicerContext
+Context = grpc.aio.ServicerContext[Any, Any]
 VERSIONS_PAGE_DEFAULT = 100
 
 
@@ -27,7 +29,7 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         self.edge = edge
         self.ledger = edge.ledger
 
-    async def _family(self, family: str, min_position: int, context: Context) -> dict[str, Any]:
+    async def _family(self, family: str, min_position: int, context: Context) -> Family:
         timeout_s = await self.edge.caught_up(min_position, self.edge.timeout_s(context))
         return await self.edge.call(self.ledger.family, family, min_position=min_position, timeout_s=timeout_s)
 
@@ -44,7 +46,8 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         receipt = await self.edge.call(
             self.ledger.promote, family=request.family, version=request.version,
             expected_current=request.expected_current,
-            verdict={"passed": verdict.passed, "reason": verdict.reason, "stats": codec.document(verdict.stats, "verdict")},
+            verdict={"passed": verdict.passed, "reason": verdict.reason,
+                     "stats": codec.document(verdict.stats, "verdict")},
             **audit())
         return registry_pb2.PromoteResponse(position=receipt.position, duplicate=receipt.duplicate,
                                             current=receipt.version, previous=receipt.previous)
@@ -56,9 +59,10 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         return registry_pb2.RollbackResponse(position=receipt.position, duplicate=receipt.duplicate,
                                              current=receipt.version, previous=receipt.previous)
 
-    async def GetCurrent(self, request: registry_pb2.GetCurrentRequest, context: Context) -> registry_pb2.GetCurrentResponse:
+    async def GetCurrent(self, request: registry_pb2.GetCurrentRequest,
+                         context: Context) -> registry_pb2.GetCurrentResponse:
         family = await self._family(request.family, request.min_position, context)
-        current = next((v for v in family["versions"] if v["version"] == family["current"]), None)
+        current = next((v for v in family.versions if v.version == family.current), None)
         return registry_pb2.GetCurrentResponse(version=None if current is None else messages.model_version(current))
 
     async def ListVersions(self, request: registry_pb2.ListVersionsRequest,
@@ -67,23 +71,23 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         after_version, after_position = versions_after(request.page_token)
         timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
 
-        def read() -> dict[str, Any]:
+        def read() -> FamilyPage:
             check_reference(request.family, "family")
             self.ledger.wait(request.min_position, timeout_s)
             try:
                 page = self.ledger.views.family_page(request.family, after_version=after_version,
                                                      after_position=after_position, limit=size)
             except self.ledger.storage.outage_errors as error:
-                raise UnavailableError(f"storage is unavailable: {error}") from error
+                raise Unavailable(f"storage is unavailable: {error}") from error
             if page is None:
-                raise NotFoundError(f"no family {request.family}", reason="FAMILY_NOT_FOUND", family=request.family)
+                raise NotFound(f"no family {request.family}", reason=Reason.FAMILY_NOT_FOUND, family=request.family)
             return page
 
         page = await self.edge.call(read)
         token = ""
-        if page["more"]:
-            token = versions_token(page["versions"][-1]["version"] if page["versions"] else after_version,
-                                   page["history"][-1]["position"] if page["history"] else after_position)
+        if page.more:
+            token = versions_token(page.versions[-1].version if page.versions else after_version,
+                                   page.history[-1].position if page.history else after_position)
         return registry_pb2.ListVersionsResponse(
-            versions=[messages.model_version(v) for v in page["versions"]], current=page["current"] or 0,
-            history=[messages.promotion(p) for p in page["history"]], next_page_token=token)
+            versions=[messages.model_version(v) for v in page.versions], current=page.current,
+            history=[messages.promotion(p) for p in page.history], next_page_token=token)

@@ -8,6 +8,7 @@ from typing import Any
 import grpc
 
 from ledger.domain.errors import LedgerError
+from ledger.views.models import RunPage
 from services import codec
 from services.codec import messages
 from services.edge import Edge
@@ -17,7 +18,7 @@ from trainledger.v1 import runs_pb2, runs_pb2_grpc
 
 __all__ = ["RunsServicer"]
 
-Context = grpc.aio.ServicerContext
+Context = grpc.aio.ServicerContext[Any, Any]
 RUNS_PAGE_DEFAULT = 100
 SERIES_PAGE_DEFAULT = 1_000
 
@@ -32,7 +33,7 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
         state = await self.edge.call(self.ledger.run_state, run_id, min_position=min_position, timeout_s=timeout_s)
         return messages.run_state(state)
 
-    def _append(self, batch: Any, who: dict[str, str]) -> Any:
+    def _append(self, batch: Any, who: dict[str, Any]) -> Any:
         # Decoded in the worker thread too: a batch holds thousands of values.
         return self.ledger.append_steps(**codec.batch_kwargs(batch), **who)
 
@@ -46,7 +47,8 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
         state = await self._state(receipt.run_id, wanted, context)
         return runs_pb2.OpenRunResponse(state=state, created=receipt.created, position=receipt.position)
 
-    async def StartAttempt(self, request: runs_pb2.StartAttemptRequest, context: Context) -> runs_pb2.StartAttemptResponse:
+    async def StartAttempt(self, request: runs_pb2.StartAttemptRequest,
+                           context: Context) -> runs_pb2.StartAttemptResponse:
         receipt = await self.edge.call(
             self.ledger.start_attempt, run_id=request.run_id, attempt_id=request.attempt_id, label=request.label,
             resume_from_step=codec.optional(request, "resume_from_step"), **audit())
@@ -102,13 +104,13 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
         after = codec.runs_after(request.page_token)
         timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
 
-        def read() -> list[dict[str, Any]]:
+        def read() -> RunPage:
             self.ledger.wait(request.min_position, timeout_s)
-            return self.ledger.list_runs(limit=size + 1, after=after, status=codec.status_name(request.status))
+            return self.ledger.list_runs(limit=size, after=after, status=codec.status_name(request.status))
 
-        rows = await self.edge.call(read)
-        token = codec.runs_token(rows[size - 1]) if len(rows) > size else ""
-        return runs_pb2.ListRunsResponse(runs=[messages.run_summary(r) for r in rows[:size]], next_page_token=token)
+        page = await self.edge.call(read)
+        return runs_pb2.ListRunsResponse(runs=[messages.run_summary(r) for r in page.runs],
+                                         next_page_token=codec.runs_token(page.after))
 
     async def GetSeries(self, request: runs_pb2.GetSeriesRequest, context: Context) -> runs_pb2.GetSeriesResponse:
         size = codec.page_size(request.page_size, SERIES_PAGE_DEFAULT)

@@ -6,12 +6,14 @@ in the same worker-thread call: no projection sits between a Reserve and its ans
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import grpc
 
 from ledger import Receipt
+from ledger.domain.reasons import Reason
+from ledger.views.models import Account
 from services import codec
 from services.codec import messages
 from services.edge import Edge
@@ -20,8 +22,15 @@ from trainledger.v1 import spend_pb2, spend_pb2_grpc
 
 __all__ = ["SpendServicer"]
 
-Context = grpc.aio.ServicerContext
+Context = grpc.aio.ServicerContext[Any, Any]
 RESERVATIONS_PAGE_DEFAULT = 1_000
+
+
+def _totals(summary: Mapping[str, Any]) -> Account:
+    """The totals an account's aggregate gives (Ledger.account_now) as the Account read model."""
+    return Account(account=summary["account"], parent=summary["parent"] or "", cap_usd_micro=summary["cap"],
+                   committed_usd_micro=summary["committed"], pending_usd_micro=summary["pending"],
+                   remaining_usd_micro=summary["remaining"], overrun_usd_micro=summary["overrun"])
 
 
 class SpendServicer(spend_pb2_grpc.SpendServicer):
@@ -33,12 +42,13 @@ class SpendServicer(spend_pb2_grpc.SpendServicer):
         """Run a command and read the account's totals after it, in one worker-thread call."""
         def run() -> tuple[Receipt, Any]:
             receipt = command(account=account, **kwargs, **who)
-            return receipt, messages.account(self.ledger.account_now(account))
+            return receipt, messages.account(_totals(self.ledger.account_now(account)))
 
         who = audit()
         return await self.edge.call(run)
 
-    async def OpenAccount(self, request: spend_pb2.OpenAccountRequest, context: Context) -> spend_pb2.OpenAccountResponse:
+    async def OpenAccount(self, request: spend_pb2.OpenAccountRequest,
+                          context: Context) -> spend_pb2.OpenAccountResponse:
         receipt, account = await self._write(self.ledger.open_account, request.account, parent=request.parent,
                                              cap_usd_micro=codec.optional(request, "cap_usd_micro"))
         return spend_pb2.OpenAccountResponse(position=receipt.position, created=receipt.created, account=account)
@@ -52,7 +62,7 @@ class SpendServicer(spend_pb2_grpc.SpendServicer):
         receipt, account = await self._write(
             self.ledger.reserve, request.account, reservation_id=request.reservation_id,
             amount_usd_micro=request.amount_usd_micro, basis=codec.basis(request.basis),
-            ttl=codec.duration(request, "ttl", reason="INVALID_TTL"), attempt=request.attempt)
+            ttl=codec.duration(request, "ttl", reason=Reason.INVALID_TTL), attempt=request.attempt)
         return spend_pb2.ReserveResponse(position=receipt.position, duplicate=receipt.duplicate,
                                          expires_at=codec.timestamp(receipt.expires_at), account=account)
 
@@ -86,9 +96,8 @@ class SpendServicer(spend_pb2_grpc.SpendServicer):
         size = codec.page_size(request.page_size, RESERVATIONS_PAGE_DEFAULT)
         after = codec.position_after(request.page_token)
         timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
-        rows = await self.edge.call(self.ledger.reservations, request.account, limit=size, after_position=after,
+        page = await self.edge.call(self.ledger.reservations, request.account, limit=size, after_position=after,
                                     min_position=request.min_position, timeout_s=timeout_s)
-        # A full page may be followed by an empty one; the ledger's page limit is the proto's.
-        token = codec.position_token(rows[-1]["position"]) if len(rows) == size else ""
-        return spend_pb2.ListReservationsResponse(reservations=[messages.reservation(r) for r in rows],
-                                                  next_page_token=token)
+        # The ledger's page limit is the proto's.
+        return spend_pb2.ListReservationsResponse(reservations=[messages.reservation(r) for r in page.reservations],
+                                                  next_page_token=codec.position_token(page.after_position))

@@ -1,4 +1,5 @@
-"""Plain-text output for the CLI: aligned tables, money, times, cost bases, and JSON.
+"""Plain-text output for the CLI: aligned tables, money, times, cost bases, and JSON (a read model
+as an object of its fields).
 
 Every value a table or a field list shows is escaped where it is not printable (line breaks,
 terminal escapes, C1 controls, bidi overrides: `\\n`, `\\x1b`, `\\u202e`), with backslashes doubled,
@@ -11,6 +12,8 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
+
+import msgspec
 
 __all__ = ["table", "fields", "usd", "when", "basis_text", "to_json", "printable"]
 
@@ -68,7 +71,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     widths = [max([len(h), *(len(row[i]) for row in cells)]) for i, h in enumerate(headers)]
 
     def line(values: Sequence[str]) -> str:
-        return "  ".join(v.rjust(w) if numeric[i] else v.ljust(w) for i, (v, w) in enumerate(zip(values, widths))).rstrip()
+        cells = (v.rjust(w) if numeric[i] else v.ljust(w) for i, (v, w) in enumerate(zip(values, widths, strict=False)))
+        return "  ".join(cells).rstrip()
 
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(row) for row in cells)])
 
@@ -87,13 +91,16 @@ def basis_text(basis: Mapping[str, Any] | None) -> str:
              for line in basis.get("tokens") or ()]
     gpu = basis.get("gpu")
     if gpu:
-        parts.append(f"{gpu['gpu_milliseconds'] / 3_600_000:.4g} h x {gpu.get('gpu_count', 1)} {gpu.get('gpu_type') or 'GPU'}"
+        hours = gpu["gpu_milliseconds"] / 3_600_000
+        parts.append(f"{hours:.4g} h x {gpu.get('gpu_count', 1)} {gpu.get('gpu_type') or 'GPU'}"
                      f" @ {usd(gpu['usd_micro_per_gpu_hour'])}/h")
     sheet = basis.get("price_sheet")
     return "; ".join(parts) + (f" [{sheet}]" if sheet else "")
 
 
 def _default(value: Any) -> Any:
+    if isinstance(value, msgspec.Struct):  # A read model: its fields by name.
+        return msgspec.structs.asdict(value)
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, bytes):

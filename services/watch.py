@@ -21,16 +21,18 @@ import collections
 import contextvars
 import functools
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 import grpc
+import msgspec
 from google.protobuf.field_mask_pb2 import FieldMask
 
 from ledger.domain.base import ledger_id
-from ledger.domain.errors import InvalidArgumentError, LedgerError, ResourceExhaustedError
+from ledger.domain.errors import Exhausted, Invalid, LedgerError
+from ledger.domain.reasons import Reason
 from services import codec
 from services.codec import messages
 from services.edge import READ_TIMEOUT_MAX_S, Edge
@@ -51,13 +53,14 @@ BACKLOG_BYTES_MAX = 2 * 1024 * 1024
 FEED_PAGE = 256
 FEED_PAGE_BYTES = 1024 * 1024
 
+T = TypeVar("T")
 Message = runs_pb2.WatchRunResponse
 # The paths a state message may name: every field of RunState, RunInfo's one by one, the spec aside.
 PATHS = (*(f"run.{field.name}" for field in runs_pb2.RunInfo.DESCRIPTOR.fields if field.name != "spec"),
          *(field.name for field in runs_pb2.RunState.DESCRIPTOR.fields if field.name != "run"))
 
 
-def caller(context: grpc.aio.ServicerContext) -> str:
+def caller(context: grpc.aio.ServicerContext[Any, Any]) -> str:
     """Whom a watcher counts against: the call's principal on its peer's host."""
     host = (context.peer() or "unknown").rsplit(":", 1)[0]
     return f"{PRINCIPAL.get()}@{host}"
@@ -95,8 +98,7 @@ def _read_page(edge: Edge, run_id: str, originator_ids: list[str], position: int
 def _run_state(edge: Edge, run_id: str, min_position: int, timeout_s: float) -> runs_pb2.RunState:
     """The run's state without its spec; called in a thread."""
     state = edge.ledger.run_state(run_id, min_position=min_position, timeout_s=timeout_s)
-    state["run"]["spec"] = None
-    message = messages.run_state(state)
+    message = messages.run_state(msgspec.structs.replace(state, run=msgspec.structs.replace(state.run, spec={})))
     message.run.ClearField("spec")
     return message
 
@@ -121,9 +123,9 @@ class Watcher:
         self.backlog.append((message, size))
         self.backlog_bytes += size
         if len(self.backlog) > self.messages_max or self.backlog_bytes > self.bytes_max:
-            self.end(ResourceExhaustedError(
+            self.end(Exhausted(
                 f"this watcher fell more than {self.messages_max} messages or {self.bytes_max} bytes behind its "
-                "run: watch again from next_position", reason="WATCHER_TOO_SLOW",
+                "run: watch again from next_position", reason=Reason.WATCHER_TOO_SLOW,
                 next_position=self.backlog[0][0].position, backlog_messages_max=self.messages_max,
                 backlog_bytes_max=self.bytes_max))
         self.ready.set()
@@ -322,7 +324,7 @@ class Watchers:
         # Held so that the task lives as long as the watchers do.
         self._closer = self.loop.create_task(self._close_with(edge), context=contextvars.Context())
 
-    async def call(self, function: Any, /, *args: Any) -> Any:
+    async def call(self, function: Callable[..., T], /, *args: Any) -> T:
         """Run a feed's synchronous ledger read on the feeds' thread."""
         return await self.loop.run_in_executor(self._thread, functools.partial(function, *args))
 
@@ -332,11 +334,11 @@ class Watchers:
         return feed.reads if feed is not None else 0
 
     async def watch(self, run_id: str, from_position: int, key: str) -> AsyncIterator[Message]:
-        """The messages of one WatchRun. Raises ResourceExhaustedError (TOO_MANY_WATCHERS,
-        WATCHER_TOO_SLOW), NotFoundError (RUN_NOT_FOUND) and what reading the log raises."""
+        """The messages of one WatchRun. Raises Exhausted (TOO_MANY_WATCHERS,
+        WATCHER_TOO_SLOW), NotFound (RUN_NOT_FOUND) and what reading the log raises."""
         if from_position < 0:
-            raise InvalidArgumentError("from_position must not be negative", reason="OUT_OF_RANGE",
-                                       field="from_position")
+            raise Invalid("from_position must not be negative", reason=Reason.OUT_OF_RANGE,
+                          field="from_position")
         if self.edge.closed:
             return
         watcher = self._enter(key)
@@ -350,8 +352,8 @@ class Watchers:
             if behind is not None:
                 async for message in self._catch_up(run_id, feed.originator_ids, *behind):
                     yield message
-            while (message := await watcher.next()) is not None:
-                yield message
+            while (queued := await watcher.next()) is not None:
+                yield queued
         finally:
             feed.leave(watcher)
             self._leave(watcher)
@@ -374,8 +376,8 @@ class Watchers:
         if self._per_caller[key] >= self.per_caller_max or self.count >= self.watchers_max:
             scope, limit = (("caller", self.per_caller_max) if self._per_caller[key] >= self.per_caller_max
                             else ("server", self.watchers_max))
-            raise ResourceExhaustedError(f"too many watchers: {limit} per {scope}", reason="TOO_MANY_WATCHERS",
-                                         scope=scope, limit=limit)
+            raise Exhausted(f"too many watchers: {limit} per {scope}", reason=Reason.TOO_MANY_WATCHERS,
+                            scope=scope, limit=limit)
         self._per_caller[key] += 1
         self.count += 1
         return Watcher(key, self.backlog_messages_max, self.backlog_bytes_max)

@@ -1,6 +1,6 @@
-"""The one codec between trainledger.v1 messages and the ledger's plain values: `values` decodes
+"""The one codec between trainledger.v1 messages and the ledger's values: `values` decodes
 requests and encodes small values, `pages` handles page sizes and tokens, `messages` encodes the
-ledger's read models and events."""
+ledger's read models (ledger.views.models) and events."""
 
 from services.codec import messages
 from services.codec.pages import (
@@ -29,6 +29,7 @@ from services.codec.values import (
 )
 
 __all__ = [
-    "messages", "Document", "basis", "basis_message", "batch_kwargs", "batch_message", "decode_token", "document", "duration",
-    "encode_token", "moment", "optional", "page_size", "position_after", "position_token", "runs_after", "runs_token", "status_enum", "status_name", "struct", "timestamp",
+    "messages", "Document", "basis", "basis_message", "batch_kwargs", "batch_message", "decode_token", "document",
+    "duration", "encode_token", "moment", "optional", "page_size", "position_after", "position_token", "runs_after",
+    "runs_token", "status_enum", "status_name", "struct", "timestamp",
 ]

@@ -1,4 +1,9 @@
-"""Messages built from the ledger's read models (the dicts of ledger.views.queries) and events."""
+"""Messages built from the ledger's read models (ledger.views.models) and events.
+
+The read models carry the messages' field names, so each message is the model's fields with the
+wire's own types: RunStatus for a status name, Timestamp for a datetime, Struct for a document,
+CostBasis for a basis.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from ledger.views import models
 from services.codec.values import basis_message, status_enum, struct, timestamp
 from trainledger.v1 import common_pb2, events_pb2, registry_pb2, runs_pb2, spend_pb2
 
@@ -15,96 +21,105 @@ __all__ = ["run_state", "run_summary", "series", "account", "reservation", "mode
 _json = msgspec.json.Encoder()
 
 
-def _handle(value: Mapping[str, Any] | None) -> common_pb2.StateHandle | None:
-    return None if value is None else common_pb2.StateHandle(**value)
+def _handle(value: models.StateHandle | None) -> common_pb2.StateHandle | None:
+    if value is None:
+        return None
+    return common_pb2.StateHandle(backend=value.backend, uri=value.uri, fidelity=value.fidelity)
 
 
-def _checkpoint(value: Mapping[str, Any]) -> runs_pb2.Checkpoint:
+def _checkpoint(value: models.Checkpoint) -> runs_pb2.Checkpoint:
     return runs_pb2.Checkpoint(
-        attempt=value["attempt"], step=value["step"], handle=_handle(value["handle"]), sampler_uri=value["sampler_uri"],
-        final=value["final"], saved_at=timestamp(value["saved_at"]), expires_at=timestamp(value["expires_at"]),
-        digest=value["digest"])
+        attempt=value.attempt, step=value.step, handle=_handle(value.handle), sampler_uri=value.sampler_uri,
+        final=value.final, saved_at=timestamp(value.saved_at), expires_at=timestamp(value.expires_at),
+        digest=value.digest)
 
 
-def run_state(state: Mapping[str, Any]) -> runs_pb2.RunState:
-    run, resume, spend = state["run"], state["resume"], state["spend"]
+def _run_info(run: models.RunInfo) -> runs_pb2.RunInfo:
+    return runs_pb2.RunInfo(
+        run_id=run.run_id, run_key=run.run_key, name=run.name, status=status_enum(run.status), spec=struct(run.spec),
+        summary=struct(run.summary), error=run.error, opened_at=timestamp(run.opened_at),
+        finished_at=timestamp(run.finished_at))
+
+
+def _attempt(value: models.Attempt) -> runs_pb2.Attempt:
+    return runs_pb2.Attempt(number=value.number, attempt_id=value.attempt_id, label=value.label,
+                            started_at=timestamp(value.started_at), resumed_from_step=value.resumed_from_step,
+                            ended=value.ended)
+
+
+def run_state(state: models.RunState) -> runs_pb2.RunState:
+    resume, spend = state.resume, state.spend
     return runs_pb2.RunState(
-        run=runs_pb2.RunInfo(
-            run_id=run["run_id"], run_key=run["run_key"], name=run["name"], status=status_enum(run["status"]),
-            spec=struct(run["spec"]), summary=struct(run["summary"]), error=run["error"] or "",
-            opened_at=timestamp(run["opened_at"]), finished_at=timestamp(run["finished_at"])),
-        attempts=[runs_pb2.Attempt(number=a["number"], attempt_id=a["attempt_id"] or "", label=a["label"] or "",
-                                   started_at=timestamp(a["started_at"]), resumed_from_step=a["resumed_from_step"],
-                                   ended=a["ended"]) for a in state["attempts"]],
-        current_attempt=state["current_attempt"] or 0,
-        checkpoint=None if state["checkpoint"] is None else _checkpoint(state["checkpoint"]),
-        expired_checkpoints=[_checkpoint(c) for c in state["expired_checkpoints"]],
-        expired_checkpoint_count=state["expired_checkpoint_count"],
-        resume=runs_pb2.Resume(available=resume["available"], from_step=resume["from_step"],
-                               handle=_handle(resume["handle"]), sampler_uri=resume["sampler_uri"] or "",
-                               spend_committed_usd_micro=resume["spend_committed_usd_micro"]),
-        last_step=state["last_step"],
-        spend=runs_pb2.SpendTotals(cap_usd_micro=spend["cap"], committed_usd_micro=spend["committed"],
-                                   pending_usd_micro=spend["pending"], remaining_usd_micro=spend["remaining"],
-                                   overrun_usd_micro=spend["overrun"]),
-        position=state["position"])
+        run=_run_info(state.run),
+        attempts=[_attempt(a) for a in state.attempts],
+        current_attempt=state.current_attempt,
+        checkpoint=None if state.checkpoint is None else _checkpoint(state.checkpoint),
+        expired_checkpoints=[_checkpoint(c) for c in state.expired_checkpoints],
+        expired_checkpoint_count=state.expired_checkpoint_count,
+        resume=runs_pb2.Resume(available=resume.available, from_step=resume.from_step, handle=_handle(resume.handle),
+                               sampler_uri=resume.sampler_uri,
+                               spend_committed_usd_micro=resume.spend_committed_usd_micro),
+        last_step=state.last_step,
+        spend=runs_pb2.SpendTotals(
+            cap_usd_micro=spend.cap_usd_micro, committed_usd_micro=spend.committed_usd_micro,
+            pending_usd_micro=spend.pending_usd_micro, remaining_usd_micro=spend.remaining_usd_micro,
+            overrun_usd_micro=spend.overrun_usd_micro),
+        position=state.position)
 
 
-def run_summary(row: Mapping[str, Any]) -> runs_pb2.RunSummary:
+def run_summary(run: models.RunSummary) -> runs_pb2.RunSummary:
     return runs_pb2.RunSummary(
-        run_id=row["run_id"], name=row["name"], status=status_enum(row["status"]),
-        current_attempt=row["current_attempt"] or 0, last_step=row["last_step"], committed_usd_micro=row["committed"],
-        opened_at=timestamp(row["opened_at"]))
+        run_id=run.run_id, name=run.name, status=status_enum(run.status), current_attempt=run.current_attempt,
+        last_step=run.last_step, committed_usd_micro=run.committed_usd_micro, opened_at=timestamp(run.opened_at))
 
 
-def series(page: Mapping[str, Any]) -> runs_pb2.GetSeriesResponse:
-    response = runs_pb2.GetSeriesResponse(
-        steps=page["steps"], attempts=page["attempts"], superseded=page["superseded"],
-        next_from_step=page["next_from_step"])
+def series(page: models.SeriesPage) -> runs_pb2.GetSeriesResponse:
+    response = runs_pb2.GetSeriesResponse(steps=page.steps, attempts=page.attempts, superseded=page.superseded,
+                                          next_from_step=page.next_from_step)
     # Columns nobody gave stay empty, as the proto says.
-    if any(page["tokens"]):
-        response.tokens.extend(page["tokens"])
-    if any(page["usd_micro"]):
-        response.usd_micro.extend(page["usd_micro"])
-    for name, column in sorted(page["metrics"].items()):
-        response.metrics.add(name=name, values=column["values"], index=column["index"] or ())
+    if any(page.tokens):
+        response.tokens.extend(page.tokens)
+    if any(page.usd_micro):
+        response.usd_micro.extend(page.usd_micro)
+    for column in page.metrics:
+        response.metrics.add(name=column.name, values=column.values, index=column.index)
     return response
 
 
-def account(value: Mapping[str, Any]) -> spend_pb2.Account:
+def account(value: models.Account) -> spend_pb2.Account:
     return spend_pb2.Account(
-        account=value["account"], parent=value["parent"] or "", cap_usd_micro=value["cap"],
-        committed_usd_micro=value["committed"], pending_usd_micro=value["pending"],
-        remaining_usd_micro=value["remaining"], overrun_usd_micro=value["overrun"])
+        account=value.account, parent=value.parent, cap_usd_micro=value.cap_usd_micro,
+        committed_usd_micro=value.committed_usd_micro, pending_usd_micro=value.pending_usd_micro,
+        remaining_usd_micro=value.remaining_usd_micro, overrun_usd_micro=value.overrun_usd_micro)
 
 
-def reservation(value: Mapping[str, Any]) -> spend_pb2.Reservation:
+def reservation(value: models.Reservation) -> spend_pb2.Reservation:
     return spend_pb2.Reservation(
-        reservation_id=value["reservation_id"], kind=value["kind"], state=value["state"],
-        amount_usd_micro=value["amount"] or 0, actual_usd_micro=value["actual"] or 0,
-        overrun_usd_micro=value["overrun"] or 0, basis=basis_message(value["basis"]),
-        actual_basis=basis_message(value["actual_basis"]) if value["actual_basis"] else None,
-        reason=value["reason"] or "", attempt=value["attempt"] or 0, reserved_at=timestamp(value["reserved_at"]),
-        settled_at=timestamp(value["settled_at"]), expires_at=timestamp(value["expires_at"]),
-        position=value["position"])
+        reservation_id=value.reservation_id, kind=value.kind, state=value.state,
+        amount_usd_micro=value.amount_usd_micro, actual_usd_micro=value.actual_usd_micro,
+        overrun_usd_micro=value.overrun_usd_micro, basis=basis_message(value.basis),
+        actual_basis=None if value.actual_basis is None else basis_message(value.actual_basis),
+        reason=value.reason, attempt=value.attempt, reserved_at=timestamp(value.reserved_at),
+        settled_at=timestamp(value.settled_at), expires_at=timestamp(value.expires_at), position=value.position)
 
 
-def model_version(value: Mapping[str, Any]) -> registry_pb2.ModelVersion:
+def model_version(value: models.ModelVersion) -> registry_pb2.ModelVersion:
     return registry_pb2.ModelVersion(
-        family=value["family"], version=value["version"], artifact_uri=value["artifact_uri"], digest=value["digest"],
-        source_run_id=value["source_run_id"] or "", source_step=value["source_step"] or 0,
-        metadata=struct(value["metadata"]), registered_at=timestamp(value["registered_at"]))
+        family=value.family, version=value.version, artifact_uri=value.artifact_uri, digest=value.digest,
+        source_run_id=value.source_run_id, source_step=value.source_step, metadata=struct(value.metadata),
+        registered_at=timestamp(value.registered_at))
 
 
-def promotion(value: Mapping[str, Any]) -> registry_pb2.Promotion:
-    verdict = value["verdict"]
+def _verdict(value: models.GateVerdict | None) -> registry_pb2.GateVerdict | None:
+    if value is None:
+        return None
+    return registry_pb2.GateVerdict(passed=value.passed, reason=value.reason, stats=struct(value.stats))
+
+
+def promotion(value: models.Promotion) -> registry_pb2.Promotion:
     return registry_pb2.Promotion(
-        version=value["version"], previous=value["previous"] or 0, kind=value["kind"],
-        verdict=None if not verdict else registry_pb2.GateVerdict(
-            passed=bool(verdict.get("passed")), reason=str(verdict.get("reason", "")),
-            stats=struct(verdict.get("stats") or {})),
-        reason=value["reason"] or "", at=timestamp(value["at"]), principal=value["principal"] or "",
-        position=value["position"])
+        version=value.version, previous=value.previous, kind=value.kind, verdict=_verdict(value.verdict),
+        reason=value.reason, at=timestamp(value.at), principal=value.principal, position=value.position)
 
 
 def event(value: Mapping[str, Any]) -> events_pb2.Event:

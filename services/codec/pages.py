@@ -6,11 +6,11 @@ import base64
 import binascii
 import json
 import math
-from collections.abc import Mapping
 from typing import Any
 
-from ledger.domain.errors import InvalidArgumentError
+from ledger.domain.errors import Invalid
 from ledger.domain.limits import PAGE_SIZE_MAX
+from ledger.domain.reasons import Reason
 
 # Positions are SQLite and PostgreSQL integers (64-bit signed); tokens this server gives are short.
 POSITION_MAX = 2**63 - 1
@@ -23,10 +23,10 @@ __all__ = ["page_size", "encode_token", "decode_token", "runs_token", "runs_afte
 def page_size(value: int, default: int) -> int:
     """A request's page size: 0 means `default`; above PAGE_SIZE_MAX is refused."""
     if value < 0:
-        raise InvalidArgumentError("page_size must not be negative", reason="OUT_OF_RANGE", field="page_size")
+        raise Invalid("page_size must not be negative", reason=Reason.OUT_OF_RANGE, field="page_size")
     if value > PAGE_SIZE_MAX:
-        raise InvalidArgumentError(f"page_size is above {PAGE_SIZE_MAX}", reason="PAGE_SIZE_TOO_LARGE",
-                                   field="page_size", limit=PAGE_SIZE_MAX)
+        raise Invalid(f"page_size is above {PAGE_SIZE_MAX}", reason=Reason.PAGE_SIZE_TOO_LARGE,
+                      field="page_size", limit=PAGE_SIZE_MAX)
     return value or default
 
 
@@ -35,9 +35,9 @@ def encode_token(value: Any) -> str:
     return base64.urlsafe_b64encode(json.dumps(value, separators=(",", ":")).encode()).decode()
 
 
-def _refuse() -> InvalidArgumentError:
-    return InvalidArgumentError("page_token is not one this server gave", reason="INVALID_PAGE_TOKEN",
-                                field="page_token")
+def _refuse() -> Invalid:
+    return Invalid("page_token is not one this server gave", reason=Reason.INVALID_PAGE_TOKEN,
+                   field="page_token")
 
 
 def decode_token(token: str) -> Any:
@@ -49,9 +49,10 @@ def decode_token(token: str) -> Any:
         raise _refuse() from None
 
 
-def runs_token(row: Mapping[str, Any]) -> str:
-    """The ListRuns token after `row`: runs are ordered by (opened_at, run_id), newest first."""
-    return encode_token([row["opened_epoch"], row["run_id"]])
+def runs_token(after: tuple[float, str] | None) -> str:
+    """The ListRuns token of a page's `after` (RunPage.after: runs are ordered by (opened_at,
+    run_id), newest first); empty when no run is left."""
+    return "" if after is None else encode_token(list(after))
 
 
 def runs_after(token: str) -> tuple[float, str] | None:
@@ -70,8 +71,10 @@ def runs_after(token: str) -> tuple[float, str] | None:
     return opened, value[1]
 
 
-def position_token(position: int) -> str:
-    return encode_token(position)
+def position_token(position: int | None) -> str:
+    """The token of a page that the next one follows from `position` (ReservationPage.after_position);
+    empty when none follows."""
+    return "" if position is None else encode_token(position)
 
 
 def position_after(token: str) -> int:
@@ -94,7 +97,6 @@ def versions_after(token: str) -> tuple[int, int]:
         return 0, 0
     value = decode_token(token)
     if not (isinstance(value, list) and len(value) == 2 and all(type(item) is int for item in value)
-            and 0 <= value[0] < 2**31 and 0 <= value[1] <= 2**63 - 1):
-        raise InvalidArgumentError("page_token is not one this server gave", reason="INVALID_PAGE_TOKEN",
-                                   field="page_token")
+            and 0 <= value[0] < 2**31 and 0 <= value[1] <= POSITION_MAX):
+        raise _refuse()
     return value[0], value[1]

@@ -1,10 +1,11 @@
 """Values: Struct, Timestamp, Duration, RunStatus, CostBasis and StepBatch.
 
 Decoding turns messages into the keyword arguments of Ledger commands (validation stays in the
-ledger). Struct numbers travel as doubles, so integral values come back as ints and a document
-round-trips. A document is turned into plain values only when the ledger command reads it, in its
-worker thread, and checked against the document limits on the message as it is read, before
-anything is built from an oversized map or list.
+ledger). Struct numbers travel as doubles, so integral values come back as ints (by
+trainledger.structs.number, the rule the client reads them by too) and a document round-trips.
+A document is turned into plain values only when the ledger command reads it, in its worker
+thread, and checked against the document limits on the message as it is read, before anything is
+built from an oversized map or list.
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Iterator, Mapping
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from google.protobuf import struct_pb2, timestamp_pb2
 
-from ledger.domain.errors import InvalidArgumentError
+from ledger.domain.errors import Invalid
 from ledger.domain.limits import DOCUMENT_DEPTH_MAX, MAP_ENTRIES_MAX
+from ledger.domain.reasons import Reason
+from trainledger import structs
 from trainledger.v1 import common_pb2
 
 __all__ = [
@@ -26,9 +29,10 @@ __all__ = [
     "basis_message", "batch_kwargs", "batch_message", "optional",
 ]
 
-_STATUS_NAMES = {common_pb2.RUN_STATUS_RUNNING: "running", common_pb2.RUN_STATUS_DONE: "done",
-                 common_pb2.RUN_STATUS_FAILED: "failed", common_pb2.RUN_STATUS_STOPPED: "stopped"}
-_STATUS_ENUMS = {name: value for value, name in _STATUS_NAMES.items()}
+_STATUS_ENUMS: dict[str, common_pb2.RunStatus] = {
+    "running": common_pb2.RUN_STATUS_RUNNING, "done": common_pb2.RUN_STATUS_DONE,
+    "failed": common_pb2.RUN_STATUS_FAILED, "stopped": common_pb2.RUN_STATUS_STOPPED}
+_STATUS_NAMES: dict[int, str] = {value: name for name, value in _STATUS_ENUMS.items()}
 # The range of google.protobuf.Timestamp (years 1 to 9999) and Duration (about 10,000 years).
 _TIMESTAMP_SECONDS_MIN, _TIMESTAMP_SECONDS_MAX = -62_135_596_800, 253_402_300_799
 _DURATION_SECONDS_MAX = 315_576_000_000
@@ -49,8 +53,8 @@ def _plain(value: struct_pb2.Value, field: str, depth: int) -> Any:
     if kind == "number_value":
         number = value.number_value
         if not math.isfinite(number):
-            raise InvalidArgumentError(f"{field} holds a non-finite number", reason="NON_FINITE_VALUE", field=field)
-        return int(number) if number.is_integer() and abs(number) <= 2**53 else number
+            raise Invalid(f"{field} holds a non-finite number", reason=Reason.NON_FINITE_VALUE, field=field)
+        return structs.number(number)
     if kind in ("string_value", "bool_value"):
         return getattr(value, kind)
     return None  # null_value, or no kind at all.
@@ -65,17 +69,17 @@ def _plain_map(message: struct_pb2.Struct, field: str, depth: int) -> dict[str, 
 def _check_shape(entries: int, field: str, depth: int) -> None:
     # The same depth count as ledger.limits.check_document: the document itself is depth 0.
     if depth >= DOCUMENT_DEPTH_MAX and entries:
-        raise InvalidArgumentError(f"{field} is nested too deeply", reason="DOCUMENT_TOO_DEEP", field=field,
-                                   limit=DOCUMENT_DEPTH_MAX)
+        raise Invalid(f"{field} is nested too deeply", reason=Reason.DOCUMENT_TOO_DEEP, field=field,
+                      limit=DOCUMENT_DEPTH_MAX)
     if entries > MAP_ENTRIES_MAX:
-        raise InvalidArgumentError(f"{field} has more than {MAP_ENTRIES_MAX} entries", reason="MAP_TOO_LARGE",
-                                   field=field, limit=MAP_ENTRIES_MAX)
+        raise Invalid(f"{field} has more than {MAP_ENTRIES_MAX} entries", reason=Reason.MAP_TOO_LARGE,
+                      field=field, limit=MAP_ENTRIES_MAX)
 
 
 class Document(Mapping[str, Any]):
     """A Struct of a request as the plain dict a ledger command takes, converted the first time it
     is read. A servicer hands it to a ledger command, which reads it in its worker thread, so a
-    document is never converted on the event loop. Reading it raises InvalidArgumentError for a
+    document is never converted on the event loop. Reading it raises Invalid for a
     shape the ledger refuses (MAP_TOO_LARGE, DOCUMENT_TOO_DEEP, NON_FINITE_VALUE)."""
 
     __slots__ = ("_message", "_field", "_value", "_lock")
@@ -127,27 +131,29 @@ def timestamp(value: datetime | None) -> timestamp_pb2.Timestamp | None:
 
 def moment(message: Any, field: str) -> datetime | None:
     """The aware UTC datetime of a Timestamp field, or None when it is unset. Raises
-    InvalidArgumentError(INVALID_TIMESTAMP) outside years 1 to 9999 or for nanos out of range."""
+    Invalid(INVALID_TIMESTAMP) outside years 1 to 9999 or for nanos out of range."""
     if not message.HasField(field):
         return None
     value = getattr(message, field)
     if not (_TIMESTAMP_SECONDS_MIN <= value.seconds <= _TIMESTAMP_SECONDS_MAX and 0 <= value.nanos <= _NANOS_MAX):
-        raise InvalidArgumentError(f"{field} is not a time between the years 1 and 9999", reason="INVALID_TIMESTAMP",
-                                   field=field)
-    return value.ToDatetime(tzinfo=timezone.utc)
+        raise Invalid(f"{field} is not a time between the years 1 and 9999", reason=Reason.INVALID_TIMESTAMP,
+                      field=field)
+    moment_: datetime = value.ToDatetime(tzinfo=UTC)
+    return moment_
 
 
-def duration(message: Any, field: str, *, reason: str = "INVALID_DURATION") -> timedelta | None:
+def duration(message: Any, field: str, *, reason: Reason = Reason.INVALID_DURATION) -> timedelta | None:
     """The timedelta of a Duration field, or None when it is unset. Raises
-    InvalidArgumentError(`reason`) for a Duration outside protobuf's range (about 10,000 years) or
+    Invalid(`reason`) for a Duration outside protobuf's range (about 10,000 years) or
     whose seconds and nanos differ in sign."""
     if not message.HasField(field):
         return None
     value = getattr(message, field)
     seconds, nanos = value.seconds, value.nanos
     if abs(seconds) > _DURATION_SECONDS_MAX or abs(nanos) > _NANOS_MAX or seconds * nanos < 0:
-        raise InvalidArgumentError(f"{field} is not a valid duration", reason=reason, field=field)
-    return value.ToTimedelta()
+        raise Invalid(f"{field} is not a valid duration", reason=reason, field=field)
+    delta: timedelta = value.ToTimedelta()
+    return delta
 
 
 def optional(message: Any, field: str) -> Any:
@@ -160,7 +166,7 @@ def status_name(value: int) -> str:
     return _STATUS_NAMES.get(value, "")
 
 
-def status_enum(name: str) -> int:
+def status_enum(name: str) -> common_pb2.RunStatus:
     return _STATUS_ENUMS.get(name, common_pb2.RUN_STATUS_UNSPECIFIED)
 
 
@@ -197,8 +203,8 @@ def batch_kwargs(message: common_pb2.StepBatch) -> dict[str, Any]:
     metrics: dict[str, dict[str, Any]] = {}
     for column in message.metrics:
         if column.name in metrics:
-            raise InvalidArgumentError(f"metric {column.name} appears twice in the batch",
-                                       reason="DUPLICATE_METRIC", metric=column.name)
+            raise Invalid(f"metric {column.name} appears twice in the batch",
+                          reason=Reason.DUPLICATE_METRIC, metric=column.name)
         metrics[column.name] = {"values": list(column.values), "index": list(column.index) or None}
     return {"run_id": message.run_id, "attempt": message.attempt, "steps": list(message.steps),
             "tokens": list(message.tokens) or None, "usd_micro": list(message.usd_micro) or None,

@@ -15,8 +15,9 @@ from google.protobuf import message as protobuf_message
 from google.protobuf import struct_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from ledger.domain.errors import InvalidArgumentError
+from ledger.domain.errors import Invalid
 from ledger.domain.limits import DOCUMENT_REQUEST_BYTES_MAX, REQUEST_BYTES_MAX
+from ledger.domain.reasons import Reason
 from trainledger.v1 import common_pb2
 
 __all__ = ["request_limit", "check_request_size", "decode"]
@@ -38,26 +39,26 @@ def _carries(descriptor: Descriptor, wanted: str, seen: set[str]) -> bool:
                and _carries(field.message_type, wanted, seen) for field in descriptor.fields)
 
 
-def request_limit(descriptor: Descriptor | None) -> tuple[int, str]:
+def request_limit(descriptor: Descriptor | None) -> tuple[int, Reason]:
     """The size limit of a request of this type on the wire, and the reason of its refusal: what
     makes such a request large (a document, a step batch) names it, as the ledger's own limits do."""
     if descriptor is not None and _carries(descriptor, _STRUCT, set()):
-        return DOCUMENT_REQUEST_BYTES_MAX, "DOCUMENT_TOO_LARGE"
+        return DOCUMENT_REQUEST_BYTES_MAX, Reason.DOCUMENT_TOO_LARGE
     if descriptor is not None and _carries(descriptor, _STEP_BATCH, set()):
-        return REQUEST_BYTES_MAX, "BATCH_TOO_LARGE"
-    return REQUEST_BYTES_MAX, "REQUEST_TOO_LARGE"
+        return REQUEST_BYTES_MAX, Reason.BATCH_TOO_LARGE
+    return REQUEST_BYTES_MAX, Reason.REQUEST_TOO_LARGE
 
 
-def check_request_size(size: int, limit: tuple[int, str]) -> None:
-    """Raises InvalidArgumentError when a request of `size` bytes is above its limit."""
+def check_request_size(size: int, limit: tuple[int, Reason]) -> None:
+    """Raises Invalid when a request of `size` bytes is above its limit."""
     bytes_max, reason = limit
     if size > bytes_max:
-        raise InvalidArgumentError(f"the request is larger than {bytes_max} bytes", reason=reason,
-                                   limit=bytes_max, size=size)
+        raise Invalid(f"the request is larger than {bytes_max} bytes", reason=reason,
+                      limit=bytes_max, size=size)
 
 
 def decode(data: bytes, parse: Callable[[bytes], Any], descriptor: Descriptor | None) -> Any:
-    """The message `parse` makes of `data`. Raises InvalidArgumentError: DOCUMENT_TOO_DEEP when the
+    """The message `parse` makes of `data`. Raises Invalid: DOCUMENT_TOO_DEEP when the
     bytes nest messages past what any document may, else MALFORMED_REQUEST when they are not a
     message of this type."""
     try:
@@ -65,8 +66,8 @@ def decode(data: bytes, parse: Callable[[bytes], Any], descriptor: Descriptor | 
     except protobuf_message.DecodeError:
         pass
     if descriptor is not None and _Nesting(memoryview(data)).too_deep(descriptor):
-        raise InvalidArgumentError("a document in the request is nested too deeply", reason="DOCUMENT_TOO_DEEP")
-    raise InvalidArgumentError("the request is not a valid protobuf message of its type", reason="MALFORMED_REQUEST")
+        raise Invalid("a document in the request is nested too deeply", reason=Reason.DOCUMENT_TOO_DEEP)
+    raise Invalid("the request is not a valid protobuf message of its type", reason=Reason.MALFORMED_REQUEST)
 
 
 class _Malformed(Exception):
@@ -115,8 +116,8 @@ class _Nesting:
                 if inner_end > end:
                     raise _Malformed
                 field = descriptor.fields_by_number.get(key >> 3)
-                if (field is not None and field.type == FieldDescriptor.TYPE_MESSAGE
-                        and self._too_deep(position, inner_end, field.message_type, depth + 1)):
+                inner = field.message_type if field is not None and field.type == FieldDescriptor.TYPE_MESSAGE else None
+                if inner is not None and self._too_deep(position, inner_end, inner, depth + 1):
                     return True
                 position = inner_end
             else:
