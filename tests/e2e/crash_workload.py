@@ -50,16 +50,16 @@ class Acks:
 def promote_next(client: LedgerClient, name: str, number: int, acks: Acks) -> None:
     digest = "sha256:" + hashlib.sha256(f"{name}-{number}".encode()).hexdigest()
     registered = client.register(family=FAMILY, artifact_uri=f"s3://models/{name}/{number}", digest=digest)
-    acks(kind="register", version=registered["version"], digest=digest, position=registered["position"])
+    acks(kind="register", version=registered.version, digest=digest, position=registered.position)
     for _ in range(5):  # The other client may promote in between: read the current version again.
-        current = client.get_current(family=FAMILY, min_position=registered["position"])
+        current = client.get_current(family=FAMILY, min_position=registered.position)
         try:
-            promoted = client.promote(family=FAMILY, version=registered["version"],
-                                      expected_current=current["version"] if current else 0,
+            promoted = client.promote(family=FAMILY, version=registered.version,
+                                      expected_current=current.version if current else 0,
                                       verdict={"passed": True, "reason": f"{name} gate {number}"})
         except CurrentVersionMoved:
             continue
-        acks(kind="promote", version=registered["version"], position=promoted["position"])
+        acks(kind="promote", version=registered.version, position=promoted.position)
         return
 
 
@@ -71,14 +71,14 @@ def hold(client: LedgerClient, account: str, name: str, number: int, rng: random
     except SpendCapExceeded:
         acks(kind="refused", id=reservation_id)
         return
-    acks(kind="reserve", id=reservation_id, account=account, amount=amount, position=reserved["position"])
+    acks(kind="reserve", id=reservation_id, account=account, amount=amount, position=reserved.position)
     if rng.random() < 0.2:
         released = client.release(account=account, reservation_id=reservation_id, reason="call failed")
-        acks(kind="release", id=reservation_id, position=released["position"])
+        acks(kind="release", id=reservation_id, position=released.position)
         return
     actual = int(amount * rng.uniform(0.5, 1.3))  # Some actuals overrun their hold.
     committed = client.commit(account=account, reservation_id=reservation_id, actual_usd_micro=actual)
-    acks(kind="commit", id=reservation_id, actual=actual, position=committed["position"])
+    acks(kind="commit", id=reservation_id, actual=actual, position=committed.position)
 
 
 def work(address: str, name: str, acks_path: str, stop_path: str, seed: int) -> None:
@@ -88,7 +88,7 @@ def work(address: str, name: str, acks_path: str, stop_path: str, seed: int) -> 
     recorder = RunRecorder.open(
         client, run_key=f"crash-{name}", name=name, cap_usd_micro=RUN_CAP, parent_account=PARENT,
         batch_steps_max=50, batch_interval_s=0.02, ack_timeout_s=5.0, flush_timeout_s=120.0,
-        on_ack=lambda ack: acks(kind="steps", position=ack["position"], last_step=ack["last_step"]))
+        on_ack=lambda ack: acks(kind="steps", position=ack.position, last_step=ack.last_step))
     step = number = 0
     while not os.path.exists(stop_path):
         for _ in range(20):
@@ -97,7 +97,7 @@ def work(address: str, name: str, acks_path: str, stop_path: str, seed: int) -> 
         hold(client, recorder.account, name, number, rng, acks)
         if number % 10 == 9:
             saved = recorder.checkpoint(step - 1, f"file:///checkpoints/{name}/{step - 1}", backend="local")
-            acks(kind="checkpoint", step=step - 1, position=saved["position"])
+            acks(kind="checkpoint", step=step - 1, position=saved.position)
         if number % 25 == 12:
             promote_next(client, name, number, acks)
         number += 1

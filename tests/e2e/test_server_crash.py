@@ -11,11 +11,11 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from clients import LedgerClient, LedgerClientError, RetryPolicy, RunRecorder
+from clients.models import StepAck
 from tests.client.server_thread import free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
@@ -46,7 +46,7 @@ def serve(database: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
 def test_kill_9_mid_stream_loses_no_ack_and_duplicates_nothing(tmp_path: Path) -> None:
     database, port, log = tmp_path / "ledger.db", free_port(), tmp_path / "server.log"
     server = serve(database, port, log)
-    acks: list[dict[str, Any]] = []
+    acks: list[StepAck] = []
     client = LedgerClient(f"127.0.0.1:{port}", principal="e2e", timeout_s=5.0, retries=PATIENT)
     recorder = RunRecorder.open(client, run_key="e2e-crash", name="crash", cap_usd_micro=10**12,
                                 batch_steps_max=100, batch_interval_s=0.02, on_ack=acks.append)
@@ -89,30 +89,31 @@ def test_kill_9_mid_stream_loses_no_ack_and_duplicates_nothing(tmp_path: Path) -
 
         # Every acked batch is there once: ack positions are exactly the run's step-batch events.
         events = list(client.read_events(from_position=1))
-        batches = [e for e in events if e["type"].endswith("StepsRecorded") and e["originator_id"] == recorder.run_id]
-        assert sorted({ack["position"] for ack in acks}) == [e["position"] for e in batches]
-        assert sum(len(e["data_json"]["steps"]) for e in batches) == STEPS
+        batches = [e for e in events if e.type.endswith("StepsRecorded") and e.originator_id == recorder.run_id]
+        assert sorted({ack.position for ack in acks}) == [e.position for e in batches]
+        assert sum(len(e.data_json["steps"]) for e in batches) == STEPS
         counters = recorder.counters
         assert counters["acked"] == STEPS and counters["failed"] == counters["dropped"] == 0
         steps: list[int] = []
-        page: dict[str, Any] = {"next_from_step": 0}
-        while page["next_from_step"] is not None:
-            page = client.get_series(run_id=recorder.run_id, from_step=page["next_from_step"], page_size=10_000)
-            steps += page["steps"]
+        from_step: int | None = 0
+        while from_step is not None:
+            page = client.get_series(run_id=recorder.run_id, from_step=from_step, page_size=10_000)
+            steps += page.steps
+            from_step = page.next_from_step
         assert steps == list(range(STEPS))
 
         # Every committed hold is there once, committed; nothing reserved twice.
-        reserved = [e for e in events if e["type"].endswith("SpendReserved")]
-        assert Counter(e["data_json"]["reservation_id"] for e in reserved) == Counter(committed)
-        entries = client.list_reservations(account=recorder.account, page_size=10_000)["reservations"]
-        assert {e["reservation_id"]: e["state"] for e in entries} == dict.fromkeys(committed, "committed")
+        reserved = [e for e in events if e.type.endswith("SpendReserved")]
+        assert Counter(e.data_json["reservation_id"] for e in reserved) == Counter(committed)
+        entries = client.list_reservations(account=recorder.account, page_size=10_000).reservations
+        assert {e.reservation_id: e.state for e in entries} == dict.fromkeys(committed, "committed")
 
         # The run's state agrees with what the acks said.
-        state = client.get_run_state(run_id=recorder.run_id, min_position=max(a["position"] for a in acks))
-        assert state["last_step"] == max(ack["last_step"] for ack in acks) == STEPS - 1
-        assert state["spend"]["committed_usd_micro"] == 900 * len(committed)
-        assert state["spend"]["pending_usd_micro"] == 0
-        assert state["current_attempt"] == recorder.attempt == 1
+        state = client.get_run_state(run_id=recorder.run_id, min_position=max(a.position for a in acks))
+        assert state.last_step == max(ack.last_step for ack in acks) == STEPS - 1
+        assert state.spend.committed_usd_micro == 900 * len(committed)
+        assert state.spend.pending_usd_micro == 0
+        assert state.current_attempt == recorder.attempt == 1
         recorder.finish()
     finally:
         stop_spending.set()

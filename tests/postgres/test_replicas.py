@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import os
 import select
-import signal
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -39,6 +39,7 @@ if not POSTGRES_URL:
     pytest.skip("TRAINLEDGER_TEST_DATABASE_URL is not set", allow_module_level=True)
 
 import grpc  # noqa: E402
+import msgspec  # noqa: E402
 import psycopg  # noqa: E402
 from grpc_health.v1 import health_pb2, health_pb2_grpc  # noqa: E402
 
@@ -50,6 +51,7 @@ from clients import (  # noqa: E402
     SpendCapExceeded,
     Unavailable,
 )
+from clients.models import StepAck  # noqa: E402
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(120)]
 
@@ -184,10 +186,11 @@ def _in_threads(work: list[Callable[[], Any]]) -> list[Any]:
 
 def _series(client: LedgerClient, run_id: str) -> list[int]:
     steps: list[int] = []
-    page: dict[str, Any] = {"next_from_step": 0}
-    while page["next_from_step"] is not None:
-        page = client.get_series(run_id=run_id, from_step=page["next_from_step"], page_size=10_000)
-        steps += page["steps"]
+    from_step: int | None = 0
+    while from_step is not None:
+        page = client.get_series(run_id=run_id, from_step=from_step, page_size=10_000)
+        steps += page.steps
+        from_step = page.next_from_step
     return steps
 
 
@@ -217,12 +220,12 @@ def _until(predicate: Callable[[], bool], timeout_s: float, what: str) -> float:
     return time.monotonic() - started
 
 
-def _check_acked_steps(client: LedgerClient, run_id: str, acks: list[dict[str, Any]], steps: int) -> None:
+def _check_acked_steps(client: LedgerClient, run_id: str, acks: list[StepAck], steps: int) -> None:
     """Every acked batch of the run is in the log exactly once and the run has every step once."""
     events = [e for e in client.read_events(from_position=1, types=["StepsRecorded"])
-              if e["originator_id"] == run_id]
-    assert sorted({ack["position"] for ack in acks}) == [e["position"] for e in events]
-    recorded = [step for e in events for step in e["data_json"]["steps"]]
+              if e.originator_id == run_id]
+    assert sorted({ack.position for ack in acks}) == [e.position for e in events]
+    recorded = [step for e in events for step in e.data_json["steps"]]
     assert sorted(recorded) == list(range(steps)), "a step is missing or recorded twice"
     assert _series(client, run_id) == list(range(steps))
 
@@ -230,10 +233,10 @@ def _check_acked_steps(client: LedgerClient, run_id: str, acks: list[dict[str, A
 def test_two_replicas_and_a_worker_record_and_project_every_event_once(launch, url: str, schema: str) -> None:
     first, second, worker = launch(serve(url), serve(url), project(url))
     steps, holds = 3_000, 10
-    recorded: dict[str, list[dict[str, Any]]] = {}
+    recorded: dict[str, list[StepAck]] = {}
 
     def train(replica: Process, key: str) -> tuple[str, str]:
-        acks: list[dict[str, Any]] = []
+        acks: list[StepAck] = []
         with LedgerClient(replica.address, principal=key, retries=PATIENT) as client:
             recorder = RunRecorder.open(client, run_key=key, cap_usd_micro=10**9, batch_steps_max=100,
                                         batch_interval_s=0.01, on_ack=acks.append)
@@ -253,19 +256,19 @@ def test_two_replicas_and_a_worker_record_and_project_every_event_once(launch, u
     assert all(isinstance(result, tuple) for result in results), results
 
     with LedgerClient(first.address) as on_first, LedgerClient(second.address) as on_second:
-        head = max(e["position"] for e in on_first.read_events(from_position=1))
+        head = max(e.position for e in on_first.read_events(from_position=1))
         for run_id, acks in recorded.items():
             _check_acked_steps(on_second, run_id, acks, steps)
             states = [client.get_run_state(run_id=run_id, min_position=head) for client in (on_first, on_second)]
-            assert all(state.pop("position") >= head for state in states)
-            assert states[0] == states[1]
-            assert states[0]["last_step"] == steps - 1 and states[0]["run"]["status"] == "done"
-            assert states[0]["spend"]["committed_usd_micro"] == 900 * holds  # Sums of increments.
-            assert states[0]["checkpoint"]["step"] == steps - 1
+            assert all(state.position >= head for state in states)
+            assert msgspec.structs.replace(states[0], position=0) == msgspec.structs.replace(states[1], position=0)
+            assert states[0].last_step == steps - 1 and states[0].run.status == "done"
+            assert states[0].spend.committed_usd_micro == 900 * holds  # Sums of increments.
+            assert states[0].checkpoint.step == steps - 1
 
     # Exactly once: one view row per recorded batch, every view at the head, nothing beyond.
     rows, total, distinct, tracking, log_head = _view_rows(schema)
-    batches = sum(len({ack["position"] for ack in acks}) for acks in recorded.values())
+    batches = sum(len({ack.position for ack in acks}) for acks in recorded.values())
     assert (rows, total, distinct) == (batches, 2 * steps, batches)
     assert tracking == dict.fromkeys(("runs", "series", "spend", "registry"), log_head) and log_head == head
     assert worker.stop() == 0  # The worker exits cleanly on SIGTERM.
@@ -279,7 +282,7 @@ def test_reservers_on_both_replicas_never_cross_a_shared_parent_cap(launch, url:
     patient = RetryPolicy(attempts=50, initial_backoff_s=0.01, max_backoff_s=0.2, total_s=60.0)
     with LedgerClient(replicas[0].address, retries=patient) as admin:
         admin.open_account(account="team", cap_usd_micro=cap)
-        runs = [admin.open_run(run_key=f"reserver-{index}", parent_account="team")["state"]["run"]["run_id"]
+        runs = [admin.open_run(run_key=f"reserver-{index}", parent_account="team").state.run.run_id
                 for index in range(reservers)]
 
     def reserve_until_refused(index: int) -> tuple[int, int]:
@@ -292,10 +295,10 @@ def test_reservers_on_both_replicas_never_cross_a_shared_parent_cap(launch, url:
                 except SpendCapExceeded as refused:
                     assert refused.account == "team" and refused.remaining_usd_micro < amount
                     return held, position
-                held, position = held + 1, max(position, hold["position"])
+                held, position = held + 1, max(position, hold.position)
                 if number % 2:  # Committing the full hold keeps committed + pending unchanged.
                     position = max(position, client.commit(account=runs[index], reservation_id=f"hold-{number}",
-                                                           actual_usd_micro=amount)["position"])
+                                                           actual_usd_micro=amount).position)
         raise AssertionError("never refused")
 
     results = _in_threads([lambda i=i: reserve_until_refused(i) for i in range(reservers)])
@@ -305,9 +308,9 @@ def test_reservers_on_both_replicas_never_cross_a_shared_parent_cap(launch, url:
     for replica in replicas:
         with LedgerClient(replica.address) as client:
             team = client.get_account(account="team", min_position=position)
-            assert team["committed_usd_micro"] + team["pending_usd_micro"] == (cap // amount) * amount <= cap
+            assert team.committed_usd_micro + team.pending_usd_micro == (cap // amount) * amount <= cap
             children = [client.get_account(account=run_id, min_position=position) for run_id in runs]
-            assert sum(a["committed_usd_micro"] + a["pending_usd_micro"] for a in children) == (cap // amount) * amount
+            assert sum(a.committed_usd_micro + a.pending_usd_micro for a in children) == (cap // amount) * amount
 
 
 def test_racing_promotions_from_both_replicas_one_wins(launch, url: str) -> None:
@@ -320,10 +323,10 @@ def test_racing_promotions_from_both_replicas_one_wins(launch, url: str) -> None
             clients[0].register(family=family, artifact_uri="s3://m/1", digest="a" * 64)
             registered = clients[1].register(family=family, artifact_uri="s3://m/2", digest="b" * 64)
             for client in clients:  # Both replicas know the family before they race.
-                client.list_versions(family=family, min_position=registered["position"])
+                client.list_versions(family=family, min_position=registered.position)
             results = _in_threads([
-                lambda: clients[0].promote(family=family, version=1, expected_current=0, verdict=passed),
-                lambda: clients[1].promote(family=family, version=2, expected_current=0, verdict=passed),
+                lambda family=family: clients[0].promote(family=family, version=1, expected_current=0, verdict=passed),
+                lambda family=family: clients[1].promote(family=family, version=2, expected_current=0, verdict=passed),
             ])
             won = [r for r in results if not isinstance(r, BaseException)]
             lost = [r for r in results if isinstance(r, BaseException)]
@@ -331,7 +334,7 @@ def test_racing_promotions_from_both_replicas_one_wins(launch, url: str) -> None
             assert isinstance(lost[0], CurrentVersionMoved) and lost[0].reason == "CURRENT_VERSION_MOVED"
             winner = 1 if results[0] is won[0] else 2
             for client in clients:
-                assert client.get_current(family=family, min_position=won[0]["position"])["version"] == winner
+                assert client.get_current(family=family, min_position=won[0].position).version == winner
     finally:
         for client in clients:
             client.close()
@@ -340,7 +343,7 @@ def test_racing_promotions_from_both_replicas_one_wins(launch, url: str) -> None
 def test_kill_9_of_a_replica_mid_stream_fails_over_and_loses_no_ack(launch, url: str) -> None:
     first, second = launch(serve(url), serve(url))
     steps = 4_000
-    acks: list[dict[str, Any]] = []
+    acks: list[StepAck] = []
     committed: list[str] = []
     stop_spending = threading.Event()
     # Both replicas in one client: it uses the first and fails over to the second.
@@ -384,13 +387,13 @@ def test_kill_9_of_a_replica_mid_stream_fails_over_and_loses_no_ack(launch, url:
         with LedgerClient(second.address) as survivor:
             _check_acked_steps(survivor, recorder.run_id, acks, steps)
             reserved = [e for e in survivor.read_events(from_position=1, types=["SpendReserved"])]
-            assert Counter(e["data_json"]["reservation_id"] for e in reserved) == Counter(committed)
-            entries = survivor.list_reservations(account=recorder.account, page_size=10_000)["reservations"]
-            assert {e["reservation_id"]: e["state"] for e in entries} == dict.fromkeys(committed, "committed")
-            state = survivor.get_run_state(run_id=recorder.run_id, min_position=max(a["position"] for a in acks))
-            assert state["last_step"] == steps - 1 and state["current_attempt"] == 1
-            assert state["spend"]["committed_usd_micro"] == 900 * len(committed)
-            assert state["spend"]["pending_usd_micro"] == 0
+            assert Counter(e.data_json["reservation_id"] for e in reserved) == Counter(committed)
+            entries = survivor.list_reservations(account=recorder.account, page_size=10_000).reservations
+            assert {e.reservation_id: e.state for e in entries} == dict.fromkeys(committed, "committed")
+            state = survivor.get_run_state(run_id=recorder.run_id, min_position=max(a.position for a in acks))
+            assert state.last_step == steps - 1 and state.current_attempt == 1
+            assert state.spend.committed_usd_micro == 900 * len(committed)
+            assert state.spend.pending_usd_micro == 0
         recorder.finish()
     finally:
         stop_spending.set()
@@ -442,7 +445,7 @@ def test_database_stopped_mid_run_unavailable_not_serving_then_recovers(own_serv
     # A replica that leaves projection to a worker: both have to find the database again.
     replica, _worker = launch(serve(url, "--no-project"), project(url))
     assert _health(replica.address) == SERVING
-    acks: list[dict[str, Any]] = []
+    acks: list[StepAck] = []
     client = LedgerClient(replica.address, principal="outage", timeout_s=5.0, retries=PATIENT)
     recorder = RunRecorder.open(client, run_key="outage", batch_steps_max=50, batch_interval_s=0.01,
                                 on_ack=acks.append)
@@ -480,8 +483,8 @@ def test_database_stopped_mid_run_unavailable_not_serving_then_recovers(own_serv
         counters = recorder.counters
         assert counters["acked"] == logged[0] and counters["failed"] == counters["dropped"] == 0
         _check_acked_steps(client, recorder.run_id, acks, logged[0])
-        state = client.get_run_state(run_id=recorder.run_id, min_position=max(a["position"] for a in acks))
-        assert state["last_step"] == logged[0] - 1
+        state = client.get_run_state(run_id=recorder.run_id, min_position=max(a.position for a in acks))
+        assert state.last_step == logged[0] - 1
     finally:
         stop.set()
         trainer.join(30)
