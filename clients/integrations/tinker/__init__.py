@@ -1,0 +1,80 @@
+"""Tinker behind the ledger (extra `tinker`): every billable call holds its projected cost first.
+
+    ledger = LedgerClient("127.0.0.1:50051")
+    sheet = TokenPrices({"prefill": 200_000, "sample": 600_000, "train": 600_000}, sheet="tinker", as_of="2025-10")
+    service = LedgeredServiceClient(ledger, prices={"Qwen/Qwen3-8B": sheet})
+    with service.create_lora_training_client("Qwen/Qwen3-8B", rank=32, hyperparameters=hp, cap_usd_micro=cap) as tc:
+        for batch in batches:
+            tc.forward_backward(batch, "cross_entropy")
+            tc.optim_step(types.AdamParams(learning_rate=1e-4)).result()   # one ledger step
+            if tc.step % 100 == 0:
+                tc.save_state(f"step-{tc.step}", ttl_seconds=7 * 86_400).result()  # a checkpoint
+    # A new process after a crash: the same spec finds the run, resumes with the optimizer state.
+    # Give the cap (and parent account) on every open: resume() may be the one that creates the run.
+    tc = service.resume(base_model="Qwen/Qwen3-8B", rank=32, hyperparameters=hp, cap_usd_micro=cap)
+
+Modules: common (names, spec, prices, refusals), futures (holds and their settling), sampling,
+training (LedgeredTrainingClient) and service (opening and resuming); every public name is
+importable from here.
+
+Leaving the `with` block finishes the run (clients.recorder.exit_status): "done"; "stopped" when a
+cap refusal (SpendCapExceeded) or an interrupt (KeyboardInterrupt) ends it; "failed" for any
+other exception. An ended run is not resumed or restarted unless asked: RunEnded (RunDone) for a
+done run, and for a failed or stopped one without reopen=True. Every other refusal to resume or
+start is ResumeRefused (clients.integrations.resume) with its ResumeReason.
+
+Each run gets its own Tinker session whose user_metadata carries the ledger run id and run key
+(METADATA_RUN_ID, METADATA_RUN_KEY), so AdminClient.get_billing_usage (by session ->
+user_metadata) can reconcile the ledger's estimates with the bill.
+
+Spend: forward_backward, forward, optim_step, sample and compute_logprobs reserve their projected
+cost on the run's account before anything is sent to Tinker (SpendCapExceeded or Unavailable is
+raised from the call itself: no billable call without a hold), commit the actual cost when the
+result is settled and release the hold when the call fails. Tokens are counted on the client:
+training data -> "train" (the sum of ModelInput.length), forward-only -> "prefill", a sample ->
+the prompt once as "prefill" and max_tokens x num_samples as "sample" (actual: the generated
+tokens; prompt_cache_hit_tokens, and the shared prompt of the other samples, as "prefill_cached"
+when the sheet prices that class). An optimizer step costs `optim_step_usd_micro` (default 0).
+Checkpoint storage is not priced here.
+
+Futures: the wrappers return LedgeredFuture. The futures of a training client settle in the order
+they were submitted (a result settles every earlier one first), so steps, spend and checkpoints
+reach the ledger in Tinker's order; finish() settles whatever is left. One ledger step is recorded
+per optimizer step: loss (loss:sum over the loss-weighted target tokens), the forward_backward
+metrics, learning_rate, tokens and the spend committed since the previous step.
+"""
+
+from __future__ import annotations
+
+from clients.errors import RunEnded
+from clients.integrations.resume import ResumeReason, ResumeRefused
+from clients.integrations.tinker.common import (
+                                                BACKEND,
+                                                FIDELITY_STATE,
+                                                FIDELITY_WEIGHTS,
+                                                METADATA_RUN_ID,
+                                                METADATA_RUN_KEY,
+                                                BackendMismatch,
+                                                CheckpointConflict,
+                                                CheckpointExpired,
+                                                LoraRankMismatch,
+                                                NotATinkerPath,
+                                                NothingToResume,
+                                                NotResumable,
+                                                RunAlreadyStarted,
+                                                RunDone,
+                                                SpecMismatch,
+                                                tinker_spec,
+)
+from clients.integrations.tinker.futures import LedgeredFuture
+from clients.integrations.tinker.sampling import LedgeredSamplingClient
+from clients.integrations.tinker.service import LedgeredServiceClient, ledgered_training_client, resume
+from clients.integrations.tinker.training import LedgeredTrainingClient
+
+__all__ = [
+    "BACKEND", "METADATA_RUN_ID", "METADATA_RUN_KEY", "FIDELITY_STATE", "FIDELITY_WEIGHTS",
+    "LedgeredServiceClient", "LedgeredTrainingClient", "LedgeredSamplingClient", "LedgeredFuture",
+    "ledgered_training_client", "resume", "tinker_spec", "ResumeRefused", "ResumeReason",
+    "NothingToResume", "CheckpointExpired", "BackendMismatch", "NotATinkerPath", "NotResumable",
+    "SpecMismatch", "LoraRankMismatch", "RunDone", "RunEnded", "RunAlreadyStarted", "CheckpointConflict",
+]
