@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from ledger import Ledger
+from ledger.views.models import Account
 from ledger.views.schema import TABLES
 
 START = datetime(2025, 1, 1, tzinfo=UTC)
@@ -45,6 +46,14 @@ def ledger(database: str, clock: FakeClock) -> Iterator[Ledger]:
         yield app
     finally:
         app.close()
+
+
+def summary_of(account: Account) -> dict[str, Any]:
+    """A view's Account in the form of its aggregate's summary (Ledger.account_now), to compare
+    what the view shows with what the aggregate holds."""
+    return {"account": account.account, "parent": account.parent, "cap": account.cap_usd_micro,
+            "committed": account.committed_usd_micro, "pending": account.pending_usd_micro,
+            "remaining": account.remaining_usd_micro, "overrun": account.overrun_usd_micro}
 
 
 def dump_views(app: Ledger) -> dict[str, list[tuple[Any, ...]]]:

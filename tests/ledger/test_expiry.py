@@ -7,11 +7,9 @@ from datetime import timedelta
 
 import pytest
 
-from ledger import Ledger
-
-from ledger import SpendCapExceededError
+from ledger import CapExceeded, Ledger
 from ledger.domain.base import ledger_id
-from tests.ledger.conftest import FakeClock
+from tests.ledger.conftest import FakeClock, summary_of
 
 
 def test_the_sweep_expires_every_overdue_reservation_and_frees_the_cap(ledger: Ledger, clock: FakeClock) -> None:
@@ -23,7 +21,7 @@ def test_the_sweep_expires_every_overdue_reservation_and_frees_the_cap(ledger: L
     ledger.reserve(account=second, reservation_id="short", amount_usd_micro=500, ttl=timedelta(minutes=5))
     ledger.reserve(account=second, reservation_id="long", amount_usd_micro=100, ttl=timedelta(hours=1))
     ledger.reserve(account="team", reservation_id="own", amount_usd_micro=10, ttl=timedelta(minutes=1))
-    with pytest.raises(SpendCapExceededError):
+    with pytest.raises(CapExceeded):
         ledger.reserve(account=first, reservation_id="more", amount_usd_micro=1)
 
     clock.advance(minutes=4)
@@ -37,8 +35,8 @@ def test_the_sweep_expires_every_overdue_reservation_and_frees_the_cap(ledger: L
     assert all(e["principal"] == "ledger" for e in expired)
     assert ledger.account_now(first)["pending"] == 40
     assert ledger.account_now("team")["pending"] == 140
-    assert ledger.account(first, min_position=ledger.head())["pending"] == 40
-    assert ledger.account("team")["pending"] == 140
+    assert ledger.account(first, min_position=ledger.head()).pending_usd_micro == 40
+    assert ledger.account("team").pending_usd_micro == 140
     # The freed room can be reserved again.
     ledger.reserve(account=first, reservation_id="again", amount_usd_micro=60)
 
@@ -47,8 +45,8 @@ def test_the_sweep_expires_every_overdue_reservation_and_frees_the_cap(ledger: L
     assert ledger.expire_reservations() == 0
     for name in (first, second, "team"):
         assert ledger.account_now(name)["pending"] == 0
-        assert ledger.account(name, min_position=ledger.head())["pending"] == 0
-    states = {r["reservation_id"]: r["state"] for r in ledger.reservations(first)}
+        assert ledger.account(name, min_position=ledger.head()).pending_usd_micro == 0
+    states = {r.reservation_id: r.state for r in ledger.reservations(first).reservations}
     assert states == {"short": "expired", "default": "expired", "more": "refused", "again": "expired"}
 
 
@@ -69,9 +67,11 @@ def test_a_commit_after_expiry_is_recorded_as_late_and_charged_in_full(ledger: L
     assert ledger.account_now(run_id) == {"account": run_id, "parent": "team", "cap": 100, "committed": 50,
                                           "pending": 70, "remaining": 0, "overrun": 20}
     assert ledger.account_now("team")["overrun"] == 0
-    [r1] = [r for r in ledger.reservations(run_id, min_position=receipt.position) if r["reservation_id"] == "r1"]
-    assert (r1["state"], r1["actual"], r1["overrun"], r1["reason"]) == ("committed", 50, 20, "committed after expiry")
-    assert ledger.account(run_id) == ledger.account_now(run_id)
+    [r1] = [r for r in ledger.reservations(run_id, min_position=receipt.position).reservations
+            if r.reservation_id == "r1"]
+    assert (r1.state, r1.actual_usd_micro, r1.overrun_usd_micro, r1.reason) == ("committed", 50, 20,
+                                                                                "committed after expiry")
+    assert summary_of(ledger.account(run_id)) == ledger.account_now(run_id)
     # A retry of the late commit answers the first answer.
     again = ledger.commit(account=run_id, reservation_id="r1", actual_usd_micro=50)
     assert (again.duplicate, again.position, again.overrun_usd_micro) == (True, receipt.position, 20)

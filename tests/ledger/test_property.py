@@ -8,7 +8,7 @@ Invariants checked after every step, for every account and every parent:
 and for the run: the series holds one record per step, strictly increasing, equal to the
 model's; an append from a superseded attempt is refused (ATTEMPT_SUPERSEDED); RunState agrees.
 Retries (same id, same payload) are no-ops answering the first position; the same id with
-another payload is refused with AlreadyExistsError; refusals record nothing (a refused
+another payload is refused with Conflict; refusals record nothing (a refused
 reservation records exactly its refusal and the expiries found on the way).
 
 The windows of recent ids that aggregates keep in their state are shrunk to a few entries here,
@@ -34,16 +34,10 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 import ledger.domain.accounts
 import ledger.domain.runs
-from ledger import (
-    AlreadyExistsError,
-    FailedPreconditionError,
-    InvalidArgumentError,
-    Ledger,
-    LedgerError,
-    NotFoundError,
-    SpendCapExceededError,
-)
-from tests.ledger.conftest import FakeClock
+from ledger import CapExceeded, Conflict, Invalid, Ledger, LedgerError, NotFound, Refused
+from ledger.domain.reasons import Reason
+from ledger.views.models import SpendTotals
+from tests.ledger.conftest import FakeClock, summary_of
 
 CAPS = st.sampled_from([None, 0, 50, 100, 200, 400])
 AMOUNTS = st.integers(min_value=0, max_value=120)
@@ -124,7 +118,7 @@ class LedgerMachine(RuleBasedStateMachine):
         self.accounts: dict[str, ModelAccount] = {}
         self.counter = 0
         # Successful commands that may be retried: (method, arguments, receipt or None when
-        # the first answer was a SpendCapExceededError).
+        # the first answer was a CapExceeded).
         self.history: list[tuple[str, dict[str, Any], Any]] = []
         # The run.
         self.run_id = ""
@@ -160,7 +154,7 @@ class LedgerMachine(RuleBasedStateMachine):
     def pick_account(self, data: st.DataObject) -> ModelAccount:
         return self.accounts[data.draw(st.sampled_from(sorted(self.accounts)), label="account")]
 
-    def refused(self, error: type[LedgerError], call: Any, *, reason: str | None = None,
+    def refused(self, error: type[LedgerError], call: Any, *, reason: Reason | None = None,
                 recorded: int = 0) -> Any:
         """`call` raises `error` (with `reason`) and records exactly `recorded` events."""
         head = self.ledger.head()
@@ -230,7 +224,7 @@ class LedgerMachine(RuleBasedStateMachine):
             receipt = call()
             assert (receipt.duplicate, receipt.position) == (True, existing.opened_position)
         else:
-            self.refused(AlreadyExistsError, call)
+            self.refused(Conflict, call)
 
     @rule(data=st.data(), cap=CAPS)
     def set_cap(self, data: st.DataObject, cap: int | None) -> None:
@@ -240,7 +234,7 @@ class LedgerMachine(RuleBasedStateMachine):
         if cap == account.cap:
             assert call().duplicate
         elif cap is not None and cap < floor:
-            self.refused(FailedPreconditionError, call, reason="CAP_BELOW_SPEND")
+            self.refused(Refused, call, reason=Reason.CAP_BELOW_SPEND)
         else:
             self.fresh_write(call())
             account.cap = cap
@@ -258,8 +252,8 @@ class LedgerMachine(RuleBasedStateMachine):
         chain = self.chain(account.name)
         for holder in chain:
             if holder.remaining is not None and amount > holder.remaining:
-                error = self.refused(SpendCapExceededError, lambda: self.ledger.reserve(**arguments),
-                                     reason="SPEND_CAP_EXCEEDED", recorded=expiry_events + 1)
+                error = self.refused(CapExceeded, lambda: self.ledger.reserve(**arguments),
+                                     reason=Reason.SPEND_CAP_EXCEEDED, recorded=expiry_events + 1)
                 assert (error.account, error.remaining_usd_micro) == (holder.name, holder.remaining)
                 event("reserve refused by " + ("the account" if holder is account else "a parent"))
                 account.entries[rid] = Entry("reservation", "refused", amount, attempt, refused_by=holder.name,
@@ -307,11 +301,11 @@ class LedgerMachine(RuleBasedStateMachine):
                 assert (receipt.duplicate, receipt.position, receipt.overrun_usd_micro) == (
                     True, entry.settled_position, entry.overrun)
             else:
-                self.refused(AlreadyExistsError, call)
+                self.refused(Conflict, call)
             return
         superseded = entry.state == "released" and entry.reason == "ATTEMPT_SUPERSEDED"
         if entry.state in ("released", "refused", "charged") and not superseded:
-            self.refused(FailedPreconditionError, call, reason=f"RESERVATION_{entry.state.upper()}")
+            self.refused(Refused, call, reason=Reason[f"RESERVATION_{entry.state.upper()}"])
             return
         if entry.state == "pending":
             overrun = max(0, actual - entry.amount)
@@ -325,7 +319,7 @@ class LedgerMachine(RuleBasedStateMachine):
         self.fresh_write(receipt)
         assert receipt.overrun_usd_micro == overrun
         held = entry.amount if entry.state == "pending" else 0
-        for holder, holder_overrun in zip((account, *parents), (overrun, *overruns)):
+        for holder, holder_overrun in zip((account, *parents), (overrun, *overruns), strict=False):
             holder.pending -= held
             holder.committed += actual
             holder.overrun += holder_overrun
@@ -342,7 +336,7 @@ class LedgerMachine(RuleBasedStateMachine):
             if entry.settled_position is not None:
                 assert receipt.position == entry.settled_position
         elif entry.state in ("committed", "charged"):
-            self.refused(FailedPreconditionError, call, reason=f"RESERVATION_{entry.state.upper()}")
+            self.refused(Refused, call, reason=Reason[f"RESERVATION_{entry.state.upper()}"])
         else:
             receipt = call()
             self.fresh_write(receipt)
@@ -362,7 +356,7 @@ class LedgerMachine(RuleBasedStateMachine):
         receipt = self.ledger.charge(**arguments)
         self.fresh_write(receipt)
         assert receipt.overrun_usd_micro == overruns[0]
-        for holder, overrun in zip(chain, overruns):
+        for holder, overrun in zip(chain, overruns, strict=False):
             holder.committed += amount
             holder.overrun += overrun
         account.entries[cid] = Entry("charge", "charged", amount, actual=amount, overrun=overruns[0],
@@ -391,7 +385,7 @@ class LedgerMachine(RuleBasedStateMachine):
         call = lambda: getattr(self.ledger, method)(**arguments)  # noqa: E731
         if method == "reserve" and first is None:
             entry = self.accounts[arguments["account"]].entries[arguments["reservation_id"]]
-            error = self.refused(SpendCapExceededError, call)
+            error = self.refused(CapExceeded, call)
             assert (error.account, error.remaining_usd_micro) == (entry.refused_by, entry.remaining)
             return
         head = self.ledger.head()
@@ -410,15 +404,15 @@ class LedgerMachine(RuleBasedStateMachine):
         if method == "append_steps":
             other = {**arguments, "metrics": {"loss": [value + 1.0 for value in arguments["metrics"]["loss"]]}}
             if arguments["attempt"] < self.attempt:  # Not a resend: the superseded attempt is fenced.
-                self.refused(FailedPreconditionError, lambda: self.ledger.append_steps(**other),
-                             reason="ATTEMPT_SUPERSEDED")
+                self.refused(Refused, lambda: self.ledger.append_steps(**other),
+                             reason=Reason.ATTEMPT_SUPERSEDED)
             else:
-                self.refused(AlreadyExistsError, lambda: self.ledger.append_steps(**other),
-                             reason="EXISTS_WITH_DIFFERENT_PAYLOAD")
+                self.refused(Conflict, lambda: self.ledger.append_steps(**other),
+                             reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD)
             return
         if method == "start_attempt":
             other = {**arguments, "label": "another host"}
-            self.refused(AlreadyExistsError, lambda: self.ledger.start_attempt(**other))
+            self.refused(Conflict, lambda: self.ledger.start_attempt(**other))
             return
         account = self.accounts[arguments["account"]]
         key = arguments.get("reservation_id") or arguments["charge_id"]
@@ -437,7 +431,7 @@ class LedgerMachine(RuleBasedStateMachine):
             if entry.state == "committed":
                 options.append(lambda: self.ledger.commit(account=account.name, reservation_id=key,
                                                           actual_usd_micro=entry.actual + 1))
-        self.refused(AlreadyExistsError, options[data.draw(st.integers(0, len(options) - 1), label="option")])
+        self.refused(Conflict, options[data.draw(st.integers(0, len(options) - 1), label="option")])
 
     # The run.
 
@@ -470,8 +464,8 @@ class LedgerMachine(RuleBasedStateMachine):
         expired checkpoint is refused."""
         expired = self.expired_checkpoints()
         if expired and data.draw(st.booleans(), label="try an expired checkpoint"):
-            self.refused(FailedPreconditionError, lambda: self.ledger.start_attempt(
-                run_id=self.run_id, resume_from_step=expired[0].step), reason="CHECKPOINT_EXPIRED")
+            self.refused(Refused, lambda: self.ledger.start_attempt(
+                run_id=self.run_id, resume_from_step=expired[0].step), reason=Reason.CHECKPOINT_EXPIRED)
         usable = self.usable_checkpoints()
         resume = None
         if usable and data.draw(st.integers(0, 3), label="resume"):
@@ -492,7 +486,7 @@ class LedgerMachine(RuleBasedStateMachine):
         receipt = self.ledger.append_steps(**arguments)
         self.fresh_write(receipt)
         assert receipt.last_step == steps[-1]
-        self.records.extend(Record(step, self.attempt, value) for step, value in zip(steps, loss))
+        self.records.extend(Record(step, self.attempt, value) for step, value in zip(steps, loss, strict=False))
         self.recorded.update(steps)
         self.history.append(("append_steps", arguments, receipt))
         self.last_step = steps[-1]
@@ -510,11 +504,11 @@ class LedgerMachine(RuleBasedStateMachine):
             step = data.draw(st.sampled_from(gaps), label="gap")
             error = self.refused(LedgerError, lambda: self.ledger.append_steps(
                 run_id=self.run_id, attempt=self.attempt, steps=[step]))
-            assert (type(error), error.reason) in ((InvalidArgumentError, "STEPS_NOT_INCREASING"),
-                                                   (AlreadyExistsError, "STEP_ALREADY_RECORDED"))
+            assert (type(error), error.reason) in ((Invalid, Reason.STEPS_NOT_INCREASING),
+                                                   (Conflict, Reason.STEP_ALREADY_RECORDED))
         if self.floor is not None:
-            self.refused(InvalidArgumentError, lambda: self.ledger.append_steps(
-                run_id=self.run_id, attempt=self.attempt, steps=[self.floor]), reason="STEP_BEFORE_RESUME")
+            self.refused(Invalid, lambda: self.ledger.append_steps(
+                run_id=self.run_id, attempt=self.attempt, steps=[self.floor]), reason=Reason.STEP_BEFORE_RESUME)
 
     @rule()
     def restart(self) -> None:
@@ -534,13 +528,13 @@ class LedgerMachine(RuleBasedStateMachine):
         call = lambda: self.ledger.open_run(run_key="run", cap_usd_micro=cap, parent_account=parent)  # noqa: E731
         floor = account.committed + account.pending - account.overrun
         if parent and parent != account.parent:
-            self.refused(FailedPreconditionError, call, reason="PARENT_ACCOUNT_DIFFERS")
+            self.refused(Refused, call, reason=Reason.PARENT_ACCOUNT_DIFFERS)
         elif cap is None or cap == account.cap:
             head = self.ledger.head()
             assert call().duplicate
             assert self.ledger.head() == head
         elif cap < floor:
-            self.refused(FailedPreconditionError, call, reason="CAP_BELOW_SPEND")
+            self.refused(Refused, call, reason=Reason.CAP_BELOW_SPEND)
         else:
             receipt = call()
             assert receipt.duplicate and not receipt.created and receipt.position == self.ledger.head()
@@ -552,8 +546,8 @@ class LedgerMachine(RuleBasedStateMachine):
         from ledger.domain.base import ledger_id
 
         run_id = str(ledger_id("run", self.fresh("later-run-")))
-        self.refused(InvalidArgumentError, lambda: self.ledger.open_account(account=run_id, cap_usd_micro=None),
-                     reason="ACCOUNT_NAME_RESERVED")
+        self.refused(Invalid, lambda: self.ledger.open_account(account=run_id, cap_usd_micro=None),
+                     reason=Reason.ACCOUNT_NAME_RESERVED)
 
     # Invariants.
 
@@ -562,8 +556,8 @@ class LedgerMachine(RuleBasedStateMachine):
         head = self.ledger.head()
         for name, model in self.accounts.items():
             now = self.ledger.account_now(name)
-            view = self.ledger.account(name, min_position=head)
-            beside = self.reader.account(name, min_position=head)
+            view = summary_of(self.ledger.account(name, min_position=head))
+            beside = summary_of(self.reader.account(name, min_position=head))
             assert now == model.totals(), (name, now, model.totals())
             assert view == model.totals(), (name, view, model.totals())
             assert beside == model.totals(), (name, beside, model.totals())
@@ -575,28 +569,31 @@ class LedgerMachine(RuleBasedStateMachine):
     def series_has_one_record_per_step(self) -> None:
         series = self.ledger.series(self.run_id, min_position=self.ledger.head(), limit=10_000)
         live = sorted((r for r in self.records if not r.superseded), key=lambda r: r.step)
-        assert series["steps"] == [r.step for r in live]
-        assert all(a < b for a, b in zip(series["steps"], series["steps"][1:]))
-        assert series["attempts"] == [r.attempt for r in live]
-        assert series["metrics"].get("loss", {"values": []})["values"] == [r.loss for r in live]
+        assert list(series.steps) == [r.step for r in live]
+        assert all(a < b for a, b in zip(series.steps, series.steps[1:], strict=False))
+        assert list(series.attempts) == [r.attempt for r in live]
+        loss = series.metric("loss")
+        assert (list(loss.values) if loss is not None else []) == [r.loss for r in live]
         everything = self.ledger.series(self.run_id, include_superseded=True, limit=10_000)
         expected = sorted(self.records, key=lambda r: (r.step, r.attempt))
-        assert list(zip(everything["steps"], everything["attempts"], everything["superseded"])) == [
+        assert list(zip(everything.steps, everything.attempts, everything.superseded, strict=True)) == [
             (r.step, r.attempt, r.superseded) for r in expected]
 
     @invariant()
     def run_state_agrees(self) -> None:
         state = self.ledger.run_state(self.run_id, min_position=self.ledger.head())
-        assert state["current_attempt"] == self.attempt
-        assert state["last_step"] == self.last_step
+        assert state.current_attempt == self.attempt
+        assert state.last_step == self.last_step
         usable = self.usable_checkpoints()
         best = max(usable, key=lambda c: (c.step, c.attempt)) if usable else None
-        assert (state["checkpoint"] or {}).get("step") == (best.step if best else None)
-        assert state["resume"]["from_step"] == (best.step if best else 0)
-        assert sorted((c["step"], c["attempt"]) for c in state["expired_checkpoints"]) == sorted(
+        assert (state.checkpoint.step if state.checkpoint else None) == (best.step if best else None)
+        assert state.resume.from_step == (best.step if best else 0)
+        assert sorted((c.step, c.attempt) for c in state.expired_checkpoints) == sorted(
             (c.step, c.attempt) for c in self.expired_checkpoints())
-        assert state["spend"] == {key: value for key, value in self.accounts[self.run_id].totals().items()
-                                  if key not in ("account", "parent")}
+        model = self.accounts[self.run_id]
+        assert state.spend == SpendTotals(cap_usd_micro=model.cap, committed_usd_micro=model.committed,
+                                          pending_usd_micro=model.pending, remaining_usd_micro=model.remaining,
+                                          overrun_usd_micro=model.overrun)
 
     @invariant()
     def every_event_projects(self) -> None:
@@ -606,10 +603,10 @@ class LedgerMachine(RuleBasedStateMachine):
     @invariant()
     def superseded_attempts_are_fenced(self) -> None:
         if self.attempt >= 2:
-            self.refused(FailedPreconditionError, lambda: self.ledger.append_steps(
-                run_id=self.run_id, attempt=self.attempt - 1, steps=[10**9]), reason="ATTEMPT_SUPERSEDED")
-        self.refused(NotFoundError, lambda: self.ledger.append_steps(
-            run_id=self.run_id, attempt=self.attempt + 1, steps=[10**9]), reason="ATTEMPT_NOT_FOUND")
+            self.refused(Refused, lambda: self.ledger.append_steps(
+                run_id=self.run_id, attempt=self.attempt - 1, steps=[10**9]), reason=Reason.ATTEMPT_SUPERSEDED)
+        self.refused(NotFound, lambda: self.ledger.append_steps(
+            run_id=self.run_id, attempt=self.attempt + 1, steps=[10**9]), reason=Reason.ATTEMPT_NOT_FOUND)
 
 
 LedgerMachine.TestCase.settings = settings(
