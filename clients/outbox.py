@@ -25,20 +25,15 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import socket
 import sqlite3
-import struct
-import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
 
-from google.protobuf.message import DecodeError
-
+from clients.outbox_salvage import BATCH_COLUMNS, Corrupt, decoded, is_corrupt, move_aside, salvage
 from trainledger.v1 import common_pb2
 
 __all__ = ["MemoryOutbox", "SqliteOutbox", "Entry", "FILE_NAME", "PENDING_PREFIX", "pending_run_id", "adopted",
@@ -66,127 +61,7 @@ CREATE TABLE IF NOT EXISTS pending_opens (
 CREATE TABLE IF NOT EXISTS quarantined_batches (
     sequence INTEGER, run_id, attempt, steps, payload, state, reason TEXT NOT NULL, quarantined_at TEXT NOT NULL);
 """
-_BATCH_COLUMNS = "sequence, run_id, attempt, steps, payload, state, reason"
-_CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB (primary codes)
-_SALVAGE_PROBES = 10_000  # sequences tried one by one past an unreadable stretch of a corrupt file
 _SCAN_PAGE = 256
-
-
-class _Corrupt(sqlite3.DatabaseError):
-    """The outbox file cannot be trusted; the message says why."""
-
-
-def _is_corrupt(error: sqlite3.DatabaseError) -> bool:
-    """True for SQLite's corruption errors (not for a locked or full database, or an I/O error)."""
-    code = getattr(error, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in _CORRUPT_CODES
-    return type(error) is sqlite3.DatabaseError  # OperationalError and the like are not corruption
-
-
-def _decoded(payload: object, run_id: object, attempt: object,
-             steps: object) -> tuple[common_pb2.StepBatch | None, str]:
-    """(the batch, "") when a row's payload decodes to the batch the row says it holds, else
-    (None, why not)."""
-    if not isinstance(payload, bytes):
-        return None, f"the payload is {type(payload).__name__}, not bytes"
-    try:
-        batch = common_pb2.StepBatch.FromString(payload)
-    except DecodeError as error:
-        return None, f"the payload does not decode: {error}"
-    if (batch.run_id, batch.attempt, len(batch.steps)) != (run_id, attempt, steps):
-        return None, (f"the payload is a batch of run {batch.run_id!r}, attempt {batch.attempt}, "
-                      f"{len(batch.steps)} steps; its row says run {run_id!r}, attempt {attempt}, {steps} steps")
-    return batch, ""
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
-def _move_aside(db: sqlite3.Connection, bad: list[tuple[int, str]]) -> int:
-    """Move the rows `bad` names ((sequence, reason)) from batches to quarantined_batches, inside
-    the caller's transaction; returns how many were moved."""
-    moved, now = 0, _now()
-    for sequence, reason in bad:
-        db.execute(f"INSERT INTO quarantined_batches ({_BATCH_COLUMNS}, quarantined_at) SELECT sequence, run_id,"
-                   " attempt, steps, payload, state, ?, ? FROM batches WHERE sequence = ?", (reason, now, sequence))
-        moved += db.execute("DELETE FROM batches WHERE sequence = ?", (sequence,)).rowcount
-    return moved
-
-
-def _pad_to_header(path: str) -> None:
-    """Extend a truncated SQLite file with zeros to the size its header gives (whole pages), so
-    that the pages before the cut can still be read."""
-    with open(path, "r+b") as handle:
-        header = handle.read(100)
-        if len(header) < 100 or not header.startswith(b"SQLite format 3\0"):
-            return
-        page_size = struct.unpack(">H", header[16:18])[0]
-        page_size = 65_536 if page_size == 1 else page_size
-        pages = struct.unpack(">I", header[28:32])[0]
-        size = os.fstat(handle.fileno()).st_size
-        wanted = max(pages * page_size, -(-size // page_size) * page_size) if page_size else size
-        if wanted > size:
-            handle.truncate(wanted)
-
-
-def _salvage(path: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """The rows still readable in a corrupt outbox file (its batches, attempts and pending opens),
-    read from a scratch copy so that what was set aside stays as it was found."""
-    batches: list[tuple[Any, ...]] = []
-    attempts: list[tuple[Any, ...]] = []
-    opens: list[tuple[Any, ...]] = []
-    with tempfile.TemporaryDirectory(prefix=".salvage-", dir=os.path.dirname(path)) as scratch:
-        copy = os.path.join(scratch, FILE_NAME)
-        try:
-            shutil.copyfile(path, copy)
-            if os.path.exists(path + "-wal"):
-                shutil.copyfile(path + "-wal", copy + "-wal")
-            _pad_to_header(copy)
-        except OSError:
-            return batches, attempts, opens
-        db = sqlite3.connect(copy, isolation_level=None)
-        try:
-            high = None
-            for query in ("SELECT seq FROM sqlite_sequence WHERE name = 'batches'",
-                          "SELECT MAX(sequence) FROM batches"):
-                try:
-                    high = db.execute(query).fetchone()[0]
-                    break
-                except (sqlite3.DatabaseError, TypeError):
-                    continue
-            after = 0
-            while True:
-                try:
-                    row = db.execute(f"SELECT {_BATCH_COLUMNS} FROM batches WHERE sequence > ? ORDER BY sequence"
-                                     " LIMIT 1", (after,)).fetchone()
-                except sqlite3.DatabaseError:
-                    row = None
-                    for sequence in range(after + 1, min(int(high or 0), after + _SALVAGE_PROBES) + 1):
-                        try:
-                            row = db.execute(f"SELECT {_BATCH_COLUMNS} FROM batches WHERE sequence = ?",
-                                             (sequence,)).fetchone()
-                        except sqlite3.DatabaseError:
-                            continue
-                        if row is not None:
-                            break
-                if row is None:
-                    break
-                batches.append(tuple(row))
-                after = row[0]
-            tables = (("SELECT attempt_id, run_id, owner, label, resume_from_step, attempt FROM attempts", attempts),
-                      ("SELECT attempt_id, run_key, owner, label, resume_from_step FROM pending_opens", opens))
-            for query, rows in tables:
-                try:
-                    rows += [tuple(row) for row in db.execute(query).fetchall()]
-                except sqlite3.DatabaseError:
-                    pass
-        except sqlite3.DatabaseError:
-            pass  # Not even its tables can be read: nothing to carry over.
-        finally:
-            db.close()
-    return batches, attempts, opens
 
 
 def pending_run_id(attempt_id: str) -> str:
@@ -266,7 +141,7 @@ class SqliteOutbox(MemoryOutbox):
         self.check()  # Before anything counts or reads the batches held.
 
     def _connect(self) -> sqlite3.Connection:
-        """A connection to the outbox file, its schema in place; raises _Corrupt when SQLite
+        """A connection to the outbox file, its schema in place; raises Corrupt when SQLite
         finds the file corrupt."""
         db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
         try:
@@ -276,15 +151,15 @@ class SqliteOutbox(MemoryOutbox):
             db.executescript(_SCHEMA)
             problems = [row[0] for row in db.execute("PRAGMA quick_check(5)").fetchall()]
             if problems != ["ok"]:
-                raise _Corrupt("; ".join(str(problem) for problem in problems))
-        except _Corrupt:
+                raise Corrupt("; ".join(str(problem) for problem in problems))
+        except Corrupt:
             db.close()
             raise
         except sqlite3.DatabaseError as error:
             db.close()
-            if not _is_corrupt(error):
+            if not is_corrupt(error):
                 raise
-            raise _Corrupt(str(error)) from error
+            raise Corrupt(str(error)) from error
         except BaseException:
             db.close()
             raise
@@ -300,7 +175,7 @@ class SqliteOutbox(MemoryOutbox):
                 seen = None
             try:
                 return self._connect()
-            except _Corrupt as corrupt:
+            except Corrupt as corrupt:
                 try:
                     now = os.stat(self.path)
                 except FileNotFoundError:
@@ -312,16 +187,16 @@ class SqliteOutbox(MemoryOutbox):
         else:
             return self._connect()
         db = self._connect()
-        batches, attempts, opens = _salvage(aside)
+        batches, attempts, opens = salvage(aside)
         # Only whole, sound rows are carried over; the rest stays in the file set aside.
         batches = [row for row in batches if row[5] in ("pending", "failed") and isinstance(row[6], str)
-                   and _decoded(row[4], row[1], row[2], row[3])[0] is not None]
+                   and decoded(row[4], row[1], row[2], row[3])[0] is not None]
         carried = 0
         with self._lock:
             db.execute("BEGIN IMMEDIATE")
             try:
                 for row in batches:
-                    carried += db.execute(f"INSERT OR IGNORE INTO batches ({_BATCH_COLUMNS}) VALUES"
+                    carried += db.execute(f"INSERT OR IGNORE INTO batches ({BATCH_COLUMNS}) VALUES"
                                           " (?, ?, ?, ?, ?, ?, ?)", row).rowcount
                 for row in attempts:
                     db.execute("INSERT OR IGNORE INTO attempts (attempt_id, run_id, owner, label, resume_from_step,"
@@ -366,7 +241,7 @@ class SqliteOutbox(MemoryOutbox):
             if not rows:
                 break
             for sequence, run_id, attempt, steps, payload in rows:
-                batch, reason = _decoded(payload, run_id, attempt, steps)
+                batch, reason = decoded(payload, run_id, attempt, steps)
                 if batch is None:
                     bad.append((sequence, reason))
             after = rows[-1][0]
@@ -376,7 +251,7 @@ class SqliteOutbox(MemoryOutbox):
         if not bad:
             return 0
         with self._transaction() as db:
-            moved = _move_aside(db, bad)
+            moved = move_aside(db, bad)
         self._quarantined_rows(moved, bad[0][1])
         return moved
 
@@ -416,7 +291,7 @@ class SqliteOutbox(MemoryOutbox):
                     (run_id, attempt, after, limit - len(entries))).fetchall()
             bad: list[tuple[int, str]] = []
             for sequence, payload, steps in rows:
-                batch, reason = _decoded(payload, run_id, attempt, steps)
+                batch, reason = decoded(payload, run_id, attempt, steps)
                 if batch is None:
                     bad.append((sequence, reason))
                 else:
@@ -503,12 +378,12 @@ class SqliteOutbox(MemoryOutbox):
                                   (placeholder,)).fetchall()
                 good: list[tuple[str, int, bytes, int]] = []
                 for sequence, payload, held_attempt, steps in rows:
-                    batch, why = _decoded(payload, placeholder, held_attempt, steps)
+                    batch, why = decoded(payload, placeholder, held_attempt, steps)
                     if batch is None:
                         bad.append((sequence, why))
                     else:
                         good.append((run_id, attempt, adopted(batch, run_id, attempt).SerializeToString(), sequence))
-                moved = _move_aside(db, bad)
+                moved = move_aside(db, bad)
                 db.executemany("UPDATE batches SET run_id = ?, attempt = ?, payload = ? WHERE sequence = ?", good)
                 if row is not None:
                     db.execute("INSERT OR REPLACE INTO attempts (attempt_id, run_id, owner, label, resume_from_step,"
