@@ -13,9 +13,7 @@ from typing import Any
 
 import pytest
 
-from ledger import InvalidArgumentError
-
-from ledger import Ledger
+from ledger import Invalid, Ledger
 from ledger.domain.limits import (
     BATCH_BYTES_MAX,
     DOCUMENT_BYTES_MAX,
@@ -23,6 +21,7 @@ from ledger.domain.limits import (
     PAGE_BYTES_MAX,
     SUMMARY_BYTES_MAX,
 )
+from ledger.domain.reasons import Reason
 from tests.ledger.conftest import DIGEST_A, FakeClock
 
 
@@ -32,10 +31,10 @@ def opened(ledger: Ledger) -> str:
     return run_id
 
 
-def refused(ledger: Ledger, reason: str, command: str, **arguments: Any) -> None:
+def refused(ledger: Ledger, reason: Reason, command: str, **arguments: Any) -> None:
     """`command` is refused for `reason` and nothing is recorded."""
     head = ledger.head()
-    with pytest.raises(InvalidArgumentError) as caught:
+    with pytest.raises(Invalid) as caught:
         getattr(ledger, command)(**arguments)
     assert caught.value.reason == reason, caught.value.message
     assert ledger.head() == head
@@ -48,29 +47,29 @@ def test_the_merged_summary_is_capped_on_note_and_on_finish(ledger: Ledger) -> N
         summary = {f"n{note}_{entry}": "x" * 4_000 for entry in range(10)}
         try:
             ledger.note_summary(run_id=run_id, summary=summary)
-        except InvalidArgumentError as error:
-            assert error.reason == "SUMMARY_TOO_LARGE"
+        except Invalid as error:
+            assert error.reason == Reason.SUMMARY_TOO_LARGE
             break
         note += 1
         assert note * 40_000 <= SUMMARY_BYTES_MAX
-    refused(ledger, "SUMMARY_TOO_LARGE", "finish_run", run_id=run_id, attempt=1, status="done",
+    refused(ledger, Reason.SUMMARY_TOO_LARGE, "finish_run", run_id=run_id, attempt=1, status="done",
             summary={"last": "z" * 4_000, **{f"f{entry}": "z" * 4_000 for entry in range(10)}})
     # Notes that replace values keep the size, and are accepted.
     ledger.note_summary(run_id=run_id, summary={"n0_0": "short"})
     ledger.finish_run(run_id=run_id, attempt=1, status="done", summary={"n0_1": "short"})
-    summary = ledger.run_state(run_id, min_position=ledger.head())["run"]["summary"]
+    summary = ledger.run_state(run_id, min_position=ledger.head()).run.summary
     assert summary["n0_0"] == summary["n0_1"] == "short"
 
 
 def test_each_document_is_capped(ledger: Ledger) -> None:
     run_id = opened(ledger)
     big = {f"k{index}": "x" * 4_000 for index in range(DOCUMENT_BYTES_MAX // 4_000 + 1)}
-    refused(ledger, "DOCUMENT_TOO_LARGE", "open_run", run_key="other", spec=big)
-    refused(ledger, "DOCUMENT_TOO_LARGE", "note_summary", run_id=run_id, summary=big)
-    refused(ledger, "DOCUMENT_TOO_LARGE", "register", family="f", artifact_uri="s3://m/1", digest=DIGEST_A,
+    refused(ledger, Reason.DOCUMENT_TOO_LARGE, "open_run", run_key="other", spec=big)
+    refused(ledger, Reason.DOCUMENT_TOO_LARGE, "note_summary", run_id=run_id, summary=big)
+    refused(ledger, Reason.DOCUMENT_TOO_LARGE, "register", family="f", artifact_uri="s3://m/1", digest=DIGEST_A,
             metadata=big)
     ledger.register(family="f", artifact_uri="s3://m/1", digest=DIGEST_A)
-    refused(ledger, "DOCUMENT_TOO_LARGE", "promote", family="f", version=1, expected_current=0,
+    refused(ledger, Reason.DOCUMENT_TOO_LARGE, "promote", family="f", version=1, expected_current=0,
             verdict={"passed": True, "stats": {"rows": ["x" * 4_000] * 250, "more": ["y" * 4_000] * 250}})
 
 
@@ -84,14 +83,14 @@ def test_run_state_lists_the_most_recently_expired_checkpoints_and_counts_them(l
                            expires_at=clock.now + timedelta(days=30))
     clock.advance(hours=2)
     state = ledger.run_state(run_id, min_position=ledger.head())
-    assert state["checkpoint"]["step"] == 40 and state["resume"]["from_step"] == 40
-    assert [c["step"] for c in state["expired_checkpoints"]] == list(range(40 - EXPIRED_CHECKPOINTS_LISTED, 40))
-    assert state["expired_checkpoint_count"] == 40
+    assert state.checkpoint is not None and state.checkpoint.step == 40 and state.resume.from_step == 40
+    assert [c.step for c in state.expired_checkpoints] == list(range(40 - EXPIRED_CHECKPOINTS_LISTED, 40))
+    assert state.expired_checkpoint_count == 40
     # Superseded checkpoints are neither resumable nor listed as expired.
     ledger.start_attempt(run_id=run_id, resume_from_step=40)
     ledger.save_checkpoint(run_id=run_id, attempt=2, step=41, backend="tinker", uri="tinker://c/41")
     state = ledger.run_state(run_id, min_position=ledger.head())
-    assert state["checkpoint"]["step"] == 41 and state["expired_checkpoint_count"] == 40
+    assert state.checkpoint is not None and state.checkpoint.step == 41 and state.expired_checkpoint_count == 40
 
 
 def test_the_best_checkpoint_is_the_most_progressed_usable_one_whatever_expired_after_it(
@@ -111,10 +110,11 @@ def test_the_best_checkpoint_is_the_most_progressed_usable_one_whatever_expired_
         reader = ledger.views
         ledger.wait(ledger.head())
         state = reader.run_state(run_id, now)
-        assert (state["checkpoint"] or {}).get("step") == (max(usable) if usable else None)
-        assert state["expired_checkpoint_count"] == len(expired)
+        assert state is not None
+        assert (state.checkpoint.step if state.checkpoint else None) == (max(usable) if usable else None)
+        assert state.expired_checkpoint_count == len(expired)
         recent = sorted(expired, key=lambda s: (ttls[s], s))[-EXPIRED_CHECKPOINTS_LISTED:]
-        assert sorted(c["step"] for c in state["expired_checkpoints"]) == sorted(recent)
+        assert sorted(c.step for c in state.expired_checkpoints) == sorted(recent)
 
 
 def reference_series(batches: list[tuple[int, list[int]]], floors: list[tuple[int, int]], from_step: int,
@@ -164,11 +164,11 @@ def test_series_pages_follow_the_current_line_across_resumes(ledger: Ledger) -> 
                 got, start = [], from_step
                 while True:
                     page = ledger.series(run_id, from_step=start, limit=limit, include_superseded=include_superseded)
-                    got += list(zip(page["steps"], page["attempts"], page["superseded"]))
-                    assert len(page["steps"]) <= limit or include_superseded
-                    if page["next_from_step"] is None:
+                    got += list(zip(page.steps, page.attempts, page.superseded, strict=True))
+                    assert len(page.steps) <= limit or include_superseded
+                    if page.next_from_step is None:
                         break
-                    start = page["next_from_step"]
+                    start = page.next_from_step
                 assert got == expected, (include_superseded, from_step, limit)
 
 
@@ -179,18 +179,18 @@ def test_a_series_page_is_bounded_by_bytes(ledger: Ledger) -> None:
         ledger.append_steps(run_id=run_id, attempt=1, steps=[step], metrics=names)
     ledger.wait(ledger.head())
     page = ledger.series(run_id, limit=1_000)
-    assert 0 < len(page["steps"]) < 60 and page["next_from_step"] == page["steps"][-1] + 1
-    size = sum(len(name) + 16 for name in page["metrics"]) + 12 * sum(len(c["values"]) for c in page["metrics"].values())
+    assert 0 < len(page.steps) < 60 and page.next_from_step == page.steps[-1] + 1
+    size = sum(len(c.name) + 16 + 12 * len(c.values) for c in page.metrics)
     assert size <= PAGE_BYTES_MAX
-    rest = ledger.series(run_id, from_step=page["next_from_step"], limit=1_000)
-    assert rest["steps"][0] == page["steps"][-1] + 1
+    rest = ledger.series(run_id, from_step=page.next_from_step, limit=1_000)
+    assert rest.steps[0] == page.steps[-1] + 1
 
 
 def test_a_step_batch_is_bounded_by_bytes(ledger: Ledger) -> None:
     run_id = opened(ledger)
     steps = list(range(10_000))
     columns = BATCH_BYTES_MAX // (8 * len(steps))
-    refused(ledger, "BATCH_TOO_LARGE", "append_steps", run_id=run_id, attempt=1, steps=steps,
+    refused(ledger, Reason.BATCH_TOO_LARGE, "append_steps", run_id=run_id, attempt=1, steps=steps,
             metrics={f"m{index}": [0.5] * len(steps) for index in range(columns)})
     ledger.append_steps(run_id=run_id, attempt=1, steps=steps,
                         metrics={f"m{index}": [0.5] * len(steps) for index in range(columns - 2)})
@@ -250,8 +250,8 @@ def test_series_work_does_not_grow_with_superseded_steps(sqlite_database: str, c
             ledger.start_attempt(run_id=run_id, resume_from_step=0)
             ledger.append_steps(run_id=run_id, attempt=2, steps=[1, 2, 3], metrics={"loss": [2.0] * 3})
             ledger.wait(ledger.head())
-            work.append(vm_steps(ledger, lambda: ledger.series(run_id, limit=1_000)))
-            assert ledger.series(run_id, limit=1_000)["steps"] == [1, 2, 3]
+            work.append(vm_steps(ledger, lambda run_id=run_id: ledger.series(run_id, limit=1_000)))
+            assert ledger.series(run_id, limit=1_000).steps == (1, 2, 3)
         assert work[1] <= work[0] * 1.5 + 5, work
     finally:
         ledger.close()
