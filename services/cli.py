@@ -37,7 +37,8 @@ def database_of(args: argparse.Namespace) -> str:
 
 
 def serve(args: argparse.Namespace) -> None:
-    from services.server import StartupError, serve as run_server
+    from services.server import StartupError
+    from services.server import serve as run_server
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
@@ -49,14 +50,15 @@ def serve(args: argparse.Namespace) -> None:
 def project(args: argparse.Namespace) -> None:
     """A projection worker: the projector loop over a PostgreSQL database until SIGTERM or
     SIGINT. Any number of workers and servers may project one database: each event is applied
-    once (ledger.storage.postgres locks the views' tracking rows)."""
+    once (ledger.storage.postgres.storage locks the views' tracking rows)."""
     from ledger import Ledger
+    from ledger.backend import is_postgres_url
+    from services.describe import describe
     from services.holder import HolderError, held
-    from services.server import describe
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     database = args.database
-    if not database.startswith(("postgresql://", "postgres://")):
+    if not is_postgres_url(database):
         raise Failure("projection workers need a PostgreSQL database (--database-url or TRAINLEDGER_DATABASE_URL); "
                       "on SQLite the server projects by itself")
     stopping = threading.Event()
@@ -84,7 +86,8 @@ def project(args: argparse.Namespace) -> None:
 
 def backup(args: argparse.Namespace) -> None:
     """services.backup: a copy of a SQLite ledger taken while it may be served (no holder lock)."""
-    from services.backup import BackupError, backup as copy
+    from services.backup import BackupError
+    from services.backup import backup as copy
 
     try:
         made = copy(args.database, args.to)
@@ -119,9 +122,10 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="trainledger", description="An event-sourced ledger for training runs.")
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def command(name: str, run: Callable[[argparse.Namespace], None], parent: argparse._SubParsersAction = commands,
-                *, read: bool = True, **kwargs: str) -> argparse.ArgumentParser:
-        sub = parent.add_parser(name, **kwargs)
+    def command(name: str, run: Callable[[argparse.Namespace], None],
+                parent: argparse._SubParsersAction[argparse.ArgumentParser] = commands, *, read: bool = True,
+                help: str) -> argparse.ArgumentParser:
+        sub = parent.add_parser(name, help=help)
         _database_options(sub, read=read)
         sub.set_defaults(handler=run)
         return sub

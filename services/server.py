@@ -3,7 +3,8 @@ reservation sweep, a storage probe behind health, and a graceful shutdown.
 
 Health follows storage and projection: a probe reads the head of the log every second in a
 worker thread; when storage is unreachable (or the read hangs), or projection stopped on an event
-it could not apply, every service turns NOT_SERVING, and SERVING again as soon as a read succeeds. Calls meanwhile answer UNAVAILABLE by themselves.
+it could not apply, every service turns NOT_SERVING, and SERVING again as soon as a read succeeds.
+Calls meanwhile answer UNAVAILABLE by themselves.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from ledger import Ledger
-from ledger.domain.errors import UnavailableError
-from ledger.storage.sqlite import damage
+from ledger.backend import damage, is_postgres_url
+from ledger.domain.errors import Unavailable
+from services.describe import describe
 from services.edge import Edge
 from services.events import EventsServicer
 from services.holder import Holder, HolderError, acquire
@@ -32,8 +34,16 @@ from services.interceptors import EdgeInterceptor
 from services.registry import RegistryServicer
 from services.runs import RunsServicer
 from services.spend import SpendServicer
-from trainledger.v1 import events_pb2, events_pb2_grpc, registry_pb2, registry_pb2_grpc, runs_pb2, runs_pb2_grpc
-from trainledger.v1 import spend_pb2, spend_pb2_grpc
+from trainledger.v1 import (
+    events_pb2,
+    events_pb2_grpc,
+    registry_pb2,
+    registry_pb2_grpc,
+    runs_pb2,
+    runs_pb2_grpc,
+    spend_pb2,
+    spend_pb2_grpc,
+)
 
 __all__ = ["create_server", "serve", "parse_listen", "LedgerServer", "StartupError", "MESSAGE_SIZE_MAX",
            "SERVICE_NAMES"]
@@ -52,11 +62,6 @@ SERVICE_NAMES = tuple(module.DESCRIPTOR.services_by_name[name].full_name for mod
 
 class StartupError(Exception):
     """The server cannot start: the database cannot be opened or the address cannot be bound."""
-
-
-def describe(database: str) -> str:
-    """A database for messages, with any password in a URL hidden."""
-    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", database)
 
 
 LISTEN_FORMAT = "expected HOST:PORT or [IPv6]:PORT with a port from 0 to 65535, e.g. 127.0.0.1:50051"
@@ -165,7 +170,7 @@ class LedgerServer(grpc.aio.Server):
             await asyncio.sleep(SWEEP_INTERVAL_S)
             try:
                 await self.edge.call(self.edge.ledger.expire_reservations)
-            except UnavailableError:
+            except Unavailable:
                 pass  # Storage is down (the probe reports it) or the views lag: next round.
             except Exception:  # The sweep must outlive a storage hiccup.
                 log.exception("the reservation sweep failed; retrying")
@@ -186,7 +191,7 @@ class LedgerServer(grpc.aio.Server):
                 if error is None:
                     await self._set_serving(True, "storage answers")
                 else:
-                    if not isinstance(error, UnavailableError) and self.serving:
+                    if not isinstance(error, Unavailable) and self.serving:
                         log.error("the storage probe failed", exc_info=error)
                     await self._set_serving(False, str(error))
                 await asyncio.sleep(PROBE_INTERVAL_S)
@@ -206,7 +211,7 @@ class LedgerServer(grpc.aio.Server):
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, status)
 
-    async def stop(self, grace: float | None) -> None:
+    async def stop(self, grace: float | None = None) -> None:
         await self.health.enter_graceful_shutdown()
         self.edge.close()
         for task in (self._sweeper, self._prober):
@@ -241,7 +246,7 @@ def create_server(address: str = "127.0.0.1:50051", *, ledger: Ledger | None = N
     owns_ledger = ledger is None
     holder: Holder | None = None
     if ledger is None:
-        if not project and not database.startswith(("postgresql://", "postgres://")):
+        if not project and not is_postgres_url(database):
             raise StartupError(f"cannot leave projection to workers on {describe(database)}: only a "
                                "PostgreSQL database is shared with `trainledger project` workers")
         try:
@@ -268,11 +273,11 @@ def create_server(address: str = "127.0.0.1:50051", *, ledger: Ledger | None = N
         server = grpc.aio.server(interceptors=[EdgeInterceptor(edge)], options=[
             ("grpc.max_receive_message_length", MESSAGE_SIZE_MAX), ("grpc.max_send_message_length", MESSAGE_SIZE_MAX),
             ("grpc.so_reuseport", 0)])  # grpc shares a port with any other server by default.
-        runs_pb2_grpc.add_RunsServicer_to_server(RunsServicer(edge), server)
-        spend_pb2_grpc.add_SpendServicer_to_server(SpendServicer(edge), server)
-        registry_pb2_grpc.add_RegistryServicer_to_server(RegistryServicer(edge), server)
-        events_pb2_grpc.add_EventsServicer_to_server(EventsServicer(edge), server)
-        health_servicer = health.aio.HealthServicer()
+        runs_pb2_grpc.add_RunsServicer_to_server(RunsServicer(edge), server)  # type: ignore[no-untyped-call]
+        spend_pb2_grpc.add_SpendServicer_to_server(SpendServicer(edge), server)  # type: ignore[no-untyped-call]
+        registry_pb2_grpc.add_RegistryServicer_to_server(RegistryServicer(edge), server)  # type: ignore[no-untyped-call]
+        events_pb2_grpc.add_EventsServicer_to_server(EventsServicer(edge), server)  # type: ignore[no-untyped-call]
+        health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
         health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
         reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
         try:

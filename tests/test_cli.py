@@ -124,7 +124,7 @@ def test_spend_show(database: str, capsys: pytest.CaptureFixture[str]) -> None:
                      "call-1", "committed", "1,000 sample @ $1.500000/M [sheet-7]", "call-2", "pending"):
         assert expected in shown
     as_json = json.loads(run_cli(capsys, "spend", "show", "demo-key", "--db", database, "--json"))
-    assert as_json["account"]["remaining"] == 5_000_000 - 1_700 - 2_000
+    assert as_json["account"]["remaining_usd_micro"] == 5_000_000 - 1_700 - 2_000
     assert [(r["reservation_id"], r["state"]) for r in as_json["reservations"]] == [("call-1", "committed"),
                                                                                     ("call-2", "pending")]
 
