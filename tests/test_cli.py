@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import tracemalloc
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import grpc
@@ -76,13 +76,14 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> str:
     run = ledger.open_run(run_key="demo-key", name="demo", spec={"lr": 0.0001}, cap_usd_micro=5_000_000)
     ledger.start_attempt(run_id=run.run_id, attempt_id="a1", label="host-1")
     ledger.append_steps(run_id=run.run_id, attempt=1, steps=list(range(30)), tokens=[128] * 30,
-                        metrics={"loss": [1 / (s + 1) for s in range(30)], "eval_loss": {"values": [0.25], "index": [29]}})
+                        metrics={"loss": [1 / (s + 1) for s in range(30)],
+                                 "eval_loss": {"values": [0.25], "index": [29]}})
     ledger.save_checkpoint(run_id=run.run_id, attempt=1, step=29, backend="local", uri="file:///ck/29")
     ledger.close()
     # A checkpoint whose handle has expired since it was saved (a save already past is refused).
-    earlier = Ledger.open(path, clock=lambda: datetime.now(timezone.utc) - timedelta(hours=2))
+    earlier = Ledger.open(path, clock=lambda: datetime.now(UTC) - timedelta(hours=2))
     earlier.save_checkpoint(run_id=run.run_id, attempt=1, step=9, backend="tinker", uri="tinker://ck/9",
-                            expires_at=datetime.now(timezone.utc) - timedelta(hours=1))
+                            expires_at=datetime.now(UTC) - timedelta(hours=1))
     earlier.close()
     ledger = Ledger.open(path)
     basis = {"price_sheet": "sheet-7", "tokens": [{"token_class": "sample", "tokens": 1_000,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -18,13 +18,13 @@ from ledger.domain import accounts as spend
 from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
 from ledger.domain.basis import check_basis
-from ledger.domain.errors import SpendCapExceededError
 from ledger.domain.batches import StepBatch
+from ledger.domain.errors import SpendCapExceededError
 from ledger.domain.registry import Family
 from ledger.domain.runs import Run
 from ledger.storage.transcoder import MsgspecTranscoder
 
-NOW = datetime(2025, 1, 1, 12, 30, 15, 123456, tzinfo=timezone.utc)
+NOW = datetime(2025, 1, 1, 12, 30, 15, 123456, tzinfo=UTC)
 AUDIT = Audit("alice@example.com", "request-7", NOW)
 BASIS = check_basis({"price_sheet": "tinker", "price_source": "https://example.com",
                      "tokens": [{"token_class": "prefill", "tokens": 10, "usd_micro_per_million_tokens": 3}],
@@ -139,7 +139,7 @@ def test_stored_events_are_msgpack_not_json(sqlite_database: str) -> None:
     with sqlite3.connect(sqlite_database) as connection:
         rows = connection.execute("SELECT topic, state FROM stored_events ORDER BY rowid").fetchall()
     assert len(rows) == 4
-    for topic, state in rows:
+    for _topic, state in rows:
         assert isinstance(state, bytes)
         with pytest.raises(ValueError):
             json.loads(state)
