@@ -69,8 +69,8 @@ from clients.retry import RetryPolicy
 from clients.runkey import dataset_digest, file_digest
 
 __all__ = ["client_from_env", "attempt_label", "open_recorder", "commit_and_record", "resume_path", "volume_uri",
-           "GpuMeter", "ResumeRefused", "ResumeReason", "ENV_ADDRESS", "ENV_PRINCIPAL", "ENV_TOKEN", "ENV_TLS", "ENV_CA_FILE",
-           "BACKEND"]
+           "GpuMeter", "ResumeRefused", "ResumeReason", "ENV_ADDRESS", "ENV_PRINCIPAL", "ENV_TOKEN", "ENV_TLS",
+           "ENV_CA_FILE", "BACKEND"]
 
 log = logging.getLogger("trainledger.clients.modal")
 

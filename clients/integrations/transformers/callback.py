@@ -1,0 +1,377 @@
+"""LedgerCallback: a Transformers/TRL Trainer's run, steps, checkpoints and GPU spend in the ledger
+(see clients.integrations.transformers for what it records and how it resumes)."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import socket
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from clients.client import LedgerClient
+from clients.errors import LedgerClientError, SpendCapExceeded
+from clients.integrations.meter import GpuMeter
+from clients.integrations.pricing import GpuPrice
+from clients.integrations.resume import ResumeReason, ResumeRefused, hold_to_root, latest
+from clients.integrations.transformers.checkpoints import (
+    CLIENT_RETRIES,
+    FIDELITY_FULL,
+    FIDELITY_WEIGHTS,
+    open_state,
+    verified,
+)
+from clients.integrations.transformers.jobs import Jobs, record_checkpoint
+from clients.integrations.transformers.logs import SUMMARY_KEYS, is_summary, map_log_keys
+from clients.integrations.transformers.spec import check_spec, training_run_key
+from clients.recorder import RunRecorder, exit_error, exit_status
+
+__all__ = ["LedgerCallback", "LedgerCallbackWarning", "SpendHoldRefused"]
+
+log = logging.getLogger("trainledger.clients.transformers")
+
+
+class LedgerCallbackWarning(UserWarning):
+    """Something about the ledger callback's use that loses data silently."""
+
+
+class SpendHoldRefused(RuntimeError):
+    """No hold could be had for the first interval of GPU time, so training did not start.
+    `reason`: SPEND_CAP_EXCEEDED or LEDGER_UNAVAILABLE; the ledger's error is the __cause__."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"{reason}: {message}")
+        self.reason, self.message = reason, message
+
+
+
+class LedgerCallback(TrainerCallback):
+    """Records a Trainer's run in the ledger (see the module docstring). Give `address` (a client
+    is made, and closed at the end; its calls ride out a ledger outage of `outage_budget_s`, 30 s
+    by default) or `client`; `spec` (spec_for) or `run_key` (then `name`).
+    Spend: `gpu_price` (GpuPrice), `cap_usd_micro` (given on every open: it sets the cap of a new
+    run and changes an existing one's), `parent_account`, `interval_s` / `interval_steps`.
+    `outbox_dir` keeps unsent steps on disk across an outage and a crash. `output_dir`: the
+    trainer's output directory, which resume_checkpoint() holds the checkpoint to (default: the
+    args.output_dir of the trainer the callback is given to). `reopen=True` lets a
+    failed or stopped run take a new attempt (else RunEnded). Use `with callback:` around
+    trainer.train() so that an exception ends the run "failed" (an interrupt "stopped").
+    `recorder_options` go to RunRecorder.open (batch_interval_s, flush_timeout_s, stop_on_sigterm ...).
+    `check_spec` refuses (SpecMismatch) a spec whose LoRA shape or hyperparameters differ from
+    the trainer's. `count_tokens` turns on the trainer's token count (args.include_num_input_tokens_seen
+    "non_padding") when it is off, so steps carry tokens. Only the world's process zero records."""
+
+    def __init__(self, *, address: str | None = None, client: LedgerClient | None = None,
+                 spec: Mapping[str, Any] | None = None, run_key: str | None = None, name: str = "",
+                 gpu_price: GpuPrice | None = None, cap_usd_micro: int | None = None, parent_account: str = "",
+                 outbox_dir: str | os.PathLike[str] | None = None,
+                 output_dir: str | os.PathLike[str] | None = None, interval_s: float = 60.0,
+                 interval_steps: int | None = None, attempt_label: str | None = None, principal: str = "",
+                 check_spec: bool = True, count_tokens: bool = True, reopen: bool = False,
+                 outage_budget_s: float | None = None, recorder_options: Mapping[str, Any] | None = None) -> None:
+        if (address is None) == (client is None):
+            raise TypeError("LedgerCallback needs exactly one of address= and client=")
+        if spec is None and run_key is None:
+            raise TypeError("LedgerCallback needs spec= (see spec_for) or run_key=")
+        if gpu_price is not None and not isinstance(gpu_price, GpuPrice):
+            raise TypeError("gpu_price must be a clients.integrations.pricing.GpuPrice")
+        if interval_s <= 0 or (interval_steps is not None and interval_steps < 1):
+            raise ValueError("interval_s must be > 0 and interval_steps >= 1")
+        self.address, self.spec = address, dict(spec) if spec is not None else None
+        self.run_key = run_key or training_run_key(self.spec)
+        self.name = name or str((self.spec or {}).get("name", "")) or self.run_key
+        self.gpu_price, self.cap_usd_micro, self.parent_account = gpu_price, cap_usd_micro, parent_account
+        self.outbox_dir, self.interval_s, self.interval_steps = outbox_dir, float(interval_s), interval_steps
+        self.output_dir = output_dir
+        self._trainer_output_dir: str | None = None  # args.output_dir of the trainer it was given to
+        self._unchecked: str | None = None  # a resume path not yet held to an output directory
+        self.attempt_label, self.principal, self.check_spec = attempt_label, principal, check_spec
+        self.count_tokens, self.reopen, self.outage_budget_s = count_tokens, reopen, outage_budget_s
+        self.recorder_options = dict(recorder_options or {})
+        self._client, self._owns_client = client, client is None
+        self.recorder: RunRecorder | None = None
+        self._warned = False
+        self._reset()
+
+    def _reset(self) -> None:
+        self._active = False
+        self._row: list[Any] | None = None  # [step, tokens, metrics] of the step being logged
+        self._points = 0
+        self._logs_at_begin = 0
+        self._last_loss: float | None = None
+        self._summary: dict[str, Any] = {}
+        self._jobs: Jobs | None = None
+        self._meter: GpuMeter | None = None  # GPU spend, with gpu_price
+        self._stop_reason: str | None = None
+        self._trainer_state: Any = None  # the TrainerState of this train() (one object, updated in place)
+
+    # -- the one-call resume helper --
+
+    def resume_checkpoint(self, *, allow_restart: bool = False, verify_digest: bool = True,
+                          output_dir: str | os.PathLike[str] | None = None) -> str | None:
+        """resume_checkpoint() for this callback's run, opened as the callback opens it, held to
+        `output_dir`, else the callback's, else the args.output_dir of the trainer it was given
+        to. Asked before any of these is known (before Trainer(callbacks=[callback]) is built),
+        it checks the rest now and holds the path to args.output_dir when the trainer is built:
+        on_init_end (or on_train_begin, at the latest) raises ResumeRefused OUTSIDE_ROOT.
+        `verify_digest=False` accepts a checkpoint recorded without a digest."""
+        root = next((d for d in (output_dir, self.output_dir, self._trainer_output_dir) if d is not None), None)
+        state = open_state(self._get_client(), key=self.run_key, spec=self.spec, name=self.name,
+                           cap_usd_micro=self.cap_usd_micro, parent_account=self.parent_account)
+        point = latest(state, reopen=self.reopen, allow_restart=allow_restart)
+        self._unchecked = None
+        if point is None:
+            return None
+        path = verified(point, state, output_dir=root, lora=(self.spec or {}).get("lora"), verify_digest=verify_digest,
+                        defer_root=True)
+        if root is None:
+            self._unchecked = path
+        return path
+
+    def _hold_to_output_dir(self, args: Any) -> None:
+        """Refuse the resume path handed out before the output directory was known unless it is
+        under args.output_dir."""
+        path, self._unchecked = self._unchecked, None
+        output_dir = getattr(args, "output_dir", None)
+        if path is None or output_dir is None:
+            return
+        hold_to_root(path, output_dir, root_name="trainer's output directory")
+
+    def _get_client(self) -> LedgerClient:
+        if self._client is None:
+            self._client = LedgerClient(str(self.address), principal=self.principal, timeout_s=10.0,
+                                        retries=CLIENT_RETRIES, outage_budget_s=self.outage_budget_s)
+        return self._client
+
+    # -- the way out of train() --
+
+    def __enter__(self) -> LedgerCallback:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, traceback: Any) -> None:
+        """After trainer.train(): when it raised, end the attempt it left open as exit_status says
+        ("failed", or "stopped" for an interrupt), after its steps and checkpoints."""
+        if exc is not None and self._active and self._trainer_state is not None:
+            self._end(self._trainer_state, error=exc)
+        elif self._owns_client and self._client is not None and not self._active:
+            self._client.close()
+            self._client = None
+
+    # -- trainer events --
+
+    def on_init_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._trainer_output_dir = getattr(args, "output_dir", None)
+        self._hold_to_output_dir(args)
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+        self._hold_to_output_dir(args)  # A callback added after the trainer was built saw no on_init_end.
+        if self.recorder is not None and self._active:  # An earlier train() that raised: its attempt ends here.
+            if self._jobs is not None:
+                self._jobs.close(0)
+            self.recorder.close(flush_timeout_s=5.0)
+        self._reset()
+        if self.count_tokens and getattr(args, "include_num_input_tokens_seen", "all") in ("no", False):
+            args.include_num_input_tokens_seen = "non_padding"  # Every rank: the count is gathered.
+        if not state.is_world_process_zero:
+            return
+        self._trainer_state = state
+        if self.check_spec and self.spec is not None:
+            check_spec(self.spec, args, model)
+        resume_from = state.global_step if state.global_step > 0 else None
+        label = self.attempt_label or f"{socket.gethostname()}:{os.getpid()}"
+        try:
+            self.recorder = RunRecorder.open(
+                self._get_client(), run_key=self.run_key, name=self.name, spec=self.spec,
+                cap_usd_micro=self.cap_usd_micro, parent_account=self.parent_account, attempt_label=label,
+                resume_from_step=resume_from, outbox_dir=self.outbox_dir, defer=True, reopen=self.reopen,
+                **self.recorder_options)
+        except LedgerClientError as error:
+            if error.reason not in ("CHECKPOINT_NOT_FOUND", "CHECKPOINT_EXPIRED"):
+                raise
+            raise ResumeRefused(ResumeReason.CHECKPOINT_UNKNOWN, f"the trainer resumed at step {resume_from}, but "
+                                f"the ledger has no live checkpoint there ({error.reason}): resume from "
+                                "resume_checkpoint()'s path") from error
+        self._active = True
+        held = self.recorder.state
+        held_cap = held.spend.cap_usd_micro if held is not None else None
+        if held is not None and self.cap_usd_micro is not None and held_cap != self.cap_usd_micro:
+            log.warning("run %s has a cap of %s micro-USD, not the %s given: this ledger did not change it on "
+                        "open (set_cap does)", self.run_key, held_cap, self.cap_usd_micro)
+        self._logs_at_begin = len(state.log_history)
+        self._jobs = Jobs()
+        if self.gpu_price is not None:
+            self._first_interval(state)
+
+    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self._active:
+            self._send_row()
+            self._check_points(state)
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self._active and self._meter is not None:
+            self._next_interval(state, control)
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None,
+               **kwargs: Any) -> None:
+        if not self._active or not logs:
+            return
+        try:
+            if is_summary(logs):
+                self._summary.update({key: logs[key] for key in SUMMARY_KEYS if key in logs})
+                return
+            metrics = map_log_keys(logs)
+            loss = metrics.get("loss")
+            if isinstance(loss, int | float) and math.isfinite(loss):
+                self._last_loss = float(loss)
+            seen = getattr(state, "num_input_tokens_seen", 0)
+            tokens = int(seen) if seen else None
+            step = state.global_step
+            if self._row is not None and self._row[0] == step:
+                self._row[1] = tokens if tokens is not None else self._row[1]
+                self._row[2].update(metrics)
+            else:
+                self._send_row()
+                self._row = [step, tokens, metrics]
+            self._points += 1
+        except Exception:  # noqa: BLE001 - logging never raises into the training loop.
+            log.exception("could not record a log of step %s", getattr(state, "global_step", "?"))
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if not self._active:
+            return
+        self._send_row()
+        self._check_points(state)
+        step = state.global_step
+        path = Path(args.output_dir) / f"checkpoint-{step}"
+        if not path.is_dir():
+            log.warning("on_save at step %s but %s is not there: the checkpoint is not recorded", step, path)
+            return
+        fidelity = FIDELITY_WEIGHTS if getattr(args, "save_only_model", False) else FIDELITY_FULL
+        recorder = self.recorder
+        assert recorder is not None and self._jobs is not None
+        self._jobs.submit(f"the checkpoint at step {step}", lambda: record_checkpoint(recorder, step, path, fidelity))
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self._active:
+            self._end(state)
+
+    def _end(self, state: Any, error: BaseException | None = None) -> None:
+        """Finish the attempt: "done" (or "stopped" after a spend stop) from on_train_end; as
+        exit_status says, with the error, when train() raised."""
+        self._active = False
+        recorder = self.recorder
+        assert recorder is not None and self._jobs is not None
+        try:
+            self._send_row()
+            if error is None:
+                self._check_points(state, ended=True)
+            if self._meter is not None:
+                self._meter.stop()
+            timeout_s = recorder.flush_timeout_s
+            if not self._jobs.close(timeout_s):
+                log.warning("some checkpoints of run %s could not be recorded in %s s", self.run_key, timeout_s)
+            summary: dict[str, Any] = {"steps": state.global_step, "attempt": recorder.attempt}
+            if self._last_loss is not None:
+                summary["final_loss"] = self._last_loss
+            summary.update({key: value for key, value in self._summary.items()
+                            if isinstance(value, int | float) and math.isfinite(value)})
+            if self._stop_reason:
+                summary["stop_reason"] = self._stop_reason
+            if error is not None:
+                recorder.finish(exit_status(error), summary=summary, error=exit_error(error))
+            else:
+                recorder.finish("stopped" if self._stop_reason else "done", summary=summary)
+        except LedgerClientError as error:
+            log.warning("could not finish run %s in the ledger (%s); unsent steps stay in the outbox",
+                        self.run_key, error)
+            recorder.close(flush_timeout_s=0)
+        except Exception:  # noqa: BLE001 - never into the trainer.
+            log.exception("the ledger callback failed to finish run %s", self.run_key)
+            recorder.close(flush_timeout_s=0)
+        finally:
+            if self._owns_client and self._client is not None:
+                self._client.close()
+                self._client = None
+
+    # -- steps --
+
+    def _send_row(self) -> None:
+        row, self._row = self._row, None
+        if row is not None and self.recorder is not None:
+            self.recorder.log(row[0], tokens=row[1], **row[2])
+
+    def _check_points(self, state: Any, *, ended: bool = False) -> None:
+        """Warn once when the trainer has logged but this callback recorded no point (an on_log
+        override that does not call super().on_log(), for one)."""
+        if self._warned or self._points:
+            return
+        logged = len(state.log_history) - self._logs_at_begin
+        if ended and state.log_history and is_summary(state.log_history[-1]):
+            logged -= 1
+        if logged > 0:
+            self._warned = True
+            warnings.warn(f"{type(self).__name__} has recorded no point although the trainer logged {logged} "
+                          "time(s): does its on_log call super().on_log()?", LedgerCallbackWarning, stacklevel=3)
+
+    # -- spend --
+
+    def _first_interval(self, state: Any) -> None:
+        recorder, price = self.recorder, self.gpu_price
+        assert recorder is not None and price is not None
+        # Training stops when a hold is refused: the time after it (the stop's save) runs unheld.
+        meter = GpuMeter(recorder, price, interval_s=self.interval_s, interval_steps=self.interval_steps,
+                         lookahead=True, charge_unheld=False)
+        try:
+            self._meter = meter.start(state.global_step)
+        except SpendCapExceeded as refused:
+            reason = f"spend cap reached before training: {refused.remaining_usd_micro} micro-USD left on " \
+                     f"{refused.account or recorder.account}"
+            self._refuse_start("SPEND_CAP_EXCEEDED", reason, refused, state)
+        except LedgerClientError as error:
+            self._refuse_start("LEDGER_UNAVAILABLE", f"no spend hold: the ledger cannot be reached ({error.reason})",
+                               error, state)
+
+    def _refuse_start(self, reason: str, message: str, error: LedgerClientError, state: Any) -> None:
+        self._active = False
+        recorder = self.recorder
+        assert recorder is not None and self._jobs is not None
+        self._jobs.close(0)
+        try:
+            if recorder.opened:
+                recorder.finish("stopped", summary={"steps": state.global_step, "stop_reason": message})
+            else:
+                recorder.close(flush_timeout_s=0)
+        except LedgerClientError as finish_error:
+            log.warning("could not record the stop of run %s: %s", self.run_key, finish_error)
+            recorder.close(flush_timeout_s=0)
+        raise SpendHoldRefused(reason, message + "; nothing was trained") from error
+
+    def _next_interval(self, state: Any, control: Any) -> None:
+        """At a step's end: the meter ends the interval if the next step might outrun its hold (or
+        it has run interval_steps steps), commits what it used and holds the next one; training
+        stops cleanly when no hold can be had."""
+        meter = self._meter
+        assert meter is not None
+        ending = state.global_step >= state.max_steps or control.should_training_stop  # on_train_end commits
+        try:
+            meter.tick(state.global_step, last=ending)
+        except SpendCapExceeded as refused:
+            self._spend_stop(control, f"spend cap reached at step {state.global_step}: "
+                             f"{refused.remaining_usd_micro} micro-USD left on {refused.account}")
+        except LedgerClientError as error:
+            self._spend_stop(control, f"no spend hold at step {state.global_step}: the ledger cannot be reached "
+                             f"({error.reason})")
+
+    def _spend_stop(self, control: Any, reason: str) -> None:
+        log.warning("stopping training: %s", reason)
+        self._stop_reason = reason
+        control.should_save = True
+        control.should_training_stop = True
+        if self._meter is not None:
+            self._meter.stop()  # What it used is committed; the rest of this attempt runs without a hold.
+            self._meter = None
