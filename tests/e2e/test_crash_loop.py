@@ -42,6 +42,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ledger import Ledger
 from ledger.domain.base import ledger_id
+from ledger.views.models import Reservation
 from tests.client.server_thread import free_port
 from tests.e2e import crash_workload
 from tests.e2e.test_serve_guards import environment, trainledger
@@ -227,24 +228,25 @@ def audit_caps(events: list[dict[str, Any]], checked: Checked) -> None:
 def views(ledger: Ledger) -> dict[str, Any]:
     """Everything the views answer about the crash loop's runs, accounts and family."""
     out: dict[str, Any] = {"runs": ledger.list_runs(limit=100), "families": ledger.families()}
-    for run in out["runs"]:
-        run_id = run["run_id"]
-        pages, page = [], {"next_from_step": 0}
-        while page["next_from_step"] is not None:
-            page = ledger.series(run_id, from_step=page["next_from_step"], limit=10_000)
+    for run in out["runs"].runs:
+        run_id = run.run_id
+        pages = []
+        from_step: int | None = 0
+        while from_step is not None:
+            page = ledger.series(run_id, from_step=from_step, limit=10_000)
             pages.append(page)
+            from_step = page.next_from_step
         out[run_id] = {"state": ledger.run_state(run_id), "series": pages}
         for account in (run_id, crash_workload.PARENT):
-            entries: list[dict[str, Any]] = []
-            while True:
-                batch = ledger.reservations(account, limit=1_000,
-                                            after_position=entries[-1]["position"] if entries else 0)
-                entries += batch
-                if len(batch) < 1_000:
-                    break
+            entries: list[Reservation] = []
+            after: int | None = 0
+            while after is not None:
+                batch = ledger.reservations(account, limit=1_000, after_position=after)
+                entries += batch.reservations
+                after = batch.after_position
             out[f"account {account}"] = {"account": ledger.account(account), "reservations": entries}
     for family in out["families"]:
-        out[f"family {family['family']}"] = ledger.family(family["family"])
+        out[f"family {family.family}"] = ledger.family(family.family)
     return out
 
 
@@ -260,15 +262,16 @@ def check_image(image: Path, acks: dict[str, list[dict[str, Any]]]) -> Checked:
         audit_caps(events, checked)
         caught_up = views(ledger)
         for name, value in caught_up.items():
-            if name.startswith("account ") and value["account"]["cap"] is not None:
+            if name.startswith("account ") and value["account"].cap_usd_micro is not None:
                 account = value["account"]
-                if account["committed"] + account["pending"] - account["overrun"] > account["cap"]:
+                held = account.committed_usd_micro + account.pending_usd_micro - account.overrun_usd_micro
+                if held > account.cap_usd_micro:
                     checked.cap_crossings.append(f"the view of {name} crosses its cap: {account}")
         ledger.projector.rebuild()
         rebuilt = views(ledger)
-        checked.view_mismatches += [f"{name}: as projected {caught_up.get(name)!r:.300} rebuilt {rebuilt.get(name)!r:.300}"
-                                    for name in sorted(set(caught_up) | set(rebuilt))
-                                    if caught_up.get(name) != rebuilt.get(name)]
+        checked.view_mismatches += [
+            f"{name}: as projected {caught_up.get(name)!r:.300} rebuilt {rebuilt.get(name)!r:.300}"
+            for name in sorted(set(caught_up) | set(rebuilt)) if caught_up.get(name) != rebuilt.get(name)]
     finally:
         ledger.close()
     return checked

@@ -507,7 +507,8 @@ class Judge:
             self.unclear.append(f"after {method.name} health did not answer: {error.code().name}")
             raise AssertionError(f"the server went away after a call of {method.name}") from None
         if status != health_pb2.HealthCheckResponse.SERVING:
-            self.unclear.append(f"after {method.name} health is {health_pb2.HealthCheckResponse.ServingStatus.Name(status)}")
+            name = health_pb2.HealthCheckResponse.ServingStatus.Name(status)
+            self.unclear.append(f"after {method.name} health is {name}")
 
 
 def _unparsable(parse: Callable[[bytes], Any], data: bytes) -> str:

@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator
 import grpc
 import pytest
 
-from ledger.domain.errors import UnavailableError
+from ledger.domain.errors import Unavailable
+from ledger.domain.reasons import Reason
 from services.edge import STREAMS_PER_CLIENT_MAX, WORKER_THREADS_PER_CLIENT, ByteBudget, Edge
 from tests.service.support import Served, Stubs, batch, error_info, open_run
 from trainledger.v1 import runs_pb2, spend_pb2
@@ -133,9 +134,9 @@ def test_the_byte_budget_grants_in_order_and_gives_back_what_a_refused_wait_took
         third = asyncio.create_task(budget.acquire(1, 5.0))  # Fits, but waits behind the second.
         await asyncio.sleep(0)
         assert budget.waiting == 2 and not second.done() and not third.done()
-        with pytest.raises(UnavailableError) as refused:
+        with pytest.raises(Unavailable) as refused:
             await budget.acquire(4, 0.01)
-        assert refused.value.reason == "SERVER_BUSY" and budget.waiting == 2
+        assert refused.value.reason == Reason.SERVER_BUSY and budget.waiting == 2
         budget.release(first)
         assert (await second, await third) == (6, 1) and budget.used_bytes == 7
         cancelled = asyncio.create_task(budget.acquire(5, 5.0))

@@ -1,4 +1,4 @@
-"""Health follows storage: NOT_SERVING while the ledger's storage answers UnavailableError (or does
+"""Health follows storage: NOT_SERVING while the ledger's storage answers Unavailable (or does
 not answer at all), SERVING again by itself once it answers. A real outage of PostgreSQL is in
 tests/postgres/test_replicas.py; here the storage read is made to fail."""
 
@@ -13,7 +13,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ledger import Ledger
-from ledger.domain.errors import UnavailableError
+from ledger.domain.errors import Unavailable
 from services import server as server_module
 from services.server import SERVICE_NAMES
 from tests.service.support import Served
@@ -53,7 +53,7 @@ def test_health_turns_not_serving_while_storage_is_unavailable_and_back(served: 
     head = served.ledger.head
 
     def unavailable() -> int:
-        raise UnavailableError("storage is unavailable: the test says so")
+        raise Unavailable("storage is unavailable: the test says so")
 
     monkeypatch.setattr(served.ledger, "head", unavailable)
     _until(lambda: _statuses(channel) == {NOT_SERVING})

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import base64
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import grpc
@@ -14,12 +14,12 @@ import pytest
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from ledger import Ledger
-from ledger.domain.errors import InvalidArgumentError
+from ledger.domain.errors import Invalid
 from ledger.domain.limits import DOCUMENT_REQUEST_BYTES_MAX, REQUEST_BYTES_MAX
+from ledger.domain.reasons import Reason
 from services.codec import encode_token
 from tests.service.support import Served, Stubs, error_info, field, key, open_run
 from trainledger.v1 import common_pb2, runs_pb2, spend_pb2
-
 
 NULL_VALUE = b"\x08\x00"  # google.protobuf.Value{null_value: NULL_VALUE}
 
@@ -80,7 +80,7 @@ def test_document_shapes_are_refused_with_the_ledger_reasons(stubs: Stubs) -> No
                                                                      "NON_FINITE_VALUE")
     raw = raw_unary(stubs, "/trainledger.v1.Runs/OpenRun", runs_pb2.OpenRunResponse)
     for depth in (10, 40, 150):  # Within the ledger's limit of 8 by far, and past protobuf's 100.
-        assert refusal(lambda: raw(open_run_bytes(nested_struct(depth)), timeout=30)) == (
+        assert refusal(lambda depth=depth: raw(open_run_bytes(nested_struct(depth)), timeout=30)) == (
             grpc.StatusCode.INVALID_ARGUMENT, "DOCUMENT_TOO_DEEP"), depth
     # Every value kind still round-trips.
     spec = {"name": "tiny", "lr": 0.5, "epochs": 3, "tags": ["a", None, True], "lora": {"r": 8}}
@@ -113,7 +113,7 @@ def test_requests_above_the_size_limit_are_refused_before_they_are_decoded(stubs
 ])
 def test_garbage_bytes_are_malformed_requests(stubs: Stubs, method: str, response: type) -> None:
     for garbage in (b"\xff\xff\xff\xff", b"\x0a\x7f" + b"short", b"\x0c\x0c"):
-        assert refusal(lambda: raw_unary(stubs, method, response)(garbage, timeout=30)) == (
+        assert refusal(lambda garbage=garbage: raw_unary(stubs, method, response)(garbage, timeout=30)) == (
             grpc.StatusCode.INVALID_ARGUMENT, "MALFORMED_REQUEST")
 
 
@@ -180,7 +180,7 @@ def test_run_page_tokens_out_of_range_are_invalid(stubs: Stubs, token: str) -> N
 def test_a_checkpoint_already_expired_is_refused_over_the_wire(stubs: Stubs) -> None:
     run_id = open_run(stubs).state.run.run_id
     past = timestamp_pb2.Timestamp()
-    past.FromDatetime(datetime.now(timezone.utc) - timedelta(minutes=1))
+    past.FromDatetime(datetime.now(UTC) - timedelta(minutes=1))
     request = runs_pb2.SaveCheckpointRequest(
         run_id=run_id, attempt=1, step=1, handle=common_pb2.StateHandle(backend="tinker", uri="tinker://ck/1"),
         expires_at=past)
@@ -191,7 +191,7 @@ def test_a_checkpoint_already_expired_is_refused_over_the_wire(stubs: Stubs) -> 
 
 
 def test_a_retried_checkpoint_save_is_a_duplicate_after_it_expired(tmp_path: Path) -> None:
-    now = [datetime(2030, 1, 1, tzinfo=timezone.utc)]
+    now = [datetime(2030, 1, 1, tzinfo=UTC)]
     ledger = Ledger.open(str(tmp_path / "ledger.db"), clock=lambda: now[0])
     try:
         run_id = ledger.open_run(run_key=key(), name="ttl").run_id
@@ -203,10 +203,10 @@ def test_a_retried_checkpoint_save_is_a_duplicate_after_it_expired(tmp_path: Pat
         again = ledger.save_checkpoint(run_id=run_id, attempt=1, step=5, backend="tinker", uri="tinker://ck/5",
                                        expires_at=expires_at)
         assert again.duplicate and again.position == first.position
-        with pytest.raises(InvalidArgumentError) as refused:
+        with pytest.raises(Invalid) as refused:
             ledger.save_checkpoint(run_id=run_id, attempt=1, step=6, backend="tinker", uri="tinker://ck/6",
                                    expires_at=expires_at)
-        assert refused.value.reason == "CHECKPOINT_ALREADY_EXPIRED"
+        assert refused.value.reason == Reason.CHECKPOINT_ALREADY_EXPIRED
         assert ledger.head() == first.position  # Nothing was recorded for the refusal.
     finally:
         ledger.close()

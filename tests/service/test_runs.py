@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import grpc
 from google.protobuf import duration_pb2
@@ -50,7 +50,7 @@ def test_same_reservation_id_again_gets_the_same_answer(stubs: Stubs) -> None:
     assert (first.duplicate, again.duplicate) == (False, True)
     assert (again.position, again.expires_at) == (first.position, first.expires_at)
     assert again.account.pending_usd_micro == 1_500 and again.account.remaining_usd_micro == 8_500
-    expiry = first.expires_at.ToDatetime(tzinfo=timezone.utc) - datetime.now(timezone.utc)
+    expiry = first.expires_at.ToDatetime(tzinfo=UTC) - datetime.now(UTC)
     assert timedelta(minutes=9) < expiry <= timedelta(minutes=10)
     commit = spend_pb2.CommitRequest(account=run_id, reservation_id="call-1", actual_usd_micro=1_700)
     committed = stubs.spend.Commit(commit, timeout=10)

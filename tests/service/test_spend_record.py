@@ -153,8 +153,8 @@ def test_a_new_attempt_releases_the_holds_of_the_attempts_it_fences(stubs: Stubs
     assert started.attempt == 2
     totals = account_of(stubs, run_id, min_position=started.position)
     assert (totals.pending_usd_micro, totals.remaining_usd_micro) == (0, 1_000)
-    listed = stubs.spend.ListReservations(spend_pb2.ListReservationsRequest(account=run_id, min_position=started.position),
-                                          timeout=10).reservations
+    listed = stubs.spend.ListReservations(
+        spend_pb2.ListReservationsRequest(account=run_id, min_position=started.position), timeout=10).reservations
     assert [(r.reservation_id, r.state, r.reason) for r in listed] == [("zombie", "released", "ATTEMPT_SUPERSEDED")]
 
     # The new attempt can use the whole cap; the zombie's late commit is still recorded, as overrun.
@@ -181,9 +181,9 @@ def test_an_event_that_cannot_be_projected_stops_projection_loudly(tmp_path, cap
         stubs = served.stubs
         run_id = open_run(stubs).state.run.run_id
         with sqlite3.connect(path) as side:
-            side.execute("INSERT INTO view_checkpoints (run_id, attempt, step, backend, uri, fidelity, sampler_uri, final,"
-                         " saved_at, expires_at, digest, superseded) VALUES (?, 1, 5, 'hf', 'file:///x', 'weights', '',"
-                         " 0, 0, NULL, '', 0)", (run_id,))
+            side.execute("INSERT INTO view_checkpoints (run_id, attempt, step, backend, uri, fidelity, sampler_uri,"
+                         " final, saved_at, expires_at, digest, superseded) VALUES (?, 1, 5, 'hf', 'file:///x',"
+                         " 'weights', '', 0, 0, NULL, '', 0)", (run_id,))
         saved = stubs.runs.SaveCheckpoint(runs_pb2.SaveCheckpointRequest(
             run_id=run_id, attempt=1, step=5, handle=common_pb2.StateHandle(backend="hf", uri="file:///ckpt/5")),
             timeout=10)
@@ -194,7 +194,8 @@ def test_an_event_that_cannot_be_projected_stops_projection_loudly(tmp_path, cap
         assert ledger.storage.tracking_positions()["runs"] == saved.position - 1
         health = health_pb2_grpc.HealthStub(stubs.channel)
         deadline = time.monotonic() + 15
-        while health.Check(health_pb2.HealthCheckRequest(), timeout=5).status != health_pb2.HealthCheckResponse.NOT_SERVING:
+        not_serving = health_pb2.HealthCheckResponse.NOT_SERVING
+        while health.Check(health_pb2.HealthCheckRequest(), timeout=5).status != not_serving:
             assert time.monotonic() < deadline, "health never turned NOT_SERVING"
             time.sleep(0.1)
         assert any(f"position {saved.position}" in record.getMessage() for record in caplog.records)
