@@ -2,8 +2,8 @@
 
 Unary methods return awaitables of the same typed results; watch_run, read_events and record_steps
 return async iterators. Deadlines, request ids, principal and retries behave exactly as in
-LedgerClient: both run on clients.transport (stubs, metadata, tries under a RetryPolicy, the
-ack-stream core); this module adds the awaited waits.
+LedgerClient: both run on clients.transport (stubs, metadata, the ack-stream core) and loop on
+clients.retry.Tries; this module adds the awaited waits.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from clients.errors import error_from_rpc
 from clients.methods import Decode
 from clients.methods_spend import LedgerMethods
 from clients.models import StepAck
-from clients.retry import RetryPolicy
-from clients.transport import CHANNEL_OPTIONS, STUBS, AckCore, Tries, call_metadata, channel_target, record_request
+from clients.retry import RetryPolicy, Tries
+from clients.transport import CHANNEL_OPTIONS, STUBS, AckCore, call_metadata, channel_target, record_request
 
 __all__ = ["AsyncLedgerClient", "AsyncAckStream"]
 

@@ -2,8 +2,8 @@
 
 Every call carries a deadline, an x-request-id made once per logical call (and reused by its
 retries) and the caller's x-principal; a retry resends the very same request object. The wire
-side both clients share (stubs, metadata, tries under a RetryPolicy, the ack-stream core) is in
-clients.transport; this module adds the blocking waits.
+side both clients share (stubs, metadata, the ack-stream core) is in clients.transport, the
+tries of a call under a RetryPolicy in clients.retry; this module adds the blocking waits.
 
 Several replicas of one ledger (servers over one PostgreSQL database) are given as a list of
 addresses: the channel connects to the first that answers and fails over to the next when it
@@ -25,8 +25,8 @@ from clients.errors import error_from_rpc
 from clients.methods import Decode
 from clients.methods_spend import LedgerMethods
 from clients.models import StepAck
-from clients.retry import RetryPolicy
-from clients.transport import CHANNEL_OPTIONS, STUBS, AckCore, Tries, call_metadata, channel_target, record_request
+from clients.retry import RetryPolicy, Tries
+from clients.transport import CHANNEL_OPTIONS, STUBS, AckCore, call_metadata, channel_target, record_request
 
 __all__ = ["LedgerClient", "AckStream", "CHANNEL_OPTIONS", "record_request", "channel_target"]
 

@@ -6,19 +6,21 @@ ids, so a retry of a write that did land is answered as a duplicate: the server 
 UNAVAILABLE (the ledger restarting, a replica going away, the network) is retried for as long as
 the outage budget lasts (`total_s`, 30 s by default, counted from the call's first try): a ledger
 restart of a few seconds is ridden out, a longer outage raises Unavailable. Each try keeps its own
-deadline (the client's `timeout_s`).
+deadline (the client's `timeout_s`). `Tries` applies a policy to one logical call; the sync and
+asyncio clients both loop on it, each waiting in its own way.
 """
 
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass, replace
 
 import grpc
 
-from clients.errors import Aborted, DeadlineExceeded, LedgerClientError, Unavailable
+from clients.errors import Aborted, DeadlineExceeded, LedgerClientError, Unavailable, error_from_rpc
 
-__all__ = ["RetryPolicy", "NO_RETRY", "REFUSAL_CODES", "OUTAGE_BUDGET_S"]
+__all__ = ["RetryPolicy", "Tries", "NO_RETRY", "REFUSAL_CODES", "OUTAGE_BUDGET_S"]
 
 OUTAGE_BUDGET_S = 30.0
 
@@ -88,3 +90,22 @@ class RetryPolicy:
 
 
 NO_RETRY = RetryPolicy(attempts=1, total_s=0.0)
+
+
+class Tries:
+    """The tries of one logical unary call under a RetryPolicy: after each failed try, the error
+    to raise and whether (and after how long) to send the same request again."""
+
+    def __init__(self, policy: RetryPolicy, *, idempotent: bool) -> None:
+        self.policy, self.idempotent = policy, idempotent
+        self.tried, self.began = 0, time.monotonic()
+
+    def failed(self, rpc_error: grpc.RpcError) -> tuple[LedgerClientError, float | None]:
+        """The error of the try that just failed, and the wait before the next try, or None when
+        there is none (the error is final)."""
+        self.tried += 1
+        error = error_from_rpc(rpc_error)
+        elapsed_s = time.monotonic() - self.began
+        if not self.policy.should_retry(error, idempotent=self.idempotent, tried=self.tried, elapsed_s=elapsed_s):
+            return error, None
+        return error, self.policy.delay_s(self.tried, elapsed_s)

@@ -1,6 +1,6 @@
 """What the synchronous and the asyncio clients share on the wire: the channel target and options,
-the stubs, the call metadata, the tries of one logical unary call under a RetryPolicy, and the
-core of an ack stream. Each client adds only how it waits (a blocking wait or `await`).
+the stubs, the call metadata and the core of an ack stream (the tries of one logical unary call
+are clients.retry.Tries). Each client adds only how it waits (a blocking wait or `await`).
 
 Every call carries a deadline, an x-request-id made once per logical call (and reused by its
 retries) and the caller's x-principal; a retry resends the very same request object.
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -20,10 +19,9 @@ import grpc
 from clients import codec
 from clients.errors import LedgerClientError, error_from_rpc
 from clients.models import StepAck
-from clients.retry import RetryPolicy
 from trainledger.v1 import events_pb2_grpc, registry_pb2_grpc, runs_pb2, runs_pb2_grpc, spend_pb2_grpc
 
-__all__ = ["CHANNEL_OPTIONS", "STUBS", "channel_target", "record_request", "call_metadata", "Tries", "AckCore"]
+__all__ = ["CHANNEL_OPTIONS", "STUBS", "channel_target", "record_request", "call_metadata", "AckCore"]
 
 # Reconnect quickly after a ledger restart (gRPC's default backoff grows to two minutes) and
 # allow full pages of series and event reads.
@@ -84,25 +82,6 @@ def record_request(batch: Any, sequence: int) -> runs_pb2.RecordStepsRequest:
 def call_metadata(principal: str, request_id: str | None = None) -> tuple[tuple[str, str], ...]:
     """The call metadata: a new request id unless one is given, and the principal."""
     return (("x-request-id", request_id or str(uuid.uuid4())), ("x-principal", principal))
-
-
-class Tries:
-    """The tries of one logical unary call under a RetryPolicy: after each failed try, the error
-    to raise and whether (and after how long) to send the same request again."""
-
-    def __init__(self, policy: RetryPolicy, *, idempotent: bool) -> None:
-        self.policy, self.idempotent = policy, idempotent
-        self.tried, self.began = 0, time.monotonic()
-
-    def failed(self, rpc_error: grpc.RpcError) -> tuple[LedgerClientError, float | None]:
-        """The error of the try that just failed, and the wait before the next try, or None when
-        there is none (the error is final)."""
-        self.tried += 1
-        error = error_from_rpc(rpc_error)
-        elapsed_s = time.monotonic() - self.began
-        if not self.policy.should_retry(error, idempotent=self.idempotent, tried=self.tried, elapsed_s=elapsed_s):
-            return error, None
-        return error, self.policy.delay_s(self.tried, elapsed_s)
 
 
 class AckCore:
