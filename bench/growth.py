@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -40,7 +40,7 @@ def median_ms(read: Callable[[], object], calls: int) -> float:
 def run_state_ms(ledger: Ledger, checkpoints: int, calls: int) -> float:
     run_id = ledger.open_run(run_key="many-checkpoints").run_id
     ledger.start_attempt(run_id=run_id)
-    later = datetime.now(timezone.utc) + timedelta(days=30)
+    later = datetime.now(UTC) + timedelta(days=30)
     started = time.perf_counter()
     for step in range(checkpoints):
         ledger.save_checkpoint(run_id=run_id, attempt=1, step=step, backend="tinker",
@@ -64,7 +64,7 @@ def series_ms(ledger: Ledger, superseded: int, calls: int) -> float:
     ledger.append_steps(run_id=run_id, attempt=2, steps=list(range(1, 11)), metrics={"loss": [2.0] * 10})
     ledger.wait(ledger.head(), timeout_s=60)
     print(f"recorded {superseded} steps, then superseded them, in {time.perf_counter() - started:.1f} s", flush=True)
-    assert ledger.series(run_id, limit=1_000)["steps"] == list(range(1, 11))
+    assert ledger.series(run_id, limit=1_000).steps == tuple(range(1, 11))
     return median_ms(lambda: ledger.series(run_id, limit=1_000), calls)
 
 

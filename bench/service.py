@@ -75,7 +75,8 @@ def bench(channel: grpc.Channel, args: argparse.Namespace) -> dict[str, float]:
     figures: dict[str, float] = {}
 
     run_id = new_run(runs)
-    requests = [runs_pb2.RecordStepsRequest(sequence=n, batch=step_batch(run_id, n * BATCH)) for n in range(args.batches)]
+    requests = [runs_pb2.RecordStepsRequest(sequence=n, batch=step_batch(run_id, n * BATCH))
+                for n in range(args.batches)]
     started = time.perf_counter()
     acks = list(runs.RecordSteps(iter(requests), timeout=300))
     elapsed = time.perf_counter() - started
