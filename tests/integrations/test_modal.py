@@ -70,7 +70,7 @@ class StandInVolume:
         self.log: list[tuple[str, int]] = []
 
     def checkpoints_recorded(self) -> int:
-        return sum(1 for event in self.client.read_events(from_position=1) if event["type"].endswith("CheckpointSaved"))
+        return sum(1 for event in self.client.read_events(from_position=1) if event.type.endswith("CheckpointSaved"))
 
     def commit(self) -> None:
         self.log.append(("commit", self.checkpoints_recorded()))
@@ -131,22 +131,22 @@ def test_function_records_label_steps_checkpoints_after_commit_and_gpu_spend(
     run_id = result["run_id"]
 
     state = client.get_run_state(run_id=run_id)
-    assert state["run"]["status"] == "done"
-    assert [(a["number"], a["label"], a["resumed_from_step"]) for a in state["attempts"]] == [
+    assert state.run.status == "done"
+    assert [(a.number, a.label, a.resumed_from_step) for a in state.attempts] == [
         (1, "modal:ta-01FIRST/fc-01TEST", None), (2, "modal:ta-02RETRY/fc-01TEST", 3)]
 
     series = client.get_series(run_id=run_id, from_step=0, page_size=100)
-    assert series["steps"] == list(range(8)) and series["attempts"] == [1, 1, 1, 1, 2, 2, 2, 2]
-    assert series["tokens"] == [100] * 8
+    assert series.steps == list(range(8)) and series.attempts == [1, 1, 1, 1, 2, 2, 2, 2]
+    assert series.tokens == [100] * 8
     everything = client.get_series(run_id=run_id, from_step=0, page_size=100, include_superseded=True)
-    assert [(s, a) for s, a, gone in zip(everything["steps"], everything["attempts"], everything["superseded"])
+    assert [(s, a) for s, a, gone in zip(everything.steps, everything.attempts, everything.superseded)
             if gone] == [(4, 1)]  # attempt 1's step 4 came after its last committed checkpoint
 
     # Each checkpoint was recorded only after the commit that made it durable: every commit saw
     # the ledger holding exactly the checkpoints before it, and each recorded file is in the store.
     assert stand_in.log == [("commit", 0), ("commit", 1), ("reload", 2), ("commit", 2), ("commit", 3)]
-    saved = [event["data_json"] for event in client.read_events(from_position=1)
-             if event["type"].endswith("CheckpointSaved")]
+    saved = [event.data_json for event in client.read_events(from_position=1)
+             if event.type.endswith("CheckpointSaved")]
     assert [(c["attempt"], c["step"]) for c in saved] == [(1, 1), (1, 3), (2, 5), (2, 7)]
     for checkpoint in saved:
         relative = f"{run_id}/step-{checkpoint['step']:05d}.json"
@@ -156,19 +156,19 @@ def test_function_records_label_steps_checkpoints_after_commit_and_gpu_spend(
 
     # GPU time as spend: one hold per 60 s interval, reserved before it, each committed with the
     # milliseconds used (first container 75 + 75 + 25 s, the retry 75 + 50 s), none left pending.
-    reservations = client.list_reservations(account=run_id)["reservations"]
+    reservations = client.list_reservations(account=run_id).reservations
     used_ms = [75_000, 75_000, 25_000, 75_000, 50_000]
-    assert [r["state"] for r in reservations] == ["committed"] * 5
-    assert [r["amount_usd_micro"] for r in reservations] == [PRICE.amount(60_000)] * 5
-    assert [r["basis"]["gpu"]["gpu_milliseconds"] for r in reservations] == [60_000] * 5
-    assert [r["actual_basis"]["gpu"]["gpu_milliseconds"] for r in reservations] == used_ms
-    assert [r["actual_usd_micro"] for r in reservations] == [PRICE.amount(ms) for ms in used_ms]
-    assert [r["attempt"] for r in reservations] == [1, 1, 1, 2, 2]
+    assert [r.state for r in reservations] == ["committed"] * 5
+    assert [r.amount_usd_micro for r in reservations] == [PRICE.amount(60_000)] * 5
+    assert [r.basis.gpu.gpu_milliseconds for r in reservations] == [60_000] * 5
+    assert [r.actual_basis.gpu.gpu_milliseconds for r in reservations] == used_ms
+    assert [r.actual_usd_micro for r in reservations] == [PRICE.amount(ms) for ms in used_ms]
+    assert [r.attempt for r in reservations] == [1, 1, 1, 2, 2]
     account = client.get_account(account=run_id)
-    assert account["committed_usd_micro"] == sum(PRICE.amount(ms) for ms in used_ms)
-    assert account["pending_usd_micro"] == 0
-    assert reservations[0]["basis"]["gpu"]["gpu_type"] == "H100"
-    assert reservations[0]["basis"]["price_sheet"] == "modal-gpu (2025-06)"
+    assert account.committed_usd_micro == sum(PRICE.amount(ms) for ms in used_ms)
+    assert account.pending_usd_micro == 0
+    assert reservations[0].basis.gpu.gpu_type == "H100"
+    assert reservations[0].basis.price_sheet == "modal-gpu (2025-06)"
 
 
 def test_a_failed_commit_records_no_checkpoint(modal_env, client: LedgerClient, tmp_path) -> None:
@@ -187,7 +187,7 @@ def test_a_failed_commit_records_no_checkpoint(modal_env, client: LedgerClient, 
         run.log(0, loss=1.0)
         with pytest.raises(OSError):
             commit_and_record(BrokenVolume(), run, 0, tmp_path / "ckpt", mount=tmp_path)
-        assert run.refresh_state()["checkpoint"] is None
+        assert run.refresh_state().checkpoint is None
 
         # A directory checkpoint gets the content digest of the directory.
         class Volume:
@@ -200,9 +200,10 @@ def test_a_failed_commit_records_no_checkpoint(modal_env, client: LedgerClient, 
                 pass
 
         commit_and_record(Volume(), run, 0, tmp_path / "ckpt", mount=tmp_path)
-        checkpoint = run.refresh_state()["checkpoint"]
-        assert checkpoint["handle"]["uri"] == "modal-volume://ok/ckpt"
-        assert checkpoint["digest"] == dataset_digest(tmp_path / "ckpt")
+        checkpoint = run.refresh_state().checkpoint
+        assert checkpoint is not None and checkpoint.handle is not None
+        assert checkpoint.handle.uri == "modal-volume://ok/ckpt"
+        assert checkpoint.digest == dataset_digest(tmp_path / "ckpt")
 
 
 def test_meter_stops_on_a_refused_interval_and_still_records_the_time(modal_env, client: LedgerClient) -> None:
@@ -218,9 +219,9 @@ def test_meter_stops_on_a_refused_interval_and_still_records_the_time(modal_env,
     assert [(i["gpu_milliseconds"], i["reserved_usd_micro"] > 0) for i in meter.intervals] == [
         (80_000, True), (40_000, False)]
     account = client.get_account(account=run.run_id)
-    assert account["committed_usd_micro"] == PRICE.amount(80_000) + PRICE.amount(40_000) == meter.committed_usd_micro
-    assert account["pending_usd_micro"] == 0 and account["overrun_usd_micro"] > 0
-    assert client.get_series(run_id=run.run_id)["steps"] == [0]
+    assert account.committed_usd_micro == PRICE.amount(80_000) + PRICE.amount(40_000) == meter.committed_usd_micro
+    assert account.pending_usd_micro == 0 and account.overrun_usd_micro > 0
+    assert client.get_series(run_id=run.run_id).steps == [0]
 
 
 def test_a_refusal_that_ends_the_block_ends_the_run_stopped_and_a_retry_reopens_it(
@@ -231,13 +232,13 @@ def test_a_refusal_that_ends_the_block_ends_the_run_stopped_and_a_retry_reopens_
                 GpuMeter(run, PRICE, interval_s=INTERVAL_S, clock=ticking_clock(1.0)):
             pytest.fail("no hold for the first interval, no GPU time")
     state = client.get_run_state(run_id=run.run_id)
-    assert state["run"]["status"] == "stopped" and state["run"]["error"].startswith("SpendCapExceeded")
+    assert state.run.status == "stopped" and state.run.error.startswith("SpendCapExceeded")
     # open_recorder reopens by default (a modal.Retries retry starts a new attempt); asked not to, it refuses.
     with pytest.raises(RunEnded, match="is stopped: use a new run key, or pass reopen=True"):
         open_recorder(run_key=key, reopen=False)
     with open_recorder(run_key=key, cap_usd_micro=PRICE.amount(90_000)) as retry:
-        assert retry.attempt == 2 and retry.state["spend"]["cap_usd_micro"] == PRICE.amount(90_000)
-    assert client.get_run_state(run_id=run.run_id)["run"]["status"] == "done"
+        assert retry.attempt == 2 and retry.state.spend.cap_usd_micro == PRICE.amount(90_000)
+    assert client.get_run_state(run_id=run.run_id).run.status == "done"
 
 
 def test_environment_and_labels(monkeypatch) -> None:
