@@ -46,8 +46,8 @@ def train(adapter_dir: Path, callback, *, iters: int, steps_per_save: int, steps
 
 
 def checkpoint_events(client: LedgerClient, run_id: str) -> list[dict]:
-    return [event["data_json"] for event in client.read_events(from_position=1)
-            if event["type"].endswith("CheckpointSaved") and event["originator_id"] == run_id]
+    return [event.data_json for event in client.read_events(from_position=1)
+            if event.type.endswith("CheckpointSaved") and event.originator_id == run_id]
 
 
 def test_steps_eval_and_checkpoints_land_in_the_ledger(client: LedgerClient, tmp_path) -> None:
@@ -66,19 +66,19 @@ def test_steps_eval_and_checkpoints_land_in_the_ledger(client: LedgerClient, tmp
     assert [r["iteration"] for r in reports if r["kind"] == "val"] == [0, 2, 5, 6]
     assert series_steps(client, recorder.run_id) == list(range(8))
     page = client.get_series(run_id=recorder.run_id, from_step=0, page_size=100)
-    columns = {column["name"]: column for column in page["metrics"]}
+    columns = {column.name: column for column in page.metrics}
     assert set(columns) == {"loss", "lr", "eval_loss", "iterations_per_second", "tokens_per_second",
                             "peak_memory_gb", "eval_seconds"}
-    assert columns["loss"]["index"] == list(range(1, 8))  # sparse: step 0 is eval only
+    assert columns["loss"].index == list(range(1, 8))  # sparse: step 0 is eval only
     train_reports = [r for r in reports if r["kind"] == "train"]
-    assert columns["loss"]["values"] == pytest.approx([r["train_loss"] for r in train_reports])
-    assert columns["lr"]["values"] == pytest.approx([1e-2] * 7)
+    assert columns["loss"].values == pytest.approx([r["train_loss"] for r in train_reports])
+    assert columns["lr"].values == pytest.approx([1e-2] * 7)
     # Eval is merged into the step it measured (mlx-lm reports it - 1), never a NaN placeholder.
-    assert columns["eval_loss"]["index"] == [0, 2, 5, 6]
-    assert columns["eval_loss"]["values"] == pytest.approx([r["val_loss"] for r in reports if r["kind"] == "val"])
+    assert columns["eval_loss"].index == [0, 2, 5, 6]
+    assert columns["eval_loss"].values == pytest.approx([r["val_loss"] for r in reports if r["kind"] == "val"])
     # tokens are per step; their sum is mlx-lm's running trained_tokens.
-    assert page["tokens"][0] == 0 and all(t > 0 for t in page["tokens"][1:])
-    assert sum(page["tokens"]) == train_reports[-1]["trained_tokens"]
+    assert page.tokens[0] == 0 and all(t > 0 for t in page.tokens[1:])
+    assert sum(page.tokens) == train_reports[-1]["trained_tokens"]
 
     # Numbered adapter saves at 3 and 6 as weights checkpoints, and the last iteration (7, no
     # save of its own) as the final one, copied to the name mlx-lm would have given it.
@@ -92,7 +92,7 @@ def test_steps_eval_and_checkpoints_land_in_the_ledger(client: LedgerClient, tmp
     assert (adapter_dir / "0000007_adapters.safetensors").read_bytes() == \
         (adapter_dir / "adapters.safetensors").read_bytes()
     state = recorder.state
-    assert state["checkpoint"]["step"] == 7 and state["checkpoint"]["final"] and state["run"]["status"] == "done"
+    assert state.checkpoint.step == 7 and state.checkpoint.final and state.run.status == "done"
 
 
 def test_resume_starts_attempt_two_from_the_checkpoint_with_absolute_steps(client: LedgerClient, tmp_path) -> None:
@@ -126,17 +126,17 @@ def test_resume_starts_attempt_two_from_the_checkpoint_with_absolute_steps(clien
         assert counters["acked"] == counters["sent"] and counters["dropped"] == counters["failed"] == 0
 
     state = second.state
-    assert [(a["number"], a["resumed_from_step"]) for a in state["attempts"]] == [(1, None), (2, 3)]
+    assert [(a.number, a.resumed_from_step) for a in state.attempts] == [(1, None), (2, 3)]
     series = client.get_series(run_id=second.run_id, from_step=0, page_size=100)
-    assert series["steps"] == [0, 1, 2, 3, 4, 5, 6]
-    assert series["attempts"] == [1, 1, 1, 1, 2, 2, 2]  # absolute steps: iteration 1 of attempt 2 is step 4
+    assert series.steps == [0, 1, 2, 3, 4, 5, 6]
+    assert series.attempts == [1, 1, 1, 1, 2, 2, 2]  # absolute steps: iteration 1 of attempt 2 is step 4
     everything = client.get_series(run_id=second.run_id, from_step=0, page_size=100, include_superseded=True)
-    assert list(zip(everything["steps"], everything["attempts"], everything["superseded"])) == [
+    assert list(zip(everything.steps, everything.attempts, everything.superseded)) == [
         (0, 1, False), (1, 1, False), (2, 1, False), (3, 1, False), (4, 1, True), (4, 2, False),
         (5, 1, True), (5, 2, False), (6, 2, False)]
-    final = state["checkpoint"]
-    assert (final["attempt"], final["step"], final["final"]) == (2, 6, True)
-    assert final["handle"]["uri"] == str((tmp_path / "a2" / "0000003_adapters.safetensors").absolute())
+    final = state.checkpoint
+    assert (final.attempt, final.step, final.final) == (2, 6, True)
+    assert final.handle.uri == str((tmp_path / "a2" / "0000003_adapters.safetensors").absolute())
 
     # The checkpoint's file is checked against its digest before it is handed to mlx-lm.
     resume.write_bytes(b"overwritten")
@@ -164,6 +164,6 @@ def test_an_interrupt_in_mlx_training_ends_the_run_stopped_and_an_error_failed(c
                                            wrapped_callback=Raise(error)) as callback:
                 train(tmp_path / name, callback, iters=5, steps_per_save=1, steps_per_eval=10**9)
         state = client.get_run_state(run_id=recorder.run_id)
-        assert state["run"]["status"] == status and state["run"]["error"].startswith(type(error).__name__)
+        assert state.run.status == status and state.run.error.startswith(type(error).__name__)
         # The callback closed first (no final checkpoint): the steps and saved adapters are there.
-        assert state["last_step"] == 2 and state["checkpoint"]["step"] == 1 and not state["checkpoint"]["final"]
+        assert state.last_step == 2 and state.checkpoint.step == 1 and not state.checkpoint.final
