@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ledger.domain.errors import InvalidArgumentError
-from ledger.domain.limits import MAP_ENTRIES_MAX, STEP_MAX, USD_MICRO_MAX, check_id, check_int, check_text, check_usd_micro
+from ledger.domain.errors import Invalid
+from ledger.domain.limits import MAP_ENTRIES_MAX, STEP_MAX, check_id, check_int, check_text, check_usd_micro
+from ledger.domain.reasons import Reason
+from trainledger.pricing import cost_usd_micro
 
 __all__ = ["TOKEN_CLASSES", "check_basis", "cost_usd_micro"]
 
@@ -25,10 +27,10 @@ def check_basis(basis: Mapping[str, Any] | None) -> dict[str, Any]:
     if basis is None:
         return {}
     if not isinstance(basis, Mapping):
-        raise InvalidArgumentError("basis must be a mapping", reason="INVALID_BASIS")
+        raise Invalid("basis must be a mapping", reason=Reason.INVALID_BASIS)
     unknown = set(basis) - {"price_sheet", "price_source", "tokens", "gpu"}
     if unknown:
-        raise InvalidArgumentError(f"basis has unknown fields {sorted(unknown)}", reason="INVALID_BASIS")
+        raise Invalid(f"basis has unknown fields {sorted(unknown)}", reason=Reason.INVALID_BASIS)
     normal: dict[str, Any] = {}
     if basis.get("price_sheet"):
         normal["price_sheet"] = check_text(basis["price_sheet"], "basis.price_sheet", limit=256)
@@ -36,7 +38,7 @@ def check_basis(basis: Mapping[str, Any] | None) -> dict[str, Any]:
         normal["price_source"] = check_text(basis["price_source"], "basis.price_source", limit=1024)
     lines = basis.get("tokens") or []
     if len(lines) > MAP_ENTRIES_MAX:
-        raise InvalidArgumentError("basis has too many token lines", reason="INVALID_BASIS")
+        raise Invalid("basis has too many token lines", reason=Reason.INVALID_BASIS)
     if lines:
         normal["tokens"] = [
             {
@@ -57,15 +59,3 @@ def check_basis(basis: Mapping[str, Any] | None) -> dict[str, Any]:
             "gpu_count": check_int(gpu.get("gpu_count", 1), "basis.gpu.gpu_count", minimum=0, maximum=4096),
         }
     return normal
-
-
-def cost_usd_micro(basis: Mapping[str, Any]) -> int:
-    """The amount a basis describes, in micro-dollars, rounded up."""
-    total = 0
-    for line in basis.get("tokens") or []:
-        total += -(-line["tokens"] * line["usd_micro_per_million_tokens"] // 1_000_000)
-    gpu = basis.get("gpu")
-    if gpu:
-        count = gpu.get("gpu_count", 1) or 1
-        total += -(-gpu["gpu_milliseconds"] * gpu["usd_micro_per_gpu_hour"] * count // 3_600_000)
-    return min(total, USD_MICRO_MAX)
