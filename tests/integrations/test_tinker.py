@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -22,16 +22,12 @@ from clients.integrations.pricing import TokenPrices  # noqa: E402
 from clients.integrations.tinker import (  # noqa: E402
     METADATA_RUN_ID,
     METADATA_RUN_KEY,
-    BackendMismatch,
-    CheckpointExpired,
     LedgeredServiceClient,
-    LoraRankMismatch,
-    NothingToResume,
-    NotResumable,
-    RunAlreadyStarted,
+    ResumeRefused,
     RunDone,
     tinker_spec,
 )
+from clients.models import Reservation  # noqa: E402
 from tests.client.server_thread import ServerThread  # noqa: E402
 from tests.fakes.tinker_server import FakeTinkerServer, Served  # noqa: E402
 
@@ -120,11 +116,18 @@ def train(tc: Any, steps: int) -> None:
 
 def head(ledger: LedgerClient) -> int:
     """The log's last position, for reads that must see every write made so far."""
-    return max(event["position"] for event in ledger.read_events(from_position=1))
+    return max(event.position for event in ledger.read_events(from_position=1))
 
 
-def reservations(ledger: LedgerClient, account: str) -> list[dict[str, Any]]:
-    return ledger.list_reservations(account=account, min_position=head(ledger))["reservations"]
+def reservations(ledger: LedgerClient, account: str) -> list[Reservation]:
+    return ledger.list_reservations(account=account, min_position=head(ledger)).reservations
+
+
+def refusal(call: Callable[[], Any], match: str | None = None) -> str:
+    """The reason of the ResumeRefused that `call` raises."""
+    with pytest.raises(ResumeRefused, match=match) as refused:
+        call()
+    return refused.value.reason
 
 
 def fake_loss(step: int) -> float:
@@ -154,36 +157,36 @@ def test_steps_spend_checkpoints_and_session_metadata(service: LedgeredServiceCl
     train_basis = {"price_sheet": "tinker-test (2025-10)", "price_source": "tests", "gpu": None,
                    "tokens": [{"token_class": "train", "tokens": BATCH_TOKENS,
                                "usd_micro_per_million_tokens": 3_000_000}]}
-    fwd = [r for r in held if r["basis"]["tokens"]]
-    optim = [r for r in held if not r["basis"]["tokens"]]
+    fwd = [r for r in held if r.basis.tokens]
+    optim = [r for r in held if not r.basis.tokens]
     assert len(fwd) == 3 and len(optim) == 3
     for entry in fwd:
-        assert (entry["state"], entry["amount_usd_micro"], entry["actual_usd_micro"], entry["attempt"]) == (
+        assert (entry.state, entry.amount_usd_micro, entry.actual_usd_micro, entry.attempt) == (
             "committed", 18, 18, 1)
-        assert entry["basis"] == train_basis and entry["actual_basis"] == train_basis
-    assert {(r["state"], r["amount_usd_micro"], r["actual_usd_micro"]) for r in optim} == {("committed", 5, 5)}
+        assert entry.basis.to_dict() == train_basis and entry.actual_basis.to_dict() == train_basis
+    assert {(r.state, r.amount_usd_micro, r.actual_usd_micro) for r in optim} == {("committed", 5, 5)}
     assert [r.body["n_tokens"] for r in fake.served("forward_backward")] == [BATCH_TOKENS] * 3
 
     # One ledger step per optimizer step, with the loss per target token, tokens and spend.
     state = ledger.get_run_state(run_id=run_id, min_position=head(ledger))
-    assert state["run"]["status"] == "done" and state["run"]["spec"]["lora_rank"] == 8
-    assert state["run"]["summary"]["steps"] == 3 and state["run"]["summary"]["tinker_session_id"] == session.session_id
-    assert (state["spend"]["committed_usd_micro"], state["spend"]["pending_usd_micro"]) == (3 * STEP_USD, 0)
+    assert state.run.status == "done" and state.run.spec["lora_rank"] == 8
+    assert state.run.summary["steps"] == 3 and state.run.summary["tinker_session_id"] == session.session_id
+    assert (state.spend.committed_usd_micro, state.spend.pending_usd_micro) == (3 * STEP_USD, 0)
     series = ledger.get_series(run_id=run_id)
-    assert (series["steps"], series["tokens"], series["usd_micro"]) == ([1, 2, 3], [6] * 3, [STEP_USD] * 3)
-    columns = {column["name"]: column["values"] for column in series["metrics"]}
+    assert (series.steps, series.tokens, series.usd_micro) == ([1, 2, 3], [6] * 3, [STEP_USD] * 3)
+    columns = {column.name: column.values for column in series.metrics}
     assert columns["loss"] == pytest.approx([fake_loss(0), fake_loss(1), fake_loss(2)])
     assert columns["loss:sum"] == pytest.approx([6 * fake_loss(0), 6 * fake_loss(1), 6 * fake_loss(2)])
     assert columns["learning_rate"] == pytest.approx([1e-4] * 3)
 
     # The checkpoint: the tinker:// path, weights+optimizer, expiring with its TTL.
-    checkpoint = state["checkpoint"]
+    checkpoint = state.checkpoint
     assert saved.path == f"tinker://{model_id}/weights/step-3" and sampler.path.endswith("/sampler_weights/step-3")
-    assert (checkpoint["step"], checkpoint["handle"]) == (
+    assert (checkpoint.step, checkpoint.handle.to_dict()) == (
         3, {"backend": "tinker", "uri": saved.path, "fidelity": "weights+optimizer"})
     expected = started + timedelta(seconds=3_600)
-    assert expected <= checkpoint["expires_at"] <= expected + timedelta(seconds=30)
-    assert state["resume"]["available"] and state["resume"]["from_step"] == 3
+    assert expected <= checkpoint.expires_at <= expected + timedelta(seconds=30)
+    assert state.resume.available and state.resume.from_step == 3
 
 
 def test_crash_then_resume_with_optimizer(service: LedgeredServiceClient, ledger: LedgerClient,
@@ -196,7 +199,7 @@ def test_crash_then_resume_with_optimizer(service: LedgeredServiceClient, ledger
     run_id = first.run_id
     # The crash: the clients are dropped; nothing is finished, on the ledger or on Tinker.
     assert fake.sessions[0].finished is None
-    assert ledger.get_run_state(run_id=run_id, min_position=head(ledger))["last_step"] == 5
+    assert ledger.get_run_state(run_id=run_id, min_position=head(ledger)).last_step == 5
 
     second = service.resume(base_model=MODEL, rank=8, hyperparameters=HYPERPARAMETERS)
     (load,) = fake.served("load_weights")
@@ -211,20 +214,20 @@ def test_crash_then_resume_with_optimizer(service: LedgeredServiceClient, ledger
     first.close()  # Only to stop the dead attempt's threads in this test process.
 
     state = ledger.get_run_state(run_id=run_id, min_position=head(ledger))
-    assert [(a["number"], a["resumed_from_step"], a["ended"]) for a in state["attempts"]] == [
+    assert [(a.number, a.resumed_from_step, a.ended) for a in state.attempts] == [
         (1, None, True), (2, 3, True)]
-    assert state["checkpoint"]["sampler_uri"] == paths["sampler_path"]
+    assert state.checkpoint.sampler_uri == paths["sampler_path"]
     series = ledger.get_series(run_id=run_id)
-    assert list(zip(series["steps"], series["attempts"])) == [(1, 1), (2, 1), (3, 1), (4, 2), (5, 2)]
+    assert list(zip(series.steps, series.attempts)) == [(1, 1), (2, 1), (3, 1), (4, 2), (5, 2)]
     everything = ledger.get_series(run_id=run_id, include_superseded=True)
-    superseded = [(s, a) for s, a, gone in zip(everything["steps"], everything["attempts"], everything["superseded"])
+    superseded = [(s, a) for s, a, gone in zip(everything.steps, everything.attempts, everything.superseded)
                   if gone]
     assert superseded == [(4, 1), (5, 1)]
     # The optimizer state came back: attempt 2's steps see the losses attempt 1 saw.
-    losses = {column["name"]: column["values"] for column in series["metrics"]}["loss"]
+    losses = {column.name: column.values for column in series.metrics}["loss"]
     assert losses == pytest.approx([fake_loss(step) for step in range(5)])
     # The cap binds across attempts: both attempts' spend is on the run.
-    assert state["spend"]["committed_usd_micro"] == 7 * STEP_USD
+    assert state.spend.committed_usd_micro == 7 * STEP_USD
 
 
 def test_a_refused_hold_stops_before_tinker_sees_the_call(service: LedgeredServiceClient, ledger: LedgerClient,
@@ -239,10 +242,10 @@ def test_a_refused_hold_stops_before_tinker_sees_the_call(service: LedgeredServi
     assert refused.value.remaining_usd_micro == 10
     assert fake.count("forward_backward") == 2 and fake.count("optim_step") == 2
     state = ledger.get_run_state(run_id=tc.run_id, min_position=head(ledger))
-    assert state["run"]["status"] == "stopped"
-    assert state["spend"]["committed_usd_micro"] == 2 * STEP_USD <= cap
-    assert state["spend"]["pending_usd_micro"] == 0 and state["spend"]["overrun_usd_micro"] == 0
-    assert sorted(r["state"] for r in reservations(ledger, tc.run_id)).count("refused") == 1
+    assert state.run.status == "stopped"
+    assert state.spend.committed_usd_micro == 2 * STEP_USD <= cap
+    assert state.spend.pending_usd_micro == 0 and state.spend.overrun_usd_micro == 0
+    assert sorted(r.state for r in reservations(ledger, tc.run_id)).count("refused") == 1
 
 
 def test_a_tinker_error_releases_the_hold(service: LedgeredServiceClient, ledger: LedgerClient,
@@ -257,12 +260,12 @@ def test_a_tinker_error_releases_the_hold(service: LedgeredServiceClient, ledger
     train(tc, 1)  # the client goes on: step 1 is the first that happened
     tc.finish()
     held = reservations(ledger, tc.run_id)
-    released = [r for r in held if r["state"] == "released"]
-    assert [r["reason"].split(":")[0] for r in released] == ["BadRequestError", "RequestFailedError"]
-    assert sorted(r["state"] for r in held) == ["committed", "committed", "released", "released"]
+    released = [r for r in held if r.state == "released"]
+    assert [r.reason.split(":")[0] for r in released] == ["BadRequestError", "RequestFailedError"]
+    assert sorted(r.state for r in held) == ["committed", "committed", "released", "released"]
     state = ledger.get_run_state(run_id=tc.run_id, min_position=head(ledger))
-    assert (state["spend"]["committed_usd_micro"], state["spend"]["pending_usd_micro"]) == (STEP_USD, 0)
-    assert ledger.get_series(run_id=tc.run_id)["steps"] == [1]
+    assert (state.spend.committed_usd_micro, state.spend.pending_usd_micro) == (STEP_USD, 0)
+    assert ledger.get_series(run_id=tc.run_id).steps == [1]
     assert [(r.status, r.injected) for r in fake.served("forward_backward")] == [(400, True), (200, False)]
 
 
@@ -285,9 +288,9 @@ def test_an_unreachable_ledger_fails_closed(service: LedgeredServiceClient, ledg
     tc.optim_step(types.AdamParams()).result(timeout=30)  # commits the deferred hold first
     tc.finish()
     state = ledger.get_run_state(run_id=tc.run_id, min_position=head(ledger))
-    assert (state["spend"]["committed_usd_micro"], state["spend"]["pending_usd_micro"]) == (2 * STEP_USD, 0)
-    assert {r["state"] for r in reservations(ledger, tc.run_id)} == {"committed"}
-    assert ledger.get_series(run_id=tc.run_id)["usd_micro"] == [STEP_USD, STEP_USD]
+    assert (state.spend.committed_usd_micro, state.spend.pending_usd_micro) == (2 * STEP_USD, 0)
+    assert {r.state for r in reservations(ledger, tc.run_id)} == {"committed"}
+    assert ledger.get_series(run_id=tc.run_id).usd_micro == [STEP_USD, STEP_USD]
 
     ledger_server.stop()
     with pytest.raises(Unavailable):  # and no Tinker session for a run the ledger cannot open
@@ -309,19 +312,19 @@ def test_sampling_holds_prefill_and_samples_and_commits_what_came_back(
     tc.finish()
 
     (entry,) = [r for r in reservations(ledger, tc.run_id) if any(
-        line["token_class"] == "sample" for line in r["basis"]["tokens"])]
+        line.token_class == "sample" for line in r.basis.tokens)]
     projected = {"prefill": 5, "sample": 8, "prefill_cached": 5}
     actual = {"prefill": 3, "prefill_cached": 2 + 5, "sample": 6}
-    assert {line["token_class"]: line["tokens"] for line in entry["basis"]["tokens"]} == projected
-    assert {line["token_class"]: line["tokens"] for line in entry["actual_basis"]["tokens"]} == actual
-    assert (entry["amount_usd_micro"], entry["actual_usd_micro"]) == (SHEET.amount(projected), SHEET.amount(actual))
+    assert {line.token_class: line.tokens for line in entry.basis.tokens} == projected
+    assert {line.token_class: line.tokens for line in entry.actual_basis.tokens} == actual
+    assert (entry.amount_usd_micro, entry.actual_usd_micro) == (SHEET.amount(projected), SHEET.amount(actual))
     assert fake.served("asample")[0].body["num_samples"] == 2
     series = ledger.get_series(run_id=tc.run_id)
-    assert series["usd_micro"] == [STEP_USD + SHEET.amount(actual)]
+    assert series.usd_micro == [STEP_USD + SHEET.amount(actual)]
     state = ledger.get_run_state(run_id=tc.run_id, min_position=head(ledger))
     # The sampler save before any step is a weights-only checkpoint at step 0: no resume point.
-    assert state["checkpoint"]["step"] == 0 and state["checkpoint"]["handle"]["fidelity"] == "weights"
-    assert state["checkpoint"]["sampler_uri"] == sampler_path
+    assert state.checkpoint.step == 0 and state.checkpoint.handle.fidelity == "weights"
+    assert state.checkpoint.sampler_uri == sampler_path
 
 
 def test_resume_refuses_loudly(service: LedgeredServiceClient, ledger: LedgerClient, fake: SamplingFake) -> None:
@@ -331,14 +334,13 @@ def test_resume_refuses_loudly(service: LedgeredServiceClient, ledger: LedgerCli
     tc.save_state("short", ttl_seconds=1).result(timeout=30)
     expired_after = time.monotonic() + 1.1
     tc.close()
-    with pytest.raises(NothingToResume):
-        service.resume(base_model=MODEL, rank=8, hyperparameters={"refusals": "never opened"})
-    with pytest.raises(RunAlreadyStarted):
-        service.create_lora_training_client(MODEL, rank=8, hyperparameters={"refusals": 1})
+    assert refusal(lambda: service.resume(base_model=MODEL, rank=8, hyperparameters={"refusals": "never opened"})) \
+        == "NO_CHECKPOINT"
+    assert refusal(lambda: service.create_lora_training_client(MODEL, rank=8, hyperparameters={"refusals": 1})) \
+        == "RUN_ALREADY_STARTED"
 
     # The LoRA rank asked for is not the run's.
-    with pytest.raises(LoraRankMismatch):
-        service.resume(run_key=tc.run_key, rank=16)
+    assert refusal(lambda: service.resume(run_key=tc.run_key, rank=16)) == "LORA_MISMATCH"
 
     # A checkpoint another backend holds.
     spec = tinker_spec(MODEL, 8, {"refusals": "local"})
@@ -346,16 +348,14 @@ def test_resume_refuses_loudly(service: LedgeredServiceClient, ledger: LedgerCli
     local.log(1, loss=1.0)
     local.checkpoint(1, "file:///tmp/ckpt-1", "local", "weights+optimizer")
     local.close()
-    with pytest.raises(BackendMismatch, match="'local'"):
-        service.resume(run_key="local-run")
+    assert refusal(lambda: service.resume(run_key="local-run"), match="'local'") == "BACKEND_MISMATCH"
 
     # A sampler-only checkpoint holds no optimizer state.
     sampler_only = service.create_lora_training_client(MODEL, rank=8, hyperparameters={"refusals": "sampler"})
     train(sampler_only, 1)
     sampler_only.save_weights_for_sampler("s1").result(timeout=30)
     sampler_only.close()
-    with pytest.raises(NotResumable):
-        service.resume(run_key=sampler_only.run_key)
+    assert refusal(lambda: service.resume(run_key=sampler_only.run_key)) == "FIDELITY_MISMATCH"
 
     # The spec says rank 16 but the Tinker state is rank 8: refused after loading, before any attempt.
     donor = service.create_lora_training_client(MODEL, rank=8, hyperparameters={"refusals": "donor"})
@@ -366,15 +366,13 @@ def test_resume_refuses_loudly(service: LedgeredServiceClient, ledger: LedgerCli
     liar.log(1, loss=1.0)
     liar.checkpoint(1, donor_path, "tinker", "weights+optimizer")
     liar.close()
-    with pytest.raises(LoraRankMismatch, match="rank 8"):
-        service.resume(run_key="rank-16")
+    assert refusal(lambda: service.resume(run_key="rank-16"), match="rank 8") == "LORA_MISMATCH"
     liar_state = ledger.get_run_state(run_id=liar.run_id, min_position=head(ledger))
-    assert len(liar_state["attempts"]) == 1
+    assert len(liar_state.attempts) == 1
 
     # The state expired (Tinker's TTL, mirrored by expires_at).
     time.sleep(max(0.0, expired_after - time.monotonic()))
-    with pytest.raises(CheckpointExpired, match="expired"):
-        service.resume(run_key=tc.run_key)
+    assert refusal(lambda: service.resume(run_key=tc.run_key), match="expired") == "CHECKPOINT_EXPIRED"
 
     # Every refusal before the last came before any load; the last loaded once and stopped.
     assert fake.count("load_weights") == 1
@@ -396,14 +394,14 @@ def test_an_interrupt_ends_the_run_stopped_and_an_error_failed(service: Ledgered
         with service.create_lora_training_client(MODEL, rank=4, hyperparameters={"ends": "interrupt"}) as tc:
             train(tc, 1)
             raise KeyboardInterrupt
-    run = ledger.get_run_state(run_id=tc.run_id, min_position=head(ledger))["run"]
-    assert (run["status"], run["error"]) == ("stopped", "KeyboardInterrupt")
+    run = ledger.get_run_state(run_id=tc.run_id, min_position=head(ledger)).run
+    assert (run.status, run.error) == ("stopped", "KeyboardInterrupt")
     assert fake.sessions[-1].finished == {"reason": {"type": "interrupted"}, "detail": "KeyboardInterrupt"}
     with pytest.raises(ValueError):
         with service.create_lora_training_client(MODEL, rank=4, hyperparameters={"ends": "error"}) as tc:
             raise ValueError("bad data")
-    run = ledger.get_run_state(run_id=tc.run_id, min_position=head(ledger))["run"]
-    assert (run["status"], run["error"]) == ("failed", "ValueError: bad data")
+    run = ledger.get_run_state(run_id=tc.run_id, min_position=head(ledger)).run
+    assert (run.status, run.error) == ("failed", "ValueError: bad data")
 
 
 def test_an_ended_run_is_resumed_only_with_reopen(service: LedgeredServiceClient, ledger: LedgerClient,
@@ -428,7 +426,7 @@ def test_an_ended_run_is_resumed_only_with_reopen(service: LedgeredServiceClient
         assert (second.run_id, second.attempt, second.step) == (first.run_id, 2, 2)
         train(second, 1)
     state = ledger.get_run_state(run_id=first.run_id, min_position=head(ledger))
-    assert state["run"]["status"] == "done" and state["last_step"] == 3
+    assert state.run.status == "done" and state.last_step == 3
     for reopen in (False, True):  # A done run takes no new attempt: the same refusal, RunDone by its old name.
         with pytest.raises(RunDone, match="is done: use a new run key") as refused:
             service.resume(base_model=MODEL, rank=4, hyperparameters=hyperparameters, reopen=reopen)
@@ -449,6 +447,6 @@ def test_a_cap_given_when_the_run_is_resumed_binds(service: LedgeredServiceClien
         with service.resume(base_model=MODEL, rank=4, hyperparameters=hyperparameters, cap_usd_micro=cap) as second:
             train(second, 5)
     state = ledger.get_run_state(run_id=first.run_id, min_position=head(ledger))
-    assert state["spend"]["cap_usd_micro"] == cap
-    assert state["spend"]["committed_usd_micro"] == 3 * STEP_USD <= cap
-    assert state["run"]["status"] == "stopped" and state["last_step"] == 3
+    assert state.spend.cap_usd_micro == cap
+    assert state.spend.committed_usd_micro == 3 * STEP_USD <= cap
+    assert state.run.status == "stopped" and state.last_step == 3
