@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository r
 
 from clients import LedgerClient, RunEnded, SpendCapExceeded, Unavailable  # noqa: E402
 from clients.integrations.pricing import TokenPrices  # noqa: E402
-from clients.integrations.tinker import LedgeredServiceClient, NothingToResume  # noqa: E402
+from clients.integrations.tinker import LedgeredServiceClient, ResumeReason, ResumeRefused  # noqa: E402
 
 # Micro-dollars per million tokens. PLACEHOLDERS: copy the figures of your own price sheet.
 PRICES = TokenPrices({"prefill": 100_000, "sample": 300_000, "train": 300_000},
@@ -95,7 +95,10 @@ def main() -> int:
         except RunEnded as ended:  # done, or stopped/failed without --reopen
             print(f"not started: {ended.message}")
             return 0 if ended.status == "done" else 1
-        except NothingToResume:
+        except ResumeRefused as refused:
+            if refused.reason != ResumeReason.NO_CHECKPOINT:  # expired, another backend ...: say so, start nothing
+                print(f"not started: {refused}")
+                return 1
             tc = service.create_lora_training_client(args.base_model, rank=args.rank, hyperparameters=hyperparameters,
                                                      restart=args.restart, **run)
             print(f"opened run {tc.run_id} (attempt {tc.attempt})")
@@ -116,8 +119,9 @@ def main() -> int:
         except Unavailable as away:  # the ledger stayed away past the outage budget: no call without a hold
             print(f"failed: the ledger cannot be reached ({away.message}); rerun with --reopen to resume")
             return 1
-        state = ledger.get_run_state(run_id=tc.run_id, min_position=tc.recorder.state["position"])
-        print(f"run {state['run']['status']}: {state['spend']['committed_usd_micro']} micro-dollars committed")
+        position = tc.recorder.state.position if tc.recorder.state is not None else 0
+        state = ledger.get_run_state(run_id=tc.run_id, min_position=position)
+        print(f"run {state.run.status}: {state.spend.committed_usd_micro} micro-dollars committed")
     return 0
 
 

@@ -28,26 +28,26 @@ def run_example(*args: str) -> subprocess.CompletedProcess[str]:
 def test_a_dry_run_with_a_cap_never_commits_beyond_it(server: ServerThread, client: LedgerClient) -> None:
     done = run_example("--cap-usd", "0.0005", "--ledger", server.address)
     assert done.returncode == 0, done.stderr[-3000:]
-    (run,) = client.list_runs()["runs"]
-    state = client.get_run_state(run_id=run["run_id"])
-    spend = state["spend"]
-    assert spend["cap_usd_micro"] == 500
-    assert spend["committed_usd_micro"] + spend["pending_usd_micro"] <= 500
-    assert spend["overrun_usd_micro"] == 0
-    assert state["run"]["status"] == "stopped"  # the cap refused a hold before the 20 steps were done
-    assert state["last_step"] < 20
-    refused = [r for r in client.list_reservations(account=run["run_id"], page_size=1_000)["reservations"]
-               if r["state"] == "refused"]
+    (run,) = client.list_runs().runs
+    state = client.get_run_state(run_id=run.run_id)
+    spend = state.spend
+    assert spend.cap_usd_micro == 500
+    assert spend.committed_usd_micro + spend.pending_usd_micro <= 500
+    assert spend.overrun_usd_micro == 0
+    assert state.run.status == "stopped"  # the cap refused a hold before the 20 steps were done
+    assert state.last_step < 20
+    refused = [r for r in client.list_reservations(account=run.run_id, page_size=1_000).reservations
+               if r.state == "refused"]
     assert len(refused) == 1
     # What the example says agrees with the ledger.
     committed = re.search(r"run stopped: (\d+) micro-dollars committed", done.stdout)
-    assert committed is not None and int(committed.group(1)) == spend["committed_usd_micro"]
+    assert committed is not None and int(committed.group(1)) == spend.committed_usd_micro
 
     # Run again, the stopped run is not resumed unless asked to.
     again = run_example("--cap-usd", "0.0005", "--ledger", server.address)
     assert again.returncode == 1
     assert "is stopped: use a new run key, or pass reopen=True to start a new attempt on it" in again.stdout
-    assert len(client.get_run_state(run_id=run["run_id"])["attempts"]) == 1
+    assert len(client.get_run_state(run_id=run.run_id).attempts) == 1
 
 
 def test_a_dry_run_on_its_own_ledger_stays_under_its_cap() -> None:
