@@ -79,6 +79,6 @@ def test_read_commands_beside_a_serving_ledger_leave_its_views_right(tmp_path: P
         cli(tmp_path, "rebuild", "--db", str(database))
         rebuilt = json.loads(cli(tmp_path, "spend", "show", run_id, "--db", str(database), "--json"))
         assert rebuilt == shown
-        assert (rebuilt["account"]["committed"], rebuilt["account"]["pending"]) == (pairs * 100, 0)
+        assert (rebuilt["account"]["committed_usd_micro"], rebuilt["account"]["pending_usd_micro"]) == (pairs * 100, 0)
     finally:
         servers.kill_all()
