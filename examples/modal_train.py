@@ -113,7 +113,8 @@ def train(steps: int = 3000, save_every: int = 500, lr: float = 1e-3, cap_usd: f
             if step - 1 > saved_step:
                 save(step - 1)
             run.finish("stopped", summary={"stopped_by": "spend cap", "account": refused.account})
-    return {"run_id": run.run_id, "attempt": run.attempt, "status": run.state["run"]["status"],
+    status = run.state.run.status if run.state is not None else ""
+    return {"run_id": run.run_id, "attempt": run.attempt, "status": status,
             "gpu_ms": meter.gpu_milliseconds, "gpu_usd_micro": meter.committed_usd_micro, "counters": run.counters}
 
 

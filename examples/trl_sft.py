@@ -128,12 +128,12 @@ def main() -> int:
 
         with LedgerClient(opts.ledger) as client:
             state = client.get_run_state(run_id=callback.recorder.run_id)
-        spend = state["spend"]
-        print(f"run {state['run']['run_id']}: {state['run']['status']}, attempt {state['current_attempt']}, "
-              f"last step {state['last_step']}, checkpoint {(state['checkpoint'] or {}).get('step')}, "
-              f"spent {spend['committed_usd_micro'] / 1e6:.6f} USD"
-              + (f" of {spend['cap_usd_micro'] / 1e6:.2f}" if spend.get("cap_usd_micro") is not None else ""))
-        print(f"summary: {state['run']['summary']}")
+        spend, checkpoint = state.spend, state.checkpoint
+        print(f"run {state.run.run_id}: {state.run.status}, attempt {state.current_attempt}, "
+              f"last step {state.last_step}, checkpoint {checkpoint.step if checkpoint is not None else None}, "
+              f"spent {spend.committed_usd_micro / 1e6:.6f} USD"
+              + (f" of {spend.cap_usd_micro / 1e6:.2f}" if spend.cap_usd_micro is not None else ""))
+        print(f"summary: {state.run.summary}")
         print(f"recorder counters: {callback.recorder.counters}")
         return 0
     finally:

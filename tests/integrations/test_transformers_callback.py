@@ -32,6 +32,7 @@ from clients.integrations.transformers import (
     spec_for,
     training_run_key,
 )
+from clients.models import RunState
 from tests.client.conftest import QUICK_RETRIES, series_steps
 from tests.client.server_thread import ServerThread, free_port
 
@@ -96,8 +97,8 @@ def client(server: ServerThread):
         yield client
 
 
-def run_state(client: LedgerClient, spec: dict[str, Any]) -> dict[str, Any]:
-    return client.open_run(run_key=training_run_key(spec))["state"]
+def run_state(client: LedgerClient, spec: dict[str, Any]) -> RunState:
+    return client.open_run(run_key=training_run_key(spec)).state
 
 
 def wait_for(condition: Any, timeout_s: float = 20.0) -> None:
@@ -146,15 +147,15 @@ def test_steps_are_mapped_merged_per_step_and_non_finite_values_dropped(client: 
     assert recorder is not None and recorder.counters["non_finite"] == 2
     assert recorder.counters["acked"] == 5 and recorder.counters["dropped"] == 0
     page = client.get_series(run_id=recorder.run_id)
-    assert page["steps"] == [1, 2, 3, 4, 5] and page["tokens"] == [100, 200, 300, 400, 500]
-    columns = {column["name"]: column for column in page["metrics"]}
+    assert page.steps == [1, 2, 3, 4, 5] and page.tokens == [100, 200, 300, 400, 500]
+    columns = {column.name: column for column in page.metrics}
     assert set(columns) == {"loss", "grad_norm", "lr", "token_accuracy", "epoch", "entropy", "eval_loss"}
-    assert columns["lr"]["values"] == pytest.approx([1e-3, 2e-3, 3e-3, 4e-3, 5e-3])
-    assert columns["grad_norm"]["index"] == [0, 1, 3, 4] and columns["entropy"]["index"] == [0, 1, 2, 4]
-    assert columns["eval_loss"]["index"] == [4] and columns["eval_loss"]["values"] == [0.9]
+    assert columns["lr"].values == pytest.approx([1e-3, 2e-3, 3e-3, 4e-3, 5e-3])
+    assert columns["grad_norm"].index == [0, 1, 3, 4] and columns["entropy"].index == [0, 1, 2, 4]
+    assert columns["eval_loss"].index == [4] and columns["eval_loss"].values == [0.9]
     state = client.get_run_state(run_id=recorder.run_id)
-    assert state["run"]["status"] == "done"
-    assert state["run"]["summary"] == {"steps": 5, "attempt": 1, "final_loss": 0.4, "train_loss": 0.75,
+    assert state.run.status == "done"
+    assert state.run.summary == {"steps": 5, "attempt": 1, "final_loss": 0.4, "train_loss": 0.75,
                                        "train_runtime": 1.5, "train_samples_per_second": 9.0, "total_flos": 1e9}
 
 
@@ -190,13 +191,13 @@ def test_checkpoints_are_recorded_with_their_digest_and_resumed_from(client: Led
     trainer.begin()
     for _ in range(7):
         trainer.step({"loss": 1.0}, save=trainer.state.global_step + 1 in (3, 6))
-    wait_for(lambda: (run_state(client, spec)["checkpoint"] or {}).get("step") == 6)  # Recorded in the background.
+    wait_for(lambda: getattr(run_state(client, spec).checkpoint, "step", None) == 6)  # Recorded in the background.
     callback.recorder.close()  # The process dies after step 7, before its end.
     state = run_state(client, spec)
-    checkpoint = state["checkpoint"]
+    checkpoint = state.checkpoint
     path = tmp_path / "checkpoint-6"
-    assert checkpoint["step"] == 6 and checkpoint["digest"] == checkpoint_digest(path)
-    assert checkpoint["handle"] == {"backend": "hf", "uri": str(path.resolve()), "fidelity": "weights+optimizer"}
+    assert checkpoint.step == 6 and checkpoint.digest == checkpoint_digest(path)
+    assert checkpoint.handle.to_dict() == {"backend": "hf", "uri": str(path.resolve()), "fidelity": "weights+optimizer"}
     assert resume_checkpoint(client, spec=spec, output_dir=tmp_path) == str(path.resolve())
     # A trainer that resumed from step 6 starts attempt 2 there; steps 7.. are superseded.
     second = Trainer(LedgerCallback(client=client, spec=spec), tmp_path, max_steps=10)
@@ -205,9 +206,9 @@ def test_checkpoints_are_recorded_with_their_digest_and_resumed_from(client: Led
         second.step({"loss": 0.5})
     second.end()
     state = run_state(client, spec)
-    assert state["attempts"][1]["resumed_from_step"] == 6 and state["run"]["status"] == "done"
-    page = client.get_series(run_id=state["run"]["run_id"])
-    assert list(zip(page["steps"], page["attempts"])) == [(s, 1 if s <= 6 else 2) for s in range(1, 11)]
+    assert state.attempts[1].resumed_from_step == 6 and state.run.status == "done"
+    page = client.get_series(run_id=state.run.run_id)
+    assert list(zip(page.steps, page.attempts)) == [(s, 1 if s <= 6 else 2) for s in range(1, 11)]
     # A trainer resumed from a step the ledger has no checkpoint at is refused before it trains.
     third = Trainer(LedgerCallback(client=client, spec=make_spec("unknown")), tmp_path, max_steps=10)
     with pytest.raises(ResumeRefused) as refused:
@@ -247,13 +248,13 @@ def test_resume_checkpoint_refuses_what_it_cannot_trust(client: LedgerClient, tm
     shutil.rmtree(path)
     assert reason(spec) == "CHECKPOINT_MISSING"
     spec, _ = recorded("tinker", backend="tinker")
-    assert reason(spec) == "OTHER_BACKEND"
+    assert reason(spec) == "BACKEND_MISMATCH"
     spec, _ = recorded("rank4", lora={"r": 4, "lora_alpha": 16, "lora_dropout": 0.0, "target_modules": ["q_proj"]})
     assert reason(spec) == "LORA_MISMATCH"
     expires_at = datetime.now(timezone.utc) + timedelta(seconds=3)  # Saved before it expires, even under load.
     spec, _ = recorded("expired", expires_at=expires_at)
     time.sleep(max(0.0, (expires_at - datetime.now(timezone.utc)).total_seconds()) + 0.2)
-    assert reason(spec) == "CHECKPOINTS_EXPIRED"
+    assert reason(spec) == "CHECKPOINT_EXPIRED"
     assert resume_checkpoint(client, spec=spec, allow_restart=True) is None
 
 
@@ -272,16 +273,16 @@ def test_spend_is_held_per_interval_and_a_refused_hold_stops_cleanly(client: Led
     assert (Path(trainer.args.output_dir) / f"checkpoint-{stop_step}").is_dir()
     trainer.end()
     state = run_state(client, spec)
-    assert state["run"]["status"] == "stopped" and "spend cap reached" in state["run"]["summary"]["stop_reason"]
-    assert state["checkpoint"]["step"] == stop_step == state["last_step"]
-    account = client.get_account(account=state["run"]["run_id"])
-    assert account["committed_usd_micro"] + account["pending_usd_micro"] <= cap
-    assert account["pending_usd_micro"] == 0 and account["overrun_usd_micro"] == 0
-    entries = client.list_reservations(account=state["run"]["run_id"], page_size=1_000)["reservations"]
-    committed = [e for e in entries if e["state"] == "committed"]
-    assert len(committed) >= 2 and sum(e["actual_usd_micro"] for e in committed) == account["committed_usd_micro"]
-    assert all(e["basis"]["gpu"]["usd_micro_per_gpu_hour"] == price.usd_micro_per_gpu_hour for e in entries)
-    assert any(e["state"] == "refused" for e in entries)
+    assert state.run.status == "stopped" and "spend cap reached" in state.run.summary["stop_reason"]
+    assert state.checkpoint.step == stop_step == state.last_step
+    account = client.get_account(account=state.run.run_id)
+    assert account.committed_usd_micro + account.pending_usd_micro <= cap
+    assert account.pending_usd_micro == 0 and account.overrun_usd_micro == 0
+    entries = client.list_reservations(account=state.run.run_id, page_size=1_000).reservations
+    committed = [e for e in entries if e.state == "committed"]
+    assert len(committed) >= 2 and sum(e.actual_usd_micro for e in committed) == account.committed_usd_micro
+    assert all(e.basis.gpu.usd_micro_per_gpu_hour == price.usd_micro_per_gpu_hour for e in entries)
+    assert any(e.state == "refused" for e in entries)
     # The stopped run is not started again by accident ...
     again = Trainer(LedgerCallback(client=client, spec=spec, gpu_price=price, interval_s=0.15), tmp_path)
     with pytest.raises(RunEnded, match="is stopped: use a new run key, or pass reopen=True"):
@@ -319,8 +320,8 @@ def test_an_unreachable_ledger_at_the_start(tmp_path: Path) -> None:
         trainer.end()
         with LedgerClient(address, retries=QUICK_RETRIES) as client:
             state = run_state(client, spec)
-            assert state["run"]["status"] == "done" and state["checkpoint"]["step"] == 5
-            assert series_steps(client, state["run"]["run_id"], include_superseded=True) == list(range(1, 13))
+            assert state.run.status == "done" and state.checkpoint.step == 5
+            assert series_steps(client, state.run.run_id, include_superseded=True) == list(range(1, 13))
         assert callback.recorder.counters["acked"] == 12
     finally:
         server.stop()
@@ -338,16 +339,16 @@ def test_a_real_tiny_trl_run_in_process(client: LedgerClient, tmp_path: Path) ->
     assert callback.resume_checkpoint() is None
     trainer.train(resume_from_checkpoint=callback.resume_checkpoint())
     state = run_state(client, spec)
-    assert state["run"]["status"] == "done" and state["checkpoint"]["step"] == 4
-    assert state["checkpoint"]["digest"] == checkpoint_digest(tiny.checkpoint_dir(tmp_path, 4))
-    page = client.get_series(run_id=state["run"]["run_id"])
-    assert page["steps"] == [1, 2, 3, 4] and page["tokens"] == sorted(page["tokens"]) and page["tokens"][0] > 0
-    names = {column["name"] for column in page["metrics"]}
+    assert state.run.status == "done" and state.checkpoint.step == 4
+    assert state.checkpoint.digest == checkpoint_digest(tiny.checkpoint_dir(tmp_path, 4))
+    page = client.get_series(run_id=state.run.run_id)
+    assert page.steps == [1, 2, 3, 4] and page.tokens == sorted(page.tokens) and page.tokens[0] > 0
+    names = {column.name for column in page.metrics}
     assert {"loss", "lr", "token_accuracy", "grad_norm", "entropy", "epoch"} <= names
     assert not names & {"learning_rate", "num_tokens", "train_runtime", "total_flos", "mean_token_accuracy"}
     with pytest.raises(RunEnded, match="is done: use a new run key") as refused:
         callback.resume_checkpoint()  # A done run is not resumed.
-    assert refused.value.status == "done" and state["run"]["run_id"] in str(refused.value)
+    assert refused.value.status == "done" and state.run.run_id in str(refused.value)
     # A spec that does not describe the trainer is refused before anything trains.
     wrong = LedgerCallback(client=client, spec={**spec, "lora": {**spec["lora"], "r": 4}})
     trainer = tiny.make_sft_trainer(tmp_path / "wrong", max_steps=2, save_steps=2, callbacks=[wrong])
@@ -367,11 +368,11 @@ def test_an_exception_or_an_interrupt_in_train_ends_the_run_failed_or_stopped(cl
             for _ in range(3):
                 trainer.step({"loss": 1.0}, save=trainer.state.global_step == 1)
             raise error
-        run = run_state(client, spec)["run"]
-        assert (run["status"], run["error"]) == (status, f"{type(error).__name__}: {error}".rstrip(": "))
-        assert run["summary"]["steps"] == 3 and run["summary"]["final_loss"] == 1.0
+        run = run_state(client, spec).run
+        assert (run.status, run.error) == (status, f"{type(error).__name__}: {error}".rstrip(": "))
+        assert run.summary["steps"] == 3 and run.summary["final_loss"] == 1.0
         state = run_state(client, spec)
-        assert state["last_step"] == 3 and state["checkpoint"]["step"] == 2  # flushed before the finish
+        assert state.last_step == 3 and state.checkpoint.step == 2  # flushed before the finish
     # A normal end inside the block is "done", as without it.
     spec = make_spec("normal")
     callback = LedgerCallback(client=client, spec=spec)
@@ -380,7 +381,7 @@ def test_an_exception_or_an_interrupt_in_train_ends_the_run_failed_or_stopped(cl
         trainer.begin()
         trainer.step({"loss": 1.0})
         trainer.end()
-    assert run_state(client, spec)["run"]["status"] == "done"
+    assert run_state(client, spec).run.status == "done"
 
 
 def test_an_ended_run_is_resumed_only_with_reopen(client: LedgerClient, tmp_path: Path) -> None:
@@ -407,4 +408,4 @@ def test_an_ended_run_is_resumed_only_with_reopen(client: LedgerClient, tmp_path
     second.step({"loss": 0.5})
     second.end()
     state = run_state(client, spec)
-    assert state["run"]["status"] == "done" and state["current_attempt"] == 2
+    assert state.run.status == "done" and state.current_attempt == 2
