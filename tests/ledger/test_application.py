@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ledger import AlreadyExistsError, Ledger, SpendCapExceededError
+from ledger import CapExceeded, Conflict, Ledger
 from tests.ledger.conftest import DIGEST_A
 
 
@@ -94,9 +94,9 @@ def test_open_account_with_another_parent_or_cap_is_a_conflict(ledger: Ledger) -
     ledger.open_account(account="team")
     ledger.open_account(account="project", parent="team", cap_usd_micro=10)
     head = ledger.head()
-    with pytest.raises(AlreadyExistsError):
+    with pytest.raises(Conflict):
         ledger.open_account(account="project", parent="", cap_usd_micro=10)
-    with pytest.raises(AlreadyExistsError):
+    with pytest.raises(Conflict):
         ledger.open_account(account="project", parent="team", cap_usd_micro=11)
     assert ledger.head() == head
 
@@ -106,7 +106,7 @@ def test_a_refused_reservation_is_recorded_and_answers_the_remaining_amount(ledg
     run_id = ledger.open_run(run_key="k", cap_usd_micro=1_000, parent_account="project").run_id
     ledger.reserve(account=run_id, reservation_id="r1", amount_usd_micro=70)
     head = ledger.head()
-    with pytest.raises(SpendCapExceededError) as caught:
+    with pytest.raises(CapExceeded) as caught:
         ledger.reserve(account=run_id, reservation_id="r2", amount_usd_micro=31, attempt=1)
     assert (caught.value.account, caught.value.remaining_usd_micro) == ("project", 30)
     assert ledger.head() == head + 1

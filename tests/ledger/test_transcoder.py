@@ -19,7 +19,7 @@ from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
 from ledger.domain.basis import check_basis
 from ledger.domain.batches import StepBatch
-from ledger.domain.errors import SpendCapExceededError
+from ledger.domain.errors import CapExceeded
 from ledger.domain.registry import Family
 from ledger.domain.runs import Run
 from ledger.storage.transcoder import MsgspecTranscoder
@@ -69,7 +69,7 @@ def account_events() -> tuple[Account, list[Any]]:
     spend.reserve(account, [parent], AUDIT, reservation_id="r3", amount=10, basis={}, expires_at=later, attempt=1)
     spend.expire_overdue(account, [parent], Audit("ledger", "", later))
     spend.charge(account, [parent], AUDIT, charge_id="c1", amount=500, basis=BASIS, reason="bill")
-    with pytest.raises(SpendCapExceededError):
+    with pytest.raises(CapExceeded):
         spend.reserve(account, [parent], AUDIT, reservation_id="r4", amount=10, basis={}, expires_at=later, attempt=1)
     return account, account.collect_events() + parent.collect_events()
 

@@ -28,7 +28,7 @@ if not POSTGRES_URL:
 import psycopg  # noqa: E402
 
 from ledger import Ledger  # noqa: E402
-from ledger.domain.errors import AbortedError, SpendCapExceededError, UnavailableError  # noqa: E402
+from ledger.domain.errors import CapExceeded, Contended, Unavailable  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -90,7 +90,7 @@ def _retrying(call: Callable[[], Any]) -> Any:
     for _ in range(20):
         try:
             return call()
-        except AbortedError as conflict:
+        except Contended as conflict:
             if conflict.reason != "WRITE_CONFLICT":
                 raise
     raise AssertionError("the write kept conflicting")
@@ -142,7 +142,7 @@ def test_concurrent_reservers_never_cross_a_shared_parent_cap(replicas: tuple[Le
             try:
                 _retrying(functools.partial(ledger.reserve, account=run_id, reservation_id=hold,
                                             amount_usd_micro=amount))
-            except SpendCapExceededError as refused:
+            except CapExceeded as refused:
                 assert refused.account == "pool" and refused.remaining_usd_micro < amount
                 return held
             held += 1
@@ -181,7 +181,7 @@ def test_racing_promotions_from_two_replicas_one_wins(replicas: tuple[Ledger, Le
         won = [r for r in results if not isinstance(r, BaseException)]
         lost = [r for r in results if isinstance(r, BaseException)]
         assert len(won) == 1 and len(lost) == 1, results
-        assert isinstance(lost[0], AbortedError) and lost[0].reason == "CURRENT_VERSION_MOVED"
+        assert isinstance(lost[0], Contended) and lost[0].reason == "CURRENT_VERSION_MOVED"
         winner = won[0].version
         for ledger in (first, second):
             assert ledger.family(family, min_position=won[0].position).current == winner
@@ -235,7 +235,7 @@ def _free_port() -> int:
 def test_database_down_at_start_is_unavailable() -> None:
     port = _free_port()
     started = time.monotonic()
-    with pytest.raises(UnavailableError) as down:
+    with pytest.raises(Unavailable) as down:
         Ledger.open(f"postgresql://postgres@127.0.0.1:{port}/trainledger_test?schema=t_down")
     assert time.monotonic() - started < 10
     assert f"127.0.0.1:{port}" in down.value.message and "cannot connect" in down.value.message
@@ -269,7 +269,7 @@ def _until_available(action: Callable[[], Any], timeout_s: float = 60) -> Any:
     while True:
         try:
             return action()
-        except UnavailableError:
+        except Unavailable:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
@@ -291,12 +291,12 @@ def test_database_lost_mid_run_is_unavailable_then_recovers(own_server: tuple[Pa
 
         _pg("pause", directory)
         started = time.monotonic()
-        with pytest.raises(UnavailableError):
+        with pytest.raises(Unavailable):
             batch(5)
         assert time.monotonic() - started < 15
-        with pytest.raises(UnavailableError):
+        with pytest.raises(Unavailable):
             ledger.run_state(run_id)
-        with pytest.raises(UnavailableError):
+        with pytest.raises(Unavailable):
             ledger.head()
 
         _pg("resume", directory)

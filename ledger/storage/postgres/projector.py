@@ -23,7 +23,7 @@ import psycopg
 from eventsourcing.application import Application
 from psycopg.sql import SQL, Identifier
 
-from ledger.domain.errors import UnavailableError
+from ledger.domain.errors import Unavailable
 from ledger.views.projector import ProjectionFailed, Projector
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ class PostgresProjector(Projector):
                 self._fail(failure)
                 return
             except Exception as error:  # Keep projecting after a transient storage failure.
-                if isinstance(error, self.database.outage_errors + (UnavailableError,)):
+                if isinstance(error, self.database.outage_errors + (Unavailable,)):
                     if self.error is None:
                         log.warning("%s paused, storage is unavailable (%s); retrying",
                                     "following projections" if self.following else "projection", error)

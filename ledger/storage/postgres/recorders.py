@@ -2,7 +2,7 @@
 
 The library retries each recorder call ten times, each waiting the pool's full timeout; ours go
 through the one retry rule of ledger.storage.postgres.connections instead, so a command answers
-UnavailableError within about one connect timeout and the next one after a restart succeeds. The
+Unavailable within about one connect timeout and the next one after a restart succeeds. The
 events' recorder creates its schema under an advisory lock (several processes may start at once),
 writes the keys index (ledger.storage.keys) in the transaction of the events, and NOTIFYs a
 channel per schema.

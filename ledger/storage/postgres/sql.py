@@ -97,7 +97,7 @@ class ReadCursor:
     """One read, run lazily: fetchone/fetchall take a pooled connection for one statement;
     iterating streams the rows through a server-side cursor (a few rows per round trip), so a
     reader that stops early (a series page) never loads the rest. Outages raise
-    UnavailableError."""
+    Unavailable."""
 
     __slots__ = ("_storage", "_query", "_rows", "_stream")
 

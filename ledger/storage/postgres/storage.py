@@ -2,7 +2,7 @@
 
 The views are read through ledger.storage.postgres.sql (portable SQL on psycopg); projection
 transactions run in pipeline mode (one round trip per fetch, not per statement). Every call goes
-through the one retry rule of ledger.storage.postgres.connections and raises UnavailableError
+through the one retry rule of ledger.storage.postgres.connections and raises Unavailable
 when the database cannot be reached.
 """
 
@@ -20,7 +20,7 @@ from eventsourcing.persistence import InterfaceError, OperationalError
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore, PostgresFactory
 from psycopg.sql import SQL, Composed, Identifier
 
-from ledger.domain.errors import UnavailableError
+from ledger.domain.errors import Unavailable
 from ledger.storage.base import KeyRow, Storage
 from ledger.storage.postgres.connections import RECONNECT_TIMEOUT_S, connect_kwargs, lock_key, retrying, where
 from ledger.storage.postgres.projector import PostgresProjector
@@ -40,8 +40,8 @@ NAME_MAX = 63  # PostgreSQL identifiers (channel names) are cut beyond this.
 DRIVER_OUTAGES = (psycopg.OperationalError, psycopg.InterfaceError)
 
 
-def unavailable(error: BaseException) -> UnavailableError:
-    return UnavailableError(f"storage is unavailable: {error}")
+def unavailable(error: BaseException) -> Unavailable:
+    return Unavailable(f"storage is unavailable: {error}")
 
 
 class PostgresStorage(Storage):
@@ -85,7 +85,7 @@ class PostgresStorage(Storage):
             self.create_tables()
         except (psycopg.Error, psycopg_pool.PoolTimeout) as error:
             self.pool.close()
-            raise UnavailableError(f"cannot open the views on {where(self.connect_kwargs)}: {error}") from None
+            raise Unavailable(f"cannot open the views on {where(self.connect_kwargs)}: {error}") from None
         self.views = ViewReader(lambda: ReadConnection(self))
 
     def projector(self, app: Application[UUID]) -> PostgresProjector:
@@ -95,7 +95,7 @@ class PostgresStorage(Storage):
 
     def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         """`work` on a pooled connection (autocommit), tried again on a fresh one if the pooled
-        one died; raises UnavailableError when the database cannot be reached."""
+        one died; raises Unavailable when the database cannot be reached."""
 
         def attempt() -> T:
             with self.pool.connection() as connection:
