@@ -1,10 +1,10 @@
 """How each event changes the views (their tables: ledger.views.schema).
 
-`handlers()` gives, per view, the handler of each event class it projects; each runs in the
+`handlers(names)` gives, per view, the handler of each event class it projects; each runs in the
 projector's transaction. The SQL is portable between SQLite and PostgreSQL (`?` placeholders are
 rewritten by the PostgreSQL connection wrapper). Account and family events carry the aggregate
-id, not the name: the Opened/Created handlers record the name in view_names, and each set of
-handlers (one per projector) caches those names for the events that follow.
+id, not the name: the Opened/Created handlers record the name in view_names, and `names` (each
+projector has its own) keeps those names in memory for the events that follow.
 """
 
 from __future__ import annotations
@@ -264,13 +264,12 @@ class Names:
         return name
 
 
-def handlers() -> dict[str, dict[type, Handler]]:
-    """view -> event class -> handler(cursor, event, position), with a names cache of their own."""
+def handlers(names: Names) -> dict[str, dict[type, Handler]]:
+    """view -> event class -> handler(cursor, event, position); account and family names are
+    recorded in and looked up through `names`."""
     from ledger.domain.accounts import Account
     from ledger.domain.registry import Family
     from ledger.domain.runs import Run
-
-    names = Names()
 
     def named(handler: Callable[[Cursor, Any, int, str], None]) -> Handler:
         return lambda c, e, position: handler(c, e, position, names.lookup(c, e.originator_id))

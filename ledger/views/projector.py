@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
-from ledger.views.handlers import apply_events, handlers
+from ledger.views.handlers import Names, apply_events, handlers
 from ledger.views.schema import VIEWS
 
 __all__ = ["Projector", "ProjectionFailed"]
@@ -59,7 +59,9 @@ class Projector:
         self.app = app
         self.database = database
         self.poll_s = poll_s
-        self.handlers = handlers()
+        #: Account and family names by aggregate id, this projector's own.
+        self.names = Names()
+        self.handlers = handlers(self.names)
         self.positions: dict[str, int] = database.tracking_positions()
         self._condition = threading.Condition()
         # One projection at a time in this process: the background thread and rebuild() share

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ledger import CapExceeded, Ledger, Unavailable
+from ledger.domain.base import ledger_id
 from ledger.views.models import Account, GateVerdict, MetricColumn, Resume, SpendTotals, StateHandle
 from tests.ledger.conftest import DIGEST_A, DIGEST_B, DIGEST_C, FakeClock, dump_views, summary_of
 
@@ -394,6 +396,33 @@ def test_a_log_with_an_id_counted_twice_by_an_older_version_still_projects(sqlit
         assert dump_views(app) == before
     finally:
         app.close()
+
+
+def test_each_projector_keeps_its_own_names(sqlite_database: str, tmp_path: Path) -> None:
+    """Account and family names are kept per projector, not per process: a second ledger in the
+    same process knows none of the first's, and projects its own through its own."""
+    first = Ledger.open(sqlite_database)
+    second = Ledger.open(str(tmp_path / "second.db"))
+    try:
+        first.open_account(account="team")
+        first.register(family="llama", artifact_uri="s3://m/1", digest=DIGEST_A)
+        first.wait(first.head())
+        team, llama = ledger_id("account", "team"), ledger_id("family", "llama")
+        cursor = first.views.connect().cursor()
+        assert (first.projector.names.lookup(cursor, team), first.projector.names.lookup(cursor, llama)) == (
+            "team", "llama")
+        cursor = second.views.connect().cursor()
+        for known_elsewhere in (team, llama):
+            with pytest.raises(LookupError):
+                second.projector.names.lookup(cursor, known_elsewhere)
+        second.open_account(account="team", cap_usd_micro=5)
+        second.reserve(account="team", reservation_id="r1", amount_usd_micro=2)
+        second.wait(second.head())
+        assert (second.account("team").cap_usd_micro, second.account("team").pending_usd_micro) == (5, 2)
+        assert first.account("team").cap_usd_micro is None
+    finally:
+        second.close()
+        first.close()
 
 
 def test_indexes_declared_after_a_file_was_made_are_added_when_it_is_opened(sqlite_database: str) -> None:
