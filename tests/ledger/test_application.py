@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from ledger import CapExceeded, Conflict, Ledger
+from ledger import CapExceeded, Conflict, Invalid, Ledger
 from tests.ledger.conftest import DIGEST_A
 
 
@@ -168,3 +169,22 @@ def test_a_ledger_written_before_the_keys_index_is_indexed_when_opened(sqlite_da
     finally:
         reopened.close()
         ledger.domain.accounts.SETTLED_WINDOW, ledger.domain.runs.BATCH_WINDOW = windows
+
+
+def test_command_arguments_are_refused_when_built_whoever_builds_them(ledger: Ledger) -> None:
+    from ledger.application.commands import Register, Reserve
+
+    head = ledger.head()
+    for build in (lambda: Reserve(account="a", reservation_id="r 1", amount_usd_micro=1),
+                  lambda: ledger.reserve(account="a", reservation_id="r 1", amount_usd_micro=1)):
+        with pytest.raises(Invalid) as refused:
+            build()
+        assert (refused.value.reason, refused.value.metadata) == (
+            "INVALID_FIELD", {"field": "reservation_id", "character": "U+0020"})
+    with pytest.raises(Invalid) as refused:
+        Reserve(account="a", reservation_id="r1", amount_usd_micro=1, ttl=timedelta(days=8))
+    assert refused.value.reason == "INVALID_TTL"
+    # What the arguments normalise to is kept: a zero ttl is the default, a bare hex digest is prefixed.
+    assert Reserve(account="a", reservation_id="r1", amount_usd_micro=1, ttl=timedelta(0)).ttl == timedelta(minutes=15)
+    assert Register(family="f", artifact_uri="s3://m", digest="ab" * 32).digest == "sha256:" + "ab" * 32
+    assert ledger.head() == head

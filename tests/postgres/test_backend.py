@@ -318,3 +318,62 @@ def test_database_lost_mid_run_is_unavailable_then_recovers(own_server: tuple[Pa
         assert ledger.projector.error is None
     finally:
         ledger.close()
+
+
+class _Died(psycopg.OperationalError):
+    """What a call on a pooled connection that a restart killed raises."""
+
+
+def test_the_retry_rule_drops_dead_connections_and_tries_again_a_bounded_number_of_times() -> None:
+    import psycopg_pool
+
+    from ledger.storage.postgres.connections import retrying
+
+    calls: list[str] = []
+
+    def flaky(failures: int) -> Callable[[], str]:
+        def work() -> str:
+            calls.append("work")
+            if calls.count("work") <= failures:
+                raise _Died("server closed the connection unexpectedly")
+            return "answer"
+
+        return work
+
+    def drop_dead() -> None:
+        calls.append("check")
+
+    assert retrying(flaky(2), errors=(psycopg.OperationalError,), drop_dead=drop_dead) == "answer"
+    assert calls == ["work", "check", "work", "check", "work"]
+    calls.clear()
+    # Three calls in all: the third failure is the answer, as the refusal asked for.
+    with pytest.raises(Unavailable) as refused:
+        retrying(flaky(5), errors=(psycopg.OperationalError,), drop_dead=drop_dead,
+                 refusal=lambda error: Unavailable(f"storage is unavailable: {error}"))
+    assert calls == ["work", "check", "work", "check", "work"]
+    assert refused.value.reason == "UNAVAILABLE" and isinstance(refused.value.__cause__, _Died)
+    calls.clear()
+
+    # A pool that already waited its whole timeout is not asked again.
+    def timed_out() -> str:
+        calls.append("work")
+        raise psycopg_pool.PoolTimeout("couldn't get a connection after 5.00 sec")
+
+    with pytest.raises(psycopg_pool.PoolTimeout):
+        retrying(timed_out, errors=(psycopg.OperationalError,), drop_dead=drop_dead)
+    assert calls == ["work"]
+
+
+def test_a_postgresql_url_chooses_postgresql_and_anything_else_a_sqlite_file(tmp_path: Path) -> None:
+    from ledger.backend import is_postgres_url, persistence_env
+
+    assert is_postgres_url("postgresql://u@h/db") and is_postgres_url("postgres://u@h/db")
+    assert not is_postgres_url(str(tmp_path / "postgresql.db")) and not is_postgres_url("sqlite:///x.db")
+    env = persistence_env("postgres://alice:s3cret@db.example:6543/ledger?schema=team_a&pool_size=4")
+    assert env["PERSISTENCE_MODULE"] == "ledger.storage.postgres.recorders:Factory"
+    assert (env["POSTGRES_HOST"], env["POSTGRES_PORT"], env["POSTGRES_DBNAME"], env["POSTGRES_USER"],
+            env["POSTGRES_PASSWORD"], env["POSTGRES_SCHEMA"], env["POSTGRES_POOL_SIZE"]) == (
+        "db.example", "6543", "ledger", "alice", "s3cret", "team_a", "4")
+    assert persistence_env(str(tmp_path / "ledger.db"))["SQLITE_DBNAME"] == str(tmp_path / "ledger.db")
+    with pytest.raises(ValueError, match="unknown parameter"):
+        persistence_env("postgresql://u@h/db?pool=4")
