@@ -96,7 +96,10 @@ class SQLiteStorage(Storage):
 
     def __init__(self, app: Application[UUID]) -> None:
         self.app = app
-        self.path = app.env.get("SQLITE_DBNAME") or ""
+        path = app.env.get("SQLITE_DBNAME")
+        if path is None:  # eventsourcing's SQLite factory refuses such settings before this.
+            raise ValueError("SQLite settings name no file (SQLITE_DBNAME)")
+        self.path: str = path
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
