@@ -1,7 +1,7 @@
 """PostgreSQL, the scale-out backend: several server processes over one database.
 
 Events live in eventsourcing's tables (`trainledger_events`, `trainledger_snapshots`), the views
-in ours (TABLES of ledger.views.handlers plus view_tracking), all in one schema (`?schema=NAME` in
+in ours (TABLES of ledger.views.schema plus view_tracking), all in one schema (`?schema=NAME` in
 the URL, else public). The package holds one concern per module:
 
 - settings: a postgresql:// URL as eventsourcing settings (postgres_env);

@@ -53,7 +53,7 @@ def clean(params: Sequence[Any] | None) -> Sequence[Any]:
 
 
 def table_ddl(table: str, columns: dict[str, type], pk: tuple[str, ...], indexes: list[tuple[str, ...]]) -> list[str]:
-    """CREATE statements for one view table declared in ledger.views.TABLES."""
+    """CREATE statements for one view table declared in ledger.views.schema.TABLES."""
     fields = ", ".join(f"{name} {PG_TYPES[kind]}" for name, kind in columns.items())
     statements = [f"CREATE TABLE IF NOT EXISTS {table} ({fields}, PRIMARY KEY ({', '.join(pk)}))"]
     for index in indexes:
