@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from clients import LedgerClient
+from clients.models import RunState
 
 SCRIPT = Path(__file__).resolve().parents[1] / "trainers" / "sft_script.py"
 
@@ -40,13 +41,13 @@ def field(lines: list[str], event: str, name: str) -> str:
     return dict(part.split("=", 1) for part in line.split()[1:])[name]
 
 
-def run_named(client: LedgerClient, name: str) -> dict[str, Any] | None:
+def run_named(client: LedgerClient, name: str) -> RunState | None:
     """The state of the run called `name` as of the head of the log (OpenRun by its key waits for
     it: read-your-writes across processes), or None while there is none."""
-    for run in client.list_runs(page_size=1_000)["runs"]:
-        if run["name"] == name:
-            key = client.get_run_state(run_id=run["run_id"])["run"]["run_key"]
-            return client.open_run(run_key=key)["state"]
+    for run in client.list_runs(page_size=1_000).runs:
+        if run.name == name:
+            key = client.get_run_state(run_id=run.run_id).run.run_key
+            return client.open_run(run_key=key).state
     return None
 
 
@@ -67,6 +68,6 @@ def all_series(client: LedgerClient, run_id: str, *, include_superseded: bool = 
         page = client.get_series(run_id=run_id, from_step=from_step, page_size=10_000,
                                  include_superseded=include_superseded, min_position=min_position)
         for name in columns:
-            columns[name] += page[name]
-        from_step = page["next_from_step"]
+            columns[name] += getattr(page, name)
+        from_step = page.next_from_step
     return columns

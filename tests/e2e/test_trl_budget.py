@@ -40,25 +40,24 @@ def test_a_cap_that_runs_out_stops_training_cleanly_with_a_checkpoint(tmp_path: 
 
         state = run_named(client, NAME)
         assert state is not None
-        run_id = state["run"]["run_id"]
-        assert state["run"]["status"] == "stopped"
-        assert state["run"]["summary"]["stop_reason"].startswith(f"spend cap reached at step {stop_step}")
-        assert state["checkpoint"]["step"] == state["last_step"] == stop_step
-        assert state["checkpoint"]["handle"]["uri"] == str(tiny.checkpoint_dir(out, stop_step).resolve())
+        run_id = state.run.run_id
+        assert state.run.status == "stopped"
+        assert state.run.summary["stop_reason"].startswith(f"spend cap reached at step {stop_step}")
+        assert state.checkpoint.step == state.last_step == stop_step
+        assert state.checkpoint.handle.uri == str(tiny.checkpoint_dir(out, stop_step).resolve())
 
-        account = client.get_account(account=run_id, min_position=state["position"])
-        assert account["pending_usd_micro"] == 0 and account["overrun_usd_micro"] == 0
-        assert 0 < account["committed_usd_micro"] <= CAP
-        entries = client.list_reservations(account=run_id, page_size=10_000, min_position=state["position"])[
-            "reservations"]
-        assert sum(e["actual_usd_micro"] for e in entries if e["state"] == "committed") == account["committed_usd_micro"]
-        assert entries[-1]["state"] == "refused"
+        account = client.get_account(account=run_id, min_position=state.position)
+        assert account.pending_usd_micro == 0 and account.overrun_usd_micro == 0
+        assert 0 < account.committed_usd_micro <= CAP
+        entries = client.list_reservations(account=run_id, page_size=10_000, min_position=state.position).reservations
+        assert sum(e.actual_usd_micro for e in entries if e.state == "committed") == account.committed_usd_micro
+        assert entries[-1].state == "refused"
 
         # Replay the account's log: committed + pending within the cap at every position.
         committed = pending = 0
         held: dict[str, int] = {}
         for event in client.read_events(from_position=1):
-            data, kind = event["data_json"], event["type"].rsplit(".", 1)[-1]
+            data, kind = event.data_json, event.type.rsplit(".", 1)[-1]
             if kind == "SpendReserved":
                 held[data["reservation_id"]] = data["amount"]
                 pending += data["amount"]
@@ -67,8 +66,8 @@ def test_a_cap_that_runs_out_stops_training_cleanly_with_a_checkpoint(tmp_path: 
                 committed += data["actual"]
             elif kind in ("SpendReleased", "SpendExpired"):
                 pending -= held.pop(data["reservation_id"], 0)
-            assert committed + pending <= CAP, (event["position"], committed, pending)
-        assert (committed, pending) == (account["committed_usd_micro"], 0)
+            assert committed + pending <= CAP, (event.position, committed, pending)
+        assert (committed, pending) == (account.committed_usd_micro, 0)
     finally:
         client.close()
         server.kill()

@@ -39,34 +39,35 @@ def test_sigkill_after_a_checkpoint_then_rerun_resumes_from_the_ledger(tmp_path:
     first = start_sft(command, tmp_path / "first.log")
     try:
         # Kill the first attempt once the ledger holds checkpoint-10 and steps after it.
-        state = wait_until(lambda: (s := run_named(client, NAME)) and (s["checkpoint"] or {}).get("step") == 10
-                           and (s["last_step"] or 0) >= 12 and s, 90, "checkpoint-10 and step 12 in the ledger")
+        state = wait_until(lambda: (s := run_named(client, NAME)) and getattr(s.checkpoint, "step", None) == 10
+                           and (s.last_step or 0) >= 12 and s, 90, "checkpoint-10 and step 12 in the ledger")
         first.send_signal(signal.SIGKILL)
         first.wait(30)
         assert first.returncode == -signal.SIGKILL
-        run_id = state["run"]["run_id"]
+        run_id = state.run.run_id
         before = run_named(client, NAME)
-        resume_step, dead_last = before["checkpoint"]["step"], before["last_step"]
-        assert before["run"]["status"] == "running" and dead_last > resume_step
+        resume_step, dead_last = before.checkpoint.step, before.last_step
+        assert before.run.status == "running" and dead_last > resume_step
 
         lines = run_sft(command, tmp_path / "second.log")  # The same command again.
         assert field(lines, "start", "resume_from") == str(tiny.checkpoint_dir(out, resume_step).resolve())
         assert field(lines, "end", "step") == str(STEPS)
 
         state = run_named(client, NAME)
-        assert state["run"]["status"] == "done" and state["current_attempt"] == 2
-        assert state["attempts"][1]["resumed_from_step"] == resume_step
-        assert state["checkpoint"]["step"] == STEPS and state["last_step"] == STEPS
-        assert state["run"]["summary"]["steps"] == STEPS
+        assert state.run.status == "done" and state.current_attempt == 2
+        assert state.attempts[1].resumed_from_step == resume_step
+        assert state.checkpoint.step == STEPS and state.last_step == STEPS
+        assert state.run.summary["steps"] == STEPS
 
         # One record per step; the dead attempt's steps after the checkpoint are kept, marked superseded.
-        series = all_series(client, run_id, min_position=state["position"])
+        series = all_series(client, run_id, min_position=state.position)
         assert series["steps"] == list(range(1, STEPS + 1))
         assert series["attempts"] == [1 if step <= resume_step else 2 for step in series["steps"]]
         everything = all_series(client, run_id, include_superseded=True)
-        superseded = sorted(step for step, attempt, gone in zip(*everything.values()) if gone)
+        superseded = sorted(step for step, attempt, gone in zip(*everything.values(), strict=True) if gone)
         assert superseded == list(range(resume_step + 1, dead_last + 1))
-        assert all(attempt == 1 for attempt, gone in zip(everything["attempts"], everything["superseded"]) if gone)
+        assert all(attempt == 1 for attempt, gone in zip(everything["attempts"], everything["superseded"], strict=True)
+                   if gone)
 
         # The resumed adapter is bit-identical to the uninterrupted run's.
         assert uninterrupted.wait(90) == 0
@@ -74,13 +75,12 @@ def test_sigkill_after_a_checkpoint_then_rerun_resumes_from_the_ledger(tmp_path:
             tiny.adapter_bytes(tiny.checkpoint_dir(reference, STEPS))
 
         # Spend: what both attempts committed, and nothing else.
-        account = client.get_account(account=run_id, min_position=state["position"])
-        entries = client.list_reservations(account=run_id, page_size=10_000, min_position=state["position"])[
-            "reservations"]
-        committed = [entry for entry in entries if entry["state"] == "committed"]
-        assert sum(entry["actual_usd_micro"] for entry in committed) == account["committed_usd_micro"] > 0
-        assert {entry["attempt"] for entry in committed} == {1, 2}
-        assert all(entry["basis"]["gpu"]["gpu_milliseconds"] > 0 for entry in entries)
+        account = client.get_account(account=run_id, min_position=state.position)
+        entries = client.list_reservations(account=run_id, page_size=10_000, min_position=state.position).reservations
+        committed = [entry for entry in entries if entry.state == "committed"]
+        assert sum(entry.actual_usd_micro for entry in committed) == account.committed_usd_micro > 0
+        assert {entry.attempt for entry in committed} == {1, 2}
+        assert all(entry.basis.gpu.gpu_milliseconds > 0 for entry in entries)
     finally:
         for process in (first, uninterrupted):
             if process.poll() is None:
