@@ -27,14 +27,12 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 import grpc
-import msgspec
-from google.protobuf.field_mask_pb2 import FieldMask
 
 from ledger.domain.base import ledger_id
 from ledger.domain.errors import Exhausted, Invalid, LedgerError
 from ledger.domain.reasons import Reason
 from services import codec
-from services.codec import messages
+from services.codec.changes import state_message, state_without_spec
 from services.edge import READ_TIMEOUT_MAX_S, Edge
 from services.interceptors import PRINCIPAL
 from trainledger.v1 import runs_pb2
@@ -55,34 +53,12 @@ FEED_PAGE_BYTES = 1024 * 1024
 
 T = TypeVar("T")
 Message = runs_pb2.WatchRunResponse
-# The paths a state message may name: every field of RunState, RunInfo's one by one, the spec aside.
-PATHS = (*(f"run.{field.name}" for field in runs_pb2.RunInfo.DESCRIPTOR.fields if field.name != "spec"),
-         *(field.name for field in runs_pb2.RunState.DESCRIPTOR.fields if field.name != "run"))
 
 
 def caller(context: grpc.aio.ServicerContext[Any, Any]) -> str:
     """Whom a watcher counts against: the call's principal on its peer's host."""
     host = (context.peer() or "unknown").rsplit(":", 1)[0]
     return f"{PRINCIPAL.get()}@{host}"
-
-
-def _value(state: runs_pb2.RunState, path: str) -> Any:
-    message, name = (state.run, path[4:]) if path.startswith("run.") else (state, path)
-    if message.DESCRIPTOR.fields_by_name[name].has_presence and not message.HasField(name):
-        return None
-    return getattr(message, name)
-
-
-def state_message(position: int, event_type: str, state: runs_pb2.RunState,
-                  before: runs_pb2.RunState | None) -> Message:
-    """A message carrying the fields of `state` that differ from `before` (all of them when None)."""
-    changed = [path for path in PATHS if before is None or _value(before, path) != _value(state, path)]
-    message = Message(position=position, event_type=event_type)
-    if changed:
-        mask = FieldMask(paths=changed)
-        mask.MergeMessage(state, message.state)
-        message.state_mask.CopyFrom(mask)
-    return message
 
 
 def _read_page(edge: Edge, run_id: str, originator_ids: list[str], position: int) -> list[tuple[int, str, Any]]:
@@ -97,10 +73,7 @@ def _read_page(edge: Edge, run_id: str, originator_ids: list[str], position: int
 
 def _run_state(edge: Edge, run_id: str, min_position: int, timeout_s: float) -> runs_pb2.RunState:
     """The run's state without its spec; called in a thread."""
-    state = edge.ledger.run_state(run_id, min_position=min_position, timeout_s=timeout_s)
-    message = messages.run_state(msgspec.structs.replace(state, run=msgspec.structs.replace(state.run, spec={})))
-    message.run.ClearField("spec")
-    return message
+    return state_without_spec(edge.ledger.run_state(run_id, min_position=min_position, timeout_s=timeout_s))
 
 
 class Watcher:

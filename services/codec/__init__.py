@@ -1,6 +1,6 @@
 """The one codec between trainledger.v1 messages and the ledger's values: `values` decodes
 requests and encodes small values, `pages` handles page sizes and tokens, `messages` encodes the
-ledger's read models (ledger.views.models) and events."""
+ledger's read models (ledger.views.models) and events, `changes` WatchRun's state messages."""
 
 from services.codec import messages
 from services.codec.pages import (
