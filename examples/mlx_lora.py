@@ -124,8 +124,10 @@ def train(args: argparse.Namespace, address: str) -> None:
                       args=training, training_callback=callback)
         print("checkpoints:", [(c["step"], Path(c["uri"]).name, c["final"]) for c in callback.checkpoints])
     state = run.state
-    print(f"run {state['run']['status']}: last step {state['last_step']}, "
-          f"checkpoint at {state['checkpoint']['step'] if state['checkpoint'] else None}, counters {run.counters}")
+    if state is not None:
+        checkpoint = state.checkpoint.step if state.checkpoint is not None else None
+        print(f"run {state.run.status}: last step {state.last_step}, checkpoint at {checkpoint}, "
+              f"counters {run.counters}")
 
 
 if __name__ == "__main__":
