@@ -1,2 +1,3 @@
-"""The views: tables built from the log (schema, handlers), the projector that keeps them, the
-queries that read them and the typed read models they answer with."""
+"""The views: their tables (schema) and how each event changes them (handlers), the projector that
+keeps them, the queries that read them (series pages in series) and the read models they answer
+with (models)."""
