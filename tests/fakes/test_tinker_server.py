@@ -69,7 +69,8 @@ def test_full_flow_with_real_sdk(server, service):
     run_id = tc.get_info().model_id
     assert saved.path == f"tinker://{run_id}/weights/step-3"
     parsed = types.ParsedCheckpointTinkerPath.from_tinker_path(saved.path)
-    assert (parsed.training_run_id, parsed.checkpoint_type, parsed.checkpoint_id) == (run_id, "training", "weights/step-3")
+    assert (parsed.training_run_id, parsed.checkpoint_type, parsed.checkpoint_id) == (
+        run_id, "training", "weights/step-3")
     sampler = tc.save_weights_for_sampler("step-3").result(timeout=30)
     assert sampler.path == f"tinker://{run_id}/sampler_weights/step-3"
 
@@ -169,7 +170,8 @@ def test_session_records_without_training(server):
 def test_heartbeat_and_auth(server):
     status, body = _post(server, "create_session", {"tags": [], "user_metadata": {"k": "v"}, "sdk_version": "x"})
     assert status == 200
-    assert _post(server, "session_heartbeat", {"session_id": body["session_id"]}) == (200, {"type": "session_heartbeat"})
+    heartbeat = _post(server, "session_heartbeat", {"session_id": body["session_id"]})
+    assert heartbeat == (200, {"type": "session_heartbeat"})
     assert server.sessions[0].heartbeats == 1
     req = urllib.request.Request(f"{server.base_url}/api/v1/healthz")  # no API key
     with pytest.raises(urllib.error.HTTPError) as err:

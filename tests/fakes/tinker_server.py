@@ -285,7 +285,7 @@ class FakeTinkerServer:
                     path=path, kind=kind, model_id=model.model_id, name=name, step=model.step,
                     base_model=model.base_model, lora_rank=model.lora_rank,
                     ttl_seconds=body.get("ttl_seconds"), user_metadata=body.get("user_metadata"),
-                    created=_dt.datetime.now(_dt.timezone.utc))
+                    created=_dt.datetime.now(_dt.UTC))
         if kind == "training":
             result: dict[str, Any] = {"path": path, "type": "save_weights"}
         elif body.get("path"):
@@ -298,7 +298,8 @@ class FakeTinkerServer:
                            body=body, request_id=fut["request_id"])
 
     # The handlers below return (status, json-or-bytes, content-type, Served-template).
-    def handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, bytes, str, dict[str, str]]:
+    def handle(self, method: str, path: str, headers: dict[str, str],
+               raw: bytes) -> tuple[int, bytes, str, dict[str, str]]:
         if not path.startswith(API):
             return self._finish(method, path, path, 404, {"detail": "not found"}, headers)
         endpoint = path[len(API):].split("?", 1)[0]

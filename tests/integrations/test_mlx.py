@@ -26,7 +26,8 @@ def train(adapter_dir: Path, callback, *, iters: int, steps_per_save: int, steps
     import mlx.core as mx
     import mlx.optimizers as optim
     import numpy as np
-    from mlx_lm.tuner.trainer import TrainingArgs, train as mlx_train
+    from mlx_lm.tuner.trainer import TrainingArgs
+    from mlx_lm.tuner.trainer import train as mlx_train
 
     mx.disable_compile()
     adapter_dir.mkdir(parents=True, exist_ok=True)
@@ -85,7 +86,7 @@ def test_steps_eval_and_checkpoints_land_in_the_ledger(client: LedgerClient, tmp
     adapter_dir = (tmp_path / "a").absolute()
     saved = checkpoint_events(client, recorder.run_id)
     assert [(c["step"], c["final"]) for c in saved] == [(3, False), (6, False), (7, True)]
-    for c, name in zip(saved, ["0000003", "0000006", "0000007"]):
+    for c, name in zip(saved, ["0000003", "0000006", "0000007"], strict=True):
         path = adapter_dir / f"{name}_adapters.safetensors"
         assert c["uri"] == str(path) and c["backend"] == "mlx" and c["fidelity"] == "weights"
         assert c["digest"] == file_digest(path)
@@ -131,7 +132,7 @@ def test_resume_starts_attempt_two_from_the_checkpoint_with_absolute_steps(clien
     assert series.steps == [0, 1, 2, 3, 4, 5, 6]
     assert series.attempts == [1, 1, 1, 1, 2, 2, 2]  # absolute steps: iteration 1 of attempt 2 is step 4
     everything = client.get_series(run_id=second.run_id, from_step=0, page_size=100, include_superseded=True)
-    assert list(zip(everything.steps, everything.attempts, everything.superseded)) == [
+    assert list(zip(everything.steps, everything.attempts, everything.superseded, strict=True)) == [
         (0, 1, False), (1, 1, False), (2, 1, False), (3, 1, False), (4, 1, True), (4, 2, False),
         (5, 1, True), (5, 2, False), (6, 2, False)]
     final = state.checkpoint

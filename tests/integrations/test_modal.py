@@ -18,10 +18,15 @@ import pytest
 
 modal = pytest.importorskip("modal")
 
-from clients import (  # noqa: E402
-    LedgerClient, RunEnded, RunRecorder, SpendCapExceeded, dataset_digest, file_digest, run_key)
+from clients import LedgerClient, RunEnded, RunRecorder, SpendCapExceeded, dataset_digest, file_digest, run_key  # noqa: E402
 from clients.integrations.modal import (  # noqa: E402
-    GpuMeter, attempt_label, client_from_env, commit_and_record, open_recorder, resume_path)
+    GpuMeter,
+    attempt_label,
+    client_from_env,
+    commit_and_record,
+    open_recorder,
+    resume_path,
+)
 from clients.integrations.pricing import GpuPrice  # noqa: E402
 from tests.client.server_thread import ServerThread  # noqa: E402
 
@@ -139,7 +144,7 @@ def test_function_records_label_steps_checkpoints_after_commit_and_gpu_spend(
     assert series.steps == list(range(8)) and series.attempts == [1, 1, 1, 1, 2, 2, 2, 2]
     assert series.tokens == [100] * 8
     everything = client.get_series(run_id=run_id, from_step=0, page_size=100, include_superseded=True)
-    assert [(s, a) for s, a, gone in zip(everything.steps, everything.attempts, everything.superseded)
+    assert [(s, a) for s, a, gone in zip(everything.steps, everything.attempts, everything.superseded, strict=True)
             if gone] == [(4, 1)]  # attempt 1's step 4 came after its last committed checkpoint
 
     # Each checkpoint was recorded only after the commit that made it durable: every commit saw

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -137,7 +137,7 @@ def fake_loss(step: int) -> float:
 
 def test_steps_spend_checkpoints_and_session_metadata(service: LedgeredServiceClient, ledger: LedgerClient,
                                                       fake: SamplingFake) -> None:
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     with service.create_lora_training_client(MODEL, rank=8, hyperparameters=HYPERPARAMETERS) as tc:
         train(tc, 3)
         saved = tc.save_state("step-3", ttl_seconds=3_600).result(timeout=30)
@@ -218,10 +218,10 @@ def test_crash_then_resume_with_optimizer(service: LedgeredServiceClient, ledger
         (1, None, True), (2, 3, True)]
     assert state.checkpoint.sampler_uri == paths["sampler_path"]
     series = ledger.get_series(run_id=run_id)
-    assert list(zip(series.steps, series.attempts)) == [(1, 1), (2, 1), (3, 1), (4, 2), (5, 2)]
+    assert list(zip(series.steps, series.attempts, strict=True)) == [(1, 1), (2, 1), (3, 1), (4, 2), (5, 2)]
     everything = ledger.get_series(run_id=run_id, include_superseded=True)
-    superseded = [(s, a) for s, a, gone in zip(everything.steps, everything.attempts, everything.superseded)
-                  if gone]
+    columns = zip(everything.steps, everything.attempts, everything.superseded, strict=True)
+    superseded = [(s, a) for s, a, gone in columns if gone]
     assert superseded == [(4, 1), (5, 1)]
     # The optimizer state came back: attempt 2's steps see the losses attempt 1 saw.
     losses = {column.name: column.values for column in series.metrics}["loss"]

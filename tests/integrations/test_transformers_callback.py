@@ -10,7 +10,7 @@ import math
 import shutil
 import time
 import warnings
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -208,7 +208,7 @@ def test_checkpoints_are_recorded_with_their_digest_and_resumed_from(client: Led
     state = run_state(client, spec)
     assert state.attempts[1].resumed_from_step == 6 and state.run.status == "done"
     page = client.get_series(run_id=state.run.run_id)
-    assert list(zip(page.steps, page.attempts)) == [(s, 1 if s <= 6 else 2) for s in range(1, 11)]
+    assert list(zip(page.steps, page.attempts, strict=True)) == [(s, 1 if s <= 6 else 2) for s in range(1, 11)]
     # A trainer resumed from a step the ledger has no checkpoint at is refused before it trains.
     third = Trainer(LedgerCallback(client=client, spec=make_spec("unknown")), tmp_path, max_steps=10)
     with pytest.raises(ResumeRefused) as refused:
@@ -251,9 +251,9 @@ def test_resume_checkpoint_refuses_what_it_cannot_trust(client: LedgerClient, tm
     assert reason(spec) == "BACKEND_MISMATCH"
     spec, _ = recorded("rank4", lora={"r": 4, "lora_alpha": 16, "lora_dropout": 0.0, "target_modules": ["q_proj"]})
     assert reason(spec) == "LORA_MISMATCH"
-    expires_at = datetime.now(timezone.utc) + timedelta(seconds=3)  # Saved before it expires, even under load.
+    expires_at = datetime.now(UTC) + timedelta(seconds=3)  # Saved before it expires, even under load.
     spec, _ = recorded("expired", expires_at=expires_at)
-    time.sleep(max(0.0, (expires_at - datetime.now(timezone.utc)).total_seconds()) + 0.2)
+    time.sleep(max(0.0, (expires_at - datetime.now(UTC)).total_seconds()) + 0.2)
     assert reason(spec) == "CHECKPOINT_EXPIRED"
     assert resume_checkpoint(client, spec=spec, allow_restart=True) is None
 

@@ -13,6 +13,7 @@ pytest.importorskip("mlx_lm")
 
 from tests.trainers import mlx_tiny  # noqa: E402
 
+
 def test_lora_train_with_callback_saves_adapters(tmp_path):
     from mlx.utils import tree_flatten
     from mlx_lm.tuner.callbacks import TrainingCallback

@@ -13,6 +13,7 @@ import pytest
 
 from tests.trainers import tiny
 
+
 class _Recorder:
     """Collects on_log / on_save from a TrainerCallback without importing transformers at module level."""
 
@@ -42,13 +43,14 @@ def test_tokenizer_model_dataset_build_offline():
     tokens = tok.convert_ids_to_tokens(ids["input_ids"])
     assert tokens[0] == "<s>" and tokens[-1] == "</s>"
     for row in ds:  # the tokenizer's vocabulary covers every synthetic row
-        assert tok.unk_token_id not in tok.apply_chat_template(row["messages"], tokenize=True, return_dict=True)["input_ids"]
+        row_ids = tok.apply_chat_template(row["messages"], tokenize=True, return_dict=True)["input_ids"]
+        assert tok.unk_token_id not in row_ids
     assert any(ids["assistant_masks"]) and not all(ids["assistant_masks"])
     model = tiny.build_model(tok)
     assert sum(p.numel() for p in model.parameters()) < 100_000
     # Seeded: the same seed gives the same weights.
     again = tiny.build_model(tiny.build_tokenizer())
-    assert all((a == b).all() for a, b in zip(model.state_dict().values(), again.state_dict().values()))
+    assert all((a == b).all() for a, b in zip(model.state_dict().values(), again.state_dict().values(), strict=True))
 
 
 def test_train_four_steps_writes_checkpoint(tmp_path):
