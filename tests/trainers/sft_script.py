@@ -29,9 +29,10 @@ from pathlib import Path
 # Run as a script, so put the repository root on sys.path for `tests.trainers`.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from transformers import TrainerCallback  # noqa: E402
+from tests.trainers import tiny  # noqa: E402  (sets the offline environment before transformers is imported)
 
-from tests.trainers import tiny  # noqa: E402
+# isort: split
+from transformers import TrainerCallback  # noqa: E402
 
 
 def emit(line: str) -> None:
