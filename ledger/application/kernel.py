@@ -40,7 +40,6 @@ __all__ = ["Kernel", "Receipt", "storage_read", "utc_now"]
 T = TypeVar("T")
 K = TypeVar("K", bound="Kernel")
 P = ParamSpec("P")
-A = TypeVar("A", bound=LedgerAggregate)
 WRITE_RETRIES = 16
 # Back-off between retries of a write that lost a version race with another process: random,
 # growing, capped, so racing replicas spread out instead of colliding again in lockstep.
