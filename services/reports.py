@@ -14,7 +14,7 @@ from typing import Any
 from ledger import Ledger, LedgerError
 from ledger.domain.base import ledger_id
 from ledger.views.models import Reservation, RunState, SeriesPage
-from services.server import describe
+from services.describe import describe
 from services.tables import basis_text, fields, table, to_json, usd, when
 
 __all__ = ["Failure", "runs_list", "runs_show", "spend_show", "registry_list", "registry_show", "events_export",
