@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from clients.integrations.paths import outside
 from clients.models import RunState
@@ -115,7 +115,7 @@ class Loader:
     uri_prefix: str = ""
     fidelity: str = ""
     files: bool = True
-    kind: str = "any"
+    kind: Literal["dir", "file", "any"] = "any"
     digest: Callable[[Path], str] | None = None
     lora: Callable[[Path], Any] | None = None
     root_name: str = "root"
