@@ -24,15 +24,6 @@ __all__ = [
     "CapExceeded",
     "Unavailable",
     "Reason",
-    # The former names, kept until every module uses the kinds above.
-    "InvalidArgumentError",
-    "NotFoundError",
-    "AlreadyExistsError",
-    "FailedPreconditionError",
-    "AbortedError",
-    "ResourceExhaustedError",
-    "SpendCapExceededError",
-    "UnavailableError",
 ]
 
 
@@ -108,15 +99,3 @@ class Unavailable(LedgerError):
 
     def __init__(self, message: str, *, reason: Reason = Reason.UNAVAILABLE, **metadata: Any) -> None:
         super().__init__(message, reason=reason, **metadata)
-
-
-# The former names of the kinds, named for gRPC status codes. They go once the code base uses the
-# kinds' own names.
-InvalidArgumentError = Invalid
-NotFoundError = NotFound
-AlreadyExistsError = Conflict
-FailedPreconditionError = Refused
-AbortedError = Contended
-ResourceExhaustedError = Exhausted
-SpendCapExceededError = CapExceeded
-UnavailableError = Unavailable

@@ -68,17 +68,6 @@ def test_every_kind_of_the_domain_is_in_the_expected_table() -> None:
     assert kinds - {ledger_errors.LedgerError} == {kind for kind, _, _ in KINDS} - {Unlisted}
 
 
-def test_the_former_names_are_the_kinds() -> None:
-    assert ledger_errors.InvalidArgumentError is ledger_errors.Invalid
-    assert ledger_errors.NotFoundError is ledger_errors.NotFound
-    assert ledger_errors.AlreadyExistsError is ledger_errors.Conflict
-    assert ledger_errors.FailedPreconditionError is ledger_errors.Refused
-    assert ledger_errors.AbortedError is ledger_errors.Contended
-    assert ledger_errors.ResourceExhaustedError is ledger_errors.Exhausted
-    assert ledger_errors.SpendCapExceededError is ledger_errors.CapExceeded
-    assert ledger_errors.UnavailableError is ledger_errors.Unavailable
-
-
 def test_kinds_with_a_default_reason_and_an_unknown_reason() -> None:
     assert ledger_errors.Conflict("x").reason is Reason.EXISTS_WITH_DIFFERENT_PAYLOAD
     assert ledger_errors.Unavailable("x").reason is Reason.UNAVAILABLE
