@@ -63,8 +63,9 @@ def reserve_latencies_ms(spend: spend_pb2_grpc.SpendStub, account: str, count: i
     latencies = []
     for _ in range(count):
         started = time.perf_counter()
-        spend.Reserve(spend_pb2.ReserveRequest(account=account, reservation_id=uuid.uuid4().hex, amount_usd_micro=1),
-                      timeout=30)
+        spend.Reserve(
+            spend_pb2.ReserveRequest(account=account, reservation_id=uuid.uuid4().hex, amount_usd_micro=1), timeout=30
+        )
         latencies.append((time.perf_counter() - started) * 1000)
     return latencies
 
@@ -97,8 +98,13 @@ def bench_flood(address: str, args: argparse.Namespace) -> dict[str, float]:
     account = new_run(runs)
     reserve_latencies_ms(spend, account, 20)  # Warm up.
     alone = reserve_latencies_ms(spend, account, args.reserves)
-    flooder = subprocess.Popen([sys.executable, __file__, "--flood", address, "--streams", str(args.streams)],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO)
+    flooder = subprocess.Popen(
+        [sys.executable, __file__, "--flood", address, "--streams", str(args.streams)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
     try:
         ready = json.loads(flooder.stdout.readline())  # type: ignore[union-attr]
         flooded = reserve_latencies_ms(spend, account, args.reserves)
@@ -106,10 +112,14 @@ def bench_flood(address: str, args: argparse.Namespace) -> dict[str, float]:
         flooder.kill()
         flooder.wait()
     channel.close()
-    return {"reserve_p50_ms": round(statistics.median(alone), 2), "reserve_p99_ms": round(percentile(alone, 0.99), 2),
-            "reserve_p50_ms_with_flood": round(statistics.median(flooded), 2),
-            "reserve_p99_ms_with_flood": round(percentile(flooded, 0.99), 2),
-            "flood_streams": args.streams, "flood_streams_refused": ready["refused"]}
+    return {
+        "reserve_p50_ms": round(statistics.median(alone), 2),
+        "reserve_p99_ms": round(percentile(alone, 0.99), 2),
+        "reserve_p50_ms_with_flood": round(statistics.median(flooded), 2),
+        "reserve_p99_ms_with_flood": round(percentile(flooded, 0.99), 2),
+        "flood_streams": args.streams,
+        "flood_streams_refused": ready["refused"],
+    }
 
 
 def bench_structs(address: str, args: argparse.Namespace) -> dict[str, float | str]:
@@ -118,8 +128,11 @@ def bench_structs(address: str, args: argparse.Namespace) -> dict[str, float | s
     runs = runs_pb2_grpc.RunsStub(other)
     run_id = new_run(runs)
     request = huge_open_run(1_100_000)
-    open_raw = channel.unary_unary("/trainledger.v1.Runs/OpenRun", request_serializer=None,
-                                   response_deserializer=runs_pb2.OpenRunResponse.FromString)
+    open_raw = channel.unary_unary(
+        "/trainledger.v1.Runs/OpenRun",
+        request_serializer=None,
+        response_deserializer=runs_pb2.OpenRunResponse.FromString,
+    )
     done = threading.Event()
     unrelated: list[float] = []
 
@@ -149,8 +162,12 @@ def bench_structs(address: str, args: argparse.Namespace) -> dict[str, float | s
     prober.join()
     channel.close()
     other.close()
-    return {"struct_request_bytes": len(request), "structs_refused_ms": round(max(ms for ms, _ in results), 1),
-            "structs_reason": results[0][1], "unrelated_call_max_ms_during_structs": round(max(unrelated), 1)}
+    return {
+        "struct_request_bytes": len(request),
+        "structs_refused_ms": round(max(ms for ms, _ in results), 1),
+        "structs_reason": results[0][1],
+        "unrelated_call_max_ms_during_structs": round(max(unrelated), 1),
+    }
 
 
 def main() -> None:
@@ -174,8 +191,18 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(30)
-    command = shlex.join([".venv/bin/python", "bench/edge.py", "--streams", str(args.streams), "--reserves",
-                          str(args.reserves), "--structs", str(args.structs)])
+    command = shlex.join(
+        [
+            ".venv/bin/python",
+            "bench/edge.py",
+            "--streams",
+            str(args.streams),
+            "--reserves",
+            str(args.reserves),
+            "--structs",
+            str(args.structs),
+        ]
+    )
     print(f"reproduce: {command}")
     print(json.dumps(figures))
 

@@ -61,8 +61,13 @@ def other_figures(missing: dict[str, str]) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     for script, keys in OTHERS.items():
         try:
-            done = subprocess.run([sys.executable, str(REPO / "bench" / script)], capture_output=True, text=True,
-                                  cwd=REPO, timeout=OTHER_TIMEOUT_S)
+            done = subprocess.run(
+                [sys.executable, str(REPO / "bench" / script)],
+                capture_output=True,
+                text=True,
+                cwd=REPO,
+                timeout=OTHER_TIMEOUT_S,
+            )
             last = json.loads(done.stdout.strip().splitlines()[-1])
         except (subprocess.TimeoutExpired, ValueError, IndexError) as error:
             for key in keys:

@@ -45,8 +45,11 @@ def fuzz(examples: int, methods: list[str], show: int = 20, quiet: bool = False)
                     explore(judge, method, message_payloads(method, known), examples)
                     explore(judge, method, raw_payloads(method, known), max(10, examples // 3))
                     if not quiet:
-                        print(f"{method.name:28} {judge.requests - sent:6} requests "
-                              f"{len(judge.unclear) - unclear:4} unclear", flush=True)
+                        print(
+                            f"{method.name:28} {judge.requests - sent:6} requests "
+                            f"{len(judge.unclear) - unclear:4} unclear",
+                            flush=True,
+                        )
             finally:
                 judge.close()
             alive = process.poll() is None
@@ -56,9 +59,14 @@ def fuzz(examples: int, methods: list[str], show: int = 20, quiet: bool = False)
     if not quiet:
         for line in judge.unclear[:show]:
             print("unclear:", line[:600])
-    return {"fuzz_requests": judge.requests, "fuzz_unclear_answers": len(judge.unclear),
-            "fuzz_methods": len(chosen), "fuzz_examples_per_method": examples, "fuzz_server_alive": alive,
-            "fuzz_seconds": round(time.perf_counter() - began, 1)}
+    return {
+        "fuzz_requests": judge.requests,
+        "fuzz_unclear_answers": len(judge.unclear),
+        "fuzz_methods": len(chosen),
+        "fuzz_examples_per_method": examples,
+        "fuzz_server_alive": alive,
+        "fuzz_seconds": round(time.perf_counter() - began, 1),
+    }
 
 
 def main() -> None:

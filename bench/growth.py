@@ -43,8 +43,14 @@ def run_state_ms(ledger: Ledger, checkpoints: int, calls: int) -> float:
     later = datetime.now(UTC) + timedelta(days=30)
     started = time.perf_counter()
     for step in range(checkpoints):
-        ledger.save_checkpoint(run_id=run_id, attempt=1, step=step, backend="tinker",
-                               uri=f"tinker://bench/weights/{step}", expires_at=later)
+        ledger.save_checkpoint(
+            run_id=run_id,
+            attempt=1,
+            step=step,
+            backend="tinker",
+            uri=f"tinker://bench/weights/{step}",
+            expires_at=later,
+        )
     ledger.wait(ledger.head(), timeout_s=60)
     print(f"saved {checkpoints} checkpoints in {time.perf_counter() - started:.1f} s", flush=True)
     return median_ms(lambda: ledger.run_state(run_id), calls)
@@ -57,8 +63,13 @@ def series_ms(ledger: Ledger, superseded: int, calls: int) -> float:
     started = time.perf_counter()
     for first in range(1, superseded + 1, BATCH):
         steps = list(range(first, min(first + BATCH, superseded + 1)))
-        ledger.append_steps(run_id=run_id, attempt=1, steps=steps, tokens=[4_096] * len(steps),
-                            metrics={"loss": [1.0] * len(steps), "lr": [1e-4] * len(steps)})
+        ledger.append_steps(
+            run_id=run_id,
+            attempt=1,
+            steps=steps,
+            tokens=[4_096] * len(steps),
+            metrics={"loss": [1.0] * len(steps), "lr": [1e-4] * len(steps)},
+        )
     # A restarted trainer resumes from step 0: every step of attempt 1 above it is superseded.
     ledger.start_attempt(run_id=run_id, resume_from_step=0)
     ledger.append_steps(run_id=run_id, attempt=2, steps=list(range(1, 11)), metrics={"loss": [2.0] * 10})
@@ -83,8 +94,15 @@ def main() -> None:
             print(f"series page over {args.superseded} superseded steps: {series} ms (median)", flush=True)
         finally:
             ledger.close()
-    print(json.dumps({"run_state_ms_4000_checkpoints": state, "series_page_ms_600k_superseded": series,
-                      "command": ".venv/bin/python bench/growth.py " + " ".join(sys.argv[1:])}))
+    print(
+        json.dumps(
+            {
+                "run_state_ms_4000_checkpoints": state,
+                "series_page_ms_600k_superseded": series,
+                "command": ".venv/bin/python bench/growth.py " + " ".join(sys.argv[1:]),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -79,21 +79,26 @@ def main() -> None:
                 ledger.append_steps(run_id=run.run_id, attempt=1, **payload)
             elapsed = time.perf_counter() - started
             figures["steps_per_s"] = round(args.batches * BATCH / elapsed)
-            print(f"append: {args.batches} batches of {BATCH} steps in {elapsed:.2f} s"
-                  f" -> {figures['steps_per_s']:,} steps/s")
+            print(
+                f"append: {args.batches} batches of {BATCH} steps in {elapsed:.2f} s"
+                f" -> {figures['steps_per_s']:,} steps/s"
+            )
 
             # Reserve + commit, one pair at a time, on a capped run account.
             spend_run = ledger.open_run(run_key="bench-spend", cap_usd_micro=10**12)
-            basis = {"price_sheet": "bench", "tokens": [{"token_class": "train", "tokens": 1000,
-                                                        "usd_micro_per_million_tokens": 400_000}]}
+            basis = {
+                "price_sheet": "bench",
+                "tokens": [{"token_class": "train", "tokens": 1000, "usd_micro_per_million_tokens": 400_000}],
+            }
             started = time.perf_counter()
             for i in range(args.pairs):
                 ledger.reserve(account=spend_run.run_id, reservation_id=f"r{i}", amount_usd_micro=500, basis=basis)
                 ledger.commit(account=spend_run.run_id, reservation_id=f"r{i}", actual_usd_micro=400)
             elapsed = time.perf_counter() - started
             figures["reserve_commit_per_s"] = round(args.pairs / elapsed)
-            print(f"reserve+commit: {args.pairs} pairs in {elapsed:.2f} s"
-                  f" -> {figures['reserve_commit_per_s']:,} pairs/s")
+            print(
+                f"reserve+commit: {args.pairs} pairs in {elapsed:.2f} s -> {figures['reserve_commit_per_s']:,} pairs/s"
+            )
 
             # RunState on a run of 1,000 steps, then the same run grown to --grow-to steps.
             state_run = ledger.open_run(run_key="bench-state")
@@ -118,8 +123,10 @@ def main() -> None:
             ledger.projector.rebuild()
             elapsed = time.perf_counter() - started
             figures["rebuild_steps_per_s"] = round(total_steps / elapsed)
-            print(f"rebuild: {total_steps:,} steps (+{args.pairs * 2:,} spend events) in {elapsed:.1f} s"
-                  f" -> {figures['rebuild_steps_per_s']:,} steps/s")
+            print(
+                f"rebuild: {total_steps:,} steps (+{args.pairs * 2:,} spend events) in {elapsed:.1f} s"
+                f" -> {figures['rebuild_steps_per_s']:,} steps/s"
+            )
         finally:
             ledger.close()
     print(f"rerun with: {command}")

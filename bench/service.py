@@ -75,8 +75,9 @@ def bench(channel: grpc.Channel, args: argparse.Namespace) -> dict[str, float]:
     figures: dict[str, float] = {}
 
     run_id = new_run(runs)
-    requests = [runs_pb2.RecordStepsRequest(sequence=n, batch=step_batch(run_id, n * BATCH))
-                for n in range(args.batches)]
+    requests = [
+        runs_pb2.RecordStepsRequest(sequence=n, batch=step_batch(run_id, n * BATCH)) for n in range(args.batches)
+    ]
     started = time.perf_counter()
     acks = list(runs.RecordSteps(iter(requests), timeout=300))
     elapsed = time.perf_counter() - started
@@ -97,8 +98,9 @@ def bench(channel: grpc.Channel, args: argparse.Namespace) -> dict[str, float]:
     reserve_ms, pair_ms = [], []
     for n in range(args.pairs):
         t0 = time.perf_counter()
-        spend.Reserve(spend_pb2.ReserveRequest(account=account, reservation_id=f"r{n}", amount_usd_micro=1_000),
-                      timeout=30)
+        spend.Reserve(
+            spend_pb2.ReserveRequest(account=account, reservation_id=f"r{n}", amount_usd_micro=1_000), timeout=30
+        )
         t1 = time.perf_counter()
         spend.Commit(spend_pb2.CommitRequest(account=account, reservation_id=f"r{n}", actual_usd_micro=900), timeout=30)
         reserve_ms.append((t1 - t0) * 1000)
@@ -109,8 +111,10 @@ def bench(channel: grpc.Channel, args: argparse.Namespace) -> dict[str, float]:
 
     started = time.perf_counter()
     state = runs.GetRunState(runs_pb2.GetRunStateRequest(run_id=run_id, min_position=last.position), timeout=600).state
-    print(f"projection caught up with {state.last_step + 1:,} steps after {time.perf_counter() - started:.2f} s",
-          file=sys.stderr)
+    print(
+        f"projection caught up with {state.last_step + 1:,} steps after {time.perf_counter() - started:.2f} s",
+        file=sys.stderr,
+    )
     read_ms = []
     for _ in range(args.reads):
         t0 = time.perf_counter()
@@ -122,15 +126,21 @@ def bench(channel: grpc.Channel, args: argparse.Namespace) -> dict[str, float]:
 
 def two_replicas(addresses: list[str], args: argparse.Namespace) -> dict[str, float]:
     """RecordSteps from two clients at once, each to its own replica and run."""
-    channels = [grpc.insecure_channel(address, options=[("grpc.max_send_message_length", 16 * 1024 * 1024)])
-                for address in addresses]
+    channels = [
+        grpc.insecure_channel(address, options=[("grpc.max_send_message_length", 16 * 1024 * 1024)])
+        for address in addresses
+    ]
     try:
         stubs = [runs_pb2_grpc.RunsStub(channel) for channel in channels]
         plans = []
         for stub in stubs:
             run_id = new_run(stub)
-            plans.append([runs_pb2.RecordStepsRequest(sequence=n, batch=step_batch(run_id, n * BATCH))
-                          for n in range(args.batches)])
+            plans.append(
+                [
+                    runs_pb2.RecordStepsRequest(sequence=n, batch=step_batch(run_id, n * BATCH))
+                    for n in range(args.batches)
+                ]
+            )
         barrier = threading.Barrier(len(stubs) + 1)
         acked = [0] * len(stubs)
 
@@ -150,8 +160,7 @@ def two_replicas(addresses: list[str], args: argparse.Namespace) -> dict[str, fl
         for channel in channels:
             channel.close()
     assert acked == [args.batches] * len(stubs), acked
-    print(f"RecordSteps, two replicas: 2 x {args.batches} batches of {BATCH} steps in {elapsed:.2f} s",
-          file=sys.stderr)
+    print(f"RecordSteps, two replicas: 2 x {args.batches} batches of {BATCH} steps in {elapsed:.2f} s", file=sys.stderr)
     return {"grpc_steps_per_s_two_replicas": round(sum(acked) * BATCH / elapsed)}
 
 
@@ -166,8 +175,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="trainledger-bench-") as directory:
         process, port = start_server(os.path.join(directory, "bench.db"), args.database_url)
         try:
-            with grpc.insecure_channel(f"127.0.0.1:{port}", options=[
-                    ("grpc.max_send_message_length", 16 * 1024 * 1024)]) as channel:
+            with grpc.insecure_channel(
+                f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", 16 * 1024 * 1024)]
+            ) as channel:
                 figures = bench(channel, args)
             if args.database_url:
                 second, second_port = start_server("", args.database_url)

@@ -34,8 +34,12 @@ from tests.trainers import tiny  # noqa: E402  (sets the offline environment fir
 
 
 def start_server(database: str) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen([sys.executable, "-m", "services.cli", "serve", "--db", database, "--listen",
-                                "127.0.0.1:0"], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "services.cli", "serve", "--db", database, "--listen", "127.0.0.1:0"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     line = process.stdout.readline() if process.stdout else ""
     match = re.search(r"serving on ([^:\s]+):(\d+)", line)
     if not match:
@@ -77,10 +81,20 @@ def main() -> None:
 
             def callback(number: int) -> LedgerCallback:
                 config = tiny.make_sft_config(root / "spec", max_steps=args.steps, save_steps=args.save_steps)
-                spec = spec_for(name=f"overhead-{number}", base_model="tiny-llama-81k", revision="seed-0",
-                                lora=tiny.lora_config(), args=config, dataset=dataset)
-                return LedgerCallback(address=address, spec=spec, gpu_price=price,
-                                      outbox_dir=root / f"outbox-{number}" if args.outbox else None)
+                spec = spec_for(
+                    name=f"overhead-{number}",
+                    base_model="tiny-llama-81k",
+                    revision="seed-0",
+                    lora=tiny.lora_config(),
+                    args=config,
+                    dataset=dataset,
+                )
+                return LedgerCallback(
+                    address=address,
+                    spec=spec,
+                    gpu_price=price,
+                    outbox_dir=root / f"outbox-{number}" if args.outbox else None,
+                )
 
             train_once(root / "warmup", args.steps, args.save_steps, callback(0))  # Untimed.
             without, with_ = [], []
@@ -89,24 +103,30 @@ def main() -> None:
                     if arm == "without":
                         without.append(train_once(root / f"without-{repeat}", args.steps, args.save_steps, None))
                     else:
-                        with_.append(train_once(root / f"with-{repeat}", args.steps, args.save_steps,
-                                                callback(repeat)))
-                print(f"repeat {repeat}: without {without[-1]:.2f} steps/s, with {with_[-1]:.2f} steps/s",
-                      file=sys.stderr)
+                        with_.append(train_once(root / f"with-{repeat}", args.steps, args.save_steps, callback(repeat)))
+                print(
+                    f"repeat {repeat}: without {without[-1]:.2f} steps/s, with {with_[-1]:.2f} steps/s", file=sys.stderr
+                )
         finally:
             server.terminate()
             server.wait(30)
 
-    figures = {"steps_per_s_without": round(statistics.median(without), 3),
-               "steps_per_s_with": round(statistics.median(with_), 3)}
+    figures = {
+        "steps_per_s_without": round(statistics.median(without), 3),
+        "steps_per_s_with": round(statistics.median(with_), 3),
+    }
     figures["overhead_ratio"] = round(figures["steps_per_s_with"] / figures["steps_per_s_without"], 4)
-    print(f"tiny TRL SFT + LoRA on CPU: {args.steps} steps, logging_steps=1, save_steps={args.save_steps}, "
-          f"{args.repeats} repeats (medians), callback with a GPU price sheet"
-          f"{' and an on-disk outbox' if args.outbox else ''}, server on loopback; {os.cpu_count()} CPUs")
+    print(
+        f"tiny TRL SFT + LoRA on CPU: {args.steps} steps, logging_steps=1, save_steps={args.save_steps}, "
+        f"{args.repeats} repeats (medians), callback with a GPU price sheet"
+        f"{' and an on-disk outbox' if args.outbox else ''}, server on loopback; {os.cpu_count()} CPUs"
+    )
     for name, value in figures.items():
         print(f"  {name:22} {value:>10}")
-    print(f"  per repeat, without: {', '.join(f'{v:.2f}' for v in without)}; with: "
-          f"{', '.join(f'{v:.2f}' for v in with_)} steps/s (spread = other load on the machine)")
+    print(
+        f"  per repeat, without: {', '.join(f'{v:.2f}' for v in without)}; with: "
+        f"{', '.join(f'{v:.2f}' for v in with_)} steps/s (spread = other load on the machine)"
+    )
     print("rerun: " + shlex.join([".venv/bin/python", "bench/trainer_overhead.py", *sys.argv[1:]]))
     print(json.dumps(figures))
 

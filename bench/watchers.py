@@ -81,8 +81,10 @@ def write_runs(database: str, spec_mb: float) -> tuple[str, str, str]:
 def channel(port: int) -> grpc.Channel:
     # A connection of its own (channels to one address share one otherwise), which takes the
     # wide run's whole state.
-    return grpc.insecure_channel(f"127.0.0.1:{port}", options=[
-        ("grpc.use_local_subchannel_pool", 1), ("grpc.max_receive_message_length", 64 * 1024 * 1024)])
+    return grpc.insecure_channel(
+        f"127.0.0.1:{port}",
+        options=[("grpc.use_local_subchannel_pool", 1), ("grpc.max_receive_message_length", 64 * 1024 * 1024)],
+    )
 
 
 def idle_watchers(port: int, run_id: str, count: int) -> list[tuple[grpc.Channel, object]]:
@@ -91,8 +93,10 @@ def idle_watchers(port: int, run_id: str, count: int) -> list[tuple[grpc.Channel
     for n in range(count):
         opened = channel(port)
         call = runs_pb2_grpc.RunsStub(opened).WatchRun(
-            runs_pb2.WatchRunRequest(run_id=run_id), timeout=600,
-            metadata=(("x-principal", f"bench-{n // WATCHERS_PER_PRINCIPAL}"),))
+            runs_pb2.WatchRunRequest(run_id=run_id),
+            timeout=600,
+            metadata=(("x-principal", f"bench-{n // WATCHERS_PER_PRINCIPAL}"),),
+        )
         watchers.append((opened, call))
     for _, call in watchers:
         call.initial_metadata()  # type: ignore[attr-defined]
@@ -114,9 +118,15 @@ def record_events(runs: runs_pb2_grpc.RunsStub, run_id: str, events: int) -> int
             batch.metrics.add(name="loss", values=[0.5] * 100)
             position = runs.AppendSteps(runs_pb2.AppendStepsRequest(batch=batch), timeout=30).position
         else:
-            position = runs.SaveCheckpoint(runs_pb2.SaveCheckpointRequest(
-                run_id=run_id, attempt=1, step=n * 100 - 1,
-                handle=common_pb2.StateHandle(backend="local", uri=f"file:///ck/{n}")), timeout=30).position
+            position = runs.SaveCheckpoint(
+                runs_pb2.SaveCheckpointRequest(
+                    run_id=run_id,
+                    attempt=1,
+                    step=n * 100 - 1,
+                    handle=common_pb2.StateHandle(backend="local", uri=f"file:///ck/{n}"),
+                ),
+                timeout=30,
+            ).position
     return position
 
 
@@ -127,8 +137,9 @@ def rss_figures(port: int, pid: int, run_id: str, args: argparse.Namespace) -> d
     before = rss_mb(pid)
     watchers = idle_watchers(port, run_id, args.watchers)
     # One watcher that reads tells when the server has handed every event out.
-    control = runs.WatchRun(runs_pb2.WatchRunRequest(run_id=run_id), timeout=600,
-                            metadata=(("x-principal", "bench-control"),))
+    control = runs.WatchRun(
+        runs_pb2.WatchRunRequest(run_id=run_id), timeout=600, metadata=(("x-principal", "bench-control"),)
+    )
     next(control)
     last = record_events(runs, run_id, args.events)
     for message in control:
@@ -140,8 +151,11 @@ def rss_figures(port: int, pid: int, run_id: str, args: argparse.Namespace) -> d
     time.sleep(1.0)  # Let the server see the cancellations.
     after = rss_mb(pid)
     stubs.close()
-    print(f"RSS {before} MB -> {idle} MB with {args.watchers} idle watchers and {args.events} events,"
-          f" {after} MB after they cancelled", file=sys.stderr)
+    print(
+        f"RSS {before} MB -> {idle} MB with {args.watchers} idle watchers and {args.events} events,"
+        f" {after} MB after they cancelled",
+        file=sys.stderr,
+    )
     return {"rss_mb_before_watchers": before, "rss_mb_idle_watchers": idle, "rss_mb_after_cancel": after}
 
 
@@ -168,11 +182,17 @@ def reserve_figures(port: int, quiet: str, reserving: str, args: argparse.Namesp
     watchers = idle_watchers(port, quiet, args.idle_watchers)
     watched = reserve_ms(port, reserving, args.reserves)
     cancel(watchers)
-    print(f"Reserve p50 {statistics.median(alone):.2f} ms alone, {statistics.median(watched):.2f} ms with"
-          f" {args.idle_watchers} watchers on another run", file=sys.stderr)
-    return {"reserve_p50_ms_no_watchers": percentile(alone, 0.5), "reserve_p99_ms_no_watchers": percentile(alone, 0.99),
-            "reserve_p50_ms_with_200_watchers": percentile(watched, 0.5),
-            "reserve_p99_ms_with_200_watchers": percentile(watched, 0.99)}
+    print(
+        f"Reserve p50 {statistics.median(alone):.2f} ms alone, {statistics.median(watched):.2f} ms with"
+        f" {args.idle_watchers} watchers on another run",
+        file=sys.stderr,
+    )
+    return {
+        "reserve_p50_ms_no_watchers": percentile(alone, 0.5),
+        "reserve_p99_ms_no_watchers": percentile(alone, 0.99),
+        "reserve_p50_ms_with_200_watchers": percentile(watched, 0.5),
+        "reserve_p99_ms_with_200_watchers": percentile(watched, 0.99),
+    }
 
 
 def main() -> None:
@@ -188,8 +208,11 @@ def main() -> None:
         wide, quiet, reserving = write_runs(database, args.spec_mb)
         process, port = start_server(database)
         try:
-            figures = {"spec_mb": args.spec_mb, **rss_figures(port, process.pid, wide, args),
-                       **reserve_figures(port, quiet, reserving, args)}
+            figures = {
+                "spec_mb": args.spec_mb,
+                **rss_figures(port, process.pid, wide, args),
+                **reserve_figures(port, quiet, reserving, args),
+            }
         finally:
             process.terminate()
             process.wait(30)

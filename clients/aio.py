@@ -45,16 +45,24 @@ class AsyncLedgerClient(LedgerMethods):
     as LedgerClient); create it inside the event loop that uses it. Usable as an async context
     manager (closes the channel). `timeout_s`, `outage_budget_s` and `retries` as LedgerClient."""
 
-    def __init__(self, address: str | Sequence[str] = "127.0.0.1:50051", *, principal: str = "",
-                 timeout_s: float = 10.0, retries: RetryPolicy | int | None = None,
-                 outage_budget_s: float | None = None, channel: grpc.aio.Channel | None = None,
-                 options: Iterable[tuple[str, Any]] = ()) -> None:
+    def __init__(
+        self,
+        address: str | Sequence[str] = "127.0.0.1:50051",
+        *,
+        principal: str = "",
+        timeout_s: float = 10.0,
+        retries: RetryPolicy | int | None = None,
+        outage_budget_s: float | None = None,
+        channel: grpc.aio.Channel | None = None,
+        options: Iterable[tuple[str, Any]] = (),
+    ) -> None:
         self.address = address
         self.principal = principal
         self.timeout_s = timeout_s
         self.retry_policy = RetryPolicy.of(retries, outage_budget_s=outage_budget_s)
-        self._channel = channel or grpc.aio.insecure_channel(channel_target(address),
-                                                             options=(*CHANNEL_OPTIONS, *options))
+        self._channel = channel or grpc.aio.insecure_channel(
+            channel_target(address), options=(*CHANNEL_OPTIONS, *options)
+        )
         self._stubs = {name: stub(self._channel) for name, stub in STUBS.items()}
         self._closed = False
 
@@ -77,8 +85,16 @@ class AsyncLedgerClient(LedgerMethods):
         """The call metadata: a new request id unless one is given, and the principal."""
         return call_metadata(self.principal, request_id)
 
-    async def _unary(self, service: str, method: str, request: Any, *, decode: Decode[Any],
-                     idempotent: bool = True, timeout_s: float | None = None) -> Any:
+    async def _unary(
+        self,
+        service: str,
+        method: str,
+        request: Any,
+        *,
+        decode: Decode[Any],
+        idempotent: bool = True,
+        timeout_s: float | None = None,
+    ) -> Any:
         rpc = getattr(self._stubs[service], method)
         metadata = self.metadata()
         request = self._session(request)
@@ -92,8 +108,9 @@ class AsyncLedgerClient(LedgerMethods):
                 raise error
             await asyncio.sleep(delay_s)
 
-    async def _server_stream(self, service: str, method: str, request: Any, *, decode: Decode[Any],
-                             timeout_s: float | None) -> AsyncIterator[Any]:
+    async def _server_stream(
+        self, service: str, method: str, request: Any, *, decode: Decode[Any], timeout_s: float | None
+    ) -> AsyncIterator[Any]:
         call = getattr(self._stubs[service], method)(request, timeout=timeout_s, metadata=self.metadata())
         try:
             async for response in call:
@@ -103,8 +120,9 @@ class AsyncLedgerClient(LedgerMethods):
         finally:
             call.cancel()
 
-    def record_steps(self, batches: Iterable[Any] | AsyncIterable[Any], *,
-                     timeout_s: float | None = None) -> AsyncAckStream:
+    def record_steps(
+        self, batches: Iterable[Any] | AsyncIterable[Any], *, timeout_s: float | None = None
+    ) -> AsyncAckStream:
         """Stream batches (see clients.transport.record_request) and get one StepAck per batch."""
 
         async def requests() -> AsyncIterator[Any]:

@@ -51,16 +51,18 @@ def replay_attempts(client: object, outbox: SqliteOutbox) -> dict[str, int]:
     return counters
 
 
-def start_pending_opens(client: Any, outbox: SqliteOutbox, *, run_id: str, run_key: str,
-                        exclude: str = "") -> dict[str, int]:
+def start_pending_opens(
+    client: Any, outbox: SqliteOutbox, *, run_id: str, run_key: str, exclude: str = ""
+) -> dict[str, int]:
     """Start, adopt and replay the attempts of `run_key` that earlier processes noted as pending
     (all but `exclude`), oldest first; returns the replay's counters. An attempt whose start is
     refused for good has its batches marked failed. Raises LedgerClientError (Unavailable ...)."""
     counters = {"sent": 0, "acked": 0, "failed": 0}
     for attempt_id, label, resume_from_step in outbox.pending_opens(run_key, exclude=exclude):
         try:
-            started = client.start_attempt(run_id=run_id, attempt_id=attempt_id, label=label,
-                                           resume_from_step=resume_from_step)
+            started = client.start_attempt(
+                run_id=run_id, attempt_id=attempt_id, label=label, resume_from_step=resume_from_step
+            )
         except LedgerClientError as error:
             if error.code not in REFUSAL_CODES:
                 raise
@@ -72,33 +74,44 @@ def start_pending_opens(client: Any, outbox: SqliteOutbox, *, run_id: str, run_k
     return counters
 
 
-def start_attempt(client: Any, *, run_id: str, label: str | None, resume_from_step: int | None,
-                  outbox_dir: str | os.PathLike[str] | None, run_key: str = "",
-                  attempt_id: str | None = None) -> tuple[StartAttemptReceipt, dict[str, int]]:
+def start_attempt(
+    client: Any,
+    *,
+    run_id: str,
+    label: str | None,
+    resume_from_step: int | None,
+    outbox_dir: str | os.PathLike[str] | None,
+    run_key: str = "",
+    attempt_id: str | None = None,
+) -> tuple[StartAttemptReceipt, dict[str, int]]:
     """Replay the run's earlier attempts from the outbox (if any; with `run_key`, also those noted
     as pending by processes that died before the ledger answered) and start a new attempt,
     labelled "host:pid" unless `label` is given, with `attempt_id` when given (a deferred open
     made it earlier): its StartAttempt answer, and the replay's counters. Raises LedgerClientError."""
     label = label if label is not None else f"{socket.gethostname()}:{os.getpid()}"
     if not outbox_dir:
-        started = client.start_attempt(run_id=run_id, attempt_id=attempt_id or str(uuid.uuid4()), label=label,
-                                       resume_from_step=resume_from_step)
+        started = client.start_attempt(
+            run_id=run_id, attempt_id=attempt_id or str(uuid.uuid4()), label=label, resume_from_step=resume_from_step
+        )
         return started, {}
     outbox = SqliteOutbox(outbox_dir, run_id)
     try:
         counters = replay_attempts(client, outbox)
         if run_key:
-            for name, value in start_pending_opens(client, outbox, run_id=run_id, run_key=run_key,
-                                                   exclude=attempt_id or "").items():
+            for name, value in start_pending_opens(
+                client, outbox, run_id=run_id, run_key=run_key, exclude=attempt_id or ""
+            ).items():
                 counters[name] += value
         if attempt_id is None:
             attempt_id = outbox.attempt_id(label, resume_from_step, str(uuid.uuid4()))
-            started = client.start_attempt(run_id=run_id, attempt_id=attempt_id, label=label,
-                                           resume_from_step=resume_from_step)
+            started = client.start_attempt(
+                run_id=run_id, attempt_id=attempt_id, label=label, resume_from_step=resume_from_step
+            )
             outbox.attempt_started(attempt_id, started.attempt)
         else:  # A deferred open's attempt: its sender adopts its batches and records it.
-            started = client.start_attempt(run_id=run_id, attempt_id=attempt_id, label=label,
-                                           resume_from_step=resume_from_step)
+            started = client.start_attempt(
+                run_id=run_id, attempt_id=attempt_id, label=label, resume_from_step=resume_from_step
+            )
         return started, counters
     finally:
         outbox.close()

@@ -51,17 +51,23 @@ class LedgerClient(LedgerMethods):
     30 s; then it raises Unavailable); `retries` a RetryPolicy, or a number of retries (0: none
     at all). Usable as a context manager (closes the channel). Safe to share between threads."""
 
-    def __init__(self, address: str | Sequence[str] = "127.0.0.1:50051", *, principal: str = "",
-                 timeout_s: float = 10.0, retries: RetryPolicy | int | None = None,
-                 outage_budget_s: float | None = None, channel: grpc.Channel | None = None,
-                 options: Iterable[tuple[str, Any]] = ()) -> None:
+    def __init__(
+        self,
+        address: str | Sequence[str] = "127.0.0.1:50051",
+        *,
+        principal: str = "",
+        timeout_s: float = 10.0,
+        retries: RetryPolicy | int | None = None,
+        outage_budget_s: float | None = None,
+        channel: grpc.Channel | None = None,
+        options: Iterable[tuple[str, Any]] = (),
+    ) -> None:
         self.address = address
         self.principal = principal
         self.timeout_s = timeout_s
         self.retry_policy = RetryPolicy.of(retries, outage_budget_s=outage_budget_s)
         self._local = threading.local()
-        self._channel = channel or grpc.insecure_channel(channel_target(address),
-                                                         options=(*CHANNEL_OPTIONS, *options))
+        self._channel = channel or grpc.insecure_channel(channel_target(address), options=(*CHANNEL_OPTIONS, *options))
         self._stubs = {name: stub(self._channel) for name, stub in STUBS.items()}
         self._closed = threading.Event()
 
@@ -85,8 +91,9 @@ class LedgerClient(LedgerMethods):
         return self.retry_policy.total_s
 
     @contextmanager
-    def retrying(self, retries: RetryPolicy | int | None = None, *,
-                 outage_budget_s: float | None = None) -> Iterator[LedgerClient]:
+    def retrying(
+        self, retries: RetryPolicy | int | None = None, *, outage_budget_s: float | None = None
+    ) -> Iterator[LedgerClient]:
         """Within the block, this thread's calls retry by another policy (or budget), e.g. a
         first try that must not wait out a whole outage; other threads are not affected."""
         previous = getattr(self._local, "policy", None)
@@ -97,8 +104,16 @@ class LedgerClient(LedgerMethods):
         finally:
             self._local.policy = previous
 
-    def _unary(self, service: str, method: str, request: Any, *, decode: Decode[Any],
-               idempotent: bool = True, timeout_s: float | None = None) -> Any:
+    def _unary(
+        self,
+        service: str,
+        method: str,
+        request: Any,
+        *,
+        decode: Decode[Any],
+        idempotent: bool = True,
+        timeout_s: float | None = None,
+    ) -> Any:
         rpc = getattr(self._stubs[service], method)
         metadata = self.metadata()
         request = self._session(request)
@@ -112,8 +127,9 @@ class LedgerClient(LedgerMethods):
             if delay_s is None or self._closed.is_set() or self._closed.wait(delay_s):
                 raise error
 
-    def _server_stream(self, service: str, method: str, request: Any, *, decode: Decode[Any],
-                       timeout_s: float | None) -> Iterator[Any]:
+    def _server_stream(
+        self, service: str, method: str, request: Any, *, decode: Decode[Any], timeout_s: float | None
+    ) -> Iterator[Any]:
         call = getattr(self._stubs[service], method)(request, timeout=timeout_s, metadata=self.metadata())
         try:
             for response in call:
@@ -128,8 +144,9 @@ class LedgerClient(LedgerMethods):
         order. The stream is not retried: on an error, resend the unacked batches (an identical
         batch is a duplicate, never recorded twice). No deadline unless `timeout_s` is given."""
         requests = (record_request(batch, number) for number, batch in enumerate(batches, start=1))
-        return AckStream(self._stubs["Runs"].RecordSteps(requests, timeout=timeout_s, metadata=self.metadata()),
-                         self._observe)
+        return AckStream(
+            self._stubs["Runs"].RecordSteps(requests, timeout=timeout_s, metadata=self.metadata()), self._observe
+        )
 
     def wait_ready(self, timeout_s: float = 10.0) -> None:
         """Block until the channel is connected; raises grpc.FutureTimeoutError."""

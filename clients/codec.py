@@ -22,8 +22,17 @@ from trainledger.structs import integral
 from trainledger.v1 import common_pb2, registry_pb2
 
 __all__ = [
-    "to_dict", "decode", "struct", "timestamp", "duration", "status", "basis", "verdict", "step_batch",
-    "metric_columns", "batch_from_columns"
+    "to_dict",
+    "decode",
+    "struct",
+    "timestamp",
+    "duration",
+    "status",
+    "basis",
+    "verdict",
+    "step_batch",
+    "metric_columns",
+    "batch_from_columns",
 ]
 
 _STATUS_PREFIX = "RUN_STATUS_"
@@ -73,8 +82,9 @@ def basis(value: Mapping[str, Any] | common_pb2.CostBasis | None) -> common_pb2.
 
 def verdict(value: Mapping[str, Any]) -> registry_pb2.GateVerdict:
     """A GateVerdict from {"passed": bool, "reason": str, "stats": dict}."""
-    return registry_pb2.GateVerdict(passed=bool(value.get("passed", False)),
-                                    reason=str(value.get("reason", "")), stats=struct(value.get("stats")))
+    return registry_pb2.GateVerdict(
+        passed=bool(value.get("passed", False)), reason=str(value.get("reason", "")), stats=struct(value.get("stats"))
+    )
 
 
 def metric_columns(metrics: Mapping[str, Any] | None) -> list[common_pb2.MetricColumn]:
@@ -89,17 +99,29 @@ def metric_columns(metrics: Mapping[str, Any] | None) -> list[common_pb2.MetricC
     return columns
 
 
-def step_batch(*, run_id: str, attempt: int, steps: Sequence[int], tokens: Sequence[int] | None = None,
-               usd_micro: Sequence[int] | None = None, metrics: Mapping[str, Any] | None = None,
-               ) -> common_pb2.StepBatch:
+def step_batch(
+    *,
+    run_id: str,
+    attempt: int,
+    steps: Sequence[int],
+    tokens: Sequence[int] | None = None,
+    usd_micro: Sequence[int] | None = None,
+    metrics: Mapping[str, Any] | None = None,
+) -> common_pb2.StepBatch:
     """A column-wise StepBatch: steps, tokens and usd_micro as packed parallel lists."""
-    return common_pb2.StepBatch(run_id=run_id, attempt=attempt, steps=steps, tokens=tokens or (),
-                                usd_micro=usd_micro or (), metrics=metric_columns(metrics))
+    return common_pb2.StepBatch(
+        run_id=run_id,
+        attempt=attempt,
+        steps=steps,
+        tokens=tokens or (),
+        usd_micro=usd_micro or (),
+        metrics=metric_columns(metrics),
+    )
 
 
-def batch_from_columns(run_id: str, attempt: int, rows: Iterable[tuple[int, int | None, int | None,
-                                                                          Mapping[str, float]]]
-                       ) -> common_pb2.StepBatch:
+def batch_from_columns(
+    run_id: str, attempt: int, rows: Iterable[tuple[int, int | None, int | None, Mapping[str, float]]]
+) -> common_pb2.StepBatch:
     """A StepBatch from rows (step, tokens, usd_micro, metrics): tokens and usd_micro are sent
     when any row has them, a row without them counting 0 (an eval-only record has no tokens of
     its own); a metric some rows lack gets an index column, never a NaN."""
@@ -115,10 +137,14 @@ def batch_from_columns(run_id: str, attempt: int, rows: Iterable[tuple[int, int 
         index = [i for i, row in enumerate(rows) if name in row[3]]
         values = [rows[i][3][name] for i in index]
         metrics[name] = values if len(index) == len(rows) else {"values": values, "index": index}
-    return step_batch(run_id=run_id, attempt=attempt, steps=steps,
-                      tokens=[t or 0 for t in tokens] if any(t is not None for t in tokens) else None,
-                      usd_micro=[u or 0 for u in usd] if any(u is not None for u in usd) else None,
-                      metrics=metrics)
+    return step_batch(
+        run_id=run_id,
+        attempt=attempt,
+        steps=steps,
+        tokens=[t or 0 for t in tokens] if any(t is not None for t in tokens) else None,
+        usd_micro=[u or 0 for u in usd] if any(u is not None for u in usd) else None,
+        metrics=metrics,
+    )
 
 
 def to_dict(message: Message, *, omit_unset: bool = False) -> dict[str, Any]:
@@ -166,4 +192,3 @@ def _value(field: Any, value: Any, omit_unset: bool = False) -> Any:
     if field.name == "data_json":
         return json.loads(value) if value else {}
     return value
-

@@ -19,10 +19,28 @@ from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-unty
 from grpc_status import rpc_status
 
 __all__ = [
-    "DOMAIN", "LedgerClientError", "InvalidArgument", "NotFound", "AlreadyExists",
-    "FailedPrecondition", "Aborted", "ResourceExhausted", "Unavailable", "DeadlineExceeded",
-    "Cancelled", "Unauthenticated", "PermissionDenied", "Internal", "SpendCapExceeded",
-    "AttemptSuperseded", "RunFinished", "RunEnded", "CurrentVersionMoved", "GateNotPassed", "REASONS", "BY_REASON",
+    "DOMAIN",
+    "LedgerClientError",
+    "InvalidArgument",
+    "NotFound",
+    "AlreadyExists",
+    "FailedPrecondition",
+    "Aborted",
+    "ResourceExhausted",
+    "Unavailable",
+    "DeadlineExceeded",
+    "Cancelled",
+    "Unauthenticated",
+    "PermissionDenied",
+    "Internal",
+    "SpendCapExceeded",
+    "AttemptSuperseded",
+    "RunFinished",
+    "RunEnded",
+    "CurrentVersionMoved",
+    "GateNotPassed",
+    "REASONS",
+    "BY_REASON",
     "error_from_rpc",
 ]
 
@@ -35,8 +53,13 @@ class LedgerClientError(Exception):
     status code's name when the server sent none), `metadata` its string map, `code` the
     grpc.StatusCode."""
 
-    def __init__(self, reason: str, message: str, metadata: Mapping[str, str] | None = None,
-                 code: grpc.StatusCode = grpc.StatusCode.UNKNOWN) -> None:
+    def __init__(
+        self,
+        reason: str,
+        message: str,
+        metadata: Mapping[str, str] | None = None,
+        code: grpc.StatusCode = grpc.StatusCode.UNKNOWN,
+    ) -> None:
         super().__init__(f"{reason}: {message}")
         self.reason = reason
         self.message = message
@@ -123,9 +146,14 @@ class RunEnded(RunFinished):
     reopen=True to start a new attempt on it). Raised by the client before any attempt starts;
     `run_id`, `status`, and `state`, the RunState it was judged on."""
 
-    def __init__(self, reason: str, message: str, metadata: Mapping[str, str] | None = None,
-                 code: grpc.StatusCode = grpc.StatusCode.FAILED_PRECONDITION,
-                 state: Mapping[str, object] | None = None) -> None:
+    def __init__(
+        self,
+        reason: str,
+        message: str,
+        metadata: Mapping[str, str] | None = None,
+        code: grpc.StatusCode = grpc.StatusCode.FAILED_PRECONDITION,
+        state: Mapping[str, object] | None = None,
+    ) -> None:
         super().__init__(reason, message, metadata, code)
         self.state = dict(state or {})
 
@@ -148,8 +176,12 @@ class RunEnded(RunFinished):
             advice = "use a new run key (a done run takes no new attempt)"
         else:
             advice = "use a new run key, or pass reopen=True to start a new attempt on it"
-        return cls("RUN_FINISHED", f"{named} is {status}: {advice}",
-                   {"run_id": run_id, "run_key": run.get("run_key", ""), "status": status}, state=state)
+        return cls(
+            "RUN_FINISHED",
+            f"{named} is {status}: {advice}",
+            {"run_id": run_id, "run_key": run.get("run_key", ""), "status": status},
+            state=state,
+        )
 
 
 class GateNotPassed(FailedPrecondition):
@@ -162,39 +194,94 @@ class CurrentVersionMoved(Aborted):
 
 # Every reason the server can send in ErrorInfo, by area. A reason is stable: it is part of the
 # wire protocol. A reason missing here, or one the server no longer sends, fails the contract test.
-REASONS: frozenset[str] = frozenset({
-    # A field is malformed or crosses a limit (InvalidArgument).
-    "INVALID_FIELD", "MISSING_FIELD", "STRING_TOO_LONG", "NOT_NORMALIZED", "CONFUSABLE_IDENTIFIER", "INVALID_TEXT",
-    "OUT_OF_RANGE", "INVALID_STATUS", "INVALID_DIGEST", "INVALID_TIMESTAMP", "INVALID_DURATION",
-    # Documents (InvalidArgument).
-    "DOCUMENT_TOO_DEEP", "DOCUMENT_TOO_LARGE", "MAP_TOO_LARGE", "NON_FINITE_VALUE", "SUMMARY_TOO_LARGE",
-    # Step batches (InvalidArgument).
-    "EMPTY_BATCH", "BATCH_TOO_LARGE", "STEPS_NOT_INCREASING", "STEP_BEFORE_RESUME", "COLUMN_LENGTH_MISMATCH",
-    "TOO_MANY_METRICS", "INVALID_INDEX", "NON_FINITE_METRIC", "DUPLICATE_METRIC",
-    # Requests on the wire (InvalidArgument).
-    "REQUEST_TOO_LARGE", "MALFORMED_REQUEST", "PAGE_SIZE_TOO_LARGE", "INVALID_PAGE_TOKEN",
-    # Spend input (InvalidArgument).
-    "INVALID_AMOUNT", "NEGATIVE_AMOUNT", "AMOUNT_TOO_LARGE", "INVALID_BASIS", "INVALID_TTL", "PARENT_TOO_DEEP",
-    "ACCOUNT_NAME_RESERVED", "CHECKPOINT_ALREADY_EXPIRED",
-    # Unknown things (NotFound).
-    "RUN_NOT_FOUND", "ATTEMPT_NOT_FOUND", "CHECKPOINT_NOT_FOUND", "ACCOUNT_NOT_FOUND", "RESERVATION_NOT_FOUND",
-    "FAMILY_NOT_FOUND", "VERSION_NOT_FOUND",
-    # The same id with a different payload (AlreadyExists).
-    "EXISTS_WITH_DIFFERENT_PAYLOAD", "STEP_ALREADY_RECORDED",
-    # Rules of the current state (FailedPrecondition): runs and attempts, accounts, the registry.
-    "RUN_FINISHED", "ATTEMPT_SUPERSEDED", "CHECKPOINT_EXPIRED",
-    "RUN_ACCOUNT_TAKEN", "PARENT_ACCOUNT_DIFFERS", "CAP_BELOW_SPEND", "RESERVATION_RELEASED", "RESERVATION_REFUSED",
-    "RESERVATION_CHARGED", "RESERVATION_COMMITTED",
-    "GATE_NOT_PASSED", "ALREADY_CURRENT", "ROLLBACK_NOT_EARLIER", "NEVER_PROMOTED",
-    # Lost races (Aborted).
-    "CURRENT_VERSION_MOVED", "WRITE_CONFLICT",
-    # Quotas (ResourceExhausted).
-    "SPEND_CAP_EXCEEDED", "TOO_MANY_WATCHERS", "WATCHER_TOO_SLOW",
-    # The server and its storage (Unavailable): try again after a backoff.
-    "UNAVAILABLE", "STORAGE_FULL", "VIEW_NOT_CAUGHT_UP", "PROJECTION_FAILED", "SERVER_BUSY", "TOO_MANY_STREAMS",
-    # A server bug (Internal).
-    "INTERNAL",
-})
+REASONS: frozenset[str] = frozenset(
+    {
+        # A field is malformed or crosses a limit (InvalidArgument).
+        "INVALID_FIELD",
+        "MISSING_FIELD",
+        "STRING_TOO_LONG",
+        "NOT_NORMALIZED",
+        "CONFUSABLE_IDENTIFIER",
+        "INVALID_TEXT",
+        "OUT_OF_RANGE",
+        "INVALID_STATUS",
+        "INVALID_DIGEST",
+        "INVALID_TIMESTAMP",
+        "INVALID_DURATION",
+        # Documents (InvalidArgument).
+        "DOCUMENT_TOO_DEEP",
+        "DOCUMENT_TOO_LARGE",
+        "MAP_TOO_LARGE",
+        "NON_FINITE_VALUE",
+        "SUMMARY_TOO_LARGE",
+        # Step batches (InvalidArgument).
+        "EMPTY_BATCH",
+        "BATCH_TOO_LARGE",
+        "STEPS_NOT_INCREASING",
+        "STEP_BEFORE_RESUME",
+        "COLUMN_LENGTH_MISMATCH",
+        "TOO_MANY_METRICS",
+        "INVALID_INDEX",
+        "NON_FINITE_METRIC",
+        "DUPLICATE_METRIC",
+        # Requests on the wire (InvalidArgument).
+        "REQUEST_TOO_LARGE",
+        "MALFORMED_REQUEST",
+        "PAGE_SIZE_TOO_LARGE",
+        "INVALID_PAGE_TOKEN",
+        # Spend input (InvalidArgument).
+        "INVALID_AMOUNT",
+        "NEGATIVE_AMOUNT",
+        "AMOUNT_TOO_LARGE",
+        "INVALID_BASIS",
+        "INVALID_TTL",
+        "PARENT_TOO_DEEP",
+        "ACCOUNT_NAME_RESERVED",
+        "CHECKPOINT_ALREADY_EXPIRED",
+        # Unknown things (NotFound).
+        "RUN_NOT_FOUND",
+        "ATTEMPT_NOT_FOUND",
+        "CHECKPOINT_NOT_FOUND",
+        "ACCOUNT_NOT_FOUND",
+        "RESERVATION_NOT_FOUND",
+        "FAMILY_NOT_FOUND",
+        "VERSION_NOT_FOUND",
+        # The same id with a different payload (AlreadyExists).
+        "EXISTS_WITH_DIFFERENT_PAYLOAD",
+        "STEP_ALREADY_RECORDED",
+        # Rules of the current state (FailedPrecondition): runs and attempts, accounts, the registry.
+        "RUN_FINISHED",
+        "ATTEMPT_SUPERSEDED",
+        "CHECKPOINT_EXPIRED",
+        "RUN_ACCOUNT_TAKEN",
+        "PARENT_ACCOUNT_DIFFERS",
+        "CAP_BELOW_SPEND",
+        "RESERVATION_RELEASED",
+        "RESERVATION_REFUSED",
+        "RESERVATION_CHARGED",
+        "RESERVATION_COMMITTED",
+        "GATE_NOT_PASSED",
+        "ALREADY_CURRENT",
+        "ROLLBACK_NOT_EARLIER",
+        "NEVER_PROMOTED",
+        # Lost races (Aborted).
+        "CURRENT_VERSION_MOVED",
+        "WRITE_CONFLICT",
+        # Quotas (ResourceExhausted).
+        "SPEND_CAP_EXCEEDED",
+        "TOO_MANY_WATCHERS",
+        "WATCHER_TOO_SLOW",
+        # The server and its storage (Unavailable): try again after a backoff.
+        "UNAVAILABLE",
+        "STORAGE_FULL",
+        "VIEW_NOT_CAUGHT_UP",
+        "PROJECTION_FAILED",
+        "SERVER_BUSY",
+        "TOO_MANY_STREAMS",
+        # A server bug (Internal).
+        "INTERNAL",
+    }
+)
 
 # The refusals callers branch on, by reason: each has a class of its own.
 BY_REASON: dict[str, type[LedgerClientError]] = {

@@ -54,8 +54,9 @@ class Link:
             self._retry_later()  # A silent server: reopen and resend.
             return 0
         first_sent = 0
-        for sequence, batch, steps in self.outbox.pending(max(self._inflight, default=0),
-                                                          self.window - len(self._inflight)):
+        for sequence, batch, steps in self.outbox.pending(
+            max(self._inflight, default=0), self.window - len(self._inflight)
+        ):
             self._stream.send(sequence, batch)
             self._inflight[sequence] = (now, steps)
             if sequence > self._sent_max:
@@ -82,7 +83,8 @@ class Link:
         if sequence in self._inflight and error.code in _SERVER_ERRORS:
             self._strikes[sequence] = self._strikes.get(sequence, 0) + 1
         if sequence not in self._inflight or (
-                error.code not in REFUSAL_CODES and self._strikes.get(sequence, 0) < _STRIKES_MAX):
+            error.code not in REFUSAL_CODES and self._strikes.get(sequence, 0) < _STRIKES_MAX
+        ):
             self._retry_later()
             return []
         log.warning("the ledger refused a batch of steps for good (%s); dropping it", error.reason)

@@ -67,21 +67,38 @@ class Transport:
                 self.seen_position = max(self.seen_position, position)
         return answer
 
-    def _ask(self, service: str, method: str, request: Any, decode: Decode[T], *, idempotent: bool = True,
-             timeout_s: float | None = None) -> T:
+    def _ask(
+        self,
+        service: str,
+        method: str,
+        request: Any,
+        decode: Decode[T],
+        *,
+        idempotent: bool = True,
+        timeout_s: float | None = None,
+    ) -> T:
         """A unary call answering `decode(response)` (an awaitable of it on the asyncio client)."""
-        return cast(T, self._unary(service, method, request, decode=decode, idempotent=idempotent,
-                                   timeout_s=timeout_s))
+        return cast(T, self._unary(service, method, request, decode=decode, idempotent=idempotent, timeout_s=timeout_s))
 
-    def _stream(self, service: str, method: str, request: Any, decode: Decode[T],
-                timeout_s: float | None) -> Iterator[T]:
+    def _stream(
+        self, service: str, method: str, request: Any, decode: Decode[T], timeout_s: float | None
+    ) -> Iterator[T]:
         """A server-streaming call: an iterator of `decode(response)` (an async one on asyncio)."""
         return cast(Iterator[T], self._server_stream(service, method, request, decode=decode, timeout_s=timeout_s))
 
-    def _unary(self, service: str, method: str, request: Any, *, decode: Decode[Any],
-               idempotent: bool = True, timeout_s: float | None = None) -> Any:
+    def _unary(
+        self,
+        service: str,
+        method: str,
+        request: Any,
+        *,
+        decode: Decode[Any],
+        idempotent: bool = True,
+        timeout_s: float | None = None,
+    ) -> Any:
         raise NotImplementedError
 
-    def _server_stream(self, service: str, method: str, request: Any, *, decode: Decode[Any],
-                       timeout_s: float | None) -> Any:
+    def _server_stream(
+        self, service: str, method: str, request: Any, *, decode: Decode[Any], timeout_s: float | None
+    ) -> Any:
         raise NotImplementedError

@@ -32,48 +32,110 @@ __all__ = ["RunsMethods"]
 class RunsMethods(Transport):
     """The Runs RPCs: runs, attempts, steps, checkpoints, finish, state, series, live tail."""
 
-    def open_run(self, *, run_key: str, name: str = "", spec: Doc | None = None, cap_usd_micro: int | None = None,
-                 parent_account: str = "", timeout_s: float | None = None) -> OpenRunReceipt:
+    def open_run(
+        self,
+        *,
+        run_key: str,
+        name: str = "",
+        spec: Doc | None = None,
+        cap_usd_micro: int | None = None,
+        parent_account: str = "",
+        timeout_s: float | None = None,
+    ) -> OpenRunReceipt:
         """Open a run by its key, or find the existing one: its state, whether it was created, the position."""
-        request = runs_pb2.OpenRunRequest(run_key=run_key, name=name, spec=codec.struct(spec or {}),
-                                          cap_usd_micro=cap_usd_micro, parent_account=parent_account)
+        request = runs_pb2.OpenRunRequest(
+            run_key=run_key,
+            name=name,
+            spec=codec.struct(spec or {}),
+            cap_usd_micro=cap_usd_micro,
+            parent_account=parent_account,
+        )
         return self._ask("Runs", "OpenRun", request, reply(OpenRunReceipt), timeout_s=timeout_s)
 
-    def start_attempt(self, *, run_id: str, attempt_id: str | None = None, label: str = "",
-                      resume_from_step: int | None = None, timeout_s: float | None = None) -> StartAttemptReceipt:
+    def start_attempt(
+        self,
+        *,
+        run_id: str,
+        attempt_id: str | None = None,
+        label: str = "",
+        resume_from_step: int | None = None,
+        timeout_s: float | None = None,
+    ) -> StartAttemptReceipt:
         """Start a new attempt (fencing the previous one): its number, position, duplicate and the state."""
-        request = runs_pb2.StartAttemptRequest(run_id=run_id, attempt_id=attempt_id or new_id(), label=label,
-                                               resume_from_step=resume_from_step)
+        request = runs_pb2.StartAttemptRequest(
+            run_id=run_id, attempt_id=attempt_id or new_id(), label=label, resume_from_step=resume_from_step
+        )
         return self._ask("Runs", "StartAttempt", request, reply(StartAttemptReceipt), timeout_s=timeout_s)
 
-    def append_steps(self, *, run_id: str, attempt: int, steps: Sequence[int], tokens: Sequence[int] | None = None,
-                     usd_micro: Sequence[int] | None = None, metrics: Doc | None = None,
-                     timeout_s: float | None = None) -> AppendReceipt:
+    def append_steps(
+        self,
+        *,
+        run_id: str,
+        attempt: int,
+        steps: Sequence[int],
+        tokens: Sequence[int] | None = None,
+        usd_micro: Sequence[int] | None = None,
+        metrics: Doc | None = None,
+        timeout_s: float | None = None,
+    ) -> AppendReceipt:
         """Append one column-wise batch: position, duplicate, last_step."""
-        batch = codec.step_batch(run_id=run_id, attempt=attempt, steps=steps, tokens=tokens,
-                                 usd_micro=usd_micro, metrics=metrics)
+        batch = codec.step_batch(
+            run_id=run_id, attempt=attempt, steps=steps, tokens=tokens, usd_micro=usd_micro, metrics=metrics
+        )
         return self.append_batch(batch=batch, timeout_s=timeout_s)
 
     def append_batch(self, *, batch: common_pb2.StepBatch, timeout_s: float | None = None) -> AppendReceipt:
         """Append a prebuilt StepBatch message (as kept in an outbox): as append_steps."""
-        return self._ask("Runs", "AppendSteps", runs_pb2.AppendStepsRequest(batch=batch), reply(AppendReceipt),
-                         timeout_s=timeout_s)
+        return self._ask(
+            "Runs", "AppendSteps", runs_pb2.AppendStepsRequest(batch=batch), reply(AppendReceipt), timeout_s=timeout_s
+        )
 
-    def save_checkpoint(self, *, run_id: str, attempt: int, step: int, uri: str, backend: str,
-                        fidelity: str = "weights", sampler_uri: str = "", final: bool = False,
-                        expires_at: datetime | None = None, digest: str = "",
-                        timeout_s: float | None = None) -> CheckpointReceipt:
+    def save_checkpoint(
+        self,
+        *,
+        run_id: str,
+        attempt: int,
+        step: int,
+        uri: str,
+        backend: str,
+        fidelity: str = "weights",
+        sampler_uri: str = "",
+        final: bool = False,
+        expires_at: datetime | None = None,
+        digest: str = "",
+        timeout_s: float | None = None,
+    ) -> CheckpointReceipt:
         """Record a durable checkpoint: position, duplicate."""
         request = runs_pb2.SaveCheckpointRequest(
-            run_id=run_id, attempt=attempt, step=step, sampler_uri=sampler_uri, final=final, digest=digest,
-            handle={"backend": backend, "uri": uri, "fidelity": fidelity}, expires_at=codec.timestamp(expires_at))
+            run_id=run_id,
+            attempt=attempt,
+            step=step,
+            sampler_uri=sampler_uri,
+            final=final,
+            digest=digest,
+            handle={"backend": backend, "uri": uri, "fidelity": fidelity},
+            expires_at=codec.timestamp(expires_at),
+        )
         return self._ask("Runs", "SaveCheckpoint", request, reply(CheckpointReceipt), timeout_s=timeout_s)
 
-    def finish_run(self, *, run_id: str, attempt: int, status: str = "done", summary: Doc | None = None,
-                   error: str = "", timeout_s: float | None = None) -> FinishReceipt:
+    def finish_run(
+        self,
+        *,
+        run_id: str,
+        attempt: int,
+        status: str = "done",
+        summary: Doc | None = None,
+        error: str = "",
+        timeout_s: float | None = None,
+    ) -> FinishReceipt:
         """Finish the run with "done" | "failed" | "stopped": the position."""
-        request = runs_pb2.FinishRunRequest(run_id=run_id, attempt=attempt, status=codec.status(status),
-                                            summary=codec.struct(summary or {}), error=error)
+        request = runs_pb2.FinishRunRequest(
+            run_id=run_id,
+            attempt=attempt,
+            status=codec.status(status),
+            summary=codec.struct(summary or {}),
+            error=error,
+        )
         return self._ask("Runs", "FinishRun", request, reply(FinishReceipt), timeout_s=timeout_s)
 
     def note_summary(self, *, run_id: str, summary: Doc, timeout_s: float | None = None) -> SummaryReceipt:
@@ -86,24 +148,46 @@ class RunsMethods(Transport):
         request = runs_pb2.GetRunStateRequest(run_id=run_id, min_position=min_position)
         return self._ask("Runs", "GetRunState", request, _state, timeout_s=timeout_s)
 
-    def list_runs(self, *, page_size: int = 0, page_token: str = "", status: str = "", min_position: int = 0,
-                  timeout_s: float | None = None) -> RunPage:
+    def list_runs(
+        self,
+        *,
+        page_size: int = 0,
+        page_token: str = "",
+        status: str = "",
+        min_position: int = 0,
+        timeout_s: float | None = None,
+    ) -> RunPage:
         """A page of runs, newest first; pass next_page_token back for the next page."""
-        request = runs_pb2.ListRunsRequest(page_size=page_size, page_token=page_token,
-                                           status=codec.status(status), min_position=min_position)
+        request = runs_pb2.ListRunsRequest(
+            page_size=page_size, page_token=page_token, status=codec.status(status), min_position=min_position
+        )
         return self._ask("Runs", "ListRuns", request, reply(RunPage), timeout_s=timeout_s)
 
-    def get_series(self, *, run_id: str, from_step: int = 0, page_size: int = 0, metrics: Sequence[str] = (),
-                   include_superseded: bool = False, min_position: int = 0,
-                   timeout_s: float | None = None) -> SeriesPage:
+    def get_series(
+        self,
+        *,
+        run_id: str,
+        from_step: int = 0,
+        page_size: int = 0,
+        metrics: Sequence[str] = (),
+        include_superseded: bool = False,
+        min_position: int = 0,
+        timeout_s: float | None = None,
+    ) -> SeriesPage:
         """One page of the step series, column-wise; `next_from_step` is None on the last page."""
-        request = runs_pb2.GetSeriesRequest(run_id=run_id, from_step=from_step, page_size=page_size,
-                                            metrics=metrics, include_superseded=include_superseded,
-                                            min_position=min_position)
+        request = runs_pb2.GetSeriesRequest(
+            run_id=run_id,
+            from_step=from_step,
+            page_size=page_size,
+            metrics=metrics,
+            include_superseded=include_superseded,
+            min_position=min_position,
+        )
         return self._ask("Runs", "GetSeries", request, reply(SeriesPage), timeout_s=timeout_s)
 
-    def watch_run(self, *, run_id: str, from_position: int = 0,
-                  timeout_s: float | None = None) -> Iterator[WatchUpdate]:
+    def watch_run(
+        self, *, run_id: str, from_position: int = 0, timeout_s: float | None = None
+    ) -> Iterator[WatchUpdate]:
         """A live tail of the run's events; no deadline unless `timeout_s` is given. Each item is a
         WatchUpdate (position, event_type, steps, state): the first ("state") holds the run's state,
         the later ones the event with the whole state as it stands after it (the server sends only

@@ -33,8 +33,9 @@ __all__ = ["LedgerMethods"]
 class LedgerMethods(RunsMethods, Transport):
     """Every RPC of trainledger.v1 as a keyword-only method; see the .proto files for the fields."""
 
-    def open_account(self, *, account: str, parent: str = "", cap_usd_micro: int | None = None,
-                     timeout_s: float | None = None) -> OpenAccountReceipt:
+    def open_account(
+        self, *, account: str, parent: str = "", cap_usd_micro: int | None = None, timeout_s: float | None = None
+    ) -> OpenAccountReceipt:
         request = spend_pb2.OpenAccountRequest(account=account, parent=parent, cap_usd_micro=cap_usd_micro)
         return self._ask("Spend", "OpenAccount", request, reply(OpenAccountReceipt), timeout_s=timeout_s)
 
@@ -44,64 +45,126 @@ class LedgerMethods(RunsMethods, Transport):
         request = spend_pb2.SetCapRequest(account=account, cap_usd_micro=cap_usd_micro)
         return self._ask("Spend", "SetCap", request, reply(SetCapReceipt), idempotent=False, timeout_s=timeout_s)
 
-    def reserve(self, *, account: str, amount_usd_micro: int, reservation_id: str | None = None,
-                basis: Doc | None = None, ttl_s: float | None = None, attempt: int = 0,
-                timeout_s: float | None = None) -> ReserveReceipt:
+    def reserve(
+        self,
+        *,
+        account: str,
+        amount_usd_micro: int,
+        reservation_id: str | None = None,
+        basis: Doc | None = None,
+        ttl_s: float | None = None,
+        attempt: int = 0,
+        timeout_s: float | None = None,
+    ) -> ReserveReceipt:
         """Hold an amount before spending it: reservation_id, position, duplicate, expires_at, account.
         Raises SpendCapExceeded when a cap would be crossed."""
         reservation_id = reservation_id or new_id()
-        request = spend_pb2.ReserveRequest(account=account, reservation_id=reservation_id,
-                                           amount_usd_micro=amount_usd_micro, basis=codec.basis(basis),
-                                           ttl=codec.duration(ttl_s), attempt=attempt)
-        return self._ask("Spend", "Reserve", request, reply(ReserveReceipt, reservation_id=reservation_id),
-                         timeout_s=timeout_s)
+        request = spend_pb2.ReserveRequest(
+            account=account,
+            reservation_id=reservation_id,
+            amount_usd_micro=amount_usd_micro,
+            basis=codec.basis(basis),
+            ttl=codec.duration(ttl_s),
+            attempt=attempt,
+        )
+        return self._ask(
+            "Spend", "Reserve", request, reply(ReserveReceipt, reservation_id=reservation_id), timeout_s=timeout_s
+        )
 
-    def commit(self, *, account: str, reservation_id: str, actual_usd_micro: int, basis: Doc | None = None,
-               timeout_s: float | None = None) -> CommitReceipt:
-        request = spend_pb2.CommitRequest(account=account, reservation_id=reservation_id,
-                                          actual_usd_micro=actual_usd_micro, basis=codec.basis(basis))
+    def commit(
+        self,
+        *,
+        account: str,
+        reservation_id: str,
+        actual_usd_micro: int,
+        basis: Doc | None = None,
+        timeout_s: float | None = None,
+    ) -> CommitReceipt:
+        request = spend_pb2.CommitRequest(
+            account=account, reservation_id=reservation_id, actual_usd_micro=actual_usd_micro, basis=codec.basis(basis)
+        )
         return self._ask("Spend", "Commit", request, reply(CommitReceipt), timeout_s=timeout_s)
 
-    def release(self, *, account: str, reservation_id: str, reason: str = "",
-                timeout_s: float | None = None) -> ReleaseReceipt:
+    def release(
+        self, *, account: str, reservation_id: str, reason: str = "", timeout_s: float | None = None
+    ) -> ReleaseReceipt:
         request = spend_pb2.ReleaseRequest(account=account, reservation_id=reservation_id, reason=reason)
         return self._ask("Spend", "Release", request, reply(ReleaseReceipt), timeout_s=timeout_s)
 
-    def charge(self, *, account: str, amount_usd_micro: int, charge_id: str | None = None,
-               basis: Doc | None = None, reason: str = "", timeout_s: float | None = None) -> ChargeReceipt:
+    def charge(
+        self,
+        *,
+        account: str,
+        amount_usd_micro: int,
+        charge_id: str | None = None,
+        basis: Doc | None = None,
+        reason: str = "",
+        timeout_s: float | None = None,
+    ) -> ChargeReceipt:
         charge_id = charge_id or new_id()
-        request = spend_pb2.ChargeRequest(account=account, charge_id=charge_id, amount_usd_micro=amount_usd_micro,
-                                          basis=codec.basis(basis), reason=reason)
+        request = spend_pb2.ChargeRequest(
+            account=account,
+            charge_id=charge_id,
+            amount_usd_micro=amount_usd_micro,
+            basis=codec.basis(basis),
+            reason=reason,
+        )
         return self._ask("Spend", "Charge", request, reply(ChargeReceipt, charge_id=charge_id), timeout_s=timeout_s)
 
     def get_account(self, *, account: str, min_position: int = 0, timeout_s: float | None = None) -> Account:
         request = spend_pb2.GetAccountRequest(account=account, min_position=min_position)
         return self._ask("Spend", "GetAccount", request, _account, timeout_s=timeout_s)
 
-    def list_reservations(self, *, account: str, page_size: int = 0, page_token: str = "",
-                          min_position: int = 0, timeout_s: float | None = None) -> ReservationPage:
-        request = spend_pb2.ListReservationsRequest(account=account, page_size=page_size,
-                                                    page_token=page_token, min_position=min_position)
+    def list_reservations(
+        self,
+        *,
+        account: str,
+        page_size: int = 0,
+        page_token: str = "",
+        min_position: int = 0,
+        timeout_s: float | None = None,
+    ) -> ReservationPage:
+        request = spend_pb2.ListReservationsRequest(
+            account=account, page_size=page_size, page_token=page_token, min_position=min_position
+        )
         return self._ask("Spend", "ListReservations", request, reply(ReservationPage), timeout_s=timeout_s)
 
-    def register(self, *, family: str, artifact_uri: str, digest: str, source_run_id: str = "",
-                 source_step: int = 0, metadata: Doc | None = None, timeout_s: float | None = None) -> RegisterReceipt:
-        request = registry_pb2.RegisterRequest(family=family, artifact_uri=artifact_uri, digest=digest,
-                                               source_run_id=source_run_id, source_step=source_step,
-                                               metadata=codec.struct(metadata or {}))
+    def register(
+        self,
+        *,
+        family: str,
+        artifact_uri: str,
+        digest: str,
+        source_run_id: str = "",
+        source_step: int = 0,
+        metadata: Doc | None = None,
+        timeout_s: float | None = None,
+    ) -> RegisterReceipt:
+        request = registry_pb2.RegisterRequest(
+            family=family,
+            artifact_uri=artifact_uri,
+            digest=digest,
+            source_run_id=source_run_id,
+            source_step=source_step,
+            metadata=codec.struct(metadata or {}),
+        )
         return self._ask("Registry", "Register", request, reply(RegisterReceipt), timeout_s=timeout_s)
 
-    def promote(self, *, family: str, version: int, expected_current: int, verdict: Doc,
-                timeout_s: float | None = None) -> PromoteReceipt:
+    def promote(
+        self, *, family: str, version: int, expected_current: int, verdict: Doc, timeout_s: float | None = None
+    ) -> PromoteReceipt:
         """Compare-and-set the current version; raises GateNotPassed or CurrentVersionMoved."""
-        request = registry_pb2.PromoteRequest(family=family, version=version, expected_current=expected_current,
-                                              verdict=codec.verdict(verdict))
+        request = registry_pb2.PromoteRequest(
+            family=family, version=version, expected_current=expected_current, verdict=codec.verdict(verdict)
+        )
         return self._ask("Registry", "Promote", request, reply(PromoteReceipt), timeout_s=timeout_s)
 
-    def rollback(self, *, family: str, version: int, expected_current: int, reason: str,
-                 timeout_s: float | None = None) -> RollbackReceipt:
-        request = registry_pb2.RollbackRequest(family=family, version=version, expected_current=expected_current,
-                                               reason=reason)
+    def rollback(
+        self, *, family: str, version: int, expected_current: int, reason: str, timeout_s: float | None = None
+    ) -> RollbackReceipt:
+        request = registry_pb2.RollbackRequest(
+            family=family, version=version, expected_current=expected_current, reason=reason
+        )
         return self._ask("Registry", "Rollback", request, reply(RollbackReceipt), timeout_s=timeout_s)
 
     def get_current(self, *, family: str, min_position: int = 0, timeout_s: float | None = None) -> ModelVersion | None:
@@ -109,20 +172,34 @@ class LedgerMethods(RunsMethods, Transport):
         request = registry_pb2.GetCurrentRequest(family=family, min_position=min_position)
         return self._ask("Registry", "GetCurrent", request, field_of("version", ModelVersion), timeout_s=timeout_s)
 
-    def list_versions(self, *, family: str, page_size: int = 0, page_token: str = "", min_position: int = 0,
-                      timeout_s: float | None = None) -> Family:
+    def list_versions(
+        self,
+        *,
+        family: str,
+        page_size: int = 0,
+        page_token: str = "",
+        min_position: int = 0,
+        timeout_s: float | None = None,
+    ) -> Family:
         """A page of a family's versions and promotion history (versions, current, history,
         next_page_token); pass next_page_token back for the next page (empty after the last)."""
-        request = registry_pb2.ListVersionsRequest(family=family, page_size=page_size, page_token=page_token,
-                                                   min_position=min_position)
+        request = registry_pb2.ListVersionsRequest(
+            family=family, page_size=page_size, page_token=page_token, min_position=min_position
+        )
         return self._ask("Registry", "ListVersions", request, reply(Family), timeout_s=timeout_s)
 
-    def read_events(self, *, from_position: int = 1, limit: int = 0, types: Sequence[str] = (),
-                    timeout_s: float | None = None) -> Iterator[Event]:
+    def read_events(
+        self, *, from_position: int = 1, limit: int = 0, types: Sequence[str] = (), timeout_s: float | None = None
+    ) -> Iterator[Event]:
         """The log from a position, as Events ("data_json" decoded); under the default deadline."""
         request = events_pb2.ReadEventsRequest(from_position=from_position, limit=limit, types=types)
-        return self._stream("Events", "ReadEvents", request, reply(Event),
-                            timeout_s=timeout_s if timeout_s is not None else getattr(self, "timeout_s", None))
+        return self._stream(
+            "Events",
+            "ReadEvents",
+            request,
+            reply(Event),
+            timeout_s=timeout_s if timeout_s is not None else getattr(self, "timeout_s", None),
+        )
 
 
 def _account(response: spend_pb2.GetAccountResponse) -> Account:

@@ -36,8 +36,17 @@ from datetime import UTC, datetime
 from clients.outbox_salvage import BATCH_COLUMNS, Corrupt, decoded, is_corrupt, move_aside, salvage
 from trainledger.v1 import common_pb2
 
-__all__ = ["MemoryOutbox", "SqliteOutbox", "Entry", "FILE_NAME", "PENDING_PREFIX", "pending_run_id", "adopted",
-           "CORRUPT_SUFFIX", "check_outbox"]
+__all__ = [
+    "MemoryOutbox",
+    "SqliteOutbox",
+    "Entry",
+    "FILE_NAME",
+    "PENDING_PREFIX",
+    "pending_run_id",
+    "adopted",
+    "CORRUPT_SUFFIX",
+    "check_outbox",
+]
 
 log = logging.getLogger("trainledger.clients")
 
@@ -113,8 +122,10 @@ class MemoryOutbox:
     def adopt(self, run_id: str, attempt: int) -> None:
         """The pending attempt has started: its batches take the real run id and attempt."""
         with self._lock:
-            self._entries = OrderedDict((sequence, (sequence, adopted(batch, run_id, attempt), steps))
-                                        for sequence, batch, steps in self._entries.values())
+            self._entries = OrderedDict(
+                (sequence, (sequence, adopted(batch, run_id, attempt), steps))
+                for sequence, batch, steps in self._entries.values()
+            )
             self.run_id, self.attempt = run_id, attempt
 
     def abandon(self, reason: str) -> None:
@@ -189,29 +200,47 @@ class SqliteOutbox(MemoryOutbox):
         db = self._connect()
         batches, attempts, opens = salvage(aside)
         # Only whole, sound rows are carried over; the rest stays in the file set aside.
-        batches = [row for row in batches if row[5] in ("pending", "failed") and isinstance(row[6], str)
-                   and decoded(row[4], row[1], row[2], row[3])[0] is not None]
+        batches = [
+            row
+            for row in batches
+            if row[5] in ("pending", "failed")
+            and isinstance(row[6], str)
+            and decoded(row[4], row[1], row[2], row[3])[0] is not None
+        ]
         carried = 0
         with self._lock:
             db.execute("BEGIN IMMEDIATE")
             try:
                 for row in batches:
-                    carried += db.execute(f"INSERT OR IGNORE INTO batches ({BATCH_COLUMNS}) VALUES"
-                                          " (?, ?, ?, ?, ?, ?, ?)", row).rowcount
+                    carried += db.execute(
+                        f"INSERT OR IGNORE INTO batches ({BATCH_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", row
+                    ).rowcount
                 for row in attempts:
-                    db.execute("INSERT OR IGNORE INTO attempts (attempt_id, run_id, owner, label, resume_from_step,"
-                               " attempt) VALUES (?, ?, ?, ?, ?, ?)", row)
+                    db.execute(
+                        "INSERT OR IGNORE INTO attempts (attempt_id, run_id, owner, label, resume_from_step,"
+                        " attempt) VALUES (?, ?, ?, ?, ?, ?)",
+                        row,
+                    )
                 for row in opens:
-                    db.execute("INSERT OR IGNORE INTO pending_opens (attempt_id, run_key, owner, label,"
-                               " resume_from_step) VALUES (?, ?, ?, ?, ?)", row)
+                    db.execute(
+                        "INSERT OR IGNORE INTO pending_opens (attempt_id, run_key, owner, label,"
+                        " resume_from_step) VALUES (?, ?, ?, ?, ?)",
+                        row,
+                    )
             except BaseException:
                 db.execute("ROLLBACK")
                 db.close()
                 raise
             db.execute("COMMIT")
         self.quarantined += 1
-        log.warning("the trainledger outbox %s is corrupt (%s): set aside as %s; %d batch(es) still readable in it "
-                    "carried over into a fresh outbox", self.path, reason, os.path.basename(aside), carried)
+        log.warning(
+            "the trainledger outbox %s is corrupt (%s): set aside as %s; %d batch(es) still readable in it "
+            "carried over into a fresh outbox",
+            self.path,
+            reason,
+            os.path.basename(aside),
+            carried,
+        )
         return db
 
     def _set_aside(self) -> str:
@@ -235,9 +264,11 @@ class SqliteOutbox(MemoryOutbox):
         after = 0
         while True:
             with self._lock:
-                rows = self._db.execute("SELECT sequence, run_id, attempt, steps, payload FROM batches WHERE state ="
-                                        " 'pending' AND sequence > ? ORDER BY sequence LIMIT ?",
-                                        (after, _SCAN_PAGE)).fetchall()
+                rows = self._db.execute(
+                    "SELECT sequence, run_id, attempt, steps, payload FROM batches WHERE state ="
+                    " 'pending' AND sequence > ? ORDER BY sequence LIMIT ?",
+                    (after, _SCAN_PAGE),
+                ).fetchall()
             if not rows:
                 break
             for sequence, run_id, attempt, steps, payload in rows:
@@ -258,8 +289,13 @@ class SqliteOutbox(MemoryOutbox):
     def _quarantined_rows(self, moved: int, reason: str) -> None:
         if moved:
             self.quarantined += moved
-            log.warning("the trainledger outbox %s held %d batch(es) that cannot be read (%s): moved to its "
-                        "quarantined_batches table, set aside", self.path, moved, reason)
+            log.warning(
+                "the trainledger outbox %s held %d batch(es) that cannot be read (%s): moved to its "
+                "quarantined_batches table, set aside",
+                self.path,
+                moved,
+                reason,
+            )
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -274,8 +310,10 @@ class SqliteOutbox(MemoryOutbox):
 
     def add(self, batch: common_pb2.StepBatch) -> int:
         with self._transaction() as db:
-            cursor = db.execute("INSERT INTO batches (run_id, attempt, steps, payload) VALUES (?, ?, ?, ?)",
-                                (self.run_id, self.attempt, len(batch.steps), batch.SerializeToString()))
+            cursor = db.execute(
+                "INSERT INTO batches (run_id, attempt, steps, payload) VALUES (?, ?, ?, ?)",
+                (self.run_id, self.attempt, len(batch.steps), batch.SerializeToString()),
+            )
             return int(cursor.lastrowid or 0)
 
     def pending(self, after: int = 0, limit: int = 64, *, attempt: int | None = None) -> list[Entry]:
@@ -288,7 +326,8 @@ class SqliteOutbox(MemoryOutbox):
                 rows = self._db.execute(
                     "SELECT sequence, payload, steps FROM batches WHERE run_id = ? AND attempt = ?"
                     " AND state = 'pending' AND sequence > ? ORDER BY sequence LIMIT ?",
-                    (run_id, attempt, after, limit - len(entries))).fetchall()
+                    (run_id, attempt, after, limit - len(entries)),
+                ).fetchall()
             bad: list[tuple[int, str]] = []
             for sequence, payload, steps in rows:
                 batch, reason = decoded(payload, run_id, attempt, steps)
@@ -304,15 +343,20 @@ class SqliteOutbox(MemoryOutbox):
 
     def totals(self) -> tuple[int, int]:
         with self._lock:
-            row = self._db.execute("SELECT COUNT(*), TOTAL(steps) FROM batches WHERE run_id = ? AND attempt = ?"
-                                   " AND state = 'pending'", (self.run_id, self.attempt)).fetchone()
+            row = self._db.execute(
+                "SELECT COUNT(*), TOTAL(steps) FROM batches WHERE run_id = ? AND attempt = ? AND state = 'pending'",
+                (self.run_id, self.attempt),
+            ).fetchone()
         return int(row[0]), int(row[1])
 
     def pending_attempts(self) -> list[int]:
         """The run's other attempts that still have pending batches, oldest first."""
         with self._lock:
-            rows = self._db.execute("SELECT DISTINCT attempt FROM batches WHERE run_id = ? AND state = 'pending'"
-                                    " AND attempt != ? ORDER BY attempt", (self.run_id, self.attempt)).fetchall()
+            rows = self._db.execute(
+                "SELECT DISTINCT attempt FROM batches WHERE run_id = ? AND state = 'pending'"
+                " AND attempt != ? ORDER BY attempt",
+                (self.run_id, self.attempt),
+            ).fetchall()
         return [row[0] for row in rows]
 
     def done(self, sequence: int) -> None:
@@ -330,13 +374,17 @@ class SqliteOutbox(MemoryOutbox):
         process is a new attempt."""
         owner = f"{socket.gethostname()}:{os.getpid()}"
         with self._transaction() as db:
-            row = db.execute("SELECT attempt_id FROM attempts WHERE run_id = ? AND owner = ? AND label = ? AND"
-                             " resume_from_step IS ? AND attempt IS NULL",
-                             (self.run_id, owner, label, resume_from_step)).fetchone()
+            row = db.execute(
+                "SELECT attempt_id FROM attempts WHERE run_id = ? AND owner = ? AND label = ? AND"
+                " resume_from_step IS ? AND attempt IS NULL",
+                (self.run_id, owner, label, resume_from_step),
+            ).fetchone()
             if row:
                 return str(row[0])
-            db.execute("INSERT INTO attempts (attempt_id, run_id, owner, label, resume_from_step)"
-                       " VALUES (?, ?, ?, ?, ?)", (make, self.run_id, owner, label, resume_from_step))
+            db.execute(
+                "INSERT INTO attempts (attempt_id, run_id, owner, label, resume_from_step) VALUES (?, ?, ?, ?, ?)",
+                (make, self.run_id, owner, label, resume_from_step),
+            )
             return make
 
     def attempt_started(self, attempt_id: str, attempt: int) -> None:
@@ -349,15 +397,21 @@ class SqliteOutbox(MemoryOutbox):
         under pending_run_id(attempt_id), attempt 0."""
         owner = f"{socket.gethostname()}:{os.getpid()}"
         with self._transaction() as db:
-            db.execute("INSERT OR IGNORE INTO pending_opens (attempt_id, run_key, owner, label, resume_from_step)"
-                       " VALUES (?, ?, ?, ?, ?)", (attempt_id, run_key, owner, label, resume_from_step))
+            db.execute(
+                "INSERT OR IGNORE INTO pending_opens (attempt_id, run_key, owner, label, resume_from_step)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (attempt_id, run_key, owner, label, resume_from_step),
+            )
 
     def pending_opens(self, run_key: str, *, exclude: str = "") -> list[tuple[str, str, int | None]]:
         """(attempt_id, label, resume_from_step) of the run's attempts never started (their
         process died before the ledger answered), oldest first, leaving out `exclude`."""
         with self._lock:
-            rows = self._db.execute("SELECT attempt_id, label, resume_from_step FROM pending_opens WHERE run_key = ?"
-                                    " AND attempt_id != ? ORDER BY rowid", (run_key, exclude)).fetchall()
+            rows = self._db.execute(
+                "SELECT attempt_id, label, resume_from_step FROM pending_opens WHERE run_key = ?"
+                " AND attempt_id != ? ORDER BY rowid",
+                (run_key, exclude),
+            ).fetchall()
         return [(str(row[0]), str(row[1]), row[2]) for row in rows]
 
     def adopt_pending(self, attempt_id: str, run_id: str, attempt: int | None, reason: str = "") -> None:
@@ -368,14 +422,18 @@ class SqliteOutbox(MemoryOutbox):
         moved = 0
         bad: list[tuple[int, str]] = []
         with self._transaction() as db:
-            row = db.execute("SELECT owner, label, resume_from_step FROM pending_opens WHERE attempt_id = ?",
-                             (attempt_id,)).fetchone()
+            row = db.execute(
+                "SELECT owner, label, resume_from_step FROM pending_opens WHERE attempt_id = ?", (attempt_id,)
+            ).fetchone()
             if attempt is None:
-                db.execute("UPDATE batches SET state = 'failed', reason = ? WHERE run_id = ? AND state = 'pending'",
-                           (reason, placeholder))
+                db.execute(
+                    "UPDATE batches SET state = 'failed', reason = ? WHERE run_id = ? AND state = 'pending'",
+                    (reason, placeholder),
+                )
             else:
-                rows = db.execute("SELECT sequence, payload, attempt, steps FROM batches WHERE run_id = ?",
-                                  (placeholder,)).fetchall()
+                rows = db.execute(
+                    "SELECT sequence, payload, attempt, steps FROM batches WHERE run_id = ?", (placeholder,)
+                ).fetchall()
                 good: list[tuple[str, int, bytes, int]] = []
                 for sequence, payload, held_attempt, steps in rows:
                     batch, why = decoded(payload, placeholder, held_attempt, steps)
@@ -386,8 +444,11 @@ class SqliteOutbox(MemoryOutbox):
                 moved = move_aside(db, bad)
                 db.executemany("UPDATE batches SET run_id = ?, attempt = ?, payload = ? WHERE sequence = ?", good)
                 if row is not None:
-                    db.execute("INSERT OR REPLACE INTO attempts (attempt_id, run_id, owner, label, resume_from_step,"
-                               " attempt) VALUES (?, ?, ?, ?, ?, ?)", (attempt_id, run_id, *row, attempt))
+                    db.execute(
+                        "INSERT OR REPLACE INTO attempts (attempt_id, run_id, owner, label, resume_from_step,"
+                        " attempt) VALUES (?, ?, ?, ?, ?, ?)",
+                        (attempt_id, run_id, *row, attempt),
+                    )
             db.execute("DELETE FROM pending_opens WHERE attempt_id = ?", (attempt_id,))
         if bad:
             self._quarantined_rows(moved, bad[0][1])

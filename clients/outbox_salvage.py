@@ -36,8 +36,7 @@ def is_corrupt(error: sqlite3.DatabaseError) -> bool:
     return type(error) is sqlite3.DatabaseError  # OperationalError and the like are not corruption
 
 
-def decoded(payload: object, run_id: object, attempt: object,
-             steps: object) -> tuple[common_pb2.StepBatch | None, str]:
+def decoded(payload: object, run_id: object, attempt: object, steps: object) -> tuple[common_pb2.StepBatch | None, str]:
     """(the batch, "") when a row's payload decodes to the batch the row says it holds, else
     (None, why not)."""
     if not isinstance(payload, bytes):
@@ -47,8 +46,10 @@ def decoded(payload: object, run_id: object, attempt: object,
     except DecodeError as error:
         return None, f"the payload does not decode: {error}"
     if (batch.run_id, batch.attempt, len(batch.steps)) != (run_id, attempt, steps):
-        return None, (f"the payload is a batch of run {batch.run_id!r}, attempt {batch.attempt}, "
-                      f"{len(batch.steps)} steps; its row says run {run_id!r}, attempt {attempt}, {steps} steps")
+        return None, (
+            f"the payload is a batch of run {batch.run_id!r}, attempt {batch.attempt}, "
+            f"{len(batch.steps)} steps; its row says run {run_id!r}, attempt {attempt}, {steps} steps"
+        )
     return batch, ""
 
 
@@ -62,8 +63,11 @@ def move_aside(db: sqlite3.Connection, bad: list[tuple[int, str]]) -> int:
     the caller's transaction; returns how many were moved."""
     moved, stamp = 0, now()
     for sequence, reason in bad:
-        db.execute(f"INSERT INTO quarantined_batches ({BATCH_COLUMNS}, quarantined_at) SELECT sequence, run_id,"
-                   " attempt, steps, payload, state, ?, ? FROM batches WHERE sequence = ?", (reason, stamp, sequence))
+        db.execute(
+            f"INSERT INTO quarantined_batches ({BATCH_COLUMNS}, quarantined_at) SELECT sequence, run_id,"
+            " attempt, steps, payload, state, ?, ? FROM batches WHERE sequence = ?",
+            (reason, stamp, sequence),
+        )
         moved += db.execute("DELETE FROM batches WHERE sequence = ?", (sequence,)).rowcount
     return moved
 
@@ -102,8 +106,10 @@ def salvage(path: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], li
         db = sqlite3.connect(copy, isolation_level=None)
         try:
             high = None
-            for query in ("SELECT seq FROM sqlite_sequence WHERE name = 'batches'",
-                          "SELECT MAX(sequence) FROM batches"):
+            for query in (
+                "SELECT seq FROM sqlite_sequence WHERE name = 'batches'",
+                "SELECT MAX(sequence) FROM batches",
+            ):
                 try:
                     high = db.execute(query).fetchone()[0]
                     break
@@ -112,14 +118,16 @@ def salvage(path: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], li
             after = 0
             while True:
                 try:
-                    row = db.execute(f"SELECT {BATCH_COLUMNS} FROM batches WHERE sequence > ? ORDER BY sequence"
-                                     " LIMIT 1", (after,)).fetchone()
+                    row = db.execute(
+                        f"SELECT {BATCH_COLUMNS} FROM batches WHERE sequence > ? ORDER BY sequence LIMIT 1", (after,)
+                    ).fetchone()
                 except sqlite3.DatabaseError:
                     row = None
                     for sequence in range(after + 1, min(int(high or 0), after + _SALVAGE_PROBES) + 1):
                         try:
-                            row = db.execute(f"SELECT {BATCH_COLUMNS} FROM batches WHERE sequence = ?",
-                                             (sequence,)).fetchone()
+                            row = db.execute(
+                                f"SELECT {BATCH_COLUMNS} FROM batches WHERE sequence = ?", (sequence,)
+                            ).fetchone()
                         except sqlite3.DatabaseError:
                             continue
                         if row is not None:
@@ -128,8 +136,10 @@ def salvage(path: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], li
                     break
                 batches.append(tuple(row))
                 after = row[0]
-            tables = (("SELECT attempt_id, run_id, owner, label, resume_from_step, attempt FROM attempts", attempts),
-                      ("SELECT attempt_id, run_key, owner, label, resume_from_step FROM pending_opens", opens))
+            tables = (
+                ("SELECT attempt_id, run_id, owner, label, resume_from_step, attempt FROM attempts", attempts),
+                ("SELECT attempt_id, run_key, owner, label, resume_from_step FROM pending_opens", opens),
+            )
             for query, rows in tables:
                 try:
                     rows += [tuple(row) for row in db.execute(query).fetchall()]

@@ -111,12 +111,25 @@ class RunRecorder:
     in flight), ack_timeout_s, flush_timeout_s (flush, finish and close), on_ack (called on the
     sender thread with each StepAck)."""
 
-    def __init__(self, client: LedgerClient, *, run_id: str, attempt: int,
-                 outbox_dir: str | os.PathLike[str] | None = None, account: str | None = None,
-                 state: RunState | None = None, batch_steps_max: int = 1_000,
-                 batch_interval_s: float = 0.2, queue_steps_max: int = 65_536, held_steps_max: int | None = None,
-                 window: int = 8, ack_timeout_s: float = 30.0, flush_timeout_s: float = 30.0, on_ack: Any = None,
-                 _pending: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        client: LedgerClient,
+        *,
+        run_id: str,
+        attempt: int,
+        outbox_dir: str | os.PathLike[str] | None = None,
+        account: str | None = None,
+        state: RunState | None = None,
+        batch_steps_max: int = 1_000,
+        batch_interval_s: float = 0.2,
+        queue_steps_max: int = 65_536,
+        held_steps_max: int | None = None,
+        window: int = 8,
+        ack_timeout_s: float = 30.0,
+        flush_timeout_s: float = 30.0,
+        on_ack: Any = None,
+        _pending: Mapping[str, Any] | None = None,
+    ) -> None:
         self.client = client
         self.account = account or run_id
         self.flush_timeout_s = flush_timeout_s
@@ -132,27 +145,51 @@ class RunRecorder:
             box_run_id, box_attempt = run_id, attempt
         else:  # A deferred open: batches wait under the pending attempt until it is started.
             box_run_id, box_attempt = pending_run_id(_pending["attempt_id"]), 0
-        outbox = (SqliteOutbox(outbox_dir, box_run_id, box_attempt) if outbox_dir
-                  else MemoryOutbox(box_run_id, box_attempt))
+        outbox = (
+            SqliteOutbox(outbox_dir, box_run_id, box_attempt) if outbox_dir else MemoryOutbox(box_run_id, box_attempt)
+        )
         if _pending is not None and isinstance(outbox, SqliteOutbox):
-            outbox.add_pending_open(_pending["attempt_id"], _pending["run_key"], _pending["label"],
-                                    _pending["resume_from_step"])
+            outbox.add_pending_open(
+                _pending["attempt_id"], _pending["run_key"], _pending["label"], _pending["resume_from_step"]
+            )
         if held_steps_max is None:
             held_steps_max = OUTBOX_STEPS_MAX if outbox_dir else queue_steps_max
         batcher = Batcher(box_run_id, box_attempt, batch_steps_max=batch_steps_max, batch_interval_s=batch_interval_s)
-        self._sender = Sender(client, outbox, batcher, queue_steps_max=queue_steps_max, held_steps_max=held_steps_max,
-                              window=window, ack_timeout_s=ack_timeout_s, counters=self._counters, lock=self._lock,
-                              on_ack=on_ack, ready=_pending is None)
+        self._sender = Sender(
+            client,
+            outbox,
+            batcher,
+            queue_steps_max=queue_steps_max,
+            held_steps_max=held_steps_max,
+            window=window,
+            ack_timeout_s=ack_timeout_s,
+            counters=self._counters,
+            lock=self._lock,
+            on_ack=on_ack,
+            ready=_pending is None,
+        )
         self._finished: FinishReceipt | None = None
         self._closed = False
         self._sigterm: _SigtermStop | None = None
 
     @classmethod
-    def open(cls, client: LedgerClient, *, run_key: str, name: str = "", spec: Mapping[str, Any] | None = None,
-             cap_usd_micro: int | None = None, parent_account: str = "", attempt_label: str | None = None,
-             resume_from_step: int | Literal["latest"] | None = None,
-             outbox_dir: str | os.PathLike[str] | None = None, defer: bool = False, reopen: bool = False,
-             stop_on_sigterm: bool = False, **options: Any) -> RunRecorder:
+    def open(
+        cls,
+        client: LedgerClient,
+        *,
+        run_key: str,
+        name: str = "",
+        spec: Mapping[str, Any] | None = None,
+        cap_usd_micro: int | None = None,
+        parent_account: str = "",
+        attempt_label: str | None = None,
+        resume_from_step: int | Literal["latest"] | None = None,
+        outbox_dir: str | os.PathLike[str] | None = None,
+        defer: bool = False,
+        reopen: bool = False,
+        stop_on_sigterm: bool = False,
+        **options: Any,
+    ) -> RunRecorder:
         """Open (or find) the run, replay what an earlier process left in the outbox for it, and
         start a new attempt, from scratch (None), from the checkpoint at a step, or from the run's
         resumable checkpoint if it has one ("latest"; see state.resume for its handle).
@@ -165,8 +202,9 @@ class RunRecorder:
         Raises LedgerClientError (Unavailable when the ledger is unreachable). With `defer=True` an
         unreachable ledger (any error but a refusal) does not raise: the recorder opens in the
         background (see the module docstring, `opened`, `wait_open`); "latest" needs the ledger."""
-        open_args = dict(run_key=run_key, name=name, spec=spec, cap_usd_micro=cap_usd_micro,
-                         parent_account=parent_account)
+        open_args = dict(
+            run_key=run_key, name=name, spec=spec, cap_usd_micro=cap_usd_micro, parent_account=parent_account
+        )
         label = attempt_label if attempt_label is not None else f"{socket.gethostname()}:{os.getpid()}"
         attempt_id = str(uuid.uuid4()) if defer else None
         # What an earlier process left unreadable in the outbox is set aside before anything reads it.
@@ -175,8 +213,9 @@ class RunRecorder:
         try:
             try:
                 with _first_try(client, defer and resume_from_step != "latest"):
-                    started, counters = _open_and_start(client, open_args, label, resume_from_step, outbox_dir,
-                                                        attempt_id, reopen)
+                    started, counters = _open_and_start(
+                        client, open_args, label, resume_from_step, outbox_dir, attempt_id, reopen
+                    )
             except LedgerClientError as error:
                 if not defer or error.code in REFUSAL_CODES or resume_from_step == "latest":
                     raise
@@ -188,12 +227,15 @@ class RunRecorder:
                 recorder._opener = threading.Thread(
                     target=recorder._open_later,
                     args=(open_args, label, resume_from_step, outbox_dir, attempt_id, reopen),
-                    name="trainledger-opener", daemon=True)
+                    name="trainledger-opener",
+                    daemon=True,
+                )
                 recorder._opener.start()
                 return recorder
             run_id = started.state.run.run_id
-            recorder = cls(client, run_id=run_id, attempt=started.attempt, outbox_dir=outbox_dir,
-                           state=started.state, **options)
+            recorder = cls(
+                client, run_id=run_id, attempt=started.attempt, outbox_dir=outbox_dir, state=started.state, **options
+            )
         except BaseException:
             if sigterm is not None:
                 sigterm.restore()
@@ -208,21 +250,30 @@ class RunRecorder:
             for name_, value in counters.items():
                 self._counters[name_] += value
 
-    def _open_later(self, open_args: dict[str, Any], label: str, resume_from_step: int | None,
-                    outbox_dir: str | os.PathLike[str] | None, attempt_id: str, reopen: bool) -> None:
+    def _open_later(
+        self,
+        open_args: dict[str, Any],
+        label: str,
+        resume_from_step: int | None,
+        outbox_dir: str | os.PathLike[str] | None,
+        attempt_id: str,
+        reopen: bool,
+    ) -> None:
         """The deferred open: retry until the ledger answers, then hand the attempt to the sender."""
         tried = 0
         while not self._stop_opening.wait(_REOPEN.backoff_s(min(tried, 10))):
             tried += 1
             try:
                 with _first_try(self.client, True):
-                    started, counters = _open_and_start(self.client, open_args, label, resume_from_step,
-                                                        outbox_dir, attempt_id, reopen)
+                    started, counters = _open_and_start(
+                        self.client, open_args, label, resume_from_step, outbox_dir, attempt_id, reopen
+                    )
             except LedgerClientError as error:
                 if error.code not in REFUSAL_CODES:
                     continue
-                log.warning("the ledger refused to open run %s: %s; its steps will not be recorded",
-                            open_args["run_key"], error)
+                log.warning(
+                    "the ledger refused to open run %s: %s; its steps will not be recorded", open_args["run_key"], error
+                )
                 self._open_error = error
                 self._sender.abandon(error.reason)
                 self._opened.set()
@@ -265,8 +316,9 @@ class RunRecorder:
         """Return once the run is open (waiting up to `timeout_s`); else raise Unavailable
         (RUN_NOT_OPEN), or the refusal that ended a deferred open."""
         if not self.wait_open(timeout_s):
-            raise Unavailable("RUN_NOT_OPEN", "the run is not open yet: the ledger has not answered",
-                              code=grpc.StatusCode.UNAVAILABLE)
+            raise Unavailable(
+                "RUN_NOT_OPEN", "the run is not open yet: the ledger has not answered", code=grpc.StatusCode.UNAVAILABLE
+            )
 
     @property
     def run_id(self) -> str:
@@ -313,29 +365,60 @@ class RunRecorder:
         return self._sender.flush(self.flush_timeout_s if timeout_s is None else timeout_s)
 
     @contextmanager
-    def reserve(self, amount_usd_micro: int, *, basis: Mapping[str, Any] | None = None, ttl_s: float | None = None,
-                reservation_id: str | None = None) -> Iterator[Hold]:
+    def reserve(
+        self,
+        amount_usd_micro: int,
+        *,
+        basis: Mapping[str, Any] | None = None,
+        ttl_s: float | None = None,
+        reservation_id: str | None = None,
+    ) -> Iterator[Hold]:
         """Hold spend for a billable call (see clients.spend.hold_spend): blocks for the hold, raises
         SpendCapExceeded when refused and Unavailable when the ledger cannot be reached within the
         client's outage budget (outage_budget_s): no hold, so no billable call."""
         self.require_open()
-        with hold_spend(self.client, account=self.account, amount_usd_micro=amount_usd_micro, basis=basis,
-                        ttl_s=ttl_s, attempt=self._attempt, reservation_id=reservation_id) as hold:
+        with hold_spend(
+            self.client,
+            account=self.account,
+            amount_usd_micro=amount_usd_micro,
+            basis=basis,
+            ttl_s=ttl_s,
+            attempt=self._attempt,
+            reservation_id=reservation_id,
+        ) as hold:
             yield hold
 
-    def checkpoint(self, step: int, uri: str, backend: str, fidelity: str = "weights", *, sampler_uri: str = "",
-                   final: bool = False, expires_at: datetime | None = None, digest: str = "") -> CheckpointReceipt:
+    def checkpoint(
+        self,
+        step: int,
+        uri: str,
+        backend: str,
+        fidelity: str = "weights",
+        *,
+        sampler_uri: str = "",
+        final: bool = False,
+        expires_at: datetime | None = None,
+        digest: str = "",
+    ) -> CheckpointReceipt:
         """Record a durable checkpoint after flushing the steps logged before it. Raises
         LedgerClientError when it cannot be recorded (Unavailable while a deferred open still
         waits for the ledger after `flush_timeout_s`)."""
         self.require_open(self.flush_timeout_s)
         self.flush()
-        return self.client.save_checkpoint(run_id=self._run_id, attempt=self._attempt, step=step, uri=uri,
-                                           backend=backend, fidelity=fidelity, sampler_uri=sampler_uri, final=final,
-                                           expires_at=expires_at, digest=digest)
+        return self.client.save_checkpoint(
+            run_id=self._run_id,
+            attempt=self._attempt,
+            step=step,
+            uri=uri,
+            backend=backend,
+            fidelity=fidelity,
+            sampler_uri=sampler_uri,
+            final=final,
+            expires_at=expires_at,
+            digest=digest,
+        )
 
-    def finish(self, status: str = "done", summary: Mapping[str, Any] | None = None,
-               error: str = "") -> FinishReceipt:
+    def finish(self, status: str = "done", summary: Mapping[str, Any] | None = None, error: str = "") -> FinishReceipt:
         """Flush, stop the sender and finish the run (once; later calls answer the first result).
         A deferred open that is still waiting after `flush_timeout_s` raises Unavailable; what
         was logged stays in the outbox (with an outbox directory, for a later process)."""
@@ -349,8 +432,13 @@ class RunRecorder:
         self.close()
         if not self._sender.is_idle():
             log.warning("finishing run %s with steps not yet acked: %s", self._run_id, self.counters)
-        finished = self.client.finish_run(run_id=self._run_id, attempt=self._attempt, status=status,
-                                          summary=dict(summary or {}), error=error[:ERROR_LENGTH_MAX])
+        finished = self.client.finish_run(
+            run_id=self._run_id,
+            attempt=self._attempt,
+            status=status,
+            summary=dict(summary or {}),
+            error=error[:ERROR_LENGTH_MAX],
+        )
         self._finished = finished
         try:
             self.refresh_state(finished.position)
@@ -406,9 +494,15 @@ def _first_try(client: Any, short: bool) -> Any:
     return client.retrying(outage_budget_s=min(DEFERRED_TRY_S, getattr(client, "outage_budget_s", DEFERRED_TRY_S)))
 
 
-def _open_and_start(client: Any, open_args: dict[str, Any], label: str, resume_from_step: Any,
-                    outbox_dir: Any, attempt_id: str | None,
-                    reopen: bool = False) -> tuple[StartAttemptReceipt, dict[str, int]]:
+def _open_and_start(
+    client: Any,
+    open_args: dict[str, Any],
+    label: str,
+    resume_from_step: Any,
+    outbox_dir: Any,
+    attempt_id: str | None,
+    reopen: bool = False,
+) -> tuple[StartAttemptReceipt, dict[str, int]]:
     """OpenRun, the ended-run check, then the outbox replay and StartAttempt
     (clients.attempts.start_attempt)."""
     opened = client.open_run(**open_args)
@@ -417,5 +511,12 @@ def _open_and_start(client: Any, open_args: dict[str, Any], label: str, resume_f
     if resume_from_step == "latest":
         resume = opened.state.resume
         resume_from_step = resume.from_step if resume.available else None
-    return start_attempt(client, run_id=run_id, label=label, resume_from_step=resume_from_step,
-                         outbox_dir=outbox_dir, run_key=open_args["run_key"], attempt_id=attempt_id)
+    return start_attempt(
+        client,
+        run_id=run_id,
+        label=label,
+        resume_from_step=resume_from_step,
+        outbox_dir=outbox_dir,
+        run_key=open_args["run_key"],
+        attempt_id=attempt_id,
+    )

@@ -25,10 +25,18 @@ __all__ = ["RetryPolicy", "Tries", "NO_RETRY", "REFUSAL_CODES", "OUTAGE_BUDGET_S
 OUTAGE_BUDGET_S = 30.0
 
 # The codes of refusals that no resend can change: a batch refused so is dropped, never resent.
-REFUSAL_CODES = frozenset({
-    grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.OUT_OF_RANGE, grpc.StatusCode.NOT_FOUND,
-    grpc.StatusCode.ALREADY_EXISTS, grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.RESOURCE_EXHAUSTED,
-    grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED})
+REFUSAL_CODES = frozenset(
+    {
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.OUT_OF_RANGE,
+        grpc.StatusCode.NOT_FOUND,
+        grpc.StatusCode.ALREADY_EXISTS,
+        grpc.StatusCode.FAILED_PRECONDITION,
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        grpc.StatusCode.PERMISSION_DENIED,
+        grpc.StatusCode.UNAUTHENTICATED,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +77,7 @@ class RetryPolicy:
         ceiling = min(self.max_backoff_s, self.initial_backoff_s * self.multiplier**retry)
         return random.uniform(ceiling / 2, ceiling)
 
-    def should_retry(self, error: LedgerClientError, *, idempotent: bool, tried: int,
-                     elapsed_s: float) -> bool:
+    def should_retry(self, error: LedgerClientError, *, idempotent: bool, tried: int, elapsed_s: float) -> bool:
         """Whether to send the same request again after `tried` tries, `elapsed_s` seconds after
         the first began: UNAVAILABLE while the budget lasts (the request either never arrived or
         is answered as a duplicate), DEADLINE_EXCEEDED and a storage write conflict only where
@@ -81,8 +88,7 @@ class RetryPolicy:
             return True
         if not idempotent or tried >= self.attempts:
             return False
-        return isinstance(error, DeadlineExceeded) or (
-            isinstance(error, Aborted) and error.reason == "WRITE_CONFLICT")
+        return isinstance(error, DeadlineExceeded) or (isinstance(error, Aborted) and error.reason == "WRITE_CONFLICT")
 
     def delay_s(self, tried: int, elapsed_s: float) -> float:
         """The wait before the next try: the backoff, cut to what is left of the budget."""

@@ -30,19 +30,20 @@ def canonical_json(document: Any) -> str:
             return sorted(value)
         raise TypeError(f"a run spec cannot hold a {type(value).__name__}")
 
-    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False, default=default)
+    return json.dumps(
+        document, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=default
+    )
 
 
 def run_key(spec: Mapping[str, Any], *, exclude: Iterable[str] = ()) -> str:
-    """"sha256:<hex>" of the canonical JSON of `spec` without the top-level keys in `exclude`."""
+    """ "sha256:<hex>" of the canonical JSON of `spec` without the top-level keys in `exclude`."""
     excluded = set(exclude)
     document = {key: value for key, value in spec.items() if key not in excluded}
     return "sha256:" + hashlib.sha256(canonical_json(document).encode("utf-8")).hexdigest()
 
 
 def file_digest(path: str | os.PathLike[str]) -> str:
-    """"sha256:<hex>" of a file's bytes, read in chunks."""
+    """ "sha256:<hex>" of a file's bytes, read in chunks."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         while chunk := handle.read(_CHUNK_BYTES):
@@ -51,7 +52,7 @@ def file_digest(path: str | os.PathLike[str]) -> str:
 
 
 def dataset_digest(*paths: str | os.PathLike[str]) -> str:
-    """"sha256:<hex>" of a dataset's content: files, or directories walked recursively. Each file
+    """ "sha256:<hex>" of a dataset's content: files, or directories walked recursively. Each file
     counts with its path relative to the argument it was found under and its content digest, in
     sorted order, so the digest does not depend on where the data sits or on listing order.
     Raises FileNotFoundError for a path that does not exist."""

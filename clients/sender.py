@@ -28,9 +28,21 @@ log = logging.getLogger("trainledger.clients")
 
 
 class Sender:
-    def __init__(self, client: Any, outbox: Any, batcher: Batcher, *, queue_steps_max: int, held_steps_max: int,
-                 window: int, ack_timeout_s: float, counters: dict[str, int], lock: threading.Lock,
-                 on_ack: Any = None, ready: bool = True) -> None:
+    def __init__(
+        self,
+        client: Any,
+        outbox: Any,
+        batcher: Batcher,
+        *,
+        queue_steps_max: int,
+        held_steps_max: int,
+        window: int,
+        ack_timeout_s: float,
+        counters: dict[str, int],
+        lock: threading.Lock,
+        on_ack: Any = None,
+        ready: bool = True,
+    ) -> None:
         self.outbox, self.batcher, self.counters, self.lock = outbox, batcher, counters, lock
         self.ready = threading.Event()
         if ready:

@@ -41,8 +41,16 @@ class Hold:
 
 
 @contextmanager
-def hold_spend(client: Any, *, account: str, amount_usd_micro: int, basis: Mapping[str, Any] | None = None,
-               ttl_s: float | None = None, attempt: int = 0, reservation_id: str | None = None) -> Iterator[Hold]:
+def hold_spend(
+    client: Any,
+    *,
+    account: str,
+    amount_usd_micro: int,
+    basis: Mapping[str, Any] | None = None,
+    ttl_s: float | None = None,
+    attempt: int = 0,
+    reservation_id: str | None = None,
+) -> Iterator[Hold]:
     """Reserve `amount_usd_micro` on `account` (blocking, with the client's retries), yield the Hold,
     commit its actual amount when the block ends, release it when the block raises (and re-raise).
     Raises SpendCapExceeded when refused, Unavailable when the ledger stays unreachable past the
@@ -50,18 +58,37 @@ def hold_spend(client: Any, *, account: str, amount_usd_micro: int, basis: Mappi
     a release cannot be recorded the ledger expires the hold at its TTL. An interrupt (KeyboardInterrupt, a
     generator closed mid-block) neither commits nor releases: whether the call ran is unknown, so
     the hold stays until its TTL and the ledger expires it."""
-    answer = client.reserve(account=account, amount_usd_micro=amount_usd_micro, reservation_id=reservation_id,
-                            basis=basis, ttl_s=ttl_s, attempt=attempt)
-    hold = Hold(account=account, reservation_id=answer.reservation_id, amount_usd_micro=amount_usd_micro,
-                actual_usd_micro=amount_usd_micro, expires_at=answer.expires_at)
+    answer = client.reserve(
+        account=account,
+        amount_usd_micro=amount_usd_micro,
+        reservation_id=reservation_id,
+        basis=basis,
+        ttl_s=ttl_s,
+        attempt=attempt,
+    )
+    hold = Hold(
+        account=account,
+        reservation_id=answer.reservation_id,
+        amount_usd_micro=amount_usd_micro,
+        actual_usd_micro=amount_usd_micro,
+        expires_at=answer.expires_at,
+    )
     try:
         yield hold
     except Exception as error:
         try:
             client.release(account=account, reservation_id=hold.reservation_id, reason=release_reason(error))
         except LedgerClientError as release_error:
-            log.warning("could not release reservation %s (%s); it expires at %s",
-                        hold.reservation_id, release_error.reason, hold.expires_at)
+            log.warning(
+                "could not release reservation %s (%s); it expires at %s",
+                hold.reservation_id,
+                release_error.reason,
+                hold.expires_at,
+            )
         raise
-    hold.committed = client.commit(account=account, reservation_id=hold.reservation_id,
-                                   actual_usd_micro=hold.actual_usd_micro, basis=hold.actual_basis or basis)
+    hold.committed = client.commit(
+        account=account,
+        reservation_id=hold.reservation_id,
+        actual_usd_micro=hold.actual_usd_micro,
+        basis=hold.actual_basis or basis,
+    )

@@ -35,8 +35,11 @@ CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
 
 # The stub class of each service, by the name the methods use.
 STUBS: Mapping[str, Callable[[Any], Any]] = {
-    "Runs": runs_pb2_grpc.RunsStub, "Spend": spend_pb2_grpc.SpendStub,
-    "Registry": registry_pb2_grpc.RegistryStub, "Events": events_pb2_grpc.EventsStub}
+    "Runs": runs_pb2_grpc.RunsStub,
+    "Spend": spend_pb2_grpc.SpendStub,
+    "Registry": registry_pb2_grpc.RegistryStub,
+    "Events": events_pb2_grpc.EventsStub,
+}
 
 
 def channel_target(address: str | Sequence[str]) -> str:

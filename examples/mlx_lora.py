@@ -79,23 +79,38 @@ def train(args: argparse.Namespace, address: str) -> None:
 
     if os.environ.get("MLX_DISABLE_COMPILE"):
         mx.disable_compile()
-    spec = {"example": "mlx-lora-tiny", "iters": args.iters, "lr": args.lr, "lora": mlx_tiny.LORA_PARAMETERS,
-            "batch_size": 4, "seed": 0}
+    spec = {
+        "example": "mlx-lora-tiny",
+        "iters": args.iters,
+        "lr": args.lr,
+        "lora": mlx_tiny.LORA_PARAMETERS,
+        "batch_size": 4,
+        "seed": 0,
+    }
     client = LedgerClient(address, principal=os.environ.get("USER", "example"), timeout_s=10.0)
     try:
-        run = RunRecorder.open(client, run_key=run_key(spec), name="mlx-lora-tiny", spec=spec,
-                               resume_from_step="latest", reopen=args.reopen)
+        run = RunRecorder.open(
+            client,
+            run_key=run_key(spec),
+            name="mlx-lora-tiny",
+            spec=spec,
+            resume_from_step="latest",
+            reopen=args.reopen,
+        )
     except RunEnded as ended:
         hint = " (--iters or --lr make a new run key)" if ended.status == "done" else " (or give --reopen)"
         print(f"not started: {ended.message}{hint}")
         client.close()
         return
     with client, run:  # finishes the run: done; stopped on Ctrl-C; failed on an exception
-        start = resume_step(run.state)           # 0, or the step of the checkpoint resumed from
+        start = resume_step(run.state)  # 0, or the step of the checkpoint resumed from
         resume = resume_adapter_file(run.state, adapter_root=args.adapters)  # digest and folder checked
         left = args.iters - start
-        print(f"run {run.run_id} attempt {run.attempt}: "
-              + (f"resuming from step {start} ({resume})" if resume else "from scratch") + f", {left} iterations")
+        print(
+            f"run {run.run_id} attempt {run.attempt}: "
+            + (f"resuming from step {start} ({resume})" if resume else "from scratch")
+            + f", {left} iterations"
+        )
         if left <= 0:
             return
         adapter_dir = Path(args.adapters) / run.run_id / f"attempt-{run.attempt}"
@@ -108,9 +123,16 @@ def train(args: argparse.Namespace, address: str) -> None:
             model.load_weights(str(resume), strict=False)
         (adapter_dir / "adapter_config.json").write_text(json.dumps(mlx_tiny.adapter_config(left)))
         np.random.seed(start)
-        training = TrainingArgs(batch_size=4, iters=left, steps_per_report=1, steps_per_save=args.save_every,
-                                steps_per_eval=args.eval_every, val_batches=2, max_seq_length=64,
-                                adapter_file=str(adapter_dir / "adapters.safetensors"))
+        training = TrainingArgs(
+            batch_size=4,
+            iters=left,
+            steps_per_report=1,
+            steps_per_save=args.save_every,
+            steps_per_eval=args.eval_every,
+            val_batches=2,
+            max_seq_length=64,
+            adapter_file=str(adapter_dir / "adapters.safetensors"),
+        )
 
         class CrashAt(TrainingCallback):
             def on_train_loss_report(self, info: dict) -> None:
@@ -118,16 +140,21 @@ def train(args: argparse.Namespace, address: str) -> None:
                     raise Crash(f"simulated crash at step {start + info['iteration']}")
 
         with LedgerTrainingCallback(run, training.adapter_file, wrapped_callback=CrashAt()) as callback:
-            mlx_train(model=model, optimizer=optim.Adam(learning_rate=args.lr),
-                      train_dataset=mlx_tiny.build_mlx_dataset(tokenizer, seed=0),
-                      val_dataset=mlx_tiny.build_mlx_dataset(tokenizer, n_rows=16, seed=1),
-                      args=training, training_callback=callback)
+            mlx_train(
+                model=model,
+                optimizer=optim.Adam(learning_rate=args.lr),
+                train_dataset=mlx_tiny.build_mlx_dataset(tokenizer, seed=0),
+                val_dataset=mlx_tiny.build_mlx_dataset(tokenizer, n_rows=16, seed=1),
+                args=training,
+                training_callback=callback,
+            )
         print("checkpoints:", [(c["step"], Path(c["uri"]).name, c["final"]) for c in callback.checkpoints])
     state = run.state
     if state is not None:
         checkpoint = state.checkpoint.step if state.checkpoint is not None else None
-        print(f"run {state.run.status}: last step {state.last_step}, checkpoint at {checkpoint}, "
-              f"counters {run.counters}")
+        print(
+            f"run {state.run.status}: last step {state.last_step}, checkpoint at {checkpoint}, counters {run.counters}"
+        )
 
 
 if __name__ == "__main__":

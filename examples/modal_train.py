@@ -40,22 +40,35 @@ from clients.integrations.pricing import GpuPrice
 
 GPU = "H100"
 # Modal's list price for the GPU (check https://modal.com/pricing); micro-dollars per GPU hour.
-PRICE = GpuPrice(usd_micro_per_gpu_hour=3_950_000, gpu_type=GPU, gpu_count=1, sheet="modal-gpu",
-                 source="https://modal.com/pricing", as_of="2025-06")
+PRICE = GpuPrice(
+    usd_micro_per_gpu_hour=3_950_000,
+    gpu_type=GPU,
+    gpu_count=1,
+    sheet="modal-gpu",
+    source="https://modal.com/pricing",
+    as_of="2025-06",
+)
 MOUNT = "/checkpoints"
 
 app = modal.App("trainledger-example")
 volume = modal.Volume.from_name("trainledger-checkpoints", create_if_missing=True)
 image = (
     modal.Image.debian_slim(python_version="3.11")
-    .pip_install("torch>=2.4", "grpcio>=1.85.1", "grpcio-status>=1.85.1", "protobuf>=7.35.1,<8",
-                 "googleapis-common-protos>=1.66")
+    .pip_install(
+        "torch>=2.4", "grpcio>=1.85.1", "grpcio-status>=1.85.1", "protobuf>=7.35.1,<8", "googleapis-common-protos>=1.66"
+    )
     .add_local_python_source("clients", "trainledger")
 )
 
 
-@app.function(image=image, gpu=GPU, volumes={MOUNT: volume}, secrets=[modal.Secret.from_name("trainledger")],
-              retries=modal.Retries(max_retries=3, initial_delay=5.0), timeout=6 * 3600)
+@app.function(
+    image=image,
+    gpu=GPU,
+    volumes={MOUNT: volume},
+    secrets=[modal.Secret.from_name("trainledger")],
+    retries=modal.Retries(max_retries=3, initial_delay=5.0),
+    timeout=6 * 3600,
+)
 def train(steps: int = 3000, save_every: int = 500, lr: float = 1e-3, cap_usd: float | None = None) -> dict:
     import torch
 
@@ -84,8 +97,7 @@ def train(steps: int = 3000, save_every: int = 500, lr: float = 1e-3, cap_usd: f
             nonlocal saved_step
             path = f"{MOUNT}/{run.run_id}/step-{step:07d}.pt"
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step},
-                       path + ".tmp")
+            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step}, path + ".tmp")
             os.replace(path + ".tmp", path)
             # Volume.commit() first; the ledger records the checkpoint only once it is durable.
             commit_and_record(volume, run, step, path, mount=MOUNT, fidelity="weights+optimizer", final=final)
@@ -114,8 +126,14 @@ def train(steps: int = 3000, save_every: int = 500, lr: float = 1e-3, cap_usd: f
                 save(step - 1)
             run.finish("stopped", summary={"stopped_by": "spend cap", "account": refused.account})
     status = run.state.run.status if run.state is not None else ""
-    return {"run_id": run.run_id, "attempt": run.attempt, "status": status,
-            "gpu_ms": meter.gpu_milliseconds, "gpu_usd_micro": meter.committed_usd_micro, "counters": run.counters}
+    return {
+        "run_id": run.run_id,
+        "attempt": run.attempt,
+        "status": status,
+        "gpu_ms": meter.gpu_milliseconds,
+        "gpu_usd_micro": meter.committed_usd_micro,
+        "counters": run.counters,
+    }
 
 
 @app.local_entrypoint()

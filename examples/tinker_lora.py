@@ -42,10 +42,18 @@ from clients.integrations.pricing import TokenPrices  # noqa: E402
 from clients.integrations.tinker import LedgeredServiceClient, ResumeReason, ResumeRefused  # noqa: E402
 
 # Micro-dollars per million tokens. PLACEHOLDERS: copy the figures of your own price sheet.
-PRICES = TokenPrices({"prefill": 100_000, "sample": 300_000, "train": 300_000},
-                     sheet="example-placeholder", source="edit examples/tinker_lora.py", as_of="")
-TEXTS = ["The ledger records every step once.", "Spend is held before it is spent.",
-         "A checkpoint is the commit point for resume.", "A new attempt fences the old one."]
+PRICES = TokenPrices(
+    {"prefill": 100_000, "sample": 300_000, "train": 300_000},
+    sheet="example-placeholder",
+    source="edit examples/tinker_lora.py",
+    as_of="",
+)
+TEXTS = [
+    "The ledger records every step once.",
+    "Spend is held before it is spent.",
+    "A checkpoint is the commit point for resume.",
+    "A new attempt fences the old one.",
+]
 
 
 def encode(text: str) -> list[int]:
@@ -55,8 +63,10 @@ def encode(text: str) -> list[int]:
 
 def datum(text: str) -> types.Datum:
     tokens = encode(text)
-    return types.Datum(model_input=types.ModelInput.from_ints(tokens[:-1]),
-                       loss_fn_inputs={"target_tokens": tokens[1:], "weights": [1.0] * (len(tokens) - 1)})
+    return types.Datum(
+        model_input=types.ModelInput.from_ints(tokens[:-1]),
+        loss_fn_inputs={"target_tokens": tokens[1:], "weights": [1.0] * (len(tokens) - 1)},
+    )
 
 
 def main() -> int:
@@ -82,8 +92,9 @@ def main() -> int:
             args.ledger = ledger_address
             args.base_model = "fake/tiny-llama"
         # Each call rides out a ledger restart of up to 30 s (outage_budget_s), then raises Unavailable.
-        ledger = stack.enter_context(LedgerClient(args.ledger or "127.0.0.1:50051",
-                                                  principal=os.environ.get("USER", "example")))
+        ledger = stack.enter_context(
+            LedgerClient(args.ledger or "127.0.0.1:50051", principal=os.environ.get("USER", "example"))
+        )
         service = LedgeredServiceClient(ledger, prices={args.base_model: PRICES}, base_url=base_url, api_key=api_key)
         hyperparameters = {"learning_rate": args.learning_rate, "steps": args.steps, "texts": len(TEXTS)}
         # The same name, cap and reopen choice on every open: resume() opens (or creates) the run first.
@@ -99,8 +110,9 @@ def main() -> int:
             if refused.reason != ResumeReason.NO_CHECKPOINT:  # expired, another backend ...: say so, start nothing
                 print(f"not started: {refused}")
                 return 1
-            tc = service.create_lora_training_client(args.base_model, rank=args.rank, hyperparameters=hyperparameters,
-                                                     restart=args.restart, **run)
+            tc = service.create_lora_training_client(
+                args.base_model, rank=args.rank, hyperparameters=hyperparameters, restart=args.restart, **run
+            )
             print(f"opened run {tc.run_id} (attempt {tc.attempt})")
         data = [datum(text) for text in TEXTS]
         targets = sum(len(encode(text)) - 1 for text in TEXTS)
@@ -111,8 +123,9 @@ def main() -> int:
                     tc.optim_step(types.AdamParams(learning_rate=args.learning_rate)).result()
                     print(f"step {tc.step}: loss {fwd.result().metrics['loss:sum'] / targets:.4f}")
                     if tc.step % args.save_every == 0 or tc.step == args.steps:
-                        paths = tc.save_checkpoint(f"step-{tc.step}", ttl_seconds=args.ttl_s,
-                                                   final=tc.step == args.steps).result()
+                        paths = tc.save_checkpoint(
+                            f"step-{tc.step}", ttl_seconds=args.ttl_s, final=tc.step == args.steps
+                        ).result()
                         print(f"  checkpoint {paths['path']}")
         except SpendCapExceeded as refused:
             print(f"stopped: the cap refused a hold ({refused.remaining_usd_micro} micro-dollars left)")

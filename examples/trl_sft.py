@@ -39,8 +39,12 @@ from clients.runkey import file_digest  # noqa: E402
 
 def start_local_ledger(directory: str) -> tuple[subprocess.Popen[str], str]:
     """`trainledger serve` on a free port with its database in `directory`."""
-    process = subprocess.Popen([sys.executable, "-m", "services.cli", "serve", "--db", f"{directory}/ledger.db",
-                                "--listen", "127.0.0.1:0"], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "services.cli", "serve", "--db", f"{directory}/ledger.db", "--listen", "127.0.0.1:0"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     match = re.search(r"serving on [^:\s]+:(\d+)", process.stdout.readline() if process.stdout else "")
     if not match:
         process.kill()
@@ -54,15 +58,34 @@ def build(opts: argparse.Namespace):
     from trl import SFTConfig
 
     lora = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
-    config = SFTConfig(output_dir=opts.output_dir, max_steps=opts.max_steps, save_steps=opts.save_steps,
-                       logging_steps=1, per_device_train_batch_size=4, learning_rate=5e-3, seed=0, max_length=64,
-                       report_to="none", use_cpu=not opts.gpu, disable_tqdm=True, activation_checkpointing=False)
+    config = SFTConfig(
+        output_dir=opts.output_dir,
+        max_steps=opts.max_steps,
+        save_steps=opts.save_steps,
+        logging_steps=1,
+        per_device_train_batch_size=4,
+        learning_rate=5e-3,
+        seed=0,
+        max_length=64,
+        report_to="none",
+        use_cpu=not opts.gpu,
+        disable_tqdm=True,
+        activation_checkpointing=False,
+    )
     if opts.model is None:
         from tests.trainers import tiny
 
         tokenizer = tiny.build_tokenizer()
-        return (tiny.build_model(tokenizer), tokenizer, tiny.build_dataset(), lora, config, tiny.build_dataset(),
-                "tiny-llama-81k (tests/trainers/tiny.py)", "seed-0")
+        return (
+            tiny.build_model(tokenizer),
+            tokenizer,
+            tiny.build_dataset(),
+            lora,
+            config,
+            tiny.build_dataset(),
+            "tiny-llama-81k (tests/trainers/tiny.py)",
+            "seed-0",
+        )
     from datasets import load_dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -102,13 +125,32 @@ def main() -> int:
         from trl import SFTTrainer
 
         model, tokenizer, dataset, lora, config, data_identity, model_id, revision = build(opts)
-        spec = spec_for(name="trl-sft-example", base_model=model_id, revision=revision, method="sft", lora=lora,
-                        args=config, dataset=data_identity)
-        price = GpuPrice(round(opts.price_usd_per_hour * 1e6), gpu_type="example", sheet="example",
-                         source="examples/trl_sft.py") if opts.price_usd_per_hour else None
+        spec = spec_for(
+            name="trl-sft-example",
+            base_model=model_id,
+            revision=revision,
+            method="sft",
+            lora=lora,
+            args=config,
+            dataset=data_identity,
+        )
+        price = (
+            GpuPrice(
+                round(opts.price_usd_per_hour * 1e6), gpu_type="example", sheet="example", source="examples/trl_sft.py"
+            )
+            if opts.price_usd_per_hour
+            else None
+        )
         cap = round(opts.cap_usd * 1e6) if opts.cap_usd is not None else None
-        callback = LedgerCallback(address=opts.ledger, spec=spec, gpu_price=price, cap_usd_micro=cap,
-                                  outbox_dir=opts.outbox, interval_s=opts.interval_s, reopen=opts.reopen)
+        callback = LedgerCallback(
+            address=opts.ledger,
+            spec=spec,
+            gpu_price=price,
+            cap_usd_micro=cap,
+            outbox_dir=opts.outbox,
+            interval_s=opts.interval_s,
+            reopen=opts.reopen,
+        )
         try:
             # A path the ledger recorded, held to the output directory, or None; never True.
             resume_from = callback.resume_checkpoint(output_dir=config.output_dir)
@@ -120,8 +162,9 @@ def main() -> int:
             return 1
         print(f"run key {callback.run_key}; resuming from {resume_from or 'scratch'}")
 
-        trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer,
-                             peft_config=lora)
+        trainer = SFTTrainer(
+            model=model, args=config, train_dataset=dataset, processing_class=tokenizer, peft_config=lora
+        )
         trainer.add_callback(callback)  # The one line.
         with callback:  # If train() raises, the run ends "failed" (Ctrl-C: "stopped") rather than "running".
             trainer.train(resume_from_checkpoint=resume_from)
@@ -129,10 +172,12 @@ def main() -> int:
         with LedgerClient(opts.ledger) as client:
             state = client.get_run_state(run_id=callback.recorder.run_id)
         spend, checkpoint = state.spend, state.checkpoint
-        print(f"run {state.run.run_id}: {state.run.status}, attempt {state.current_attempt}, "
-              f"last step {state.last_step}, checkpoint {checkpoint.step if checkpoint is not None else None}, "
-              f"spent {spend.committed_usd_micro / 1e6:.6f} USD"
-              + (f" of {spend.cap_usd_micro / 1e6:.2f}" if spend.cap_usd_micro is not None else ""))
+        print(
+            f"run {state.run.run_id}: {state.run.status}, attempt {state.current_attempt}, "
+            f"last step {state.last_step}, checkpoint {checkpoint.step if checkpoint is not None else None}, "
+            f"spent {spend.committed_usd_micro / 1e6:.6f} USD"
+            + (f" of {spend.cap_usd_micro / 1e6:.2f}" if spend.cap_usd_micro is not None else "")
+        )
         print(f"summary: {state.run.summary}")
         print(f"recorder counters: {callback.recorder.counters}")
         return 0

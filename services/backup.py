@@ -48,8 +48,9 @@ def backup(database: str, destination: str) -> Copy:
         raise BackupError("the backup must be another file than the database")
     directory = os.path.dirname(os.path.abspath(destination))
     try:
-        descriptor, partial = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(destination)}.",
-                                               suffix=".partial")
+        descriptor, partial = tempfile.mkstemp(
+            dir=directory, prefix=f".{os.path.basename(destination)}.", suffix=".partial"
+        )
     except OSError as error:
         raise BackupError(f"cannot write in {directory}: {error.strerror or error}") from None
     os.close(descriptor)

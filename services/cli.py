@@ -59,8 +59,10 @@ def project(args: argparse.Namespace) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     database = args.database
     if not is_postgres_url(database):
-        raise Failure("projection workers need a PostgreSQL database (--database-url or TRAINLEDGER_DATABASE_URL); "
-                      "on SQLite the server projects by itself")
+        raise Failure(
+            "projection workers need a PostgreSQL database (--database-url or TRAINLEDGER_DATABASE_URL); "
+            "on SQLite the server projects by itself"
+        )
     stopping = threading.Event()
     previous = {signum: signal.signal(signum, lambda *_: stopping.set()) for signum in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -93,8 +95,7 @@ def backup(args: argparse.Namespace) -> None:
         made = copy(args.database, args.to)
     except BackupError as error:
         raise Failure(str(error)) from None
-    print(f"backed up {args.database} to {made.path}: the log up to position {made.position} "
-          f"({made.size_bytes} bytes)")
+    print(f"backed up {args.database} to {made.path}: the log up to position {made.position} ({made.size_bytes} bytes)")
 
 
 def rebuild(args: argparse.Namespace) -> None:
@@ -122,9 +123,14 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="trainledger", description="An event-sourced ledger for training runs.")
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def command(name: str, run: Callable[[argparse.Namespace], None],
-                parent: argparse._SubParsersAction[argparse.ArgumentParser] = commands, *, read: bool = True,
-                help: str) -> argparse.ArgumentParser:
+    def command(
+        name: str,
+        run: Callable[[argparse.Namespace], None],
+        parent: argparse._SubParsersAction[argparse.ArgumentParser] = commands,
+        *,
+        read: bool = True,
+        help: str,
+    ) -> argparse.ArgumentParser:
         sub = parent.add_parser(name, help=help)
         _database_options(sub, read=read)
         sub.set_defaults(handler=run)
@@ -132,8 +138,12 @@ def parser() -> argparse.ArgumentParser:
 
     serve_parser = command("serve", serve, read=False, help="serve the gRPC API")
     serve_parser.add_argument("--listen", default=LISTEN_DEFAULT, metavar="HOST:PORT", help="(default: %(default)s)")
-    serve_parser.add_argument("--no-project", dest="project", action="store_false",
-                              help="leave projection to `trainledger project` workers (PostgreSQL only)")
+    serve_parser.add_argument(
+        "--no-project",
+        dest="project",
+        action="store_false",
+        help="leave projection to `trainledger project` workers (PostgreSQL only)",
+    )
     command("project", project, read=False, help="run a projection worker until SIGTERM (PostgreSQL only)")
 
     runs = commands.add_parser("runs", help="training runs").add_subparsers(dest="action", required=True)
@@ -146,22 +156,29 @@ def parser() -> argparse.ArgumentParser:
 
     spend = commands.add_parser("spend", help="spend accounts").add_subparsers(dest="action", required=True)
     command("show", reports.spend_show, spend, help="an account's reservations and totals").add_argument(
-        "account", metavar="RUN_OR_ACCOUNT")
+        "account", metavar="RUN_OR_ACCOUNT"
+    )
 
     registry = commands.add_parser("registry", help="model registry").add_subparsers(dest="action", required=True)
     command("list", reports.registry_list, registry, help="families and their current versions")
     command("show", reports.registry_show, registry, help="a family's versions and history").add_argument(
-        "family", metavar="FAMILY")
+        "family", metavar="FAMILY"
+    )
 
     events = commands.add_parser("events", help="the event log").add_subparsers(dest="action", required=True)
     exported = command("export", reports.events_export, events, read=False, help="events as JSON lines")
     exported.add_argument("--from", dest="from_position", type=int, default=1, metavar="N")
     exported.add_argument("--types", nargs="*", default=[], metavar="TYPE")
 
-    command("rebuild", rebuild, read=False, help="drop every view and project it again from the log "
-            "(stop servers on this database first)")
+    command(
+        "rebuild",
+        rebuild,
+        read=False,
+        help="drop every view and project it again from the log (stop servers on this database first)",
+    )
     command("backup", backup, read=False, help="copy a SQLite ledger, served or not, to a new file").add_argument(
-        "--to", required=True, metavar="FILE", help="the new file (never overwritten)")
+        "--to", required=True, metavar="FILE", help="the new file (never overwritten)"
+    )
     return top
 
 

@@ -30,8 +30,17 @@ from ledger.domain.errors import Unavailable
 from ledger.domain.limits import REQUEST_BYTES_IN_FLIGHT_MAX
 from ledger.domain.reasons import Reason
 
-__all__ = ["Edge", "ByteBudget", "CLIENT", "WORKER_THREADS", "WORKER_THREADS_PER_CLIENT", "STREAMS_PER_CLIENT_MAX",
-           "BUSY_WAIT_S", "READ_TIMEOUT_DEFAULT_S", "READ_TIMEOUT_MAX_S"]
+__all__ = [
+    "Edge",
+    "ByteBudget",
+    "CLIENT",
+    "WORKER_THREADS",
+    "WORKER_THREADS_PER_CLIENT",
+    "STREAMS_PER_CLIENT_MAX",
+    "BUSY_WAIT_S",
+    "READ_TIMEOUT_DEFAULT_S",
+    "READ_TIMEOUT_MAX_S",
+]
 
 T = TypeVar("T")
 WORKER_THREADS = 32
@@ -90,8 +99,11 @@ class ByteBudget:
             self._waiting.remove(entry)
             self._grant()  # The requests behind this one may fit now.
             if isinstance(error, asyncio.TimeoutError):
-                raise _busy("the server is busy: too many request bytes in flight, try again", Reason.SERVER_BUSY,
-                            limit=self.capacity_bytes) from None
+                raise _busy(
+                    "the server is busy: too many request bytes in flight, try again",
+                    Reason.SERVER_BUSY,
+                    limit=self.capacity_bytes,
+                ) from None
             raise
         return size
 
@@ -114,10 +126,15 @@ class ByteBudget:
 class Edge:
     """The ledger as the servicers use it. Create and use it on the server's event loop."""
 
-    def __init__(self, ledger: Ledger, *, worker_threads: int = WORKER_THREADS,
-                 worker_threads_per_client: int = WORKER_THREADS_PER_CLIENT,
-                 streams_per_client_max: int = STREAMS_PER_CLIENT_MAX,
-                 request_bytes_in_flight_max: int = REQUEST_BYTES_IN_FLIGHT_MAX) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        *,
+        worker_threads: int = WORKER_THREADS,
+        worker_threads_per_client: int = WORKER_THREADS_PER_CLIENT,
+        streams_per_client_max: int = STREAMS_PER_CLIENT_MAX,
+        request_bytes_in_flight_max: int = REQUEST_BYTES_IN_FLIGHT_MAX,
+    ) -> None:
         self.ledger = ledger
         self.limiter = anyio.CapacityLimiter(worker_threads)
         self.worker_threads_per_client = worker_threads_per_client
@@ -157,8 +174,11 @@ class Edge:
         """Hold one of the client's request streams for the block. Raises Unavailable
         (TOO_MANY_STREAMS) when it has streams_per_client_max open already."""
         if self._streams[client] >= self.streams_per_client_max:
-            raise _busy(f"this connection has {self.streams_per_client_max} streams open already",
-                        Reason.TOO_MANY_STREAMS, limit=self.streams_per_client_max)
+            raise _busy(
+                f"this connection has {self.streams_per_client_max} streams open already",
+                Reason.TOO_MANY_STREAMS,
+                limit=self.streams_per_client_max,
+            )
         self._streams[client] += 1
         try:
             yield

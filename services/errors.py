@@ -67,38 +67,50 @@ def _cut(text: str, limit: int) -> str:
     data = text.encode()
     if len(data) <= limit:
         return text
-    return data[:limit - 3].decode(errors="ignore") + "\u2026"
+    return data[: limit - 3].decode(errors="ignore") + "\u2026"
 
 
-def rich_status(code: grpc.StatusCode, message: str, reason: Reason, metadata: Mapping[str, str] | None = None,
-                request_id: str = "") -> grpc.Status:
+def rich_status(
+    code: grpc.StatusCode, message: str, reason: Reason, metadata: Mapping[str, str] | None = None, request_id: str = ""
+) -> grpc.Status:
     """A grpc.Status whose trailing metadata holds google.rpc.Status with ErrorInfo, plus the
     request id (aborting replaces any trailing metadata set before). The message and metadata
     values are cut to a few hundred bytes, so a refusal always fits a client's metadata limit."""
     message = _cut(message, MESSAGE_BYTES_MAX)
-    metadata = {_cut(key, 64): _cut(value, METADATA_VALUE_BYTES_MAX)
-                for key, value in list(dict(metadata or {}).items())[:METADATA_ENTRIES_MAX]}
+    metadata = {
+        _cut(key, 64): _cut(value, METADATA_VALUE_BYTES_MAX)
+        for key, value in list(dict(metadata or {}).items())[:METADATA_ENTRIES_MAX]
+    }
     info = error_details_pb2.ErrorInfo(reason=str(reason), domain=DOMAIN, metadata=metadata)
     detail = any_pb2.Any()
     detail.Pack(info)
-    status = rpc_status.to_status(status_pb2.Status(code=getattr(code_pb2, code.name), message=message,
-                                                    details=[detail]))
+    status = rpc_status.to_status(
+        status_pb2.Status(code=getattr(code_pb2, code.name), message=message, details=[detail])
+    )
     if request_id:
         status = status._replace(  # type: ignore[attr-defined]
-            trailing_metadata=(*status.trailing_metadata, ("x-request-id", request_id)))
+            trailing_metadata=(*status.trailing_metadata, ("x-request-id", request_id))
+        )
     return status
 
 
 async def abort(context: grpc.aio.ServicerContext[Any, Any], error: LedgerError, request_id: str = "") -> NoReturn:
     """End the call with the error's status code, message and ErrorInfo."""
     await context.abort_with_status(  # type: ignore[attr-defined]
-        rich_status(status_code(error), error.message, error.reason, error.metadata, request_id))
+        rich_status(status_code(error), error.message, error.reason, error.metadata, request_id)
+    )
     raise AssertionError("abort_with_status returned")  # pragma: no cover
 
 
 async def abort_internal(context: grpc.aio.ServicerContext[Any, Any], request_id: str) -> NoReturn:
     """End the call with INTERNAL and a generic message: details stay in the server's log."""
-    await context.abort_with_status(rich_status(  # type: ignore[attr-defined]
-        grpc.StatusCode.INTERNAL, f"internal error (request id {request_id})", Reason.INTERNAL,
-        {"request_id": request_id}, request_id))
+    await context.abort_with_status(  # type: ignore[attr-defined]
+        rich_status(
+            grpc.StatusCode.INTERNAL,
+            f"internal error (request id {request_id})",
+            Reason.INTERNAL,
+            {"request_id": request_id},
+            request_id,
+        )
+    )
     raise AssertionError("abort_with_status returned")  # pragma: no cover

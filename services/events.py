@@ -28,11 +28,16 @@ class EventsServicer(events_pb2_grpc.EventsServicer):
 
     def _page(self, position: int, limit: int, types: list[str]) -> list[events_pb2.Event]:
         # Read and encoded in the worker thread: a page may hold a thousand step batches.
-        return [messages.event(e) for e in self.ledger.read_events(from_position=position, limit=limit, types=types,
-                                                                   bytes_max=EVENTS_PAGE_BYTES)]
+        return [
+            messages.event(e)
+            for e in self.ledger.read_events(
+                from_position=position, limit=limit, types=types, bytes_max=EVENTS_PAGE_BYTES
+            )
+        ]
 
-    async def ReadEvents(self, request: events_pb2.ReadEventsRequest,
-                         context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[events_pb2.Event]:
+    async def ReadEvents(
+        self, request: events_pb2.ReadEventsRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[events_pb2.Event]:
         """Events from from_position up to the head of the log as it was when the call began."""
         if request.limit < 0 or request.from_position < 0:
             raise Invalid("from_position and limit must not be negative", reason=Reason.OUT_OF_RANGE)

@@ -90,16 +90,18 @@ def acquire(database: str, command: str = "serve") -> Holder | None:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as error:
-            raise HolderError(f"cannot open database {database}: cannot create its lock file {path}: "
-                              f"{error.strerror or error}") from None
+            raise HolderError(
+                f"cannot open database {database}: cannot create its lock file {path}: {error.strerror or error}"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as error:
             os.close(fd)
             if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise HolderError(refusal(database, path, command)) from None
-            raise HolderError(f"cannot open database {database}: cannot lock {path}: "
-                              f"{error.strerror or error}") from None
+            raise HolderError(
+                f"cannot open database {database}: cannot lock {path}: {error.strerror or error}"
+            ) from None
         try:
             current = os.stat(path)
         except FileNotFoundError:
@@ -138,8 +140,9 @@ def refusal(database: str, path: str, command: str) -> str:
         doing = ""
     holder = f"{who}, {doing}" if doing else who
     remedy = "stop it first or serve another --db" if held == "serve" else "stop it first"
-    return (f"database {database} is held by another process ({holder}); one SQLite file has one serving "
-            f"process: {remedy}")
+    return (
+        f"database {database} is held by another process ({holder}); one SQLite file has one serving process: {remedy}"
+    )
 
 
 def read_record(path: str) -> dict[str, object]:

@@ -94,8 +94,9 @@ class _Requests:
         finally:
             self.edge.budget.release(held)
 
-    async def stream(self, raw: AsyncIterator[bytes], context: grpc.aio.ServicerContext[Any, Any],
-                     holding: list[int]) -> AsyncIterator[Any]:
+    async def stream(
+        self, raw: AsyncIterator[bytes], context: grpc.aio.ServicerContext[Any, Any], holding: list[int]
+    ) -> AsyncIterator[Any]:
         """A request stream decoded. Each request holds its bytes until the servicer asks for the
         next one or answers (the caller releases `holding` then), so a stream whose answers the
         client does not read holds none."""
@@ -111,15 +112,22 @@ class _Requests:
             self.edge.budget.release(holding.pop())
 
 
-def _wrap(behavior: Callable[..., Any], method: str, requests: _Requests, *, streaming_requests: bool,
-          streaming_responses: bool) -> Callable[..., Any]:
+def _wrap(
+    behavior: Callable[..., Any],
+    method: str,
+    requests: _Requests,
+    *,
+    streaming_requests: bool,
+    streaming_responses: bool,
+) -> Callable[..., Any]:
     """Wrap a handler of any shape: an async generator stays one (acks already yielded stand), a
     coroutine (which may use context.write) stays a coroutine."""
     edge = requests.edge
 
     @contextlib.asynccontextmanager
-    async def admitted(request: Any, context: grpc.aio.ServicerContext[Any, Any],
-                       holding: list[int]) -> AsyncIterator[Any]:
+    async def admitted(
+        request: Any, context: grpc.aio.ServicerContext[Any, Any], holding: list[int]
+    ) -> AsyncIterator[Any]:
         if streaming_requests:
             with edge.stream(CLIENT.get()):
                 try:
@@ -136,6 +144,7 @@ def _wrap(behavior: Callable[..., Any], method: str, requests: _Requests, *, str
                 yield decoded
 
     if inspect.isasyncgenfunction(behavior):
+
         async def stream(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             request_id = _begin(context)
             holding: list[int] = []
@@ -148,6 +157,7 @@ def _wrap(behavior: Callable[..., Any], method: str, requests: _Requests, *, str
                 raise
             except Exception as error:
                 await _fail(context, method, request_id, error)
+
         return stream
 
     async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
@@ -160,6 +170,7 @@ def _wrap(behavior: Callable[..., Any], method: str, requests: _Requests, *, str
             raise
         except Exception as error:
             await _fail(context, method, request_id, error)
+
     return unary
 
 
@@ -172,7 +183,8 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         self._requests: dict[str, _Requests] = {}
 
     async def intercept_service(
-        self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any]]],
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any]]],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler[Any, Any]:
         handler = await continuation(handler_call_details)
@@ -185,15 +197,22 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         # Requests come as bytes: decoding them is the wrapper's (see _Requests).
         shape = {"request_deserializer": None, "response_serializer": handler.response_serializer}
         if handler.unary_unary:
-            return grpc.unary_unary_rpc_method_handler(_wrap(
-                handler.unary_unary, method, requests, streaming_requests=False, streaming_responses=False), **shape)
+            return grpc.unary_unary_rpc_method_handler(
+                _wrap(handler.unary_unary, method, requests, streaming_requests=False, streaming_responses=False),
+                **shape,
+            )
         if handler.unary_stream:
-            return grpc.unary_stream_rpc_method_handler(_wrap(
-                handler.unary_stream, method, requests, streaming_requests=False, streaming_responses=True), **shape)
+            return grpc.unary_stream_rpc_method_handler(
+                _wrap(handler.unary_stream, method, requests, streaming_requests=False, streaming_responses=True),
+                **shape,
+            )
         if handler.stream_unary:
-            return grpc.stream_unary_rpc_method_handler(_wrap(
-                handler.stream_unary, method, requests, streaming_requests=True, streaming_responses=False), **shape)
+            return grpc.stream_unary_rpc_method_handler(
+                _wrap(handler.stream_unary, method, requests, streaming_requests=True, streaming_responses=False),
+                **shape,
+            )
         # The last shape: a handler has exactly one of the four behaviors.
         behavior = cast(Callable[..., Any], handler.stream_stream)
-        return grpc.stream_stream_rpc_method_handler(_wrap(
-            behavior, method, requests, streaming_requests=True, streaming_responses=True), **shape)
+        return grpc.stream_stream_rpc_method_handler(
+            _wrap(behavior, method, requests, streaming_requests=True, streaming_responses=True), **shape
+        )

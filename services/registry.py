@@ -35,38 +35,60 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
 
     async def Register(self, request: registry_pb2.RegisterRequest, context: Context) -> registry_pb2.RegisterResponse:
         receipt = await self.edge.call(
-            self.ledger.register, family=request.family, artifact_uri=request.artifact_uri, digest=request.digest,
-            source_run_id=request.source_run_id, source_step=request.source_step,
-            metadata=codec.document(request.metadata, "metadata"), **audit())
-        return registry_pb2.RegisterResponse(position=receipt.position, version=receipt.version,
-                                             duplicate=receipt.duplicate)
+            self.ledger.register,
+            family=request.family,
+            artifact_uri=request.artifact_uri,
+            digest=request.digest,
+            source_run_id=request.source_run_id,
+            source_step=request.source_step,
+            metadata=codec.document(request.metadata, "metadata"),
+            **audit(),
+        )
+        return registry_pb2.RegisterResponse(
+            position=receipt.position, version=receipt.version, duplicate=receipt.duplicate
+        )
 
     async def Promote(self, request: registry_pb2.PromoteRequest, context: Context) -> registry_pb2.PromoteResponse:
         verdict = request.verdict
         receipt = await self.edge.call(
-            self.ledger.promote, family=request.family, version=request.version,
+            self.ledger.promote,
+            family=request.family,
+            version=request.version,
             expected_current=request.expected_current,
-            verdict={"passed": verdict.passed, "reason": verdict.reason,
-                     "stats": codec.document(verdict.stats, "verdict")},
-            **audit())
-        return registry_pb2.PromoteResponse(position=receipt.position, duplicate=receipt.duplicate,
-                                            current=receipt.version, previous=receipt.previous)
+            verdict={
+                "passed": verdict.passed,
+                "reason": verdict.reason,
+                "stats": codec.document(verdict.stats, "verdict"),
+            },
+            **audit(),
+        )
+        return registry_pb2.PromoteResponse(
+            position=receipt.position, duplicate=receipt.duplicate, current=receipt.version, previous=receipt.previous
+        )
 
     async def Rollback(self, request: registry_pb2.RollbackRequest, context: Context) -> registry_pb2.RollbackResponse:
         receipt = await self.edge.call(
-            self.ledger.rollback, family=request.family, version=request.version,
-            expected_current=request.expected_current, reason=request.reason, **audit())
-        return registry_pb2.RollbackResponse(position=receipt.position, duplicate=receipt.duplicate,
-                                             current=receipt.version, previous=receipt.previous)
+            self.ledger.rollback,
+            family=request.family,
+            version=request.version,
+            expected_current=request.expected_current,
+            reason=request.reason,
+            **audit(),
+        )
+        return registry_pb2.RollbackResponse(
+            position=receipt.position, duplicate=receipt.duplicate, current=receipt.version, previous=receipt.previous
+        )
 
-    async def GetCurrent(self, request: registry_pb2.GetCurrentRequest,
-                         context: Context) -> registry_pb2.GetCurrentResponse:
+    async def GetCurrent(
+        self, request: registry_pb2.GetCurrentRequest, context: Context
+    ) -> registry_pb2.GetCurrentResponse:
         family = await self._family(request.family, request.min_position, context)
         current = next((v for v in family.versions if v.version == family.current), None)
         return registry_pb2.GetCurrentResponse(version=None if current is None else messages.model_version(current))
 
-    async def ListVersions(self, request: registry_pb2.ListVersionsRequest,
-                           context: Context) -> registry_pb2.ListVersionsResponse:
+    async def ListVersions(
+        self, request: registry_pb2.ListVersionsRequest, context: Context
+    ) -> registry_pb2.ListVersionsResponse:
         size = codec.page_size(request.page_size, VERSIONS_PAGE_DEFAULT)
         after_version, after_position = versions_after(request.page_token)
         timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
@@ -75,8 +97,9 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
             check_reference(request.family, "family")
             self.ledger.wait(request.min_position, timeout_s)
             try:
-                page = self.ledger.views.family_page(request.family, after_version=after_version,
-                                                     after_position=after_position, limit=size)
+                page = self.ledger.views.family_page(
+                    request.family, after_version=after_version, after_position=after_position, limit=size
+                )
             except self.ledger.storage.outage_errors as error:
                 raise Unavailable(f"storage is unavailable: {error}") from error
             if page is None:
@@ -86,8 +109,13 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         page = await self.edge.call(read)
         token = ""
         if page.more:
-            token = versions_token(page.versions[-1].version if page.versions else after_version,
-                                   page.history[-1].position if page.history else after_position)
+            token = versions_token(
+                page.versions[-1].version if page.versions else after_version,
+                page.history[-1].position if page.history else after_position,
+            )
         return registry_pb2.ListVersionsResponse(
-            versions=[messages.model_version(v) for v in page.versions], current=page.current,
-            history=[messages.promotion(p) for p in page.history], next_page_token=token)
+            versions=[messages.model_version(v) for v in page.versions],
+            current=page.current,
+            history=[messages.promotion(p) for p in page.history],
+            next_page_token=token,
+        )

@@ -17,8 +17,16 @@ from ledger.views.models import Reservation, RunState, SeriesPage
 from services.describe import describe
 from services.tables import basis_text, fields, table, to_json, usd, when
 
-__all__ = ["Failure", "runs_list", "runs_show", "spend_show", "registry_list", "registry_show", "events_export",
-           "rebuild"]
+__all__ = [
+    "Failure",
+    "runs_list",
+    "runs_show",
+    "spend_show",
+    "registry_list",
+    "registry_show",
+    "events_export",
+    "rebuild",
+]
 
 PAGE = 1_000
 # An export page also ends at this many stored bytes (one larger event is a page of its own), so
@@ -75,9 +83,25 @@ def emit(args: argparse.Namespace, value: Any, text: str) -> None:
 def runs_list(args: argparse.Namespace) -> None:
     with opened(args.database) as ledger:
         runs = ledger.list_runs(limit=args.limit, status=args.status).runs
-    emit(args, runs, table(["run_id", "name", "status", "attempt", "last_step", "committed", "opened_at"], [
-        (r.run_id, r.name, r.status, r.current_attempt, r.last_step, usd(r.committed_usd_micro), when(r.opened_at))
-        for r in runs]))
+    emit(
+        args,
+        runs,
+        table(
+            ["run_id", "name", "status", "attempt", "last_step", "committed", "opened_at"],
+            [
+                (
+                    r.run_id,
+                    r.name,
+                    r.status,
+                    r.current_attempt,
+                    r.last_step,
+                    usd(r.committed_usd_micro),
+                    when(r.opened_at),
+                )
+                for r in runs
+            ],
+        ),
+    )
 
 
 def _run_state(ledger: Ledger, run: str) -> RunState:
@@ -100,8 +124,10 @@ def _step_rows(series: SeriesPage) -> tuple[list[str], list[list[Any]]]:
     sparse = [dict(zip(column.index, column.values, strict=True)) if column.index else None for column in columns]
     rows = []
     for i, step in enumerate(series.steps):
-        values = [column.values[i] if by_record is None else by_record.get(i)
-                  for column, by_record in zip(columns, sparse, strict=True)]
+        values = [
+            column.values[i] if by_record is None else by_record.get(i)
+            for column, by_record in zip(columns, sparse, strict=True)
+        ]
         rows.append([step, series.attempts[i], series.tokens[i], series.usd_micro[i], *values])
     return [column.name for column in columns], rows
 
@@ -114,24 +140,55 @@ def runs_show(args: argparse.Namespace) -> None:
         series = ledger.series(state.run.run_id, from_step=first, limit=max(1, args.steps))
     run, spend, resume = state.run, state.spend, state.resume
     names, steps = _step_rows(series)
-    checkpoints = [(c.attempt, c.step, c.handle.backend, c.handle.uri, c.handle.fidelity, when(c.saved_at),
-                    when(c.expires_at), "live" if c is state.checkpoint else "expired")
-                   for c in ([state.checkpoint] if state.checkpoint else []) + list(state.expired_checkpoints)]
-    text = "\n\n".join([
-        fields([("run", run.run_id), ("key", run.run_key), ("name", run.name), ("status", run.status),
-                ("opened", when(run.opened_at)), ("finished", when(run.finished_at)),
-                ("error", run.error or None), ("last step", last),
-                ("resume", f"from step {resume.from_step} ({resume.handle.uri})" if resume.handle is not None
-                 else "no live checkpoint"),
-                ("spend", f"{usd(spend.committed_usd_micro)} committed, {usd(spend.pending_usd_micro)} pending,"
-                          f" cap {usd(spend.cap_usd_micro)}, remaining {usd(spend.remaining_usd_micro)},"
-                          f" overrun {usd(spend.overrun_usd_micro)}")]),
-        "attempts\n" + table(["number", "label", "started_at", "resumed_from", "ended"], [
-            (a.number, a.label, when(a.started_at), a.resumed_from_step, a.ended) for a in state.attempts]),
-        "checkpoints\n" + table(["attempt", "step", "backend", "uri", "fidelity", "saved_at", "expires_at", "state"],
-                                checkpoints),
-        "last steps\n" + table(["step", "attempt", "tokens", "usd_micro", *names], steps),
-    ])
+    checkpoints = [
+        (
+            c.attempt,
+            c.step,
+            c.handle.backend,
+            c.handle.uri,
+            c.handle.fidelity,
+            when(c.saved_at),
+            when(c.expires_at),
+            "live" if c is state.checkpoint else "expired",
+        )
+        for c in ([state.checkpoint] if state.checkpoint else []) + list(state.expired_checkpoints)
+    ]
+    text = "\n\n".join(
+        [
+            fields(
+                [
+                    ("run", run.run_id),
+                    ("key", run.run_key),
+                    ("name", run.name),
+                    ("status", run.status),
+                    ("opened", when(run.opened_at)),
+                    ("finished", when(run.finished_at)),
+                    ("error", run.error or None),
+                    ("last step", last),
+                    (
+                        "resume",
+                        f"from step {resume.from_step} ({resume.handle.uri})"
+                        if resume.handle is not None
+                        else "no live checkpoint",
+                    ),
+                    (
+                        "spend",
+                        f"{usd(spend.committed_usd_micro)} committed, {usd(spend.pending_usd_micro)} pending,"
+                        f" cap {usd(spend.cap_usd_micro)}, remaining {usd(spend.remaining_usd_micro)},"
+                        f" overrun {usd(spend.overrun_usd_micro)}",
+                    ),
+                ]
+            ),
+            "attempts\n"
+            + table(
+                ["number", "label", "started_at", "resumed_from", "ended"],
+                [(a.number, a.label, when(a.started_at), a.resumed_from_step, a.ended) for a in state.attempts],
+            ),
+            "checkpoints\n"
+            + table(["attempt", "step", "backend", "uri", "fidelity", "saved_at", "expires_at", "state"], checkpoints),
+            "last steps\n" + table(["step", "attempt", "tokens", "usd_micro", *names], steps),
+        ]
+    )
     emit(args, {"state": state, "series": series}, text)
 
 
@@ -150,37 +207,90 @@ def spend_show(args: argparse.Namespace) -> None:
             page = ledger.reservations(account.account, limit=PAGE, after_position=after)
             entries += page.reservations
             after = page.after_position
-    text = "\n\n".join([
-        fields([("account", account.account), ("parent", account.parent or None), ("cap", usd(account.cap_usd_micro)),
-                ("committed", usd(account.committed_usd_micro)), ("pending", usd(account.pending_usd_micro)),
-                ("remaining", usd(account.remaining_usd_micro)), ("overrun", usd(account.overrun_usd_micro))]),
-        table(["id", "kind", "state", "amount", "actual", "overrun", "basis", "reason", "at", "settled_at"], [
-            (e.reservation_id, e.kind, e.state, usd(e.amount_usd_micro), usd(e.actual_usd_micro),
-             usd(e.overrun_usd_micro), basis_text(e.actual_basis or e.basis), e.reason or None, when(e.reserved_at),
-             when(e.settled_at)) for e in entries]),
-    ])
+    text = "\n\n".join(
+        [
+            fields(
+                [
+                    ("account", account.account),
+                    ("parent", account.parent or None),
+                    ("cap", usd(account.cap_usd_micro)),
+                    ("committed", usd(account.committed_usd_micro)),
+                    ("pending", usd(account.pending_usd_micro)),
+                    ("remaining", usd(account.remaining_usd_micro)),
+                    ("overrun", usd(account.overrun_usd_micro)),
+                ]
+            ),
+            table(
+                ["id", "kind", "state", "amount", "actual", "overrun", "basis", "reason", "at", "settled_at"],
+                [
+                    (
+                        e.reservation_id,
+                        e.kind,
+                        e.state,
+                        usd(e.amount_usd_micro),
+                        usd(e.actual_usd_micro),
+                        usd(e.overrun_usd_micro),
+                        basis_text(e.actual_basis or e.basis),
+                        e.reason or None,
+                        when(e.reserved_at),
+                        when(e.settled_at),
+                    )
+                    for e in entries
+                ],
+            ),
+        ]
+    )
     emit(args, {"account": account, "reservations": entries}, text)
 
 
 def registry_list(args: argparse.Namespace) -> None:
     with opened(args.database) as ledger:
         families = ledger.families()
-    emit(args, families, table(["family", "current", "versions"],
-                               [(f.family, f.current or None, f.version_count) for f in families]))
+    emit(
+        args,
+        families,
+        table(["family", "current", "versions"], [(f.family, f.current or None, f.version_count) for f in families]),
+    )
 
 
 def registry_show(args: argparse.Namespace) -> None:
     with opened(args.database) as ledger:
         family = ledger.family(args.family)
-    text = "\n\n".join([
-        fields([("family", family.family), ("current", family.current or None)]),
-        "versions\n" + table(["version", "artifact_uri", "digest", "source_run", "step", "registered_at"], [
-            (v.version, v.artifact_uri, v.digest[:12], v.source_run_id or None, v.source_step, when(v.registered_at))
-            for v in family.versions]),
-        "history\n" + table(["at", "kind", "version", "previous", "principal", "reason"], [
-            (when(p.at), p.kind, p.version, p.previous or None, p.principal,
-             p.reason or (p.verdict.reason if p.verdict is not None else None)) for p in family.history]),
-    ])
+    text = "\n\n".join(
+        [
+            fields([("family", family.family), ("current", family.current or None)]),
+            "versions\n"
+            + table(
+                ["version", "artifact_uri", "digest", "source_run", "step", "registered_at"],
+                [
+                    (
+                        v.version,
+                        v.artifact_uri,
+                        v.digest[:12],
+                        v.source_run_id or None,
+                        v.source_step,
+                        when(v.registered_at),
+                    )
+                    for v in family.versions
+                ],
+            ),
+            "history\n"
+            + table(
+                ["at", "kind", "version", "previous", "principal", "reason"],
+                [
+                    (
+                        when(p.at),
+                        p.kind,
+                        p.version,
+                        p.previous or None,
+                        p.principal,
+                        p.reason or (p.verdict.reason if p.verdict is not None else None),
+                    )
+                    for p in family.history
+                ],
+            ),
+        ]
+    )
     emit(args, family, text)
 
 

@@ -39,30 +39,45 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
 
     async def OpenRun(self, request: runs_pb2.OpenRunRequest, context: Context) -> runs_pb2.OpenRunResponse:
         receipt = await self.edge.call(
-            self.ledger.open_run, run_key=request.run_key, name=request.name, spec=codec.document(request.spec),
-            cap_usd_micro=codec.optional(request, "cap_usd_micro"), parent_account=request.parent_account, **audit())
+            self.ledger.open_run,
+            run_key=request.run_key,
+            name=request.name,
+            spec=codec.document(request.spec),
+            cap_usd_micro=codec.optional(request, "cap_usd_micro"),
+            parent_account=request.parent_account,
+            **audit(),
+        )
         # A run opened again (a restarted trainer) must see everything recorded so far, not the
         # state as of its first opening: wait for the head of the log as read now.
         wanted = receipt.position if receipt.created else max(receipt.position, await self.edge.call(self.ledger.head))
         state = await self._state(receipt.run_id, wanted, context)
         return runs_pb2.OpenRunResponse(state=state, created=receipt.created, position=receipt.position)
 
-    async def StartAttempt(self, request: runs_pb2.StartAttemptRequest,
-                           context: Context) -> runs_pb2.StartAttemptResponse:
+    async def StartAttempt(
+        self, request: runs_pb2.StartAttemptRequest, context: Context
+    ) -> runs_pb2.StartAttemptResponse:
         receipt = await self.edge.call(
-            self.ledger.start_attempt, run_id=request.run_id, attempt_id=request.attempt_id, label=request.label,
-            resume_from_step=codec.optional(request, "resume_from_step"), **audit())
+            self.ledger.start_attempt,
+            run_id=request.run_id,
+            attempt_id=request.attempt_id,
+            label=request.label,
+            resume_from_step=codec.optional(request, "resume_from_step"),
+            **audit(),
+        )
         state = await self._state(request.run_id, receipt.position, context)
-        return runs_pb2.StartAttemptResponse(attempt=receipt.attempt, position=receipt.position,
-                                             duplicate=receipt.duplicate, state=state)
+        return runs_pb2.StartAttemptResponse(
+            attempt=receipt.attempt, position=receipt.position, duplicate=receipt.duplicate, state=state
+        )
 
     async def AppendSteps(self, request: runs_pb2.AppendStepsRequest, context: Context) -> runs_pb2.AppendStepsResponse:
         receipt = await self.edge.call(self._append, request.batch, audit())
-        return runs_pb2.AppendStepsResponse(position=receipt.position, duplicate=receipt.duplicate,
-                                            last_step=receipt.last_step or 0)
+        return runs_pb2.AppendStepsResponse(
+            position=receipt.position, duplicate=receipt.duplicate, last_step=receipt.last_step or 0
+        )
 
-    async def RecordSteps(self, request_iterator: AsyncIterator[runs_pb2.RecordStepsRequest],
-                          context: Context) -> AsyncIterator[runs_pb2.RecordStepsResponse]:
+    async def RecordSteps(
+        self, request_iterator: AsyncIterator[runs_pb2.RecordStepsRequest], context: Context
+    ) -> AsyncIterator[runs_pb2.RecordStepsResponse]:
         who = audit()
         async for request in request_iterator:
             try:
@@ -71,29 +86,50 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
                 # The refused batch's sequence goes with its error; acks already sent stand.
                 error.metadata["sequence"] = str(request.sequence)
                 raise
-            yield runs_pb2.RecordStepsResponse(sequence=request.sequence, position=receipt.position,
-                                               duplicate=receipt.duplicate, last_step=receipt.last_step or 0)
+            yield runs_pb2.RecordStepsResponse(
+                sequence=request.sequence,
+                position=receipt.position,
+                duplicate=receipt.duplicate,
+                last_step=receipt.last_step or 0,
+            )
 
-    async def SaveCheckpoint(self, request: runs_pb2.SaveCheckpointRequest,
-                             context: Context) -> runs_pb2.SaveCheckpointResponse:
+    async def SaveCheckpoint(
+        self, request: runs_pb2.SaveCheckpointRequest, context: Context
+    ) -> runs_pb2.SaveCheckpointResponse:
         handle = request.handle
         fidelity = {"fidelity": handle.fidelity} if handle.fidelity else {}
         receipt = await self.edge.call(
-            self.ledger.save_checkpoint, run_id=request.run_id, attempt=request.attempt, step=request.step,
-            backend=handle.backend, uri=handle.uri, sampler_uri=request.sampler_uri, final=request.final,
-            expires_at=codec.moment(request, "expires_at"), digest=request.digest, **fidelity, **audit())
+            self.ledger.save_checkpoint,
+            run_id=request.run_id,
+            attempt=request.attempt,
+            step=request.step,
+            backend=handle.backend,
+            uri=handle.uri,
+            sampler_uri=request.sampler_uri,
+            final=request.final,
+            expires_at=codec.moment(request, "expires_at"),
+            digest=request.digest,
+            **fidelity,
+            **audit(),
+        )
         return runs_pb2.SaveCheckpointResponse(position=receipt.position, duplicate=receipt.duplicate)
 
     async def FinishRun(self, request: runs_pb2.FinishRunRequest, context: Context) -> runs_pb2.FinishRunResponse:
         receipt = await self.edge.call(
-            self.ledger.finish_run, run_id=request.run_id, attempt=request.attempt,
-            status=codec.status_name(request.status), summary=codec.document(request.summary), error=request.error,
-            **audit())
+            self.ledger.finish_run,
+            run_id=request.run_id,
+            attempt=request.attempt,
+            status=codec.status_name(request.status),
+            summary=codec.document(request.summary),
+            error=request.error,
+            **audit(),
+        )
         return runs_pb2.FinishRunResponse(position=receipt.position)
 
     async def NoteSummary(self, request: runs_pb2.NoteSummaryRequest, context: Context) -> runs_pb2.NoteSummaryResponse:
-        receipt = await self.edge.call(self.ledger.note_summary, run_id=request.run_id,
-                                       summary=codec.document(request.summary), **audit())
+        receipt = await self.edge.call(
+            self.ledger.note_summary, run_id=request.run_id, summary=codec.document(request.summary), **audit()
+        )
         return runs_pb2.NoteSummaryResponse(position=receipt.position)
 
     async def GetRunState(self, request: runs_pb2.GetRunStateRequest, context: Context) -> runs_pb2.GetRunStateResponse:
@@ -109,23 +145,32 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
             return self.ledger.list_runs(limit=size, after=after, status=codec.status_name(request.status))
 
         page = await self.edge.call(read)
-        return runs_pb2.ListRunsResponse(runs=[messages.run_summary(r) for r in page.runs],
-                                         next_page_token=codec.runs_token(page.after))
+        return runs_pb2.ListRunsResponse(
+            runs=[messages.run_summary(r) for r in page.runs], next_page_token=codec.runs_token(page.after)
+        )
 
     async def GetSeries(self, request: runs_pb2.GetSeriesRequest, context: Context) -> runs_pb2.GetSeriesResponse:
         size = codec.page_size(request.page_size, SERIES_PAGE_DEFAULT)
         timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
 
         def read() -> runs_pb2.GetSeriesResponse:
-            return messages.series(self.ledger.series(
-                request.run_id, from_step=request.from_step, limit=size, metrics=list(request.metrics),
-                include_superseded=request.include_superseded, min_position=request.min_position,
-                timeout_s=timeout_s))
+            return messages.series(
+                self.ledger.series(
+                    request.run_id,
+                    from_step=request.from_step,
+                    limit=size,
+                    metrics=list(request.metrics),
+                    include_superseded=request.include_superseded,
+                    min_position=request.min_position,
+                    timeout_s=timeout_s,
+                )
+            )
 
         return await self.edge.call(read)
 
-    async def WatchRun(self, request: runs_pb2.WatchRunRequest,
-                       context: Context) -> AsyncIterator[runs_pb2.WatchRunResponse]:
+    async def WatchRun(
+        self, request: runs_pb2.WatchRunRequest, context: Context
+    ) -> AsyncIterator[runs_pb2.WatchRunResponse]:
         """The run's state without its spec, then every later event of the run and of its spend
         account, live, each with the state fields it changed, until the client cancels or the server
         shuts down. Bounded and fanned out by services.watch (TOO_MANY_WATCHERS, WATCHER_TOO_SLOW)."""

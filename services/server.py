@@ -45,8 +45,15 @@ from trainledger.v1 import (
     spend_pb2_grpc,
 )
 
-__all__ = ["create_server", "serve", "parse_listen", "LedgerServer", "StartupError", "MESSAGE_SIZE_MAX",
-           "SERVICE_NAMES"]
+__all__ = [
+    "create_server",
+    "serve",
+    "parse_listen",
+    "LedgerServer",
+    "StartupError",
+    "MESSAGE_SIZE_MAX",
+    "SERVICE_NAMES",
+]
 
 log = logging.getLogger("trainledger.services")
 
@@ -56,8 +63,10 @@ PROBE_INTERVAL_S = 1.0
 # A probe still unanswered after this long counts as storage unavailable (a hung connection).
 PROBE_TIMEOUT_S = 3.0
 GRACE_S = 5.0
-SERVICE_NAMES = tuple(module.DESCRIPTOR.services_by_name[name].full_name for module, name in (
-    (runs_pb2, "Runs"), (spend_pb2, "Spend"), (registry_pb2, "Registry"), (events_pb2, "Events")))
+SERVICE_NAMES = tuple(
+    module.DESCRIPTOR.services_by_name[name].full_name
+    for module, name in ((runs_pb2, "Runs"), (spend_pb2, "Spend"), (registry_pb2, "Registry"), (events_pb2, "Events"))
+)
 
 
 class StartupError(Exception):
@@ -65,9 +74,11 @@ class StartupError(Exception):
 
 
 LISTEN_FORMAT = "expected HOST:PORT or [IPv6]:PORT with a port from 0 to 65535, e.g. 127.0.0.1:50051"
-BIND_ERRORS = {errno.EADDRINUSE: "the address is already in use",
-               errno.EADDRNOTAVAIL: "the address is not available on this machine",
-               errno.EACCES: "permission denied"}
+BIND_ERRORS = {
+    errno.EADDRINUSE: "the address is already in use",
+    errno.EADDRNOTAVAIL: "the address is not available on this machine",
+    errno.EACCES: "permission denied",
+}
 
 
 def parse_listen(address: str) -> tuple[str, int]:
@@ -140,8 +151,16 @@ class LedgerServer(grpc.aio.Server):
     NOT_SERVING, live streams told to end, in-flight calls finished within the grace, then the
     ledger closed (when this server opened it) and the database's holder lock released."""
 
-    def __init__(self, server: grpc.aio.Server, edge: Edge, health_servicer: Any, *, owns_ledger: bool,
-                 address: str = "", holder: Holder | None = None) -> None:
+    def __init__(
+        self,
+        server: grpc.aio.Server,
+        edge: Edge,
+        health_servicer: Any,
+        *,
+        owns_ledger: bool,
+        address: str = "",
+        holder: Holder | None = None,
+    ) -> None:
         self.server, self.edge, self.health = server, edge, health_servicer
         self.owns_ledger, self.holder = owns_ledger, holder
         self.address = address  # HOST:PORT as bound (the port chosen for port 0).
@@ -232,8 +251,13 @@ class LedgerServer(grpc.aio.Server):
         return await self.server.wait_for_termination(timeout)
 
 
-def create_server(address: str = "127.0.0.1:50051", *, ledger: Ledger | None = None,
-                  database: str = "trainledger.db", project: bool = True) -> tuple[LedgerServer, int]:
+def create_server(
+    address: str = "127.0.0.1:50051",
+    *,
+    ledger: Ledger | None = None,
+    database: str = "trainledger.db",
+    project: bool = True,
+) -> tuple[LedgerServer, int]:
     """Build the server (call it on the event loop that will run it) and bind `address`, HOST:PORT
     or [IPv6]:PORT (port 0 picks a free port; an address in use is refused, never shared). Opens
     `database` unless a ledger is given; a given ledger must be projecting or following
@@ -247,8 +271,10 @@ def create_server(address: str = "127.0.0.1:50051", *, ledger: Ledger | None = N
     holder: Holder | None = None
     if ledger is None:
         if not project and not is_postgres_url(database):
-            raise StartupError(f"cannot leave projection to workers on {describe(database)}: only a "
-                               "PostgreSQL database is shared with `trainledger project` workers")
+            raise StartupError(
+                f"cannot leave projection to workers on {describe(database)}: only a "
+                "PostgreSQL database is shared with `trainledger project` workers"
+            )
         try:
             holder = acquire(database, "serve")
         except HolderError as error:
@@ -270,9 +296,14 @@ def create_server(address: str = "127.0.0.1:50051", *, ledger: Ledger | None = N
             if not project:
                 ledger.projector.follow()
         edge = Edge(ledger)
-        server = grpc.aio.server(interceptors=[EdgeInterceptor(edge)], options=[
-            ("grpc.max_receive_message_length", MESSAGE_SIZE_MAX), ("grpc.max_send_message_length", MESSAGE_SIZE_MAX),
-            ("grpc.so_reuseport", 0)])  # grpc shares a port with any other server by default.
+        server = grpc.aio.server(
+            interceptors=[EdgeInterceptor(edge)],
+            options=[
+                ("grpc.max_receive_message_length", MESSAGE_SIZE_MAX),
+                ("grpc.max_send_message_length", MESSAGE_SIZE_MAX),
+                ("grpc.so_reuseport", 0),
+            ],
+        )  # grpc shares a port with any other server by default.
         runs_pb2_grpc.add_RunsServicer_to_server(RunsServicer(edge), server)  # type: ignore[no-untyped-call]
         spend_pb2_grpc.add_SpendServicer_to_server(SpendServicer(edge), server)  # type: ignore[no-untyped-call]
         registry_pb2_grpc.add_RegistryServicer_to_server(RegistryServicer(edge), server)  # type: ignore[no-untyped-call]
@@ -301,8 +332,13 @@ def create_server(address: str = "127.0.0.1:50051", *, ledger: Ledger | None = N
     return LedgerServer(server, edge, health_servicer, owns_ledger=owns_ledger, address=bound, holder=holder), port
 
 
-async def serve(address: str = "127.0.0.1:50051", database: str = "trainledger.db", *,
-                grace_s: float = GRACE_S, project: bool = True) -> None:
+async def serve(
+    address: str = "127.0.0.1:50051",
+    database: str = "trainledger.db",
+    *,
+    grace_s: float = GRACE_S,
+    project: bool = True,
+) -> None:
     """Serve until SIGTERM or SIGINT, then shut down gracefully. Raises StartupError."""
     server, _ = create_server(address, database=database, project=project)
     await server.start()

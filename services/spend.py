@@ -28,9 +28,15 @@ RESERVATIONS_PAGE_DEFAULT = 1_000
 
 def _totals(summary: Mapping[str, Any]) -> Account:
     """The totals an account's aggregate gives (Ledger.account_now) as the Account read model."""
-    return Account(account=summary["account"], parent=summary["parent"] or "", cap_usd_micro=summary["cap"],
-                   committed_usd_micro=summary["committed"], pending_usd_micro=summary["pending"],
-                   remaining_usd_micro=summary["remaining"], overrun_usd_micro=summary["overrun"])
+    return Account(
+        account=summary["account"],
+        parent=summary["parent"] or "",
+        cap_usd_micro=summary["cap"],
+        committed_usd_micro=summary["committed"],
+        pending_usd_micro=summary["pending"],
+        remaining_usd_micro=summary["remaining"],
+        overrun_usd_micro=summary["overrun"],
+    )
 
 
 class SpendServicer(spend_pb2_grpc.SpendServicer):
@@ -40,6 +46,7 @@ class SpendServicer(spend_pb2_grpc.SpendServicer):
 
     async def _write(self, command: Callable[..., Receipt], account: str, **kwargs: Any) -> tuple[Receipt, Any]:
         """Run a command and read the account's totals after it, in one worker-thread call."""
+
         def run() -> tuple[Receipt, Any]:
             receipt = command(account=account, **kwargs, **who)
             return receipt, messages.account(_totals(self.ledger.account_now(account)))
@@ -47,57 +54,100 @@ class SpendServicer(spend_pb2_grpc.SpendServicer):
         who = audit()
         return await self.edge.call(run)
 
-    async def OpenAccount(self, request: spend_pb2.OpenAccountRequest,
-                          context: Context) -> spend_pb2.OpenAccountResponse:
-        receipt, account = await self._write(self.ledger.open_account, request.account, parent=request.parent,
-                                             cap_usd_micro=codec.optional(request, "cap_usd_micro"))
+    async def OpenAccount(
+        self, request: spend_pb2.OpenAccountRequest, context: Context
+    ) -> spend_pb2.OpenAccountResponse:
+        receipt, account = await self._write(
+            self.ledger.open_account,
+            request.account,
+            parent=request.parent,
+            cap_usd_micro=codec.optional(request, "cap_usd_micro"),
+        )
         return spend_pb2.OpenAccountResponse(position=receipt.position, created=receipt.created, account=account)
 
     async def SetCap(self, request: spend_pb2.SetCapRequest, context: Context) -> spend_pb2.SetCapResponse:
-        receipt, account = await self._write(self.ledger.set_cap, request.account,
-                                             cap_usd_micro=codec.optional(request, "cap_usd_micro"))
+        receipt, account = await self._write(
+            self.ledger.set_cap, request.account, cap_usd_micro=codec.optional(request, "cap_usd_micro")
+        )
         return spend_pb2.SetCapResponse(position=receipt.position, account=account)
 
     async def Reserve(self, request: spend_pb2.ReserveRequest, context: Context) -> spend_pb2.ReserveResponse:
         receipt, account = await self._write(
-            self.ledger.reserve, request.account, reservation_id=request.reservation_id,
-            amount_usd_micro=request.amount_usd_micro, basis=codec.basis(request.basis),
-            ttl=codec.duration(request, "ttl", reason=Reason.INVALID_TTL), attempt=request.attempt)
-        return spend_pb2.ReserveResponse(position=receipt.position, duplicate=receipt.duplicate,
-                                         expires_at=codec.timestamp(receipt.expires_at), account=account)
+            self.ledger.reserve,
+            request.account,
+            reservation_id=request.reservation_id,
+            amount_usd_micro=request.amount_usd_micro,
+            basis=codec.basis(request.basis),
+            ttl=codec.duration(request, "ttl", reason=Reason.INVALID_TTL),
+            attempt=request.attempt,
+        )
+        return spend_pb2.ReserveResponse(
+            position=receipt.position,
+            duplicate=receipt.duplicate,
+            expires_at=codec.timestamp(receipt.expires_at),
+            account=account,
+        )
 
     async def Commit(self, request: spend_pb2.CommitRequest, context: Context) -> spend_pb2.CommitResponse:
         receipt, account = await self._write(
-            self.ledger.commit, request.account, reservation_id=request.reservation_id,
-            actual_usd_micro=request.actual_usd_micro, basis=codec.basis(request.basis))
-        return spend_pb2.CommitResponse(position=receipt.position, duplicate=receipt.duplicate,
-                                        overrun_usd_micro=receipt.overrun_usd_micro, account=account)
+            self.ledger.commit,
+            request.account,
+            reservation_id=request.reservation_id,
+            actual_usd_micro=request.actual_usd_micro,
+            basis=codec.basis(request.basis),
+        )
+        return spend_pb2.CommitResponse(
+            position=receipt.position,
+            duplicate=receipt.duplicate,
+            overrun_usd_micro=receipt.overrun_usd_micro,
+            account=account,
+        )
 
     async def Release(self, request: spend_pb2.ReleaseRequest, context: Context) -> spend_pb2.ReleaseResponse:
-        receipt, account = await self._write(self.ledger.release, request.account,
-                                             reservation_id=request.reservation_id, reason=request.reason)
+        receipt, account = await self._write(
+            self.ledger.release, request.account, reservation_id=request.reservation_id, reason=request.reason
+        )
         return spend_pb2.ReleaseResponse(position=receipt.position, duplicate=receipt.duplicate, account=account)
 
     async def Charge(self, request: spend_pb2.ChargeRequest, context: Context) -> spend_pb2.ChargeResponse:
         receipt, account = await self._write(
-            self.ledger.charge, request.account, charge_id=request.charge_id,
-            amount_usd_micro=request.amount_usd_micro, basis=codec.basis(request.basis), reason=request.reason)
-        return spend_pb2.ChargeResponse(position=receipt.position, duplicate=receipt.duplicate,
-                                        overrun_usd_micro=receipt.overrun_usd_micro, account=account)
+            self.ledger.charge,
+            request.account,
+            charge_id=request.charge_id,
+            amount_usd_micro=request.amount_usd_micro,
+            basis=codec.basis(request.basis),
+            reason=request.reason,
+        )
+        return spend_pb2.ChargeResponse(
+            position=receipt.position,
+            duplicate=receipt.duplicate,
+            overrun_usd_micro=receipt.overrun_usd_micro,
+            account=account,
+        )
 
     async def GetAccount(self, request: spend_pb2.GetAccountRequest, context: Context) -> spend_pb2.GetAccountResponse:
         timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
-        found = await self.edge.call(self.ledger.account, request.account, min_position=request.min_position,
-                                     timeout_s=timeout_s)
+        found = await self.edge.call(
+            self.ledger.account, request.account, min_position=request.min_position, timeout_s=timeout_s
+        )
         return spend_pb2.GetAccountResponse(account=messages.account(found))
 
-    async def ListReservations(self, request: spend_pb2.ListReservationsRequest,
-                               context: Context) -> spend_pb2.ListReservationsResponse:
+    async def ListReservations(
+        self, request: spend_pb2.ListReservationsRequest, context: Context
+    ) -> spend_pb2.ListReservationsResponse:
         size = codec.page_size(request.page_size, RESERVATIONS_PAGE_DEFAULT)
         after = codec.position_after(request.page_token)
         timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
-        page = await self.edge.call(self.ledger.reservations, request.account, limit=size, after_position=after,
-                                    min_position=request.min_position, timeout_s=timeout_s)
+        page = await self.edge.call(
+            self.ledger.reservations,
+            request.account,
+            limit=size,
+            after_position=after,
+            min_position=request.min_position,
+            timeout_s=timeout_s,
+        )
         # The ledger's page limit is the proto's.
-        return spend_pb2.ListReservationsResponse(reservations=[messages.reservation(r) for r in page.reservations],
-                                                  next_page_token=codec.position_token(page.after_position))
+        return spend_pb2.ListReservationsResponse(
+            reservations=[messages.reservation(r) for r in page.reservations],
+            next_page_token=codec.position_token(page.after_position),
+        )

@@ -38,8 +38,9 @@ def printable(text: str) -> str:
     """`text` with every character that is not printable (and the backslash) escaped."""
     if text.isprintable() and "\\" not in text:
         return text
-    return "".join(character if character.isprintable() and character != "\\" else _escape(character)
-                   for character in text)
+    return "".join(
+        character if character.isprintable() and character != "\\" else _escape(character) for character in text
+    )
 
 
 def _escape(character: str) -> str:
@@ -87,13 +88,17 @@ def basis_text(basis: Mapping[str, Any] | None) -> str:
     """A cost basis on one line: what was priced, at what price, from which sheet."""
     if not basis:
         return "-"
-    parts = [f"{line['tokens']:,} {line['token_class']} @ {usd(line['usd_micro_per_million_tokens'])}/M"
-             for line in basis.get("tokens") or ()]
+    parts = [
+        f"{line['tokens']:,} {line['token_class']} @ {usd(line['usd_micro_per_million_tokens'])}/M"
+        for line in basis.get("tokens") or ()
+    ]
     gpu = basis.get("gpu")
     if gpu:
         hours = gpu["gpu_milliseconds"] / 3_600_000
-        parts.append(f"{hours:.4g} h x {gpu.get('gpu_count', 1)} {gpu.get('gpu_type') or 'GPU'}"
-                     f" @ {usd(gpu['usd_micro_per_gpu_hour'])}/h")
+        parts.append(
+            f"{hours:.4g} h x {gpu.get('gpu_count', 1)} {gpu.get('gpu_type') or 'GPU'}"
+            f" @ {usd(gpu['usd_micro_per_gpu_hour'])}/h"
+        )
     sheet = basis.get("price_sheet")
     return "; ".join(parts) + (f" [{sheet}]" if sheet else "")
 

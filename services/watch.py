@@ -37,8 +37,16 @@ from services.edge import READ_TIMEOUT_MAX_S, Edge
 from services.interceptors import PRINCIPAL
 from trainledger.v1 import runs_pb2
 
-__all__ = ["Watchers", "caller", "WATCHERS_MAX", "WATCHERS_PER_CALLER_MAX", "BACKLOG_MESSAGES_MAX",
-           "BACKLOG_BYTES_MAX", "FEED_PAGE", "FEED_PAGE_BYTES"]
+__all__ = [
+    "Watchers",
+    "caller",
+    "WATCHERS_MAX",
+    "WATCHERS_PER_CALLER_MAX",
+    "BACKLOG_MESSAGES_MAX",
+    "BACKLOG_BYTES_MAX",
+    "FEED_PAGE",
+    "FEED_PAGE_BYTES",
+]
 
 WATCHERS_MAX = 1_024
 WATCHERS_PER_CALLER_MAX = 128
@@ -64,11 +72,17 @@ def caller(context: grpc.aio.ServicerContext[Any, Any]) -> str:
 def _read_page(edge: Edge, run_id: str, originator_ids: list[str], position: int) -> list[tuple[int, str, Any]]:
     """(position, type, StepBatch or None) of the run's events from `position`, a page bounded in
     count and bytes; called in a thread."""
-    events = edge.ledger.read_events(from_position=position, limit=FEED_PAGE, originator_ids=originator_ids,
-                                     bytes_max=FEED_PAGE_BYTES)
-    return [(e["position"], e["type"],
-             codec.batch_message(run_id, e["data"]) if e["type"].endswith("StepsRecorded") else None)
-            for e in events]
+    events = edge.ledger.read_events(
+        from_position=position, limit=FEED_PAGE, originator_ids=originator_ids, bytes_max=FEED_PAGE_BYTES
+    )
+    return [
+        (
+            e["position"],
+            e["type"],
+            codec.batch_message(run_id, e["data"]) if e["type"].endswith("StepsRecorded") else None,
+        )
+        for e in events
+    ]
 
 
 def _run_state(edge: Edge, run_id: str, min_position: int, timeout_s: float) -> runs_pb2.RunState:
@@ -96,11 +110,16 @@ class Watcher:
         self.backlog.append((message, size))
         self.backlog_bytes += size
         if len(self.backlog) > self.messages_max or self.backlog_bytes > self.bytes_max:
-            self.end(Exhausted(
-                f"this watcher fell more than {self.messages_max} messages or {self.bytes_max} bytes behind its "
-                "run: watch again from next_position", reason=Reason.WATCHER_TOO_SLOW,
-                next_position=self.backlog[0][0].position, backlog_messages_max=self.messages_max,
-                backlog_bytes_max=self.bytes_max))
+            self.end(
+                Exhausted(
+                    f"this watcher fell more than {self.messages_max} messages or {self.bytes_max} bytes behind its "
+                    "run: watch again from next_position",
+                    reason=Reason.WATCHER_TOO_SLOW,
+                    next_position=self.backlog[0][0].position,
+                    backlog_messages_max=self.messages_max,
+                    backlog_bytes_max=self.bytes_max,
+                )
+            )
         self.ready.set()
 
     def end(self, error: BaseException | None = None) -> None:
@@ -139,8 +158,9 @@ class Feed:
         self.changed = asyncio.Event()
         self.reads = 0
         # The feed works for every watcher of the run: none of their shares of the worker threads.
-        self.task = asyncio.get_running_loop().create_task(self._run(), name=f"watch-{run_id}",
-                                                           context=contextvars.Context())
+        self.task = asyncio.get_running_loop().create_task(
+            self._run(), name=f"watch-{run_id}", context=contextvars.Context()
+        )
 
     async def join(self, watcher: Watcher, from_position: int) -> tuple[Message, tuple[int, int] | None] | None:
         """The watcher's first message and the positions [from, to) it must read itself before
@@ -258,8 +278,11 @@ class Feed:
                 continue
             before = watcher.baseline
             if id(before) not in made:
-                message = (Message(position=position, event_type=event_type) if before is state
-                           else state_message(position, event_type, state, before))
+                message = (
+                    Message(position=position, event_type=event_type)
+                    if before is state
+                    else state_message(position, event_type, state, before)
+                )
                 made[id(before)] = (before, message, message.ByteSize())
             _, message, size = made[id(before)]
             watcher.baseline = state
@@ -310,8 +333,7 @@ class Watchers:
         """The messages of one WatchRun. Raises Exhausted (TOO_MANY_WATCHERS,
         WATCHER_TOO_SLOW), NotFound (RUN_NOT_FOUND) and what reading the log raises."""
         if from_position < 0:
-            raise Invalid("from_position must not be negative", reason=Reason.OUT_OF_RANGE,
-                          field="from_position")
+            raise Invalid("from_position must not be negative", reason=Reason.OUT_OF_RANGE, field="from_position")
         if self.edge.closed:
             return
         watcher = self._enter(key)
@@ -331,8 +353,7 @@ class Watchers:
             feed.leave(watcher)
             self._leave(watcher)
 
-    async def _catch_up(self, run_id: str, originator_ids: list[str], start: int,
-                        stop: int) -> AsyncIterator[Message]:
+    async def _catch_up(self, run_id: str, originator_ids: list[str], start: int, stop: int) -> AsyncIterator[Message]:
         """The run's events in [start, stop), read by the watcher itself: all of them are in the
         state it was sent first, so they carry no state."""
         while start < stop and not self.edge.closed:
@@ -347,10 +368,14 @@ class Watchers:
 
     def _enter(self, key: str) -> Watcher:
         if self._per_caller[key] >= self.per_caller_max or self.count >= self.watchers_max:
-            scope, limit = (("caller", self.per_caller_max) if self._per_caller[key] >= self.per_caller_max
-                            else ("server", self.watchers_max))
-            raise Exhausted(f"too many watchers: {limit} per {scope}", reason=Reason.TOO_MANY_WATCHERS,
-                            scope=scope, limit=limit)
+            scope, limit = (
+                ("caller", self.per_caller_max)
+                if self._per_caller[key] >= self.per_caller_max
+                else ("server", self.watchers_max)
+            )
+            raise Exhausted(
+                f"too many watchers: {limit} per {scope}", reason=Reason.TOO_MANY_WATCHERS, scope=scope, limit=limit
+            )
         self._per_caller[key] += 1
         self.count += 1
         return Watcher(key, self.backlog_messages_max, self.backlog_bytes_max)
@@ -389,8 +414,11 @@ class Watchers:
             pass
 
     def _wake(self, originator_ids: frozenset[UUID] | None) -> None:
-        feeds = (self.feeds.values() if originator_ids is None
-                 else {self._by_id[i] for i in originator_ids if i in self._by_id})
+        feeds = (
+            self.feeds.values()
+            if originator_ids is None
+            else {self._by_id[i] for i in originator_ids if i in self._by_id}
+        )
         for feed in list(feeds):
             feed.changed.set()
 

@@ -30,8 +30,13 @@ def trainledger() -> list[str]:
 
 def test_serve_answers_health_and_stops_on_sigterm(tmp_path: Path) -> None:
     database = tmp_path / "served.db"
-    process = subprocess.Popen([*trainledger(), "serve", "--db", str(database), "--listen", "127.0.0.1:0"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    process = subprocess.Popen(
+        [*trainledger(), "serve", "--db", str(database), "--listen", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
     try:
         line = process.stdout.readline()
         match = re.search(r"serving on 127\.0\.0\.1:(\d+)", line)
@@ -51,8 +56,12 @@ def test_serve_answers_health_and_stops_on_sigterm(tmp_path: Path) -> None:
 
 
 def test_serve_with_a_database_it_cannot_open_is_one_line_and_status_2(tmp_path: Path) -> None:
-    done = subprocess.run([*trainledger(), "serve", "--db", str(tmp_path / "missing" / "dir" / "x.db"), "--listen",
-                           "127.0.0.1:0"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [*trainledger(), "serve", "--db", str(tmp_path / "missing" / "dir" / "x.db"), "--listen", "127.0.0.1:0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert done.stderr.startswith("trainledger: cannot open database")
@@ -61,8 +70,13 @@ def test_serve_with_a_database_it_cannot_open_is_one_line_and_status_2(tmp_path:
 def test_projection_workers_need_postgresql_one_line_and_status_2(tmp_path: Path) -> None:
     database = tmp_path / "x.db"
     for args in (["serve", "--no-project", "--listen", "127.0.0.1:0"], ["project"]):
-        done = subprocess.run([*trainledger(), *args, "--db", str(database)], capture_output=True, text=True,
-                              timeout=60, env={k: v for k, v in os.environ.items() if k != "TRAINLEDGER_DATABASE_URL"})
+        done = subprocess.run(
+            [*trainledger(), *args, "--db", str(database)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={k: v for k, v in os.environ.items() if k != "TRAINLEDGER_DATABASE_URL"},
+        )
         assert done.returncode == 2, done.stderr
         assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
         assert "PostgreSQL" in done.stderr
@@ -75,24 +89,37 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> str:
     ledger = Ledger.open(path)
     run = ledger.open_run(run_key="demo-key", name="demo", spec={"lr": 0.0001}, cap_usd_micro=5_000_000)
     ledger.start_attempt(run_id=run.run_id, attempt_id="a1", label="host-1")
-    ledger.append_steps(run_id=run.run_id, attempt=1, steps=list(range(30)), tokens=[128] * 30,
-                        metrics={"loss": [1 / (s + 1) for s in range(30)],
-                                 "eval_loss": {"values": [0.25], "index": [29]}})
+    ledger.append_steps(
+        run_id=run.run_id,
+        attempt=1,
+        steps=list(range(30)),
+        tokens=[128] * 30,
+        metrics={"loss": [1 / (s + 1) for s in range(30)], "eval_loss": {"values": [0.25], "index": [29]}},
+    )
     ledger.save_checkpoint(run_id=run.run_id, attempt=1, step=29, backend="local", uri="file:///ck/29")
     ledger.close()
     # A checkpoint whose handle has expired since it was saved (a save already past is refused).
     earlier = Ledger.open(path, clock=lambda: datetime.now(UTC) - timedelta(hours=2))
-    earlier.save_checkpoint(run_id=run.run_id, attempt=1, step=9, backend="tinker", uri="tinker://ck/9",
-                            expires_at=datetime.now(UTC) - timedelta(hours=1))
+    earlier.save_checkpoint(
+        run_id=run.run_id,
+        attempt=1,
+        step=9,
+        backend="tinker",
+        uri="tinker://ck/9",
+        expires_at=datetime.now(UTC) - timedelta(hours=1),
+    )
     earlier.close()
     ledger = Ledger.open(path)
-    basis = {"price_sheet": "sheet-7", "tokens": [{"token_class": "sample", "tokens": 1_000,
-                                                   "usd_micro_per_million_tokens": 1_500_000}]}
+    basis = {
+        "price_sheet": "sheet-7",
+        "tokens": [{"token_class": "sample", "tokens": 1_000, "usd_micro_per_million_tokens": 1_500_000}],
+    }
     ledger.reserve(account=run.run_id, reservation_id="call-1", amount_usd_micro=1_500, basis=basis)
     ledger.commit(account=run.run_id, reservation_id="call-1", actual_usd_micro=1_700, basis=basis)
     ledger.reserve(account=run.run_id, reservation_id="call-2", amount_usd_micro=2_000)
-    ledger.register(family="tiny", artifact_uri="s3://models/1", digest="d" * 64, source_run_id=run.run_id,
-                    source_step=29)
+    ledger.register(
+        family="tiny", artifact_uri="s3://models/1", digest="d" * 64, source_run_id=run.run_id, source_step=29
+    )
     ledger.promote(family="tiny", version=1, expected_current=0, verdict={"passed": True, "reason": "eval ok"})
     ledger.close()
     return path
@@ -110,8 +137,15 @@ def test_runs_list_and_show(database: str, capsys: pytest.CaptureFixture[str]) -
     assert set(rule.replace(" ", "")) == {"-"} and "demo" in row and "$0.001700" in row
     assert header.index("name") == row.index("demo")  # aligned columns
     shown = run_cli(capsys, "runs", "show", "demo-key", "--db", database)
-    for expected in ("status:    running", "from step 29 (file:///ck/29)", "host-1", "tinker://ck/9", "expired",
-                     "eval_loss", "0.25"):
+    for expected in (
+        "status:    running",
+        "from step 29 (file:///ck/29)",
+        "host-1",
+        "tinker://ck/9",
+        "expired",
+        "eval_loss",
+        "0.25",
+    ):
         assert expected in shown
     as_json = json.loads(run_cli(capsys, "runs", "show", "demo-key", "--db", database, "--json"))
     assert as_json["state"]["last_step"] == 29 and as_json["series"]["steps"][-1] == 29
@@ -121,13 +155,24 @@ def test_runs_list_and_show(database: str, capsys: pytest.CaptureFixture[str]) -
 
 def test_spend_show(database: str, capsys: pytest.CaptureFixture[str]) -> None:
     shown = run_cli(capsys, "spend", "show", "demo-key", "--db", database)
-    for expected in ("cap:       $5.000000", "committed: $0.001700", "pending:   $0.002000", "overrun:   $0.000200",
-                     "call-1", "committed", "1,000 sample @ $1.500000/M [sheet-7]", "call-2", "pending"):
+    for expected in (
+        "cap:       $5.000000",
+        "committed: $0.001700",
+        "pending:   $0.002000",
+        "overrun:   $0.000200",
+        "call-1",
+        "committed",
+        "1,000 sample @ $1.500000/M [sheet-7]",
+        "call-2",
+        "pending",
+    ):
         assert expected in shown
     as_json = json.loads(run_cli(capsys, "spend", "show", "demo-key", "--db", database, "--json"))
     assert as_json["account"]["remaining_usd_micro"] == 5_000_000 - 1_700 - 2_000
-    assert [(r["reservation_id"], r["state"]) for r in as_json["reservations"]] == [("call-1", "committed"),
-                                                                                    ("call-2", "pending")]
+    assert [(r["reservation_id"], r["state"]) for r in as_json["reservations"]] == [
+        ("call-1", "committed"),
+        ("call-2", "pending"),
+    ]
 
 
 def test_registry_events_and_rebuild(database: str, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
@@ -150,8 +195,12 @@ def test_events_export_streams_pages_bounded_by_bytes(tmp_path: Path, capfd: pyt
     run_id = ledger.open_run(run_key="wide", name="wide").run_id
     ledger.start_attempt(run_id=run_id, attempt_id="a1")
     for n in range(12):  # Step batches of about 1.1 MB stored, 5 MB decoded, each.
-        ledger.append_steps(run_id=run_id, attempt=1, steps=list(range(n * 10_000, (n + 1) * 10_000)),
-                            metrics={f"m{m}": [m + 0.5] * 10_000 for m in range(12)})
+        ledger.append_steps(
+            run_id=run_id,
+            attempt=1,
+            steps=list(range(n * 10_000, (n + 1) * 10_000)),
+            metrics={f"m{m}": [m + 0.5] * 10_000 for m in range(12)},
+        )
     head = ledger.head()
     ledger.close()
     capfd.readouterr()

@@ -76,9 +76,7 @@ def test_service_has_rpcs(key: tuple[str, str], rpcs: list[str]) -> None:
     assert sorted(descriptor.methods_by_name) == sorted(rpcs)
     for rpc in rpcs:
         method = descriptor.methods_by_name[rpc]
-        assert (method.client_streaming, method.server_streaming) == STREAMING.get(
-            (service, rpc), (False, False)
-        ), rpc
+        assert (method.client_streaming, method.server_streaming) == STREAMING.get((service, rpc), (False, False)), rpc
     # The stub, servicer and registration helper exist for every service.
     assert hasattr(grpc_mod, f"{service}Stub")
     assert hasattr(grpc_mod, f"{service}Servicer")

@@ -16,8 +16,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["USD_MICRO_MAX", "TOKENS_PER_PRICE_UNIT", "MS_PER_GPU_HOUR", "token_line_usd_micro",
-           "gpu_line_usd_micro", "cost_usd_micro"]
+__all__ = [
+    "USD_MICRO_MAX",
+    "TOKENS_PER_PRICE_UNIT",
+    "MS_PER_GPU_HOUR",
+    "token_line_usd_micro",
+    "gpu_line_usd_micro",
+    "cost_usd_micro",
+]
 
 #: The largest amount of money the ledger holds in one field: ten million dollars.
 USD_MICRO_MAX = 10_000_000 * 1_000_000
@@ -46,6 +52,7 @@ def cost_usd_micro(basis: Mapping[str, Any]) -> int:
         total += token_line_usd_micro(int(line["tokens"]), int(line["usd_micro_per_million_tokens"]))
     gpu = basis.get("gpu")
     if gpu:
-        total += gpu_line_usd_micro(int(gpu["gpu_milliseconds"]), int(gpu["usd_micro_per_gpu_hour"]),
-                                    int(gpu.get("gpu_count", 1)))
+        total += gpu_line_usd_micro(
+            int(gpu["gpu_milliseconds"]), int(gpu["usd_micro_per_gpu_hour"]), int(gpu.get("gpu_count", 1))
+        )
     return min(total, USD_MICRO_MAX)

@@ -55,10 +55,18 @@ class GpuMeter:
     next; `stop()` commits the last, partial interval. `clock` gives seconds (time.monotonic).
     As a context manager the meter starts on the way in and stops on the way out."""
 
-    def __init__(self, recorder: RunRecorder, price: GpuPrice, *, interval_s: float = 600.0,
-                 interval_steps: int | None = None, ttl_s: float | None = None,
-                 clock: Callable[[], float] = time.monotonic, lookahead: bool = False,
-                 charge_unheld: bool = True) -> None:
+    def __init__(
+        self,
+        recorder: RunRecorder,
+        price: GpuPrice,
+        *,
+        interval_s: float = 600.0,
+        interval_steps: int | None = None,
+        ttl_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        lookahead: bool = False,
+        charge_unheld: bool = True,
+    ) -> None:
         if interval_s <= 0 or (interval_steps is not None and interval_steps < 1):
             raise ValueError("interval_s must be positive and interval_steps at least 1")
         self.recorder, self.price = recorder, price
@@ -155,8 +163,11 @@ class GpuMeter:
             return self._reserve(milliseconds)
         except SpendCapExceeded as refused:
             affordable = self.price.milliseconds_for(refused.remaining_usd_micro or 0)
-            if not self.lookahead or affordable >= milliseconds or \
-                    affordable < max(1.0, self.predicted_step_s() * 1000):
+            if (
+                not self.lookahead
+                or affordable >= milliseconds
+                or affordable < max(1.0, self.predicted_step_s() * 1000)
+            ):
                 raise
             return self._reserve(affordable)
 
@@ -166,8 +177,14 @@ class GpuMeter:
         amount = self.price.amount(milliseconds)
         self._holds += 1
         reservation_id = f"{recorder.run_id}:a{recorder.attempt}:i{self._holds}:{os.urandom(4).hex()}"
-        recorder.client.reserve(account=recorder.account, amount_usd_micro=amount, reservation_id=reservation_id,
-                                basis=self.price.basis(milliseconds), ttl_s=self.ttl_s, attempt=recorder.attempt)
+        recorder.client.reserve(
+            account=recorder.account,
+            amount_usd_micro=amount,
+            reservation_id=reservation_id,
+            basis=self.price.basis(milliseconds),
+            ttl_s=self.ttl_s,
+            attempt=recorder.attempt,
+        )
         return _Hold(reservation_id, amount, milliseconds)
 
     def _settle(self, now: float) -> None:
@@ -179,9 +196,12 @@ class GpuMeter:
             self._commit_left()
         elif self.charge_unheld and used > 0:
             actual = self.price.amount(used)
-            answer = self.recorder.client.charge(account=self.recorder.account, amount_usd_micro=actual,
-                                                 basis=self.price.basis(used),
-                                                 reason="GPU time after a refused reservation")
+            answer = self.recorder.client.charge(
+                account=self.recorder.account,
+                amount_usd_micro=actual,
+                basis=self.price.basis(used),
+                reason="GPU time after a refused reservation",
+            )
             self._record(answer.charge_id, 0, used, actual)
 
     def _commit_left(self) -> None:
@@ -191,8 +211,12 @@ class GpuMeter:
         for hold, used in self._uncommitted:
             actual = self.price.amount(used)
             try:
-                self.recorder.client.commit(account=self.recorder.account, reservation_id=hold.reservation_id,
-                                            actual_usd_micro=actual, basis=self.price.basis(used))
+                self.recorder.client.commit(
+                    account=self.recorder.account,
+                    reservation_id=hold.reservation_id,
+                    actual_usd_micro=actual,
+                    basis=self.price.basis(used),
+                )
             except LedgerClientError as error:
                 if error.code in REFUSAL_CODES:
                     log.warning("the ledger refused the commit of %s: %s", hold.reservation_id, error)
@@ -200,11 +224,21 @@ class GpuMeter:
                     left.append((hold, used))
                 continue
             if actual > hold.amount_usd_micro:
-                log.info("interval %s ran over its hold: %s > %s micro-USD", hold.reservation_id, actual,
-                         hold.amount_usd_micro)
+                log.info(
+                    "interval %s ran over its hold: %s > %s micro-USD",
+                    hold.reservation_id,
+                    actual,
+                    hold.amount_usd_micro,
+                )
             self._record(hold.reservation_id, hold.amount_usd_micro, used, actual)
         self._uncommitted = left
 
     def _record(self, reservation_id: str, reserved: int, used: int, actual: int) -> None:
-        self.intervals.append({"reservation_id": reservation_id, "reserved_usd_micro": reserved,
-                               "gpu_milliseconds": used, "actual_usd_micro": actual})
+        self.intervals.append(
+            {
+                "reservation_id": reservation_id,
+                "reserved_usd_micro": reserved,
+                "gpu_milliseconds": used,
+                "actual_usd_micro": actual,
+            }
+        )

@@ -77,8 +77,16 @@ from clients.recorder import RunRecorder
 from clients.retry import REFUSAL_CODES
 from clients.runkey import file_digest
 
-__all__ = ["LedgerTrainingCallback", "resume_adapter_file", "resume_step", "adapter_iteration", "ResumeRefused",
-           "ResumeReason", "BACKEND", "FIDELITY"]
+__all__ = [
+    "LedgerTrainingCallback",
+    "resume_adapter_file",
+    "resume_step",
+    "adapter_iteration",
+    "ResumeRefused",
+    "ResumeReason",
+    "BACKEND",
+    "FIDELITY",
+]
 
 log = logging.getLogger("trainledger.clients.mlx")
 
@@ -113,8 +121,13 @@ def _current_attempt(state: RunState | None) -> Attempt | None:
 _LOADER = Loader(kind="file", digest=file_digest, root_name="adapter root")
 
 
-def resume_adapter_file(state: RunState | None, *, adapter_root: str | os.PathLike[str] | None = None,
-                        verify: bool = True, verify_digest: bool = True) -> Path | None:
+def resume_adapter_file(
+    state: RunState | None,
+    *,
+    adapter_root: str | os.PathLike[str] | None = None,
+    verify: bool = True,
+    verify_digest: bool = True,
+) -> Path | None:
     """The adapter file (its real path) to pass as mlx-lm's ``resume_adapter_file`` (or to
     ``model.load_weights(..., strict=False)``) for the current attempt: the checkpoint it resumed
     from, or None when the attempt started from scratch. `state` is a RunState
@@ -150,9 +163,17 @@ class LedgerTrainingCallback(TrainingCallback):
     Usable as a context manager: close() on the way out, with the final checkpoint only when no
     exception escaped."""
 
-    def __init__(self, recorder: RunRecorder, adapter_file: str | os.PathLike[str] | None = None, *,
-                 step_offset: int | None = None, throughput: bool = True, fsync: bool = True,
-                 wrapped_callback: TrainingCallback | None = None, retry_after_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        recorder: RunRecorder,
+        adapter_file: str | os.PathLike[str] | None = None,
+        *,
+        step_offset: int | None = None,
+        throughput: bool = True,
+        fsync: bool = True,
+        wrapped_callback: TrainingCallback | None = None,
+        retry_after_s: float = 60.0,
+    ) -> None:
         self.recorder = recorder
         self._offset: tuple[int, int] | None = None  # (step_offset, min_step), read at first use
         self._given_offset = step_offset
@@ -200,9 +221,11 @@ class LedgerTrainingCallback(TrainingCallback):
         tokens, self._tokens_seen = max(0, total - self._tokens_seen), total
         metrics = {"loss": train_info.get("train_loss"), "lr": train_info.get("learning_rate")}
         if self.throughput:
-            metrics.update(iterations_per_second=train_info.get("iterations_per_second"),
-                           tokens_per_second=train_info.get("tokens_per_second"),
-                           peak_memory_gb=train_info.get("peak_memory"))
+            metrics.update(
+                iterations_per_second=train_info.get("iterations_per_second"),
+                tokens_per_second=train_info.get("tokens_per_second"),
+                peak_memory_gb=train_info.get("peak_memory"),
+            )
         self._add(self.step_offset + iteration, tokens, metrics)
         self.last_iteration = iteration
         # mlx-lm saves iteration N's adapters after N's report: what is there now is older.
@@ -330,8 +353,11 @@ class LedgerTrainingCallback(TrainingCallback):
         if self.adapter_file is None or (in_loop and time.monotonic() < self._retry_at):
             return []
         now = self._stat_numbered()
-        fresh = sorted((adapter_iteration(name), name) for name, stat in now.items()
-                       if name not in self._done and self._existing.get(name) != stat)
+        fresh = sorted(
+            (adapter_iteration(name), name)
+            for name, stat in now.items()
+            if name not in self._done and self._existing.get(name) != stat
+        )
         recorded = []
         for iteration, name in fresh:
             assert iteration is not None

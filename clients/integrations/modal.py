@@ -68,9 +68,23 @@ from clients.recorder import RunRecorder
 from clients.retry import RetryPolicy
 from clients.runkey import dataset_digest, file_digest
 
-__all__ = ["client_from_env", "attempt_label", "open_recorder", "commit_and_record", "resume_path", "volume_uri",
-           "GpuMeter", "ResumeRefused", "ResumeReason", "ENV_ADDRESS", "ENV_PRINCIPAL", "ENV_TOKEN", "ENV_TLS",
-           "ENV_CA_FILE", "BACKEND"]
+__all__ = [
+    "client_from_env",
+    "attempt_label",
+    "open_recorder",
+    "commit_and_record",
+    "resume_path",
+    "volume_uri",
+    "GpuMeter",
+    "ResumeRefused",
+    "ResumeReason",
+    "ENV_ADDRESS",
+    "ENV_PRINCIPAL",
+    "ENV_TOKEN",
+    "ENV_TLS",
+    "ENV_CA_FILE",
+    "BACKEND",
+]
 
 log = logging.getLogger("trainledger.clients.modal")
 
@@ -100,8 +114,9 @@ def _flag(value: str | None) -> bool | None:
     return value.strip().lower() not in ("0", "false", "no", "off")
 
 
-def client_from_env(environ: Mapping[str, str] | None = None, *, timeout_s: float = 10.0,
-                    retries: RetryPolicy | int | None = None) -> LedgerClient:
+def client_from_env(
+    environ: Mapping[str, str] | None = None, *, timeout_s: float = 10.0, retries: RetryPolicy | int | None = None
+) -> LedgerClient:
     """A LedgerClient for TRAINLEDGER_ADDRESS as TRAINLEDGER_PRINCIPAL, with TRAINLEDGER_TOKEN as
     bearer call credentials over TLS (see the module docstring). Raises KeyError when no address
     is set and ValueError for a token with TRAINLEDGER_TLS=0."""
@@ -120,8 +135,9 @@ def client_from_env(environ: Mapping[str, str] | None = None, *, timeout_s: floa
         if token:
             credentials = grpc.composite_channel_credentials(credentials, grpc.access_token_call_credentials(token))
         channel = grpc.secure_channel(address, credentials, options=CHANNEL_OPTIONS)
-    return LedgerClient(address, principal=env.get(ENV_PRINCIPAL, ""), timeout_s=timeout_s, retries=retries,
-                        channel=channel)
+    return LedgerClient(
+        address, principal=env.get(ENV_PRINCIPAL, ""), timeout_s=timeout_s, retries=retries, channel=channel
+    )
 
 
 def _function_call_id() -> str | None:
@@ -146,10 +162,19 @@ def attempt_label(environ: Mapping[str, str] | None = None) -> str | None:
     return f"modal:{task_id}/{call_id}" if call_id else f"modal:{task_id}"
 
 
-def open_recorder(client: LedgerClient | None = None, *, run_key: str, name: str = "",
-                  spec: Mapping[str, Any] | None = None, cap_usd_micro: int | None = None,
-                  parent_account: str = "", resume_from_step: int | Literal["latest"] | None = "latest",
-                  label: str | None = None, reopen: bool = True, **options: Any) -> RunRecorder:
+def open_recorder(
+    client: LedgerClient | None = None,
+    *,
+    run_key: str,
+    name: str = "",
+    spec: Mapping[str, Any] | None = None,
+    cap_usd_micro: int | None = None,
+    parent_account: str = "",
+    resume_from_step: int | Literal["latest"] | None = "latest",
+    label: str | None = None,
+    reopen: bool = True,
+    **options: Any,
+) -> RunRecorder:
     """RunRecorder.open for this container: the client from the environment unless given, the
     attempt labelled with the Modal task (and call) id unless `label` is given, resuming from
     the run's latest checkpoint by default, reopening a failed or stopped run by default (a
@@ -157,9 +182,18 @@ def open_recorder(client: LedgerClient | None = None, *, run_key: str, name: str
     `outbox_dir` option on the container's own disk outlives a ledger outage, not the
     container: a retry in a fresh container cannot replay it."""
     client = client or client_from_env()
-    return RunRecorder.open(client, run_key=run_key, name=name, spec=spec, cap_usd_micro=cap_usd_micro,
-                            parent_account=parent_account, attempt_label=label or attempt_label(),
-                            resume_from_step=resume_from_step, reopen=reopen, **options)
+    return RunRecorder.open(
+        client,
+        run_key=run_key,
+        name=name,
+        spec=spec,
+        cap_usd_micro=cap_usd_micro,
+        parent_account=parent_account,
+        attempt_label=label or attempt_label(),
+        resume_from_step=resume_from_step,
+        reopen=reopen,
+        **options,
+    )
 
 
 # -- checkpoints on a Volume ----------------------------------------------------------------------
@@ -174,11 +208,22 @@ def volume_uri(path: str | os.PathLike[str], *, mount: str | os.PathLike[str] | 
     return f"{URI_SCHEME}{volume_name}/{relative}"
 
 
-def commit_and_record(volume: Volume, recorder: RunRecorder, step: int, path: str | os.PathLike[str], *,
-                      mount: str | os.PathLike[str] | None = None, volume_name: str | None = None,
-                      uri: str | None = None, backend: str = BACKEND, fidelity: str = "weights",
-                      digest: str | None = None, final: bool = False, sampler_uri: str = "",
-                      expires_at: datetime | None = None) -> CheckpointReceipt:
+def commit_and_record(
+    volume: Volume,
+    recorder: RunRecorder,
+    step: int,
+    path: str | os.PathLike[str],
+    *,
+    mount: str | os.PathLike[str] | None = None,
+    volume_name: str | None = None,
+    uri: str | None = None,
+    backend: str = BACKEND,
+    fidelity: str = "weights",
+    digest: str | None = None,
+    final: bool = False,
+    sampler_uri: str = "",
+    expires_at: datetime | None = None,
+) -> CheckpointReceipt:
     """Make a checkpoint written under a Volume's mount durable, then record it: digest the file
     (sha256) or directory (clients.dataset_digest), ``volume.commit()``, and only once the commit
     returned, ``recorder.checkpoint(...)``. A commit that raises records nothing. The uri is
@@ -190,13 +235,19 @@ def commit_and_record(volume: Volume, recorder: RunRecorder, step: int, path: st
     if uri is None:
         uri = volume_uri(local, mount=mount, volume_name=volume_name or getattr(volume, "name", None))
     volume.commit()
-    return recorder.checkpoint(step, uri, backend, fidelity, sampler_uri=sampler_uri, final=final,
-                               expires_at=expires_at, digest=digest)
+    return recorder.checkpoint(
+        step, uri, backend, fidelity, sampler_uri=sampler_uri, final=final, expires_at=expires_at, digest=digest
+    )
 
 
-def resume_path(volume: Volume | None, state: RunState | None, *,
-                mount: str | os.PathLike[str] | None = None, verify: bool = True,
-                verify_digest: bool = True) -> Path | None:
+def resume_path(
+    volume: Volume | None,
+    state: RunState | None,
+    *,
+    mount: str | os.PathLike[str] | None = None,
+    verify: bool = True,
+    verify_digest: bool = True,
+) -> Path | None:
     """The local path (real path) of the checkpoint the current attempt resumed from, or None when
     it started from scratch. Reloads `volume` first (when given) so files another container
     committed are visible (Volume.reload() fails while files on the volume are open). A
@@ -222,17 +273,21 @@ def resume_path(volume: Volume | None, state: RunState | None, *,
     return decide(point, _LOADER, root=mount, locate=locate, verify=verify, verify_digest=verify_digest, state=state)
 
 
-def _volume_path(volume: Volume | None, point: ResumePoint, mount: str | os.PathLike[str],
-                 state: RunState | None) -> Path:
+def _volume_path(
+    volume: Volume | None, point: ResumePoint, mount: str | os.PathLike[str], state: RunState | None
+) -> Path:
     """Where a checkpoint's uri is under the mount; ResumeRefused OTHER_VOLUME for another volume's."""
     uri = point.uri
     if not uri.startswith(URI_SCHEME):
         return local_path(uri)
-    name, _, relative = uri[len(URI_SCHEME):].partition("/")
+    name, _, relative = uri[len(URI_SCHEME) :].partition("/")
     own = getattr(volume, "name", None)
     if own and name != own:
-        raise ResumeRefused(ResumeReason.OTHER_VOLUME, f"the checkpoint at step {point.step} is on volume {name!r}, "
-                            f"not on {own!r} mounted at {mount}: {uri}", state=state)
+        raise ResumeRefused(
+            ResumeReason.OTHER_VOLUME,
+            f"the checkpoint at step {point.step} is on volume {name!r}, not on {own!r} mounted at {mount}: {uri}",
+            state=state,
+        )
     return Path(mount) / relative
 
 
@@ -242,5 +297,3 @@ def _digest(path: Path) -> str:
 
 # A checkpoint on a volume: a file or a directory of files under the mount, of any backend.
 _LOADER = Loader(kind="any", digest=_digest, root_name="mount")
-
-

@@ -65,8 +65,12 @@ def gpu_basis(price: GpuPrice, gpu_milliseconds: int) -> dict[str, Any]:
     return {
         "price_sheet": _sheet(price.sheet, price.as_of),
         "price_source": price.source,
-        "gpu": {"gpu_milliseconds": int(gpu_milliseconds), "usd_micro_per_gpu_hour": price.usd_micro_per_gpu_hour,
-                "gpu_type": price.gpu_type, "gpu_count": price.gpu_count},
+        "gpu": {
+            "gpu_milliseconds": int(gpu_milliseconds),
+            "usd_micro_per_gpu_hour": price.usd_micro_per_gpu_hour,
+            "gpu_type": price.gpu_type,
+            "gpu_count": price.gpu_count,
+        },
     }
 
 
@@ -75,8 +79,13 @@ def token_basis(prices: TokenPrices, tokens: Mapping[str, int]) -> dict[str, Any
     for token_class, count in tokens.items():
         if token_class not in prices.usd_micro_per_million:
             raise KeyError(f"no price for token class {token_class!r} on sheet {prices.sheet!r}")
-        lines.append({"token_class": token_class, "tokens": int(count),
-                      "usd_micro_per_million_tokens": prices.usd_micro_per_million[token_class]})
+        lines.append(
+            {
+                "token_class": token_class,
+                "tokens": int(count),
+                "usd_micro_per_million_tokens": prices.usd_micro_per_million[token_class],
+            }
+        )
     return {"price_sheet": _sheet(prices.sheet, prices.as_of), "price_source": prices.source, "tokens": lines}
 
 

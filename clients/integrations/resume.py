@@ -25,8 +25,17 @@ from clients.integrations.paths import outside
 from clients.models import RunState
 from clients.recorder import refuse_ended
 
-__all__ = ["ResumeReason", "ResumeRefused", "ResumePoint", "Loader", "latest", "resumed", "decide", "hold_to_root",
-           "SHA256_PREFIX"]
+__all__ = [
+    "ResumeReason",
+    "ResumeRefused",
+    "ResumePoint",
+    "Loader",
+    "latest",
+    "resumed",
+    "decide",
+    "hold_to_root",
+    "SHA256_PREFIX",
+]
 
 SHA256_PREFIX = "sha256:"
 
@@ -127,16 +136,24 @@ def _point(state: RunState, step: int) -> ResumePoint | None:
     checkpoint, resume = state.checkpoint, state.resume
     if checkpoint is not None and checkpoint.step == step and checkpoint.handle is not None:
         handle = checkpoint.handle
-        return ResumePoint(step, handle.backend, handle.uri, handle.fidelity, checkpoint.digest,
-                           checkpoint.sampler_uri, checkpoint.expires_at)
+        return ResumePoint(
+            step,
+            handle.backend,
+            handle.uri,
+            handle.fidelity,
+            checkpoint.digest,
+            checkpoint.sampler_uri,
+            checkpoint.expires_at,
+        )
     if resume.available and resume.from_step == step and resume.handle is not None:
         handle = resume.handle
         return ResumePoint(step, handle.backend, handle.uri, handle.fidelity, sampler_uri=resume.sampler_uri)
     return None
 
 
-def latest(state: RunState, *, reopen: bool = False, allow_restart: bool = False,
-           required: bool = False) -> ResumePoint | None:
+def latest(
+    state: RunState, *, reopen: bool = False, allow_restart: bool = False, required: bool = False
+) -> ResumePoint | None:
     """Where a new attempt of the run resumes: the ledger's resume point, or None for a fresh
     start. Raises RunEnded for a run that has ended (done; failed or stopped without `reopen`);
     ResumeRefused CHECKPOINT_EXPIRED when every checkpoint has expired (unless `allow_restart`),
@@ -150,9 +167,13 @@ def latest(state: RunState, *, reopen: bool = False, allow_restart: bool = False
     if expired and (required or not allow_restart):
         last = expired[-1]
         uri = last.handle.uri if last.handle is not None else ""
-        raise ResumeRefused(ResumeReason.CHECKPOINT_EXPIRED, f"every checkpoint of run {state.run.run_id} has "
-                            f"expired (steps {[checkpoint.step for checkpoint in expired]}; the last, at {uri}, on "
-                            f"{last.expires_at}): start it again from step 0 only on purpose", state=state)
+        raise ResumeRefused(
+            ResumeReason.CHECKPOINT_EXPIRED,
+            f"every checkpoint of run {state.run.run_id} has "
+            f"expired (steps {[checkpoint.step for checkpoint in expired]}; the last, at {uri}, on "
+            f"{last.expires_at}): start it again from step 0 only on purpose",
+            state=state,
+        )
     if required:
         raise ResumeRefused(ResumeReason.NO_CHECKPOINT, f"run {state.run.run_id} has no checkpoint", state=state)
     return None
@@ -168,8 +189,11 @@ def resumed(state: RunState | None) -> ResumePoint | None:
         return None
     point = _point(state, attempt.resumed_from_step)
     if point is None:
-        raise ResumeRefused(ResumeReason.CHECKPOINT_UNKNOWN, f"the run state does not name the checkpoint at step "
-                            f"{attempt.resumed_from_step}; refresh it", state=state)
+        raise ResumeRefused(
+            ResumeReason.CHECKPOINT_UNKNOWN,
+            f"the run state does not name the checkpoint at step {attempt.resumed_from_step}; refresh it",
+            state=state,
+        )
     return point
 
 
@@ -178,9 +202,18 @@ def local_path(uri: str) -> Path:
     return Path(uri.removeprefix("file://"))
 
 
-def decide(point: ResumePoint, loader: Loader, *, root: str | os.PathLike[str] | None = None,
-           defer_root: bool = False, locate: Callable[[ResumePoint], Path] | None = None, verify: bool = True,
-           verify_digest: bool = True, lora: Any = None, state: RunState | None = None) -> Path | None:
+def decide(
+    point: ResumePoint,
+    loader: Loader,
+    *,
+    root: str | os.PathLike[str] | None = None,
+    defer_root: bool = False,
+    locate: Callable[[ResumePoint], Path] | None = None,
+    verify: bool = True,
+    verify_digest: bool = True,
+    lora: Any = None,
+    state: RunState | None = None,
+) -> Path | None:
     """Whether the trainer `loader` describes may resume from `point`: the checkpoint's backend,
     uri scheme, expiry and fidelity; for files, the real path under `root` (always checked; with
     `defer_root` a missing root is left to the caller, who holds the path to one later with
@@ -193,28 +226,41 @@ def decide(point: ResumePoint, loader: Loader, *, root: str | os.PathLike[str] |
         return None
     step = point.step
     if root is None and not defer_root:
-        raise ResumeRefused(ResumeReason.ROOT_UNKNOWN, f"the checkpoint at step {step} ({point.uri}) cannot be held "
-                            f"to the {loader.root_name}: pass it", state=state)
+        raise ResumeRefused(
+            ResumeReason.ROOT_UNKNOWN,
+            f"the checkpoint at step {step} ({point.uri}) cannot be held to the {loader.root_name}: pass it",
+            state=state,
+        )
     path = locate(point) if locate is not None else local_path(point.uri)
     if root is not None:
         hold_to_root(path, root, step=step, root_name=loader.root_name, state=state)
     if verify:
         present = path.is_dir() if loader.kind == "dir" else path.is_file() if loader.kind == "file" else path.exists()
         if not present:
-            raise ResumeRefused(ResumeReason.CHECKPOINT_MISSING, f"the checkpoint at step {step} is not on this "
-                                f"machine: {path}", state=state)
+            raise ResumeRefused(
+                ResumeReason.CHECKPOINT_MISSING,
+                f"the checkpoint at step {step} is not on this machine: {path}",
+                state=state,
+            )
         if verify_digest:
             _check_digest(path, point, loader, state)
     if lora is not None and loader.lora is not None:
         found = loader.lora(path)
         if found != lora:
-            raise ResumeRefused(ResumeReason.LORA_MISMATCH, f"{path} holds LoRA shape {found}, the run's is {lora}",
-                                state=state)
+            raise ResumeRefused(
+                ResumeReason.LORA_MISMATCH, f"{path} holds LoRA shape {found}, the run's is {lora}", state=state
+            )
     return Path(os.path.realpath(path))
 
 
-def hold_to_root(path: str | os.PathLike[str], root: str | os.PathLike[str], *, step: int | None = None,
-                 root_name: str = "root", state: RunState | None = None) -> None:
+def hold_to_root(
+    path: str | os.PathLike[str],
+    root: str | os.PathLike[str],
+    *,
+    step: int | None = None,
+    root_name: str = "root",
+    state: RunState | None = None,
+) -> None:
     """Raise ResumeRefused OUTSIDE_ROOT unless `path`, and every file under it, is under `root`
     once real paths are resolved."""
     if problem := outside(path, root):
@@ -225,30 +271,52 @@ def hold_to_root(path: str | os.PathLike[str], root: str | os.PathLike[str], *, 
 def _check_handle(point: ResumePoint, loader: Loader, state: RunState | None) -> None:
     step, uri = point.step, point.uri
     if loader.backend and point.backend != loader.backend:
-        raise ResumeRefused(ResumeReason.BACKEND_MISMATCH, f"the checkpoint at step {step} is held by "
-                            f"{point.backend!r}, not {loader.backend!r}: {uri}", state=state)
+        raise ResumeRefused(
+            ResumeReason.BACKEND_MISMATCH,
+            f"the checkpoint at step {step} is held by {point.backend!r}, not {loader.backend!r}: {uri}",
+            state=state,
+        )
     if loader.uri_prefix and not uri.startswith(loader.uri_prefix):
-        raise ResumeRefused(ResumeReason.URI_SCHEME_MISMATCH, f"the checkpoint at step {step} is recorded at {uri!r}, "
-                            f"not a {loader.uri_prefix} path", state=state)
+        raise ResumeRefused(
+            ResumeReason.URI_SCHEME_MISMATCH,
+            f"the checkpoint at step {step} is recorded at {uri!r}, not a {loader.uri_prefix} path",
+            state=state,
+        )
     if point.expires_at is not None and point.expires_at <= datetime.now(UTC):
-        raise ResumeRefused(ResumeReason.CHECKPOINT_EXPIRED, f"the checkpoint at step {step} expired on "
-                            f"{point.expires_at}", state=state)
+        raise ResumeRefused(
+            ResumeReason.CHECKPOINT_EXPIRED, f"the checkpoint at step {step} expired on {point.expires_at}", state=state
+        )
     if loader.fidelity and point.fidelity != loader.fidelity:
-        raise ResumeRefused(ResumeReason.FIDELITY_MISMATCH, f"the checkpoint at step {step} holds "
-                            f"{point.fidelity!r}, not {loader.fidelity!r}: {uri}", state=state)
+        raise ResumeRefused(
+            ResumeReason.FIDELITY_MISMATCH,
+            f"the checkpoint at step {step} holds {point.fidelity!r}, not {loader.fidelity!r}: {uri}",
+            state=state,
+        )
 
 
 def _check_digest(path: Path, point: ResumePoint, loader: Loader, state: RunState | None) -> None:
     step, digest = point.step, point.digest
     if not digest:
-        raise ResumeRefused(ResumeReason.DIGEST_MISSING, f"the checkpoint at step {step} ({path}) was recorded "
-                            "without a digest, so its files cannot be checked: pass verify_digest=False to resume "
-                            "from it anyway", state=state)
+        raise ResumeRefused(
+            ResumeReason.DIGEST_MISSING,
+            f"the checkpoint at step {step} ({path}) was recorded "
+            "without a digest, so its files cannot be checked: pass verify_digest=False to resume "
+            "from it anyway",
+            state=state,
+        )
     if not digest.startswith(SHA256_PREFIX) or loader.digest is None:
-        raise ResumeRefused(ResumeReason.DIGEST_UNVERIFIABLE, f"the checkpoint at step {step} ({path}) was recorded "
-                            f"with digest {digest!r}, not a sha256 one this can check: pass verify_digest=False to "
-                            "resume from it anyway", state=state)
+        raise ResumeRefused(
+            ResumeReason.DIGEST_UNVERIFIABLE,
+            f"the checkpoint at step {step} ({path}) was recorded "
+            f"with digest {digest!r}, not a sha256 one this can check: pass verify_digest=False to "
+            "resume from it anyway",
+            state=state,
+        )
     actual = loader.digest(path)
     if actual != digest:
-        raise ResumeRefused(ResumeReason.DIGEST_MISMATCH, f"{path} changed since it was recorded as the checkpoint "
-                            f"at step {step}: digest {actual}, recorded {digest}", state=state)
+        raise ResumeRefused(
+            ResumeReason.DIGEST_MISMATCH,
+            f"{path} changed since it was recorded as the checkpoint "
+            f"at step {step}: digest {actual}, recorded {digest}",
+            state=state,
+        )

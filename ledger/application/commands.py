@@ -32,9 +32,24 @@ from ledger.domain.limits import (
 from ledger.domain.reasons import Reason
 from ledger.domain.runs import FIDELITIES, FINISH_STATUSES
 
-__all__ = ["Charge", "Commit", "FinishRun", "NoteSummary", "OpenAccount", "OpenRun", "Promote", "Register",
-           "Release", "Reserve", "Rollback", "SaveCheckpoint", "SetCap", "StartAttempt", "RESERVATION_TTL_DEFAULT",
-           "RESERVATION_TTL_MAX"]
+__all__ = [
+    "Charge",
+    "Commit",
+    "FinishRun",
+    "NoteSummary",
+    "OpenAccount",
+    "OpenRun",
+    "Promote",
+    "Register",
+    "Release",
+    "Reserve",
+    "Rollback",
+    "SaveCheckpoint",
+    "SetCap",
+    "StartAttempt",
+    "RESERVATION_TTL_DEFAULT",
+    "RESERVATION_TTL_MAX",
+]
 
 RESERVATION_TTL_DEFAULT = timedelta(minutes=15)
 RESERVATION_TTL_MAX = timedelta(days=7)
@@ -109,16 +124,24 @@ class SaveCheckpoint(Command, frozen=True, kw_only=True):
             raise Invalid(f"fidelity must be one of {FIDELITIES}", reason=Reason.INVALID_FIELD, field="fidelity")
         check_text(self.sampler_uri, "sampler_uri")
         check_text(self.digest, "digest", limit=256)
-        if self.expires_at is not None and (not isinstance(self.expires_at, datetime)
-                                            or self.expires_at.tzinfo is None):
+        if self.expires_at is not None and (
+            not isinstance(self.expires_at, datetime) or self.expires_at.tzinfo is None
+        ):
             raise Invalid("expires_at must be a timezone-aware time", reason=Reason.INVALID_FIELD)
         self._normal("final", bool(self.final))
 
     def checkpoint(self) -> Document:
         """The checkpoint as the run records it."""
-        return {"step": self.step, "backend": self.backend, "uri": self.uri, "fidelity": self.fidelity,
-                "sampler_uri": self.sampler_uri, "final": self.final, "expires_at": self.expires_at,
-                "digest": self.digest}
+        return {
+            "step": self.step,
+            "backend": self.backend,
+            "uri": self.uri,
+            "fidelity": self.fidelity,
+            "sampler_uri": self.sampler_uri,
+            "final": self.final,
+            "expires_at": self.expires_at,
+            "digest": self.digest,
+        }
 
 
 class FinishRun(Command, frozen=True, kw_only=True):
@@ -159,8 +182,11 @@ class OpenAccount(Command, frozen=True, kw_only=True):
         check_reference(self.account, "account")
         check_reference(self.parent, "parent", required=False)
         if _is_uuid(self.account):
-            raise Invalid("account names in the form of a uuid are reserved for the accounts of runs",
-                          reason=Reason.ACCOUNT_NAME_RESERVED, account=self.account)
+            raise Invalid(
+                "account names in the form of a uuid are reserved for the accounts of runs",
+                reason=Reason.ACCOUNT_NAME_RESERVED,
+                account=self.account,
+            )
         _cap(self.cap_usd_micro)
 
 
@@ -250,8 +276,13 @@ class Register(Command, frozen=True, kw_only=True):
 
     def version_fields(self) -> Document:
         """The version as the family records it."""
-        return {"artifact_uri": self.artifact_uri, "digest": self.digest, "source_run_id": self.source_run_id,
-                "source_step": self.source_step, "metadata": self.metadata}
+        return {
+            "artifact_uri": self.artifact_uri,
+            "digest": self.digest,
+            "source_run_id": self.source_run_id,
+            "source_step": self.source_step,
+            "metadata": self.metadata,
+        }
 
 
 class Promote(Command, frozen=True, kw_only=True):

@@ -91,8 +91,9 @@ def outage(error: BaseException) -> Unavailable:
             break
         # SQLite says SQLITE_FULL; PostgreSQL says SQLSTATE 53100 (disk_full).
         if getattr(cause, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or getattr(cause, "sqlstate", "") == "53100":
-            return Unavailable(f"storage is full ({error}): free space, then send the write again",
-                               reason=Reason.STORAGE_FULL)
+            return Unavailable(
+                f"storage is full ({error}): free space, then send the write again", reason=Reason.STORAGE_FULL
+            )
         cause = cause.__cause__ or cause.__context__
     return Unavailable(f"storage is unavailable: {error}")
 
@@ -111,8 +112,9 @@ class Kernel(Application[UUID]):
         "AGGREGATE_CACHE_FASTFORWARD": "n",
     }
 
-    def __init__(self, env: dict[str, str] | None = None, *, clock: Callable[[], datetime] = utc_now,
-                 project: bool = True) -> None:
+    def __init__(
+        self, env: dict[str, str] | None = None, *, clock: Callable[[], datetime] = utc_now, project: bool = True
+    ) -> None:
         try:
             super().__init__(env)
         except (OperationalError, InterfaceError) as error:
@@ -134,8 +136,14 @@ class Kernel(Application[UUID]):
             self.projector.start()
 
     @classmethod
-    def open(cls, database: str, *, clock: Callable[[], datetime] = utc_now, project: bool = True,
-             env: dict[str, str] | None = None) -> Self:
+    def open(
+        cls,
+        database: str,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        project: bool = True,
+        env: dict[str, str] | None = None,
+    ) -> Self:
         """Open the ledger on a SQLite file path or a postgresql:// URL."""
         return cls({**persistence_env(database), **(env or {})}, clock=clock, project=project)
 
@@ -155,8 +163,11 @@ class Kernel(Application[UUID]):
             processing_event.aggregates[aggregate.id] = aggregate
         processing_event.saved_kwargs.update(kwargs)
         # Client-made ids are indexed for good in the same transaction (ledger.storage.keys).
-        keys = [(event.originator_id, key, event.originator_version)
-                for event in processing_event.events for key in event_keys(event)]
+        keys = [
+            (event.originator_id, key, event.originator_version)
+            for event in processing_event.events
+            for key in event_keys(event)
+        ]
         if keys:
             # In one order, so concurrent writers (PostgreSQL replicas) never lock rows crosswise.
             processing_event.saved_kwargs["keys"] = sorted(keys)
@@ -238,8 +249,9 @@ class Kernel(Application[UUID]):
     # Loading the aggregates a command acts on.
 
     def _audit(self, principal: str, request_id: str) -> Audit:
-        return Audit(check_text(principal, "principal", limit=256), check_text(request_id, "request_id", limit=256),
-                     self.clock())
+        return Audit(
+            check_text(principal, "principal", limit=256), check_text(request_id, "request_id", limit=256), self.clock()
+        )
 
     def _load(self, aggregate_id: UUID, what: str, reason: Reason, key: str) -> Any:
         try:

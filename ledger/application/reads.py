@@ -28,8 +28,11 @@ class Reads(Kernel):
         """Block until every view reflects `position`, else raise Unavailable."""
         if position > 0 and not self.projector.wait(position, timeout_s):
             self._check_projection()
-            raise Unavailable(f"the views did not reach position {position} in {timeout_s} s",
-                              reason=Reason.VIEW_NOT_CAUGHT_UP, position=position)
+            raise Unavailable(
+                f"the views did not reach position {position} in {timeout_s} s",
+                reason=Reason.VIEW_NOT_CAUGHT_UP,
+                position=position,
+            )
 
     @storage_read
     def head(self) -> int:
@@ -45,8 +48,9 @@ class Reads(Kernel):
     def _check_projection(self) -> None:
         failure = self.projector.failure
         if failure is not None:
-            raise Unavailable(f"the views are stopped: {failure}", reason=Reason.PROJECTION_FAILED,
-                              position=failure.position)
+            raise Unavailable(
+                f"the views are stopped: {failure}", reason=Reason.PROJECTION_FAILED, position=failure.position
+            )
 
     @storage_read
     def run_state(self, run_id: str, *, min_position: int = 0, timeout_s: float = 5.0) -> models.RunState:
@@ -59,14 +63,24 @@ class Reads(Kernel):
         return state
 
     @storage_read
-    def series(self, run_id: str, *, from_step: int = 0, limit: int = 1000, metrics: Sequence[str] = (),
-               include_superseded: bool = False, min_position: int = 0, timeout_s: float = 5.0) -> models.SeriesPage:
+    def series(
+        self,
+        run_id: str,
+        *,
+        from_step: int = 0,
+        limit: int = 1000,
+        metrics: Sequence[str] = (),
+        include_superseded: bool = False,
+        min_position: int = 0,
+        timeout_s: float = 5.0,
+    ) -> models.SeriesPage:
         """A page of a run's series (one record per step unless superseded ones are asked for)."""
         check_int(from_step, "from_step")
         check_int(limit, "limit", minimum=1, maximum=PAGE_SIZE_MAX)
         self.run_state(run_id, min_position=min_position, timeout_s=timeout_s)
-        return self.views.series(run_id, from_step=from_step, limit=limit, metrics=tuple(metrics),
-                                 include_superseded=include_superseded)
+        return self.views.series(
+            run_id, from_step=from_step, limit=limit, metrics=tuple(metrics), include_superseded=include_superseded
+        )
 
     @storage_read
     def account(self, account: str, *, min_position: int = 0, timeout_s: float = 5.0) -> models.Account:
@@ -78,8 +92,9 @@ class Reads(Kernel):
         return found
 
     @storage_read
-    def reservations(self, account: str, *, limit: int = 1000, after_position: int = 0, min_position: int = 0,
-                     timeout_s: float = 5.0) -> models.ReservationPage:
+    def reservations(
+        self, account: str, *, limit: int = 1000, after_position: int = 0, min_position: int = 0, timeout_s: float = 5.0
+    ) -> models.ReservationPage:
         self.account(account, min_position=min_position, timeout_s=timeout_s)
         check_int(limit, "limit", minimum=1, maximum=PAGE_SIZE_MAX)
         return self.views.reservations(account, limit=limit, after_position=after_position)
@@ -94,8 +109,15 @@ class Reads(Kernel):
         return found
 
     @storage_read
-    def list_runs(self, *, limit: int = 100, after: tuple[float, str] | None = None, status: str = "",
-                  min_position: int = 0, timeout_s: float = 5.0) -> models.RunPage:
+    def list_runs(
+        self,
+        *,
+        limit: int = 100,
+        after: tuple[float, str] | None = None,
+        status: str = "",
+        min_position: int = 0,
+        timeout_s: float = 5.0,
+    ) -> models.RunPage:
         """Runs, newest first; `after` is the (opened_epoch, run_id) of the previous page's last."""
         check_int(limit, "limit", minimum=1, maximum=PAGE_SIZE_MAX + 1)
         self.wait(min_position, timeout_s)
@@ -108,8 +130,15 @@ class Reads(Kernel):
         return self.views.families()
 
     @storage_read
-    def read_events(self, *, from_position: int = 1, limit: int = 1000, types: Sequence[str] = (),
-                    originator_ids: Sequence[str] = (), bytes_max: int | None = None) -> list[dict[str, Any]]:
+    def read_events(
+        self,
+        *,
+        from_position: int = 1,
+        limit: int = 1000,
+        types: Sequence[str] = (),
+        originator_ids: Sequence[str] = (),
+        bytes_max: int | None = None,
+    ) -> list[dict[str, Any]]:
         """Events of the log from a position, decoded: {position, type, originator_id,
         originator_version, timestamp, principal, request_id, data}. With `bytes_max` the page
         also ends before the event that would take its stored bytes past that budget; its first

@@ -20,12 +20,27 @@ __all__ = ["RegistryCommands"]
 class RegistryCommands(Kernel):
     """The commands on registry families."""
 
-    def register(self, *, family: str, artifact_uri: str, digest: str, source_run_id: str = "",
-                 source_step: int = 0, metadata: dict[str, Any] | None = None, principal: str = "",
-                 request_id: str = "") -> Receipt:
+    def register(
+        self,
+        *,
+        family: str,
+        artifact_uri: str,
+        digest: str,
+        source_run_id: str = "",
+        source_step: int = 0,
+        metadata: dict[str, Any] | None = None,
+        principal: str = "",
+        request_id: str = "",
+    ) -> Receipt:
         """Register an immutable version (never promotes). Idempotent by digest."""
-        command = Register(family=family, artifact_uri=artifact_uri, digest=digest, source_run_id=source_run_id,
-                           source_step=source_step, metadata={} if metadata is None else metadata)
+        command = Register(
+            family=family,
+            artifact_uri=artifact_uri,
+            digest=digest,
+            source_run_id=source_run_id,
+            source_step=source_step,
+            metadata={} if metadata is None else metadata,
+        )
         fields = command.version_fields()
         audit = self._audit(principal, request_id)
         family_id = ledger_id("family", family)
@@ -42,29 +57,47 @@ class RegistryCommands(Kernel):
         (number, version), position = self._write(decide)
         return self._receipt(family_id, version, position, version=number)
 
-    def promote(self, *, family: str, version: int, expected_current: int, verdict: dict[str, Any],
-                principal: str = "", request_id: str = "") -> Receipt:
+    def promote(
+        self,
+        *,
+        family: str,
+        version: int,
+        expected_current: int,
+        verdict: dict[str, Any],
+        principal: str = "",
+        request_id: str = "",
+    ) -> Receipt:
         """Compare-and-set promotion through a passing gate verdict {passed, reason, stats}."""
         command = Promote(family=family, version=version, expected_current=expected_current, verdict=verdict)
         audit = self._audit(principal, request_id)
-        return self._promotion(family, lambda f: f.promote(audit, version=version, expected_current=expected_current,
-                                                           verdict=command.verdict))
+        return self._promotion(
+            family,
+            lambda f: f.promote(audit, version=version, expected_current=expected_current, verdict=command.verdict),
+        )
 
-    def rollback(self, *, family: str, version: int, expected_current: int, reason: str, principal: str = "",
-                 request_id: str = "") -> Receipt:
+    def rollback(
+        self,
+        *,
+        family: str,
+        version: int,
+        expected_current: int,
+        reason: str,
+        principal: str = "",
+        request_id: str = "",
+    ) -> Receipt:
         """Promote an earlier, once-promoted version again, with a reason."""
         Rollback(family=family, version=version, expected_current=expected_current, reason=reason)
         audit = self._audit(principal, request_id)
-        return self._promotion(family, lambda f: f.rollback(audit, version=version, expected_current=expected_current,
-                                                            reason=reason))
+        return self._promotion(
+            family, lambda f: f.rollback(audit, version=version, expected_current=expected_current, reason=reason)
+        )
 
     def _promotion(self, family: str, act: Callable[[Family], int | None]) -> Receipt:
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, int, int]:
             aggregate = self._family(family)
             touched.append(aggregate)
             version = act(aggregate)
-            entry = next(p for p in reversed(aggregate.promotions)
-                         if version is None or p["event_version"] == version)
+            entry = next(p for p in reversed(aggregate.promotions) if version is None or p["event_version"] == version)
             return version, entry["version"], entry["previous"]
 
         (version, current, previous), position = self._write(decide)

@@ -29,12 +29,25 @@ __all__ = ["RunCommands"]
 class RunCommands(Kernel):
     """The commands on runs."""
 
-    def open_run(self, *, run_key: str, name: str = "", spec: dict[str, Any] | None = None,
-                 cap_usd_micro: int | None = None, parent_account: str = "", principal: str = "",
-                 request_id: str = "") -> Receipt:
+    def open_run(
+        self,
+        *,
+        run_key: str,
+        name: str = "",
+        spec: dict[str, Any] | None = None,
+        cap_usd_micro: int | None = None,
+        parent_account: str = "",
+        principal: str = "",
+        request_id: str = "",
+    ) -> Receipt:
         """Open a run by its key (idempotent) with its spend account."""
-        command = OpenRun(run_key=run_key, name=name, spec={} if spec is None else spec, cap_usd_micro=cap_usd_micro,
-                          parent_account=parent_account)
+        command = OpenRun(
+            run_key=run_key,
+            name=name,
+            spec={} if spec is None else spec,
+            cap_usd_micro=cap_usd_micro,
+            parent_account=parent_account,
+        )
         audit = self._audit(principal, request_id)
         run_id = ledger_id("run", run_key)
         account_id = ledger_id("account", str(run_id))
@@ -48,20 +61,34 @@ class RunCommands(Kernel):
                 self._reopen_account(str(run_id), command, audit, touched)
                 return False
             check_id(run_key, "run_key")  # A new run takes a key under the identifier rules.
-            touched.append(Run._create(Run.Opened, id=run_id, run_key=run_key, name=name or run_key,
-                                       spec=command.spec, **audit.fields()))
+            touched.append(
+                Run._create(
+                    Run.Opened, id=run_id, run_key=run_key, name=name or run_key, spec=command.spec, **audit.fields()
+                )
+            )
             try:
                 taken: Account = self.repository.get(account_id)
             except AggregateNotFoundError:
                 self._parents(parent_account, touched)
-                touched.append(Account._create(Account.Opened, id=account_id, name=str(run_id), parent=parent_account,
-                                               cap=cap_usd_micro, **audit.fields()))
+                touched.append(
+                    Account._create(
+                        Account.Opened,
+                        id=account_id,
+                        name=str(run_id),
+                        parent=parent_account,
+                        cap=cap_usd_micro,
+                        **audit.fields(),
+                    )
+                )
                 return True
             # Only in a ledger written before run account names were reserved: the account was
             # opened by OpenAccount. The run is opened only if its cap and parent are honoured.
             if (taken.cap, taken.parent) != (cap_usd_micro, parent_account):
-                raise Refused(f"the account {run_id} of this run was opened before it with another cap or parent",
-                              reason=Reason.RUN_ACCOUNT_TAKEN, account=str(run_id))
+                raise Refused(
+                    f"the account {run_id} of this run was opened before it with another cap or parent",
+                    reason=Reason.RUN_ACCOUNT_TAKEN,
+                    account=str(run_id),
+                )
             return True
 
         created, position = self._write(decide)
@@ -84,12 +111,23 @@ class RunCommands(Kernel):
         if parent and parent != account.parent:
             raise Refused(
                 f"the run's account is under {account.parent or 'no parent'}, not {parent}: a parent cannot change",
-                reason=Reason.PARENT_ACCOUNT_DIFFERS, parent=account.parent, requested_parent=parent)
+                reason=Reason.PARENT_ACCOUNT_DIFFERS,
+                parent=account.parent,
+                requested_parent=parent,
+            )
         if command.cap_usd_micro is not None:
             spend.set_cap(account, audit, command.cap_usd_micro)
 
-    def start_attempt(self, *, run_id: str, attempt_id: str = "", label: str = "",
-                      resume_from_step: int | None = None, principal: str = "", request_id: str = "") -> Receipt:
+    def start_attempt(
+        self,
+        *,
+        run_id: str,
+        attempt_id: str = "",
+        label: str = "",
+        resume_from_step: int | None = None,
+        principal: str = "",
+        request_id: str = "",
+    ) -> Receipt:
         """Start the next attempt on a run, fencing the previous one."""
         command = StartAttempt(run_id=run_id, attempt_id=attempt_id, label=label, resume_from_step=resume_from_step)
         audit = self._audit(principal, request_id)
@@ -97,22 +135,33 @@ class RunCommands(Kernel):
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, int]:
             uuid, run = self._run(run_id)
             touched.append(run)
-            version = run.start_attempt(audit, attempt_id=command.attempt_id, label=command.label,
-                                        resume_from_step=command.resume_from_step)
+            version = run.start_attempt(
+                audit, attempt_id=command.attempt_id, label=command.label, resume_from_step=command.resume_from_step
+            )
             if version is None:
                 # The fenced attempts' holds go back at once, not at their expiry.
                 holder, parents = self._chain(str(uuid), touched)
                 spend.release_superseded(holder, parents, audit, attempt=run.current_attempt)
-            number: int = (next(a["number"] for a in run.attempts if a["version"] == version) if version
-                           else run.current_attempt)
+            number: int = (
+                next(a["number"] for a in run.attempts if a["version"] == version) if version else run.current_attempt
+            )
             return version, number
 
         (version, number), position = self._write(decide)
         return self._receipt(UUID(run_id), version, position, attempt=number, run_id=run_id)
 
-    def append_steps(self, *, run_id: str, attempt: int, steps: Sequence[int], tokens: Sequence[int] | None = None,
-                     usd_micro: Sequence[int] | None = None, metrics: dict[str, Any] | None = None,
-                     principal: str = "", request_id: str = "") -> Receipt:
+    def append_steps(
+        self,
+        *,
+        run_id: str,
+        attempt: int,
+        steps: Sequence[int],
+        tokens: Sequence[int] | None = None,
+        usd_micro: Sequence[int] | None = None,
+        metrics: dict[str, Any] | None = None,
+        principal: str = "",
+        request_id: str = "",
+    ) -> Receipt:
         """Record one batch of steps as one event (see ledger.domain.batches for the shape)."""
         batch = StepBatch.build(attempt=attempt, steps=steps, tokens=tokens, usd_micro=usd_micro, metrics=metrics)
         audit = self._audit(principal, request_id)
@@ -127,14 +176,35 @@ class RunCommands(Kernel):
         (version, last_step), position = self._write(decide)
         return self._receipt(UUID(run_id), version, position, last_step=last_step)
 
-    def save_checkpoint(self, *, run_id: str, attempt: int, step: int, backend: str, uri: str,
-                        fidelity: str = "weights+optimizer", sampler_uri: str = "", final: bool = False,
-                        expires_at: datetime | None = None, digest: str = "", principal: str = "",
-                        request_id: str = "") -> Receipt:
+    def save_checkpoint(
+        self,
+        *,
+        run_id: str,
+        attempt: int,
+        step: int,
+        backend: str,
+        uri: str,
+        fidelity: str = "weights+optimizer",
+        sampler_uri: str = "",
+        final: bool = False,
+        expires_at: datetime | None = None,
+        digest: str = "",
+        principal: str = "",
+        request_id: str = "",
+    ) -> Receipt:
         """Record a checkpoint whose files are durable: the commit point for resume."""
-        command = SaveCheckpoint(run_id=run_id, attempt=attempt, step=step, backend=backend, uri=uri,
-                                 fidelity=fidelity, sampler_uri=sampler_uri, final=final, expires_at=expires_at,
-                                 digest=digest)
+        command = SaveCheckpoint(
+            run_id=run_id,
+            attempt=attempt,
+            step=step,
+            backend=backend,
+            uri=uri,
+            fidelity=fidelity,
+            sampler_uri=sampler_uri,
+            final=final,
+            expires_at=expires_at,
+            digest=digest,
+        )
         checkpoint = command.checkpoint()
         audit = self._audit(principal, request_id)
 
@@ -145,18 +215,31 @@ class RunCommands(Kernel):
             # After the duplicate test: a retry of a save made before its expiry is still answered
             # as that save. The refusal drops the event just triggered with the rest of the write.
             if version is None and expires_at is not None and expires_at <= audit.now:
-                raise Invalid("expires_at has already passed: the checkpoint cannot be resumed from",
-                              reason=Reason.CHECKPOINT_ALREADY_EXPIRED, field="expires_at")
+                raise Invalid(
+                    "expires_at has already passed: the checkpoint cannot be resumed from",
+                    reason=Reason.CHECKPOINT_ALREADY_EXPIRED,
+                    field="expires_at",
+                )
             return version
 
         version, position = self._write(decide)
         return self._receipt(UUID(run_id), version, position)
 
-    def finish_run(self, *, run_id: str, attempt: int, status: str, summary: dict[str, Any] | None = None,
-                   error: str = "", principal: str = "", request_id: str = "") -> Receipt:
+    def finish_run(
+        self,
+        *,
+        run_id: str,
+        attempt: int,
+        status: str,
+        summary: dict[str, Any] | None = None,
+        error: str = "",
+        principal: str = "",
+        request_id: str = "",
+    ) -> Receipt:
         """Finish the run as done, failed or stopped; the error is cut to 2,000 characters."""
-        command = FinishRun(run_id=run_id, attempt=attempt, status=status, summary={} if summary is None else summary,
-                            error=error)
+        command = FinishRun(
+            run_id=run_id, attempt=attempt, status=status, summary={} if summary is None else summary, error=error
+        )
         audit = self._audit(principal, request_id)
 
         def decide(touched: list[LedgerAggregate]) -> int | None:
@@ -167,8 +250,9 @@ class RunCommands(Kernel):
         version, position = self._write(decide)
         return self._receipt(UUID(run_id), version, position)
 
-    def note_summary(self, *, run_id: str, summary: dict[str, Any], principal: str = "",
-                     request_id: str = "") -> Receipt:
+    def note_summary(
+        self, *, run_id: str, summary: dict[str, Any], principal: str = "", request_id: str = ""
+    ) -> Receipt:
         """Merge notes into the run's summary, also after it finished."""
         command = NoteSummary(run_id=run_id, summary=summary)
         audit = self._audit(principal, request_id)

@@ -33,8 +33,15 @@ __all__ = ["SpendCommands"]
 class SpendCommands(Reads):
     """The commands on spend accounts (the sweep reads the spend view first)."""
 
-    def open_account(self, *, account: str, parent: str = "", cap_usd_micro: int | None = None,
-                     principal: str = "", request_id: str = "") -> Receipt:
+    def open_account(
+        self,
+        *,
+        account: str,
+        parent: str = "",
+        cap_usd_micro: int | None = None,
+        principal: str = "",
+        request_id: str = "",
+    ) -> Receipt:
         """Open a spend account (idempotent by name; a different parent or cap is a conflict)."""
         OpenAccount(account=account, parent=parent, cap_usd_micro=cap_usd_micro)
         audit = self._audit(principal, request_id)
@@ -46,8 +53,11 @@ class SpendCommands(Reads):
             except AggregateNotFoundError:
                 check_id(account, "account")  # A new account takes a name under the identifier rules.
                 self._parents(parent, touched)
-                touched.append(Account._create(Account.Opened, id=account_id, name=account, parent=parent,
-                                               cap=cap_usd_micro, **audit.fields()))
+                touched.append(
+                    Account._create(
+                        Account.Opened, id=account_id, name=account, parent=parent, cap=cap_usd_micro, **audit.fields()
+                    )
+                )
                 return True
             if existing.parent != parent or existing.cap != cap_usd_micro:
                 raise Conflict(f"account {account} exists with another parent or cap", account=account)
@@ -70,21 +80,44 @@ class SpendCommands(Reads):
         version, position = self._write(decide)
         return self._receipt(ledger_id("account", account), version, position)
 
-    def reserve(self, *, account: str, reservation_id: str, amount_usd_micro: int, basis: dict[str, Any] | None = None,
-                ttl: timedelta | None = None, attempt: int = 0, principal: str = "", request_id: str = "") -> Receipt:
+    def reserve(
+        self,
+        *,
+        account: str,
+        reservation_id: str,
+        amount_usd_micro: int,
+        basis: dict[str, Any] | None = None,
+        ttl: timedelta | None = None,
+        attempt: int = 0,
+        principal: str = "",
+        request_id: str = "",
+    ) -> Receipt:
         """Hold an amount before a billable call. Raises CapExceeded (recorded)."""
-        command = Reserve(account=account, reservation_id=reservation_id, amount_usd_micro=amount_usd_micro,
-                          basis={} if basis is None else basis, ttl=RESERVATION_TTL_DEFAULT if ttl is None else ttl,
-                          attempt=attempt)
+        command = Reserve(
+            account=account,
+            reservation_id=reservation_id,
+            amount_usd_micro=amount_usd_micro,
+            basis={} if basis is None else basis,
+            ttl=RESERVATION_TTL_DEFAULT if ttl is None else ttl,
+            attempt=attempt,
+        )
         audit = self._audit(principal, request_id)
         expires_at = audit.now + command.ttl
 
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, datetime | None]:
             holder, parents = self._chain(account, touched)
             try:
-                version = spend.reserve(holder, parents, audit, reservation_id=reservation_id,
-                                        amount=amount_usd_micro, basis=command.basis, expires_at=expires_at,
-                                        attempt=attempt, recall=self._recall_spend(holder))
+                version = spend.reserve(
+                    holder,
+                    parents,
+                    audit,
+                    reservation_id=reservation_id,
+                    amount=amount_usd_micro,
+                    basis=command.basis,
+                    expires_at=expires_at,
+                    attempt=attempt,
+                    recall=self._recall_spend(holder),
+                )
             except LedgerError:
                 # The refusal is itself recorded for audit, with any expiries found on the way.
                 pending = [a for a in touched if a.pending_events]
@@ -99,46 +132,89 @@ class SpendCommands(Reads):
         (version, expires), position = self._write(decide)
         return self._receipt(ledger_id("account", account), version, position, expires_at=expires)
 
-    def commit(self, *, account: str, reservation_id: str, actual_usd_micro: int, basis: dict[str, Any] | None = None,
-               principal: str = "", request_id: str = "") -> Receipt:
+    def commit(
+        self,
+        *,
+        account: str,
+        reservation_id: str,
+        actual_usd_micro: int,
+        basis: dict[str, Any] | None = None,
+        principal: str = "",
+        request_id: str = "",
+    ) -> Receipt:
         """Settle a reservation with the actual amount; above the hold it is an overrun."""
-        command = Commit(account=account, reservation_id=reservation_id, actual_usd_micro=actual_usd_micro,
-                         basis={} if basis is None else basis)
+        command = Commit(
+            account=account,
+            reservation_id=reservation_id,
+            actual_usd_micro=actual_usd_micro,
+            basis={} if basis is None else basis,
+        )
         audit = self._audit(principal, request_id)
 
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, int]:
             holder, parents = self._chain(account, touched)
-            return spend.commit(holder, parents, audit, reservation_id=reservation_id, actual=actual_usd_micro,
-                                basis=command.basis, recall=self._recall_spend(holder))
+            return spend.commit(
+                holder,
+                parents,
+                audit,
+                reservation_id=reservation_id,
+                actual=actual_usd_micro,
+                basis=command.basis,
+                recall=self._recall_spend(holder),
+            )
 
         (version, overrun), position = self._write(decide)
         return self._receipt(ledger_id("account", account), version, position, overrun_usd_micro=overrun)
 
-    def release(self, *, account: str, reservation_id: str, reason: str = "", principal: str = "",
-                request_id: str = "") -> Receipt:
+    def release(
+        self, *, account: str, reservation_id: str, reason: str = "", principal: str = "", request_id: str = ""
+    ) -> Receipt:
         """Give a reservation back (on failure or when the call was not made)."""
         Release(account=account, reservation_id=reservation_id, reason=reason)
         audit = self._audit(principal, request_id)
 
         def decide(touched: list[LedgerAggregate]) -> int | None:
             holder, parents = self._chain(account, touched)
-            return spend.release(holder, parents, audit, reservation_id=reservation_id, reason=reason,
-                                 recall=self._recall_spend(holder))
+            return spend.release(
+                holder, parents, audit, reservation_id=reservation_id, reason=reason, recall=self._recall_spend(holder)
+            )
 
         version, position = self._write(decide)
         return self._receipt(ledger_id("account", account), version, position)
 
-    def charge(self, *, account: str, charge_id: str, amount_usd_micro: int, basis: dict[str, Any] | None = None,
-               reason: str = "", principal: str = "", request_id: str = "") -> Receipt:
+    def charge(
+        self,
+        *,
+        account: str,
+        charge_id: str,
+        amount_usd_micro: int,
+        basis: dict[str, Any] | None = None,
+        reason: str = "",
+        principal: str = "",
+        request_id: str = "",
+    ) -> Receipt:
         """Record spend after the fact, in full; what lies beyond the cap is an overrun."""
-        command = Charge(account=account, charge_id=charge_id, amount_usd_micro=amount_usd_micro,
-                         basis={} if basis is None else basis, reason=reason)
+        command = Charge(
+            account=account,
+            charge_id=charge_id,
+            amount_usd_micro=amount_usd_micro,
+            basis={} if basis is None else basis,
+            reason=reason,
+        )
         audit = self._audit(principal, request_id)
 
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, int]:
             holder, parents = self._chain(account, touched)
-            return spend.charge(holder, parents, audit, charge_id=charge_id, amount=amount_usd_micro,
-                                basis=command.basis, reason=reason, recall=self._recall_spend(holder))
+            return spend.charge(
+                holder,
+                parents,
+                audit,
+                charge_id=charge_id,
+                amount=amount_usd_micro,
+                basis=command.basis,
+                reason=reason,
+                recall=self._recall_spend(holder),
+            )
 
         (version, overrun), position = self._write(decide)
         return self._receipt(ledger_id("account", account), version, position, overrun_usd_micro=overrun)
@@ -166,4 +242,3 @@ class SpendCommands(Reads):
         """An account's totals straight from its aggregate (no projection in between)."""
         with self._lock:
             return self._account(account).summary()
-

@@ -139,8 +139,13 @@ class Account(LedgerAggregate):
             account.overrun += self.overrun
             account.settle(
                 self.reservation_id,
-                {**hold, "state": "committed", "actual": self.actual, "overrun": self.overrun,
-                 "settled_version": self.originator_version},
+                {
+                    **hold,
+                    "state": "committed",
+                    "actual": self.actual,
+                    "overrun": self.overrun,
+                    "settled_version": self.originator_version,
+                },
             )
 
     class SpendReleased(LedgerAggregate.Event):
@@ -151,8 +156,10 @@ class Account(LedgerAggregate):
         def apply(self, account: Account) -> None:
             hold = account.holds.pop(self.reservation_id)
             account.pending -= self.amount
-            account.settle(self.reservation_id, {**hold, "state": "released", "reason": self.reason,
-                                                 "settled_version": self.originator_version})
+            account.settle(
+                self.reservation_id,
+                {**hold, "state": "released", "reason": self.reason, "settled_version": self.originator_version},
+            )
 
     class SpendExpired(LedgerAggregate.Event):
         reservation_id: str
@@ -161,8 +168,9 @@ class Account(LedgerAggregate):
         def apply(self, account: Account) -> None:
             hold = account.holds.pop(self.reservation_id)
             account.pending -= self.amount
-            account.settle(self.reservation_id,
-                           {**hold, "state": "expired", "settled_version": self.originator_version})
+            account.settle(
+                self.reservation_id, {**hold, "state": "expired", "settled_version": self.originator_version}
+            )
 
     class SpendCharged(LedgerAggregate.Event):
         charge_id: str
@@ -176,8 +184,14 @@ class Account(LedgerAggregate):
             account.overrun += self.overrun
             account.settle(
                 self.charge_id,
-                {"state": "charged", "amount": self.amount, "basis": self.basis, "reason": self.reason,
-                 "overrun": self.overrun, "settled_version": self.originator_version},
+                {
+                    "state": "charged",
+                    "amount": self.amount,
+                    "basis": self.basis,
+                    "reason": self.reason,
+                    "overrun": self.overrun,
+                    "settled_version": self.originator_version,
+                },
             )
 
     class SpendRolledUp(LedgerAggregate.Event):
@@ -197,8 +211,18 @@ class Account(LedgerAggregate):
     def scratch(cls) -> Account:
         """An empty account, to fold the recalled events of one id into (ledger.storage.keys)."""
         account = cls.__new__(cls)
-        account.__dict__.update(name="", parent="", cap=None, committed=0, pending=0, overrun=0, holds={},
-                                settled={}, evicted=0, window_max=float("inf"))
+        account.__dict__.update(
+            name="",
+            parent="",
+            cap=None,
+            committed=0,
+            pending=0,
+            overrun=0,
+            holds={},
+            settled={},
+            evicted=0,
+            window_max=float("inf"),
+        )
         return account
 
     # State helpers.
@@ -245,8 +269,9 @@ class Account(LedgerAggregate):
         }
 
 
-def roll_up(parents: list[Account], audit: Audit, child: Account, ref: str, kind: str,
-            pending_delta: int, committed_delta: int) -> None:
+def roll_up(
+    parents: list[Account], audit: Audit, child: Account, ref: str, kind: str, pending_delta: int, committed_delta: int
+) -> None:
     """Mirror a change of `child` onto every parent, each computing its own overrun: a commit
     overruns by what its actual exceeds its hold; spend without a hold (a charge, a late
     commit) overruns by what lies beyond the parent's remaining amount."""
@@ -258,8 +283,14 @@ def roll_up(parents: list[Account], audit: Audit, child: Account, ref: str, kind
         else:
             overrun_delta = 0
         parent.record(
-            Account.SpendRolledUp, audit, child=child.name, ref=ref, kind=kind,
-            pending_delta=pending_delta, committed_delta=committed_delta, overrun_delta=overrun_delta,
+            Account.SpendRolledUp,
+            audit,
+            child=child.name,
+            ref=ref,
+            kind=kind,
+            pending_delta=pending_delta,
+            committed_delta=committed_delta,
+            overrun_delta=overrun_delta,
         )
 
 
@@ -272,55 +303,102 @@ def expire_overdue(account: Account, parents: list[Account], audit: Audit) -> in
     return len(overdue)
 
 
-def reserve(account: Account, parents: list[Account], audit: Audit, *, reservation_id: str, amount: int,
-            basis: dict[str, Any], expires_at: datetime, attempt: int, recall: Recall | None = None) -> int | None:
+def reserve(
+    account: Account,
+    parents: list[Account],
+    audit: Audit,
+    *,
+    reservation_id: str,
+    amount: int,
+    basis: dict[str, Any],
+    expires_at: datetime,
+    attempt: int,
+    recall: Recall | None = None,
+) -> int | None:
     """Hold `amount` against the account and every parent. Returns the version of an identical
     earlier request. Raises CapExceeded after recording the refusal on `account`."""
     entry = account.entry(reservation_id, recall)
     if entry is not None:
         # A charge entry has no attempt: check its kind before comparing payloads.
         if entry["state"] == "charged":
-            raise Conflict(f"{reservation_id} is a charge id", reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
-                           reservation_id=reservation_id)
+            raise Conflict(
+                f"{reservation_id} is a charge id",
+                reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
+                reservation_id=reservation_id,
+            )
         if (entry["amount"], entry["basis"], entry["attempt"]) != (amount, basis, attempt):
-            raise Conflict(f"reservation {reservation_id} exists with another payload",
-                           reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD, reservation_id=reservation_id)
+            raise Conflict(
+                f"reservation {reservation_id} exists with another payload",
+                reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
+                reservation_id=reservation_id,
+            )
         if entry["state"] == "refused":
             raise CapExceeded(
                 f"reservation {reservation_id} was refused: it would cross the cap of {entry['refused_by']}",
-                reason=Reason.SPEND_CAP_EXCEEDED, account=entry["refused_by"], remaining_usd_micro=entry["remaining"],
+                reason=Reason.SPEND_CAP_EXCEEDED,
+                account=entry["refused_by"],
+                remaining_usd_micro=entry["remaining"],
             )
         return int(entry["reserved_version"])
     expire_overdue(account, parents, audit)
     for holder in (account, *parents):
         headroom = holder.remaining
         if headroom is not None and amount > headroom:
-            account.record(Account.SpendRefused, audit, reservation_id=reservation_id, amount=amount,
-                           basis=basis, attempt=attempt, refused_by=holder.name, remaining=headroom)
+            account.record(
+                Account.SpendRefused,
+                audit,
+                reservation_id=reservation_id,
+                amount=amount,
+                basis=basis,
+                attempt=attempt,
+                refused_by=holder.name,
+                remaining=headroom,
+            )
             raise CapExceeded(
                 f"reserving {amount} would cross the cap of {holder.name}: {headroom} remains",
-                reason=Reason.SPEND_CAP_EXCEEDED, account=holder.name, remaining_usd_micro=headroom,
+                reason=Reason.SPEND_CAP_EXCEEDED,
+                account=holder.name,
+                remaining_usd_micro=headroom,
             )
-    account.record(Account.SpendReserved, audit, reservation_id=reservation_id, amount=amount,
-                   basis=basis, expires_at=expires_at, attempt=attempt)
+    account.record(
+        Account.SpendReserved,
+        audit,
+        reservation_id=reservation_id,
+        amount=amount,
+        basis=basis,
+        expires_at=expires_at,
+        attempt=attempt,
+    )
     roll_up(parents, audit, account, reservation_id, "reserve", amount, 0)
     return None
 
 
-def commit(account: Account, parents: list[Account], audit: Audit, *, reservation_id: str,
-           actual: int, basis: dict[str, Any], recall: Recall | None = None) -> tuple[int | None, int]:
+def commit(
+    account: Account,
+    parents: list[Account],
+    audit: Audit,
+    *,
+    reservation_id: str,
+    actual: int,
+    basis: dict[str, Any],
+    recall: Recall | None = None,
+) -> tuple[int | None, int]:
     """Settle a hold with the actual amount, charged in full. Returns (version of an identical
     earlier commit or None, overrun). A hold that expired, or was released because a new attempt
     fenced off its attempt, is committed late: the money was spent all the same, without a hold."""
     entry = account.entry(reservation_id, recall)
     if entry is None:
-        raise NotFound(f"no reservation {reservation_id}", reason=Reason.RESERVATION_NOT_FOUND,
-                       reservation_id=reservation_id)
+        raise NotFound(
+            f"no reservation {reservation_id}", reason=Reason.RESERVATION_NOT_FOUND, reservation_id=reservation_id
+        )
     state = entry["state"]
     if state == "committed":
         if entry["actual"] != actual:
-            raise Conflict(f"reservation {reservation_id} was committed with another amount",
-                           reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD, reservation_id=reservation_id)
+            raise Conflict(
+                f"reservation {reservation_id} was committed with another amount",
+                reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
+                reservation_id=reservation_id,
+            )
         # The overrun first answered (a late commit's is what lay beyond the cap, not the hold).
         return int(entry["settled_version"]), int(entry.get("overrun", max(0, actual - entry["amount"])))
     late = state == "expired" or (state == "released" and entry.get("reason") == SUPERSEDED)
@@ -329,46 +407,86 @@ def commit(account: Account, parents: list[Account], audit: Audit, *, reservatio
     reserved = entry["amount"]
     if state == "pending":
         overrun = max(0, actual - reserved)
-        account.record(Account.SpendCommitted, audit, reservation_id=reservation_id, reserved=reserved,
-                       actual=actual, basis=basis, overrun=overrun, late=False)
+        account.record(
+            Account.SpendCommitted,
+            audit,
+            reservation_id=reservation_id,
+            reserved=reserved,
+            actual=actual,
+            basis=basis,
+            overrun=overrun,
+            late=False,
+        )
         roll_up(parents, audit, account, reservation_id, "commit", -reserved, actual)
     else:  # Expired: the money was spent all the same, without a hold.
         overrun = account.excess(actual)
-        account.record(Account.SpendCommitted, audit, reservation_id=reservation_id, reserved=0,
-                       actual=actual, basis=basis, overrun=overrun, late=True)
+        account.record(
+            Account.SpendCommitted,
+            audit,
+            reservation_id=reservation_id,
+            reserved=0,
+            actual=actual,
+            basis=basis,
+            overrun=overrun,
+            late=True,
+        )
         roll_up(parents, audit, account, reservation_id, "late_commit", 0, actual)
     return None, overrun
 
 
-def release(account: Account, parents: list[Account], audit: Audit, *, reservation_id: str,
-            reason: str, recall: Recall | None = None) -> int | None:
+def release(
+    account: Account,
+    parents: list[Account],
+    audit: Audit,
+    *,
+    reservation_id: str,
+    reason: str,
+    recall: Recall | None = None,
+) -> int | None:
     """Give a hold back. Releasing a settled hold again answers with its settling version."""
     entry = account.entry(reservation_id, recall)
     if entry is None:
-        raise NotFound(f"no reservation {reservation_id}", reason=Reason.RESERVATION_NOT_FOUND,
-                       reservation_id=reservation_id)
+        raise NotFound(
+            f"no reservation {reservation_id}", reason=Reason.RESERVATION_NOT_FOUND, reservation_id=reservation_id
+        )
     if entry["state"] in ("released", "expired", "refused"):
         return int(entry["settled_version"])
     if entry["state"] != "pending":
-        raise Refused(f"reservation {reservation_id} is {entry['state']}", reason=SETTLED[entry["state"]],
-                      reservation_id=reservation_id)
+        raise Refused(
+            f"reservation {reservation_id} is {entry['state']}",
+            reason=SETTLED[entry["state"]],
+            reservation_id=reservation_id,
+        )
     account.record(Account.SpendReleased, audit, reservation_id=reservation_id, amount=entry["amount"], reason=reason)
     roll_up(parents, audit, account, reservation_id, "release", -entry["amount"], 0)
     return None
 
 
-def charge(account: Account, parents: list[Account], audit: Audit, *, charge_id: str, amount: int,
-           basis: dict[str, Any], reason: str, recall: Recall | None = None) -> tuple[int | None, int]:
+def charge(
+    account: Account,
+    parents: list[Account],
+    audit: Audit,
+    *,
+    charge_id: str,
+    amount: int,
+    basis: dict[str, Any],
+    reason: str,
+    recall: Recall | None = None,
+) -> tuple[int | None, int]:
     """Record spend that already happened, in full; the part beyond the cap is an overrun."""
     entry = account.entry(charge_id, recall)
     if entry is not None:
         if entry["state"] != "charged" or (entry["amount"], entry["basis"]) != (amount, basis):
-            raise Conflict(f"{charge_id} exists with another payload", reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
-                           charge_id=charge_id)
+            raise Conflict(
+                f"{charge_id} exists with another payload",
+                reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
+                charge_id=charge_id,
+            )
         return int(entry["settled_version"]), int(entry.get("overrun", 0))
     overrun = account.excess(amount)
-    account.record(Account.SpendCharged, audit, charge_id=charge_id, amount=amount, basis=basis,
-                   reason=reason, overrun=overrun)
+    account.record(
+        Account.SpendCharged, audit, charge_id=charge_id, amount=amount, basis=basis, reason=reason, overrun=overrun
+    )
     roll_up(parents, audit, account, charge_id, "charge", 0, amount)
     return None, overrun
 
@@ -390,7 +508,10 @@ def set_cap(account: Account, audit: Audit, cap: int | None) -> int | None:
         return account.version
     floor = account.committed + account.pending - account.overrun
     if cap is not None and cap < floor:
-        raise Refused(f"cap {cap} is below the {floor} already committed and held",
-                      reason=Reason.CAP_BELOW_SPEND, minimum_cap_usd_micro=floor)
+        raise Refused(
+            f"cap {cap} is below the {floor} already committed and held",
+            reason=Reason.CAP_BELOW_SPEND,
+            minimum_cap_usd_micro=floor,
+        )
     account.record(Account.CapSet, audit, cap=cap)
     return None

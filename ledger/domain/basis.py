@@ -53,8 +53,12 @@ def check_basis(basis: Mapping[str, Any] | None) -> dict[str, Any]:
     gpu = basis.get("gpu")
     if gpu:
         normal["gpu"] = {
-            "gpu_milliseconds": check_int(gpu.get("gpu_milliseconds", 0), "basis.gpu.gpu_milliseconds", maximum=STEP_MAX),
-            "usd_micro_per_gpu_hour": check_usd_micro(gpu.get("usd_micro_per_gpu_hour", 0), "basis.gpu.usd_micro_per_gpu_hour"),
+            "gpu_milliseconds": check_int(
+                gpu.get("gpu_milliseconds", 0), "basis.gpu.gpu_milliseconds", maximum=STEP_MAX
+            ),
+            "usd_micro_per_gpu_hour": check_usd_micro(
+                gpu.get("usd_micro_per_gpu_hour", 0), "basis.gpu.usd_micro_per_gpu_hour"
+            ),
             "gpu_type": check_text(gpu.get("gpu_type", ""), "basis.gpu.gpu_type", limit=256),
             "gpu_count": check_int(gpu.get("gpu_count", 1), "basis.gpu.gpu_count", minimum=0, maximum=4096),
         }

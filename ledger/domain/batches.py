@@ -78,8 +78,9 @@ class StepBatch:
         return cls(attempt, steps, tokens, usd_micro, normal, digest)
 
 
-def _check_bytes(steps: list[int], tokens: list[int] | None, usd_micro: list[int] | None,
-                 metrics: dict[str, dict[str, Any]]) -> None:
+def _check_bytes(
+    steps: list[int], tokens: list[int] | None, usd_micro: list[int] | None, metrics: dict[str, dict[str, Any]]
+) -> None:
     """A batch takes at most BATCH_BYTES_MAX: 8 bytes a number, plus its metric names."""
     numbers = len(steps) + len(tokens or ()) + len(usd_micro or ())
     numbers += sum(len(column["values"]) + len(column["index"] or ()) for column in metrics.values())
@@ -87,7 +88,10 @@ def _check_bytes(steps: list[int], tokens: list[int] | None, usd_micro: list[int
     if size > BATCH_BYTES_MAX:
         raise Invalid(
             f"a batch takes at most {BATCH_BYTES_MAX} bytes (8 a number, plus metric names); this one {size}",
-            reason=Reason.BATCH_TOO_LARGE, limit=BATCH_BYTES_MAX, size=size)
+            reason=Reason.BATCH_TOO_LARGE,
+            limit=BATCH_BYTES_MAX,
+            size=size,
+        )
 
 
 def _increasing(values: list[int]) -> bool:
@@ -115,7 +119,8 @@ def _column(values: Sequence[int] | None, field: str, count: int, maximum: int) 
 def _metrics(metrics: Mapping[str, Any], count: int) -> dict[str, dict[str, Any]]:
     if len(metrics) > METRICS_PER_BATCH_MAX:
         raise Invalid(
-            f"a batch carries at most {METRICS_PER_BATCH_MAX} metrics", reason=Reason.TOO_MANY_METRICS,
+            f"a batch carries at most {METRICS_PER_BATCH_MAX} metrics",
+            reason=Reason.TOO_MANY_METRICS,
             limit=METRICS_PER_BATCH_MAX,
         )
     normal: dict[str, dict[str, Any]] = {}
@@ -138,13 +143,15 @@ def _metrics(metrics: Mapping[str, Any], count: int) -> dict[str, dict[str, Any]
             if len(values) != count:
                 raise Invalid(
                     f"metric {name} must have one value per step or an index",
-                    reason=Reason.COLUMN_LENGTH_MISMATCH, field=name,
+                    reason=Reason.COLUMN_LENGTH_MISMATCH,
+                    field=name,
                 )
         else:
             index = list(index)
             if len(index) != len(values) or not all(type(i) is int for i in index):
-                raise Invalid(f"metric {name}: index and values differ", reason=Reason.COLUMN_LENGTH_MISMATCH,
-                              field=name)
+                raise Invalid(
+                    f"metric {name}: index and values differ", reason=Reason.COLUMN_LENGTH_MISMATCH, field=name
+                )
             if not index or index[0] < 0 or index[-1] >= count or not _increasing(index):
                 raise Invalid(f"metric {name}: index out of order or range", reason=Reason.INVALID_INDEX, field=name)
             if len(index) == count:

@@ -60,8 +60,7 @@ class Conflict(LedgerError):
     default, or STEP_ALREADY_RECORDED). The same id with the same payload is no conflict: it
     answers with the first result."""
 
-    def __init__(self, message: str, *, reason: Reason = Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
-                 **metadata: Any) -> None:
+    def __init__(self, message: str, *, reason: Reason = Reason.EXISTS_WITH_DIFFERENT_PAYLOAD, **metadata: Any) -> None:
         super().__init__(message, reason=reason, **metadata)
 
 
@@ -84,10 +83,16 @@ class CapExceeded(Exhausted):
     refusal is recorded on the account (SpendRefused) for audit; `account` names the account that
     refused and `remaining_usd_micro` says what is left on it."""
 
-    def __init__(self, message: str, *, account: str, remaining_usd_micro: int,
-                 reason: Reason = Reason.SPEND_CAP_EXCEEDED, **metadata: Any) -> None:
-        super().__init__(message, reason=reason, account=account, remaining_usd_micro=remaining_usd_micro,
-                         **metadata)
+    def __init__(
+        self,
+        message: str,
+        *,
+        account: str,
+        remaining_usd_micro: int,
+        reason: Reason = Reason.SPEND_CAP_EXCEEDED,
+        **metadata: Any,
+    ) -> None:
+        super().__init__(message, reason=reason, account=account, remaining_usd_micro=remaining_usd_micro, **metadata)
         self.account = account
         self.remaining_usd_micro = remaining_usd_micro
 

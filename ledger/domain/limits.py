@@ -113,7 +113,7 @@ _TEXT_REFUSED = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\
 # Scripts whose letters pass for one another; an identifier takes its letters from one of them.
 _LOOKALIKE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC"})
 # Cyrillic and Greek letters drawn like Latin ones: a word of these alone reads as a Latin word.
-_LATIN_LOOKALIKES = frozenset("аеорсухіјѕһԁԛԝӏүАВЕКМНОРСТХІЈЅУҮԚԜӀ" "οϲϳΑΒΕΖΗΙΚΜΝΟΡΤΥΧϹ")
+_LATIN_LOOKALIKES = frozenset("аеорсухіјѕһԁԛԝӏүАВЕКМНОРСТХІЈЅУҮԚԜӀοϲϳΑΒΕΖΗΙΚΜΝΟΡΤΥΧϹ")
 
 
 def check_id(value: Any, field: str, *, required: bool = True) -> str:
@@ -145,11 +145,14 @@ def check_reference(value: Any, field: str, *, required: bool = True) -> str:
             raise Invalid(f"{field} is required", reason=Reason.MISSING_FIELD, field=field)
         return ""
     if len(value) > ID_LENGTH_MAX:
-        raise Invalid(f"{field} is longer than {ID_LENGTH_MAX} characters", reason=Reason.STRING_TOO_LONG,
-                      field=field, limit=ID_LENGTH_MAX)
+        raise Invalid(
+            f"{field} is longer than {ID_LENGTH_MAX} characters",
+            reason=Reason.STRING_TOO_LONG,
+            field=field,
+            limit=ID_LENGTH_MAX,
+        )
     if not value.isprintable():
-        raise Invalid(f"{field} contains characters that are not printable", reason=Reason.INVALID_FIELD,
-                      field=field)
+        raise Invalid(f"{field} contains characters that are not printable", reason=Reason.INVALID_FIELD, field=field)
     return value
 
 
@@ -166,7 +169,10 @@ def _check_id_characters(value: str, field: str) -> None:
         if not allowed:
             raise Invalid(
                 f"{field} holds {_name(character)}: identifiers take letters, digits and . _ : @ / + - =",
-                reason=Reason.INVALID_FIELD, field=field, character=f"U+{ord(character):04X}")
+                reason=Reason.INVALID_FIELD,
+                field=field,
+                character=f"U+{ord(character):04X}",
+            )
         previous = character
 
 
@@ -174,16 +180,23 @@ def _check_id_unicode(value: str, field: str) -> None:
     if not unicodedata.is_normalized("NFC", value):
         raise Invalid(f"{field} is not in Unicode NFC form", reason=Reason.NOT_NORMALIZED, field=field)
     if not unicodedata.is_normalized("NFKC", value):
-        raise Invalid(f"{field} holds compatibility characters that look like others",
-                      reason=Reason.CONFUSABLE_IDENTIFIER, field=field)
+        raise Invalid(
+            f"{field} holds compatibility characters that look like others",
+            reason=Reason.CONFUSABLE_IDENTIFIER,
+            field=field,
+        )
     letters = [character for character in value if character.isalpha()]
     scripts = {unicodedata.name(character, "").split(" ", 1)[0] for character in letters} & _LOOKALIKE_SCRIPTS
     if len(scripts) > 1:
-        raise Invalid(f"{field} mixes letters of the {' and '.join(sorted(scripts))} scripts",
-                      reason=Reason.CONFUSABLE_IDENTIFIER, field=field)
+        raise Invalid(
+            f"{field} mixes letters of the {' and '.join(sorted(scripts))} scripts",
+            reason=Reason.CONFUSABLE_IDENTIFIER,
+            field=field,
+        )
     if letters and scripts <= {"CYRILLIC", "GREEK"} and all(c in _LATIN_LOOKALIKES for c in letters):
-        raise Invalid(f"{field} is spelled with letters that look Latin",
-                      reason=Reason.CONFUSABLE_IDENTIFIER, field=field)
+        raise Invalid(
+            f"{field} is spelled with letters that look Latin", reason=Reason.CONFUSABLE_IDENTIFIER, field=field
+        )
 
 
 def _name(character: str) -> str:
@@ -206,7 +219,10 @@ def check_text(value: Any, field: str, *, limit: int = STRING_LENGTH_MAX) -> str
     if refused is not None:
         raise Invalid(
             f"{field} holds {_name(refused.group())}: text takes no control, line separator or bidi characters",
-            reason=Reason.INVALID_TEXT, field=field, character=f"U+{ord(refused.group()):04X}")
+            reason=Reason.INVALID_TEXT,
+            field=field,
+            character=f"U+{ord(refused.group()):04X}",
+        )
     return value
 
 
@@ -235,9 +251,7 @@ def check_int(value: Any, field: str, *, minimum: int = 0, maximum: int = STEP_M
 def check_usd_micro(value: Any, field: str) -> int:
     """Money: integer micro-dollars, never negative, never a float."""
     if type(value) is not int:
-        raise Invalid(
-            f"{field} must be integer micro-dollars", reason=Reason.INVALID_AMOUNT, field=field
-        )
+        raise Invalid(f"{field} must be integer micro-dollars", reason=Reason.INVALID_AMOUNT, field=field)
     if value < 0:
         raise Invalid(f"{field} must not be negative", reason=Reason.NEGATIVE_AMOUNT, field=field)
     if value > USD_MICRO_MAX:
@@ -271,8 +285,13 @@ def check_document_bytes(value: Any, field: str, limit: int, reason: Reason) -> 
     """Refuses (Invalid with `reason`) a document larger than `limit` bytes as JSON."""
     size = document_bytes(value)
     if size > limit:
-        raise Invalid(f"{field} takes {size} bytes as JSON, above the limit of {limit}",
-                      reason=reason, field=field, limit=limit, size=size)
+        raise Invalid(
+            f"{field} takes {size} bytes as JSON, above the limit of {limit}",
+            reason=reason,
+            field=field,
+            limit=limit,
+            size=size,
+        )
 
 
 def _check_node(value: Any, field: str, depth: int) -> Any:
@@ -280,9 +299,7 @@ def _check_node(value: Any, field: str, depth: int) -> Any:
         raise Invalid(f"{field} is nested too deeply", reason=Reason.DOCUMENT_TOO_DEEP, field=field)
     if value is None or isinstance(value, bool | int | str):
         if isinstance(value, str) and len(value) > STRING_LENGTH_MAX:
-            raise Invalid(
-                f"a string in {field} is too long", reason=Reason.STRING_TOO_LONG, field=field
-            )
+            raise Invalid(f"a string in {field} is too long", reason=Reason.STRING_TOO_LONG, field=field)
         if isinstance(value, str) and "\x00" in value:
             raise Invalid(f"a string in {field} contains a NUL character", reason=Reason.INVALID_FIELD, field=field)
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**63:
@@ -290,9 +307,7 @@ def _check_node(value: Any, field: str, depth: int) -> Any:
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise Invalid(
-                f"{field} holds a non-finite number", reason=Reason.NON_FINITE_VALUE, field=field
-            )
+            raise Invalid(f"{field} holds a non-finite number", reason=Reason.NON_FINITE_VALUE, field=field)
         return value
     if isinstance(value, Mapping):
         if len(value) > MAP_ENTRIES_MAX:
@@ -316,6 +331,4 @@ def _check_node(value: Any, field: str, depth: int) -> Any:
                 field=field,
             )
         return [_check_node(item, field, depth + 1) for item in value]
-    raise Invalid(
-        f"{field} holds a value of type {type(value).__name__}", reason=Reason.INVALID_FIELD, field=field
-    )
+    raise Invalid(f"{field} holds a value of type {type(value).__name__}", reason=Reason.INVALID_FIELD, field=field)

@@ -70,8 +70,14 @@ class Family(LedgerAggregate):
         def apply(self, family: Family) -> None:
             family.current = self.version
             family.promotions.append(
-                {"version": self.version, "previous": self.previous, "kind": self.kind,
-                 "verdict": self.verdict, "reason": self.reason, "event_version": self.originator_version}
+                {
+                    "version": self.version,
+                    "previous": self.previous,
+                    "kind": self.kind,
+                    "verdict": self.verdict,
+                    "reason": self.reason,
+                    "event_version": self.originator_version,
+                }
             )
 
     def register(self, audit: Audit, *, version_fields: dict[str, Any]) -> tuple[int, int | None]:
@@ -84,7 +90,8 @@ class Family(LedgerAggregate):
                 raise Conflict(
                     f"digest {version_fields['digest']} is registered as version {existing['version']} "
                     "with another payload",
-                    reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD, version=existing["version"],
+                    reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
+                    version=existing["version"],
                 )
         number = len(self.versions) + 1
         self.record(self.VersionRegistered, audit, version=number, **version_fields)
@@ -94,11 +101,18 @@ class Family(LedgerAggregate):
         if not 1 <= version <= len(self.versions):
             raise NotFound(f"{self.name} has no version {version}", reason=Reason.VERSION_NOT_FOUND, version=version)
 
-    def _retry_of(self, kind: str, version: int, expected_current: int, verdict: dict[str, Any] | None,
-                  reason: str) -> int | None:
+    def _retry_of(
+        self, kind: str, version: int, expected_current: int, verdict: dict[str, Any] | None, reason: str
+    ) -> int | None:
         last = self.promotions[-1] if self.promotions else None
-        if (last is not None and last["kind"] == kind and last["version"] == version
-                and last["previous"] == expected_current and last["verdict"] == verdict and last["reason"] == reason):
+        if (
+            last is not None
+            and last["kind"] == kind
+            and last["version"] == version
+            and last["previous"] == expected_current
+            and last["verdict"] == verdict
+            and last["reason"] == reason
+        ):
             return int(last["event_version"])
         return None
 
@@ -106,7 +120,9 @@ class Family(LedgerAggregate):
         if self.current != expected_current:
             raise Contended(
                 f"{self.name}: expected version {expected_current} to be current, but it is {self.current}",
-                reason=Reason.CURRENT_VERSION_MOVED, current=self.current, expected=expected_current,
+                reason=Reason.CURRENT_VERSION_MOVED,
+                current=self.current,
+                expected=expected_current,
             )
 
     def promote(self, audit: Audit, *, version: int, expected_current: int, verdict: dict[str, Any]) -> int | None:
@@ -127,8 +143,15 @@ class Family(LedgerAggregate):
         self._check_current(expected_current)
         if version == self.current:
             raise Refused(f"version {version} is already current", reason=Reason.ALREADY_CURRENT)
-        self.record(self.VersionPromoted, audit, version=version, previous=self.current, kind="promote",
-                    verdict=verdict, reason="")
+        self.record(
+            self.VersionPromoted,
+            audit,
+            version=version,
+            previous=self.current,
+            kind="promote",
+            verdict=verdict,
+            reason="",
+        )
         return None
 
     def rollback(self, audit: Audit, *, version: int, expected_current: int, reason: str) -> int | None:
@@ -144,6 +167,13 @@ class Family(LedgerAggregate):
             )
         if not any(p["version"] == version and p["kind"] == "promote" for p in self.promotions):
             raise Refused(f"version {version} was never promoted", reason=Reason.NEVER_PROMOTED)
-        self.record(self.VersionPromoted, audit, version=version, previous=self.current, kind="rollback",
-                    verdict=None, reason=reason)
+        self.record(
+            self.VersionPromoted,
+            audit,
+            version=version,
+            previous=self.current,
+            kind="rollback",
+            verdict=None,
+            reason=reason,
+        )
         return None

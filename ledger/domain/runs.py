@@ -173,9 +173,7 @@ class Run(LedgerAggregate):
     def current_attempt(self) -> int:
         return self.attempts[-1]["number"] if self.attempts else 0
 
-    def start_attempt(
-        self, audit: Audit, *, attempt_id: str, label: str, resume_from_step: int | None
-    ) -> int | None:
+    def start_attempt(self, audit: Audit, *, attempt_id: str, label: str, resume_from_step: int | None) -> int | None:
         """Start attempt n+1, fencing attempt n. Returns the version of an earlier identical
         start (a retry), or None when a new event was recorded."""
         for attempt in self.attempts:

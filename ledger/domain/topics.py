@@ -17,8 +17,7 @@ from ledger.domain.base import LedgerAggregate
 
 __all__ = ["LEGACY_MODULES", "event_topics"]
 
-LEGACY_MODULES: dict[str, ModuleType] = {"ledger.runs": runs, "ledger.accounts": accounts,
-                                         "ledger.registry": registry}
+LEGACY_MODULES: dict[str, ModuleType] = {"ledger.runs": runs, "ledger.accounts": accounts, "ledger.registry": registry}
 
 for _old, _module in LEGACY_MODULES.items():
     register_topic(_old, _module)

@@ -75,8 +75,9 @@ class Storage:
     def insert_keys(self, rows: list[KeyRow]) -> None:
         raise NotImplementedError
 
-    def select_notifications_of(self, originator_ids: list[UUID], start: int, limit: int,
-                                topics: list[str]) -> list[Notification]:
+    def select_notifications_of(
+        self, originator_ids: list[UUID], start: int, limit: int, topics: list[str]
+    ) -> list[Notification]:
         """Notifications of the given aggregates from position `start`. This fallback filters
         the whole log; backends override it with an indexed query."""
         found: list[Notification] = []
@@ -98,4 +99,3 @@ class Storage:
 
     def close(self) -> None:
         pass
-

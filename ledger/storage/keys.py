@@ -16,8 +16,13 @@ __all__ = ["event_keys", "spend_key", "batch_key", "KEYED_EVENTS"]
 
 # The event classes that carry a key, by qualified name (resolved lazily to avoid an import cycle).
 KEYED_EVENTS = (
-    "Account.SpendReserved", "Account.SpendRefused", "Account.SpendCommitted", "Account.SpendReleased",
-    "Account.SpendExpired", "Account.SpendCharged", "Run.StepsRecorded",
+    "Account.SpendReserved",
+    "Account.SpendRefused",
+    "Account.SpendCommitted",
+    "Account.SpendReleased",
+    "Account.SpendExpired",
+    "Account.SpendCharged",
+    "Run.StepsRecorded",
 )
 
 

@@ -66,8 +66,12 @@ def damage(database: str) -> str | None:
 
 def sqlite_env(path: str) -> dict[str, str]:
     """eventsourcing settings for a SQLite file (ledger.backend chooses between the backends)."""
-    return {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": path, "SQLITE_LOCK_TIMEOUT": "30",
-            "APPLICATION_RECORDER_TOPIC": "ledger.storage.sqlite:SQLiteRecorder"}
+    return {
+        "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+        "SQLITE_DBNAME": path,
+        "SQLITE_LOCK_TIMEOUT": "30",
+        "APPLICATION_RECORDER_TOPIC": "ledger.storage.sqlite:SQLiteRecorder",
+    }
 
 
 class SQLiteRecorder(SQLiteApplicationRecorder):
@@ -75,16 +79,20 @@ class SQLiteRecorder(SQLiteApplicationRecorder):
     transaction of the events: `save(..., keys=[(aggregate id, key, version), ...])`."""
 
     def construct_create_table_statements(self) -> list[str]:
-        return [*super().construct_create_table_statements(),
-                f"CREATE TABLE IF NOT EXISTS {KEYS_TABLE} (originator_id TEXT, key TEXT, originator_version INTEGER,"
-                " PRIMARY KEY (originator_id, key, originator_version)) WITHOUT ROWID"]
+        return [
+            *super().construct_create_table_statements(),
+            f"CREATE TABLE IF NOT EXISTS {KEYS_TABLE} (originator_id TEXT, key TEXT, originator_version INTEGER,"
+            " PRIMARY KEY (originator_id, key, originator_version)) WITHOUT ROWID",
+        ]
 
     def _insert_events(self, c: SQLiteCursor, stored_events: Any, **kwargs: Any) -> Any:
         positions = super()._insert_events(c, stored_events, **kwargs)
         keys: list[KeyRow] = kwargs.get("keys") or []
         if keys:
-            c.executemany(f"INSERT OR IGNORE INTO {KEYS_TABLE} (originator_id, key, originator_version)"
-                          " VALUES (?, ?, ?)", [(uuid.hex, key, version) for uuid, key, version in keys])
+            c.executemany(
+                f"INSERT OR IGNORE INTO {KEYS_TABLE} (originator_id, key, originator_version) VALUES (?, ?, ?)",
+                [(uuid.hex, key, version) for uuid, key, version in keys],
+            )
         return positions
 
 
@@ -172,10 +180,14 @@ class SQLiteStorage(Storage):
         self.create_tables()
 
     def position_of(self, originator_id: UUID, version: int) -> int:
-        row = self._reader().execute(
-            "SELECT rowid FROM stored_events WHERE originator_id = ? AND originator_version = ?",
-            (originator_id.hex, version),
-        ).fetchone()
+        row = (
+            self._reader()
+            .execute(
+                "SELECT rowid FROM stored_events WHERE originator_id = ? AND originator_version = ?",
+                (originator_id.hex, version),
+            )
+            .fetchone()
+        )
         if row is None:
             raise LookupError(f"no stored event {originator_id} v{version}")
         return int(row[0])
@@ -185,35 +197,53 @@ class SQLiteStorage(Storage):
         return int(row[0] or 0)
 
     def key_versions(self, originator_id: UUID, key: str) -> list[int]:
-        rows = self._reader().execute(
-            f"SELECT originator_version FROM {KEYS_TABLE} WHERE originator_id = ? AND key = ?"
-            " ORDER BY originator_version", (originator_id.hex, key)).fetchall()
+        rows = (
+            self._reader()
+            .execute(
+                f"SELECT originator_version FROM {KEYS_TABLE} WHERE originator_id = ? AND key = ?"
+                " ORDER BY originator_version",
+                (originator_id.hex, key),
+            )
+            .fetchall()
+        )
         return [int(row[0]) for row in rows]
 
     def keys_missing(self) -> bool:
         reader = self._reader()
         if reader.execute(f"SELECT 1 FROM {KEYS_TABLE} LIMIT 1").fetchone() is not None:
             return False
-        return reader.execute("SELECT 1 FROM stored_events WHERE topic LIKE '%:Account.Spend%'"
-                              " OR topic LIKE '%:Run.StepsRecorded' LIMIT 1").fetchone() is not None
+        return (
+            reader.execute(
+                "SELECT 1 FROM stored_events WHERE topic LIKE '%:Account.Spend%'"
+                " OR topic LIKE '%:Run.StepsRecorded' LIMIT 1"
+            ).fetchone()
+            is not None
+        )
 
     def insert_keys(self, rows: list[KeyRow]) -> None:
         with self.transaction() as cursor:
-            cursor.executemany(f"INSERT OR IGNORE INTO {KEYS_TABLE} (originator_id, key, originator_version)"
-                               " VALUES (?, ?, ?)", [(uuid.hex, key, version) for uuid, key, version in rows])
+            cursor.executemany(
+                f"INSERT OR IGNORE INTO {KEYS_TABLE} (originator_id, key, originator_version) VALUES (?, ?, ?)",
+                [(uuid.hex, key, version) for uuid, key, version in rows],
+            )
 
-    def select_notifications_of(self, originator_ids: list[UUID], start: int, limit: int,
-                                topics: list[str]) -> list[Notification]:
+    def select_notifications_of(
+        self, originator_ids: list[UUID], start: int, limit: int, topics: list[str]
+    ) -> list[Notification]:
         marks = ",".join("?" * len(originator_ids))
-        sql = (f"SELECT rowid, originator_id, originator_version, topic, state FROM stored_events"
-               f" WHERE originator_id IN ({marks}) AND rowid >= ?")
+        sql = (
+            f"SELECT rowid, originator_id, originator_version, topic, state FROM stored_events"
+            f" WHERE originator_id IN ({marks}) AND rowid >= ?"
+        )
         params: list[Any] = [u.hex for u in originator_ids] + [start]
         if topics:
             sql += f" AND topic IN ({','.join('?' * len(topics))})"
             params += topics
         rows = self._reader().execute(sql + " ORDER BY rowid LIMIT ?", (*params, limit)).fetchall()
-        return [Notification(id=row[0], originator_id=UUID(row[1]), originator_version=row[2], topic=row[3],
-                             state=row[4]) for row in rows]
+        return [
+            Notification(id=row[0], originator_id=UUID(row[1]), originator_version=row[2], topic=row[3], state=row[4])
+            for row in rows
+        ]
 
     def close(self) -> None:
         with self._lock:

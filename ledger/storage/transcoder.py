@@ -58,5 +58,3 @@ class MsgspecTranscoder(Transcoder):
 
     def decode(self, data: bytes) -> Any:
         return self._decoder.decode(data)
-
-

@@ -72,8 +72,10 @@ def _attempt_started(c: Cursor, e: Any, position: int) -> None:
 
 
 def _steps_for_runs(c: Cursor, e: Any, position: int) -> None:
-    c.execute("UPDATE view_runs SET last_step = ?, position = ? WHERE run_id = ?",
-              (e.steps[-1], position, str(e.originator_id)))
+    c.execute(
+        "UPDATE view_runs SET last_step = ?, position = ? WHERE run_id = ?",
+        (e.steps[-1], position, str(e.originator_id)),
+    )
 
 
 def _checkpoint_saved(c: Cursor, e: Any, position: int) -> None:
@@ -81,8 +83,19 @@ def _checkpoint_saved(c: Cursor, e: Any, position: int) -> None:
     c.execute(
         "INSERT INTO view_checkpoints (run_id, attempt, step, backend, uri, fidelity, sampler_uri, final, saved_at,"
         " expires_at, digest, superseded) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
-        (run_id, e.attempt, e.step, e.backend, e.uri, e.fidelity, e.sampler_uri, int(e.final),
-         to_epoch(e.timestamp), to_epoch(e.expires_at), e.digest),
+        (
+            run_id,
+            e.attempt,
+            e.step,
+            e.backend,
+            e.uri,
+            e.fidelity,
+            e.sampler_uri,
+            int(e.final),
+            to_epoch(e.timestamp),
+            to_epoch(e.expires_at),
+            e.digest,
+        ),
     )
     c.execute("UPDATE view_runs SET position = ? WHERE run_id = ?", (position, run_id))
 
@@ -104,8 +117,10 @@ def _finished(c: Cursor, e: Any, position: int) -> None:
 
 def _summary_noted(c: Cursor, e: Any, position: int) -> None:
     run_id = str(e.originator_id)
-    c.execute("UPDATE view_runs SET summary = ?, position = ? WHERE run_id = ?",
-              (_merge_summary(c, run_id, e.summary), position, run_id))
+    c.execute(
+        "UPDATE view_runs SET summary = ?, position = ? WHERE run_id = ?",
+        (_merge_summary(c, run_id, e.summary), position, run_id),
+    )
 
 
 # series view
@@ -117,8 +132,18 @@ def _steps_for_series(c: Cursor, e: Any, position: int) -> None:
     c.execute(
         "INSERT INTO view_series (run_id, first_step, attempt, last_step, superseded_above, count, steps, tokens,"
         " usd_micro, metrics, position) VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?)",
-        (str(e.originator_id), e.steps[0], e.attempt, e.steps[-1], len(e.steps), _pack(e.steps), _pack(e.tokens),
-         _pack(e.usd_micro), _pack(e.metrics), position),
+        (
+            str(e.originator_id),
+            e.steps[0],
+            e.attempt,
+            e.steps[-1],
+            len(e.steps),
+            _pack(e.steps),
+            _pack(e.tokens),
+            _pack(e.usd_micro),
+            _pack(e.metrics),
+            position,
+        ),
     )
 
 
@@ -161,8 +186,16 @@ def _reserved(c: Cursor, e: Any, position: int, account: str) -> None:
         "INSERT INTO view_reservations (account, reservation_id, kind, state, amount, actual, overrun, basis,"
         " actual_basis, reason, attempt, reserved_at, settled_at, expires_at, position)"
         " VALUES (?, ?, 'reservation', 'pending', ?, 0, 0, ?, '{}', '', ?, ?, NULL, ?, ?)" + _RESERVATION_UPSERT,
-        (account, e.reservation_id, e.amount, _dump(e.basis), e.attempt, to_epoch(e.timestamp),
-         to_epoch(e.expires_at), position),
+        (
+            account,
+            e.reservation_id,
+            e.amount,
+            _dump(e.basis),
+            e.attempt,
+            to_epoch(e.timestamp),
+            to_epoch(e.expires_at),
+            position,
+        ),
     )
     _totals(c, account, position, pending=e.amount)
 
@@ -172,9 +205,17 @@ def _refused(c: Cursor, e: Any, position: int, account: str) -> None:
         "INSERT INTO view_reservations (account, reservation_id, kind, state, amount, actual, overrun, basis,"
         " actual_basis, reason, attempt, reserved_at, settled_at, expires_at, position)"
         " VALUES (?, ?, 'reservation', 'refused', ?, 0, 0, ?, '{}', ?, ?, ?, ?, NULL, ?)" + _RESERVATION_UPSERT,
-        (account, e.reservation_id, e.amount, _dump(e.basis),
-         f"cap of {e.refused_by} would be crossed: {e.remaining} remained", e.attempt, to_epoch(e.timestamp),
-         to_epoch(e.timestamp), position),
+        (
+            account,
+            e.reservation_id,
+            e.amount,
+            _dump(e.basis),
+            f"cap of {e.refused_by} would be crossed: {e.remaining} remained",
+            e.attempt,
+            to_epoch(e.timestamp),
+            to_epoch(e.timestamp),
+            position,
+        ),
     )
 
 
@@ -182,8 +223,15 @@ def _committed(c: Cursor, e: Any, position: int, account: str) -> None:
     c.execute(
         "UPDATE view_reservations SET state = 'committed', actual = ?, overrun = ?, actual_basis = ?, settled_at = ?,"
         " reason = ? WHERE account = ? AND reservation_id = ?",
-        (e.actual, e.overrun, _dump(e.basis), to_epoch(e.timestamp), "committed after expiry" if e.late else "",
-         account, e.reservation_id),
+        (
+            e.actual,
+            e.overrun,
+            _dump(e.basis),
+            to_epoch(e.timestamp),
+            "committed after expiry" if e.late else "",
+            account,
+            e.reservation_id,
+        ),
     )
     _totals(c, account, position, pending=-e.reserved, committed=e.actual, overrun=e.overrun)
 
@@ -205,8 +253,19 @@ def _charged(c: Cursor, e: Any, position: int, account: str) -> None:
         "INSERT INTO view_reservations (account, reservation_id, kind, state, amount, actual, overrun, basis,"
         " actual_basis, reason, attempt, reserved_at, settled_at, expires_at, position)"
         " VALUES (?, ?, 'charge', 'charged', ?, ?, ?, ?, ?, ?, 0, ?, ?, NULL, ?)" + _RESERVATION_UPSERT,
-        (account, e.charge_id, e.amount, e.amount, e.overrun, _dump(e.basis), _dump(e.basis), e.reason,
-         to_epoch(e.timestamp), to_epoch(e.timestamp), position),
+        (
+            account,
+            e.charge_id,
+            e.amount,
+            e.amount,
+            e.overrun,
+            _dump(e.basis),
+            _dump(e.basis),
+            e.reason,
+            to_epoch(e.timestamp),
+            to_epoch(e.timestamp),
+            position,
+        ),
     )
     _totals(c, account, position, committed=e.amount, overrun=e.overrun)
 
@@ -226,8 +285,17 @@ def _version_registered(c: Cursor, e: Any, position: int, family: str) -> None:
     c.execute(
         "INSERT INTO view_versions (family, version, artifact_uri, digest, source_run_id, source_step, metadata,"
         " registered_at, principal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (family, e.version, e.artifact_uri, e.digest, e.source_run_id, e.source_step, _dump(e.metadata),
-         to_epoch(e.timestamp), e.principal),
+        (
+            family,
+            e.version,
+            e.artifact_uri,
+            e.digest,
+            e.source_run_id,
+            e.source_step,
+            _dump(e.metadata),
+            to_epoch(e.timestamp),
+            e.principal,
+        ),
     )
 
 
@@ -235,8 +303,17 @@ def _version_promoted(c: Cursor, e: Any, position: int, family: str) -> None:
     c.execute(
         "INSERT INTO view_promotions (family, position, version, previous, kind, verdict, reason, at, principal)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (family, position, e.version, e.previous, e.kind, _dump(e.verdict), e.reason, to_epoch(e.timestamp),
-         e.principal),
+        (
+            family,
+            position,
+            e.version,
+            e.previous,
+            e.kind,
+            _dump(e.verdict),
+            e.reason,
+            to_epoch(e.timestamp),
+            e.principal,
+        ),
     )
     c.execute("UPDATE view_families SET current = ?, position = ? WHERE family = ?", (e.version, position, family))
 

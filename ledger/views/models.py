@@ -18,9 +18,28 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 __all__ = [
-    "Moment", "RunStatus", "StateHandle", "RunInfo", "Attempt", "Checkpoint", "Resume", "SpendTotals", "RunState",
-    "RunSummary", "RunPage", "MetricColumn", "SeriesPage", "Account", "Reservation", "ReservationPage",
-    "ModelVersion", "GateVerdict", "Promotion", "Family", "FamilyPage", "FamilySummary",
+    "Moment",
+    "RunStatus",
+    "StateHandle",
+    "RunInfo",
+    "Attempt",
+    "Checkpoint",
+    "Resume",
+    "SpendTotals",
+    "RunState",
+    "RunSummary",
+    "RunPage",
+    "MetricColumn",
+    "SeriesPage",
+    "Account",
+    "Reservation",
+    "ReservationPage",
+    "ModelVersion",
+    "GateVerdict",
+    "Promotion",
+    "Family",
+    "FamilyPage",
+    "FamilySummary",
 ]
 
 #: An aware datetime (UTC as read from the views).

@@ -41,8 +41,10 @@ class ProjectionFailed(Exception):
     says so (health turns NOT_SERVING) instead of retrying the same event forever."""
 
     def __init__(self, position: int, event: Any, error: BaseException) -> None:
-        super().__init__(f"projecting the event at position {position} ({type(event).__qualname__}) failed: "
-                         f"{type(error).__name__}: {error}")
+        super().__init__(
+            f"projecting the event at position {position} ({type(event).__qualname__}) failed: "
+            f"{type(error).__name__}: {error}"
+        )
         self.position = position
 
 

@@ -53,8 +53,13 @@ def _moment(epoch: float) -> datetime:
 
 def _spend(row: Any) -> SpendTotals:
     cap, committed, pending, overrun = row
-    return SpendTotals(cap_usd_micro=cap, committed_usd_micro=committed, pending_usd_micro=pending,
-                       remaining_usd_micro=_remaining(cap, committed, pending), overrun_usd_micro=overrun)
+    return SpendTotals(
+        cap_usd_micro=cap,
+        committed_usd_micro=committed,
+        pending_usd_micro=pending,
+        remaining_usd_micro=_remaining(cap, committed, pending),
+        overrun_usd_micro=overrun,
+    )
 
 
 def _remaining(cap: int | None, committed: int, pending: int) -> int | None:
@@ -65,14 +70,23 @@ def _verdict(stored: str) -> GateVerdict | None:
     verdict = _decode(stored)
     if not verdict:
         return None
-    return GateVerdict(passed=bool(verdict.get("passed")), reason=str(verdict.get("reason", "")),
-                       stats=verdict.get("stats") or {})
+    return GateVerdict(
+        passed=bool(verdict.get("passed")), reason=str(verdict.get("reason", "")), stats=verdict.get("stats") or {}
+    )
 
 
 def _promotion(row: Any) -> Promotion:
     version, previous, kind, verdict, reason, at, principal, position = row
-    return Promotion(version=version, previous=previous or 0, kind=kind, verdict=_verdict(verdict),
-                     reason=reason or "", at=_moment(at), principal=principal or "", position=position)
+    return Promotion(
+        version=version,
+        previous=previous or 0,
+        kind=kind,
+        verdict=_verdict(verdict),
+        reason=reason or "",
+        at=_moment(at),
+        principal=principal or "",
+        position=position,
+    )
 
 
 _CHECKPOINT_COLUMNS = "attempt, step, backend, uri, fidelity, sampler_uri, final, saved_at, expires_at, digest"
@@ -80,26 +94,65 @@ _CHECKPOINT_COLUMNS = "attempt, step, backend, uri, fidelity, sampler_uri, final
 
 def _checkpoint(row: Any) -> Checkpoint:
     attempt, step, backend, uri, fidelity, sampler_uri, final, saved_at, expires_at, digest = row
-    return Checkpoint(attempt=attempt, step=step, handle=StateHandle(backend=backend, uri=uri, fidelity=fidelity),
-                      sampler_uri=sampler_uri or "", final=bool(final), saved_at=_moment(saved_at),
-                      expires_at=_time(expires_at), digest=digest or "")
+    return Checkpoint(
+        attempt=attempt,
+        step=step,
+        handle=StateHandle(backend=backend, uri=uri, fidelity=fidelity),
+        sampler_uri=sampler_uri or "",
+        final=bool(final),
+        saved_at=_moment(saved_at),
+        expires_at=_time(expires_at),
+        digest=digest or "",
+    )
 
 
 def _reservation(row: Any) -> Reservation:
-    (reservation_id, kind, state, amount, actual, overrun, basis, actual_basis, reason, attempt, reserved_at,
-     settled_at, expires_at, position) = row
+    (
+        reservation_id,
+        kind,
+        state,
+        amount,
+        actual,
+        overrun,
+        basis,
+        actual_basis,
+        reason,
+        attempt,
+        reserved_at,
+        settled_at,
+        expires_at,
+        position,
+    ) = row
     return Reservation(
-        reservation_id=reservation_id, kind=kind, state=state, amount_usd_micro=amount or 0,
-        actual_usd_micro=actual or 0, overrun_usd_micro=overrun or 0, basis=_decode(basis),
-        actual_basis=_decode(actual_basis) or None, reason=reason or "", attempt=attempt or 0,
-        reserved_at=_moment(reserved_at), settled_at=_time(settled_at), expires_at=_time(expires_at),
-        position=position)
+        reservation_id=reservation_id,
+        kind=kind,
+        state=state,
+        amount_usd_micro=amount or 0,
+        actual_usd_micro=actual or 0,
+        overrun_usd_micro=overrun or 0,
+        basis=_decode(basis),
+        actual_basis=_decode(actual_basis) or None,
+        reason=reason or "",
+        attempt=attempt or 0,
+        reserved_at=_moment(reserved_at),
+        settled_at=_time(settled_at),
+        expires_at=_time(expires_at),
+        position=position,
+    )
 
 
 def _version(row: Any) -> ModelVersion:
     family, version, uri, digest, run_id, step, metadata, registered_at = row
-    return ModelVersion(family=family, version=version, artifact_uri=uri, digest=digest, source_run_id=run_id or "",
-                        source_step=step or 0, metadata=_decode(metadata), registered_at=_moment(registered_at))
+    return ModelVersion(
+        family=family,
+        version=version,
+        artifact_uri=uri,
+        digest=digest,
+        source_run_id=run_id or "",
+        source_step=step or 0,
+        metadata=_decode(metadata),
+        registered_at=_moment(registered_at),
+    )
 
 
 _VERSION_COLUMNS = "family, version, artifact_uri, digest, source_run_id, source_step, metadata, registered_at"
@@ -119,28 +172,49 @@ class ViewReader(SeriesReads):
         """What a resuming trainer needs, or None for an unknown run."""
         row = self._row(
             "SELECT run_id, run_key, name, status, spec, summary, error, opened_at, finished_at, current_attempt,"
-            " last_step FROM view_runs WHERE run_id = ?", (run_id,))
+            " last_step FROM view_runs WHERE run_id = ?",
+            (run_id,),
+        )
         if row is None:
             return None
         run_id, run_key, name, status, spec, summary, error, opened_at, finished_at, current, last_step = row
         attempts = tuple(
-            Attempt(number=number, attempt_id=attempt_id or "", label=label or "", started_at=_moment(started_at),
-                    resumed_from_step=resumed, ended=bool(ended))
+            Attempt(
+                number=number,
+                attempt_id=attempt_id or "",
+                label=label or "",
+                started_at=_moment(started_at),
+                resumed_from_step=resumed,
+                ended=bool(ended),
+            )
             for number, attempt_id, label, started_at, resumed, ended in self._rows(
                 "SELECT number, attempt_id, label, started_at, resumed_from_step, ended FROM view_attempts"
-                " WHERE run_id = ? ORDER BY number", (run_id,))
+                " WHERE run_id = ? ORDER BY number",
+                (run_id,),
+            )
         )
         checkpoint, expired, expired_count = self._checkpoints(run_id, now.timestamp())
         spend_row = self._row("SELECT cap, committed, pending, overrun FROM view_accounts WHERE account = ?", (run_id,))
         spend = _spend(spend_row if spend_row else (None, 0, 0, 0))
-        resume = Resume(available=checkpoint is not None, from_step=checkpoint.step if checkpoint else 0,
-                        handle=checkpoint.handle if checkpoint else None,
-                        sampler_uri=checkpoint.sampler_uri if checkpoint else "",
-                        spend_committed_usd_micro=spend.committed_usd_micro)
+        resume = Resume(
+            available=checkpoint is not None,
+            from_step=checkpoint.step if checkpoint else 0,
+            handle=checkpoint.handle if checkpoint else None,
+            sampler_uri=checkpoint.sampler_uri if checkpoint else "",
+            spend_committed_usd_micro=spend.committed_usd_micro,
+        )
         return RunState(
-            run=RunInfo(run_id=run_id, run_key=run_key, name=name, status=status, spec=_decode(spec),
-                        summary=_decode(summary), error=error or "", opened_at=_moment(opened_at),
-                        finished_at=_time(finished_at)),
+            run=RunInfo(
+                run_id=run_id,
+                run_key=run_key,
+                name=name,
+                status=status,
+                spec=_decode(spec),
+                summary=_decode(summary),
+                error=error or "",
+                opened_at=_moment(opened_at),
+                finished_at=_time(finished_at),
+            ),
             attempts=attempts,
             current_attempt=current or 0,
             checkpoint=checkpoint,
@@ -160,15 +234,27 @@ class ViewReader(SeriesReads):
         an index range."""
         live = "FROM view_checkpoints WHERE run_id = ? AND superseded = 0"
         checkpoint = None
-        if self._row(f"SELECT 1 {live} AND expires_at IS NULL UNION ALL SELECT 1 {live} AND expires_at > ?"
-                     " LIMIT 1", (run_id, run_id, moment)):
-            row = self._row(f"SELECT {_CHECKPOINT_COLUMNS} {live} AND (expires_at IS NULL OR expires_at > ?)"
-                            " ORDER BY step DESC, attempt DESC LIMIT 1", (run_id, moment))
+        if self._row(
+            f"SELECT 1 {live} AND expires_at IS NULL UNION ALL SELECT 1 {live} AND expires_at > ? LIMIT 1",
+            (run_id, run_id, moment),
+        ):
+            row = self._row(
+                f"SELECT {_CHECKPOINT_COLUMNS} {live} AND (expires_at IS NULL OR expires_at > ?)"
+                " ORDER BY step DESC, attempt DESC LIMIT 1",
+                (run_id, moment),
+            )
             checkpoint = _checkpoint(row) if row else None
-        expired = sorted((_checkpoint(r) for r in self._rows(
-            f"SELECT {_CHECKPOINT_COLUMNS} {live} AND expires_at <= ? ORDER BY expires_at DESC, step DESC,"
-            " attempt DESC LIMIT ?", (run_id, moment, EXPIRED_CHECKPOINTS_LISTED))),
-            key=lambda c: (c.step, c.attempt))
+        expired = sorted(
+            (
+                _checkpoint(r)
+                for r in self._rows(
+                    f"SELECT {_CHECKPOINT_COLUMNS} {live} AND expires_at <= ? ORDER BY expires_at DESC, step DESC,"
+                    " attempt DESC LIMIT ?",
+                    (run_id, moment, EXPIRED_CHECKPOINTS_LISTED),
+                )
+            ),
+            key=lambda c: (c.step, c.attempt),
+        )
         count = len(expired)
         if count == EXPIRED_CHECKPOINTS_LISTED:
             count = int(self._row(f"SELECT COUNT(*) {live} AND expires_at <= ?", (run_id, moment))[0])
@@ -185,30 +271,46 @@ class ViewReader(SeriesReads):
         if after is not None:
             where.append("(r.opened_at < ? OR (r.opened_at = ? AND r.run_id < ?))")
             params += [after[0], after[0], after[1]]
-        sql = ("SELECT r.run_id, r.name, r.status, r.current_attempt, r.last_step, r.opened_at,"
-               " COALESCE(a.committed, 0) FROM view_runs r LEFT JOIN view_accounts a ON a.account = r.run_id")
+        sql = (
+            "SELECT r.run_id, r.name, r.status, r.current_attempt, r.last_step, r.opened_at,"
+            " COALESCE(a.committed, 0) FROM view_runs r LEFT JOIN view_accounts a ON a.account = r.run_id"
+        )
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY r.opened_at DESC, r.run_id DESC LIMIT ?"
         # One more than the page, to know whether another follows.
         rows = self._rows(sql, (*params, limit + 1))
         runs = tuple(
-            RunSummary(run_id=run_id, name=name, status=status, current_attempt=current or 0, last_step=last_step,
-                       committed_usd_micro=committed, opened_at=_moment(opened_at))
+            RunSummary(
+                run_id=run_id,
+                name=name,
+                status=status,
+                current_attempt=current or 0,
+                last_step=last_step,
+                committed_usd_micro=committed,
+                opened_at=_moment(opened_at),
+            )
             for run_id, name, status, current, last_step, opened_at, committed in rows[:limit]
         )
         last = rows[limit - 1] if len(rows) > limit else None
         return RunPage(runs=runs, after=None if last is None else (last[5], last[0]))
 
     def account(self, name: str) -> Account | None:
-        row = self._row("SELECT account, parent, cap, committed, pending, overrun FROM view_accounts WHERE account = ?",
-                        (name,))
+        row = self._row(
+            "SELECT account, parent, cap, committed, pending, overrun FROM view_accounts WHERE account = ?", (name,)
+        )
         if row is None:
             return None
         account, parent, cap, committed, pending, overrun = row
-        return Account(account=account, parent=parent or "", cap_usd_micro=cap, committed_usd_micro=committed,
-                       pending_usd_micro=pending, remaining_usd_micro=_remaining(cap, committed, pending),
-                       overrun_usd_micro=overrun)
+        return Account(
+            account=account,
+            parent=parent or "",
+            cap_usd_micro=cap,
+            committed_usd_micro=committed,
+            pending_usd_micro=pending,
+            remaining_usd_micro=_remaining(cap, committed, pending),
+            overrun_usd_micro=overrun,
+        )
 
     def reservations(self, account: str, *, limit: int, after_position: int = 0) -> ReservationPage:
         """Up to `limit` entries of the account's audit trail in log order (reservations, refusals
@@ -216,16 +318,23 @@ class ViewReader(SeriesReads):
         rows = self._rows(
             "SELECT reservation_id, kind, state, amount, actual, overrun, basis, actual_basis, reason, attempt,"
             " reserved_at, settled_at, expires_at, position FROM view_reservations WHERE account = ?"
-            " AND position > ? ORDER BY position LIMIT ?", (account, after_position, limit))
+            " AND position > ? ORDER BY position LIMIT ?",
+            (account, after_position, limit),
+        )
         reservations = tuple(_reservation(row) for row in rows)
         # A full page may be followed by an empty one.
-        return ReservationPage(reservations=reservations,
-                               after_position=reservations[-1].position if len(rows) == limit else None)
+        return ReservationPage(
+            reservations=reservations, after_position=reservations[-1].position if len(rows) == limit else None
+        )
 
     def accounts_with_overdue_holds(self, now: datetime) -> list[str]:
-        return [r[0] for r in self._rows(
-            "SELECT DISTINCT account FROM view_reservations WHERE state = 'pending' AND expires_at <= ?",
-            (now.timestamp(),))]
+        return [
+            r[0]
+            for r in self._rows(
+                "SELECT DISTINCT account FROM view_reservations WHERE state = 'pending' AND expires_at <= ?",
+                (now.timestamp(),),
+            )
+        ]
 
     # Registry.
 
@@ -234,14 +343,23 @@ class ViewReader(SeriesReads):
         row = self._row("SELECT current FROM view_families WHERE family = ?", (family,))
         if row is None:
             return None
-        versions = tuple(_version(r) for r in self._rows(
-            f"SELECT {_VERSION_COLUMNS} FROM view_versions WHERE family = ? ORDER BY version", (family,)))
-        history = tuple(_promotion(r) for r in self._rows(
-            f"SELECT {_PROMOTION_COLUMNS} FROM view_promotions WHERE family = ? ORDER BY position", (family,)))
+        versions = tuple(
+            _version(r)
+            for r in self._rows(
+                f"SELECT {_VERSION_COLUMNS} FROM view_versions WHERE family = ? ORDER BY version", (family,)
+            )
+        )
+        history = tuple(
+            _promotion(r)
+            for r in self._rows(
+                f"SELECT {_PROMOTION_COLUMNS} FROM view_promotions WHERE family = ? ORDER BY position", (family,)
+            )
+        )
         return Family(family=family, current=row[0] or 0, versions=versions, history=history)
 
-    def family_page(self, family: str, *, after_version: int = 0, after_position: int = 0,
-                    limit: int) -> FamilyPage | None:
+    def family_page(
+        self, family: str, *, after_version: int = 0, after_position: int = 0, limit: int
+    ) -> FamilyPage | None:
         """A page of a family: versions after `after_version` and history (promotions) after
         `after_position`, each list at most `limit` long and the page within about
         PAGE_BYTES_MAX on the wire (documents counted at six times their JSON, what a Struct of
@@ -251,18 +369,31 @@ class ViewReader(SeriesReads):
         if row is None:
             return None
         versions, more_versions, used = self._bounded(
-            f"SELECT {_VERSION_COLUMNS} FROM view_versions WHERE family = ? AND version > ? ORDER BY version"
-            " LIMIT ?", (family, after_version, limit + 1), limit, 0,
-            lambda r: 64 + len(r[2]) + len(r[3]) + len(r[4] or "") + 6 * len(r[6]))
+            f"SELECT {_VERSION_COLUMNS} FROM view_versions WHERE family = ? AND version > ? ORDER BY version LIMIT ?",
+            (family, after_version, limit + 1),
+            limit,
+            0,
+            lambda r: 64 + len(r[2]) + len(r[3]) + len(r[4] or "") + 6 * len(r[6]),
+        )
         history, more_history, _ = self._bounded(
             f"SELECT {_PROMOTION_COLUMNS} FROM view_promotions"
-            " WHERE family = ? AND position > ? ORDER BY position LIMIT ?", (family, after_position, limit + 1),
-            limit, used, lambda r: 64 + 6 * len(r[3]) + len(r[4] or "") + len(r[6] or ""))
-        return FamilyPage(family=family, current=row[0] or 0, versions=tuple(_version(r) for r in versions),
-                          history=tuple(_promotion(r) for r in history), more=more_versions or more_history)
+            " WHERE family = ? AND position > ? ORDER BY position LIMIT ?",
+            (family, after_position, limit + 1),
+            limit,
+            used,
+            lambda r: 64 + 6 * len(r[3]) + len(r[4] or "") + len(r[6] or ""),
+        )
+        return FamilyPage(
+            family=family,
+            current=row[0] or 0,
+            versions=tuple(_version(r) for r in versions),
+            history=tuple(_promotion(r) for r in history),
+            more=more_versions or more_history,
+        )
 
-    def _bounded(self, sql: str, params: tuple[Any, ...], limit: int, used: int,
-                 size_of: Callable[[Any], int]) -> tuple[list[Any], bool, int]:
+    def _bounded(
+        self, sql: str, params: tuple[Any, ...], limit: int, used: int, size_of: Callable[[Any], int]
+    ) -> tuple[list[Any], bool, int]:
         """Rows of `sql` (which selects limit + 1) while they fit in PAGE_BYTES_MAX after `used`
         bytes (the first row always, when nothing was used): (rows, whether more are left, bytes
         used). Rows are streamed, so a page of large rows reads no more of them than it holds."""
@@ -280,6 +411,10 @@ class ViewReader(SeriesReads):
         return rows, False, used
 
     def families(self) -> list[FamilySummary]:
-        return [FamilySummary(family=family, current=current or 0, version_count=count) for family, current, count
-                in self._rows("SELECT f.family, f.current, (SELECT COUNT(*) FROM view_versions v"
-                              " WHERE v.family = f.family) FROM view_families f ORDER BY f.family")]
+        return [
+            FamilySummary(family=family, current=current or 0, version_count=count)
+            for family, current, count in self._rows(
+                "SELECT f.family, f.current, (SELECT COUNT(*) FROM view_versions v"
+                " WHERE v.family = f.family) FROM view_families f ORDER BY f.family"
+            )
+        ]

@@ -24,8 +24,9 @@ _unpack = msgspec.msgpack.decode
 Record = tuple[int, int, int, int, bool, dict[str, float]]
 
 
-def _unpack_batch(attempt: int, floor: int | None, columns: list[bytes], from_step: int, wanted: set[str],
-                  include_superseded: bool) -> list[Record]:
+def _unpack_batch(
+    attempt: int, floor: int | None, columns: list[bytes], from_step: int, wanted: set[str], include_superseded: bool
+) -> list[Record]:
     steps, tokens, usd, metrics = (_unpack(column) for column in columns)
     count = len(steps)
     per_step: list[dict[str, float]] = [{} for _ in range(count)]
@@ -77,8 +78,10 @@ def _metric_columns(records: list[Record]) -> tuple[MetricColumn, ...]:
             values, index = columns.setdefault(name, ([], []))
             values.append(value)
             index.append(at)
-    return tuple(MetricColumn(name=name, values=tuple(values), index=() if len(index) == len(records) else tuple(index))
-                 for name, (values, index) in sorted(columns.items()))
+    return tuple(
+        MetricColumn(name=name, values=tuple(values), index=() if len(index) == len(records) else tuple(index))
+        for name, (values, index) in sorted(columns.items())
+    )
 
 
 class SeriesReads:
@@ -100,8 +103,15 @@ class SeriesReads:
         rows = self._rows(sql, params)
         return rows[0] if rows else None
 
-    def series(self, run_id: str, *, from_step: int = 0, limit: int, metrics: tuple[str, ...] = (),
-               include_superseded: bool = False) -> SeriesPage:
+    def series(
+        self,
+        run_id: str,
+        *,
+        from_step: int = 0,
+        limit: int,
+        metrics: tuple[str, ...] = (),
+        include_superseded: bool = False,
+    ) -> SeriesPage:
         """A page of the series from `from_step`, ordered by step (then attempt), column-wise
         (see SeriesPage; metrics by name, sparse ones with their index into the page). A page
         holds at most `limit` steps and about PAGE_BYTES_MAX bytes on the wire (at least one step);
@@ -149,21 +159,29 @@ class SeriesReads:
         holding `from_step` is found by an index seek) and the few that straddle a resume point."""
         columns = "first_step, attempt, superseded_above, steps, tokens, usd_micro, metrics"
         if include_superseded:
-            cursor.execute(f"SELECT {columns} FROM view_series WHERE run_id = ? AND last_step >= ?"
-                           " ORDER BY first_step, attempt", (run_id, from_step))
+            cursor.execute(
+                f"SELECT {columns} FROM view_series WHERE run_id = ? AND last_step >= ? ORDER BY first_step, attempt",
+                (run_id, from_step),
+            )
             return iter(cursor)
         straddling = self._rows(
             "SELECT s.first_step, s.attempt, s.superseded_above, s.steps, s.tokens, s.usd_micro, s.metrics"
             " FROM (SELECT DISTINCT resumed_from_step AS floor FROM view_attempts WHERE run_id = ?"
             " AND resumed_from_step IS NOT NULL) f JOIN view_series s ON s.run_id = ?"
             " AND s.superseded_above = f.floor AND s.first_step <= f.floor WHERE s.last_step >= ?",
-            (run_id, run_id, from_step))
+            (run_id, run_id, from_step),
+        )
         straddling.sort(key=lambda row: (row[0], row[1]))
-        start = self._row("SELECT first_step FROM view_series WHERE run_id = ? AND superseded_above IS NULL"
-                          " AND first_step <= ? ORDER BY first_step DESC LIMIT 1", (run_id, from_step))
-        cursor.execute(f"SELECT {columns} FROM view_series WHERE run_id = ? AND superseded_above IS NULL"
-                       " AND first_step >= ? AND last_step >= ? ORDER BY first_step, attempt",
-                       (run_id, from_step if start is None else start[0], from_step))
+        start = self._row(
+            "SELECT first_step FROM view_series WHERE run_id = ? AND superseded_above IS NULL"
+            " AND first_step <= ? ORDER BY first_step DESC LIMIT 1",
+            (run_id, from_step),
+        )
+        cursor.execute(
+            f"SELECT {columns} FROM view_series WHERE run_id = ? AND superseded_above IS NULL"
+            " AND first_step >= ? AND last_step >= ? ORDER BY first_step, attempt",
+            (run_id, from_step if start is None else start[0], from_step),
+        )
         return heapq.merge(straddling, cursor, key=lambda row: (row[0], row[1]))
 
     # Spend.

@@ -29,7 +29,25 @@ from services.codec.values import (
 )
 
 __all__ = [
-    "messages", "Document", "basis", "basis_message", "batch_kwargs", "batch_message", "decode_token", "document",
-    "duration", "encode_token", "moment", "optional", "page_size", "position_after", "position_token", "runs_after",
-    "runs_token", "status_enum", "status_name", "struct", "timestamp",
+    "messages",
+    "Document",
+    "basis",
+    "basis_message",
+    "batch_kwargs",
+    "batch_message",
+    "decode_token",
+    "document",
+    "duration",
+    "encode_token",
+    "moment",
+    "optional",
+    "page_size",
+    "position_after",
+    "position_token",
+    "runs_after",
+    "runs_token",
+    "status_enum",
+    "status_name",
+    "struct",
+    "timestamp",
 ]

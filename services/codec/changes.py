@@ -15,8 +15,10 @@ from trainledger.v1 import runs_pb2
 __all__ = ["PATHS", "state_without_spec", "state_message"]
 
 # The paths a state message may name: every field of RunState, RunInfo's one by one, the spec aside.
-PATHS = (*(f"run.{field.name}" for field in runs_pb2.RunInfo.DESCRIPTOR.fields if field.name != "spec"),
-         *(field.name for field in runs_pb2.RunState.DESCRIPTOR.fields if field.name != "run"))
+PATHS = (
+    *(f"run.{field.name}" for field in runs_pb2.RunInfo.DESCRIPTOR.fields if field.name != "spec"),
+    *(field.name for field in runs_pb2.RunState.DESCRIPTOR.fields if field.name != "run"),
+)
 
 
 def state_without_spec(state: models.RunState) -> runs_pb2.RunState:
@@ -33,8 +35,9 @@ def _value(state: runs_pb2.RunState, path: str) -> Any:
     return getattr(message, name)
 
 
-def state_message(position: int, event_type: str, state: runs_pb2.RunState,
-                  before: runs_pb2.RunState | None) -> runs_pb2.WatchRunResponse:
+def state_message(
+    position: int, event_type: str, state: runs_pb2.RunState, before: runs_pb2.RunState | None
+) -> runs_pb2.WatchRunResponse:
     """A message carrying the fields of `state` that differ from `before` (all of them when None)."""
     changed = [path for path in PATHS if before is None or _value(before, path) != _value(state, path)]
     message = runs_pb2.WatchRunResponse(position=position, event_type=event_type)

@@ -29,22 +29,40 @@ def _handle(value: models.StateHandle | None) -> common_pb2.StateHandle | None:
 
 def _checkpoint(value: models.Checkpoint) -> runs_pb2.Checkpoint:
     return runs_pb2.Checkpoint(
-        attempt=value.attempt, step=value.step, handle=_handle(value.handle), sampler_uri=value.sampler_uri,
-        final=value.final, saved_at=timestamp(value.saved_at), expires_at=timestamp(value.expires_at),
-        digest=value.digest)
+        attempt=value.attempt,
+        step=value.step,
+        handle=_handle(value.handle),
+        sampler_uri=value.sampler_uri,
+        final=value.final,
+        saved_at=timestamp(value.saved_at),
+        expires_at=timestamp(value.expires_at),
+        digest=value.digest,
+    )
 
 
 def _run_info(run: models.RunInfo) -> runs_pb2.RunInfo:
     return runs_pb2.RunInfo(
-        run_id=run.run_id, run_key=run.run_key, name=run.name, status=status_enum(run.status), spec=struct(run.spec),
-        summary=struct(run.summary), error=run.error, opened_at=timestamp(run.opened_at),
-        finished_at=timestamp(run.finished_at))
+        run_id=run.run_id,
+        run_key=run.run_key,
+        name=run.name,
+        status=status_enum(run.status),
+        spec=struct(run.spec),
+        summary=struct(run.summary),
+        error=run.error,
+        opened_at=timestamp(run.opened_at),
+        finished_at=timestamp(run.finished_at),
+    )
 
 
 def _attempt(value: models.Attempt) -> runs_pb2.Attempt:
-    return runs_pb2.Attempt(number=value.number, attempt_id=value.attempt_id, label=value.label,
-                            started_at=timestamp(value.started_at), resumed_from_step=value.resumed_from_step,
-                            ended=value.ended)
+    return runs_pb2.Attempt(
+        number=value.number,
+        attempt_id=value.attempt_id,
+        label=value.label,
+        started_at=timestamp(value.started_at),
+        resumed_from_step=value.resumed_from_step,
+        ended=value.ended,
+    )
 
 
 def run_state(state: models.RunState) -> runs_pb2.RunState:
@@ -56,26 +74,41 @@ def run_state(state: models.RunState) -> runs_pb2.RunState:
         checkpoint=None if state.checkpoint is None else _checkpoint(state.checkpoint),
         expired_checkpoints=[_checkpoint(c) for c in state.expired_checkpoints],
         expired_checkpoint_count=state.expired_checkpoint_count,
-        resume=runs_pb2.Resume(available=resume.available, from_step=resume.from_step, handle=_handle(resume.handle),
-                               sampler_uri=resume.sampler_uri,
-                               spend_committed_usd_micro=resume.spend_committed_usd_micro),
+        resume=runs_pb2.Resume(
+            available=resume.available,
+            from_step=resume.from_step,
+            handle=_handle(resume.handle),
+            sampler_uri=resume.sampler_uri,
+            spend_committed_usd_micro=resume.spend_committed_usd_micro,
+        ),
         last_step=state.last_step,
         spend=runs_pb2.SpendTotals(
-            cap_usd_micro=spend.cap_usd_micro, committed_usd_micro=spend.committed_usd_micro,
-            pending_usd_micro=spend.pending_usd_micro, remaining_usd_micro=spend.remaining_usd_micro,
-            overrun_usd_micro=spend.overrun_usd_micro),
-        position=state.position)
+            cap_usd_micro=spend.cap_usd_micro,
+            committed_usd_micro=spend.committed_usd_micro,
+            pending_usd_micro=spend.pending_usd_micro,
+            remaining_usd_micro=spend.remaining_usd_micro,
+            overrun_usd_micro=spend.overrun_usd_micro,
+        ),
+        position=state.position,
+    )
 
 
 def run_summary(run: models.RunSummary) -> runs_pb2.RunSummary:
     return runs_pb2.RunSummary(
-        run_id=run.run_id, name=run.name, status=status_enum(run.status), current_attempt=run.current_attempt,
-        last_step=run.last_step, committed_usd_micro=run.committed_usd_micro, opened_at=timestamp(run.opened_at))
+        run_id=run.run_id,
+        name=run.name,
+        status=status_enum(run.status),
+        current_attempt=run.current_attempt,
+        last_step=run.last_step,
+        committed_usd_micro=run.committed_usd_micro,
+        opened_at=timestamp(run.opened_at),
+    )
 
 
 def series(page: models.SeriesPage) -> runs_pb2.GetSeriesResponse:
-    response = runs_pb2.GetSeriesResponse(steps=page.steps, attempts=page.attempts, superseded=page.superseded,
-                                          next_from_step=page.next_from_step)
+    response = runs_pb2.GetSeriesResponse(
+        steps=page.steps, attempts=page.attempts, superseded=page.superseded, next_from_step=page.next_from_step
+    )
     # Columns nobody gave stay empty, as the proto says.
     if any(page.tokens):
         response.tokens.extend(page.tokens)
@@ -88,26 +121,46 @@ def series(page: models.SeriesPage) -> runs_pb2.GetSeriesResponse:
 
 def account(value: models.Account) -> spend_pb2.Account:
     return spend_pb2.Account(
-        account=value.account, parent=value.parent, cap_usd_micro=value.cap_usd_micro,
-        committed_usd_micro=value.committed_usd_micro, pending_usd_micro=value.pending_usd_micro,
-        remaining_usd_micro=value.remaining_usd_micro, overrun_usd_micro=value.overrun_usd_micro)
+        account=value.account,
+        parent=value.parent,
+        cap_usd_micro=value.cap_usd_micro,
+        committed_usd_micro=value.committed_usd_micro,
+        pending_usd_micro=value.pending_usd_micro,
+        remaining_usd_micro=value.remaining_usd_micro,
+        overrun_usd_micro=value.overrun_usd_micro,
+    )
 
 
 def reservation(value: models.Reservation) -> spend_pb2.Reservation:
     return spend_pb2.Reservation(
-        reservation_id=value.reservation_id, kind=value.kind, state=value.state,
-        amount_usd_micro=value.amount_usd_micro, actual_usd_micro=value.actual_usd_micro,
-        overrun_usd_micro=value.overrun_usd_micro, basis=basis_message(value.basis),
+        reservation_id=value.reservation_id,
+        kind=value.kind,
+        state=value.state,
+        amount_usd_micro=value.amount_usd_micro,
+        actual_usd_micro=value.actual_usd_micro,
+        overrun_usd_micro=value.overrun_usd_micro,
+        basis=basis_message(value.basis),
         actual_basis=None if value.actual_basis is None else basis_message(value.actual_basis),
-        reason=value.reason, attempt=value.attempt, reserved_at=timestamp(value.reserved_at),
-        settled_at=timestamp(value.settled_at), expires_at=timestamp(value.expires_at), position=value.position)
+        reason=value.reason,
+        attempt=value.attempt,
+        reserved_at=timestamp(value.reserved_at),
+        settled_at=timestamp(value.settled_at),
+        expires_at=timestamp(value.expires_at),
+        position=value.position,
+    )
 
 
 def model_version(value: models.ModelVersion) -> registry_pb2.ModelVersion:
     return registry_pb2.ModelVersion(
-        family=value.family, version=value.version, artifact_uri=value.artifact_uri, digest=value.digest,
-        source_run_id=value.source_run_id, source_step=value.source_step, metadata=struct(value.metadata),
-        registered_at=timestamp(value.registered_at))
+        family=value.family,
+        version=value.version,
+        artifact_uri=value.artifact_uri,
+        digest=value.digest,
+        source_run_id=value.source_run_id,
+        source_step=value.source_step,
+        metadata=struct(value.metadata),
+        registered_at=timestamp(value.registered_at),
+    )
 
 
 def _verdict(value: models.GateVerdict | None) -> registry_pb2.GateVerdict | None:
@@ -118,13 +171,26 @@ def _verdict(value: models.GateVerdict | None) -> registry_pb2.GateVerdict | Non
 
 def promotion(value: models.Promotion) -> registry_pb2.Promotion:
     return registry_pb2.Promotion(
-        version=value.version, previous=value.previous, kind=value.kind, verdict=_verdict(value.verdict),
-        reason=value.reason, at=timestamp(value.at), principal=value.principal, position=value.position)
+        version=value.version,
+        previous=value.previous,
+        kind=value.kind,
+        verdict=_verdict(value.verdict),
+        reason=value.reason,
+        at=timestamp(value.at),
+        principal=value.principal,
+        position=value.position,
+    )
 
 
 def event(value: Mapping[str, Any]) -> events_pb2.Event:
     """An event of Ledger.read_events; its data as JSON (datetimes as RFC 3339 strings)."""
     return events_pb2.Event(
-        position=value["position"], type=value["type"], originator_id=value["originator_id"],
-        originator_version=value["originator_version"], recorded_at=timestamp(value["timestamp"]),
-        principal=value["principal"] or "", request_id=value["request_id"] or "", data_json=_json.encode(value["data"]))
+        position=value["position"],
+        type=value["type"],
+        originator_id=value["originator_id"],
+        originator_version=value["originator_version"],
+        recorded_at=timestamp(value["timestamp"]),
+        principal=value["principal"] or "",
+        request_id=value["request_id"] or "",
+        data_json=_json.encode(value["data"]),
+    )

@@ -16,8 +16,17 @@ from ledger.domain.reasons import Reason
 POSITION_MAX = 2**63 - 1
 TOKEN_LENGTH_MAX = 1_024
 
-__all__ = ["page_size", "encode_token", "decode_token", "runs_token", "runs_after", "position_token", "position_after",
-           "versions_token", "versions_after"]
+__all__ = [
+    "page_size",
+    "encode_token",
+    "decode_token",
+    "runs_token",
+    "runs_after",
+    "position_token",
+    "position_after",
+    "versions_token",
+    "versions_after",
+]
 
 
 def page_size(value: int, default: int) -> int:
@@ -25,8 +34,12 @@ def page_size(value: int, default: int) -> int:
     if value < 0:
         raise Invalid("page_size must not be negative", reason=Reason.OUT_OF_RANGE, field="page_size")
     if value > PAGE_SIZE_MAX:
-        raise Invalid(f"page_size is above {PAGE_SIZE_MAX}", reason=Reason.PAGE_SIZE_TOO_LARGE,
-                      field="page_size", limit=PAGE_SIZE_MAX)
+        raise Invalid(
+            f"page_size is above {PAGE_SIZE_MAX}",
+            reason=Reason.PAGE_SIZE_TOO_LARGE,
+            field="page_size",
+            limit=PAGE_SIZE_MAX,
+        )
     return value or default
 
 
@@ -36,8 +49,7 @@ def encode_token(value: Any) -> str:
 
 
 def _refuse() -> Invalid:
-    return Invalid("page_token is not one this server gave", reason=Reason.INVALID_PAGE_TOKEN,
-                   field="page_token")
+    return Invalid("page_token is not one this server gave", reason=Reason.INVALID_PAGE_TOKEN, field="page_token")
 
 
 def decode_token(token: str) -> Any:
@@ -59,8 +71,9 @@ def runs_after(token: str) -> tuple[float, str] | None:
     if not token:
         return None
     value = decode_token(token)
-    if not (isinstance(value, list) and len(value) == 2 and type(value[0]) in (int, float)
-            and isinstance(value[1], str)):
+    if not (
+        isinstance(value, list) and len(value) == 2 and type(value[0]) in (int, float) and isinstance(value[1], str)
+    ):
         raise _refuse()
     try:
         opened = float(value[0])
@@ -96,7 +109,12 @@ def versions_after(token: str) -> tuple[int, int]:
     if not token:
         return 0, 0
     value = decode_token(token)
-    if not (isinstance(value, list) and len(value) == 2 and all(type(item) is int for item in value)
-            and 0 <= value[0] < 2**31 and 0 <= value[1] <= POSITION_MAX):
+    if not (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(type(item) is int for item in value)
+        and 0 <= value[0] < 2**31
+        and 0 <= value[1] <= POSITION_MAX
+    ):
         raise _refuse()
     return value[0], value[1]

@@ -25,13 +25,27 @@ from trainledger import structs
 from trainledger.v1 import common_pb2
 
 __all__ = [
-    "Document", "document", "struct", "timestamp", "moment", "duration", "status_name", "status_enum", "basis",
-    "basis_message", "batch_kwargs", "batch_message", "optional",
+    "Document",
+    "document",
+    "struct",
+    "timestamp",
+    "moment",
+    "duration",
+    "status_name",
+    "status_enum",
+    "basis",
+    "basis_message",
+    "batch_kwargs",
+    "batch_message",
+    "optional",
 ]
 
 _STATUS_ENUMS: dict[str, common_pb2.RunStatus] = {
-    "running": common_pb2.RUN_STATUS_RUNNING, "done": common_pb2.RUN_STATUS_DONE,
-    "failed": common_pb2.RUN_STATUS_FAILED, "stopped": common_pb2.RUN_STATUS_STOPPED}
+    "running": common_pb2.RUN_STATUS_RUNNING,
+    "done": common_pb2.RUN_STATUS_DONE,
+    "failed": common_pb2.RUN_STATUS_FAILED,
+    "stopped": common_pb2.RUN_STATUS_STOPPED,
+}
 _STATUS_NAMES: dict[int, str] = {value: name for name, value in _STATUS_ENUMS.items()}
 # The range of google.protobuf.Timestamp (years 1 to 9999) and Duration (about 10,000 years).
 _TIMESTAMP_SECONDS_MIN, _TIMESTAMP_SECONDS_MAX = -62_135_596_800, 253_402_300_799
@@ -69,11 +83,16 @@ def _plain_map(message: struct_pb2.Struct, field: str, depth: int) -> dict[str, 
 def _check_shape(entries: int, field: str, depth: int) -> None:
     # The same depth count as ledger.limits.check_document: the document itself is depth 0.
     if depth >= DOCUMENT_DEPTH_MAX and entries:
-        raise Invalid(f"{field} is nested too deeply", reason=Reason.DOCUMENT_TOO_DEEP, field=field,
-                      limit=DOCUMENT_DEPTH_MAX)
+        raise Invalid(
+            f"{field} is nested too deeply", reason=Reason.DOCUMENT_TOO_DEEP, field=field, limit=DOCUMENT_DEPTH_MAX
+        )
     if entries > MAP_ENTRIES_MAX:
-        raise Invalid(f"{field} has more than {MAP_ENTRIES_MAX} entries", reason=Reason.MAP_TOO_LARGE,
-                      field=field, limit=MAP_ENTRIES_MAX)
+        raise Invalid(
+            f"{field} has more than {MAP_ENTRIES_MAX} entries",
+            reason=Reason.MAP_TOO_LARGE,
+            field=field,
+            limit=MAP_ENTRIES_MAX,
+        )
 
 
 class Document(Mapping[str, Any]):
@@ -136,8 +155,9 @@ def moment(message: Any, field: str) -> datetime | None:
         return None
     value = getattr(message, field)
     if not (_TIMESTAMP_SECONDS_MIN <= value.seconds <= _TIMESTAMP_SECONDS_MAX and 0 <= value.nanos <= _NANOS_MAX):
-        raise Invalid(f"{field} is not a time between the years 1 and 9999", reason=Reason.INVALID_TIMESTAMP,
-                      field=field)
+        raise Invalid(
+            f"{field} is not a time between the years 1 and 9999", reason=Reason.INVALID_TIMESTAMP, field=field
+        )
     moment_: datetime = value.ToDatetime(tzinfo=UTC)
     return moment_
 
@@ -178,19 +198,28 @@ def basis(message: common_pb2.CostBasis) -> dict[str, Any]:
     if message.price_source:
         out["price_source"] = message.price_source
     if message.tokens:
-        out["tokens"] = [{"token_class": t.token_class, "tokens": t.tokens,
-                          "usd_micro_per_million_tokens": t.usd_micro_per_million_tokens} for t in message.tokens]
+        out["tokens"] = [
+            {
+                "token_class": t.token_class,
+                "tokens": t.tokens,
+                "usd_micro_per_million_tokens": t.usd_micro_per_million_tokens,
+            }
+            for t in message.tokens
+        ]
     if message.HasField("gpu"):
         gpu = message.gpu
-        out["gpu"] = {"gpu_milliseconds": gpu.gpu_milliseconds, "usd_micro_per_gpu_hour": gpu.usd_micro_per_gpu_hour,
-                      "gpu_type": gpu.gpu_type, "gpu_count": gpu.gpu_count or 1}
+        out["gpu"] = {
+            "gpu_milliseconds": gpu.gpu_milliseconds,
+            "usd_micro_per_gpu_hour": gpu.usd_micro_per_gpu_hour,
+            "gpu_type": gpu.gpu_type,
+            "gpu_count": gpu.gpu_count or 1,
+        }
     return out
 
 
 def basis_message(value: Mapping[str, Any] | None) -> common_pb2.CostBasis:
     value = value or {}
-    message = common_pb2.CostBasis(price_sheet=value.get("price_sheet", ""),
-                                   price_source=value.get("price_source", ""))
+    message = common_pb2.CostBasis(price_sheet=value.get("price_sheet", ""), price_source=value.get("price_source", ""))
     for line in value.get("tokens") or ():
         message.tokens.add(**line)
     if value.get("gpu"):
@@ -203,18 +232,29 @@ def batch_kwargs(message: common_pb2.StepBatch) -> dict[str, Any]:
     metrics: dict[str, dict[str, Any]] = {}
     for column in message.metrics:
         if column.name in metrics:
-            raise Invalid(f"metric {column.name} appears twice in the batch",
-                          reason=Reason.DUPLICATE_METRIC, metric=column.name)
+            raise Invalid(
+                f"metric {column.name} appears twice in the batch", reason=Reason.DUPLICATE_METRIC, metric=column.name
+            )
         metrics[column.name] = {"values": list(column.values), "index": list(column.index) or None}
-    return {"run_id": message.run_id, "attempt": message.attempt, "steps": list(message.steps),
-            "tokens": list(message.tokens) or None, "usd_micro": list(message.usd_micro) or None,
-            "metrics": metrics}
+    return {
+        "run_id": message.run_id,
+        "attempt": message.attempt,
+        "steps": list(message.steps),
+        "tokens": list(message.tokens) or None,
+        "usd_micro": list(message.usd_micro) or None,
+        "metrics": metrics,
+    }
 
 
 def batch_message(run_id: str, data: Mapping[str, Any]) -> common_pb2.StepBatch:
     """A StepsRecorded event's data as a StepBatch."""
-    message = common_pb2.StepBatch(run_id=run_id, attempt=data["attempt"], steps=data["steps"],
-                                   tokens=data.get("tokens") or (), usd_micro=data.get("usd_micro") or ())
+    message = common_pb2.StepBatch(
+        run_id=run_id,
+        attempt=data["attempt"],
+        steps=data["steps"],
+        tokens=data.get("tokens") or (),
+        usd_micro=data.get("usd_micro") or (),
+    )
     for name, column in sorted((data.get("metrics") or {}).items()):
         message.metrics.add(name=name, values=column["values"], index=column.get("index") or ())
     return message

@@ -35,8 +35,12 @@ def _carries(descriptor: Descriptor, wanted: str, seen: set[str]) -> bool:
     if descriptor.full_name == wanted:
         return True
     seen.add(descriptor.full_name)
-    return any(field.message_type is not None and field.message_type.full_name not in seen
-               and _carries(field.message_type, wanted, seen) for field in descriptor.fields)
+    return any(
+        field.message_type is not None
+        and field.message_type.full_name not in seen
+        and _carries(field.message_type, wanted, seen)
+        for field in descriptor.fields
+    )
 
 
 def request_limit(descriptor: Descriptor | None) -> tuple[int, Reason]:
@@ -53,8 +57,7 @@ def check_request_size(size: int, limit: tuple[int, Reason]) -> None:
     """Raises Invalid when a request of `size` bytes is above its limit."""
     bytes_max, reason = limit
     if size > bytes_max:
-        raise Invalid(f"the request is larger than {bytes_max} bytes", reason=reason,
-                      limit=bytes_max, size=size)
+        raise Invalid(f"the request is larger than {bytes_max} bytes", reason=reason, limit=bytes_max, size=size)
 
 
 def decode(data: bytes, parse: Callable[[bytes], Any], descriptor: Descriptor | None) -> Any:

@@ -30,8 +30,7 @@ def client(server: ServerThread) -> Iterator[LedgerClient]:
 
 def new_run(client: LedgerClient, *, cap_usd_micro: int | None = None, label: str = "test") -> tuple[str, int]:
     """A fresh run with its first attempt started: (run_id, attempt)."""
-    opened = client.open_run(run_key=run_key({"test": str(uuid.uuid4())}), name="test",
-                             cap_usd_micro=cap_usd_micro)
+    opened = client.open_run(run_key=run_key({"test": str(uuid.uuid4())}), name="test", cap_usd_micro=cap_usd_micro)
     run_id = opened.state.run.run_id
     return run_id, client.start_attempt(run_id=run_id, label=label).attempt
 
@@ -41,8 +40,9 @@ def series_steps(client: LedgerClient, run_id: str, *, include_superseded: bool 
     steps: list[int] = []
     from_step: int | None = 0
     while from_step is not None:
-        page = client.get_series(run_id=run_id, from_step=from_step, page_size=10_000,
-                                 include_superseded=include_superseded)
+        page = client.get_series(
+            run_id=run_id, from_step=from_step, page_size=10_000, include_superseded=include_superseded
+        )
         steps += page.steps
         from_step = page.next_from_step
     return steps

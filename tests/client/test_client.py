@@ -18,10 +18,12 @@ def test_run_state_decodes_to_plain_values(client: LedgerClient) -> None:
     run_id = opened.state.run.run_id
     expires = datetime.now(UTC) + timedelta(hours=1)
     attempt = client.start_attempt(run_id=run_id, label="host").attempt
-    client.append_steps(run_id=run_id, attempt=attempt, steps=[1, 2], tokens=[10, 20], usd_micro=[5, 5],
-                        metrics={"loss": [1.0, 0.5]})
-    saved = client.save_checkpoint(run_id=run_id, attempt=attempt, step=2, uri="tinker://run/weights/2",
-                                   backend="tinker", expires_at=expires)
+    client.append_steps(
+        run_id=run_id, attempt=attempt, steps=[1, 2], tokens=[10, 20], usd_micro=[5, 5], metrics={"loss": [1.0, 0.5]}
+    )
+    saved = client.save_checkpoint(
+        run_id=run_id, attempt=attempt, step=2, uri="tinker://run/weights/2", backend="tinker", expires_at=expires
+    )
     state = client.get_run_state(run_id=run_id, min_position=saved.position)
     assert state.run.status == "running" and state.run.spec == {"lr": 0.5, "tags": ["a"]}
     assert isinstance(state.run.opened_at, datetime) and state.run.finished_at is None

@@ -8,8 +8,19 @@ import grpc
 import pytest
 
 from clients import (
-    AlreadyExists, AsyncLedgerClient, AttemptSuperseded, CurrentVersionMoved, FailedPrecondition, GateNotPassed,
-    InvalidArgument, LedgerClient, LedgerClientError, NotFound, RunFinished, SpendCapExceeded, Unavailable,
+    AlreadyExists,
+    AsyncLedgerClient,
+    AttemptSuperseded,
+    CurrentVersionMoved,
+    FailedPrecondition,
+    GateNotPassed,
+    InvalidArgument,
+    LedgerClient,
+    LedgerClientError,
+    NotFound,
+    RunFinished,
+    SpendCapExceeded,
+    Unavailable,
     error_from_rpc,
 )
 from tests.client.conftest import new_run
@@ -31,7 +42,7 @@ def test_same_batch_is_a_duplicate_and_a_different_payload_already_exists(client
     run_id, attempt = new_run(client)
     first = client.append_steps(run_id=run_id, attempt=attempt, steps=[1, 2], metrics={"loss": [1.0, 0.5]})
     again = client.append_steps(run_id=run_id, attempt=attempt, steps=[1, 2], metrics={"loss": [1.0, 0.5]})
-    assert (again["duplicate"], again["position"]) == (True, first["position"])
+    assert (again.duplicate, again.position) == (True, first.position)
     with pytest.raises(AlreadyExists) as caught:
         client.append_steps(run_id=run_id, attempt=attempt, steps=[1, 2], metrics={"loss": [9.0, 0.5]})
     assert caught.value.reason == "EXISTS_WITH_DIFFERENT_PAYLOAD"
@@ -48,7 +59,7 @@ def test_spend_cap_exceeded_says_what_remains(client: LedgerClient) -> None:
 
 def test_fencing_and_finish_are_failed_preconditions(client: LedgerClient) -> None:
     run_id, first = new_run(client)
-    second = client.start_attempt(run_id=run_id, label="second")["attempt"]
+    second = client.start_attempt(run_id=run_id, label="second").attempt
     with pytest.raises(AttemptSuperseded) as caught:
         client.append_steps(run_id=run_id, attempt=first, steps=[1])
     assert isinstance(caught.value, FailedPrecondition)
@@ -58,15 +69,15 @@ def test_fencing_and_finish_are_failed_preconditions(client: LedgerClient) -> No
 
 
 def test_promotion_refusals(client: LedgerClient) -> None:
-    one = client.register(family="fam", artifact_uri="s3://a/1", digest="1" * 64)["version"]
-    two = client.register(family="fam", artifact_uri="s3://a/2", digest="2" * 64)["version"]
+    one = client.register(family="fam", artifact_uri="s3://a/1", digest="1" * 64).version
+    two = client.register(family="fam", artifact_uri="s3://a/2", digest="2" * 64).version
     with pytest.raises(GateNotPassed):
         client.promote(family="fam", version=one, expected_current=0, verdict={"passed": False, "reason": "eval"})
     client.promote(family="fam", version=one, expected_current=0, verdict={"passed": True, "stats": {"acc": 0.9}})
     with pytest.raises(CurrentVersionMoved) as caught:
         client.promote(family="fam", version=two, expected_current=0, verdict={"passed": True})
     assert caught.value.reason == "CURRENT_VERSION_MOVED"
-    assert client.get_current(family="fam")["version"] == one
+    assert client.get_current(family="fam").version == one
 
 
 def test_no_server_maps_by_status_code() -> None:
@@ -99,15 +110,21 @@ def test_async_client_maps_the_same_errors(server) -> None:
                 await client.get_run_state(run_id="no-such-run")
             assert caught.value.reason == "RUN_NOT_FOUND"
             opened = await client.open_run(run_key="async-key", name="a", cap_usd_micro=0)
-            run_id = opened["state"]["run"]["run_id"]
+            run_id = opened.state.run.run_id
             with pytest.raises(SpendCapExceeded):
                 await client.reserve(account=run_id, amount_usd_micro=1)
-            attempt = (await client.start_attempt(run_id=run_id, label="a"))["attempt"]
-            acks = [ack async for ack in client.record_steps(
-                [{"run_id": run_id, "attempt": attempt, "steps": [1, 2], "metrics": {"loss": [1.0, 2.0]}},
-                 {"run_id": run_id, "attempt": attempt, "steps": [3]}])]
-            assert [(ack["sequence"], ack["last_step"]) for ack in acks] == [(1, 2), (2, 3)]
+            attempt = (await client.start_attempt(run_id=run_id, label="a")).attempt
+            acks = [
+                ack
+                async for ack in client.record_steps(
+                    [
+                        {"run_id": run_id, "attempt": attempt, "steps": [1, 2], "metrics": {"loss": [1.0, 2.0]}},
+                        {"run_id": run_id, "attempt": attempt, "steps": [3]},
+                    ]
+                )
+            ]
+            assert [(ack.sequence, ack.last_step) for ack in acks] == [(1, 2), (2, 3)]
             events = [event async for event in client.read_events(from_position=1, limit=2)]
-            assert [event["position"] for event in events] == [1, 2]
+            assert [event.position for event in events] == [1, 2]
 
     asyncio.run(scenario())

@@ -14,8 +14,10 @@ def test_channel_target_of_one_or_several_addresses() -> None:
     assert channel_target("127.0.0.1:50051") == "127.0.0.1:50051"
     assert channel_target("dns:///ledger.internal:50051") == "dns:///ledger.internal:50051"
     assert channel_target(["127.0.0.1:1"]) == "127.0.0.1:1"
-    assert channel_target(["127.0.0.1:1", "localhost:2"]) in ("ipv4:127.0.0.1:1,127.0.0.1:2",
-                                                             "ipv6:[::ffff:127.0.0.1]:1,[::1]:2")
+    assert channel_target(["127.0.0.1:1", "localhost:2"]) in (
+        "ipv4:127.0.0.1:1,127.0.0.1:2",
+        "ipv6:[::ffff:127.0.0.1]:1,[::1]:2",
+    )
     assert channel_target(["[::1]:3", "127.0.0.1:4"]) == "ipv6:[::1]:3,[::ffff:127.0.0.1]:4"
     with pytest.raises(ValueError):
         channel_target(["127.0.0.1", "127.0.0.1:2"])

@@ -57,8 +57,11 @@ def _nested(model: type[Any], name: str) -> type[Any] | None:
 
 def _mismatches(descriptor: Descriptor, model: type[Any], extra: set[str], left_out: set[str]) -> list[str]:
     fields = {field.name for field in descriptor.fields} - left_out
-    found = [] if set(model.__struct_fields__) == fields | extra else [
-        f"{model.__name__}: {sorted(set(model.__struct_fields__) ^ (fields | extra))}"]
+    found = (
+        []
+        if set(model.__struct_fields__) == fields | extra
+        else [f"{model.__name__}: {sorted(set(model.__struct_fields__) ^ (fields | extra))}"]
+    )
     for field in descriptor.fields:
         kind = field.message_type
         if field.name in left_out or kind is None or kind.full_name.startswith("google.protobuf."):
@@ -71,22 +74,35 @@ def _mismatches(descriptor: Descriptor, model: type[Any], extra: set[str], left_
     return found
 
 
-@pytest.mark.parametrize(("descriptor", "model", "extra", "left_out"), RESPONSES,
-                         ids=[model.__name__ for _, model, _, _ in RESPONSES])
-def test_each_result_mirrors_its_message_field_for_field(descriptor: Descriptor, model: type[models.Model],
-                                                         extra: set[str], left_out: set[str]) -> None:
+@pytest.mark.parametrize(
+    ("descriptor", "model", "extra", "left_out"), RESPONSES, ids=[model.__name__ for _, model, _, _ in RESPONSES]
+)
+def test_each_result_mirrors_its_message_field_for_field(
+    descriptor: Descriptor, model: type[models.Model], extra: set[str], left_out: set[str]
+) -> None:
     assert _mismatches(descriptor, model, extra, left_out) == []
 
 
 def _state_message() -> runs_pb2.RunState:
     opened = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     state = runs_pb2.RunState(
-        run=runs_pb2.RunInfo(run_id="r1", run_key="k", name="n", status=common_pb2.RUN_STATUS_STOPPED,
-                             spec=codec.struct({"steps": 30, "lr": 0.5, "big": 2.0**60, "tags": ["a"]})),
-        attempts=[runs_pb2.Attempt(number=1, attempt_id="a1", label="host")], current_attempt=1,
-        resume=runs_pb2.Resume(available=True, from_step=20, handle=common_pb2.StateHandle(
-            backend="tinker", uri="tinker://w/20", fidelity="weights")),
-        spend=runs_pb2.SpendTotals(committed_usd_micro=7), position=9)
+        run=runs_pb2.RunInfo(
+            run_id="r1",
+            run_key="k",
+            name="n",
+            status=common_pb2.RUN_STATUS_STOPPED,
+            spec=codec.struct({"steps": 30, "lr": 0.5, "big": 2.0**60, "tags": ["a"]}),
+        ),
+        attempts=[runs_pb2.Attempt(number=1, attempt_id="a1", label="host")],
+        current_attempt=1,
+        resume=runs_pb2.Resume(
+            available=True,
+            from_step=20,
+            handle=common_pb2.StateHandle(backend="tinker", uri="tinker://w/20", fidelity="weights"),
+        ),
+        spend=runs_pb2.SpendTotals(committed_usd_micro=7),
+        position=9,
+    )
     state.run.opened_at.FromDatetime(opened)
     return state
 

@@ -45,9 +45,12 @@ class LedgerProcess:
         script = Path(sys.executable).with_name("trainledger")
         command = [str(script)] if script.exists() else [sys.executable, "-m", "services.cli"]
         with open(self.log, "ab") as output:
-            self.process = subprocess.Popen([*command, "serve", "--db", str(self.database), "--listen", self.address],
-                                            stdout=output, stderr=subprocess.STDOUT,
-                                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            self.process = subprocess.Popen(
+                [*command, "serve", "--db", str(self.database), "--listen", self.address],
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
         deadline = time.monotonic() + 60
         with LedgerClient(self.address, timeout_s=2.0, retries=0) as probe:
             while True:
@@ -92,15 +95,15 @@ def ledger(tmp_path: Path) -> Iterator[LedgerProcess]:
     process.kill()
 
 
-def test_a_restart_of_a_few_seconds_is_ridden_out_by_every_call_and_nothing_lands_twice(
-        ledger: LedgerProcess) -> None:
+def test_a_restart_of_a_few_seconds_is_ridden_out_by_every_call_and_nothing_lands_twice(ledger: LedgerProcess) -> None:
     # The README's trainer: a client with nothing but a per-call deadline; the outage budget is
     # the default.
     client = LedgerClient(ledger.address, principal="trainer", timeout_s=5.0)
     holds, released = [], []
     with ledger.restart():  # OpenRun and StartAttempt meet a dead ledger.
-        recorder = RunRecorder.open(client, run_key="restart-ridden-out", name="restart", cap_usd_micro=10**9,
-                                    batch_interval_s=0.01)
+        recorder = RunRecorder.open(
+            client, run_key="restart-ridden-out", name="restart", cap_usd_micro=10**9, batch_interval_s=0.01
+        )
     with recorder:
         for step in range(10):
             if step == 3:
@@ -147,7 +150,9 @@ def test_a_restart_of_a_few_seconds_is_ridden_out_by_every_call_and_nothing_land
     assert (spend.committed_usd_micro, spend.pending_usd_micro) == (9 * 900, 0)
     entries = client.list_reservations(account=recorder.account, page_size=100).reservations
     assert {e.reservation_id: e.state for e in entries} == {
-        **dict.fromkeys(holds, "committed"), **dict.fromkeys(released, "released")}
+        **dict.fromkeys(holds, "committed"),
+        **dict.fromkeys(released, "released"),
+    }
     log = list(client.read_events(from_position=1))
     kinds = Counter(e.type.split(".")[-1] for e in log)
     reserved = [e.data_json["reservation_id"] for e in log if e.type.endswith("SpendReserved")]

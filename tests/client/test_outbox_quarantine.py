@@ -32,17 +32,25 @@ def leave_batches(outbox: Path, run_id: str, attempt: int, batches: list[range])
     """What a trainer that died before sending them leaves behind: batches in its outbox."""
     box = SqliteOutbox(outbox, run_id, attempt)
     for steps in batches:
-        box.add(codec.step_batch(run_id=run_id, attempt=attempt, steps=list(steps),
-                                 tokens=[8] * len(steps), metrics={"loss": [1.0] * len(steps),
-                                                                   "lr": [0.5] * len(steps)}))
+        box.add(
+            codec.step_batch(
+                run_id=run_id,
+                attempt=attempt,
+                steps=list(steps),
+                tokens=[8] * len(steps),
+                metrics={"loss": [1.0] * len(steps), "lr": [0.5] * len(steps)},
+            )
+        )
     box.close()
 
 
 def insert_row(outbox: Path, run_id: str, attempt: int, steps: int, payload: bytes) -> None:
     """A row written into the outbox file behind the outbox's back."""
     with sqlite3.connect(outbox / FILE_NAME) as db:
-        db.execute("INSERT INTO batches (run_id, attempt, steps, payload) VALUES (?, ?, ?, ?)",
-                   (run_id, attempt, steps, payload))
+        db.execute(
+            "INSERT INTO batches (run_id, attempt, steps, payload) VALUES (?, ?, ?, ?)",
+            (run_id, attempt, steps, payload),
+        )
 
 
 def good_payload(run_id: str, attempt: int, steps: range) -> bytes:
@@ -51,24 +59,33 @@ def good_payload(run_id: str, attempt: int, steps: range) -> bytes:
 
 def delivered(client: LedgerClient, run_id: str) -> list[int]:
     """Every step the ledger recorded for the run, once per time it was recorded."""
-    return [step for event in client.read_events(from_position=1)
-            if event.type.endswith("StepsRecorded") and event.originator_id == run_id
-            for step in event.data_json["steps"]]
+    return [
+        step
+        for event in client.read_events(from_position=1)
+        if event.type.endswith("StepsRecorded") and event.originator_id == run_id
+        for step in event.data_json["steps"]
+    ]
 
 
 def set_aside(outbox: Path) -> list[Path]:
-    return sorted(path for path in outbox.iterdir() if path.name.startswith(FILE_NAME + ".corrupt-")
-                  and not path.name.endswith(("-wal", "-shm")))
+    return sorted(
+        path
+        for path in outbox.iterdir()
+        if path.name.startswith(FILE_NAME + ".corrupt-") and not path.name.endswith(("-wal", "-shm"))
+    )
 
 
 def quarantine_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [record.getMessage() for record in caplog.records
-            if record.levelno == logging.WARNING and "outbox" in record.getMessage()
-            and "aside" in record.getMessage()]
+    return [
+        record.getMessage()
+        for record in caplog.records
+        if record.levelno == logging.WARNING and "outbox" in record.getMessage() and "aside" in record.getMessage()
+    ]
 
 
 def test_garbage_over_the_outbox_file_is_set_aside_and_the_trainer_starts(
-        client: LedgerClient, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    client: LedgerClient, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.WARNING, logger="trainledger.clients")
     outbox, key = tmp_path / "outbox", f"garbage-{uuid.uuid4()}"
     run_id, _ = started_attempt(client, key)
@@ -100,8 +117,9 @@ def test_a_deferred_open_with_a_corrupt_outbox_starts_while_the_ledger_is_down(t
     (outbox / FILE_NAME).write_bytes(GARBAGE)
     server = ServerThread(str(tmp_path / "ledger.db"), port=free_port())  # Not started: the ledger is down.
     client = LedgerClient(server.address, timeout_s=2.0, retries=0)
-    recorder = RunRecorder.open(client, run_key="deferred-corrupt", defer=True, outbox_dir=outbox,
-                                batch_steps_max=10, batch_interval_s=0.01)
+    recorder = RunRecorder.open(
+        client, run_key="deferred-corrupt", defer=True, outbox_dir=outbox, batch_steps_max=10, batch_interval_s=0.01
+    )
     try:
         assert not recorder.opened and recorder.counters["quarantined"] == 1
         for step in range(1, 41):
@@ -120,7 +138,8 @@ def test_a_deferred_open_with_a_corrupt_outbox_starts_while_the_ledger_is_down(t
 
 
 def test_an_undecodable_row_is_quarantined_and_the_good_batches_are_replayed_once(
-        client: LedgerClient, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    client: LedgerClient, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.WARNING, logger="trainledger.clients")
     outbox, key = tmp_path / "outbox", f"row-{uuid.uuid4()}"
     run_id, attempt = started_attempt(client, key)
@@ -142,8 +161,9 @@ def test_an_undecodable_row_is_quarantined_and_the_good_batches_are_replayed_onc
     assert set_aside(outbox) == []  # the file itself was sound
 
 
-def test_an_undecodable_row_of_the_running_attempt_does_not_stall_its_sender(client: LedgerClient,
-                                                                           tmp_path: Path) -> None:
+def test_an_undecodable_row_of_the_running_attempt_does_not_stall_its_sender(
+    client: LedgerClient, tmp_path: Path
+) -> None:
     outbox = tmp_path / "outbox"
     run_id, attempt = started_attempt(client, f"running-{uuid.uuid4()}")
     leave_batches(outbox, run_id, attempt, [range(0, 10)])
@@ -162,11 +182,14 @@ def test_an_undecodable_row_of_the_running_attempt_does_not_stall_its_sender(cli
     with sqlite3.connect(outbox / FILE_NAME) as db:
         assert db.execute("SELECT COUNT(*) FROM batches").fetchone() == (0,)
         assert [row[0] for row in db.execute("SELECT payload FROM quarantined_batches ORDER BY sequence")] == [
-            other, UNDECODABLE]
+            other,
+            UNDECODABLE,
+        ]
 
 
 def test_an_outbox_truncated_mid_page_is_set_aside_and_its_readable_batches_delivered(
-        client: LedgerClient, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    client: LedgerClient, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.WARNING, logger="trainledger.clients")
     outbox, key = tmp_path / "outbox", f"truncated-{uuid.uuid4()}"
     run_id, attempt = started_attempt(client, key)
@@ -200,8 +223,13 @@ def test_a_corrupt_outbox_is_set_aside_by_a_recorder_made_directly(client: Ledge
     run_id, attempt = started_attempt(client, f"direct-{uuid.uuid4()}")
     outbox.mkdir()
     (outbox / FILE_NAME).write_bytes(GARBAGE)
-    recorder = RunRecorder(LedgerClient(client.address, retries=QUICK_RETRIES), run_id=run_id, attempt=attempt,
-                           outbox_dir=outbox, batch_interval_s=0.01)
+    recorder = RunRecorder(
+        LedgerClient(client.address, retries=QUICK_RETRIES),
+        run_id=run_id,
+        attempt=attempt,
+        outbox_dir=outbox,
+        batch_interval_s=0.01,
+    )
     for step in range(5):
         recorder.log(step, loss=1.0)
     assert recorder.flush(20)

@@ -46,8 +46,13 @@ def test_log_never_blocks_or_raises_with_no_server() -> None:
 
 
 def test_outbox_replays_after_the_server_comes_back(server: ServerThread, tmp_path) -> None:
-    recorder = RunRecorder.open(LedgerClient(server.address, retries=QUICK_RETRIES), run_key="outage",
-                                outbox_dir=tmp_path / "outbox", batch_steps_max=50, batch_interval_s=0.01)
+    recorder = RunRecorder.open(
+        LedgerClient(server.address, retries=QUICK_RETRIES),
+        run_key="outage",
+        outbox_dir=tmp_path / "outbox",
+        batch_steps_max=50,
+        batch_interval_s=0.01,
+    )
     server.stop()
     for step in range(500):
         recorder.log(step, loss=float(step))
@@ -103,8 +108,13 @@ def test_a_refused_batch_is_counted_failed_and_never_retried(client: LedgerClien
 
 def test_reserve_commits_releases_and_refuses(client: LedgerClient) -> None:
     recorder = RunRecorder.open(client, run_key="spend", cap_usd_micro=10_000)
-    with recorder.reserve(4_000, basis={"price_sheet": "test", "tokens": [
-            {"token_class": "train", "tokens": 1_000, "usd_micro_per_million_tokens": 3_000_000}]}) as hold:
+    with recorder.reserve(
+        4_000,
+        basis={
+            "price_sheet": "test",
+            "tokens": [{"token_class": "train", "tokens": 1_000, "usd_micro_per_million_tokens": 3_000_000}],
+        },
+    ) as hold:
         hold.actual_usd_micro = 3_000
     with recorder.reserve(2_000):  # actual defaults to the amount reserved
         pass
@@ -160,8 +170,11 @@ def test_checkpoint_flushes_steps_first(client: LedgerClient) -> None:
         state = recorder.refresh_state()
     assert state.last_step == 10 and state.checkpoint.step == 10
     assert state.resume.handle is not None
-    assert state.resume.handle.to_dict() == {"backend": "s3", "uri": "s3://bucket/ckpt-10",
-                                             "fidelity": "weights+optimizer"}
+    assert state.resume.handle.to_dict() == {
+        "backend": "s3",
+        "uri": "s3://bucket/ckpt-10",
+        "fidelity": "weights+optimizer",
+    }
 
 
 def test_a_new_attempt_resumes_from_the_latest_checkpoint(client: LedgerClient) -> None:
@@ -177,15 +190,29 @@ def test_a_new_attempt_resumes_from_the_latest_checkpoint(client: LedgerClient) 
         for step in range(6, 9):
             second.log(step, loss=2.0)
     page = client.get_series(run_id=second.run_id)
-    assert list(zip(page.steps, page.attempts, strict=True)) == [(1, 1), (2, 1), (3, 1), (4, 1), (5, 1), (6, 2),
-                                                                (7, 2), (8, 2)]
+    assert list(zip(page.steps, page.attempts, strict=True)) == [
+        (1, 1),
+        (2, 1),
+        (3, 1),
+        (4, 1),
+        (5, 1),
+        (6, 2),
+        (7, 2),
+        (8, 2),
+    ]
 
 
 def test_a_deferred_open_logs_while_the_ledger_is_down_and_delivers_once(tmp_path) -> None:
     server = ServerThread(str(tmp_path / "ledger.db"), port=free_port())  # Not started: the ledger is down.
     client = LedgerClient(server.address, timeout_s=2.0, retries=0)
-    recorder = RunRecorder.open(client, run_key="deferred", defer=True, outbox_dir=tmp_path / "outbox",
-                                batch_steps_max=20, batch_interval_s=0.01)
+    recorder = RunRecorder.open(
+        client,
+        run_key="deferred",
+        defer=True,
+        outbox_dir=tmp_path / "outbox",
+        batch_steps_max=20,
+        batch_interval_s=0.01,
+    )
     try:
         assert not recorder.opened and recorder.attempt == 0 and not recorder.wait_open(0.1)
         for step in range(1, 101):
@@ -199,8 +226,14 @@ def test_a_deferred_open_logs_while_the_ledger_is_down_and_delivers_once(tmp_pat
             recorder.log(step, tokens=8, loss=1.0 / step)
         assert recorder.flush(20)
         recorder.finish()
-        assert recorder.counters == {"sent": 120, "acked": 120, "dropped": 0, "failed": 0, "non_finite": 0,
-                                     "quarantined": 0}
+        assert recorder.counters == {
+            "sent": 120,
+            "acked": 120,
+            "dropped": 0,
+            "failed": 0,
+            "non_finite": 0,
+            "quarantined": 0,
+        }
         page = client.get_series(run_id=recorder.run_id, page_size=1_000)
         assert page.steps == list(range(1, 121)) and set(page.attempts) == {1}
         with sqlite3.connect(tmp_path / "outbox" / FILE_NAME) as db:
@@ -216,8 +249,15 @@ def test_steps_of_a_process_that_died_before_the_ledger_answered_are_delivered_b
     server = ServerThread(str(tmp_path / "ledger.db"), port=free_port())
     client = LedgerClient(server.address, timeout_s=2.0, retries=0)
     outbox = tmp_path / "outbox"
-    first = RunRecorder.open(client, run_key="orphan", defer=True, outbox_dir=outbox, batch_steps_max=10,
-                             batch_interval_s=0.01, flush_timeout_s=0.5)
+    first = RunRecorder.open(
+        client,
+        run_key="orphan",
+        defer=True,
+        outbox_dir=outbox,
+        batch_steps_max=10,
+        batch_interval_s=0.01,
+        flush_timeout_s=0.5,
+    )
     for step in range(1, 31):
         first.log(step, loss=1.0)
     with pytest.raises(Unavailable):

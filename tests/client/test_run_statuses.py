@@ -90,8 +90,13 @@ with RunRecorder.open(client, run_key="sigterm-run", name="sigterm", stop_on_sig
 
 
 def test_sigterm_ends_the_run_stopped_with_stop_on_sigterm(server: ServerThread, client: LedgerClient) -> None:
-    trainer = subprocess.Popen([sys.executable, "-c", TRAINER, server.address], cwd=ROOT, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    trainer = subprocess.Popen(
+        [sys.executable, "-c", TRAINER, server.address],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert trainer.stdout is not None and trainer.stdout.readline().strip() == "training"
         trainer.send_signal(signal.SIGTERM)

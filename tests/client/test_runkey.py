@@ -43,7 +43,9 @@ def test_digests_follow_content_not_location(tmp_path) -> None:
 
 
 def test_the_client_never_imports_the_server_or_the_domain() -> None:
-    code = ("import sys, clients, clients.recorder, clients.aio; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('ledger', 'services')))")
+    code = (
+        "import sys, clients, clients.recorder, clients.aio; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('ledger', 'services')))"
+    )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"

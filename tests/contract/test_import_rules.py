@@ -73,15 +73,24 @@ def test_the_rule_finder_sees_imports_inside_functions_and_relative_ones(tmp_pat
 
 
 def test_the_ledger_imports_no_wire_no_server_and_no_client() -> None:
-    assert _violations("ledger", SHARED_CONTRACT, ("grpc", "google", "trainledger", "services", "clients",
-                                                   "grpc_status", "grpc_health")) == []
+    assert (
+        _violations(
+            "ledger",
+            SHARED_CONTRACT,
+            ("grpc", "google", "trainledger", "services", "clients", "grpc_status", "grpc_health"),
+        )
+        == []
+    )
 
 
-@pytest.mark.parametrize(("layer", "may_import"), [
-    ("ledger/domain", ("ledger.domain",)),
-    ("ledger/views", ("ledger.domain", "ledger.views")),
-    ("ledger/storage", ("ledger.domain", "ledger.views", "ledger.storage")),
-])
+@pytest.mark.parametrize(
+    ("layer", "may_import"),
+    [
+        ("ledger/domain", ("ledger.domain",)),
+        ("ledger/views", ("ledger.domain", "ledger.views")),
+        ("ledger/storage", ("ledger.domain", "ledger.views", "ledger.storage")),
+    ],
+)
 def test_each_layer_of_the_ledger_imports_only_what_lies_below_it(layer: str, may_import: tuple[str, ...]) -> None:
     found = []
     for path in _sources(layer):

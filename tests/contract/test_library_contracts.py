@@ -139,6 +139,7 @@ class TestSQLiteSnapshotRecorder(_SQLiteFile, cases.AggregateRecorderTestCase):
 
 needs_postgres = pytest.mark.skipif(not POSTGRES_URL, reason="TRAINLEDGER_TEST_DATABASE_URL is not set")
 
+
 def _drop_schema(schema: str) -> None:
     import psycopg
 
@@ -252,15 +253,17 @@ class TestPostgresApplicationRecorder(_PostgresApplicationRecorderCase, cases.Ap
 
 @needs_postgres
 @pytest.mark.postgres
-class TestPostgresApplicationRecorderTwoConnections(_PostgresApplicationRecorderCase,
-                                                    cases.ApplicationRecorderTestCase):
+class TestPostgresApplicationRecorderTwoConnections(
+    _PostgresApplicationRecorderCase, cases.ApplicationRecorderTestCase
+):
     pool_size = 2
 
 
 @needs_postgres
 @pytest.mark.postgres
-class TestPostgresApplicationRecorderAsAggregateRecorder(_PostgresApplicationRecorderAsAggregateCase,
-                                                         cases.AggregateRecorderTestCase):
+class TestPostgresApplicationRecorderAsAggregateRecorder(
+    _PostgresApplicationRecorderAsAggregateCase, cases.AggregateRecorderTestCase
+):
     """On the library's pool of one connection: the recorders' tables are created under the
     schema's lock, held on a connection outside the pool, so a pool of one never waits for itself."""
 
@@ -268,7 +271,8 @@ class TestPostgresApplicationRecorderAsAggregateRecorder(_PostgresApplicationRec
 @needs_postgres
 @pytest.mark.postgres
 class TestPostgresApplicationRecorderAsAggregateRecorderTwoConnections(
-        _PostgresApplicationRecorderAsAggregateCase, cases.AggregateRecorderTestCase):
+    _PostgresApplicationRecorderAsAggregateCase, cases.AggregateRecorderTestCase
+):
     pool_size = 2
 
 
@@ -408,4 +412,3 @@ class TestMsgspecTranscoder(cases.TranscoderTestCase):
         self.assertIn("extension type 5", str(cm2.exception))
         with self.assertRaises(msgspec.DecodeError):
             self.transcoder.decode(b'{"_type_":"custom_type3_as_dict","_data_":""}')
-

@@ -83,15 +83,20 @@ def _spelled_reasons(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def test_the_scan_finds_spelled_reasons() -> None:
-    tree = ast.parse('raise Refused("no", reason="RUN_FINISHED")\n'
-                     'rich_status(code, "m", "INTERNAL")\n'
-                     'raise Refused("no", reason=f"RESERVATION_{state}")\n'
-                     'raise Refused("no", reason=Reason.RUN_FINISHED)\n'
-                     'release(reason="")\n')
+    tree = ast.parse(
+        'raise Refused("no", reason="RUN_FINISHED")\n'
+        'rich_status(code, "m", "INTERNAL")\n'
+        'raise Refused("no", reason=f"RESERVATION_{state}")\n'
+        'raise Refused("no", reason=Reason.RUN_FINISHED)\n'
+        'release(reason="")\n'
+    )
     assert sorted(line for line, _ in _spelled_reasons(tree)) == [1, 2, 3]
 
 
 def test_no_reason_is_spelled_outside_the_catalogue() -> None:
-    spelled = [f"{path.relative_to(ROOT)}:{line}: {text}"
-               for path in _sources() for line, text in _spelled_reasons(ast.parse(path.read_text()))]
+    spelled = [
+        f"{path.relative_to(ROOT)}:{line}: {text}"
+        for path in _sources()
+        for line, text in _spelled_reasons(ast.parse(path.read_text()))
+    ]
     assert spelled == [], "use ledger.domain.reasons.Reason members:\n" + "\n".join(spelled)

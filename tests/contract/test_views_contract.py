@@ -19,10 +19,15 @@ def _run_with_resume(ledger: Ledger, clock: Clock, key: str = "run-1") -> tuple[
     run_id = ledger.open_run(run_key=key, name="first", spec={"lr": 0.1}, cap_usd_micro=1_000_000).run_id
     ledger.start_attempt(run_id=run_id, label="a1")
     clock.advance(seconds=1)
-    ledger.append_steps(run_id=run_id, attempt=1, steps=list(range(10)), tokens=[100] * 10,
-                        usd_micro=[7] * 10, metrics={"loss": [1.0 - s / 10 for s in range(10)]})
-    ledger.save_checkpoint(run_id=run_id, attempt=1, step=5, backend="local", uri="file:///ckpt/5",
-                           digest="d5")
+    ledger.append_steps(
+        run_id=run_id,
+        attempt=1,
+        steps=list(range(10)),
+        tokens=[100] * 10,
+        usd_micro=[7] * 10,
+        metrics={"loss": [1.0 - s / 10 for s in range(10)]},
+    )
+    ledger.save_checkpoint(run_id=run_id, attempt=1, step=5, backend="local", uri="file:///ckpt/5", digest="d5")
     clock.advance(seconds=1)
     ledger.start_attempt(run_id=run_id, label="a2", resume_from_step=5)
     receipt = ledger.append_steps(run_id=run_id, attempt=2, steps=[6, 7, 8], metrics={"loss": [0.5, 0.4, 0.3]})
@@ -40,21 +45,23 @@ def test_run_state_through_open_attempt_steps_checkpoint_resume_finish(ledger: L
     run_id = opened.run_id
     ledger.start_attempt(run_id=run_id, label="a1")
     ledger.append_steps(run_id=run_id, attempt=1, steps=list(range(10)))
-    saved = ledger.save_checkpoint(run_id=run_id, attempt=1, step=5, backend="local", uri="file:///ckpt/5",
-                                   digest="d5")
+    saved = ledger.save_checkpoint(run_id=run_id, attempt=1, step=5, backend="local", uri="file:///ckpt/5", digest="d5")
     state = ledger.run_state(run_id, min_position=saved.position)
     assert (state.current_attempt, state.last_step) == (1, 9)
     assert state.checkpoint is not None
     assert state.checkpoint.step == 5 and state.checkpoint.handle.uri == "file:///ckpt/5"
     handle = StateHandle(backend="local", uri="file:///ckpt/5", fidelity="weights+optimizer")
-    assert state.resume == Resume(available=True, from_step=5, handle=handle, sampler_uri="",
-                                  spend_committed_usd_micro=0)
+    assert state.resume == Resume(
+        available=True, from_step=5, handle=handle, sampler_uri="", spend_committed_usd_micro=0
+    )
 
     resumed = ledger.start_attempt(run_id=run_id, label="a2", resume_from_step=5)
     state = ledger.run_state(run_id, min_position=resumed.position)
     assert (resumed.attempt, state.current_attempt, state.last_step) == (2, 2, 5)
     assert [(a.number, a.label, a.resumed_from_step, a.ended) for a in state.attempts] == [
-        (1, "a1", None, True), (2, "a2", 5, False)]
+        (1, "a1", None, True),
+        (2, "a2", 5, False),
+    ]
     assert state.checkpoint is not None and state.checkpoint.step == 5
 
     finished = ledger.finish_run(run_id=run_id, attempt=2, status="done", summary={"loss": 0.25})
@@ -77,7 +84,14 @@ def test_series_marks_the_steps_a_resume_superseded(ledger: Ledger, clock: Clock
     everything = ledger.series(run_id, include_superseded=True)
     assert list(zip(everything.steps, everything.attempts, everything.superseded, strict=True)) == [
         *((step, 1, False) for step in range(6)),
-        (6, 1, True), (6, 2, False), (7, 1, True), (7, 2, False), (8, 1, True), (8, 2, False), (9, 1, True)]
+        (6, 1, True),
+        (6, 2, False),
+        (7, 1, True),
+        (7, 2, False),
+        (8, 1, True),
+        (8, 2, False),
+        (9, 1, True),
+    ]
 
     first = ledger.series(run_id, limit=4)
     assert first.steps == (0, 1, 2, 3) and first.next_from_step == 4
@@ -98,16 +112,22 @@ def test_spend_totals_and_audit_trail(ledger: Ledger) -> None:
     last = ledger.charge(account=run_id, charge_id="c1", amount_usd_micro=300, reason="eval")
 
     run_account = ledger.account(run_id, min_position=last.position)
-    assert (run_account.parent, run_account.cap_usd_micro, run_account.committed_usd_micro,
-            run_account.pending_usd_micro, run_account.overrun_usd_micro,
-            run_account.remaining_usd_micro) == ("team", None, 4_800, 0, 500, None)
+    assert (
+        run_account.parent,
+        run_account.cap_usd_micro,
+        run_account.committed_usd_micro,
+        run_account.pending_usd_micro,
+        run_account.overrun_usd_micro,
+        run_account.remaining_usd_micro,
+    ) == ("team", None, 4_800, 0, 500, None)
     team = ledger.account("team")
     assert (team.cap_usd_micro, team.committed_usd_micro, team.pending_usd_micro) == (10_000, 4_800, 0)
     assert team.remaining_usd_micro == 10_000 - 4_800
 
     trail = ledger.reservations(run_id).reservations
-    assert [(r.reservation_id, r.kind, r.state, r.amount_usd_micro, r.actual_usd_micro, r.overrun_usd_micro)
-            for r in trail] == [
+    assert [
+        (r.reservation_id, r.kind, r.state, r.amount_usd_micro, r.actual_usd_micro, r.overrun_usd_micro) for r in trail
+    ] == [
         ("r1", "reservation", "committed", 4_000, 4_500, 500),
         ("r2", "reservation", "released", 5_000, 0, 0),
         ("r3", "reservation", "refused", 2_000, 0, 0),
@@ -134,9 +154,14 @@ def test_registry_current_version_and_history(ledger: Ledger) -> None:
     family = ledger.family("fam", min_position=last.position)
     assert family.current == 1
     assert [(v.version, v.artifact_uri, v.metadata) for v in family.versions] == [
-        (1, "s3://m/1", {"n": 1}), (2, "s3://m/2", {})]
+        (1, "s3://m/1", {"n": 1}),
+        (2, "s3://m/2", {}),
+    ]
     assert [(h.kind, h.version, h.previous, h.reason) for h in family.history] == [
-        ("promote", 1, 0, ""), ("promote", 2, 1, ""), ("rollback", 1, 2, "regression")]
+        ("promote", 1, 0, ""),
+        ("promote", 2, 1, ""),
+        ("rollback", 1, 2, "regression"),
+    ]
     assert family.history[0].verdict == GateVerdict(passed=True, reason="gate", stats={"acc": 0.9})
 
 

@@ -54,9 +54,12 @@ def promote_next(client: LedgerClient, name: str, number: int, acks: Acks) -> No
     for _ in range(5):  # The other client may promote in between: read the current version again.
         current = client.get_current(family=FAMILY, min_position=registered.position)
         try:
-            promoted = client.promote(family=FAMILY, version=registered.version,
-                                      expected_current=current.version if current else 0,
-                                      verdict={"passed": True, "reason": f"{name} gate {number}"})
+            promoted = client.promote(
+                family=FAMILY,
+                version=registered.version,
+                expected_current=current.version if current else 0,
+                verdict={"passed": True, "reason": f"{name} gate {number}"},
+            )
         except CurrentVersionMoved:
             continue
         acks(kind="promote", version=registered.version, position=promoted.position)
@@ -86,9 +89,17 @@ def work(address: str, name: str, acks_path: str, stop_path: str, seed: int) -> 
     acks = Acks(acks_path)
     client = LedgerClient(address, principal=name, timeout_s=5.0, retries=PATIENT)
     recorder = RunRecorder.open(
-        client, run_key=f"crash-{name}", name=name, cap_usd_micro=RUN_CAP, parent_account=PARENT,
-        batch_steps_max=50, batch_interval_s=0.02, ack_timeout_s=5.0, flush_timeout_s=120.0,
-        on_ack=lambda ack: acks(kind="steps", position=ack.position, last_step=ack.last_step))
+        client,
+        run_key=f"crash-{name}",
+        name=name,
+        cap_usd_micro=RUN_CAP,
+        parent_account=PARENT,
+        batch_steps_max=50,
+        batch_interval_s=0.02,
+        ack_timeout_s=5.0,
+        flush_timeout_s=120.0,
+        on_ack=lambda ack: acks(kind="steps", position=ack.position, last_step=ack.last_step),
+    )
     step = number = 0
     while not os.path.exists(stop_path):
         for _ in range(20):

@@ -23,8 +23,9 @@ def sft_command(output_dir: Path, *options: str) -> list[str]:
 def start_sft(command: list[str], log: Path) -> subprocess.Popen[str]:
     """The script as a child: stdout (its line protocol) piped, stderr into `log`."""
     with open(log, "ab") as errors:
-        return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        return subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=errors, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+        )
 
 
 def run_sft(command: list[str], log: Path, timeout_s: float = 120) -> list[str]:
@@ -59,14 +60,20 @@ def wait_until(condition: Callable[[], Any], timeout_s: float, what: str) -> Any
     return value
 
 
-def all_series(client: LedgerClient, run_id: str, *, include_superseded: bool = False,
-               min_position: int = 0) -> dict[str, list[Any]]:
+def all_series(
+    client: LedgerClient, run_id: str, *, include_superseded: bool = False, min_position: int = 0
+) -> dict[str, list[Any]]:
     """steps, attempts and superseded of the whole series."""
     columns: dict[str, list[Any]] = {"steps": [], "attempts": [], "superseded": []}
     from_step: int | None = 0
     while from_step is not None:
-        page = client.get_series(run_id=run_id, from_step=from_step, page_size=10_000,
-                                 include_superseded=include_superseded, min_position=min_position)
+        page = client.get_series(
+            run_id=run_id,
+            from_step=from_step,
+            page_size=10_000,
+            include_superseded=include_superseded,
+            min_position=min_position,
+        )
         for name in columns:
             columns[name] += getattr(page, name)
         from_step = page.next_from_step

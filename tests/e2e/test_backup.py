@@ -44,16 +44,21 @@ class Writer(threading.Thread):
             number = 0
             while not self.stopping.is_set():
                 steps = range(number * BATCH_STEPS, (number + 1) * BATCH_STEPS)
-                answer = self.stubs.runs.AppendSteps(runs_pb2.AppendStepsRequest(batch=batch(self.run_id, steps)),
-                                                     timeout=10)
+                answer = self.stubs.runs.AppendSteps(
+                    runs_pb2.AppendStepsRequest(batch=batch(self.run_id, steps)), timeout=10
+                )
                 self.acks.append((answer.position, "StepsRecorded"))
                 hold = f"hold-{number}"
-                answer = self.stubs.spend.Reserve(spend_pb2.ReserveRequest(
-                    account=self.run_id, reservation_id=hold, amount_usd_micro=1_000), timeout=10)
+                answer = self.stubs.spend.Reserve(
+                    spend_pb2.ReserveRequest(account=self.run_id, reservation_id=hold, amount_usd_micro=1_000),
+                    timeout=10,
+                )
                 self.acks.append((answer.position, "SpendReserved"))
                 if number % 2:  # Every other hold stays pending.
-                    answer = self.stubs.spend.Commit(spend_pb2.CommitRequest(
-                        account=self.run_id, reservation_id=hold, actual_usd_micro=900), timeout=10)
+                    answer = self.stubs.spend.Commit(
+                        spend_pb2.CommitRequest(account=self.run_id, reservation_id=hold, actual_usd_micro=900),
+                        timeout=10,
+                    )
                     self.acks.append((answer.position, "SpendCommitted"))
                 number += 1
         except BaseException as error:  # Reported by the test.
@@ -76,12 +81,17 @@ def events(stubs: Stubs) -> list[events_pb2.Event]:
 
 
 def run_backup(database: Path, copy: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*trainledger(), "backup", "--db", str(database), "--to", str(copy)], capture_output=True,
-                          text=True, timeout=WAIT_S, cwd=cwd, env=environment())
+    return subprocess.run(
+        [*trainledger(), "backup", "--db", str(database), "--to", str(copy)],
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+        cwd=cwd,
+        env=environment(),
+    )
 
 
-def test_a_backup_taken_under_writes_serves_every_event_up_to_its_position(tmp_path: Path,
-                                                                          servers: Servers) -> None:
+def test_a_backup_taken_under_writes_serves_every_event_up_to_its_position(tmp_path: Path, servers: Servers) -> None:
     database, copy = tmp_path / "ledger.db", tmp_path / "copy.db"
     server, address = servers.start(database)
     writer = Writer(address)
@@ -107,7 +117,8 @@ def test_a_backup_taken_under_writes_serves_every_event_up_to_its_position(tmp_p
         copied = events(stubs)
         # Every event up to the copy's position, byte for byte as the original has it, and no other.
         assert [e.SerializeToString() for e in copied] == [
-            e.SerializeToString() for e in original if e.position <= position]
+            e.SerializeToString() for e in original if e.position <= position
+        ]
         assert copied[-1].position == position
         assert any(ack <= position for ack, _ in writer.acks) and any(ack > position for ack, _ in writer.acks)
         by_position = {e.position: e.type for e in copied}
@@ -120,17 +131,23 @@ def test_a_backup_taken_under_writes_serves_every_event_up_to_its_position(tmp_p
         steps: list[int] = []
         page = runs_pb2.GetSeriesResponse(next_from_step=0)
         while page.HasField("next_from_step"):
-            page = stubs.runs.GetSeries(runs_pb2.GetSeriesRequest(
-                run_id=writer.run_id, from_step=page.next_from_step, page_size=10_000, min_position=position),
-                timeout=30)
+            page = stubs.runs.GetSeries(
+                runs_pb2.GetSeriesRequest(
+                    run_id=writer.run_id, from_step=page.next_from_step, page_size=10_000, min_position=position
+                ),
+                timeout=30,
+            )
             steps += page.steps
         assert steps == [step for data in recorded for step in data["steps"]]
         reserved = sum(e.type.endswith("SpendReserved") for e in copied)
         committed = sum(e.type.endswith("SpendCommitted") for e in copied)
-        account = stubs.spend.GetAccount(spend_pb2.GetAccountRequest(account=writer.run_id, min_position=position),
-                                         timeout=30).account
-        assert (account.committed_usd_micro, account.pending_usd_micro) == (900 * committed,
-                                                                            1_000 * (reserved - committed))
+        account = stubs.spend.GetAccount(
+            spend_pb2.GetAccountRequest(account=writer.run_id, min_position=position), timeout=30
+        ).account
+        assert (account.committed_usd_micro, account.pending_usd_micro) == (
+            900 * committed,
+            1_000 * (reserved - committed),
+        )
         state = stubs.runs.GetRunState(runs_pb2.GetRunStateRequest(run_id=writer.run_id), timeout=30).state
         assert (state.last_step, state.position) == (steps[-1], position)
 
@@ -142,7 +159,8 @@ def test_backup_never_overwrites_and_sends_postgresql_to_pg_dump(tmp_path: Path,
     line = servers.refused("backup", "--db", str(database), "--to", str(copy))
     assert line == f"trainledger: {copy} already exists: back up to a new file", line
     assert copy.read_text() == "an earlier backup"
-    line = servers.refused("backup", "--database-url", "postgresql://ledger@127.0.0.1/ledger", "--to",
-                           str(tmp_path / "other.db"))
+    line = servers.refused(
+        "backup", "--database-url", "postgresql://ledger@127.0.0.1/ledger", "--to", str(tmp_path / "other.db")
+    )
     assert "pg_dump" in line, line
     assert sorted(path.name for path in tmp_path.glob("*copy*")) == ["copy.db"], "a partial file was left behind"

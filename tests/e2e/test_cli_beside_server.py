@@ -21,8 +21,9 @@ READS = 3
 
 
 def cli(directory: Path, *args: str) -> str:
-    done = subprocess.run([*trainledger(), *args], capture_output=True, text=True, cwd=directory, env=environment(),
-                          timeout=60)
+    done = subprocess.run(
+        [*trainledger(), *args], capture_output=True, text=True, cwd=directory, env=environment(), timeout=60
+    )
     assert done.returncode == 0, (args, done.stdout, done.stderr)
     return done.stdout
 
@@ -44,10 +45,14 @@ def test_read_commands_beside_a_serving_ledger_leave_its_views_right(tmp_path: P
             try:
                 while not stop.is_set() or written[0] < PAIRS:
                     number = written[0]
-                    spend.Reserve(spend_pb2.ReserveRequest(account=run_id, reservation_id=f"r{number}",
-                                                           amount_usd_micro=140), timeout=10)
-                    spend.Commit(spend_pb2.CommitRequest(account=run_id, reservation_id=f"r{number}",
-                                                         actual_usd_micro=100), timeout=10)
+                    spend.Reserve(
+                        spend_pb2.ReserveRequest(account=run_id, reservation_id=f"r{number}", amount_usd_micro=140),
+                        timeout=10,
+                    )
+                    spend.Commit(
+                        spend_pb2.CommitRequest(account=run_id, reservation_id=f"r{number}", actual_usd_micro=100),
+                        timeout=10,
+                    )
                     written[0] += 1
             except BaseException as error:  # Reported in the test's thread.
                 failures.append(error)
@@ -65,10 +70,12 @@ def test_read_commands_beside_a_serving_ledger_leave_its_views_right(tmp_path: P
         pairs = written[0]
 
         head = spend.GetAccount(spend_pb2.GetAccountRequest(account=run_id), timeout=10)
-        last = spend.Commit(spend_pb2.CommitRequest(account=run_id, reservation_id=f"r{pairs - 1}",
-                                                    actual_usd_micro=100), timeout=10)
-        served = spend.GetAccount(spend_pb2.GetAccountRequest(account=run_id, min_position=last.position),
-                                  timeout=10).account
+        last = spend.Commit(
+            spend_pb2.CommitRequest(account=run_id, reservation_id=f"r{pairs - 1}", actual_usd_micro=100), timeout=10
+        )
+        served = spend.GetAccount(
+            spend_pb2.GetAccountRequest(account=run_id, min_position=last.position), timeout=10
+        ).account
         assert (served.committed_usd_micro, served.pending_usd_micro) == (pairs * 100, 0), head
         shown = json.loads(cli(tmp_path, "spend", "show", run_id, "--db", str(database), "--json"))
         channel.close()

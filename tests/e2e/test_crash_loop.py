@@ -67,13 +67,17 @@ class Server:
         with open(self.log, "ab") as output:
             self.process = subprocess.Popen(
                 [*trainledger(), "serve", "--db", str(self.database), "--listen", f"127.0.0.1:{self.port}"],
-                stdout=output, stderr=subprocess.STDOUT, env=environment())
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                env=environment(),
+            )
 
     def wait_serving(self) -> None:
         deadline = time.monotonic() + START_WAIT_S
         while time.monotonic() < deadline:
             assert self.process is not None and self.process.poll() is None, (
-                f"the server exited ({self.process and self.process.returncode}): {self.log.read_text()[-3000:]}")
+                f"the server exited ({self.process and self.process.returncode}): {self.log.read_text()[-3000:]}"
+            )
             try:
                 answer = self.health.Check(health_pb2.HealthCheckRequest(), timeout=1.0)
                 if answer.status == health_pb2.HealthCheckResponse.SERVING:
@@ -114,6 +118,7 @@ def take_image(database: Path, image: Path) -> None:
 
 
 # Checks of one crash image.
+
 
 @dataclass
 class Checked:
@@ -165,12 +170,20 @@ def check_acks(events: list[dict[str, Any]], acks: dict[str, list[dict[str, Any]
             checked.acked += 1
             kind, originator, data = expected(ack, worker)
             event = at.get(ack["position"])
-            if (event is None or event["type"] != kind or originator not in (None, event["originator_id"])
-                    or any(event["data"].get(key) != value for key, value in data.items())):
+            if (
+                event is None
+                or event["type"] != kind
+                or originator not in (None, event["originator_id"])
+                or any(event["data"].get(key) != value for key, value in data.items())
+            ):
                 checked.lost.append(f"{worker} {ack}: the log has {event and (event['type'], event['data'])}")
         last_acked = max((ack["last_step"] for ack in lines if ack["kind"] == "steps"), default=-1)
-        recorded = Counter(step for event in events if event["type"] == "Run.StepsRecorded"
-                           and event["originator_id"] == run_id_of(worker) for step in event["data"]["steps"])
+        recorded = Counter(
+            step
+            for event in events
+            if event["type"] == "Run.StepsRecorded" and event["originator_id"] == run_id_of(worker)
+            for step in event["data"]["steps"]
+        )
         missing = [step for step in range(last_acked + 1) if step not in recorded]
         if missing:
             checked.lost.append(f"{worker}: acked steps missing from the log: {missing[:10]}")
@@ -192,8 +205,9 @@ def check_acks(events: list[dict[str, Any]], acks: dict[str, list[dict[str, Any]
 def audit_caps(events: list[dict[str, Any]], checked: Checked) -> None:
     """Fold every account's spend events in log order: committed + pending - overrun never
     exceeds the cap at any position."""
-    books: dict[str, dict[str, Any]] = defaultdict(lambda: {"cap": None, "pending": 0, "committed": 0, "overrun": 0,
-                                                             "holds": {}})
+    books: dict[str, dict[str, Any]] = defaultdict(
+        lambda: {"cap": None, "pending": 0, "committed": 0, "overrun": 0, "holds": {}}
+    )
     for event in events:
         kind, data = event["type"], event["data"]
         if not kind.startswith("Account."):
@@ -221,8 +235,10 @@ def audit_caps(events: list[dict[str, Any]], checked: Checked) -> None:
             book["overrun"] += data["overrun_delta"]
         held = book["committed"] + book["pending"] - book["overrun"]
         if book["cap"] is not None and held > book["cap"]:
-            checked.cap_crossings.append(f"at position {event['position']} account {event['originator_id']} "
-                                         f"holds {held} over its cap {book['cap']}")
+            checked.cap_crossings.append(
+                f"at position {event['position']} account {event['originator_id']} "
+                f"holds {held} over its cap {book['cap']}"
+            )
 
 
 def views(ledger: Ledger) -> dict[str, Any]:
@@ -271,13 +287,16 @@ def check_image(image: Path, acks: dict[str, list[dict[str, Any]]]) -> Checked:
         rebuilt = views(ledger)
         checked.view_mismatches += [
             f"{name}: as projected {caught_up.get(name)!r:.300} rebuilt {rebuilt.get(name)!r:.300}"
-            for name in sorted(set(caught_up) | set(rebuilt)) if caught_up.get(name) != rebuilt.get(name)]
+            for name in sorted(set(caught_up) | set(rebuilt))
+            if caught_up.get(name) != rebuilt.get(name)
+        ]
     finally:
         ledger.close()
     return checked
 
 
 # The loop.
+
 
 @dataclass
 class Outcome:
@@ -288,19 +307,24 @@ class Outcome:
     workers: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def figures(self) -> dict[str, Any]:
-        return {"crash_cycles": self.cycles, "kills_while_starting": self.kills_while_starting,
-                "acked_writes": max((image.acked for image in self.images), default=0),
-                "acked_lost": sum(len(image.lost) for image in self.images) + len(self.prefix_breaks),
-                "duplicates": sum(len(image.duplicates) for image in self.images),
-                "cap_crossings": sum(len(image.cap_crossings) for image in self.images),
-                "view_mismatches": sum(len(image.view_mismatches) for image in self.images),
-                "log_events": max((image.head for image in self.images), default=0)}
+        return {
+            "crash_cycles": self.cycles,
+            "kills_while_starting": self.kills_while_starting,
+            "acked_writes": max((image.acked for image in self.images), default=0),
+            "acked_lost": sum(len(image.lost) for image in self.images) + len(self.prefix_breaks),
+            "duplicates": sum(len(image.duplicates) for image in self.images),
+            "cap_crossings": sum(len(image.cap_crossings) for image in self.images),
+            "view_mismatches": sum(len(image.view_mismatches) for image in self.images),
+            "log_events": max((image.head for image in self.images), default=0),
+        }
 
     def problems(self) -> list[str]:
         found = list(self.prefix_breaks)
         for number, image in enumerate(self.images):
-            found += [f"image {number}: {problem}" for problem in
-                      image.lost + image.duplicates + image.cap_crossings + image.view_mismatches]
+            found += [
+                f"image {number}: {problem}"
+                for problem in image.lost + image.duplicates + image.cap_crossings + image.view_mismatches
+            ]
         for worker, done in self.workers.items():
             counters = done.get("counters", {})
             if done.get("kind") != "done" or counters.get("failed") or counters.get("dropped"):
@@ -324,9 +348,25 @@ def crash_loop(directory: Path, cycles: int, seed: int) -> Outcome:
         for number, name in enumerate(WORKERS):
             with open(directory / f"{name}.log", "ab") as output:
                 workers[name] = subprocess.Popen(
-                    [sys.executable, "-m", "tests.e2e.crash_workload", "--address", f"127.0.0.1:{port}",
-                     "--name", name, "--acks", str(directory / f"{name}.acks"), "--stop", str(stop),
-                     "--seed", str(seed + number)], stdout=output, stderr=subprocess.STDOUT, env=environment())
+                    [
+                        sys.executable,
+                        "-m",
+                        "tests.e2e.crash_workload",
+                        "--address",
+                        f"127.0.0.1:{port}",
+                        "--name",
+                        name,
+                        "--acks",
+                        str(directory / f"{name}.acks"),
+                        "--stop",
+                        str(stop),
+                        "--seed",
+                        str(seed + number),
+                    ],
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                    env=environment(),
+                )
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="crash-image-check") as checker:
             for cycle in range(cycles):
                 if rng.random() < 0.3:  # Anywhere in the start: opening, checking, catching up, binding.
@@ -352,8 +392,9 @@ def crash_loop(directory: Path, cycles: int, seed: int) -> Outcome:
             server.kill()
             image = directory / "images" / "final.db"
             take_image(database, image)
-            checks.append(checker.submit(check_image, image, {name: read_acks(directory / f"{name}.acks")
-                                                              for name in WORKERS}))
+            checks.append(
+                checker.submit(check_image, image, {name: read_acks(directory / f"{name}.acks") for name in WORKERS})
+            )
             outcome.images = [check.result() for check in checks]
     finally:
         stop.touch()
@@ -393,11 +434,16 @@ def seed() -> Iterator[int]:
     yield value
 
 
-def test_kill_9_at_random_points_loses_no_ack_records_nothing_twice_and_crosses_no_cap(tmp_path: Path,
-                                                                                      seed: int) -> None:
+def test_kill_9_at_random_points_loses_no_ack_records_nothing_twice_and_crosses_no_cap(
+    tmp_path: Path, seed: int
+) -> None:
     outcome = crash_loop(tmp_path, CYCLES, seed)
     figures = outcome.figures()
     assert outcome.cycles >= CYCLES and figures["acked_writes"] > 0, figures
     assert outcome.problems() == [], f"seed {seed} (TRAINLEDGER_CRASH_SEED): {figures}"
     assert (figures["acked_lost"], figures["duplicates"], figures["cap_crossings"], figures["view_mismatches"]) == (
-        0, 0, 0, 0), figures
+        0,
+        0,
+        0,
+        0,
+    ), figures

@@ -42,9 +42,14 @@ class Servers:
         """A server that must start: the process and the HOST:PORT its "serving on" line names."""
         log = self.directory / f"server-{len(self.processes)}.log"
         with open(log, "w") as errors:
-            process = subprocess.Popen([*trainledger(), "serve", "--db", str(database), "--listen", listen],
-                                       stdout=subprocess.PIPE, stderr=errors, text=True, cwd=self.directory,
-                                       env=environment())
+            process = subprocess.Popen(
+                [*trainledger(), "serve", "--db", str(database), "--listen", listen],
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                text=True,
+                cwd=self.directory,
+                env=environment(),
+            )
         self.processes.append(process)
         line = first_line(process)
         match = re.search(r"serving on (127\.0\.0\.1:\d+)", line)
@@ -54,8 +59,14 @@ class Servers:
     def refused(self, *args: str) -> str:
         """A command that must end with status 2 and one line on stderr (which it returns) without
         ever serving."""
-        process = subprocess.Popen([*trainledger(), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   text=True, cwd=self.directory, env=environment())
+        process = subprocess.Popen(
+            [*trainledger(), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=self.directory,
+            env=environment(),
+        )
         self.processes.append(process)
         line = first_line(process)
         if "serving on" in line:
@@ -113,21 +124,32 @@ def test_a_second_server_on_a_served_database_exits_2_naming_the_holder(tmp_path
     assert first.poll() is None
 
 
-def test_rebuild_is_refused_on_a_served_database_and_read_commands_are_not(tmp_path: Path,
-                                                                           servers: Servers) -> None:
+def test_rebuild_is_refused_on_a_served_database_and_read_commands_are_not(tmp_path: Path, servers: Servers) -> None:
     database = tmp_path / "ledger.db"
     first, address = servers.start(database)
     error = servers.refused("rebuild", "--db", str(database))
     assert f"pid {first.pid}" in error and address in error, error
-    listed = subprocess.run([*trainledger(), "runs", "list", "--json", "--db", str(database)], capture_output=True,
-                            text=True, timeout=WAIT_S, cwd=tmp_path, env=environment())
+    listed = subprocess.run(
+        [*trainledger(), "runs", "list", "--json", "--db", str(database)],
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+        cwd=tmp_path,
+        env=environment(),
+    )
     assert listed.returncode == 0, listed.stderr
     assert json.loads(listed.stdout) == []
     assert first.poll() is None
     first.send_signal(signal.SIGTERM)
     assert first.wait(timeout=WAIT_S) == 0
-    done = subprocess.run([*trainledger(), "rebuild", "--db", str(database)], capture_output=True, text=True,
-                          timeout=WAIT_S, cwd=tmp_path, env=environment())
+    done = subprocess.run(
+        [*trainledger(), "rebuild", "--db", str(database)],
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+        cwd=tmp_path,
+        env=environment(),
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("rebuilt every view from")
 
@@ -143,8 +165,20 @@ def test_after_kill_9_a_new_server_starts_on_the_same_file(tmp_path: Path, serve
     assert f"pid {second.pid}" in error and address in error, error
 
 
-@pytest.mark.parametrize("listen", ["localhost", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:-1",
-                                    "::1:0", "[::1]", "localhost:http", ":50051"])
+@pytest.mark.parametrize(
+    "listen",
+    [
+        "localhost",
+        "127.0.0.1",
+        "127.0.0.1:",
+        "127.0.0.1:65536",
+        "127.0.0.1:-1",
+        "::1:0",
+        "[::1]",
+        "localhost:http",
+        ":50051",
+    ],
+)
 def test_a_listen_address_that_is_not_host_and_port_exits_2(tmp_path: Path, servers: Servers, listen: str) -> None:
     database = tmp_path / "ledger.db"
     error = servers.refused("serve", "--db", str(database), "--listen", listen)

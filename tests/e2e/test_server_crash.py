@@ -28,8 +28,12 @@ def serve(database: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     script = Path(sys.executable).with_name("trainledger")
     command = [str(script)] if script.exists() else [sys.executable, "-c", "from services.cli import main; main()"]
     with open(log, "ab") as output:
-        process = subprocess.Popen([*command, "serve", "--db", str(database), "--listen", f"127.0.0.1:{port}"],
-                                   stdout=output, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        process = subprocess.Popen(
+            [*command, "serve", "--db", str(database), "--listen", f"127.0.0.1:{port}"],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
     deadline = time.monotonic() + 60
     with LedgerClient(f"127.0.0.1:{port}", timeout_s=2.0, retries=0) as probe:
         while True:
@@ -48,8 +52,15 @@ def test_kill_9_mid_stream_loses_no_ack_and_duplicates_nothing(tmp_path: Path) -
     server = serve(database, port, log)
     acks: list[StepAck] = []
     client = LedgerClient(f"127.0.0.1:{port}", principal="e2e", timeout_s=5.0, retries=PATIENT)
-    recorder = RunRecorder.open(client, run_key="e2e-crash", name="crash", cap_usd_micro=10**12,
-                                batch_steps_max=100, batch_interval_s=0.02, on_ack=acks.append)
+    recorder = RunRecorder.open(
+        client,
+        run_key="e2e-crash",
+        name="crash",
+        cap_usd_micro=10**12,
+        batch_steps_max=100,
+        batch_interval_s=0.02,
+        on_ack=acks.append,
+    )
     committed: list[str] = []
     stop_spending = threading.Event()
 

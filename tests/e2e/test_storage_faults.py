@@ -41,8 +41,9 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         pytest.skip("mounting a small tmpfs needs root")
     directory = tmp_path / "small-disk"
     directory.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_SIZE}", "tmpfs", str(directory)],
-                             capture_output=True, text=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={DISK_SIZE}", "tmpfs", str(directory)], capture_output=True, text=True
+    )
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip() or mounted.returncode}")
     try:
@@ -68,8 +69,9 @@ class Writer:
     def append(self) -> bool:
         steps = range(self.next_step, self.next_step + BATCH_STEPS)
         try:
-            answer = self.stubs.runs.AppendSteps(runs_pb2.AppendStepsRequest(batch=batch(self.run_id, steps)),
-                                                 timeout=10)
+            answer = self.stubs.runs.AppendSteps(
+                runs_pb2.AppendStepsRequest(batch=batch(self.run_id, steps)), timeout=10
+            )
         except grpc.RpcError as error:
             self.refusals.append(error)
             return False
@@ -82,15 +84,21 @@ class Writer:
         if not self.reserved:
             reservation_id = f"hold-{number}"
             try:
-                self.stubs.spend.Reserve(spend_pb2.ReserveRequest(
-                    account=self.run_id, reservation_id=reservation_id, amount_usd_micro=1_000), timeout=10)
+                self.stubs.spend.Reserve(
+                    spend_pb2.ReserveRequest(
+                        account=self.run_id, reservation_id=reservation_id, amount_usd_micro=1_000
+                    ),
+                    timeout=10,
+                )
             except grpc.RpcError as error:
                 self.refusals.append(error)
                 return False
             self.reserved = reservation_id
         try:
-            committed = self.stubs.spend.Commit(spend_pb2.CommitRequest(
-                account=self.run_id, reservation_id=self.reserved, actual_usd_micro=900), timeout=10)
+            committed = self.stubs.spend.Commit(
+                spend_pb2.CommitRequest(account=self.run_id, reservation_id=self.reserved, actual_usd_micro=900),
+                timeout=10,
+            )
         except grpc.RpcError as error:
             self.refusals.append(error)
             return False
@@ -100,7 +108,9 @@ class Writer:
 
 def assert_clear_storage_full(error: grpc.RpcError) -> None:
     assert error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED), (
-        error.code(), error.details())
+        error.code(),
+        error.details(),
+    )
     info = error_info(error)
     assert (info.domain, info.reason) == ("trainledger", "STORAGE_FULL"), (info, error.details())
 
@@ -115,12 +125,17 @@ def assert_acked_present_once(stubs: Stubs, writer: Writer) -> None:
     steps: list[int] = []
     page = runs_pb2.GetSeriesResponse(next_from_step=0)
     while page.HasField("next_from_step"):
-        page = stubs.runs.GetSeries(runs_pb2.GetSeriesRequest(
-            run_id=writer.run_id, from_step=page.next_from_step, page_size=10_000, min_position=head), timeout=30)
+        page = stubs.runs.GetSeries(
+            runs_pb2.GetSeriesRequest(
+                run_id=writer.run_id, from_step=page.next_from_step, page_size=10_000, min_position=head
+            ),
+            timeout=30,
+        )
         steps += page.steps
     assert steps == [step for steps in writer.acked_batches.values() for step in steps]
-    account = stubs.spend.GetAccount(spend_pb2.GetAccountRequest(account=writer.run_id, min_position=head),
-                                     timeout=30).account
+    account = stubs.spend.GetAccount(
+        spend_pb2.GetAccountRequest(account=writer.run_id, min_position=head), timeout=30
+    ).account
     assert account.committed_usd_micro == 900 * len(writer.acked_holds)
     assert account.pending_usd_micro == 0
 
@@ -162,6 +177,7 @@ def test_a_full_disk_answers_storage_full_loses_nothing_and_recovers(small_disk:
 
 # Damaged files: each case damages a copy of one valid ledger file.
 
+
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -175,8 +191,12 @@ def ledger_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
         run = ledger.open_run(run_key="damaged", name="damaged")
         ledger.start_attempt(run_id=run.run_id, attempt_id="a1")
         for first in range(0, 50 * BATCH_STEPS, BATCH_STEPS):
-            ledger.append_steps(run_id=run.run_id, attempt=1, steps=list(range(first, first + BATCH_STEPS)),
-                                metrics={"loss": [0.5] * BATCH_STEPS})
+            ledger.append_steps(
+                run_id=run.run_id,
+                attempt=1,
+                steps=list(range(first, first + BATCH_STEPS)),
+                metrics={"loss": [0.5] * BATCH_STEPS},
+            )
     finally:
         ledger.close()
     return path
@@ -199,8 +219,9 @@ def garbage_in_the_middle(path: Path) -> None:
 
 
 @pytest.mark.parametrize("damage", [garbage_over_header, truncated_to_half, garbage_in_the_middle])
-def test_serve_refuses_a_damaged_database_and_leaves_it_as_it_was(tmp_path: Path, servers: Servers,
-                                                                  ledger_file: Path, damage) -> None:
+def test_serve_refuses_a_damaged_database_and_leaves_it_as_it_was(
+    tmp_path: Path, servers: Servers, ledger_file: Path, damage
+) -> None:
     database = tmp_path / "damaged.db"
     database.write_bytes(ledger_file.read_bytes())
     damage(database)
@@ -213,8 +234,7 @@ def test_serve_refuses_a_damaged_database_and_leaves_it_as_it_was(tmp_path: Path
     assert not Path(f"{database}.lock").exists()
 
 
-def test_serve_starts_on_an_undamaged_copy(tmp_path: Path, servers: Servers,
-                                                           ledger_file: Path) -> None:
+def test_serve_starts_on_an_undamaged_copy(tmp_path: Path, servers: Servers, ledger_file: Path) -> None:
     database = tmp_path / "valid.db"
     database.write_bytes(ledger_file.read_bytes())
     _, address = servers.start(database)

@@ -30,13 +30,35 @@ def test_a_cap_that_runs_out_stops_training_cleanly_with_a_checkpoint(tmp_path: 
     out = tmp_path / "out"
     client = LedgerClient(address, principal="e2e", retries=RetryPolicy(attempts=5))
     try:
-        lines = run_sft(sft_command(out, "--max-steps", str(STEPS), "--save-steps", "1000", "--sleep-per-step", "0.1",
-                                    "--ledger", address, "--name", NAME, "--price", str(PRICE), "--cap", str(CAP),
-                                    "--interval-s", "1.0", "--batch-interval-s", "0.05"), tmp_path / "trainer.log")
+        lines = run_sft(
+            sft_command(
+                out,
+                "--max-steps",
+                str(STEPS),
+                "--save-steps",
+                "1000",
+                "--sleep-per-step",
+                "0.1",
+                "--ledger",
+                address,
+                "--name",
+                NAME,
+                "--price",
+                str(PRICE),
+                "--cap",
+                str(CAP),
+                "--interval-s",
+                "1.0",
+                "--batch-interval-s",
+                "0.05",
+            ),
+            tmp_path / "trainer.log",
+        )
         stop_step = int(field(lines, "end", "step"))
         assert 1 < stop_step < STEPS, "the cap should have stopped training midway"
-        assert [line for line in lines if line.startswith("save ")] == [f"save step={stop_step} path="
-                                                                        f"{tiny.checkpoint_dir(out, stop_step)}"]
+        assert [line for line in lines if line.startswith("save ")] == [
+            f"save step={stop_step} path={tiny.checkpoint_dir(out, stop_step)}"
+        ]
 
         state = run_named(client, NAME)
         assert state is not None

@@ -29,18 +29,45 @@ def test_sigkill_after_a_checkpoint_then_rerun_resumes_from_the_ledger(tmp_path:
     server = serve(database, port, log)
     address = f"127.0.0.1:{port}"
     out, reference = tmp_path / "out", tmp_path / "reference"
-    command = sft_command(out, "--max-steps", str(STEPS), "--save-steps", str(SAVE_STEPS), "--sleep-per-step", "0.25",
-                          "--ledger", address, "--name", NAME, "--outbox", str(tmp_path / "outbox"),
-                          "--price", "3600000000", "--interval-s", "0.5", "--batch-interval-s", "0.05")
+    command = sft_command(
+        out,
+        "--max-steps",
+        str(STEPS),
+        "--save-steps",
+        str(SAVE_STEPS),
+        "--sleep-per-step",
+        "0.25",
+        "--ledger",
+        address,
+        "--name",
+        NAME,
+        "--outbox",
+        str(tmp_path / "outbox"),
+        "--price",
+        "3600000000",
+        "--interval-s",
+        "0.5",
+        "--batch-interval-s",
+        "0.05",
+    )
     client = LedgerClient(address, principal="e2e", retries=RetryPolicy(attempts=5))
     # The uninterrupted run to compare with (no ledger), alongside the first attempt.
-    uninterrupted = start_sft(sft_command(reference, "--max-steps", str(STEPS), "--save-steps", str(SAVE_STEPS)),
-                              tmp_path / "reference.log")
+    uninterrupted = start_sft(
+        sft_command(reference, "--max-steps", str(STEPS), "--save-steps", str(SAVE_STEPS)), tmp_path / "reference.log"
+    )
     first = start_sft(command, tmp_path / "first.log")
     try:
         # Kill the first attempt once the ledger holds checkpoint-10 and steps after it.
-        state = wait_until(lambda: (s := run_named(client, NAME)) and getattr(s.checkpoint, "step", None) == 10
-                           and (s.last_step or 0) >= 12 and s, 90, "checkpoint-10 and step 12 in the ledger")
+        state = wait_until(
+            lambda: (
+                (s := run_named(client, NAME))
+                and getattr(s.checkpoint, "step", None) == 10
+                and (s.last_step or 0) >= 12
+                and s
+            ),
+            90,
+            "checkpoint-10 and step 12 in the ledger",
+        )
         first.send_signal(signal.SIGKILL)
         first.wait(30)
         assert first.returncode == -signal.SIGKILL
@@ -66,13 +93,15 @@ def test_sigkill_after_a_checkpoint_then_rerun_resumes_from_the_ledger(tmp_path:
         everything = all_series(client, run_id, include_superseded=True)
         superseded = sorted(step for step, attempt, gone in zip(*everything.values(), strict=True) if gone)
         assert superseded == list(range(resume_step + 1, dead_last + 1))
-        assert all(attempt == 1 for attempt, gone in zip(everything["attempts"], everything["superseded"], strict=True)
-                   if gone)
+        assert all(
+            attempt == 1 for attempt, gone in zip(everything["attempts"], everything["superseded"], strict=True) if gone
+        )
 
         # The resumed adapter is bit-identical to the uninterrupted run's.
         assert uninterrupted.wait(90) == 0
-        assert tiny.adapter_bytes(tiny.checkpoint_dir(out, STEPS)) == \
-            tiny.adapter_bytes(tiny.checkpoint_dir(reference, STEPS))
+        assert tiny.adapter_bytes(tiny.checkpoint_dir(out, STEPS)) == tiny.adapter_bytes(
+            tiny.checkpoint_dir(reference, STEPS)
+        )
 
         # Spend: what both attempts committed, and nothing else.
         account = client.get_account(account=run_id, min_position=state.position)

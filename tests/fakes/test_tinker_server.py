@@ -27,8 +27,9 @@ def server():
 
 @pytest.fixture
 def service(server):
-    client = tinker.ServiceClient(base_url=server.base_url, api_key=FakeTinkerServer.API_KEY,
-                                  user_metadata={"ledger_run_id": "run-42"})
+    client = tinker.ServiceClient(
+        base_url=server.base_url, api_key=FakeTinkerServer.API_KEY, user_metadata={"ledger_run_id": "run-42"}
+    )
     yield client
     client.close("success").result(timeout=30)  # no-op if the test already closed it
 
@@ -42,8 +43,11 @@ def _datum(tokens: list[int]) -> types.Datum:
 
 def _post(server: FakeTinkerServer, endpoint: str, body: dict) -> tuple[int, dict]:
     req = urllib.request.Request(
-        f"{server.base_url}/api/v1/{endpoint}", data=json.dumps(body).encode(), method="POST",
-        headers={"Content-Type": "application/json", "X-API-Key": FakeTinkerServer.API_KEY})
+        f"{server.base_url}/api/v1/{endpoint}",
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json", "X-API-Key": FakeTinkerServer.API_KEY},
+    )
     try:
         with urllib.request.urlopen(req, timeout=10) as resp:
             return resp.status, json.loads(resp.read())
@@ -70,7 +74,10 @@ def test_full_flow_with_real_sdk(server, service):
     assert saved.path == f"tinker://{run_id}/weights/step-3"
     parsed = types.ParsedCheckpointTinkerPath.from_tinker_path(saved.path)
     assert (parsed.training_run_id, parsed.checkpoint_type, parsed.checkpoint_id) == (
-        run_id, "training", "weights/step-3")
+        run_id,
+        "training",
+        "weights/step-3",
+    )
     sampler = tc.save_weights_for_sampler("step-3").result(timeout=30)
     assert sampler.path == f"tinker://{run_id}/sampler_weights/step-3"
 
@@ -107,8 +114,15 @@ def test_full_flow_with_real_sdk(server, service):
     assert server.count("save_weights") == 1 and server.count("save_weights_for_sampler") == 1
     assert server.count("load_weights") == 1
     assert server.count("retrieve_future") >= 9
-    for endpoint in ("client/config", "client/dynamic_config", "create_session", "create_model", "get_info",
-                     "telemetry", "sessions/{id}/finish"):
+    for endpoint in (
+        "client/config",
+        "client/dynamic_config",
+        "create_session",
+        "create_model",
+        "get_info",
+        "telemetry",
+        "sessions/{id}/finish",
+    ):
         assert server.count(endpoint) >= 1, endpoint
     # close() drains telemetry; SESSION_END is only sent after a fatal error.
     assert "SESSION_START" in {e["event"] for e in session.telemetry_events}
@@ -152,8 +166,11 @@ def test_resume_from_unknown_or_duplicate_checkpoint_fails(server, service):
 
 
 def test_session_records_without_training(server):
-    client = tinker.ServiceClient(base_url=server.base_url, api_key=FakeTinkerServer.API_KEY,
-                                  user_metadata={"ledger_run_id": "r-7", "attempt": "2"})
+    client = tinker.ServiceClient(
+        base_url=server.base_url,
+        api_key=FakeTinkerServer.API_KEY,
+        user_metadata={"ledger_run_id": "r-7", "attempt": "2"},
+    )
     client.create_lora_training_client(base_model=FakeTinkerServer.BASE_MODEL, rank=4).result(timeout=30)
     client.close("interrupted").result(timeout=30)
     assert server.count("forward_backward") == 0

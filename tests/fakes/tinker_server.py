@@ -118,15 +118,14 @@ class Failure:
 
 def _loss_per_token(step: int) -> float:
     """Deterministic, decreasing 'loss' so tests can see training progress and resumes."""
-    return 0.1 + 2.0 * (0.8 ** step)
+    return 0.1 + 2.0 * (0.8**step)
 
 
 class FakeTinkerServer:
     API_KEY = "tml-fake-key"
     BASE_MODEL = "fake/tiny-llama"
 
-    def __init__(self, *, try_again_polls: int = 0, use_pyqwest_transport: bool = True,
-                 require_api_key: bool = True):
+    def __init__(self, *, try_again_polls: int = 0, use_pyqwest_transport: bool = True, require_api_key: bool = True):
         """``try_again_polls``: how many retrieve_future polls answer try_again before the result.
         ``use_pyqwest_transport``: the client-config flag (the SDK's default transport is pyqwest)."""
         self.try_again_polls = try_again_polls
@@ -155,8 +154,9 @@ class FakeTinkerServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-tinker", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-tinker", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -186,9 +186,17 @@ class FakeTinkerServer:
         return f"http://127.0.0.1:{self.port}"
 
     # ---------------------------------------------------------------- test helpers
-    def fail_next(self, endpoint: str, status: int | None = None, *, error: str | None = None,
-                  category: str = "user", body: Any = None, headers: dict[str, str] | None = None,
-                  times: int = 1) -> None:
+    def fail_next(
+        self,
+        endpoint: str,
+        status: int | None = None,
+        *,
+        error: str | None = None,
+        category: str = "user",
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        times: int = 1,
+    ) -> None:
         """Make the next ``times`` requests to ``endpoint`` (e.g. "forward_backward") fail.
 
         With ``status``: answer the POST itself with that HTTP status (JSON ``body``, default
@@ -201,8 +209,8 @@ class FakeTinkerServer:
             raise ValueError("give exactly one of status= or error=")
         with self._lock:
             self._failures.setdefault(endpoint, []).extend(
-                Failure(status=status, error=error, category=category, body=body, headers=headers)
-                for _ in range(times))
+                Failure(status=status, error=error, category=category, body=body, headers=headers) for _ in range(times)
+            )
 
     def served(self, endpoint: str | None = None, *, ok_only: bool = False) -> list[Served]:
         with self._lock:
@@ -237,12 +245,17 @@ class FakeTinkerServer:
             queue = self._failures.get(endpoint)
             return queue.pop(0) if queue else None
 
-    def _future(self, result: dict[str, Any] | None = None, *, proto: bytes | None = None,
-                failure: Failure | None = None, model_id: str | None = None) -> dict[str, Any]:
+    def _future(
+        self,
+        result: dict[str, Any] | None = None,
+        *,
+        proto: bytes | None = None,
+        failure: Failure | None = None,
+        model_id: str | None = None,
+    ) -> dict[str, Any]:
         request_id = self._new_id("req")
         if failure is not None and failure.error is not None:
-            payload: dict[str, Any] = {"kind": "json",
-                                       "data": {"error": failure.error, "category": failure.category}}
+            payload: dict[str, Any] = {"kind": "json", "data": {"error": failure.error, "category": failure.category}}
         elif proto is not None:
             payload = {"kind": "proto", "data": proto}
         else:
@@ -262,11 +275,17 @@ class FakeTinkerServer:
             raise _HTTPError(404, f"unknown model_id {model_id!r}")
         return model
 
-    def _add_model(self, session_id: str, seq: int, base_model: str, rank: int | None,
-                   user_metadata: dict[str, Any] | None) -> FakeModel:
+    def _add_model(
+        self, session_id: str, seq: int, base_model: str, rank: int | None, user_metadata: dict[str, Any] | None
+    ) -> FakeModel:
         # Same id the SDK derives client-side for load_weights: f"{session_id}:train:{model_seq_id}".
-        model = FakeModel(model_id=f"{session_id}:train:{seq}", session_id=session_id,
-                          base_model=base_model, lora_rank=rank, user_metadata=user_metadata)
+        model = FakeModel(
+            model_id=f"{session_id}:train:{seq}",
+            session_id=session_id,
+            base_model=base_model,
+            lora_rank=rank,
+            user_metadata=user_metadata,
+        )
         with self._lock:
             self.models[model.model_id] = model
         return model
@@ -282,27 +301,45 @@ class FakeTinkerServer:
                 failure = Failure(error=f"checkpoint {path} already exists (pass overwrite=True)")
             if failure is None:
                 self.checkpoints[path] = FakeCheckpoint(
-                    path=path, kind=kind, model_id=model.model_id, name=name, step=model.step,
-                    base_model=model.base_model, lora_rank=model.lora_rank,
-                    ttl_seconds=body.get("ttl_seconds"), user_metadata=body.get("user_metadata"),
-                    created=_dt.datetime.now(_dt.UTC))
+                    path=path,
+                    kind=kind,
+                    model_id=model.model_id,
+                    name=name,
+                    step=model.step,
+                    base_model=model.base_model,
+                    lora_rank=model.lora_rank,
+                    ttl_seconds=body.get("ttl_seconds"),
+                    user_metadata=body.get("user_metadata"),
+                    created=_dt.datetime.now(_dt.UTC),
+                )
         if kind == "training":
             result: dict[str, Any] = {"path": path, "type": "save_weights"}
         elif body.get("path"):
             result = {"path": path, "type": "save_weights_for_sampler"}
         else:  # save_weights_and_get_sampling_client: a sampling session id instead of a path
-            result = {"sampling_session_id": self._new_id(f"{model.session_id}:sample"),
-                      "type": "save_weights_for_sampler"}
+            result = {
+                "sampling_session_id": self._new_id(f"{model.session_id}:sample"),
+                "type": "save_weights_for_sampler",
+            }
         fut = self._future(result, failure=failure, model_id=model.model_id)
-        return fut, Served("", "POST", "", 200, session_id=model.session_id, model_id=model.model_id,
-                           body=body, request_id=fut["request_id"])
+        return fut, Served(
+            "",
+            "POST",
+            "",
+            200,
+            session_id=model.session_id,
+            model_id=model.model_id,
+            body=body,
+            request_id=fut["request_id"],
+        )
 
     # The handlers below return (status, json-or-bytes, content-type, Served-template).
-    def handle(self, method: str, path: str, headers: dict[str, str],
-               raw: bytes) -> tuple[int, bytes, str, dict[str, str]]:
+    def handle(
+        self, method: str, path: str, headers: dict[str, str], raw: bytes
+    ) -> tuple[int, bytes, str, dict[str, str]]:
         if not path.startswith(API):
             return self._finish(method, path, path, 404, {"detail": "not found"}, headers)
-        endpoint = path[len(API):].split("?", 1)[0]
+        endpoint = path[len(API) :].split("?", 1)[0]
         pattern = re.sub(r"^(sessions|training_runs)/[^/]+", r"\1/{id}", endpoint)
         api_key = headers.get("x-api-key")
         if self.require_api_key and api_key != self.API_KEY:
@@ -336,28 +373,53 @@ class FakeTinkerServer:
             if rec.session_id is None and rec.model_id:
                 rec.session_id = str(rec.model_id).split(":", 1)[0]
 
-    def _finish(self, method: str, path: str, pattern: str, status: int, body: Any,
-                headers: dict[str, str]) -> tuple[int, bytes, str, dict[str, str]]:
+    def _finish(
+        self, method: str, path: str, pattern: str, status: int, body: Any, headers: dict[str, str]
+    ) -> tuple[int, bytes, str, dict[str, str]]:
         return self._reply(Served(pattern, method, path, status, api_key=headers.get("x-api-key")), body)
 
-    def _reply(self, rec: Served, body: Any, *, content_type: str = "application/json",
-               extra_headers: dict[str, str] | None = None) -> tuple[int, bytes, str, dict[str, str]]:
+    def _reply(
+        self,
+        rec: Served,
+        body: Any,
+        *,
+        content_type: str = "application/json",
+        extra_headers: dict[str, str] | None = None,
+    ) -> tuple[int, bytes, str, dict[str, str]]:
         with self._lock:
             self.requests.append(rec)
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
         return rec.status, data, content_type, dict(extra_headers or {})
 
-    def _dispatch(self, method: str, path: str, ep: str, headers: dict[str, str], raw: bytes,
-                  failure: Failure | None, api_key: str | None) -> tuple[int, bytes, str, dict[str, str]]:
+    def _dispatch(
+        self,
+        method: str,
+        path: str,
+        ep: str,
+        headers: dict[str, str],
+        raw: bytes,
+        failure: Failure | None,
+        api_key: str | None,
+    ) -> tuple[int, bytes, str, dict[str, str]]:
         rec = Served(ep, method, path, 200, api_key=api_key)
         if method == "GET":
             if ep == "healthz":
                 return self._reply(rec, {"status": "ok"})
             if ep == "get_server_capabilities":
-                return self._reply(rec, {"supported_models": [
-                    {"model_name": self.BASE_MODEL, "max_context_length": 4096, "trainable": True,
-                     "sampleable": False}]})
-            m = re.fullmatch(r"training_runs/([^/]+)/checkpoints", path[len(API):])
+                return self._reply(
+                    rec,
+                    {
+                        "supported_models": [
+                            {
+                                "model_name": self.BASE_MODEL,
+                                "max_context_length": 4096,
+                                "trainable": True,
+                                "sampleable": False,
+                            }
+                        ]
+                    },
+                )
+            m = re.fullmatch(r"training_runs/([^/]+)/checkpoints", path[len(API) :])
             if m:
                 run = m.group(1)
                 with self._lock:
@@ -394,15 +456,26 @@ class FakeTinkerServer:
         rec.user_metadata = body.get("user_metadata")
 
         if ep == "client/config":
-            return self._reply(rec, {"pjwt_auth_enabled": False,
-                                     "use_pyqwest_transport": self.use_pyqwest_transport,
-                                     "parallel_fwdbwd_chunks": True, "proto_compress_fwdbwd": False})
+            return self._reply(
+                rec,
+                {
+                    "pjwt_auth_enabled": False,
+                    "use_pyqwest_transport": self.use_pyqwest_transport,
+                    "parallel_fwdbwd_chunks": True,
+                    "proto_compress_fwdbwd": False,
+                },
+            )
         if ep == "client/dynamic_config":
             return self._reply(rec, {"refresh_interval_sec": 300})
         if ep == "create_session":
-            sess = FakeSession(session_id=self._new_id("fake-session"), user_metadata=body.get("user_metadata") or {},
-                               tags=list(body.get("tags") or []), project_id=body.get("project_id"),
-                               display_name=body.get("display_name"), sdk_version=body.get("sdk_version"))
+            sess = FakeSession(
+                session_id=self._new_id("fake-session"),
+                user_metadata=body.get("user_metadata") or {},
+                tags=list(body.get("tags") or []),
+                project_id=body.get("project_id"),
+                display_name=body.get("display_name"),
+                sdk_version=body.get("sdk_version"),
+            )
             with self._lock:
                 self.sessions.append(sess)
             rec.session_id = sess.session_id
@@ -423,7 +496,7 @@ class FakeTinkerServer:
                         s.telemetry_events.extend(body.get("events") or [])
             return self._reply(rec, {"status": "accepted"})
         if ep == "sessions/{id}/finish":
-            session_id = path[len(API):].split("/")[1]
+            session_id = path[len(API) :].split("/")[1]
             rec.session_id = session_id
             sess = self._session_or_404(session_id)
             if sess.finished is None:  # first reason wins
@@ -432,20 +505,33 @@ class FakeTinkerServer:
         if ep == "create_model":
             self._session_or_404(body.get("session_id"))
             lora = body.get("lora_config") or {}
-            model = self._add_model(body["session_id"], int(body["model_seq_id"]), body["base_model"],
-                                    lora.get("rank"), body.get("user_metadata"))
+            model = self._add_model(
+                body["session_id"],
+                int(body["model_seq_id"]),
+                body["base_model"],
+                lora.get("rank"),
+                body.get("user_metadata"),
+            )
             rec.model_id = model.model_id
-            fut = self._future({"model_id": model.model_id, "type": "create_model"}, failure=failure,
-                               model_id=model.model_id)
+            fut = self._future(
+                {"model_id": model.model_id, "type": "create_model"}, failure=failure, model_id=model.model_id
+            )
             rec.request_id = fut["request_id"]
             return self._reply(rec, fut)
         if ep == "get_info":
             model = self._model(body["model_id"])
             rec.session_id = model.session_id
-            return self._reply(rec, {
-                "type": "get_info", "model_id": model.model_id, "model_name": model.base_model,
-                "is_lora": model.lora_rank is not None, "lora_rank": model.lora_rank,
-                "model_data": {"arch": "llama", "model_name": model.base_model, "tokenizer_id": None}})
+            return self._reply(
+                rec,
+                {
+                    "type": "get_info",
+                    "model_id": model.model_id,
+                    "model_name": model.base_model,
+                    "is_lora": model.lora_rank is not None,
+                    "lora_rank": model.lora_rank,
+                    "model_data": {"arch": "llama", "model_name": model.base_model, "tokenizer_id": None},
+                },
+            )
         if ep == "optim_step":
             model = self._model(body["model_id"])
             rec.session_id = model.session_id
@@ -483,16 +569,22 @@ class FakeTinkerServer:
         else:  # ServiceClient.create_training_client_from_state*: a new model in this session
             self._session_or_404(body.get("session_id"))
             base = body.get("base_model") or (ckpt.base_model if ckpt else self.BASE_MODEL)
-            model = self._add_model(body["session_id"], int(body["model_seq_id"]), base,
-                                    ckpt.lora_rank if ckpt else None, body.get("user_metadata"))
+            model = self._add_model(
+                body["session_id"],
+                int(body["model_seq_id"]),
+                base,
+                ckpt.lora_rank if ckpt else None,
+                body.get("user_metadata"),
+            )
         if failure is None and ckpt is not None:
             with self._lock:
                 model.step = ckpt.step
                 model.loaded_from = path
                 model.optimizer_loaded = bool(body.get("optimizer"))
         rec.session_id, rec.model_id = model.session_id, model.model_id
-        fut = self._future({"type": "load_weights", "path": path, "model_id": model.model_id},
-                           failure=failure, model_id=model.model_id)
+        fut = self._future(
+            {"type": "load_weights", "path": path, "model_id": model.model_id}, failure=failure, model_id=model.model_id
+        )
         rec.request_id = fut["request_id"]
         return self._reply(rec, fut)
 
@@ -619,6 +711,13 @@ def _fwdbwd_output(req, loss_per_token: float) -> bytes:
 def _checkpoint_json(c: FakeCheckpoint) -> dict[str, Any]:
     expires = None if c.ttl_seconds is None else (c.created + _dt.timedelta(seconds=c.ttl_seconds)).isoformat()
     segment = "weights" if c.kind == "training" else "sampler_weights"
-    return {"checkpoint_id": f"{segment}/{c.name}", "checkpoint_type": c.kind, "time": c.created.isoformat(),
-            "tinker_path": c.path, "size_bytes": 1024, "public": False, "user_metadata": c.user_metadata,
-            "expires_at": expires}
+    return {
+        "checkpoint_id": f"{segment}/{c.name}",
+        "checkpoint_type": c.kind,
+        "time": c.created.isoformat(),
+        "tinker_path": c.path,
+        "size_bytes": 1024,
+        "public": False,
+        "user_metadata": c.user_metadata,
+        "expires_at": expires,
+    }

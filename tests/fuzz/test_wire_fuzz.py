@@ -28,9 +28,12 @@ from tests.fuzz.wire import METHODS, Judge, Known, Method, frames, message_paylo
 from tests.service.support import Stubs, batch
 from trainledger.v1 import runs_pb2
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600),
-              # Shown only with a failing example, whose request may be megabytes long.
-              pytest.mark.filterwarnings("ignore:Generating overly large repr")]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.timeout(600),
+    # Shown only with a failing example, whose request may be megabytes long.
+    pytest.mark.filterwarnings("ignore:Generating overly large repr"),
+]
 
 RELAXED = dict(deadline=None, database=None, suppress_health_check=list(HealthCheck))
 settings.register_profile("wire-ci", max_examples=120, derandomize=True, **RELAXED)  # The same examples each run.
@@ -110,10 +113,15 @@ def fresh_run(stubs: Stubs, number: int) -> str:
 
 
 @STREAMS
-@given(count=st.integers(1, 6), read=st.integers(0, 6), how=st.sampled_from(["cancel", "close", "crash", "cut"]),
-       number=st.integers(0, 2**32))
-def test_streams_cut_short_or_abandoned_keep_every_ack_exactly_once(address: str, judge: Judge, count: int,
-                                                                     read: int, how: str, number: int) -> None:
+@given(
+    count=st.integers(1, 6),
+    read=st.integers(0, 6),
+    how=st.sampled_from(["cancel", "close", "crash", "cut"]),
+    number=st.integers(0, 2**32),
+)
+def test_streams_cut_short_or_abandoned_keep_every_ack_exactly_once(
+    address: str, judge: Judge, count: int, read: int, how: str, number: int
+) -> None:
     """A RecordSteps stream ends early: the client cancels it after `read` acks, drops its channel,
     its request iterator fails while the stream is open, or its last frame is cut short. The server
     stays up; every ack it sent is in the log; sending every batch again records the missing ones
@@ -157,15 +165,18 @@ def test_streams_cut_short_or_abandoned_keep_every_ack_exactly_once(address: str
         assert events[ack.position].type.endswith("StepsRecorded") and events[ack.position].originator_id == run_id
     again = [stubs.runs.AppendSteps(runs_pb2.AppendStepsRequest(batch=each), timeout=10) for each in batches]
     assert {ack.position for ack in acks} <= {answer.position for answer in again}
-    series = stubs.runs.GetSeries(runs_pb2.GetSeriesRequest(run_id=run_id, page_size=10_000,
-                                                            min_position=max(a.position for a in again)), timeout=10)
+    series = stubs.runs.GetSeries(
+        runs_pb2.GetSeriesRequest(run_id=run_id, page_size=10_000, min_position=max(a.position for a in again)),
+        timeout=10,
+    )
     assert list(series.steps) == list(range(count * 100))
     recorded = [e for e in judge.events_after(0) if e.originator_id == run_id and e.type.endswith("StepsRecorded")]
     assert len(recorded) == count, "a batch was recorded twice"
 
 
-def test_live_tails_and_reads_abandoned_in_numbers_leave_the_server_serving(address: str, judge: Judge,
-                                                                           known: Known) -> None:
+def test_live_tails_and_reads_abandoned_in_numbers_leave_the_server_serving(
+    address: str, judge: Judge, known: Known
+) -> None:
     """Thirty WatchRun tails and thirty ReadEvents reads, each dropped after its first answer, twice
     over on channels that are then closed: health stays SERVING and calls are answered."""
     before = len(judge.unclear)

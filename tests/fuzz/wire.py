@@ -35,8 +35,19 @@ from hypothesis import strategies as st
 
 from trainledger.v1 import common_pb2, events_pb2, registry_pb2, runs_pb2, spend_pb2
 
-__all__ = ["METHODS", "Method", "Known", "Judge", "requests", "raw_requests", "seed", "explore", "frames",
-           "message_payloads", "raw_payloads"]
+__all__ = [
+    "METHODS",
+    "Method",
+    "Known",
+    "Judge",
+    "requests",
+    "raw_requests",
+    "seed",
+    "explore",
+    "frames",
+    "message_payloads",
+    "raw_payloads",
+]
 
 MESSAGE_SIZE_MAX = 64 * 1024 * 1024
 CALL_TIMEOUT_S = 20.0
@@ -48,17 +59,69 @@ INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
 UINT64 = (0, 2**64 - 1)
 # The ledger's limits (ledger.domain.limits) and either side of them, and the types' own extremes.
-EDGE_INTS = [0, 1, -1, 2, 7, 8, 9, 255, 256, 257, 1_000, 4_096, 4_097, 9_999, 10_000, 10_001, 2**31 - 1, -(2**31),
-             2**32, 2**53, 2**53 + 1, -(2**53) - 1, 10**13, 10**13 + 1, 2**62, 2**63 - 1, -(2**63)]
-NASTY_TEXT = ["", " ", "\x00", "a\x00b", "\x1f", "\x7f", "\u202e", "\ufeff", "\U0001f600", "é", "../../etc/passwd",
-              "%s%n", "null", "NaN", "-0", "0x10", "1e309", "run-", "\u0000" * 3, "a" * 255, "a" * 256, "a" * 257,
-              "\U0001f600" * 256, "x" * 4_096, "x" * 4_097, "é" * 2_049, "\u4e00" * 5_000]
+EDGE_INTS = [
+    0,
+    1,
+    -1,
+    2,
+    7,
+    8,
+    9,
+    255,
+    256,
+    257,
+    1_000,
+    4_096,
+    4_097,
+    9_999,
+    10_000,
+    10_001,
+    2**31 - 1,
+    -(2**31),
+    2**32,
+    2**53,
+    2**53 + 1,
+    -(2**53) - 1,
+    10**13,
+    10**13 + 1,
+    2**62,
+    2**63 - 1,
+    -(2**63),
+]
+NASTY_TEXT = [
+    "",
+    " ",
+    "\x00",
+    "a\x00b",
+    "\x1f",
+    "\x7f",
+    "\u202e",
+    "\ufeff",
+    "\U0001f600",
+    "é",
+    "../../etc/passwd",
+    "%s%n",
+    "null",
+    "NaN",
+    "-0",
+    "0x10",
+    "1e309",
+    "run-",
+    "\u0000" * 3,
+    "a" * 255,
+    "a" * 256,
+    "a" * 257,
+    "\U0001f600" * 256,
+    "x" * 4_096,
+    "x" * 4_097,
+    "é" * 2_049,
+    "\u4e00" * 5_000,
+]
 
 
 def ints(bounds: tuple[int, int]) -> st.SearchStrategy[int]:
     low, high = bounds
-    return st.one_of(st.sampled_from([n for n in EDGE_INTS if low <= n <= high] + [low, high]),
-                     st.integers(low, high))
+    return st.one_of(st.sampled_from([n for n in EDGE_INTS if low <= n <= high] + [low, high]), st.integers(low, high))
 
 
 def text(*, huge: bool = True) -> st.SearchStrategy[str]:
@@ -66,16 +129,23 @@ def text(*, huge: bool = True) -> st.SearchStrategy[str]:
     short = st.one_of(st.sampled_from(NASTY_TEXT), st.text(max_size=24))
     if not huge:
         return short
-    return st.one_of(short, st.builds(lambda piece, times: piece * times, st.text(min_size=1, max_size=3),
-                                      st.sampled_from([256, 4_096, 100_000])))
+    return st.one_of(
+        short,
+        st.builds(
+            lambda piece, times: piece * times, st.text(min_size=1, max_size=3), st.sampled_from([256, 4_096, 100_000])
+        ),
+    )
 
 
 def doubles() -> st.SearchStrategy[float]:
-    return st.one_of(st.sampled_from([math.nan, math.inf, -math.inf, -0.0, 5e-324, 1.7976931348623157e308]),
-                     st.floats(allow_nan=True, allow_infinity=True))
+    return st.one_of(
+        st.sampled_from([math.nan, math.inf, -math.inf, -0.0, 5e-324, 1.7976931348623157e308]),
+        st.floats(allow_nan=True, allow_infinity=True),
+    )
 
 
 # Documents (google.protobuf.Struct): nested, wide, and with values JSON has no words for.
+
 
 def _nested(depth: int, leaf: Any, as_list: bool) -> dict[str, Any]:
     value = leaf
@@ -86,13 +156,19 @@ def _nested(depth: int, leaf: Any, as_list: bool) -> dict[str, Any]:
 
 def documents() -> st.SearchStrategy[struct_pb2.Struct]:
     leaf = st.one_of(st.none(), st.booleans(), doubles(), text(huge=False))
-    tree = st.recursive(leaf, lambda children: st.lists(children, max_size=3)
-                        | st.dictionaries(st.text(max_size=5), children, max_size=3), max_leaves=12)
+    tree = st.recursive(
+        leaf,
+        lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+        max_leaves=12,
+    )
     shaped = st.one_of(
         st.dictionaries(st.one_of(st.text(max_size=8), st.sampled_from(NASTY_TEXT)), tree, max_size=5),
         st.builds(_nested, st.sampled_from([7, 8, 9, 10, 16, 30, 40]), st.one_of(leaf, text()), st.booleans()),
-        st.builds(lambda width, value: {f"key-{i}": value for i in range(width)},
-                  st.sampled_from([255, 256, 257, 2_000]), st.one_of(st.none(), doubles(), st.text(max_size=8))),
+        st.builds(
+            lambda width, value: {f"key-{i}": value for i in range(width)},
+            st.sampled_from([255, 256, 257, 2_000]),
+            st.one_of(st.none(), doubles(), st.text(max_size=8)),
+        ),
     )
 
     def struct(document: dict[str, Any]) -> struct_pb2.Struct:
@@ -104,21 +180,37 @@ def documents() -> st.SearchStrategy[struct_pb2.Struct]:
 
 
 def timestamps() -> st.SearchStrategy[timestamp_pb2.Timestamp]:
-    seconds = st.one_of(st.sampled_from([0, -1, 1, -62_135_596_800, -62_135_596_801, 253_402_300_799,
-                                         253_402_300_800, 1_700_000_000, 4_102_444_800, *INT64]),
-                        st.integers(*INT64))
+    seconds = st.one_of(
+        st.sampled_from(
+            [
+                0,
+                -1,
+                1,
+                -62_135_596_800,
+                -62_135_596_801,
+                253_402_300_799,
+                253_402_300_800,
+                1_700_000_000,
+                4_102_444_800,
+                *INT64,
+            ]
+        ),
+        st.integers(*INT64),
+    )
     nanos = st.one_of(st.sampled_from([0, 1, 999_999_999, 1_000_000_000, -1, *INT32]), st.integers(*INT32))
     return st.builds(timestamp_pb2.Timestamp, seconds=seconds, nanos=nanos)
 
 
 def durations() -> st.SearchStrategy[duration_pb2.Duration]:
-    seconds = st.one_of(st.sampled_from([0, 1, -1, 600, 86_400 * 366, 315_576_000_000, 315_576_000_001, *INT64]),
-                        st.integers(*INT64))
+    seconds = st.one_of(
+        st.sampled_from([0, 1, -1, 600, 86_400 * 366, 315_576_000_000, 315_576_000_001, *INT64]), st.integers(*INT64)
+    )
     nanos = st.one_of(st.sampled_from([0, 1, -1, 999_999_999, 1_000_000_000, *INT32]), st.integers(*INT32))
     return st.builds(duration_pb2.Duration, seconds=seconds, nanos=nanos)
 
 
 # What the server already holds, so that requests reach past "not found".
+
 
 @dataclass
 class Known:
@@ -135,6 +227,7 @@ class Known:
 
     def pools(self) -> dict[str, st.SearchStrategy[Any]]:
         """Values for fields by name: known ids often, anything else otherwise."""
+
         def of(values: list[Any]) -> st.SearchStrategy[Any]:
             return st.sampled_from(values)
 
@@ -143,18 +236,32 @@ class Known:
         positions = st.integers(0, 24).flatmap(lambda k: ints(INT64) if k == 0 else st.integers(0, max(1, self.head)))
         steps = st.one_of(st.integers(0, 200), ints(INT64))
         return {
-            "run_id": of(self.run_ids), "source_run_id": of(self.run_ids), "run_key": of(self.run_keys),
-            "account": of(self.accounts), "parent": of(self.accounts), "parent_account": of(self.accounts),
-            "family": of(self.families), "reservation_id": of(self.reservations), "charge_id": of(self.reservations),
-            "attempt": small, "version": small, "expected_current": small, "min_position": positions,
-            "from_position": positions, "step": steps, "from_step": steps, "resume_from_step": steps,
-            "source_step": steps, "page_size": st.sampled_from([0, 1, 2, 100, 10_000, 10_001, -1]),
+            "run_id": of(self.run_ids),
+            "source_run_id": of(self.run_ids),
+            "run_key": of(self.run_keys),
+            "account": of(self.accounts),
+            "parent": of(self.accounts),
+            "parent_account": of(self.accounts),
+            "family": of(self.families),
+            "reservation_id": of(self.reservations),
+            "charge_id": of(self.reservations),
+            "attempt": small,
+            "version": small,
+            "expected_current": small,
+            "min_position": positions,
+            "from_position": positions,
+            "step": steps,
+            "from_step": steps,
+            "resume_from_step": steps,
+            "source_step": steps,
+            "page_size": st.sampled_from([0, 1, 2, 100, 10_000, 10_001, -1]),
             "backend": st.sampled_from(["s3", "local", "tinker", "modal-volume"]),
             "fidelity": st.sampled_from(["weights", "weights+optimizer", "optimizer"]),
             "uri": st.sampled_from(["s3://bucket/ckpt", "file:///tmp/ckpt"]),
             "metrics": st.lists(st.sampled_from(["loss", "eval_loss"]), max_size=2),
             "types": st.lists(st.sampled_from(["StepsRecorded", "SpendReserved", "Run.Opened"]), max_size=2),
-            "amount_usd_micro": st.integers(0, 5_000), "actual_usd_micro": st.integers(0, 5_000),
+            "amount_usd_micro": st.integers(0, 5_000),
+            "actual_usd_micro": st.integers(0, 5_000),
             "cap_usd_micro": st.integers(0, 10**9),
         }
 
@@ -191,14 +298,18 @@ def _scalar(field_descriptor: FieldDescriptor) -> st.SearchStrategy[Any]:
     raise TypeError(f"no strategy for {field_descriptor.full_name}")
 
 
-def _repeated(element: st.SearchStrategy[Any], *, small: st.SearchStrategy[Any] | None = None,
-              ) -> st.SearchStrategy[list[Any]]:
+def _repeated(
+    element: st.SearchStrategy[Any],
+    *,
+    small: st.SearchStrategy[Any] | None = None,
+) -> st.SearchStrategy[list[Any]]:
     """Short lists, and lists at and just past the ledger's limits (256 entries; BATCH_STEPS_MAX
     for numbers), of `small` elements where an element may be large (text, messages)."""
     sizes = [256, 257] if small is not None else [256, 257, 10_000, 10_001]
-    return st.one_of(st.lists(element, max_size=4),
-                     st.builds(lambda value, times: [value] * times, element if small is None else small,
-                               st.sampled_from(sizes)))
+    return st.one_of(
+        st.lists(element, max_size=4),
+        st.builds(lambda value, times: [value] * times, element if small is None else small, st.sampled_from(sizes)),
+    )
 
 
 POSITIONS = frozenset({"min_position", "from_position"})
@@ -244,6 +355,7 @@ def _build(message_class: type, values: dict[str, Any]) -> Any:
 def coherent_batches(known: Known) -> st.SearchStrategy[common_pb2.StepBatch]:
     """Step batches that are well formed apart from one twist: their size at or past the limit, a
     non-finite value, 256 or 257 metric columns, steps going backwards or beyond 2**53."""
+
     def batch(run_id: str, attempt: int, first: int, size: int, value: float, columns: int, backwards: bool) -> Any:
         steps = list(range(first, first + size))
         if backwards:
@@ -254,13 +366,21 @@ def coherent_batches(known: Known) -> st.SearchStrategy[common_pb2.StepBatch]:
         return message
 
     # Many steps or many columns, not both: 10,000 steps of 256 columns is more than a message may be.
-    shapes = st.one_of(st.tuples(st.sampled_from([1, 10, 1_000, 10_000, 10_001]), st.sampled_from([0, 1, 2])),
-                       st.tuples(st.sampled_from([1, 10]), st.sampled_from([255, 256, 257])))
-    return st.builds(lambda run_id, attempt, first, shape, value, backwards: batch(
-                         run_id, attempt, first, shape[0], value, shape[1], backwards),
-                     st.sampled_from(known.run_ids), st.integers(0, 3),
-                     st.one_of(st.integers(0, 5_000), st.sampled_from([2**53 - 1, 2**53, 2**63 - 10_001])),
-                     shapes, st.one_of(st.just(0.5), doubles()), st.booleans())
+    shapes = st.one_of(
+        st.tuples(st.sampled_from([1, 10, 1_000, 10_000, 10_001]), st.sampled_from([0, 1, 2])),
+        st.tuples(st.sampled_from([1, 10]), st.sampled_from([255, 256, 257])),
+    )
+    return st.builds(
+        lambda run_id, attempt, first, shape, value, backwards: batch(
+            run_id, attempt, first, shape[0], value, shape[1], backwards
+        ),
+        st.sampled_from(known.run_ids),
+        st.integers(0, 3),
+        st.one_of(st.integers(0, 5_000), st.sampled_from([2**53 - 1, 2**53, 2**63 - 10_001])),
+        shapes,
+        st.one_of(st.just(0.5), doubles()),
+        st.booleans(),
+    )
 
 
 def messages(descriptor: Descriptor, known: Known, depth: int = 0) -> st.SearchStrategy[Any]:
@@ -289,9 +409,21 @@ def raw_requests(method: Method, known: Known) -> st.SearchStrategy[bytes]:
         st.binary(max_size=256),
         st.builds(lambda data, cut: data[: cut % max(1, len(data))], valid, st.integers(0, 2**16)),
         st.builds(lambda data, junk: data + junk, valid, st.binary(min_size=1, max_size=32)),
-        st.sampled_from([b"\x0a\x02\xff\xfe", b"\x0a\x03\xed\xa0\x80", b"\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff",
-                         b"\x0a\xff\xff\xff\xff\x0f", b"\x0b\x0c", b"\x0f", b"\x12\x00" * 1_000, b"\x1a" * 3,
-                         b"\x0a\x05hello\x10", b"\x00", b"\xff" * 64]),
+        st.sampled_from(
+            [
+                b"\x0a\x02\xff\xfe",
+                b"\x0a\x03\xed\xa0\x80",
+                b"\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff",
+                b"\x0a\xff\xff\xff\xff\x0f",
+                b"\x0b\x0c",
+                b"\x0f",
+                b"\x12\x00" * 1_000,
+                b"\x1a" * 3,
+                b"\x0a\x05hello\x10",
+                b"\x00",
+                b"\xff" * 64,
+            ]
+        ),
     )
 
 
@@ -310,6 +442,7 @@ def raw_payloads(method: Method, known: Known) -> st.SearchStrategy[bytes | list
 
 
 # The methods of trainledger.v1 and how each is called.
+
 
 @dataclass(frozen=True)
 class Method:
@@ -341,11 +474,16 @@ class Method:
         return self.name == "Runs.WatchRun"
 
 
-METHODS = tuple(Method(method) for module in (runs_pb2, spend_pb2, registry_pb2, events_pb2)
-                for service in module.DESCRIPTOR.services_by_name.values() for method in service.methods)
+METHODS = tuple(
+    Method(method)
+    for module in (runs_pb2, spend_pb2, registry_pb2, events_pb2)
+    for service in module.DESCRIPTOR.services_by_name.values()
+    for method in service.methods
+)
 
 
 # The judge.
+
 
 @dataclass
 class Answer:
@@ -361,8 +499,13 @@ class Judge:
 
     def __init__(self, address: str, known: Known | None = None) -> None:
         self.known = known or Known()
-        self.channel = grpc.insecure_channel(address, options=[
-            ("grpc.max_receive_message_length", MESSAGE_SIZE_MAX), ("grpc.max_send_message_length", MESSAGE_SIZE_MAX)])
+        self.channel = grpc.insecure_channel(
+            address,
+            options=[
+                ("grpc.max_receive_message_length", MESSAGE_SIZE_MAX),
+                ("grpc.max_send_message_length", MESSAGE_SIZE_MAX),
+            ],
+        )
         self.health = health_pb2_grpc.HealthStub(self.channel)
         self.events = self.channel.unary_stream("/trainledger.v1.Events/ReadEvents")
         self.requests = 0
@@ -382,8 +525,10 @@ class Judge:
         """The log after `position`, read in pages."""
         while True:
             request = events_pb2.ReadEventsRequest(from_position=position + 1, limit=1_000)
-            page = [events_pb2.Event.FromString(data) for data in self.events(request.SerializeToString(),
-                                                                              timeout=CALL_TIMEOUT_S)]
+            page = [
+                events_pb2.Event.FromString(data)
+                for data in self.events(request.SerializeToString(), timeout=CALL_TIMEOUT_S)
+            ]
             yield from page
             if len(page) < 1_000:
                 return
@@ -407,8 +552,10 @@ class Judge:
         self.check_health(method)
         if answer.problem:
             shown = payload if isinstance(payload, bytes) else b"|".join(payload)
-            self.unclear.append(f"{method.name}: {answer.problem} ({answer.code.name}: {answer.details[:300]!r}); "
-                                f"request {shown[:200]!r}{'...' if len(shown) > 200 else ''} ({len(shown)} bytes)")
+            self.unclear.append(
+                f"{method.name}: {answer.problem} ({answer.code.name}: {answer.details[:300]!r}); "
+                f"request {shown[:200]!r}{'...' if len(shown) > 200 else ''} ({len(shown)} bytes)"
+            )
         return answer
 
     def _waits(self, method: Method, payload: bytes | list[bytes]) -> bool:
@@ -422,8 +569,14 @@ class Judge:
             return request.from_position != 0
         return "min_position" in request.DESCRIPTOR.fields_by_name and request.min_position > self.head
 
-    def _call(self, method: Method, payload: bytes | list[bytes], timeout_s: float,
-              metadata: tuple[tuple[str, str], ...], cancel_after: int | None) -> Answer:
+    def _call(
+        self,
+        method: Method,
+        payload: bytes | list[bytes],
+        timeout_s: float,
+        metadata: tuple[tuple[str, str], ...],
+        cancel_after: int | None,
+    ) -> Answer:
         parse = method.response_class.FromString
         try:
             if method.client_streaming:
@@ -438,8 +591,9 @@ class Judge:
             return self._refusal(error)
         return Answer(grpc.StatusCode.OK, problem=_unparsable(parse, data))
 
-    def _read_stream(self, call: Any, parse: Callable[[bytes], Any], cancel_after: int | None,
-                     new_only: bool) -> Answer:
+    def _read_stream(
+        self, call: Any, parse: Callable[[bytes], Any], cancel_after: int | None, new_only: bool
+    ) -> Answer:
         acks, problem = 0, ""
         try:
             for data in call:
@@ -529,26 +683,41 @@ def seed(address: str) -> Known:
         stubs = Stubs(channel)
         stubs.spend.OpenAccount(spend_pb2.OpenAccountRequest(account="team", cap_usd_micro=50_000), timeout=10)
         for name, cap in (("fuzz-live", 10_000), ("fuzz-done", None)):
-            opened = stubs.runs.OpenRun(runs_pb2.OpenRunRequest(run_key=name, name=name, cap_usd_micro=cap,
-                                                                parent_account="team"), timeout=10)
+            opened = stubs.runs.OpenRun(
+                runs_pb2.OpenRunRequest(run_key=name, name=name, cap_usd_micro=cap, parent_account="team"), timeout=10
+            )
             run_id = opened.state.run.run_id
             stubs.runs.StartAttempt(runs_pb2.StartAttemptRequest(run_id=run_id, attempt_id="a1"), timeout=10)
             stubs.runs.AppendSteps(runs_pb2.AppendStepsRequest(batch=batch(run_id, range(100))), timeout=10)
-            stubs.runs.SaveCheckpoint(runs_pb2.SaveCheckpointRequest(
-                run_id=run_id, attempt=1, step=50, handle=common_pb2.StateHandle(backend="s3", uri="s3://b/50")),
-                timeout=10)
+            stubs.runs.SaveCheckpoint(
+                runs_pb2.SaveCheckpointRequest(
+                    run_id=run_id, attempt=1, step=50, handle=common_pb2.StateHandle(backend="s3", uri="s3://b/50")
+                ),
+                timeout=10,
+            )
             known.run_ids.append(run_id)
             known.run_keys.append(name)
             known.accounts.append(run_id)
-        stubs.spend.Reserve(spend_pb2.ReserveRequest(account=known.run_ids[0], reservation_id="held",
-                                                     amount_usd_micro=1_000), timeout=10)
-        stubs.runs.FinishRun(runs_pb2.FinishRunRequest(run_id=known.run_ids[1], attempt=1,
-                                                       status=common_pb2.RUN_STATUS_DONE), timeout=10)
+        stubs.spend.Reserve(
+            spend_pb2.ReserveRequest(account=known.run_ids[0], reservation_id="held", amount_usd_micro=1_000),
+            timeout=10,
+        )
+        stubs.runs.FinishRun(
+            runs_pb2.FinishRunRequest(run_id=known.run_ids[1], attempt=1, status=common_pb2.RUN_STATUS_DONE), timeout=10
+        )
         for number in (1, 2):
-            stubs.registry.Register(registry_pb2.RegisterRequest(family="fuzz-family", artifact_uri=f"s3://m/{number}",
-                                                                 digest=f"sha256:{number:064d}"), timeout=10)
-        stubs.registry.Promote(registry_pb2.PromoteRequest(family="fuzz-family", version=1, expected_current=0,
-                                                           verdict=registry_pb2.GateVerdict(passed=True)), timeout=10)
+            stubs.registry.Register(
+                registry_pb2.RegisterRequest(
+                    family="fuzz-family", artifact_uri=f"s3://m/{number}", digest=f"sha256:{number:064d}"
+                ),
+                timeout=10,
+            )
+        stubs.registry.Promote(
+            registry_pb2.PromoteRequest(
+                family="fuzz-family", version=1, expected_current=0, verdict=registry_pb2.GateVerdict(passed=True)
+            ),
+            timeout=10,
+        )
     known.accounts += ["team", "nobody"]
     known.families += ["fuzz-family", "no-family"]
     known.reservations += ["held", "fresh"]
@@ -561,8 +730,13 @@ def explore(judge: Judge, method: Method, strategy: st.SearchStrategy[Any], exam
     collect in judge.unclear): for runs that count rather than shrink."""
     from hypothesis import HealthCheck, Phase, given, settings
 
-    @settings(max_examples=examples, deadline=None, database=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(payload=strategy)
     def send(payload: Any) -> None:
         judge.send(method, payload)
@@ -571,5 +745,7 @@ def explore(judge: Judge, method: Method, strategy: st.SearchStrategy[Any], exam
 
 
 def frames(batches: Iterable[common_pb2.StepBatch]) -> list[bytes]:
-    return [runs_pb2.RecordStepsRequest(sequence=number, batch=batch).SerializeToString()
-            for number, batch in enumerate(batches, start=1)]
+    return [
+        runs_pb2.RecordStepsRequest(sequence=number, batch=batch).SerializeToString()
+        for number, batch in enumerate(batches, start=1)
+    ]

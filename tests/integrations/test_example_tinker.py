@@ -21,8 +21,9 @@ EXAMPLE = ROOT / "examples" / "tinker_lora.py"
 
 
 def run_example(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(EXAMPLE), "--dry-run", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, str(EXAMPLE), "--dry-run", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_a_dry_run_with_a_cap_never_commits_beyond_it(server: ServerThread, client: LedgerClient) -> None:
@@ -36,8 +37,9 @@ def test_a_dry_run_with_a_cap_never_commits_beyond_it(server: ServerThread, clie
     assert spend.overrun_usd_micro == 0
     assert state.run.status == "stopped"  # the cap refused a hold before the 20 steps were done
     assert state.last_step < 20
-    refused = [r for r in client.list_reservations(account=run.run_id, page_size=1_000).reservations
-               if r.state == "refused"]
+    refused = [
+        r for r in client.list_reservations(account=run.run_id, page_size=1_000).reservations if r.state == "refused"
+    ]
     assert len(refused) == 1
     # What the example says agrees with the ledger.
     committed = re.search(r"run stopped: (\d+) micro-dollars committed", done.stdout)

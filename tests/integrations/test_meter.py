@@ -27,13 +27,18 @@ class Ledger:
         self.held: dict[str, int] = {}
         self.spent = 0
 
-    def reserve(self, *, account: str, amount_usd_micro: int, reservation_id: str, basis: Any, ttl_s: float,
-                attempt: int) -> ReserveReceipt:
+    def reserve(
+        self, *, account: str, amount_usd_micro: int, reservation_id: str, basis: Any, ttl_s: float, attempt: int
+    ) -> ReserveReceipt:
         if self.cap is not None and self.spent + sum(self.held.values()) + amount_usd_micro > self.cap:
             self.calls.append(("refused", amount_usd_micro))
             remaining = self.cap - self.spent - sum(self.held.values())
-            raise SpendCapExceeded("SPEND_CAP_EXCEEDED", "over", {"remaining_usd_micro": str(remaining)},
-                                   code=grpc.StatusCode.RESOURCE_EXHAUSTED)
+            raise SpendCapExceeded(
+                "SPEND_CAP_EXCEEDED",
+                "over",
+                {"remaining_usd_micro": str(remaining)},
+                code=grpc.StatusCode.RESOURCE_EXHAUSTED,
+            )
         assert basis["gpu"]["gpu_milliseconds"] == amount_usd_micro and ttl_s == 2 * 60 + 60
         self.calls.append(("reserve", amount_usd_micro))
         self.held[reservation_id] = amount_usd_micro

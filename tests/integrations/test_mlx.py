@@ -19,8 +19,15 @@ from tests.client.conftest import series_steps  # noqa: E402
 from tests.trainers import mlx_tiny  # noqa: E402
 
 
-def train(adapter_dir: Path, callback, *, iters: int, steps_per_save: int, steps_per_eval: int,
-          resume_adapter_file: Path | None = None) -> None:
+def train(
+    adapter_dir: Path,
+    callback,
+    *,
+    iters: int,
+    steps_per_save: int,
+    steps_per_eval: int,
+    resume_adapter_file: Path | None = None,
+) -> None:
     """mlx_tiny.run_mlx_lora with a validation set (eval at iteration 0, every steps_per_eval and
     at the end), so on_val_loss_report fires."""
     import mlx.core as mx
@@ -37,26 +44,41 @@ def train(adapter_dir: Path, callback, *, iters: int, steps_per_save: int, steps
     if resume_adapter_file is not None:
         model.load_weights(str(resume_adapter_file), strict=False)
     np.random.seed(0)
-    args = TrainingArgs(batch_size=4, iters=iters, steps_per_report=1, steps_per_save=steps_per_save,
-                        steps_per_eval=steps_per_eval, val_batches=1, max_seq_length=64,
-                        adapter_file=str(adapter_dir / "adapters.safetensors"))
-    mlx_train(model=model, optimizer=optim.Adam(learning_rate=1e-2),
-              train_dataset=mlx_tiny.build_mlx_dataset(tokenizer, seed=0),
-              val_dataset=mlx_tiny.build_mlx_dataset(tokenizer, n_rows=8, seed=1), args=args,
-              training_callback=callback)
+    args = TrainingArgs(
+        batch_size=4,
+        iters=iters,
+        steps_per_report=1,
+        steps_per_save=steps_per_save,
+        steps_per_eval=steps_per_eval,
+        val_batches=1,
+        max_seq_length=64,
+        adapter_file=str(adapter_dir / "adapters.safetensors"),
+    )
+    mlx_train(
+        model=model,
+        optimizer=optim.Adam(learning_rate=1e-2),
+        train_dataset=mlx_tiny.build_mlx_dataset(tokenizer, seed=0),
+        val_dataset=mlx_tiny.build_mlx_dataset(tokenizer, n_rows=8, seed=1),
+        args=args,
+        training_callback=callback,
+    )
 
 
 def checkpoint_events(client: LedgerClient, run_id: str) -> list[dict]:
-    return [event.data_json for event in client.read_events(from_position=1)
-            if event.type.endswith("CheckpointSaved") and event.originator_id == run_id]
+    return [
+        event.data_json
+        for event in client.read_events(from_position=1)
+        if event.type.endswith("CheckpointSaved") and event.originator_id == run_id
+    ]
 
 
 def test_steps_eval_and_checkpoints_land_in_the_ledger(client: LedgerClient, tmp_path) -> None:
     recorder = RunRecorder.open(client, run_key=run_key({"mlx": str(uuid.uuid4())}), name="mlx-tiny")
     reports = []
     forward = mlx_tiny.make_callback_class()(reports)
-    with LedgerTrainingCallback(recorder, tmp_path / "a" / "adapters.safetensors",
-                                wrapped_callback=forward) as callback:
+    with LedgerTrainingCallback(
+        recorder, tmp_path / "a" / "adapters.safetensors", wrapped_callback=forward
+    ) as callback:
         train(tmp_path / "a", callback, iters=7, steps_per_save=3, steps_per_eval=3)
     recorder.finish()
     counters = recorder.counters
@@ -68,8 +90,15 @@ def test_steps_eval_and_checkpoints_land_in_the_ledger(client: LedgerClient, tmp
     assert series_steps(client, recorder.run_id) == list(range(8))
     page = client.get_series(run_id=recorder.run_id, from_step=0, page_size=100)
     columns = {column.name: column for column in page.metrics}
-    assert set(columns) == {"loss", "lr", "eval_loss", "iterations_per_second", "tokens_per_second",
-                            "peak_memory_gb", "eval_seconds"}
+    assert set(columns) == {
+        "loss",
+        "lr",
+        "eval_loss",
+        "iterations_per_second",
+        "tokens_per_second",
+        "peak_memory_gb",
+        "eval_seconds",
+    }
     assert columns["loss"].index == list(range(1, 8))  # sparse: step 0 is eval only
     train_reports = [r for r in reports if r["kind"] == "train"]
     assert columns["loss"].values == pytest.approx([r["train_loss"] for r in train_reports])
@@ -90,8 +119,9 @@ def test_steps_eval_and_checkpoints_land_in_the_ledger(client: LedgerClient, tmp
         path = adapter_dir / f"{name}_adapters.safetensors"
         assert c["uri"] == str(path) and c["backend"] == "mlx" and c["fidelity"] == "weights"
         assert c["digest"] == file_digest(path)
-    assert (adapter_dir / "0000007_adapters.safetensors").read_bytes() == \
-        (adapter_dir / "adapters.safetensors").read_bytes()
+    assert (adapter_dir / "0000007_adapters.safetensors").read_bytes() == (
+        adapter_dir / "adapters.safetensors"
+    ).read_bytes()
     state = recorder.state
     assert state.checkpoint.step == 7 and state.checkpoint.final and state.run.status == "done"
 
@@ -117,8 +147,7 @@ def test_resume_starts_attempt_two_from_the_checkpoint_with_absolute_steps(clien
     assert resume == (tmp_path / "a1" / "0000003_adapters.safetensors").absolute()
     with LedgerTrainingCallback(second, tmp_path / "a2" / "adapters.safetensors") as callback:
         assert callback.step_offset == 3
-        train(tmp_path / "a2", callback, iters=3, steps_per_save=3, steps_per_eval=10**9,
-              resume_adapter_file=resume)
+        train(tmp_path / "a2", callback, iters=3, steps_per_save=3, steps_per_eval=10**9, resume_adapter_file=resume)
     # mlx-lm's eval at its iteration 0 measured the checkpoint (step 3): not after the resume point.
     assert callback.skipped == 1
     second.finish()
@@ -133,8 +162,16 @@ def test_resume_starts_attempt_two_from_the_checkpoint_with_absolute_steps(clien
     assert series.attempts == [1, 1, 1, 1, 2, 2, 2]  # absolute steps: iteration 1 of attempt 2 is step 4
     everything = client.get_series(run_id=second.run_id, from_step=0, page_size=100, include_superseded=True)
     assert list(zip(everything.steps, everything.attempts, everything.superseded, strict=True)) == [
-        (0, 1, False), (1, 1, False), (2, 1, False), (3, 1, False), (4, 1, True), (4, 2, False),
-        (5, 1, True), (5, 2, False), (6, 2, False)]
+        (0, 1, False),
+        (1, 1, False),
+        (2, 1, False),
+        (3, 1, False),
+        (4, 1, True),
+        (4, 2, False),
+        (5, 1, True),
+        (5, 2, False),
+        (6, 2, False),
+    ]
     final = state.checkpoint
     assert (final.attempt, final.step, final.final) == (2, 6, True)
     assert final.handle.uri == str((tmp_path / "a2" / "0000003_adapters.safetensors").absolute())
@@ -145,8 +182,7 @@ def test_resume_starts_attempt_two_from_the_checkpoint_with_absolute_steps(clien
         resume_adapter_file(opened_state, adapter_root=tmp_path)
 
 
-def test_an_interrupt_in_mlx_training_ends_the_run_stopped_and_an_error_failed(client: LedgerClient,
-                                                                              tmp_path) -> None:
+def test_an_interrupt_in_mlx_training_ends_the_run_stopped_and_an_error_failed(client: LedgerClient, tmp_path) -> None:
     from mlx_lm.tuner.callbacks import TrainingCallback
 
     class Raise(TrainingCallback):
@@ -157,12 +193,17 @@ def test_an_interrupt_in_mlx_training_ends_the_run_stopped_and_an_error_failed(c
             if train_info["iteration"] == 2:
                 raise self.error
 
-    for name, error, status in (("interrupted", KeyboardInterrupt(), "stopped"),
-                                ("raised", RuntimeError("NaN loss"), "failed")):
+    for name, error, status in (
+        ("interrupted", KeyboardInterrupt(), "stopped"),
+        ("raised", RuntimeError("NaN loss"), "failed"),
+    ):
         with pytest.raises(type(error)):
-            with RunRecorder.open(client, run_key=run_key({"mlx-end": name, "id": str(uuid.uuid4())})) as recorder, \
-                    LedgerTrainingCallback(recorder, tmp_path / name / "adapters.safetensors",
-                                           wrapped_callback=Raise(error)) as callback:
+            with (
+                RunRecorder.open(client, run_key=run_key({"mlx-end": name, "id": str(uuid.uuid4())})) as recorder,
+                LedgerTrainingCallback(
+                    recorder, tmp_path / name / "adapters.safetensors", wrapped_callback=Raise(error)
+                ) as callback,
+            ):
                 train(tmp_path / name, callback, iters=5, steps_per_save=1, steps_per_eval=10**9)
         state = client.get_run_state(run_id=recorder.run_id)
         assert state.run.status == status and state.run.error.startswith(type(error).__name__)

@@ -46,8 +46,10 @@ RUNTIME: dict[str, Any] = {"volume": volume, "mount": MOUNT, "clock": time.monot
 @app.function(gpu="H100", volumes={MOUNT: volume}, retries=modal.Retries(max_retries=2), timeout=3600)
 def train(spec: dict, steps: int, save_every: int, fail_at_step: int | None = None) -> dict:
     volume, mount = RUNTIME["volume"], Path(RUNTIME["mount"])
-    with open_recorder(run_key=run_key(spec), name=spec["name"], spec=spec, batch_interval_s=0.01) as run, \
-            GpuMeter(run, PRICE, interval_s=INTERVAL_S, clock=RUNTIME["clock"]) as meter:
+    with (
+        open_recorder(run_key=run_key(spec), name=spec["name"], spec=spec, batch_interval_s=0.01) as run,
+        GpuMeter(run, PRICE, interval_s=INTERVAL_S, clock=RUNTIME["clock"]) as meter,
+    ):
         path = resume_path(volume, run.state, mount=mount)
         start = 0 if path is None else json.loads(path.read_text())["step"] + 1
         for step in range(start, steps):
@@ -110,7 +112,8 @@ def modal_env(monkeypatch, server: ServerThread, tmp_path) -> None:
 
 @pytest.mark.filterwarnings(LOCAL_WARNING)
 def test_function_records_label_steps_checkpoints_after_commit_and_gpu_spend(
-        modal_env, client: LedgerClient, monkeypatch, tmp_path) -> None:
+    modal_env, client: LedgerClient, monkeypatch, tmp_path
+) -> None:
     mount, store = tmp_path / "mount", tmp_path / "store"
     mount.mkdir()
     stand_in = StandInVolume(mount, store, client)
@@ -138,20 +141,22 @@ def test_function_records_label_steps_checkpoints_after_commit_and_gpu_spend(
     state = client.get_run_state(run_id=run_id)
     assert state.run.status == "done"
     assert [(a.number, a.label, a.resumed_from_step) for a in state.attempts] == [
-        (1, "modal:ta-01FIRST/fc-01TEST", None), (2, "modal:ta-02RETRY/fc-01TEST", 3)]
+        (1, "modal:ta-01FIRST/fc-01TEST", None),
+        (2, "modal:ta-02RETRY/fc-01TEST", 3),
+    ]
 
     series = client.get_series(run_id=run_id, from_step=0, page_size=100)
     assert series.steps == list(range(8)) and series.attempts == [1, 1, 1, 1, 2, 2, 2, 2]
     assert series.tokens == [100] * 8
     everything = client.get_series(run_id=run_id, from_step=0, page_size=100, include_superseded=True)
-    assert [(s, a) for s, a, gone in zip(everything.steps, everything.attempts, everything.superseded, strict=True)
-            if gone] == [(4, 1)]  # attempt 1's step 4 came after its last committed checkpoint
+    assert [
+        (s, a) for s, a, gone in zip(everything.steps, everything.attempts, everything.superseded, strict=True) if gone
+    ] == [(4, 1)]  # attempt 1's step 4 came after its last committed checkpoint
 
     # Each checkpoint was recorded only after the commit that made it durable: every commit saw
     # the ledger holding exactly the checkpoints before it, and each recorded file is in the store.
     assert stand_in.log == [("commit", 0), ("commit", 1), ("reload", 2), ("commit", 2), ("commit", 3)]
-    saved = [event.data_json for event in client.read_events(from_position=1)
-             if event.type.endswith("CheckpointSaved")]
+    saved = [event.data_json for event in client.read_events(from_position=1) if event.type.endswith("CheckpointSaved")]
     assert [(c["attempt"], c["step"]) for c in saved] == [(1, 1), (1, 3), (2, 5), (2, 7)]
     for checkpoint in saved:
         relative = f"{run_id}/step-{checkpoint['step']:05d}.json"
@@ -222,7 +227,9 @@ def test_meter_stops_on_a_refused_interval_and_still_records_the_time(modal_env,
                 run.log(step, loss=1.0)
     # The meter still recorded the 40 s the GPU ran between the refusal and the end, as overrun.
     assert [(i["gpu_milliseconds"], i["reserved_usd_micro"] > 0) for i in meter.intervals] == [
-        (80_000, True), (40_000, False)]
+        (80_000, True),
+        (40_000, False),
+    ]
     account = client.get_account(account=run.run_id)
     assert account.committed_usd_micro == PRICE.amount(80_000) + PRICE.amount(40_000) == meter.committed_usd_micro
     assert account.pending_usd_micro == 0 and account.overrun_usd_micro > 0
@@ -230,11 +237,14 @@ def test_meter_stops_on_a_refused_interval_and_still_records_the_time(modal_env,
 
 
 def test_a_refusal_that_ends_the_block_ends_the_run_stopped_and_a_retry_reopens_it(
-        modal_env, client: LedgerClient) -> None:
+    modal_env, client: LedgerClient
+) -> None:
     key = run_key({"stopped": str(uuid.uuid4())})
     with pytest.raises(SpendCapExceeded):
-        with open_recorder(run_key=key, cap_usd_micro=PRICE.amount(30_000)) as run, \
-                GpuMeter(run, PRICE, interval_s=INTERVAL_S, clock=ticking_clock(1.0)):
+        with (
+            open_recorder(run_key=key, cap_usd_micro=PRICE.amount(30_000)) as run,
+            GpuMeter(run, PRICE, interval_s=INTERVAL_S, clock=ticking_clock(1.0)),
+        ):
             pytest.fail("no hold for the first interval, no GPU time")
     state = client.get_run_state(run_id=run.run_id)
     assert state.run.status == "stopped" and state.run.error.startswith("SpendCapExceeded")
@@ -255,8 +265,9 @@ def test_environment_and_labels(monkeypatch) -> None:
     with pytest.raises(ValueError, match="only over TLS"):
         client_from_env({"TRAINLEDGER_ADDRESS": "127.0.0.1:9", "TRAINLEDGER_TOKEN": "t", "TRAINLEDGER_TLS": "0"})
     # A token means TLS with bearer call credentials; building the client contacts nothing.
-    with client_from_env({"TRAINLEDGER_ADDRESS": "127.0.0.1:9", "TRAINLEDGER_TOKEN": "t",
-                          "TRAINLEDGER_PRINCIPAL": "alice"}) as secure:
+    with client_from_env(
+        {"TRAINLEDGER_ADDRESS": "127.0.0.1:9", "TRAINLEDGER_TOKEN": "t", "TRAINLEDGER_PRINCIPAL": "alice"}
+    ) as secure:
         assert secure.principal == "alice"
 
 

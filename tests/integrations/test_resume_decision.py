@@ -23,18 +23,39 @@ FILES = Loader(backend="hf", kind="file", digest=digest_of, root_name="output di
 TINKER = Loader(backend="tinker", uri_prefix="tinker://", fidelity="weights+optimizer", files=False)
 
 
-def state_with(uri: str = "/nowhere", *, backend: str = "hf", fidelity: str = "weights+optimizer", digest: str = "",
-               step: int = 5, status: str = "running", expires_at: datetime | None = None,
-               resumed_from: int | None = None, expired: int = 0) -> RunState:
+def state_with(
+    uri: str = "/nowhere",
+    *,
+    backend: str = "hf",
+    fidelity: str = "weights+optimizer",
+    digest: str = "",
+    step: int = 5,
+    status: str = "running",
+    expires_at: datetime | None = None,
+    resumed_from: int | None = None,
+    expired: int = 0,
+) -> RunState:
     """A run whose live checkpoint (if `uri`) is at `step`, whose current attempt 2 resumed from
     `resumed_from`, with `expired` expired checkpoints before it."""
     handle = StateHandle(backend=backend, uri=uri, fidelity=fidelity)
     checkpoint = Checkpoint(attempt=1, step=step, handle=handle, digest=digest, expires_at=expires_at) if uri else None
-    gone = [Checkpoint(attempt=1, step=n, handle=StateHandle(backend=backend, uri=f"{uri}-{n}"),
-                       expires_at=datetime(2025, 1, 1, tzinfo=UTC)) for n in range(1, expired + 1)]
-    return RunState(run=RunInfo(run_id="r1", status=status), checkpoint=checkpoint, expired_checkpoints=gone,
-                    resume=Resume(available=bool(uri), from_step=step if uri else 0, handle=handle if uri else None),
-                    attempts=[Attempt(number=1), Attempt(number=2, resumed_from_step=resumed_from)], current_attempt=2)
+    gone = [
+        Checkpoint(
+            attempt=1,
+            step=n,
+            handle=StateHandle(backend=backend, uri=f"{uri}-{n}"),
+            expires_at=datetime(2025, 1, 1, tzinfo=UTC),
+        )
+        for n in range(1, expired + 1)
+    ]
+    return RunState(
+        run=RunInfo(run_id="r1", status=status),
+        checkpoint=checkpoint,
+        expired_checkpoints=gone,
+        resume=Resume(available=bool(uri), from_step=step if uri else 0, handle=handle if uri else None),
+        attempts=[Attempt(number=1), Attempt(number=2, resumed_from_step=resumed_from)],
+        current_attempt=2,
+    )
 
 
 def reason(call: object, *args: object, **options: object) -> str:
@@ -68,8 +89,7 @@ def test_where_the_current_attempt_resumed_from() -> None:
 
 def test_a_handle_the_trainer_cannot_load_is_refused() -> None:
     def point(uri: str = "tinker://m/weights/s", **fields: object) -> ResumePoint:
-        return ResumePoint(**{"step": 5, "backend": "tinker", "uri": uri, "fidelity": "weights+optimizer",
-                              **fields})  # type: ignore[arg-type]
+        return ResumePoint(**{"step": 5, "backend": "tinker", "uri": uri, "fidelity": "weights+optimizer", **fields})  # type: ignore[arg-type]
 
     assert decide(point(), TINKER) is None  # held by Tinker: nothing local to return
     assert reason(decide, point(backend="hf"), TINKER) == "BACKEND_MISMATCH"

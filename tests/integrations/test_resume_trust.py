@@ -23,8 +23,9 @@ from tests.client.conftest import QUICK_RETRIES
 ADAPTER_CONFIG = {"r": 8, "lora_alpha": 16, "lora_dropout": 0.0, "target_modules": ["q_proj", "v_proj"]}
 
 
-def record(client: LedgerClient, key: str, uri: str, backend: str, *, digest: str, spec: Any = None,
-           step: int = 5) -> None:
+def record(
+    client: LedgerClient, key: str, uri: str, backend: str, *, digest: str, spec: Any = None, step: int = 5
+) -> None:
     """A run of `key` whose first attempt recorded a checkpoint at `step` with this uri and digest,
     then died."""
     recorder = RunRecorder.open(client, run_key=key, spec=spec)
@@ -49,6 +50,7 @@ def hf_checkpoint(path: Path) -> Path:
 
 # ---- Transformers / TRL -------------------------------------------------------------------------
 
+
 @pytest.fixture
 def hf() -> Any:
     pytest.importorskip("transformers")
@@ -58,9 +60,15 @@ def hf() -> Any:
 
 
 def hf_spec(hf: Any, name: str) -> dict[str, Any]:
-    return hf.spec_for(name=f"{name}-{uuid.uuid4()}", base_model="tiny-llama", revision="r1", method="sft",
-                       lora={"r": 8, "alpha": 16, "target_modules": ["q_proj", "v_proj"], "dropout": 0.0},
-                       hyperparameters={"learning_rate": 5e-3}, dataset="sha256:" + "1" * 64)
+    return hf.spec_for(
+        name=f"{name}-{uuid.uuid4()}",
+        base_model="tiny-llama",
+        revision="r1",
+        method="sft",
+        lora={"r": 8, "alpha": 16, "target_modules": ["q_proj", "v_proj"], "dropout": 0.0},
+        hyperparameters={"learning_rate": 5e-3},
+        dataset="sha256:" + "1" * 64,
+    )
 
 
 def hf_reason(hf: Any, client: LedgerClient, spec: dict[str, Any], **options: Any) -> str:
@@ -76,8 +84,14 @@ def test_transformers_resumes_only_from_inside_the_output_dir(hf: Any, client: L
 
     def recorded(uri: str, digest: str | None = None) -> dict[str, Any]:
         spec = hf_spec(hf, "outside")
-        record(client, hf.training_run_key(spec), uri, "hf", spec=spec,
-               digest=digest if digest is not None else hf.checkpoint_digest(outside))
+        record(
+            client,
+            hf.training_run_key(spec),
+            uri,
+            "hf",
+            spec=spec,
+            digest=digest if digest is not None else hf.checkpoint_digest(outside),
+        )
         return spec
 
     # The ledger names a system directory, a `..` escape, a checkpoint elsewhere.
@@ -101,8 +115,9 @@ def test_transformers_resumes_only_from_inside_the_output_dir(hf: Any, client: L
     assert hf_reason(hf, client, spec) == "ROOT_UNKNOWN"
 
 
-def test_transformers_refuses_a_checkpoint_without_a_digest_unless_told(hf: Any, client: LedgerClient,
-                                                                       tmp_path: Path) -> None:
+def test_transformers_refuses_a_checkpoint_without_a_digest_unless_told(
+    hf: Any, client: LedgerClient, tmp_path: Path
+) -> None:
     out = tmp_path / "out"
     path = hf_checkpoint(out / "checkpoint-5")
     spec = hf_spec(hf, "no-digest")
@@ -119,8 +134,9 @@ def test_transformers_refuses_a_checkpoint_without_a_digest_unless_told(hf: Any,
     assert hf_reason(hf, client, spec, output_dir=out) == "DIGEST_MISMATCH"
 
 
-def test_the_callback_holds_the_checkpoint_to_the_trainers_output_dir(hf: Any, client: LedgerClient,
-                                                                      tmp_path: Path) -> None:
+def test_the_callback_holds_the_checkpoint_to_the_trainers_output_dir(
+    hf: Any, client: LedgerClient, tmp_path: Path
+) -> None:
     from tests.trainers import tiny
 
     out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
@@ -149,13 +165,15 @@ def test_the_callback_holds_the_checkpoint_to_the_trainers_output_dir(hf: Any, c
     with pytest.raises(hf.ResumeRefused) as refused:
         callback.resume_checkpoint()
     assert refused.value.reason == "OUTSIDE_ROOT"
-    inner = tiny.make_sft_trainer(elsewhere, max_steps=2, save_steps=2,
-                                  callbacks=[hf.LedgerCallback(client=client, spec=spec, check_spec=False)])
+    inner = tiny.make_sft_trainer(
+        elsewhere, max_steps=2, save_steps=2, callbacks=[hf.LedgerCallback(client=client, spec=spec, check_spec=False)]
+    )
     ledger_callback = next(c for c in inner.callback_handler.callbacks if isinstance(c, hf.LedgerCallback))
     assert ledger_callback.resume_checkpoint() == str(outside.resolve())
 
 
 # ---- Modal --------------------------------------------------------------------------------------
+
 
 class Volume:
     """What resume_path uses of a modal.Volume."""
@@ -213,16 +231,22 @@ def test_modal_resume_path_stays_inside_the_mount(modal_env: None, client: Ledge
     assert modal_reason(hostile, mount=mount) == "OUTSIDE_ROOT"
     assert modal_reason(hostile, mount=mount, verify=False) == "OUTSIDE_ROOT"  # never skipped
     # A plain path outside the mount; a file under the mount that is a symlink out of it.
-    assert modal_reason(state_of(str(elsewhere / "weights.bin"), file_digest(elsewhere / "weights.bin")),
-                        mount=mount) == "OUTSIDE_ROOT"
+    assert (
+        modal_reason(state_of(str(elsewhere / "weights.bin"), file_digest(elsewhere / "weights.bin")), mount=mount)
+        == "OUTSIDE_ROOT"
+    )
     (mount / "run" / "link.bin").symlink_to(elsewhere / "weights.bin")
-    assert modal_reason(state_of("modal-volume://vol/run/link.bin", file_digest(elsewhere / "weights.bin")),
-                        mount=mount) == "OUTSIDE_ROOT"
+    assert (
+        modal_reason(state_of("modal-volume://vol/run/link.bin", file_digest(elsewhere / "weights.bin")), mount=mount)
+        == "OUTSIDE_ROOT"
+    )
     # A directory checkpoint with a file in it that is a symlink out.
     (mount / "run" / "dir").mkdir()
     (mount / "run" / "dir" / "a.bin").symlink_to(elsewhere / "weights.bin")
-    assert modal_reason(state_of("modal-volume://vol/run/dir", dataset_digest(mount / "run" / "dir")),
-                        mount=mount) == "OUTSIDE_ROOT"
+    assert (
+        modal_reason(state_of("modal-volume://vol/run/dir", dataset_digest(mount / "run" / "dir")), mount=mount)
+        == "OUTSIDE_ROOT"
+    )
     # Another volume's checkpoint is not looked for under this one's mount.
     assert modal_reason(state_of("modal-volume://other/run/x.bin", "sha256:" + "0" * 64), mount=mount) == "OTHER_VOLUME"
     # Without the mount there is nothing to hold the path to.
@@ -244,8 +268,9 @@ def test_modal_resume_path_stays_inside_the_mount(modal_env: None, client: Ledge
     second.close()
 
 
-def test_modal_refuses_a_checkpoint_without_a_digest_unless_told(modal_env: None, client: LedgerClient,
-                                                                 tmp_path: Path) -> None:
+def test_modal_refuses_a_checkpoint_without_a_digest_unless_told(
+    modal_env: None, client: LedgerClient, tmp_path: Path
+) -> None:
     from clients.integrations.modal import resume_path
 
     mount = tmp_path / "mount"
@@ -267,8 +292,9 @@ def test_modal_refuses_a_checkpoint_without_a_digest_unless_told(modal_env: None
 
 
 @pytest.mark.filterwarnings("ignore:The .* function is executing locally:UserWarning")
-def test_a_modal_function_refuses_a_hostile_checkpoint_before_training(modal_env: None, client: LedgerClient,
-                                                                       tmp_path: Path) -> None:
+def test_a_modal_function_refuses_a_hostile_checkpoint_before_training(
+    modal_env: None, client: LedgerClient, tmp_path: Path
+) -> None:
     import modal
 
     from clients.integrations.modal import ResumeRefused, open_recorder, resume_path
@@ -294,6 +320,7 @@ def test_a_modal_function_refuses_a_hostile_checkpoint_before_training(modal_env
 
 
 # ---- mlx-lm -------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def mlx() -> Any:
@@ -326,8 +353,10 @@ def test_mlx_resume_adapter_file_stays_inside_the_adapter_root(mlx: Any, client:
         return refused.value.reason
 
     assert reason(state_of("file:///etc/hostname", "sha256:" + "0" * 64), adapter_root=root) == "OUTSIDE_ROOT"
-    assert reason(state_of(f"{root}/a1/../../elsewhere/{stray.name}", file_digest(stray)),
-                  adapter_root=root) == "OUTSIDE_ROOT"
+    assert (
+        reason(state_of(f"{root}/a1/../../elsewhere/{stray.name}", file_digest(stray)), adapter_root=root)
+        == "OUTSIDE_ROOT"
+    )
     (root / "a1" / stray.name).symlink_to(stray)
     linked = state_of(str(root / "a1" / stray.name), file_digest(stray))
     assert reason(linked, adapter_root=root) == "OUTSIDE_ROOT"
@@ -340,13 +369,15 @@ def test_mlx_resume_adapter_file_stays_inside_the_adapter_root(mlx: Any, client:
     assert mlx.resume_adapter_file(good, adapter_root=root) == adapter.resolve()
     assert reason(good) == "ROOT_UNKNOWN"
     assert reason(state_of(str(adapter), ""), adapter_root=root) == "DIGEST_MISSING"
-    assert mlx.resume_adapter_file(state_of(str(adapter), ""), adapter_root=root, verify_digest=False) == \
-        adapter.resolve()
+    assert (
+        mlx.resume_adapter_file(state_of(str(adapter), ""), adapter_root=root, verify_digest=False) == adapter.resolve()
+    )
     adapter.write_bytes(b"b" * 64)
     assert reason(good, adapter_root=root) == "DIGEST_MISMATCH"
 
 
 # ---- Tinker -------------------------------------------------------------------------------------
+
 
 def test_tinker_resumes_only_from_a_tinker_path(client: LedgerClient, tmp_path: Path) -> None:
     pytest.importorskip("tinker")
@@ -357,8 +388,12 @@ def test_tinker_resumes_only_from_a_tinker_path(client: LedgerClient, tmp_path: 
     fake = FakeTinkerServer().start()
     try:
         sheet = TokenPrices({"prefill": 1, "sample": 1, "train": 1}, sheet="tinker-test", source="tests")
-        service = LedgeredServiceClient(client, prices={FakeTinkerServer.BASE_MODEL: sheet}, base_url=fake.base_url,
-                                        api_key=FakeTinkerServer.API_KEY)
+        service = LedgeredServiceClient(
+            client,
+            prices={FakeTinkerServer.BASE_MODEL: sheet},
+            base_url=fake.base_url,
+            api_key=FakeTinkerServer.API_KEY,
+        )
         for uri in ("file:///etc/weights/x", "/etc/weights/x", "https://example.invalid/weights/x"):
             key = run_key({"tinker-trust": str(uuid.uuid4())})
             record(client, key, uri, "tinker", digest="", spec=tinker_spec(FakeTinkerServer.BASE_MODEL, 8, {}))

@@ -33,8 +33,12 @@ from tests.fakes.tinker_server import FakeTinkerServer, Served  # noqa: E402
 
 MODEL = FakeTinkerServer.BASE_MODEL
 HYPERPARAMETERS = {"learning_rate": 1e-4, "batch_size": 2}
-SHEET = TokenPrices({"prefill": 1_000_000, "prefill_cached": 250_000, "sample": 2_000_000, "train": 3_000_000},
-                    sheet="tinker-test", source="tests", as_of="2025-10")
+SHEET = TokenPrices(
+    {"prefill": 1_000_000, "prefill_cached": 250_000, "sample": 2_000_000, "train": 3_000_000},
+    sheet="tinker-test",
+    source="tests",
+    as_of="2025-10",
+)
 OPTIM_USD = 5
 BATCH_TOKENS = 6  # two datums: 4 + 2 input tokens
 STEP_USD = SHEET.amount({"train": BATCH_TOKENS}) + OPTIM_USD  # 18 + 5
@@ -48,23 +52,32 @@ class SamplingFake(FakeTinkerServer):
     GENERATED = 3
     PROMPT_CACHE_HITS = 2
 
-    def _dispatch(self, method: str, path: str, ep: str, headers: dict[str, str], raw: bytes, failure: Any,
-                  api_key: str | None):  # type: ignore[no-untyped-def]
+    def _dispatch(
+        self, method: str, path: str, ep: str, headers: dict[str, str], raw: bytes, failure: Any, api_key: str | None
+    ):  # type: ignore[no-untyped-def]
         if method == "GET" and ep.startswith("samplers/"):
             sampler_id = ep.split("/", 1)[1]
-            return self._reply(Served(ep, method, path, 200, api_key=api_key),
-                               {"sampler_id": sampler_id, "base_model": self.BASE_MODEL})
+            return self._reply(
+                Served(ep, method, path, 200, api_key=api_key),
+                {"sampler_id": sampler_id, "base_model": self.BASE_MODEL},
+            )
         if method != "POST" or ep not in ("create_sampling_session", "asample"):
             return super()._dispatch(method, path, ep, headers, raw, failure, api_key)
         body = json.loads(raw)
         record = Served(ep, method, path, 200, api_key=api_key, body=body, session_id=body.get("session_id"))
         if ep == "create_sampling_session":
-            return self._reply(record, {"type": "create_sampling_session",
-                                        "sampling_session_id": self._new_id(f"{body['session_id']}:sample")})
+            return self._reply(
+                record,
+                {
+                    "type": "create_sampling_session",
+                    "sampling_session_id": self._new_id(f"{body['session_id']}:sample"),
+                },
+            )
         response = pb.SampleResponse(prompt_cache_hit_tokens=self.PROMPT_CACHE_HITS)
         for _ in range(body["num_samples"]):
-            response.sequences.add(stop_reason=pb.STOP_REASON_LENGTH,
-                                   tokens=np.arange(self.GENERATED, dtype=np.int32).tobytes())
+            response.sequences.add(
+                stop_reason=pb.STOP_REASON_LENGTH, tokens=np.arange(self.GENERATED, dtype=np.int32).tobytes()
+            )
         future = self._future(proto=response.SerializeToString(), failure=failure)
         future["sample_sequence_ids"] = [f"{future['request_id']}:{i}" for i in range(body["num_samples"])]
         record.request_id = future["request_id"]
@@ -94,9 +107,14 @@ def ledger(ledger_server: ServerThread) -> Iterator[LedgerClient]:
 
 @pytest.fixture
 def service(ledger: LedgerClient, fake: SamplingFake) -> LedgeredServiceClient:
-    return LedgeredServiceClient(ledger, prices={MODEL: SHEET}, optim_step_usd_micro=OPTIM_USD,
-                                 base_url=fake.base_url, api_key=FakeTinkerServer.API_KEY,
-                                 recorder_options={"batch_interval_s": 0.01, "flush_timeout_s": 5.0})
+    return LedgeredServiceClient(
+        ledger,
+        prices={MODEL: SHEET},
+        optim_step_usd_micro=OPTIM_USD,
+        base_url=fake.base_url,
+        api_key=FakeTinkerServer.API_KEY,
+        recorder_options={"batch_interval_s": 0.01, "flush_timeout_s": 5.0},
+    )
 
 
 def batch() -> list[types.Datum]:
@@ -104,8 +122,10 @@ def batch() -> list[types.Datum]:
 
 
 def _datum(tokens: list[int]) -> types.Datum:
-    return types.Datum(model_input=types.ModelInput.from_ints(tokens[:-1]),
-                       loss_fn_inputs={"target_tokens": tokens[1:], "weights": [1.0] * (len(tokens) - 1)})
+    return types.Datum(
+        model_input=types.ModelInput.from_ints(tokens[:-1]),
+        loss_fn_inputs={"target_tokens": tokens[1:], "weights": [1.0] * (len(tokens) - 1)},
+    )
 
 
 def train(tc: Any, steps: int) -> None:
@@ -132,11 +152,12 @@ def refusal(call: Callable[[], Any], match: str | None = None) -> str:
 
 def fake_loss(step: int) -> float:
     """The fake's loss per target token after `step` optimizer steps."""
-    return 0.1 + 2.0 * (0.8 ** step)
+    return 0.1 + 2.0 * (0.8**step)
 
 
-def test_steps_spend_checkpoints_and_session_metadata(service: LedgeredServiceClient, ledger: LedgerClient,
-                                                      fake: SamplingFake) -> None:
+def test_steps_spend_checkpoints_and_session_metadata(
+    service: LedgeredServiceClient, ledger: LedgerClient, fake: SamplingFake
+) -> None:
     started = datetime.now(UTC)
     with service.create_lora_training_client(MODEL, rank=8, hyperparameters=HYPERPARAMETERS) as tc:
         train(tc, 3)
@@ -154,15 +175,17 @@ def test_steps_spend_checkpoints_and_session_metadata(service: LedgeredServiceCl
 
     # One hold per call, reserved and committed at the sheet's price x the counted tokens.
     held = reservations(ledger, run_id)
-    train_basis = {"price_sheet": "tinker-test (2025-10)", "price_source": "tests", "gpu": None,
-                   "tokens": [{"token_class": "train", "tokens": BATCH_TOKENS,
-                               "usd_micro_per_million_tokens": 3_000_000}]}
+    train_basis = {
+        "price_sheet": "tinker-test (2025-10)",
+        "price_source": "tests",
+        "gpu": None,
+        "tokens": [{"token_class": "train", "tokens": BATCH_TOKENS, "usd_micro_per_million_tokens": 3_000_000}],
+    }
     fwd = [r for r in held if r.basis.tokens]
     optim = [r for r in held if not r.basis.tokens]
     assert len(fwd) == 3 and len(optim) == 3
     for entry in fwd:
-        assert (entry.state, entry.amount_usd_micro, entry.actual_usd_micro, entry.attempt) == (
-            "committed", 18, 18, 1)
+        assert (entry.state, entry.amount_usd_micro, entry.actual_usd_micro, entry.attempt) == ("committed", 18, 18, 1)
         assert entry.basis.to_dict() == train_basis and entry.actual_basis.to_dict() == train_basis
     assert {(r.state, r.amount_usd_micro, r.actual_usd_micro) for r in optim} == {("committed", 5, 5)}
     assert [r.body["n_tokens"] for r in fake.served("forward_backward")] == [BATCH_TOKENS] * 3
@@ -183,14 +206,17 @@ def test_steps_spend_checkpoints_and_session_metadata(service: LedgeredServiceCl
     checkpoint = state.checkpoint
     assert saved.path == f"tinker://{model_id}/weights/step-3" and sampler.path.endswith("/sampler_weights/step-3")
     assert (checkpoint.step, checkpoint.handle.to_dict()) == (
-        3, {"backend": "tinker", "uri": saved.path, "fidelity": "weights+optimizer"})
+        3,
+        {"backend": "tinker", "uri": saved.path, "fidelity": "weights+optimizer"},
+    )
     expected = started + timedelta(seconds=3_600)
     assert expected <= checkpoint.expires_at <= expected + timedelta(seconds=30)
     assert state.resume.available and state.resume.from_step == 3
 
 
-def test_crash_then_resume_with_optimizer(service: LedgeredServiceClient, ledger: LedgerClient,
-                                          fake: SamplingFake) -> None:
+def test_crash_then_resume_with_optimizer(
+    service: LedgeredServiceClient, ledger: LedgerClient, fake: SamplingFake
+) -> None:
     first = service.create_lora_training_client(MODEL, rank=8, hyperparameters=HYPERPARAMETERS)
     train(first, 3)
     paths = first.save_checkpoint("ckpt-3").result(timeout=30)
@@ -214,8 +240,7 @@ def test_crash_then_resume_with_optimizer(service: LedgeredServiceClient, ledger
     first.close()  # Only to stop the dead attempt's threads in this test process.
 
     state = ledger.get_run_state(run_id=run_id, min_position=head(ledger))
-    assert [(a.number, a.resumed_from_step, a.ended) for a in state.attempts] == [
-        (1, None, True), (2, 3, True)]
+    assert [(a.number, a.resumed_from_step, a.ended) for a in state.attempts] == [(1, None, True), (2, 3, True)]
     assert state.checkpoint.sampler_uri == paths["sampler_path"]
     series = ledger.get_series(run_id=run_id)
     assert list(zip(series.steps, series.attempts, strict=True)) == [(1, 1), (2, 1), (3, 1), (4, 2), (5, 2)]
@@ -230,12 +255,14 @@ def test_crash_then_resume_with_optimizer(service: LedgeredServiceClient, ledger
     assert state.spend.committed_usd_micro == 7 * STEP_USD
 
 
-def test_a_refused_hold_stops_before_tinker_sees_the_call(service: LedgeredServiceClient, ledger: LedgerClient,
-                                                         fake: SamplingFake) -> None:
+def test_a_refused_hold_stops_before_tinker_sees_the_call(
+    service: LedgeredServiceClient, ledger: LedgerClient, fake: SamplingFake
+) -> None:
     cap = 2 * STEP_USD + 10  # room for two steps, not for a third forward_backward (18)
     with pytest.raises(SpendCapExceeded) as refused:
-        with service.create_lora_training_client(MODEL, rank=8, hyperparameters={"cap": "small"},
-                                                 cap_usd_micro=cap) as tc:
+        with service.create_lora_training_client(
+            MODEL, rank=8, hyperparameters={"cap": "small"}, cap_usd_micro=cap
+        ) as tc:
             train(tc, 2)
             tc.forward_backward(batch(), "cross_entropy")
             pytest.fail("the forward_backward past the cap must not be sent")
@@ -248,8 +275,9 @@ def test_a_refused_hold_stops_before_tinker_sees_the_call(service: LedgeredServi
     assert sorted(r.state for r in reservations(ledger, tc.run_id)).count("refused") == 1
 
 
-def test_a_tinker_error_releases_the_hold(service: LedgeredServiceClient, ledger: LedgerClient,
-                                          fake: SamplingFake) -> None:
+def test_a_tinker_error_releases_the_hold(
+    service: LedgeredServiceClient, ledger: LedgerClient, fake: SamplingFake
+) -> None:
     tc = service.create_lora_training_client(MODEL, rank=4, hyperparameters={"errors": True})
     fake.fail_next("forward_backward", status=400, body={"detail": "bad datum"})
     with pytest.raises(tinker.BadRequestError):
@@ -269,8 +297,9 @@ def test_a_tinker_error_releases_the_hold(service: LedgeredServiceClient, ledger
     assert [(r.status, r.injected) for r in fake.served("forward_backward")] == [(400, True), (200, False)]
 
 
-def test_an_unreachable_ledger_fails_closed(service: LedgeredServiceClient, ledger: LedgerClient,
-                                            ledger_server: ServerThread, fake: SamplingFake) -> None:
+def test_an_unreachable_ledger_fails_closed(
+    service: LedgeredServiceClient, ledger: LedgerClient, ledger_server: ServerThread, fake: SamplingFake
+) -> None:
     tc = service.create_lora_training_client(MODEL, rank=4, hyperparameters={"outage": True})
     train(tc, 1)
     fwd = tc.forward_backward(batch(), "cross_entropy")  # held while the ledger was up
@@ -299,7 +328,8 @@ def test_an_unreachable_ledger_fails_closed(service: LedgeredServiceClient, ledg
 
 
 def test_sampling_holds_prefill_and_samples_and_commits_what_came_back(
-        service: LedgeredServiceClient, ledger: LedgerClient, fake: SamplingFake) -> None:
+    service: LedgeredServiceClient, ledger: LedgerClient, fake: SamplingFake
+) -> None:
     tc = service.create_lora_training_client(MODEL, rank=4, hyperparameters={"sampling": True})
     sampler_path = tc.save_weights_for_sampler("s0").result(timeout=30).path
     sampling = tc.create_sampling_client(sampler_path)
@@ -311,8 +341,9 @@ def test_sampling_holds_prefill_and_samples_and_commits_what_came_back(
     train(tc, 1)  # the sample's spend lands on the next step
     tc.finish()
 
-    (entry,) = [r for r in reservations(ledger, tc.run_id) if any(
-        line.token_class == "sample" for line in r.basis.tokens)]
+    (entry,) = [
+        r for r in reservations(ledger, tc.run_id) if any(line.token_class == "sample" for line in r.basis.tokens)
+    ]
     projected = {"prefill": 5, "sample": 8, "prefill_cached": 5}
     actual = {"prefill": 3, "prefill_cached": 2 + 5, "sample": 6}
     assert {line.token_class: line.tokens for line in entry.basis.tokens} == projected
@@ -334,10 +365,14 @@ def test_resume_refuses_loudly(service: LedgeredServiceClient, ledger: LedgerCli
     tc.save_state("short", ttl_seconds=1).result(timeout=30)
     expired_after = time.monotonic() + 1.1
     tc.close()
-    assert refusal(lambda: service.resume(base_model=MODEL, rank=8, hyperparameters={"refusals": "never opened"})) \
+    assert (
+        refusal(lambda: service.resume(base_model=MODEL, rank=8, hyperparameters={"refusals": "never opened"}))
         == "NO_CHECKPOINT"
-    assert refusal(lambda: service.create_lora_training_client(MODEL, rank=8, hyperparameters={"refusals": 1})) \
+    )
+    assert (
+        refusal(lambda: service.create_lora_training_client(MODEL, rank=8, hyperparameters={"refusals": 1}))
         == "RUN_ALREADY_STARTED"
+    )
 
     # The LoRA rank asked for is not the run's.
     assert refusal(lambda: service.resume(run_key=tc.run_key, rank=16)) == "LORA_MISMATCH"
@@ -388,8 +423,9 @@ def test_resume_refuses_loudly(service: LedgeredServiceClient, ledger: LedgerCli
     assert fake.count("load_weights") == 1
 
 
-def test_an_interrupt_ends_the_run_stopped_and_an_error_failed(service: LedgeredServiceClient, ledger: LedgerClient,
-                                                               fake: SamplingFake) -> None:
+def test_an_interrupt_ends_the_run_stopped_and_an_error_failed(
+    service: LedgeredServiceClient, ledger: LedgerClient, fake: SamplingFake
+) -> None:
     with pytest.raises(KeyboardInterrupt):
         with service.create_lora_training_client(MODEL, rank=4, hyperparameters={"ends": "interrupt"}) as tc:
             train(tc, 1)
@@ -404,18 +440,21 @@ def test_an_interrupt_ends_the_run_stopped_and_an_error_failed(service: Ledgered
     assert (run.status, run.error) == ("failed", "ValueError: bad data")
 
 
-def test_an_ended_run_is_resumed_only_with_reopen(service: LedgeredServiceClient, ledger: LedgerClient,
-                                                 fake: SamplingFake) -> None:
+def test_an_ended_run_is_resumed_only_with_reopen(
+    service: LedgeredServiceClient, ledger: LedgerClient, fake: SamplingFake
+) -> None:
     hyperparameters = {"reopen": True}
     with pytest.raises(RuntimeError, match="lost the data loader"):
-        with service.create_lora_training_client(MODEL, rank=4, hyperparameters=hyperparameters,
-                                                 name="reopen-tinker") as first:
+        with service.create_lora_training_client(
+            MODEL, rank=4, hyperparameters=hyperparameters, name="reopen-tinker"
+        ) as first:
             train(first, 2)
             first.save_state("step-2").result(timeout=30)
             raise RuntimeError("lost the data loader")
-    for attempt in (lambda: service.resume(base_model=MODEL, rank=4, hyperparameters=hyperparameters),
-                    lambda: service.create_lora_training_client(MODEL, rank=4, hyperparameters=hyperparameters,
-                                                                restart=True)):
+    for attempt in (
+        lambda: service.resume(base_model=MODEL, rank=4, hyperparameters=hyperparameters),
+        lambda: service.create_lora_training_client(MODEL, rank=4, hyperparameters=hyperparameters, restart=True),
+    ):
         with pytest.raises(RunEnded) as refused:
             attempt()
         assert refused.value.status == "failed" and first.run_id in str(refused.value)
@@ -433,8 +472,9 @@ def test_an_ended_run_is_resumed_only_with_reopen(service: LedgeredServiceClient
         assert isinstance(refused.value, RunEnded)
 
 
-def test_a_cap_given_when_the_run_is_resumed_binds(service: LedgeredServiceClient, ledger: LedgerClient,
-                                                  fake: SamplingFake) -> None:
+def test_a_cap_given_when_the_run_is_resumed_binds(
+    service: LedgeredServiceClient, ledger: LedgerClient, fake: SamplingFake
+) -> None:
     # Opened uncapped; the crash; the resume names a cap with room for one more step only.
     hyperparameters = {"cap on resume": True}
     first = service.create_lora_training_client(MODEL, rank=4, hyperparameters=hyperparameters)

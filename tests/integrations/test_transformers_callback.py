@@ -40,8 +40,15 @@ LORA = {"r": 8, "alpha": 16, "target_modules": ["v_proj", "q_proj"], "dropout": 
 
 
 def make_spec(name: str, **hyperparameters: Any) -> dict[str, Any]:
-    return spec_for(name=name, base_model="tiny-llama", revision="r1", method="sft", lora=LORA,
-                    hyperparameters={"learning_rate": 5e-3, **hyperparameters}, dataset="sha256:" + "1" * 64)
+    return spec_for(
+        name=name,
+        base_model="tiny-llama",
+        revision="r1",
+        method="sft",
+        lora=LORA,
+        hyperparameters={"learning_rate": 5e-3, **hyperparameters},
+        dataset="sha256:" + "1" * 64,
+    )
 
 
 class Trainer:
@@ -69,8 +76,9 @@ class Trainer:
             path = Path(self.args.output_dir) / f"checkpoint-{self.state.global_step}"
             path.mkdir(parents=True, exist_ok=True)
             (path / "trainer_state.json").write_text(json.dumps({"global_step": self.state.global_step}))
-            (path / "adapter_config.json").write_text(json.dumps({"r": 8, "lora_alpha": 16, "lora_dropout": 0.0,
-                                                                  "target_modules": ["q_proj", "v_proj"]}))
+            (path / "adapter_config.json").write_text(
+                json.dumps({"r": 8, "lora_alpha": 16, "lora_dropout": 0.0, "target_modules": ["q_proj", "v_proj"]})
+            )
             self.control.should_save = False
             self.callback.on_save(self.args, self.state, self.control)
 
@@ -79,8 +87,9 @@ class Trainer:
         self.callback.on_log(self.args, self.state, self.control, logs=dict(logs))
 
     def end(self, summary: dict[str, Any] | None = None) -> None:
-        self.log(summary or {"train_runtime": 1.5, "train_loss": 0.75, "train_samples_per_second": 9.0,
-                             "total_flos": 1e9})
+        self.log(
+            summary or {"train_runtime": 1.5, "train_loss": 0.75, "train_samples_per_second": 9.0, "total_flos": 1e9}
+        )
         self.callback.on_train_end(self.args, self.state, self.control)
 
 
@@ -109,26 +118,53 @@ def wait_for(condition: Any, timeout_s: float = 20.0) -> None:
 
 
 def test_log_keys_are_renamed_kept_or_dropped() -> None:
-    logs = {"loss": 1.5, "grad_norm": 0.3, "learning_rate": 1e-3, "entropy": 2.0, "mean_token_accuracy": 0.4,
-            "num_tokens": 1234.0, "epoch": 0.5, "num_input_tokens_seen": 99, "train_runtime": 3.0,
-            "train_tokens_per_second": 10.0, "eval_loss": 1.2, "eval_runtime": 0.5,
-            "eval_samples_per_second": 100.0, "eval_steps_per_second": 4.0, "eval_mean_token_accuracy": 0.6,
-            "total_flos": 1e12, "rewards/chosen": 0.1}
-    assert map_log_keys(logs) == {"loss": 1.5, "grad_norm": 0.3, "lr": 1e-3, "entropy": 2.0, "token_accuracy": 0.4,
-                                  "epoch": 0.5, "eval_loss": 1.2, "eval_mean_token_accuracy": 0.6,
-                                  "rewards/chosen": 0.1}
+    logs = {
+        "loss": 1.5,
+        "grad_norm": 0.3,
+        "learning_rate": 1e-3,
+        "entropy": 2.0,
+        "mean_token_accuracy": 0.4,
+        "num_tokens": 1234.0,
+        "epoch": 0.5,
+        "num_input_tokens_seen": 99,
+        "train_runtime": 3.0,
+        "train_tokens_per_second": 10.0,
+        "eval_loss": 1.2,
+        "eval_runtime": 0.5,
+        "eval_samples_per_second": 100.0,
+        "eval_steps_per_second": 4.0,
+        "eval_mean_token_accuracy": 0.6,
+        "total_flos": 1e12,
+        "rewards/chosen": 0.1,
+    }
+    assert map_log_keys(logs) == {
+        "loss": 1.5,
+        "grad_norm": 0.3,
+        "lr": 1e-3,
+        "entropy": 2.0,
+        "token_accuracy": 0.4,
+        "epoch": 0.5,
+        "eval_loss": 1.2,
+        "eval_mean_token_accuracy": 0.6,
+        "rewards/chosen": 0.1,
+    }
 
 
 def test_spec_and_key_are_stable_and_lora_shapes_normalise() -> None:
     from peft import LoraConfig
 
     config = LoraConfig(r=8, lora_alpha=16.0, lora_dropout=0.0, target_modules=["v_proj", "q_proj"])
-    assert lora_shape(config) == lora_shape(LORA) == lora_shape(
-        {"r": 8, "lora_alpha": 16, "lora_dropout": 0, "target_modules": ["q_proj", "v_proj"]})
+    assert (
+        lora_shape(config)
+        == lora_shape(LORA)
+        == lora_shape({"r": 8, "lora_alpha": 16, "lora_dropout": 0, "target_modules": ["q_proj", "v_proj"]})
+    )
     assert training_run_key(make_spec("a")) == training_run_key(make_spec("a"))
     assert training_run_key(make_spec("a")) != training_run_key(make_spec("a", seed=1))
-    assert spec_for(name="d", base_model="m", dataset=[{"x": 1}, {"x": 2}])["dataset"] != \
-        spec_for(name="d", base_model="m", dataset=[{"x": 2}, {"x": 1}])["dataset"]
+    assert (
+        spec_for(name="d", base_model="m", dataset=[{"x": 1}, {"x": 2}])["dataset"]
+        != spec_for(name="d", base_model="m", dataset=[{"x": 2}, {"x": 1}])["dataset"]
+    )
 
 
 def test_steps_are_mapped_merged_per_step_and_non_finite_values_dropped(client: LedgerClient, tmp_path: Path) -> None:
@@ -137,9 +173,18 @@ def test_steps_are_mapped_merged_per_step_and_non_finite_values_dropped(client: 
     trainer = Trainer(callback, tmp_path, max_steps=5)
     trainer.begin()
     for step in range(1, 6):
-        trainer.step({"loss": 2.0 / step, "grad_norm": math.nan if step == 3 else 0.5, "learning_rate": 1e-3 * step,
-                      "mean_token_accuracy": 0.1 * step, "num_tokens": 7.0, "epoch": step / 10,
-                      "entropy": math.inf if step == 4 else 1.0}, tokens=100)
+        trainer.step(
+            {
+                "loss": 2.0 / step,
+                "grad_norm": math.nan if step == 3 else 0.5,
+                "learning_rate": 1e-3 * step,
+                "mean_token_accuracy": 0.1 * step,
+                "num_tokens": 7.0,
+                "epoch": step / 10,
+                "entropy": math.inf if step == 4 else 1.0,
+            },
+            tokens=100,
+        )
         time.sleep(0.02)  # The step's record goes once the next step begins: an eval log still merges.
     trainer.log({"eval_loss": 0.9, "eval_runtime": 0.1, "eval_samples_per_second": 50.0})
     trainer.end()
@@ -155,8 +200,15 @@ def test_steps_are_mapped_merged_per_step_and_non_finite_values_dropped(client: 
     assert columns["eval_loss"].index == [4] and columns["eval_loss"].values == [0.9]
     state = client.get_run_state(run_id=recorder.run_id)
     assert state.run.status == "done"
-    assert state.run.summary == {"steps": 5, "attempt": 1, "final_loss": 0.4, "train_loss": 0.75,
-                                       "train_runtime": 1.5, "train_samples_per_second": 9.0, "total_flos": 1e9}
+    assert state.run.summary == {
+        "steps": 5,
+        "attempt": 1,
+        "final_loss": 0.4,
+        "train_loss": 0.75,
+        "train_runtime": 1.5,
+        "train_samples_per_second": 9.0,
+        "total_flos": 1e9,
+    }
 
 
 def test_a_subclass_that_never_logs_a_point_warns_once(client: LedgerClient, tmp_path: Path) -> None:
@@ -219,18 +271,21 @@ def test_checkpoints_are_recorded_with_their_digest_and_resumed_from(client: Led
 def test_resume_checkpoint_refuses_what_it_cannot_trust(client: LedgerClient, tmp_path: Path) -> None:
     assert resume_checkpoint(client, spec=make_spec("fresh")) is None  # No checkpoint: a fresh start.
 
-    def recorded(name: str, *, backend: str = "hf", expires_at: datetime | None = None,
-                 lora: dict[str, Any] | None = None) -> tuple[dict[str, Any], Path]:
+    def recorded(
+        name: str, *, backend: str = "hf", expires_at: datetime | None = None, lora: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], Path]:
         spec = make_spec(name)
         path = tmp_path / name / "checkpoint-5"
         path.mkdir(parents=True)
         (path / "trainer_state.json").write_text("{}")
-        (path / "adapter_config.json").write_text(json.dumps(lora or {"r": 8, "lora_alpha": 16, "lora_dropout": 0.0,
-                                                                      "target_modules": ["q_proj", "v_proj"]}))
+        (path / "adapter_config.json").write_text(
+            json.dumps(lora or {"r": 8, "lora_alpha": 16, "lora_dropout": 0.0, "target_modules": ["q_proj", "v_proj"]})
+        )
         recorder = RunRecorder.open(client, run_key=training_run_key(spec), spec=spec)
         recorder.log(5, loss=1.0)
-        recorder.checkpoint(5, str(path), backend, "weights+optimizer", digest=checkpoint_digest(path),
-                            expires_at=expires_at)
+        recorder.checkpoint(
+            5, str(path), backend, "weights+optimizer", digest=checkpoint_digest(path), expires_at=expires_at
+        )
         recorder.close()
         return spec, path
 
@@ -240,8 +295,9 @@ def test_resume_checkpoint_refuses_what_it_cannot_trust(client: LedgerClient, tm
         return refused.value.reason
 
     spec, path = recorded("good")
-    assert resume_checkpoint(LedgerClient(client.address, retries=QUICK_RETRIES), spec=spec,
-                             output_dir=tmp_path) == str(path)
+    assert resume_checkpoint(
+        LedgerClient(client.address, retries=QUICK_RETRIES), spec=spec, output_dir=tmp_path
+    ) == str(path)
     (path / "trainer_state.json").write_text('{"tampered": true}')
     assert reason(spec) == "DIGEST_MISMATCH"
     assert resume_checkpoint(client, spec=spec, output_dir=tmp_path, verify_digest=False) == str(path)
@@ -288,8 +344,7 @@ def test_spend_is_held_per_interval_and_a_refused_hold_stops_cleanly(client: Led
     with pytest.raises(RunEnded, match="is stopped: use a new run key, or pass reopen=True"):
         again.begin(global_step=stop_step)
     # ... and reopened, with nothing left, the next attempt may not even start.
-    again = Trainer(LedgerCallback(client=client, spec=spec, gpu_price=price, interval_s=0.15, reopen=True),
-                    tmp_path)
+    again = Trainer(LedgerCallback(client=client, spec=spec, gpu_price=price, interval_s=0.15, reopen=True), tmp_path)
     with pytest.raises(SpendHoldRefused) as refused:
         again.begin(global_step=stop_step)
     assert refused.value.reason == "SPEND_CAP_EXCEEDED"
@@ -305,8 +360,9 @@ def test_an_unreachable_ledger_at_the_start(tmp_path: Path) -> None:
         priced.begin()
     assert refused.value.reason == "LEDGER_UNAVAILABLE"
     # Without one, training goes on and its steps arrive once the ledger is back.
-    callback = LedgerCallback(address=address, spec=spec, outbox_dir=tmp_path / "outbox",
-                              recorder_options={"batch_interval_s": 0.01})
+    callback = LedgerCallback(
+        address=address, spec=spec, outbox_dir=tmp_path / "outbox", recorder_options={"batch_interval_s": 0.01}
+    )
     trainer = Trainer(callback, tmp_path / "out", max_steps=12)
     started = time.monotonic()
     trainer.begin()
@@ -331,8 +387,15 @@ def test_a_real_tiny_trl_run_in_process(client: LedgerClient, tmp_path: Path) ->
     from tests.trainers import tiny
 
     args = tiny.make_sft_config(tmp_path, max_steps=4, save_steps=2)
-    spec = spec_for(name="tiny-in-process", base_model="tiny-llama-81k", revision="seed-0", method="sft",
-                    lora=tiny.lora_config(), args=args, dataset=tiny.build_dataset())
+    spec = spec_for(
+        name="tiny-in-process",
+        base_model="tiny-llama-81k",
+        revision="seed-0",
+        method="sft",
+        lora=tiny.lora_config(),
+        args=args,
+        dataset=tiny.build_dataset(),
+    )
     callback = LedgerCallback(client=client, spec=spec)
     trainer = tiny.make_sft_trainer(tmp_path, max_steps=4, save_steps=2)
     trainer.add_callback(callback)
@@ -356,10 +419,13 @@ def test_a_real_tiny_trl_run_in_process(client: LedgerClient, tmp_path: Path) ->
         trainer.train()
 
 
-def test_an_exception_or_an_interrupt_in_train_ends_the_run_failed_or_stopped(client: LedgerClient,
-                                                                             tmp_path: Path) -> None:
-    for name, error, status in (("raises", RuntimeError("CUDA out of memory"), "failed"),
-                                ("interrupted", KeyboardInterrupt(), "stopped")):
+def test_an_exception_or_an_interrupt_in_train_ends_the_run_failed_or_stopped(
+    client: LedgerClient, tmp_path: Path
+) -> None:
+    for name, error, status in (
+        ("raises", RuntimeError("CUDA out of memory"), "failed"),
+        ("interrupted", KeyboardInterrupt(), "stopped"),
+    ):
         spec = make_spec(name)
         callback = LedgerCallback(client=client, spec=spec, recorder_options={"batch_interval_s": 0.01})
         trainer = Trainer(callback, tmp_path / name, max_steps=10)
@@ -394,8 +460,10 @@ def test_an_ended_run_is_resumed_only_with_reopen(client: LedgerClient, tmp_path
             trainer.step({"loss": 1.0}, save=trainer.state.global_step == 2)
         raise RuntimeError("disk full")
     path = str((tmp_path / "checkpoint-3").resolve())
-    for resume in (lambda: resume_checkpoint(client, spec=spec),
-                   LedgerCallback(client=client, spec=spec).resume_checkpoint):
+    for resume in (
+        lambda: resume_checkpoint(client, spec=spec),
+        LedgerCallback(client=client, spec=spec).resume_checkpoint,
+    ):
         with pytest.raises(RunEnded) as refused:
             resume()
         assert refused.value.status == "failed"

@@ -51,9 +51,15 @@ def ledger(database: str, clock: FakeClock) -> Iterator[Ledger]:
 def summary_of(account: Account) -> dict[str, Any]:
     """A view's Account in the form of its aggregate's summary (Ledger.account_now), to compare
     what the view shows with what the aggregate holds."""
-    return {"account": account.account, "parent": account.parent, "cap": account.cap_usd_micro,
-            "committed": account.committed_usd_micro, "pending": account.pending_usd_micro,
-            "remaining": account.remaining_usd_micro, "overrun": account.overrun_usd_micro}
+    return {
+        "account": account.account,
+        "parent": account.parent,
+        "cap": account.cap_usd_micro,
+        "committed": account.committed_usd_micro,
+        "pending": account.pending_usd_micro,
+        "remaining": account.remaining_usd_micro,
+        "overrun": account.overrun_usd_micro,
+    }
 
 
 def dump_views(app: Ledger) -> dict[str, list[tuple[Any, ...]]]:
@@ -65,8 +71,10 @@ def dump_views(app: Ledger) -> dict[str, list[tuple[Any, ...]]]:
         try:
             cursor.execute(f"SELECT * FROM {table}")
             # PostgreSQL hands BYTEA back as memoryview: compare bytes.
-            dump[table] = sorted((tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)
-                                  for row in cursor.fetchall()), key=repr)
+            dump[table] = sorted(
+                (tuple(bytes(v) if isinstance(v, memoryview) else v for v in row) for row in cursor.fetchall()),
+                key=repr,
+            )
         finally:
             cursor.close()
     return dump

@@ -15,8 +15,7 @@ def test_open_run_is_idempotent_by_key(ledger: Ledger) -> None:
     first = ledger.open_run(run_key="spec-fingerprint", name="sft", spec={"lr": 0.1}, cap_usd_micro=100)
     assert (first.created, first.duplicate) == (True, False)
     again = ledger.open_run(run_key="spec-fingerprint", name="sft", spec={"lr": 0.1}, cap_usd_micro=100)
-    assert (again.created, again.duplicate, again.run_id, again.position) == (False, True, first.run_id,
-                                                                               first.position)
+    assert (again.created, again.duplicate, again.run_id, again.position) == (False, True, first.run_id, first.position)
     # Resume seeds, backend and cap are not part of the key: a resumed job finds its run again,
     # and a cap it gives is a recorded cap change; an absent one leaves the cap.
     resumed = ledger.open_run(run_key="spec-fingerprint", cap_usd_micro=5)
@@ -175,12 +174,16 @@ def test_command_arguments_are_refused_when_built_whoever_builds_them(ledger: Le
     from ledger.application.commands import Register, Reserve
 
     head = ledger.head()
-    for build in (lambda: Reserve(account="a", reservation_id="r 1", amount_usd_micro=1),
-                  lambda: ledger.reserve(account="a", reservation_id="r 1", amount_usd_micro=1)):
+    for build in (
+        lambda: Reserve(account="a", reservation_id="r 1", amount_usd_micro=1),
+        lambda: ledger.reserve(account="a", reservation_id="r 1", amount_usd_micro=1),
+    ):
         with pytest.raises(Invalid) as refused:
             build()
         assert (refused.value.reason, refused.value.metadata) == (
-            "INVALID_FIELD", {"field": "reservation_id", "character": "U+0020"})
+            "INVALID_FIELD",
+            {"field": "reservation_id", "character": "U+0020"},
+        )
     with pytest.raises(Invalid) as refused:
         Reserve(account="a", reservation_id="r1", amount_usd_micro=1, ttl=timedelta(days=8))
     assert refused.value.reason == "INVALID_TTL"

@@ -22,8 +22,11 @@ from ledger.domain.limits import check_usd_micro
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 LATER = NOW + timedelta(hours=1)
-BASIS = {"price_sheet": "tinker-2025-01", "price_source": "https://example.com/prices",
-         "tokens": [{"token_class": "train", "tokens": 1_000_000, "usd_micro_per_million_tokens": 400_000}]}
+BASIS = {
+    "price_sheet": "tinker-2025-01",
+    "price_source": "https://example.com/prices",
+    "tokens": [{"token_class": "train", "tokens": 1_000_000, "usd_micro_per_million_tokens": 400_000}],
+}
 
 
 def audit(now: datetime = NOW) -> Audit:
@@ -31,8 +34,9 @@ def audit(now: datetime = NOW) -> Audit:
 
 
 def opened(name: str, cap: int | None, parent: str = "") -> Account:
-    account = Account._create(Account.Opened, id=ledger_id("account", name), name=name, parent=parent, cap=cap,
-                              **audit().fields())
+    account = Account._create(
+        Account.Opened, id=ledger_id("account", name), name=name, parent=parent, cap=cap, **audit().fields()
+    )
     account.collect_events()
     return account
 
@@ -40,15 +44,34 @@ def opened(name: str, cap: int | None, parent: str = "") -> Account:
 def chain(*caps: int | None) -> list[Account]:
     """run -> project -> team ... with the given caps, run first."""
     names = ["run", "project", "team", "org"][: len(caps)]
-    accounts = [opened(name, cap, names[i + 1] if i + 1 < len(caps) else "") for i, (name, cap) in
-                enumerate(zip(names, caps, strict=True))]
+    accounts = [
+        opened(name, cap, names[i + 1] if i + 1 < len(caps) else "")
+        for i, (name, cap) in enumerate(zip(names, caps, strict=True))
+    ]
     return accounts
 
 
-def reserve(account: Account, parents: list[Account], rid: str, amount: int, *, basis: dict | None = None,
-            expires_at: datetime = LATER, attempt: int = 1, now: datetime = NOW) -> int | None:
-    return spend.reserve(account, parents, audit(now), reservation_id=rid, amount=amount, basis=basis or {},
-                         expires_at=expires_at, attempt=attempt)
+def reserve(
+    account: Account,
+    parents: list[Account],
+    rid: str,
+    amount: int,
+    *,
+    basis: dict | None = None,
+    expires_at: datetime = LATER,
+    attempt: int = 1,
+    now: datetime = NOW,
+) -> int | None:
+    return spend.reserve(
+        account,
+        parents,
+        audit(now),
+        reservation_id=rid,
+        amount=amount,
+        basis=basis or {},
+        expires_at=expires_at,
+        attempt=attempt,
+    )
 
 
 def events(*accounts: Account) -> list[list[Any]]:
@@ -78,7 +101,10 @@ class TestCaps:
         with pytest.raises(CapExceeded) as caught:
             reserve(account, [], "r1", 1)
         assert (caught.value.reason, caught.value.remaining_usd_micro, caught.value.account) == (
-            "SPEND_CAP_EXCEEDED", 0, "run")
+            "SPEND_CAP_EXCEEDED",
+            0,
+            "run",
+        )
         [event] = account.collect_events()
         assert isinstance(event, Account.SpendRefused)
         assert totals(account) == (0, 0, 0, 0)
@@ -164,8 +190,14 @@ class TestReserve:
         for rolled in (project_events, team_events):
             [event] = rolled
             assert isinstance(event, Account.SpendRolledUp)
-            assert (event.child, event.ref, event.kind, event.pending_delta, event.committed_delta,
-                    event.overrun_delta) == ("run", "r1", "reserve", 40, 0, 0)
+            assert (
+                event.child,
+                event.ref,
+                event.kind,
+                event.pending_delta,
+                event.committed_delta,
+                event.overrun_delta,
+            ) == ("run", "r1", "reserve", 40, 0, 0)
         assert [totals(a)[1:] for a in (run, project, team)] == [(0, 40, 0)] * 3
 
     def test_parent_spend_of_other_children_counts(self) -> None:
@@ -225,7 +257,11 @@ class TestCommitReleaseExpire:
         [[committed], [rolled]] = events(run, project)
         assert (committed.reserved, committed.actual, committed.overrun, committed.late) == (40, 30, 0, False)
         assert (rolled.kind, rolled.pending_delta, rolled.committed_delta, rolled.overrun_delta) == (
-            "commit", -40, 30, 0)
+            "commit",
+            -40,
+            30,
+            0,
+        )
         assert totals(run) == totals(project) == (100, 30, 0, 0)
 
     def test_commit_above_the_reservation_is_charged_in_full_and_flagged_as_overrun(self) -> None:
@@ -309,8 +345,7 @@ class TestCommitReleaseExpire:
         spend.expire_overdue(account, [], audit(LATER))
         assert spend.commit(account, [], audit(LATER), reservation_id="r1", actual=80, basis={}) == (None, 0)
         account.collect_events()
-        assert spend.commit(account, [], audit(LATER), reservation_id="r1", actual=80, basis={}) == (
-            account.version, 0)
+        assert spend.commit(account, [], audit(LATER), reservation_id="r1", actual=80, basis={}) == (account.version, 0)
         nothing_recorded(account)
 
     def test_reserve_expires_overdue_holds_before_checking_the_cap(self) -> None:
@@ -334,10 +369,16 @@ class TestCharge:
         run, project = chain(100, 1000)
         reserve(run, [project], "r1", 70)
         events(run, project)
-        basis = check_basis({"price_sheet": "modal", "gpu": {"gpu_milliseconds": 3_600_000,
-                                                            "usd_micro_per_gpu_hour": 50, "gpu_type": "H100"}})
+        basis = check_basis(
+            {
+                "price_sheet": "modal",
+                "gpu": {"gpu_milliseconds": 3_600_000, "usd_micro_per_gpu_hour": 50, "gpu_type": "H100"},
+            }
+        )
         assert spend.charge(run, [project], audit(), charge_id="c1", amount=50, basis=basis, reason="bill") == (
-            None, 20)
+            None,
+            20,
+        )
         [[charged], [rolled]] = events(run, project)
         assert (charged.charge_id, charged.amount, charged.overrun, charged.reason) == ("c1", 50, 20, "bill")
         assert charged.basis == basis
@@ -350,7 +391,9 @@ class TestCharge:
         assert spend.charge(account, [], audit(), charge_id="c1", amount=15, basis={}, reason="") == (None, 5)
         account.collect_events()
         assert spend.charge(account, [], audit(), charge_id="c1", amount=15, basis={}, reason="") == (
-            account.version, 5)
+            account.version,
+            5,
+        )
         nothing_recorded(account)
         with pytest.raises(Conflict):
             spend.charge(account, [], audit(), charge_id="c1", amount=16, basis={}, reason="")
@@ -372,15 +415,25 @@ class TestBasis:
         assert cost_usd_micro(normal) == 400_000
 
     def test_cost_rounds_up_in_integers(self) -> None:
-        basis = check_basis({"tokens": [{"token_class": "sample", "tokens": 1, "usd_micro_per_million_tokens": 1}],
-                             "gpu": {"gpu_milliseconds": 1, "usd_micro_per_gpu_hour": 1, "gpu_count": 2}})
+        basis = check_basis(
+            {
+                "tokens": [{"token_class": "sample", "tokens": 1, "usd_micro_per_million_tokens": 1}],
+                "gpu": {"gpu_milliseconds": 1, "usd_micro_per_gpu_hour": 1, "gpu_count": 2},
+            }
+        )
         assert cost_usd_micro(basis) == 2
 
-    @pytest.mark.parametrize("basis", [
-        5, {"amount": 5}, {"tokens": [{"token_class": "train", "tokens": -1}]},
-        {"tokens": [{"token_class": "train", "tokens": 1, "usd_micro_per_million_tokens": 1.5}]},
-        {"gpu": {"gpu_milliseconds": 1.0}}, {"price_sheet": "x" * 257},
-    ])
+    @pytest.mark.parametrize(
+        "basis",
+        [
+            5,
+            {"amount": 5},
+            {"tokens": [{"token_class": "train", "tokens": -1}]},
+            {"tokens": [{"token_class": "train", "tokens": 1, "usd_micro_per_million_tokens": 1.5}]},
+            {"gpu": {"gpu_milliseconds": 1.0}},
+            {"price_sheet": "x" * 257},
+        ],
+    )
     def test_a_bare_or_malformed_basis_is_refused(self, basis: Any) -> None:
         with pytest.raises(Invalid):
             check_basis(basis)

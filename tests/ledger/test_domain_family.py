@@ -21,8 +21,14 @@ def audit() -> Audit:
 
 
 def fields(n: int, **change: Any) -> dict[str, Any]:
-    return {"artifact_uri": f"s3://models/{n}", "digest": f"{n:x}" * 64 if n < 16 else "", "source_run_id": "run",
-            "source_step": 100 * n, "metadata": {"n": n}, **change}
+    return {
+        "artifact_uri": f"s3://models/{n}",
+        "digest": f"{n:x}" * 64 if n < 16 else "",
+        "source_run_id": "run",
+        "source_step": 100 * n,
+        "metadata": {"n": n},
+        **change,
+    }
 
 
 def family(versions: int = 0, *, promote: tuple[int, ...] = ()) -> Family:
@@ -53,7 +59,9 @@ class TestRegister:
         registered = aggregate.collect_events()
         assert [type(e) for e in registered] == [Family.VersionRegistered] * 2
         assert [(e.version, e.artifact_uri, e.source_step, e.metadata) for e in registered] == [
-            (1, "s3://models/1", 100, {"n": 1}), (2, "s3://models/2", 200, {"n": 2})]
+            (1, "s3://models/1", 100, {"n": 1}),
+            (2, "s3://models/2", 200, {"n": 2}),
+        ]
         assert aggregate.current == 0
         assert aggregate.promotions == []
 
@@ -61,8 +69,12 @@ class TestRegister:
         aggregate = family(2)
         assert aggregate.register(audit(), version_fields=fields(1)) == (1, 2)
         assert aggregate.collect_events() == []
-        refused(Conflict, "EXISTS_WITH_DIFFERENT_PAYLOAD", aggregate,
-                lambda: aggregate.register(audit(), version_fields=fields(1, artifact_uri="s3://elsewhere")))
+        refused(
+            Conflict,
+            "EXISTS_WITH_DIFFERENT_PAYLOAD",
+            aggregate,
+            lambda: aggregate.register(audit(), version_fields=fields(1, artifact_uri="s3://elsewhere")),
+        )
 
 
 class TestPromote:
@@ -71,8 +83,7 @@ class TestPromote:
         assert aggregate.promote(audit(), version=1, expected_current=0, verdict=PASSED) is None
         [event] = aggregate.collect_events()
         assert isinstance(event, Family.VersionPromoted)
-        assert (event.version, event.previous, event.kind, event.verdict, event.reason) == (
-            1, 0, "promote", PASSED, "")
+        assert (event.version, event.previous, event.kind, event.verdict, event.reason) == (1, 0, "promote", PASSED, "")
         assert aggregate.current == 1
 
     def test_promote_retry_is_a_no_op(self) -> None:
@@ -83,25 +94,49 @@ class TestPromote:
 
     def test_a_gate_that_did_not_pass_is_refused(self) -> None:
         aggregate = family(2)
-        refused(Refused, "GATE_NOT_PASSED", aggregate,
-                lambda: aggregate.promote(audit(), version=1, expected_current=0, verdict=FAILED))
-        refused(Refused, "GATE_NOT_PASSED", aggregate,
-                lambda: aggregate.promote(audit(), version=1, expected_current=0, verdict={}))
+        refused(
+            Refused,
+            "GATE_NOT_PASSED",
+            aggregate,
+            lambda: aggregate.promote(audit(), version=1, expected_current=0, verdict=FAILED),
+        )
+        refused(
+            Refused,
+            "GATE_NOT_PASSED",
+            aggregate,
+            lambda: aggregate.promote(audit(), version=1, expected_current=0, verdict={}),
+        )
 
     def test_a_moved_current_version_aborts(self) -> None:
         aggregate = family(3, promote=(1,))
-        refused(Contended, "CURRENT_VERSION_MOVED", aggregate,
-                lambda: aggregate.promote(audit(), version=3, expected_current=0, verdict=PASSED))
-        refused(Contended, "CURRENT_VERSION_MOVED", aggregate,
-                lambda: aggregate.promote(audit(), version=3, expected_current=2, verdict=PASSED))
+        refused(
+            Contended,
+            "CURRENT_VERSION_MOVED",
+            aggregate,
+            lambda: aggregate.promote(audit(), version=3, expected_current=0, verdict=PASSED),
+        )
+        refused(
+            Contended,
+            "CURRENT_VERSION_MOVED",
+            aggregate,
+            lambda: aggregate.promote(audit(), version=3, expected_current=2, verdict=PASSED),
+        )
         assert aggregate.current == 1
 
     def test_unknown_version_and_already_current(self) -> None:
         aggregate = family(2, promote=(1,))
-        refused(NotFound, "VERSION_NOT_FOUND", aggregate,
-                lambda: aggregate.promote(audit(), version=3, expected_current=1, verdict=PASSED))
-        refused(Refused, "ALREADY_CURRENT", aggregate,
-                lambda: aggregate.promote(audit(), version=1, expected_current=1, verdict=PASSED))
+        refused(
+            NotFound,
+            "VERSION_NOT_FOUND",
+            aggregate,
+            lambda: aggregate.promote(audit(), version=3, expected_current=1, verdict=PASSED),
+        )
+        refused(
+            Refused,
+            "ALREADY_CURRENT",
+            aggregate,
+            lambda: aggregate.promote(audit(), version=1, expected_current=1, verdict=PASSED),
+        )
 
 
 class TestRollback:
@@ -110,19 +145,39 @@ class TestRollback:
         assert aggregate.rollback(audit(), version=1, expected_current=3, reason="v3 hallucinates") is None
         [event] = aggregate.collect_events()
         assert (event.version, event.previous, event.kind, event.verdict, event.reason) == (
-            1, 3, "rollback", None, "v3 hallucinates")
+            1,
+            3,
+            "rollback",
+            None,
+            "v3 hallucinates",
+        )
         assert aggregate.current == 1
         assert [(p["version"], p["previous"], p["kind"]) for p in aggregate.promotions] == [
-            (1, 0, "promote"), (3, 1, "promote"), (1, 3, "rollback")]
+            (1, 0, "promote"),
+            (3, 1, "promote"),
+            (1, 3, "rollback"),
+        ]
         assert len(aggregate.versions) == 3
         # A retry answers the rollback's version.
         assert aggregate.rollback(audit(), version=1, expected_current=3, reason="v3 hallucinates") == aggregate.version
 
     def test_rollback_needs_an_earlier_once_promoted_version_and_the_current_one_expected(self) -> None:
         aggregate = family(3, promote=(1, 3))
-        refused(Refused, "NEVER_PROMOTED", aggregate,
-                lambda: aggregate.rollback(audit(), version=2, expected_current=3, reason="r"))
-        refused(Refused, "ROLLBACK_NOT_EARLIER", aggregate,
-                lambda: aggregate.rollback(audit(), version=3, expected_current=3, reason="r"))
-        refused(Contended, "CURRENT_VERSION_MOVED", aggregate,
-                lambda: aggregate.rollback(audit(), version=1, expected_current=2, reason="r"))
+        refused(
+            Refused,
+            "NEVER_PROMOTED",
+            aggregate,
+            lambda: aggregate.rollback(audit(), version=2, expected_current=3, reason="r"),
+        )
+        refused(
+            Refused,
+            "ROLLBACK_NOT_EARLIER",
+            aggregate,
+            lambda: aggregate.rollback(audit(), version=3, expected_current=3, reason="r"),
+        )
+        refused(
+            Contended,
+            "CURRENT_VERSION_MOVED",
+            aggregate,
+            lambda: aggregate.rollback(audit(), version=1, expected_current=2, reason="r"),
+        )

@@ -21,16 +21,15 @@ def audit(now: datetime = NOW) -> Audit:
 
 def opened(key: str = "run-key") -> Run:
     """Given: a run that was opened (its Opened event already collected)."""
-    run = Run._create(Run.Opened, id=ledger_id("run", key), run_key=key, name=key, spec={"lr": 0.1},
-                      **audit().fields())
+    run = Run._create(Run.Opened, id=ledger_id("run", key), run_key=key, name=key, spec={"lr": 0.1}, **audit().fields())
     run.collect_events()
     return run
 
 
-def started(run: Run, *, resume_from_step: int | None = None, attempt_id: str = "", label: str = "",
-            now: datetime = NOW) -> Run:
-    assert run.start_attempt(audit(now), attempt_id=attempt_id, label=label,
-                             resume_from_step=resume_from_step) is None
+def started(
+    run: Run, *, resume_from_step: int | None = None, attempt_id: str = "", label: str = "", now: datetime = NOW
+) -> Run:
+    assert run.start_attempt(audit(now), attempt_id=attempt_id, label=label, resume_from_step=resume_from_step) is None
     run.collect_events()
     return run
 
@@ -46,8 +45,16 @@ def recorded(run: Run, attempt: int, steps: list[int], loss: float = 1.0) -> Run
 
 
 def checkpoint(step: int, *, expires_at: datetime | None = None, uri: str = "") -> dict[str, Any]:
-    return {"step": step, "backend": "hf", "uri": uri or f"file:///ckpt/{step}", "fidelity": "weights+optimizer",
-            "sampler_uri": "", "final": False, "expires_at": expires_at, "digest": ""}
+    return {
+        "step": step,
+        "backend": "hf",
+        "uri": uri or f"file:///ckpt/{step}",
+        "fidelity": "weights+optimizer",
+        "sampler_uri": "",
+        "final": False,
+        "expires_at": expires_at,
+        "digest": "",
+    }
 
 
 def saved(run: Run, attempt: int, step: int, **fields: Any) -> Run:
@@ -74,12 +81,18 @@ class TestOpen:
         assert ledger_id("run", "k") != ledger_id("account", "k")
 
     def test_opened_run_is_running_with_no_attempt(self) -> None:
-        run = Run._create(Run.Opened, id=ledger_id("run", "k"), run_key="k", name="n", spec={"a": 1},
-                          **audit().fields())
+        run = Run._create(
+            Run.Opened, id=ledger_id("run", "k"), run_key="k", name="n", spec={"a": 1}, **audit().fields()
+        )
         [event] = run.collect_events()
         assert isinstance(event, Run.Opened)
         assert (event.run_key, event.name, event.spec, event.principal, event.request_id) == (
-            "k", "n", {"a": 1}, "tester", "request-1")
+            "k",
+            "n",
+            {"a": 1},
+            "tester",
+            "request-1",
+        )
         assert event.timestamp == NOW
         assert (run.status, run.current_attempt, run.last_step, run.summary) == ("running", 0, None, {})
 
@@ -104,8 +117,12 @@ class TestAttempts:
 
     def test_start_attempt_same_id_other_payload_is_refused(self) -> None:
         run = started(opened(), attempt_id="a1", label="x")
-        refused(Conflict, "EXISTS_WITH_DIFFERENT_PAYLOAD", run,
-                lambda: run.start_attempt(audit(), attempt_id="a1", label="y", resume_from_step=None))
+        refused(
+            Conflict,
+            "EXISTS_WITH_DIFFERENT_PAYLOAD",
+            run,
+            lambda: run.start_attempt(audit(), attempt_id="a1", label="y", resume_from_step=None),
+        )
 
     @pytest.mark.parametrize("act", ["steps", "checkpoint", "finish"])
     def test_a_superseded_attempt_is_fenced(self, act: str) -> None:
@@ -133,8 +150,12 @@ class TestAttempts:
     def test_an_attempt_never_started_is_not_found(self, attempt: int) -> None:
         run = started(opened())
         refused(NotFound, "ATTEMPT_NOT_FOUND", run, lambda: run.record_steps(audit(), batch(attempt, [1])))
-        refused(NotFound, "ATTEMPT_NOT_FOUND", run,
-                lambda: run.save_checkpoint(audit(), attempt=attempt, checkpoint=checkpoint(1)))
+        refused(
+            NotFound,
+            "ATTEMPT_NOT_FOUND",
+            run,
+            lambda: run.save_checkpoint(audit(), attempt=attempt, checkpoint=checkpoint(1)),
+        )
 
     def test_no_attempt_started_means_no_writer(self) -> None:
         run = opened()
@@ -145,8 +166,12 @@ class TestSteps:
     def test_a_batch_is_one_event_column_wise(self) -> None:
         run = started(opened())
         steps = list(range(1, 1001))
-        assert run.record_steps(audit(), StepBatch.build(attempt=1, steps=steps, tokens=[7] * 1000,
-                                                        metrics={"loss": [0.5] * 1000})) is None
+        assert (
+            run.record_steps(
+                audit(), StepBatch.build(attempt=1, steps=steps, tokens=[7] * 1000, metrics={"loss": [0.5] * 1000})
+            )
+            is None
+        )
         [event] = run.collect_events()
         assert isinstance(event, Run.StepsRecorded)
         assert event.steps == steps
@@ -167,8 +192,9 @@ class TestSteps:
     @pytest.mark.parametrize("steps", [[1, 2, 3], [2], [3, 4], [2, 3]])
     def test_same_step_other_payload_is_refused(self, steps: list[int]) -> None:
         run = recorded(started(opened()), 1, [1, 2, 3])
-        refused(Conflict, "EXISTS_WITH_DIFFERENT_PAYLOAD", run,
-                lambda: run.record_steps(audit(), batch(1, steps, loss=2.0)))
+        refused(
+            Conflict, "EXISTS_WITH_DIFFERENT_PAYLOAD", run, lambda: run.record_steps(audit(), batch(1, steps, loss=2.0))
+        )
 
     def test_steps_strictly_increase_within_a_batch(self) -> None:
         for steps in ([3, 2], [1, 1], [1, 3, 2]):
@@ -199,15 +225,25 @@ class TestCheckpointsAndResume:
         [event] = run.collect_events()
         assert isinstance(event, Run.CheckpointSaved)
         assert (event.attempt, event.step, event.backend, event.uri, event.fidelity, event.expires_at) == (
-            1, 3, "hf", "file:///ckpt/3", "weights+optimizer", expires)
+            1,
+            3,
+            "hf",
+            "file:///ckpt/3",
+            "weights+optimizer",
+            expires,
+        )
 
     def test_save_checkpoint_retry_is_a_no_op_and_other_payload_is_refused(self) -> None:
         run = saved(started(opened()), 1, 3)
         first = run.version
         assert run.save_checkpoint(audit(), attempt=1, checkpoint=checkpoint(3)) == first
         assert run.collect_events() == []
-        refused(Conflict, "EXISTS_WITH_DIFFERENT_PAYLOAD", run,
-                lambda: run.save_checkpoint(audit(), attempt=1, checkpoint=checkpoint(3, uri="file:///other")))
+        refused(
+            Conflict,
+            "EXISTS_WITH_DIFFERENT_PAYLOAD",
+            run,
+            lambda: run.save_checkpoint(audit(), attempt=1, checkpoint=checkpoint(3, uri="file:///other")),
+        )
 
     def test_resume_supersedes_what_lies_above_the_resume_point(self) -> None:
         run = started(opened())
@@ -221,23 +257,39 @@ class TestCheckpointsAndResume:
         assert run.last_step == 5
         # The resumed attempt records from the step after the checkpoint, not at or below it.
         refused(Invalid, "STEP_BEFORE_RESUME", run, lambda: run.record_steps(audit(), batch(2, [5])))
-        refused(Invalid, "STEP_BEFORE_RESUME", run,
-                lambda: run.save_checkpoint(audit(), attempt=2, checkpoint=checkpoint(4)))
+        refused(
+            Invalid,
+            "STEP_BEFORE_RESUME",
+            run,
+            lambda: run.save_checkpoint(audit(), attempt=2, checkpoint=checkpoint(4)),
+        )
         recorded(run, 2, [6, 7])
         # A superseded checkpoint cannot be resumed from.
-        refused(NotFound, "CHECKPOINT_NOT_FOUND", run,
-                lambda: run.start_attempt(audit(), attempt_id="", label="", resume_from_step=8))
+        refused(
+            NotFound,
+            "CHECKPOINT_NOT_FOUND",
+            run,
+            lambda: run.start_attempt(audit(), attempt_id="", label="", resume_from_step=8),
+        )
 
     def test_resume_needs_a_checkpoint_at_that_step(self) -> None:
         run = saved(recorded(started(opened()), 1, [1, 2, 3]), 1, 3)
-        refused(NotFound, "CHECKPOINT_NOT_FOUND", run,
-                lambda: run.start_attempt(audit(), attempt_id="", label="", resume_from_step=2))
+        refused(
+            NotFound,
+            "CHECKPOINT_NOT_FOUND",
+            run,
+            lambda: run.start_attempt(audit(), attempt_id="", label="", resume_from_step=2),
+        )
 
     def test_resume_from_an_expired_checkpoint_is_refused(self) -> None:
         run = saved(recorded(started(opened()), 1, [1, 2, 3]), 1, 3, expires_at=NOW + timedelta(hours=1))
         later = NOW + timedelta(hours=2)
-        refused(Refused, "CHECKPOINT_EXPIRED", run,
-                lambda: run.start_attempt(audit(later), attempt_id="", label="", resume_from_step=3))
+        refused(
+            Refused,
+            "CHECKPOINT_EXPIRED",
+            run,
+            lambda: run.start_attempt(audit(later), attempt_id="", label="", resume_from_step=3),
+        )
         assert run.start_attempt(audit(NOW), attempt_id="", label="", resume_from_step=3) is None
 
 
@@ -260,15 +312,20 @@ class TestFinishAndSummary:
         first = run.version
         assert run.finish(audit(), attempt=1, status="failed", summary={"a": 1}, error="e") == first
         assert run.collect_events() == []
-        refused(Refused, "RUN_FINISHED", run,
-                lambda: run.finish(audit(), attempt=1, status="done", summary={}, error=""))
+        refused(
+            Refused, "RUN_FINISHED", run, lambda: run.finish(audit(), attempt=1, status="done", summary={}, error="")
+        )
 
     def test_a_done_run_takes_no_new_attempt_but_a_failed_one_does(self) -> None:
         done = started(opened("done"))
         done.finish(audit(), attempt=1, status="done", summary={}, error="")
         done.collect_events()
-        refused(Refused, "RUN_FINISHED", done,
-                lambda: done.start_attempt(audit(), attempt_id="", label="", resume_from_step=None))
+        refused(
+            Refused,
+            "RUN_FINISHED",
+            done,
+            lambda: done.start_attempt(audit(), attempt_id="", label="", resume_from_step=None),
+        )
         failed = started(opened("failed"))
         failed.finish(audit(), attempt=1, status="failed", summary={}, error="oom")
         failed.collect_events()

@@ -31,7 +31,8 @@ def test_the_sweep_expires_every_overdue_reservation_and_frees_the_cap(ledger: L
     assert ledger.expire_reservations() == 2
     expired = ledger.read_events(from_position=head + 1, types=["SpendExpired"])
     assert sorted((e["originator_id"], e["data"]["reservation_id"], e["data"]["amount"]) for e in expired) == sorted(
-        [(str(ledger_id("account", first)), "short", 60), (str(ledger_id("account", second)), "short", 500)])
+        [(str(ledger_id("account", first)), "short", 60), (str(ledger_id("account", second)), "short", 500)]
+    )
     assert all(e["principal"] == "ledger" for e in expired)
     assert ledger.account_now(first)["pending"] == 40
     assert ledger.account_now("team")["pending"] == 140
@@ -63,22 +64,37 @@ def test_a_commit_after_expiry_is_recorded_as_late_and_charged_in_full(ledger: L
     assert receipt.overrun_usd_micro == 20
     [late] = ledger.read_events(from_position=head + 1, types=["SpendCommitted"])
     assert (late["data"]["late"], late["data"]["reserved"], late["data"]["actual"], late["data"]["overrun"]) == (
-        True, 0, 50, 20)
-    assert ledger.account_now(run_id) == {"account": run_id, "parent": "team", "cap": 100, "committed": 50,
-                                          "pending": 70, "remaining": 0, "overrun": 20}
+        True,
+        0,
+        50,
+        20,
+    )
+    assert ledger.account_now(run_id) == {
+        "account": run_id,
+        "parent": "team",
+        "cap": 100,
+        "committed": 50,
+        "pending": 70,
+        "remaining": 0,
+        "overrun": 20,
+    }
     assert ledger.account_now("team")["overrun"] == 0
-    [r1] = [r for r in ledger.reservations(run_id, min_position=receipt.position).reservations
-            if r.reservation_id == "r1"]
-    assert (r1.state, r1.actual_usd_micro, r1.overrun_usd_micro, r1.reason) == ("committed", 50, 20,
-                                                                                "committed after expiry")
+    [r1] = [
+        r for r in ledger.reservations(run_id, min_position=receipt.position).reservations if r.reservation_id == "r1"
+    ]
+    assert (r1.state, r1.actual_usd_micro, r1.overrun_usd_micro, r1.reason) == (
+        "committed",
+        50,
+        20,
+        "committed after expiry",
+    )
     assert summary_of(ledger.account(run_id)) == ledger.account_now(run_id)
     # A retry of the late commit answers the first answer.
     again = ledger.commit(account=run_id, reservation_id="r1", actual_usd_micro=50)
     assert (again.duplicate, again.position, again.overrun_usd_micro) == (True, receipt.position, 20)
 
 
-def test_the_sweep_sees_a_reservation_the_views_have_not_projected_yet(sqlite_database: str,
-                                                                       clock: FakeClock) -> None:
+def test_the_sweep_sees_a_reservation_the_views_have_not_projected_yet(sqlite_database: str, clock: FakeClock) -> None:
     app = Ledger.open(sqlite_database, clock=clock, project=False)
     try:
         app.open_account(account="a", cap_usd_micro=10)

@@ -52,8 +52,15 @@ def test_the_merged_summary_is_capped_on_note_and_on_finish(ledger: Ledger) -> N
             break
         note += 1
         assert note * 40_000 <= SUMMARY_BYTES_MAX
-    refused(ledger, Reason.SUMMARY_TOO_LARGE, "finish_run", run_id=run_id, attempt=1, status="done",
-            summary={"last": "z" * 4_000, **{f"f{entry}": "z" * 4_000 for entry in range(10)}})
+    refused(
+        ledger,
+        Reason.SUMMARY_TOO_LARGE,
+        "finish_run",
+        run_id=run_id,
+        attempt=1,
+        status="done",
+        summary={"last": "z" * 4_000, **{f"f{entry}": "z" * 4_000 for entry in range(10)}},
+    )
     # Notes that replace values keep the size, and are accepted.
     ledger.note_summary(run_id=run_id, summary={"n0_0": "short"})
     ledger.finish_run(run_id=run_id, attempt=1, status="done", summary={"n0_1": "short"})
@@ -66,21 +73,48 @@ def test_each_document_is_capped(ledger: Ledger) -> None:
     big = {f"k{index}": "x" * 4_000 for index in range(DOCUMENT_BYTES_MAX // 4_000 + 1)}
     refused(ledger, Reason.DOCUMENT_TOO_LARGE, "open_run", run_key="other", spec=big)
     refused(ledger, Reason.DOCUMENT_TOO_LARGE, "note_summary", run_id=run_id, summary=big)
-    refused(ledger, Reason.DOCUMENT_TOO_LARGE, "register", family="f", artifact_uri="s3://m/1", digest=DIGEST_A,
-            metadata=big)
+    refused(
+        ledger,
+        Reason.DOCUMENT_TOO_LARGE,
+        "register",
+        family="f",
+        artifact_uri="s3://m/1",
+        digest=DIGEST_A,
+        metadata=big,
+    )
     ledger.register(family="f", artifact_uri="s3://m/1", digest=DIGEST_A)
-    refused(ledger, Reason.DOCUMENT_TOO_LARGE, "promote", family="f", version=1, expected_current=0,
-            verdict={"passed": True, "stats": {"rows": ["x" * 4_000] * 250, "more": ["y" * 4_000] * 250}})
+    refused(
+        ledger,
+        Reason.DOCUMENT_TOO_LARGE,
+        "promote",
+        family="f",
+        version=1,
+        expected_current=0,
+        verdict={"passed": True, "stats": {"rows": ["x" * 4_000] * 250, "more": ["y" * 4_000] * 250}},
+    )
 
 
-def test_run_state_lists_the_most_recently_expired_checkpoints_and_counts_them(ledger: Ledger,
-                                                                               clock: FakeClock) -> None:
+def test_run_state_lists_the_most_recently_expired_checkpoints_and_counts_them(
+    ledger: Ledger, clock: FakeClock
+) -> None:
     run_id = opened(ledger)
     for step in range(40):
-        ledger.save_checkpoint(run_id=run_id, attempt=1, step=step, backend="tinker", uri=f"tinker://c/{step}",
-                               expires_at=clock.now + timedelta(hours=1, seconds=step))
-    ledger.save_checkpoint(run_id=run_id, attempt=1, step=40, backend="tinker", uri="tinker://c/40",
-                           expires_at=clock.now + timedelta(days=30))
+        ledger.save_checkpoint(
+            run_id=run_id,
+            attempt=1,
+            step=step,
+            backend="tinker",
+            uri=f"tinker://c/{step}",
+            expires_at=clock.now + timedelta(hours=1, seconds=step),
+        )
+    ledger.save_checkpoint(
+        run_id=run_id,
+        attempt=1,
+        step=40,
+        backend="tinker",
+        uri="tinker://c/40",
+        expires_at=clock.now + timedelta(days=30),
+    )
     clock.advance(hours=2)
     state = ledger.run_state(run_id, min_position=ledger.head())
     assert state.checkpoint is not None and state.checkpoint.step == 40 and state.resume.from_step == 40
@@ -94,15 +128,22 @@ def test_run_state_lists_the_most_recently_expired_checkpoints_and_counts_them(l
 
 
 def test_the_best_checkpoint_is_the_most_progressed_usable_one_whatever_expired_after_it(
-        ledger: Ledger, clock: FakeClock) -> None:
+    ledger: Ledger, clock: FakeClock
+) -> None:
     run_id = opened(ledger)
     rng = random.Random(7)
     ttls = {}
     for step in range(60):
         ttl = rng.choice([None, 10, 3_000, 7_000])
         ttls[step] = ttl
-        ledger.save_checkpoint(run_id=run_id, attempt=1, step=step, backend="tinker", uri=f"tinker://c/{step}",
-                               expires_at=None if ttl is None else clock.now + timedelta(seconds=ttl))
+        ledger.save_checkpoint(
+            run_id=run_id,
+            attempt=1,
+            step=step,
+            backend="tinker",
+            uri=f"tinker://c/{step}",
+            expires_at=None if ttl is None else clock.now + timedelta(seconds=ttl),
+        )
     for elapsed in (0, 100, 5_000, 10_000):
         now = clock.now + timedelta(seconds=elapsed)
         usable = [s for s, ttl in ttls.items() if ttl is None or ttl > elapsed]
@@ -117,8 +158,9 @@ def test_the_best_checkpoint_is_the_most_progressed_usable_one_whatever_expired_
         assert sorted(c.step for c in state.expired_checkpoints) == sorted(recent)
 
 
-def reference_series(batches: list[tuple[int, list[int]]], floors: list[tuple[int, int]], from_step: int,
-                     include_superseded: bool) -> list[tuple[int, int, bool]]:
+def reference_series(
+    batches: list[tuple[int, list[int]]], floors: list[tuple[int, int]], from_step: int, include_superseded: bool
+) -> list[tuple[int, int, bool]]:
     """(step, attempt, superseded) expected: a step of attempt a is superseded when a later
     attempt started from a floor below it."""
     out = []
@@ -143,8 +185,7 @@ def test_series_pages_follow_the_current_line_across_resumes(ledger: Ledger) -> 
 
     def resume(attempt: int, floor: int) -> None:
         if floor != 90:  # Saved by attempt 1, still live after attempts 2 and 3 resumed above it.
-            ledger.save_checkpoint(run_id=run_id, attempt=attempt - 1, step=floor, backend="hf",
-                                   uri=f"file:///{floor}")
+            ledger.save_checkpoint(run_id=run_id, attempt=attempt - 1, step=floor, backend="hf", uri=f"file:///{floor}")
         ledger.start_attempt(run_id=run_id, resume_from_step=floor)
         floors.append((attempt, floor))
 
@@ -190,10 +231,18 @@ def test_a_step_batch_is_bounded_by_bytes(ledger: Ledger) -> None:
     run_id = opened(ledger)
     steps = list(range(10_000))
     columns = BATCH_BYTES_MAX // (8 * len(steps))
-    refused(ledger, Reason.BATCH_TOO_LARGE, "append_steps", run_id=run_id, attempt=1, steps=steps,
-            metrics={f"m{index}": [0.5] * len(steps) for index in range(columns)})
-    ledger.append_steps(run_id=run_id, attempt=1, steps=steps,
-                        metrics={f"m{index}": [0.5] * len(steps) for index in range(columns - 2)})
+    refused(
+        ledger,
+        Reason.BATCH_TOO_LARGE,
+        "append_steps",
+        run_id=run_id,
+        attempt=1,
+        steps=steps,
+        metrics={f"m{index}": [0.5] * len(steps) for index in range(columns)},
+    )
+    ledger.append_steps(
+        run_id=run_id, attempt=1, steps=steps, metrics={f"m{index}": [0.5] * len(steps) for index in range(columns - 2)}
+    )
 
 
 # Work that must not grow with history, counted in SQLite virtual machine steps (not time).
@@ -226,8 +275,14 @@ def test_run_state_work_does_not_grow_with_live_checkpoints(sqlite_database: str
         step = 0
         for total in (20, 600):
             while step < total:
-                ledger.save_checkpoint(run_id=run_id, attempt=1, step=step, backend="tinker",
-                                       uri=f"tinker://c/{step}", expires_at=clock.now + timedelta(days=1))
+                ledger.save_checkpoint(
+                    run_id=run_id,
+                    attempt=1,
+                    step=step,
+                    backend="tinker",
+                    uri=f"tinker://c/{step}",
+                    expires_at=clock.now + timedelta(days=1),
+                )
                 step += 1
             ledger.wait(ledger.head())
             work.append(vm_steps(ledger, lambda: ledger.run_state(run_id)))

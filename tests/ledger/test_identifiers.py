@@ -15,9 +15,30 @@ from tests.ledger.conftest import DIGEST_A
 
 # Identifiers the clients, integrations and tests use: each must stay valid.
 VALID_IDS = [
-    "team", "k", "run-1", "a1", "r549", "c-bill", "hold-0", "sha256:" + "0" * 64, str(uuid.uuid4()),
-    str(uuid.uuid4()).upper(), "meta-llama/Llama-3.1-8B", "modal-volume", "tinker", "hf", "s3", "ta-01J9ZQ",
-    "user@example.com", "a.b_c:d@e/f+g-h=i", "команда", "μοντέλο", "モデル-v2", "मॉडल", "v1.0..2", "x" * 256,
+    "team",
+    "k",
+    "run-1",
+    "a1",
+    "r549",
+    "c-bill",
+    "hold-0",
+    "sha256:" + "0" * 64,
+    str(uuid.uuid4()),
+    str(uuid.uuid4()).upper(),
+    "meta-llama/Llama-3.1-8B",
+    "modal-volume",
+    "tinker",
+    "hf",
+    "s3",
+    "ta-01J9ZQ",
+    "user@example.com",
+    "a.b_c:d@e/f+g-h=i",
+    "команда",
+    "μοντέλο",
+    "モデル-v2",
+    "मॉडल",
+    "v1.0..2",
+    "x" * 256,
 ]
 
 REFUSED_IDS = {
@@ -51,8 +72,16 @@ REFUSED_IDS = {
     "ligature": ("\ufb01nance", "CONFUSABLE_IDENTIFIER"),
 }
 
-VALID_TEXT = ["", "not made", "bill 2025-06: 3 × A100, ünïcødé ✓", "ошибка сети", "שגיאה", "s3://b/k?x=1&y=2",
-              "RuntimeError: CUDA out of memory", "x" * 4_096]
+VALID_TEXT = [
+    "",
+    "not made",
+    "bill 2025-06: 3 × A100, ünïcødé ✓",
+    "ошибка сети",
+    "שגיאה",
+    "s3://b/k?x=1&y=2",
+    "RuntimeError: CUDA out of memory",
+    "x" * 4_096,
+]
 
 REFUSED_TEXT = {
     "newline": "done\n2025-01-01  charge  $0.00",
@@ -101,9 +130,12 @@ def test_lookalike_accounts_and_families_are_not_created(ledger: Ledger) -> None
     ledger.open_account(account="team", cap_usd_micro=100)
     ledger.register(family="llama", artifact_uri="s3://m/1", digest=DIGEST_A)
     head = ledger.head()
-    for account, reason in [("te\u0430m", "CONFUSABLE_IDENTIFIER"), (unicodedata.normalize("NFD", "tëam"),
-                                                                      "NOT_NORMALIZED"),
-                            ("te\u200bam", "INVALID_FIELD"), ("../team", "INVALID_FIELD")]:
+    for account, reason in [
+        ("te\u0430m", "CONFUSABLE_IDENTIFIER"),
+        (unicodedata.normalize("NFD", "tëam"), "NOT_NORMALIZED"),
+        ("te\u200bam", "INVALID_FIELD"),
+        ("../team", "INVALID_FIELD"),
+    ]:
         with pytest.raises(Invalid) as caught:
             ledger.open_account(account=account, cap_usd_micro=100)
         assert caught.value.reason == reason
@@ -118,8 +150,9 @@ def test_a_charge_reason_cannot_forge_an_audit_row(ledger: Ledger) -> None:
     run_id = ledger.open_run(run_key="k").run_id
     head = ledger.head()
     with pytest.raises(Invalid) as caught:
-        ledger.charge(account=run_id, charge_id="c1", amount_usd_micro=5,
-                      reason="bill\nc2        charge   charged  $0.000000")
+        ledger.charge(
+            account=run_id, charge_id="c1", amount_usd_micro=5, reason="bill\nc2        charge   charged  $0.000000"
+        )
     assert caught.value.reason == "INVALID_TEXT" and ledger.head() == head
     with pytest.raises(Invalid):
         ledger.start_attempt(run_id=run_id, label="host\u202e1")
@@ -136,9 +169,12 @@ def test_names_made_before_the_identifier_rules_stay_reachable(ledger: Ledger) -
     from ledger.domain.registry import Family
 
     audit = Audit("earlier-version", "", ledger.clock())
-    ledger.save(Account._create(Account.Opened, id=ledger_id("account", "team a"), name="team a", parent="",
-                                cap=1_000, **audit.fields()),
-                Family._create(Family.Created, id=ledger_id("family", "my model"), name="my model", **audit.fields()))
+    ledger.save(
+        Account._create(
+            Account.Opened, id=ledger_id("account", "team a"), name="team a", parent="", cap=1_000, **audit.fields()
+        ),
+        Family._create(Family.Created, id=ledger_id("family", "my model"), name="my model", **audit.fields()),
+    )
     with pytest.raises(Invalid):
         ledger.open_account(account="team b")
     assert ledger.open_account(account="team a", cap_usd_micro=1_000).duplicate

@@ -33,12 +33,14 @@ def _rewrite_as_legacy(path: str) -> int:
             for originator_id, version, topic, state in rows.fetchall():
                 connection.execute(
                     f"UPDATE {table} SET topic = ?, state = ? WHERE originator_id = ? AND originator_version = ?",
-                    (_legacy(topic), transcoder.encode(_legacy(transcoder.decode(state))), originator_id, version))
+                    (_legacy(topic), transcoder.encode(_legacy(transcoder.decode(state))), originator_id, version),
+                )
                 rewritten += 1
     topics = {row[0] for row in connection.execute("SELECT topic FROM stored_events")}
     connection.close()
-    assert topics and all(topic.startswith(("ledger.runs:", "ledger.accounts:", "ledger.registry:"))
-                          for topic in topics), topics
+    assert topics and all(
+        topic.startswith(("ledger.runs:", "ledger.accounts:", "ledger.registry:")) for topic in topics
+    ), topics
     return rewritten
 
 

@@ -85,8 +85,15 @@ class ModelAccount:
         return 0 if remaining is None else max(0, amount - remaining)
 
     def totals(self) -> dict[str, Any]:
-        return {"account": self.name, "parent": self.parent, "cap": self.cap, "committed": self.committed,
-                "pending": self.pending, "remaining": self.remaining, "overrun": self.overrun}
+        return {
+            "account": self.name,
+            "parent": self.parent,
+            "cap": self.cap,
+            "committed": self.committed,
+            "pending": self.pending,
+            "remaining": self.remaining,
+            "overrun": self.overrun,
+        }
 
 
 @dataclass
@@ -154,8 +161,7 @@ class LedgerMachine(RuleBasedStateMachine):
     def pick_account(self, data: st.DataObject) -> ModelAccount:
         return self.accounts[data.draw(st.sampled_from(sorted(self.accounts)), label="account")]
 
-    def refused(self, error: type[LedgerError], call: Any, *, reason: Reason | None = None,
-                recorded: int = 0) -> Any:
+    def refused(self, error: type[LedgerError], call: Any, *, reason: Reason | None = None, recorded: int = 0) -> Any:
         """`call` raises `error` (with `reason`) and records exactly `recorded` events."""
         head = self.ledger.head()
         with pytest.raises(error) as caught:
@@ -212,8 +218,9 @@ class LedgerMachine(RuleBasedStateMachine):
         """Open an account under no parent or an existing one, so that chains are at most an
         account and two parents; opening an existing name again is a retry or a conflict."""
         name = data.draw(st.sampled_from(POOL), label="name")
-        parent = data.draw(st.sampled_from([""] + sorted(a for a in self.accounts if len(self.chain(a)) <= 2)),
-                           label="parent")
+        parent = data.draw(
+            st.sampled_from([""] + sorted(a for a in self.accounts if len(self.chain(a)) <= 2)), label="parent"
+        )
         existing = self.accounts.get(name)
         call = lambda: self.ledger.open_account(account=name, parent=parent, cap_usd_micro=cap)  # noqa: E731
         if existing is None:
@@ -246,18 +253,28 @@ class LedgerMachine(RuleBasedStateMachine):
         account = self.pick_account(data)
         rid = self.fresh("r")
         now = self.clock.now
-        arguments = {"account": account.name, "reservation_id": rid, "amount_usd_micro": amount,
-                     "ttl": timedelta(minutes=ttl), "attempt": attempt}
+        arguments = {
+            "account": account.name,
+            "reservation_id": rid,
+            "amount_usd_micro": amount,
+            "ttl": timedelta(minutes=ttl),
+            "attempt": attempt,
+        }
         _, expiry_events = self.expire_holds(account, now)
         chain = self.chain(account.name)
         for holder in chain:
             if holder.remaining is not None and amount > holder.remaining:
-                error = self.refused(CapExceeded, lambda: self.ledger.reserve(**arguments),
-                                     reason=Reason.SPEND_CAP_EXCEEDED, recorded=expiry_events + 1)
+                error = self.refused(
+                    CapExceeded,
+                    lambda: self.ledger.reserve(**arguments),
+                    reason=Reason.SPEND_CAP_EXCEEDED,
+                    recorded=expiry_events + 1,
+                )
                 assert (error.account, error.remaining_usd_micro) == (holder.name, holder.remaining)
                 event("reserve refused by " + ("the account" if holder is account else "a parent"))
-                account.entries[rid] = Entry("reservation", "refused", amount, attempt, refused_by=holder.name,
-                                             remaining=holder.remaining)
+                account.entries[rid] = Entry(
+                    "reservation", "refused", amount, attempt, refused_by=holder.name, remaining=holder.remaining
+                )
                 self.history.append(("reserve", arguments, None))
                 return
         receipt = self.ledger.reserve(**arguments)
@@ -269,8 +286,9 @@ class LedgerMachine(RuleBasedStateMachine):
         self.history.append(("reserve", arguments, receipt))
 
     def pick_entry(self, data: st.DataObject) -> tuple[ModelAccount, str, Entry] | None:
-        entries = [(account, key, entry) for account in self.accounts.values()
-                   for key, entry in account.entries.items()]
+        entries = [
+            (account, key, entry) for account in self.accounts.values() for key, entry in account.entries.items()
+        ]
         if not entries:
             return None
         # Pending and expired holds are the interesting ones to settle: prefer them.
@@ -299,7 +317,10 @@ class LedgerMachine(RuleBasedStateMachine):
             if actual == entry.actual:
                 receipt = call()
                 assert (receipt.duplicate, receipt.position, receipt.overrun_usd_micro) == (
-                    True, entry.settled_position, entry.overrun)
+                    True,
+                    entry.settled_position,
+                    entry.overrun,
+                )
             else:
                 self.refused(Conflict, call)
             return
@@ -324,7 +345,11 @@ class LedgerMachine(RuleBasedStateMachine):
             holder.committed += actual
             holder.overrun += holder_overrun
         entry.state, entry.actual, entry.overrun, entry.settled_position = (
-            "committed", actual, overrun, receipt.position)
+            "committed",
+            actual,
+            overrun,
+            receipt.position,
+        )
         self.history.append(("commit", arguments, receipt))
 
     def release(self, account: ModelAccount, key: str, entry: Entry) -> None:
@@ -359,8 +384,9 @@ class LedgerMachine(RuleBasedStateMachine):
         for holder, overrun in zip(chain, overruns, strict=False):
             holder.committed += amount
             holder.overrun += overrun
-        account.entries[cid] = Entry("charge", "charged", amount, actual=amount, overrun=overruns[0],
-                                     settled_position=receipt.position)
+        account.entries[cid] = Entry(
+            "charge", "charged", amount, actual=amount, overrun=overruns[0], settled_position=receipt.position
+        )
         self.history.append(("charge", arguments, receipt))
 
     @rule(minutes=st.sampled_from([1, 4, 10, 16, 61]))
@@ -393,7 +419,10 @@ class LedgerMachine(RuleBasedStateMachine):
         assert answer.duplicate, (method, arguments)
         assert answer.position == first.position, (method, arguments, first, answer)
         assert (answer.overrun_usd_micro, answer.expires_at, answer.attempt) == (
-            first.overrun_usd_micro, first.expires_at, first.attempt)
+            first.overrun_usd_micro,
+            first.expires_at,
+            first.attempt,
+        )
         assert self.ledger.head() == head
 
     @precondition(lambda self: self.history)
@@ -404,11 +433,11 @@ class LedgerMachine(RuleBasedStateMachine):
         if method == "append_steps":
             other = {**arguments, "metrics": {"loss": [value + 1.0 for value in arguments["metrics"]["loss"]]}}
             if arguments["attempt"] < self.attempt:  # Not a resend: the superseded attempt is fenced.
-                self.refused(Refused, lambda: self.ledger.append_steps(**other),
-                             reason=Reason.ATTEMPT_SUPERSEDED)
+                self.refused(Refused, lambda: self.ledger.append_steps(**other), reason=Reason.ATTEMPT_SUPERSEDED)
             else:
-                self.refused(Conflict, lambda: self.ledger.append_steps(**other),
-                             reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD)
+                self.refused(
+                    Conflict, lambda: self.ledger.append_steps(**other), reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD
+                )
             return
         if method == "start_attempt":
             other = {**arguments, "label": "another host"}
@@ -418,19 +447,26 @@ class LedgerMachine(RuleBasedStateMachine):
         key = arguments.get("reservation_id") or arguments["charge_id"]
         entry = account.entries[key]
         if entry.kind == "charge":
-            options = [lambda: self.ledger.charge(account=account.name, charge_id=key,
-                                                  amount_usd_micro=entry.amount + 1),
-                       lambda: self.ledger.reserve(account=account.name, reservation_id=key,
-                                                   amount_usd_micro=entry.amount)]
+            options = [
+                lambda: self.ledger.charge(account=account.name, charge_id=key, amount_usd_micro=entry.amount + 1),
+                lambda: self.ledger.reserve(account=account.name, reservation_id=key, amount_usd_micro=entry.amount),
+            ]
         else:
-            options = [lambda: self.ledger.reserve(account=account.name, reservation_id=key,
-                                                   amount_usd_micro=entry.amount + 1, attempt=entry.attempt),
-                       lambda: self.ledger.reserve(account=account.name, reservation_id=key,
-                                                   amount_usd_micro=entry.amount, attempt=entry.attempt + 1),
-                       lambda: self.ledger.charge(account=account.name, charge_id=key, amount_usd_micro=1)]
+            options = [
+                lambda: self.ledger.reserve(
+                    account=account.name, reservation_id=key, amount_usd_micro=entry.amount + 1, attempt=entry.attempt
+                ),
+                lambda: self.ledger.reserve(
+                    account=account.name, reservation_id=key, amount_usd_micro=entry.amount, attempt=entry.attempt + 1
+                ),
+                lambda: self.ledger.charge(account=account.name, charge_id=key, amount_usd_micro=1),
+            ]
             if entry.state == "committed":
-                options.append(lambda: self.ledger.commit(account=account.name, reservation_id=key,
-                                                          actual_usd_micro=entry.actual + 1))
+                options.append(
+                    lambda: self.ledger.commit(
+                        account=account.name, reservation_id=key, actual_usd_micro=entry.actual + 1
+                    )
+                )
         self.refused(Conflict, options[data.draw(st.integers(0, len(options) - 1), label="option")])
 
     # The run.
@@ -464,8 +500,11 @@ class LedgerMachine(RuleBasedStateMachine):
         expired checkpoint is refused."""
         expired = self.expired_checkpoints()
         if expired and data.draw(st.booleans(), label="try an expired checkpoint"):
-            self.refused(Refused, lambda: self.ledger.start_attempt(
-                run_id=self.run_id, resume_from_step=expired[0].step), reason=Reason.CHECKPOINT_EXPIRED)
+            self.refused(
+                Refused,
+                lambda: self.ledger.start_attempt(run_id=self.run_id, resume_from_step=expired[0].step),
+                reason=Reason.CHECKPOINT_EXPIRED,
+            )
         usable = self.usable_checkpoints()
         resume = None
         if usable and data.draw(st.integers(0, 3), label="resume"):
@@ -473,8 +512,13 @@ class LedgerMachine(RuleBasedStateMachine):
         event("attempt resumed" if resume is not None else "attempt from scratch")
         self.start(resume=resume, attempt_id=self.fresh("attempt-") if with_id else "")
 
-    @rule(data=st.data(), size=st.integers(1, 6), gap=st.integers(0, 2), seed=st.integers(0, 1000),
-          ttl=st.sampled_from(["none", None, 10, 60]))
+    @rule(
+        data=st.data(),
+        size=st.integers(1, 6),
+        gap=st.integers(0, 2),
+        seed=st.integers(0, 1000),
+        ttl=st.sampled_from(["none", None, 10, 60]),
+    )
     def append_steps(self, data: st.DataObject, size: int, gap: int, seed: int, ttl: str | int | None) -> None:
         """One batch (one event) after the last step, sometimes followed by a checkpoint at its
         last step (no expiry, or 10 or 60 minutes); then a step the attempt never recorded, at
@@ -492,9 +536,16 @@ class LedgerMachine(RuleBasedStateMachine):
         self.last_step = steps[-1]
         if ttl != "none":
             expires_at = None if ttl is None else self.clock.now + timedelta(minutes=int(ttl))
-            self.fresh_write(self.ledger.save_checkpoint(
-                run_id=self.run_id, attempt=self.attempt, step=self.last_step, backend="hf",
-                uri=f"file:///ckpt/{self.attempt}/{self.last_step}", expires_at=expires_at))
+            self.fresh_write(
+                self.ledger.save_checkpoint(
+                    run_id=self.run_id,
+                    attempt=self.attempt,
+                    step=self.last_step,
+                    backend="hf",
+                    uri=f"file:///ckpt/{self.attempt}/{self.last_step}",
+                    expires_at=expires_at,
+                )
+            )
             self.checkpoints.append(Checkpoint(self.attempt, self.last_step, expires_at))
         low = 0 if self.floor is None else self.floor + 1
         gaps = [step for step in range(low, self.last_step + 1) if step not in self.recorded]
@@ -502,13 +553,19 @@ class LedgerMachine(RuleBasedStateMachine):
             # Below the batches an attempt keeps in its state, a step in a gap cannot be told
             # from one in an older batch: either way it is refused and nothing is recorded.
             step = data.draw(st.sampled_from(gaps), label="gap")
-            error = self.refused(LedgerError, lambda: self.ledger.append_steps(
-                run_id=self.run_id, attempt=self.attempt, steps=[step]))
-            assert (type(error), error.reason) in ((Invalid, Reason.STEPS_NOT_INCREASING),
-                                                   (Conflict, Reason.STEP_ALREADY_RECORDED))
+            error = self.refused(
+                LedgerError, lambda: self.ledger.append_steps(run_id=self.run_id, attempt=self.attempt, steps=[step])
+            )
+            assert (type(error), error.reason) in (
+                (Invalid, Reason.STEPS_NOT_INCREASING),
+                (Conflict, Reason.STEP_ALREADY_RECORDED),
+            )
         if self.floor is not None:
-            self.refused(Invalid, lambda: self.ledger.append_steps(
-                run_id=self.run_id, attempt=self.attempt, steps=[self.floor]), reason=Reason.STEP_BEFORE_RESUME)
+            self.refused(
+                Invalid,
+                lambda: self.ledger.append_steps(run_id=self.run_id, attempt=self.attempt, steps=[self.floor]),
+                reason=Reason.STEP_BEFORE_RESUME,
+            )
 
     @rule()
     def restart(self) -> None:
@@ -546,8 +603,11 @@ class LedgerMachine(RuleBasedStateMachine):
         from ledger.domain.base import ledger_id
 
         run_id = str(ledger_id("run", self.fresh("later-run-")))
-        self.refused(Invalid, lambda: self.ledger.open_account(account=run_id, cap_usd_micro=None),
-                     reason=Reason.ACCOUNT_NAME_RESERVED)
+        self.refused(
+            Invalid,
+            lambda: self.ledger.open_account(account=run_id, cap_usd_micro=None),
+            reason=Reason.ACCOUNT_NAME_RESERVED,
+        )
 
     # Invariants.
 
@@ -577,7 +637,8 @@ class LedgerMachine(RuleBasedStateMachine):
         everything = self.ledger.series(self.run_id, include_superseded=True, limit=10_000)
         expected = sorted(self.records, key=lambda r: (r.step, r.attempt))
         assert list(zip(everything.steps, everything.attempts, everything.superseded, strict=True)) == [
-            (r.step, r.attempt, r.superseded) for r in expected]
+            (r.step, r.attempt, r.superseded) for r in expected
+        ]
 
     @invariant()
     def run_state_agrees(self) -> None:
@@ -589,11 +650,16 @@ class LedgerMachine(RuleBasedStateMachine):
         assert (state.checkpoint.step if state.checkpoint else None) == (best.step if best else None)
         assert state.resume.from_step == (best.step if best else 0)
         assert sorted((c.step, c.attempt) for c in state.expired_checkpoints) == sorted(
-            (c.step, c.attempt) for c in self.expired_checkpoints())
+            (c.step, c.attempt) for c in self.expired_checkpoints()
+        )
         model = self.accounts[self.run_id]
-        assert state.spend == SpendTotals(cap_usd_micro=model.cap, committed_usd_micro=model.committed,
-                                          pending_usd_micro=model.pending, remaining_usd_micro=model.remaining,
-                                          overrun_usd_micro=model.overrun)
+        assert state.spend == SpendTotals(
+            cap_usd_micro=model.cap,
+            committed_usd_micro=model.committed,
+            pending_usd_micro=model.pending,
+            remaining_usd_micro=model.remaining,
+            overrun_usd_micro=model.overrun,
+        )
 
     @invariant()
     def every_event_projects(self) -> None:
@@ -603,14 +669,22 @@ class LedgerMachine(RuleBasedStateMachine):
     @invariant()
     def superseded_attempts_are_fenced(self) -> None:
         if self.attempt >= 2:
-            self.refused(Refused, lambda: self.ledger.append_steps(
-                run_id=self.run_id, attempt=self.attempt - 1, steps=[10**9]), reason=Reason.ATTEMPT_SUPERSEDED)
-        self.refused(NotFound, lambda: self.ledger.append_steps(
-            run_id=self.run_id, attempt=self.attempt + 1, steps=[10**9]), reason=Reason.ATTEMPT_NOT_FOUND)
+            self.refused(
+                Refused,
+                lambda: self.ledger.append_steps(run_id=self.run_id, attempt=self.attempt - 1, steps=[10**9]),
+                reason=Reason.ATTEMPT_SUPERSEDED,
+            )
+        self.refused(
+            NotFound,
+            lambda: self.ledger.append_steps(run_id=self.run_id, attempt=self.attempt + 1, steps=[10**9]),
+            reason=Reason.ATTEMPT_NOT_FOUND,
+        )
 
 
 LedgerMachine.TestCase.settings = settings(
-    max_examples=40, stateful_step_count=50, deadline=None,
+    max_examples=40,
+    stateful_step_count=50,
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 TestLedgerMachine = LedgerMachine.TestCase

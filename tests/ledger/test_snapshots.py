@@ -37,9 +37,19 @@ def test_a_run_and_an_account_reload_from_their_snapshots(sqlite_database: str) 
         assert isinstance(reopened.repository.get(ledger_id("account", run.run_id)), Account)
         retry = reopened.append_steps(run_id=run.run_id, attempt=1, steps=[451], metrics={"loss": [0.5]})
         assert retry.duplicate and retry.position == first_receipt.position
-        assert reopened.account_now(run.run_id) == before == {
-            "account": run.run_id, "parent": "", "cap": 10**9, "committed": 550 * 7, "pending": 0,
-            "remaining": 10**9 - 550 * 7, "overrun": 0}
+        assert (
+            reopened.account_now(run.run_id)
+            == before
+            == {
+                "account": run.run_id,
+                "parent": "",
+                "cap": 10**9,
+                "committed": 550 * 7,
+                "pending": 0,
+                "remaining": 10**9 - 550 * 7,
+                "overrun": 0,
+            }
+        )
         again = reopened.commit(account=run.run_id, reservation_id="r549", actual_usd_micro=7)
         assert again.duplicate
         state = reopened.run_state(run.run_id, min_position=reopened.head())

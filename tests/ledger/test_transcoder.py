@@ -26,9 +26,14 @@ from ledger.storage.transcoder import MsgspecTranscoder
 
 NOW = datetime(2025, 1, 1, 12, 30, 15, 123456, tzinfo=UTC)
 AUDIT = Audit("alice@example.com", "request-7", NOW)
-BASIS = check_basis({"price_sheet": "tinker", "price_source": "https://example.com",
-                     "tokens": [{"token_class": "prefill", "tokens": 10, "usd_micro_per_million_tokens": 3}],
-                     "gpu": {"gpu_milliseconds": 5, "usd_micro_per_gpu_hour": 7, "gpu_type": "H100", "gpu_count": 2}})
+BASIS = check_basis(
+    {
+        "price_sheet": "tinker",
+        "price_source": "https://example.com",
+        "tokens": [{"token_class": "prefill", "tokens": 10, "usd_micro_per_million_tokens": 3}],
+        "gpu": {"gpu_milliseconds": 5, "usd_micro_per_gpu_hour": 7, "gpu_type": "H100", "gpu_count": 2},
+    }
+)
 
 
 @pytest.fixture
@@ -39,16 +44,39 @@ def app(sqlite_database: str) -> Iterator[Ledger]:
 
 
 def run_events() -> tuple[Run, list[Any]]:
-    run = Run._create(Run.Opened, id=ledger_id("run", "k"), run_key="k", name="name",
-                      spec={"model": "llama", "lr": 1e-4, "layers": [1, 2], "nested": {"ok": True, "none": None}},
-                      **AUDIT.fields())
+    run = Run._create(
+        Run.Opened,
+        id=ledger_id("run", "k"),
+        run_key="k",
+        name="name",
+        spec={"model": "llama", "lr": 1e-4, "layers": [1, 2], "nested": {"ok": True, "none": None}},
+        **AUDIT.fields(),
+    )
     run.start_attempt(AUDIT, attempt_id="a1", label="host", resume_from_step=None)
-    run.record_steps(AUDIT, StepBatch.build(attempt=1, steps=[1, 2, 3], tokens=[10, 20, 30], usd_micro=[1, 2, 3],
-                                            metrics={"loss": [0.5, 0.25, 0.125],
-                                                     "eval_loss": {"values": [1.5], "index": [2]}}))
-    run.save_checkpoint(AUDIT, attempt=1, checkpoint={
-        "step": 3, "backend": "tinker", "uri": "tinker://ckpt/3", "fidelity": "weights", "sampler_uri": "tinker://s/3",
-        "final": True, "expires_at": NOW + timedelta(days=7), "digest": "sha256:00"})
+    run.record_steps(
+        AUDIT,
+        StepBatch.build(
+            attempt=1,
+            steps=[1, 2, 3],
+            tokens=[10, 20, 30],
+            usd_micro=[1, 2, 3],
+            metrics={"loss": [0.5, 0.25, 0.125], "eval_loss": {"values": [1.5], "index": [2]}},
+        ),
+    )
+    run.save_checkpoint(
+        AUDIT,
+        attempt=1,
+        checkpoint={
+            "step": 3,
+            "backend": "tinker",
+            "uri": "tinker://ckpt/3",
+            "fidelity": "weights",
+            "sampler_uri": "tinker://s/3",
+            "final": True,
+            "expires_at": NOW + timedelta(days=7),
+            "digest": "sha256:00",
+        },
+    )
     run.start_attempt(AUDIT, attempt_id="a2", label="", resume_from_step=3)
     run.finish(AUDIT, attempt=2, status="failed", summary={"loss": 0.125}, error="x" * 2000)
     run.note_summary(AUDIT, summary={"note": "ünïcødé ✓"})
@@ -56,10 +84,12 @@ def run_events() -> tuple[Run, list[Any]]:
 
 
 def account_events() -> tuple[Account, list[Any]]:
-    parent = Account._create(Account.Opened, id=ledger_id("account", "team"), name="team", parent="", cap=None,
-                             **AUDIT.fields())
-    account = Account._create(Account.Opened, id=ledger_id("account", "run"), name="run", parent="team", cap=100,
-                              **AUDIT.fields())
+    parent = Account._create(
+        Account.Opened, id=ledger_id("account", "team"), name="team", parent="", cap=None, **AUDIT.fields()
+    )
+    account = Account._create(
+        Account.Opened, id=ledger_id("account", "run"), name="run", parent="team", cap=100, **AUDIT.fields()
+    )
     later = NOW + timedelta(minutes=15)
     spend.set_cap(account, AUDIT, 200)
     spend.reserve(account, [parent], AUDIT, reservation_id="r1", amount=50, basis=BASIS, expires_at=later, attempt=1)
@@ -77,8 +107,16 @@ def account_events() -> tuple[Account, list[Any]]:
 def family_events() -> tuple[Family, list[Any]]:
     family = Family._create(Family.Created, id=ledger_id("family", "llama"), name="llama", **AUDIT.fields())
     for n in (1, 2):
-        family.register(AUDIT, version_fields={"artifact_uri": f"s3://m/{n}", "digest": str(n) * 64,
-                                               "source_run_id": "run", "source_step": n, "metadata": {"n": n}})
+        family.register(
+            AUDIT,
+            version_fields={
+                "artifact_uri": f"s3://m/{n}",
+                "digest": str(n) * 64,
+                "source_run_id": "run",
+                "source_step": n,
+                "metadata": {"n": n},
+            },
+        )
     family.promote(AUDIT, version=1, expected_current=0, verdict={"passed": True, "reason": "", "stats": {"a": 0.5}})
     family.promote(AUDIT, version=2, expected_current=1, verdict={"passed": True, "reason": "", "stats": {}})
     family.rollback(AUDIT, version=1, expected_current=2, reason="regression")
@@ -88,9 +126,13 @@ def family_events() -> tuple[Family, list[Any]]:
 def declared_event_classes(aggregate: type[LedgerAggregate]) -> set[type]:
     """The event classes an aggregate declares (each has its own apply); the library's
     generated base classes (Event, and Created where Opened replaces it) are never recorded."""
-    return {value for value in vars(aggregate).values()
-            if isinstance(value, type) and issubclass(value, LedgerAggregate.Event)
-            and any("apply" in vars(cls) for cls in value.__mro__ if cls.__qualname__ == value.__qualname__)}
+    return {
+        value
+        for value in vars(aggregate).values()
+        if isinstance(value, type)
+        and issubclass(value, LedgerAggregate.Event)
+        and any("apply" in vars(cls) for cls in value.__mro__ if cls.__qualname__ == value.__qualname__)
+    }
 
 
 SAMPLES = {Run: run_events, Account: account_events, Family: family_events}
@@ -118,13 +160,22 @@ def test_a_snapshot_round_trips_and_restores_the_same_state(app: Ledger, aggrega
     assert vars(decoded) == vars(snapshot)
     restored = decoded.mutate(None)
     assert {k: v for k, v in vars(restored).items() if k != "_pending_events"} == {
-        k: v for k, v in vars(original).items() if k != "_pending_events"}
+        k: v for k, v in vars(original).items() if k != "_pending_events"
+    }
 
 
 def test_the_transcoder_keeps_datetimes_uuids_and_numbers() -> None:
     transcoder = MsgspecTranscoder()
-    value = {"id": ledger_id("run", "k"), "at": NOW, "big": 2**53, "f": 0.1, "none": None, "list": [1, "a", 1.5],
-             "map": {"k": [True, False]}, "bytes": b"\x00\x01"}
+    value = {
+        "id": ledger_id("run", "k"),
+        "at": NOW,
+        "big": 2**53,
+        "f": 0.1,
+        "none": None,
+        "list": [1, "a", 1.5],
+        "map": {"k": [True, False]},
+        "bytes": b"\x00\x01",
+    }
     assert transcoder.decode(transcoder.encode(value)) == value
 
 

@@ -15,29 +15,47 @@ from ledger.domain.base import ledger_id
 from ledger.views.models import Account, GateVerdict, MetricColumn, Resume, SpendTotals, StateHandle
 from tests.ledger.conftest import DIGEST_A, DIGEST_B, DIGEST_C, FakeClock, dump_views, summary_of
 
-BASIS = {"price_sheet": "tinker-2025", "price_source": "https://example.com/pricing",
-         "tokens": [{"token_class": "train", "tokens": 2_000_000, "usd_micro_per_million_tokens": 10}]}
+BASIS = {
+    "price_sheet": "tinker-2025",
+    "price_source": "https://example.com/pricing",
+    "tokens": [{"token_class": "train", "tokens": 2_000_000, "usd_micro_per_million_tokens": 10}],
+}
 
 
 def steps(ledger: Ledger, run_id: str, attempt: int, first: int, last: int, **extra: Any) -> int:
     numbers = list(range(first, last + 1))
-    return ledger.append_steps(run_id=run_id, attempt=attempt, steps=numbers, tokens=[100] * len(numbers),
-                               metrics={"loss": [float(n) + attempt / 10 for n in numbers]}, **extra).position
+    return ledger.append_steps(
+        run_id=run_id,
+        attempt=attempt,
+        steps=numbers,
+        tokens=[100] * len(numbers),
+        metrics={"loss": [float(n) + attempt / 10 for n in numbers]},
+        **extra,
+    ).position
 
 
-def checkpoint(ledger: Ledger, run_id: str, attempt: int, step: int, clock: FakeClock,
-               ttl: timedelta | None = None) -> int:
-    return ledger.save_checkpoint(run_id=run_id, attempt=attempt, step=step, backend="tinker",
-                                  uri=f"tinker://ckpt/{attempt}/{step}", sampler_uri=f"tinker://sampler/{step}",
-                                  expires_at=None if ttl is None else clock.now + ttl, digest=f"d{step}").position
+def checkpoint(
+    ledger: Ledger, run_id: str, attempt: int, step: int, clock: FakeClock, ttl: timedelta | None = None
+) -> int:
+    return ledger.save_checkpoint(
+        run_id=run_id,
+        attempt=attempt,
+        step=step,
+        backend="tinker",
+        uri=f"tinker://ckpt/{attempt}/{step}",
+        sampler_uri=f"tinker://sampler/{step}",
+        expires_at=None if ttl is None else clock.now + ttl,
+        digest=f"d{step}",
+    ).position
 
 
 def scenario(ledger: Ledger, clock: FakeClock) -> dict[str, Any]:
     """Something in every view table: two runs (one resumed), accounts with a parent, every kind
     of reservation outcome, and a registry family with a rollback."""
     ledger.open_account(account="team", cap_usd_micro=10_000)
-    run_id = ledger.open_run(run_key="run-a", name="sft", spec={"lr": 1e-4}, cap_usd_micro=1_000,
-                             parent_account="team").run_id
+    run_id = ledger.open_run(
+        run_key="run-a", name="sft", spec={"lr": 1e-4}, cap_usd_micro=1_000, parent_account="team"
+    ).run_id
     other = ledger.open_run(run_key="run-b").run_id
     ledger.start_attempt(run_id=run_id, attempt_id="a1", label="host-1")
     steps(ledger, run_id, 1, 1, 5)
@@ -62,8 +80,14 @@ def scenario(ledger: Ledger, clock: FakeClock) -> dict[str, Any]:
     ledger.reserve(account=run_id, reservation_id="r-pending", amount_usd_micro=20, ttl=timedelta(hours=2))
     clock.advance(minutes=10)
     assert ledger.expire_reservations() == 1
-    ledger.register(family="llama", artifact_uri="s3://m/1", digest=DIGEST_A, source_run_id=run_id, source_step=4,
-                    metadata={"eval": 0.5})
+    ledger.register(
+        family="llama",
+        artifact_uri="s3://m/1",
+        digest=DIGEST_A,
+        source_run_id=run_id,
+        source_step=4,
+        metadata={"eval": 0.5},
+    )
     ledger.register(family="llama", artifact_uri="s3://m/2", digest=DIGEST_B)
     ledger.register(family="llama", artifact_uri="s3://m/3", digest=DIGEST_C)
     ledger.promote(family="llama", version=1, expected_current=0, verdict={"passed": True, "reason": "ok"})
@@ -73,8 +97,7 @@ def scenario(ledger: Ledger, clock: FakeClock) -> dict[str, Any]:
 
 
 class TestRunState:
-    def test_resume_points_at_the_most_progressed_unexpired_checkpoint(self, ledger: Ledger,
-                                                                      clock: FakeClock) -> None:
+    def test_resume_points_at_the_most_progressed_unexpired_checkpoint(self, ledger: Ledger, clock: FakeClock) -> None:
         run_id = ledger.open_run(run_key="k", name="sft", cap_usd_micro=500).run_id
         ledger.start_attempt(run_id=run_id, attempt_id="a1", label="host")
         steps(ledger, run_id, 1, 1, 10)
@@ -93,8 +116,9 @@ class TestRunState:
         assert state.checkpoint.digest == "d6"
         assert [c.step for c in state.expired_checkpoints] == [4, 8]
         assert state.expired_checkpoint_count == 2
-        assert state.resume == Resume(available=True, from_step=6, handle=handle, sampler_uri="tinker://sampler/6",
-                                      spend_committed_usd_micro=0)
+        assert state.resume == Resume(
+            available=True, from_step=6, handle=handle, sampler_uri="tinker://sampler/6", spend_committed_usd_micro=0
+        )
         assert state.resume.handle is not None and state.resume.handle.uri == "tinker://ckpt/1/6"
         assert state.last_step == 10
         assert state.current_attempt == 1
@@ -103,8 +127,7 @@ class TestRunState:
         assert state.run.name == "sft"
         assert state.run.opened_at.tzinfo is not None
 
-    def test_a_run_whose_checkpoints_all_expired_has_no_resume_handle(self, ledger: Ledger,
-                                                                     clock: FakeClock) -> None:
+    def test_a_run_whose_checkpoints_all_expired_has_no_resume_handle(self, ledger: Ledger, clock: FakeClock) -> None:
         run_id = ledger.open_run(run_key="k").run_id
         ledger.start_attempt(run_id=run_id)
         position = checkpoint(ledger, run_id, 1, 3, clock, ttl=timedelta(minutes=1))
@@ -126,15 +149,22 @@ class TestRunState:
         ledger.reserve(account=run_id, reservation_id="r2", amount_usd_micro=30)
         position = ledger.start_attempt(run_id=run_id, attempt_id="a2", label="host-2", resume_from_step=5).position
         state = ledger.run_state(run_id, min_position=position)
-        assert [(a.number, a.attempt_id, a.label, a.resumed_from_step, a.ended)
-                for a in state.attempts] == [(1, "a1", "host-1", None, True), (2, "a2", "host-2", 5, False)]
+        assert [(a.number, a.attempt_id, a.label, a.resumed_from_step, a.ended) for a in state.attempts] == [
+            (1, "a1", "host-1", None, True),
+            (2, "a2", "host-2", 5, False),
+        ]
         assert state.current_attempt == 2
         assert state.last_step == 5
         # The checkpoint above the resume point is superseded: neither used nor listed as expired.
         assert state.checkpoint is not None and state.checkpoint.step == 5
         assert state.expired_checkpoints == ()
-        assert state.spend == SpendTotals(cap_usd_micro=500, committed_usd_micro=120, pending_usd_micro=30,
-                                          remaining_usd_micro=350, overrun_usd_micro=20)
+        assert state.spend == SpendTotals(
+            cap_usd_micro=500,
+            committed_usd_micro=120,
+            pending_usd_micro=30,
+            remaining_usd_micro=350,
+            overrun_usd_micro=20,
+        )
         assert state.resume.spend_committed_usd_micro == 120
         position = steps(ledger, run_id, 2, 6, 7)
         assert ledger.run_state(run_id, min_position=position).last_step == 7
@@ -154,14 +184,16 @@ class TestSeries:
         assert series.attempts == (1,) * 6 + (2,) * 3
         assert series.superseded == (False,) * 9
         assert series.tokens == (100,) * 9
-        assert series.metrics == (MetricColumn(name="loss", values=tuple([n + 0.1 for n in range(1, 7)]
-                                                                          + [n + 0.2 for n in (7, 8, 9)])),)
+        assert series.metrics == (
+            MetricColumn(name="loss", values=tuple([n + 0.1 for n in range(1, 7)] + [n + 0.2 for n in (7, 8, 9)])),
+        )
         assert series.next_from_step is None
         everything = ledger.series(run_id, include_superseded=True)
         assert list(zip(everything.steps, everything.attempts, everything.superseded, strict=True)) == (
             [(n, 1, False) for n in range(1, 7)]
             + [x for n in (7, 8, 9) for x in ((n, 1, True), (n, 2, False))]
-            + [(10, 1, True)])
+            + [(10, 1, True)]
+        )
 
     def test_a_new_attempt_without_resume_supersedes_everything(self, ledger: Ledger) -> None:
         run_id = ledger.open_run(run_key="k").run_id
@@ -175,9 +207,12 @@ class TestSeries:
     def test_pages_and_sparse_metrics(self, ledger: Ledger) -> None:
         run_id = ledger.open_run(run_key="k").run_id
         ledger.start_attempt(run_id=run_id)
-        position = ledger.append_steps(run_id=run_id, attempt=1, steps=[1, 2, 3, 4, 5],
-                                       metrics={"loss": [5.0, 4.0, 3.0, 2.0, 1.0],
-                                                "eval_loss": {"values": [3.5], "index": [2]}}).position
+        position = ledger.append_steps(
+            run_id=run_id,
+            attempt=1,
+            steps=[1, 2, 3, 4, 5],
+            metrics={"loss": [5.0, 4.0, 3.0, 2.0, 1.0], "eval_loss": {"values": [3.5], "index": [2]}},
+        ).position
         page = ledger.series(run_id, limit=2, min_position=position)
         assert page.steps == (1, 2)
         assert page.next_from_step == 3
@@ -185,16 +220,19 @@ class TestSeries:
         page = ledger.series(run_id, from_step=page.next_from_step, limit=2)
         assert page.steps == (3, 4)
         # Columns by name; a sparse one with its index into the page, a dense one without.
-        assert page.metrics == (MetricColumn(name="eval_loss", values=(3.5,), index=(0,)),
-                                MetricColumn(name="loss", values=(3.0, 2.0)))
+        assert page.metrics == (
+            MetricColumn(name="eval_loss", values=(3.5,), index=(0,)),
+            MetricColumn(name="loss", values=(3.0, 2.0)),
+        )
         assert page.metric("loss") == MetricColumn(name="loss", values=(3.0, 2.0))
         only = ledger.series(run_id, metrics=["eval_loss"])
         assert [column.name for column in only.metrics] == ["eval_loss"]
 
 
 class TestSpendAndRegistry:
-    def test_the_audit_trail_has_every_reservation_with_basis_and_outcome(self, ledger: Ledger,
-                                                                         clock: FakeClock) -> None:
+    def test_the_audit_trail_has_every_reservation_with_basis_and_outcome(
+        self, ledger: Ledger, clock: FakeClock
+    ) -> None:
         ids = scenario(ledger, clock)
         run_id = ids["run_id"]
         page = ledger.reservations(run_id, min_position=ledger.head())
@@ -202,16 +240,26 @@ class TestSpendAndRegistry:
         trail = {r.reservation_id: r for r in page.reservations}
         assert list(trail) == ["r-commit", "r-release", "r-expire", "r-refused", "c-bill", "r-pending"]
         commit = trail["r-commit"]
-        assert (commit.kind, commit.state, commit.amount_usd_micro, commit.actual_usd_micro, commit.overrun_usd_micro,
-                commit.attempt) == ("reservation", "committed", 100, 150, 50, 2)
+        assert (
+            commit.kind,
+            commit.state,
+            commit.amount_usd_micro,
+            commit.actual_usd_micro,
+            commit.overrun_usd_micro,
+            commit.attempt,
+        ) == ("reservation", "committed", 100, 150, 50, 2)
         assert commit.basis == commit.actual_basis == BASIS
         assert (trail["r-release"].state, trail["r-release"].reason) == ("released", "call not made")
         assert trail["r-release"].actual_basis is None
         assert trail["r-expire"].state == "expired"
         assert trail["r-refused"].state == "refused"
         assert "remained" in trail["r-refused"].reason
-        assert (trail["c-bill"].kind, trail["c-bill"].state, trail["c-bill"].actual_usd_micro,
-                trail["c-bill"].reason) == ("charge", "charged", 30, "provider bill")
+        assert (
+            trail["c-bill"].kind,
+            trail["c-bill"].state,
+            trail["c-bill"].actual_usd_micro,
+            trail["c-bill"].reason,
+        ) == ("charge", "charged", 30, "provider bill")
         assert trail["r-pending"].state == "pending"
         assert trail["r-pending"].expires_at == trail["r-pending"].reserved_at + timedelta(hours=2)
         first = ledger.reservations(run_id, limit=2)
@@ -219,26 +267,54 @@ class TestSpendAndRegistry:
         rest = ledger.reservations(run_id, after_position=first.after_position or 0)
         assert [r.reservation_id for r in rest.reservations] == ["r-expire", "r-refused", "c-bill", "r-pending"]
         account = ledger.account(run_id)
-        assert account == Account(account=run_id, parent="team", cap_usd_micro=1_000, committed_usd_micro=180,
-                                  pending_usd_micro=20, remaining_usd_micro=800, overrun_usd_micro=50)
-        assert ledger.account("team") == Account(account="team", parent="", cap_usd_micro=10_000,
-                                                 committed_usd_micro=180, pending_usd_micro=20,
-                                                 remaining_usd_micro=9_800, overrun_usd_micro=50)
-        assert ledger.account_now(run_id) == {"account": run_id, "parent": "team", "cap": 1_000, "committed": 180,
-                                              "pending": 20, "remaining": 800, "overrun": 50}
+        assert account == Account(
+            account=run_id,
+            parent="team",
+            cap_usd_micro=1_000,
+            committed_usd_micro=180,
+            pending_usd_micro=20,
+            remaining_usd_micro=800,
+            overrun_usd_micro=50,
+        )
+        assert ledger.account("team") == Account(
+            account="team",
+            parent="",
+            cap_usd_micro=10_000,
+            committed_usd_micro=180,
+            pending_usd_micro=20,
+            remaining_usd_micro=9_800,
+            overrun_usd_micro=50,
+        )
+        assert ledger.account_now(run_id) == {
+            "account": run_id,
+            "parent": "team",
+            "cap": 1_000,
+            "committed": 180,
+            "pending": 20,
+            "remaining": 800,
+            "overrun": 50,
+        }
 
     def test_the_registry_view_has_versions_current_and_history(self, ledger: Ledger, clock: FakeClock) -> None:
         ids = scenario(ledger, clock)
         family = ledger.family("llama", min_position=ledger.head())
         assert family.current == 1
         assert [(v.version, v.artifact_uri, v.digest) for v in family.versions] == [
-            (1, "s3://m/1", "sha256:" + DIGEST_A), (2, "s3://m/2", "sha256:" + DIGEST_B),
-            (3, "s3://m/3", "sha256:" + DIGEST_C)]
-        assert (family.versions[0].source_run_id, family.versions[0].source_step,
-                family.versions[0].metadata) == (ids["run_id"], 4, {"eval": 0.5})
+            (1, "s3://m/1", "sha256:" + DIGEST_A),
+            (2, "s3://m/2", "sha256:" + DIGEST_B),
+            (3, "s3://m/3", "sha256:" + DIGEST_C),
+        ]
+        assert (family.versions[0].source_run_id, family.versions[0].source_step, family.versions[0].metadata) == (
+            ids["run_id"],
+            4,
+            {"eval": 0.5},
+        )
         assert (family.versions[1].source_run_id, family.versions[1].source_step) == ("", 0)
         assert [(h.version, h.previous, h.kind, h.reason) for h in family.history] == [
-            (1, 0, "promote", ""), (3, 1, "promote", ""), (1, 3, "rollback", "v3 regressed")]
+            (1, 0, "promote", ""),
+            (3, 1, "promote", ""),
+            (1, 3, "rollback", "v3 regressed"),
+        ]
         assert family.history[0].verdict == GateVerdict(passed=True, reason="ok", stats={})
         assert family.history[1].verdict == GateVerdict(passed=True, reason="", stats={"a": 1})
         assert family.history[2].verdict is None
@@ -384,8 +460,16 @@ def test_a_log_with_an_id_counted_twice_by_an_older_version_still_projects(sqlit
         holder.settled.clear()
         audit = Audit("old-version", "", app.clock())
         spend.charge(holder, [], audit, charge_id="c0", amount=1_000, basis={}, reason="resent")
-        spend.reserve(holder, [], audit, reservation_id="r0", amount=50, basis={},
-                      expires_at=app.clock() + timedelta(minutes=5), attempt=0)
+        spend.reserve(
+            holder,
+            [],
+            audit,
+            reservation_id="r0",
+            amount=50,
+            basis={},
+            expires_at=app.clock() + timedelta(minutes=5),
+            attempt=0,
+        )
         app.save(holder)
         app.wait(app.head())
         assert app.projector.failure is None
@@ -410,7 +494,9 @@ def test_each_projector_keeps_its_own_names(sqlite_database: str, tmp_path: Path
         team, llama = ledger_id("account", "team"), ledger_id("family", "llama")
         cursor = first.views.connect().cursor()
         assert (first.projector.names.lookup(cursor, team), first.projector.names.lookup(cursor, llama)) == (
-            "team", "llama")
+            "team",
+            "llama",
+        )
         cursor = second.views.connect().cursor()
         for known_elsewhere in (team, llama):
             with pytest.raises(LookupError):
@@ -432,13 +518,21 @@ def test_indexes_declared_after_a_file_was_made_are_added_when_it_is_opened(sqli
 
     Ledger.open(sqlite_database).close()
     with sqlite3.connect(sqlite_database) as side:
-        dropped = [name for (name,) in side.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name LIKE 'view_%' AND sql IS NOT NULL")]
+        dropped = [
+            name
+            for (name,) in side.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name LIKE 'view_%' AND sql IS NOT NULL"
+            )
+        ]
         for name in dropped:
             side.execute(f"DROP INDEX {name}")
     assert len(dropped) == sum(len(indexes) for _, _, indexes, _ in TABLES.values())
     Ledger.open(sqlite_database).close()
     with sqlite3.connect(sqlite_database) as side:
-        again = [name for (name,) in side.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name LIKE 'view_%' AND sql IS NOT NULL")]
+        again = [
+            name
+            for (name,) in side.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name LIKE 'view_%' AND sql IS NOT NULL"
+            )
+        ]
     assert sorted(again) == sorted(dropped)

@@ -101,8 +101,9 @@ def _series_rows(url: str) -> tuple[int, int, int]:
     schema = url.rsplit("schema=", 1)[1].split("&")[0]
     with psycopg.connect(POSTGRES_URL) as connection:
         row = connection.execute(
-            f'SELECT COUNT(*), COALESCE(SUM(count), 0), COUNT(DISTINCT (run_id, first_step, attempt))'
-            f' FROM "{schema}".view_series').fetchone()
+            f"SELECT COUNT(*), COALESCE(SUM(count), 0), COUNT(DISTINCT (run_id, first_step, attempt))"
+            f' FROM "{schema}".view_series'
+        ).fetchone()
     assert row is not None
     return int(row[0]), int(row[1]), int(row[2])
 
@@ -115,8 +116,9 @@ def test_two_replicas_append_to_different_runs_and_read_each_other(replicas: tup
         ledger.start_attempt(run_id=run_id)
         position = 0
         for batch in range(10):
-            position = ledger.append_steps(run_id=run_id, attempt=1, steps=list(range(batch * 20, batch * 20 + 20)),
-                                           metrics={"loss": [0.5] * 20}).position
+            position = ledger.append_steps(
+                run_id=run_id, attempt=1, steps=list(range(batch * 20, batch * 20 + 20)), metrics={"loss": [0.5] * 20}
+            ).position
         return position
 
     positions = _in_threads([lambda: append(first, runs[0]), lambda: append(second, runs[1])])
@@ -132,27 +134,30 @@ def test_concurrent_reservers_never_cross_a_shared_parent_cap(replicas: tuple[Le
     first, second = replicas
     cap, amount, threads = 10_000, 700, 8
     first.open_account(account="pool", cap_usd_micro=cap)
-    runs = [(first if index % 2 else second).open_run(run_key=f"reserver-{index}", parent_account="pool").run_id
-            for index in range(threads)]
+    runs = [
+        (first if index % 2 else second).open_run(run_key=f"reserver-{index}", parent_account="pool").run_id
+        for index in range(threads)
+    ]
 
     def reserve_until_refused(ledger: Ledger, run_id: str) -> int:
         held = 0
         for attempt in range(100):
             hold = f"hold-{attempt}"
             try:
-                _retrying(functools.partial(ledger.reserve, account=run_id, reservation_id=hold,
-                                            amount_usd_micro=amount))
+                _retrying(
+                    functools.partial(ledger.reserve, account=run_id, reservation_id=hold, amount_usd_micro=amount)
+                )
             except CapExceeded as refused:
                 assert refused.account == "pool" and refused.remaining_usd_micro < amount
                 return held
             held += 1
             if held % 2 == 0:
-                _retrying(functools.partial(ledger.commit, account=run_id, reservation_id=hold,
-                                            actual_usd_micro=amount))
+                _retrying(
+                    functools.partial(ledger.commit, account=run_id, reservation_id=hold, actual_usd_micro=amount)
+                )
         raise AssertionError("never refused")
 
-    held = _in_threads([lambda i=i: reserve_until_refused(first if i % 2 else second, runs[i])
-                        for i in range(threads)])
+    held = _in_threads([lambda i=i: reserve_until_refused(first if i % 2 else second, runs[i]) for i in range(threads)])
     assert all(isinstance(count, int) for count in held), held
     assert sum(held) == cap // amount
     for ledger in (first, second):
@@ -174,10 +179,12 @@ def test_racing_promotions_from_two_replicas_one_wins(replicas: tuple[Ledger, Le
         # Both replicas hold the family in their caches before they race.
         first.family(family, min_position=first.head())
         second.family(family, min_position=first.head())
-        results = _in_threads([
-            lambda family=family: first.promote(family=family, version=1, expected_current=0, verdict=passed),
-            lambda family=family: second.promote(family=family, version=2, expected_current=0, verdict=passed),
-        ])
+        results = _in_threads(
+            [
+                lambda family=family: first.promote(family=family, version=1, expected_current=0, verdict=passed),
+                lambda family=family: second.promote(family=family, version=2, expected_current=0, verdict=passed),
+            ]
+        )
         won = [r for r in results if not isinstance(r, BaseException)]
         lost = [r for r in results if isinstance(r, BaseException)]
         assert len(won) == 1 and len(lost) == 1, results
@@ -197,8 +204,9 @@ def test_projection_is_exactly_once_with_two_projectors(url: str, replicas: tupl
         ledger.start_attempt(run_id=run_id)
         for batch in range(batches):
             ledger.append_steps(run_id=run_id, attempt=1, steps=list(range(batch * size, (batch + 1) * size)))
-            _retrying(functools.partial(ledger.reserve, account=run_id, reservation_id=f"h{batch}",
-                                        amount_usd_micro=10))
+            _retrying(
+                functools.partial(ledger.reserve, account=run_id, reservation_id=f"h{batch}", amount_usd_micro=10)
+            )
 
     results = _in_threads([lambda i=i: write(first if i % 2 else second, runs[i]) for i in range(len(runs))])
     assert results == [None] * len(runs)
@@ -242,8 +250,9 @@ def test_database_down_at_start_is_unavailable() -> None:
 
 
 def _pg(command: str, directory: Path) -> str:
-    done = subprocess.run(["bash", str(ROOT / "scripts" / "pg"), command, str(directory)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "pg"), command, str(directory)], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
 
@@ -283,8 +292,12 @@ def test_database_lost_mid_run_is_unavailable_then_recovers(own_server: tuple[Pa
         ledger.start_attempt(run_id=run_id)
 
         def batch(index: int) -> Any:
-            return ledger.append_steps(run_id=run_id, attempt=1, steps=list(range(index * 10, index * 10 + 10)),
-                                       metrics={"loss": [float(index)] * 10})
+            return ledger.append_steps(
+                run_id=run_id,
+                attempt=1,
+                steps=list(range(index * 10, index * 10 + 10)),
+                metrics={"loss": [float(index)] * 10},
+            )
 
         acknowledged = [batch(index).position for index in range(5)]
         ledger.wait(acknowledged[-1])
@@ -348,8 +361,12 @@ def test_the_retry_rule_drops_dead_connections_and_tries_again_a_bounded_number_
     calls.clear()
     # Three calls in all: the third failure is the answer, as the refusal asked for.
     with pytest.raises(Unavailable) as refused:
-        retrying(flaky(5), errors=(psycopg.OperationalError,), drop_dead=drop_dead,
-                 refusal=lambda error: Unavailable(f"storage is unavailable: {error}"))
+        retrying(
+            flaky(5),
+            errors=(psycopg.OperationalError,),
+            drop_dead=drop_dead,
+            refusal=lambda error: Unavailable(f"storage is unavailable: {error}"),
+        )
     assert calls == ["work", "check", "work", "check", "work"]
     assert refused.value.reason == "UNAVAILABLE" and isinstance(refused.value.__cause__, _Died)
     calls.clear()
@@ -371,9 +388,15 @@ def test_a_postgresql_url_chooses_postgresql_and_anything_else_a_sqlite_file(tmp
     assert not is_postgres_url(str(tmp_path / "postgresql.db")) and not is_postgres_url("sqlite:///x.db")
     env = persistence_env("postgres://alice:s3cret@db.example:6543/ledger?schema=team_a&pool_size=4")
     assert env["PERSISTENCE_MODULE"] == "ledger.storage.postgres.recorders:Factory"
-    assert (env["POSTGRES_HOST"], env["POSTGRES_PORT"], env["POSTGRES_DBNAME"], env["POSTGRES_USER"],
-            env["POSTGRES_PASSWORD"], env["POSTGRES_SCHEMA"], env["POSTGRES_POOL_SIZE"]) == (
-        "db.example", "6543", "ledger", "alice", "s3cret", "team_a", "4")
+    assert (
+        env["POSTGRES_HOST"],
+        env["POSTGRES_PORT"],
+        env["POSTGRES_DBNAME"],
+        env["POSTGRES_USER"],
+        env["POSTGRES_PASSWORD"],
+        env["POSTGRES_SCHEMA"],
+        env["POSTGRES_POOL_SIZE"],
+    ) == ("db.example", "6543", "ledger", "alice", "s3cret", "team_a", "4")
     assert persistence_env(str(tmp_path / "ledger.db"))["SQLITE_DBNAME"] == str(tmp_path / "ledger.db")
     with pytest.raises(ValueError, match="unknown parameter"):
         persistence_env("postgresql://u@h/db?pool=4")

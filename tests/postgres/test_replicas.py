@@ -94,8 +94,13 @@ class Process:
         self.log = log
         env = {key: value for key, value in os.environ.items() if key != "TRAINLEDGER_DATABASE_URL"}
         with open(log, "wb") as output:
-            self.popen = subprocess.Popen([*_trainledger(), *args], stdout=subprocess.PIPE, stderr=output,
-                                          env={**env, "PYTHONUNBUFFERED": "1"}, cwd=ROOT)
+            self.popen = subprocess.Popen(
+                [*_trainledger(), *args],
+                stdout=subprocess.PIPE,
+                stderr=output,
+                env={**env, "PYTHONUNBUFFERED": "1"},
+                cwd=ROOT,
+            )
         self.port = 0
 
     def ready(self, timeout_s: float = 60) -> str:
@@ -198,8 +203,9 @@ def _view_rows(schema: str) -> tuple[int, int, int, dict[str, int], int]:
     """(series rows, steps in them, distinct batches, tracking positions, log head)."""
     with psycopg.connect(POSTGRES_URL) as connection:
         rows, steps, distinct = connection.execute(
-            f'SELECT COUNT(*), COALESCE(SUM(count), 0), COUNT(DISTINCT (run_id, first_step, attempt))'
-            f' FROM "{schema}".view_series').fetchone() or (0, 0, 0)
+            f"SELECT COUNT(*), COALESCE(SUM(count), 0), COUNT(DISTINCT (run_id, first_step, attempt))"
+            f' FROM "{schema}".view_series'
+        ).fetchone() or (0, 0, 0)
         tracking = dict(connection.execute(f'SELECT view, position FROM "{schema}".view_tracking').fetchall())
         head = connection.execute(f'SELECT MAX(notification_id) FROM "{schema}".trainledger_events').fetchone()
     return int(rows), int(steps), int(distinct), tracking, int(head[0] if head else 0)
@@ -222,8 +228,7 @@ def _until(predicate: Callable[[], bool], timeout_s: float, what: str) -> float:
 
 def _check_acked_steps(client: LedgerClient, run_id: str, acks: list[StepAck], steps: int) -> None:
     """Every acked batch of the run is in the log exactly once and the run has every step once."""
-    events = [e for e in client.read_events(from_position=1, types=["StepsRecorded"])
-              if e.originator_id == run_id]
+    events = [e for e in client.read_events(from_position=1, types=["StepsRecorded"]) if e.originator_id == run_id]
     assert sorted({ack.position for ack in acks}) == [e.position for e in events]
     recorded = [step for e in events for step in e.data_json["steps"]]
     assert sorted(recorded) == list(range(steps)), "a step is missing or recorded twice"
@@ -238,8 +243,9 @@ def test_two_replicas_and_a_worker_record_and_project_every_event_once(launch, u
     def train(replica: Process, key: str) -> tuple[str, str]:
         acks: list[StepAck] = []
         with LedgerClient(replica.address, principal=key, retries=PATIENT) as client:
-            recorder = RunRecorder.open(client, run_key=key, cap_usd_micro=10**9, batch_steps_max=100,
-                                        batch_interval_s=0.01, on_ack=acks.append)
+            recorder = RunRecorder.open(
+                client, run_key=key, cap_usd_micro=10**9, batch_steps_max=100, batch_interval_s=0.01, on_ack=acks.append
+            )
             for step in range(steps):
                 recorder.log(step, tokens=32, loss=1.0 / (step + 1))
                 if step % (steps // holds) == 0:
@@ -282,23 +288,28 @@ def test_reservers_on_both_replicas_never_cross_a_shared_parent_cap(launch, url:
     patient = RetryPolicy(attempts=50, initial_backoff_s=0.01, max_backoff_s=0.2, total_s=60.0)
     with LedgerClient(replicas[0].address, retries=patient) as admin:
         admin.open_account(account="team", cap_usd_micro=cap)
-        runs = [admin.open_run(run_key=f"reserver-{index}", parent_account="team").state.run.run_id
-                for index in range(reservers)]
+        runs = [
+            admin.open_run(run_key=f"reserver-{index}", parent_account="team").state.run.run_id
+            for index in range(reservers)
+        ]
 
     def reserve_until_refused(index: int) -> tuple[int, int]:
         held, position = 0, 0
         with LedgerClient(replicas[index % 2].address, principal=f"r{index}", retries=patient) as client:
             for number in range(100):
                 try:
-                    hold = client.reserve(account=runs[index], reservation_id=f"hold-{number}",
-                                          amount_usd_micro=amount)
+                    hold = client.reserve(account=runs[index], reservation_id=f"hold-{number}", amount_usd_micro=amount)
                 except SpendCapExceeded as refused:
                     assert refused.account == "team" and refused.remaining_usd_micro < amount
                     return held, position
                 held, position = held + 1, max(position, hold.position)
                 if number % 2:  # Committing the full hold keeps committed + pending unchanged.
-                    position = max(position, client.commit(account=runs[index], reservation_id=f"hold-{number}",
-                                                           actual_usd_micro=amount).position)
+                    position = max(
+                        position,
+                        client.commit(
+                            account=runs[index], reservation_id=f"hold-{number}", actual_usd_micro=amount
+                        ).position,
+                    )
         raise AssertionError("never refused")
 
     results = _in_threads([lambda i=i: reserve_until_refused(i) for i in range(reservers)])
@@ -324,10 +335,16 @@ def test_racing_promotions_from_both_replicas_one_wins(launch, url: str) -> None
             registered = clients[1].register(family=family, artifact_uri="s3://m/2", digest="b" * 64)
             for client in clients:  # Both replicas know the family before they race.
                 client.list_versions(family=family, min_position=registered.position)
-            results = _in_threads([
-                lambda family=family: clients[0].promote(family=family, version=1, expected_current=0, verdict=passed),
-                lambda family=family: clients[1].promote(family=family, version=2, expected_current=0, verdict=passed),
-            ])
+            results = _in_threads(
+                [
+                    lambda family=family: clients[0].promote(
+                        family=family, version=1, expected_current=0, verdict=passed
+                    ),
+                    lambda family=family: clients[1].promote(
+                        family=family, version=2, expected_current=0, verdict=passed
+                    ),
+                ]
+            )
             won = [r for r in results if not isinstance(r, BaseException)]
             lost = [r for r in results if isinstance(r, BaseException)]
             assert len(won) == 1 and len(lost) == 1, results
@@ -348,8 +365,9 @@ def test_kill_9_of_a_replica_mid_stream_fails_over_and_loses_no_ack(launch, url:
     stop_spending = threading.Event()
     # Both replicas in one client: it uses the first and fails over to the second.
     client = LedgerClient([first.address, second.address], principal="failover", timeout_s=5.0, retries=PATIENT)
-    recorder = RunRecorder.open(client, run_key="failover", cap_usd_micro=10**12, batch_steps_max=100,
-                                batch_interval_s=0.02, on_ack=acks.append)
+    recorder = RunRecorder.open(
+        client, run_key="failover", cap_usd_micro=10**12, batch_steps_max=100, batch_interval_s=0.02, on_ack=acks.append
+    )
 
     def train() -> None:
         for step in range(steps):
@@ -421,8 +439,9 @@ def _free_port() -> int:
 
 
 def _pg(command: str, directory: Path) -> str:
-    done = subprocess.run(["bash", str(ROOT / "scripts" / "pg"), command, str(directory)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "pg"), command, str(directory)], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
 
@@ -447,8 +466,7 @@ def test_database_stopped_mid_run_unavailable_not_serving_then_recovers(own_serv
     assert _health(replica.address) == SERVING
     acks: list[StepAck] = []
     client = LedgerClient(replica.address, principal="outage", timeout_s=5.0, retries=PATIENT)
-    recorder = RunRecorder.open(client, run_key="outage", batch_steps_max=50, batch_interval_s=0.01,
-                                on_ack=acks.append)
+    recorder = RunRecorder.open(client, run_key="outage", batch_steps_max=50, batch_interval_s=0.01, on_ack=acks.append)
     stop, logged = threading.Event(), [0]
 
     def train() -> None:

@@ -89,8 +89,9 @@ def open_run(stubs: Stubs, *, cap: int | None = None, attempt: bool = True, **fi
     """Open a fresh run (and start its first attempt unless told not to)."""
     response = stubs.runs.OpenRun(runs_pb2.OpenRunRequest(run_key=key(), cap_usd_micro=cap, **fields), timeout=10)
     if attempt:
-        stubs.runs.StartAttempt(runs_pb2.StartAttemptRequest(run_id=response.state.run.run_id, attempt_id="a1"),
-                                timeout=10)
+        stubs.runs.StartAttempt(
+            runs_pb2.StartAttemptRequest(run_id=response.state.run.run_id, attempt_id="a1"), timeout=10
+        )
     return response
 
 

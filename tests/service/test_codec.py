@@ -29,73 +29,140 @@ def document(value: dict[str, object]) -> struct_pb2.Struct:
     return message
 
 
-@pytest.mark.parametrize(("model", "message"), [
-    (models.StateHandle, common_pb2.StateHandle),
-    (models.RunInfo, runs_pb2.RunInfo),
-    (models.Attempt, runs_pb2.Attempt),
-    (models.Checkpoint, runs_pb2.Checkpoint),
-    (models.Resume, runs_pb2.Resume),
-    (models.SpendTotals, runs_pb2.SpendTotals),
-    (models.RunState, runs_pb2.RunState),
-    (models.RunSummary, runs_pb2.RunSummary),
-    (models.SeriesPage, runs_pb2.GetSeriesResponse),
-    (models.MetricColumn, common_pb2.MetricColumn),
-    (models.Account, spend_pb2.Account),
-    (models.Reservation, spend_pb2.Reservation),
-    (models.ModelVersion, registry_pb2.ModelVersion),
-    (models.GateVerdict, registry_pb2.GateVerdict),
-    (models.Promotion, registry_pb2.Promotion),
-])
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        (models.StateHandle, common_pb2.StateHandle),
+        (models.RunInfo, runs_pb2.RunInfo),
+        (models.Attempt, runs_pb2.Attempt),
+        (models.Checkpoint, runs_pb2.Checkpoint),
+        (models.Resume, runs_pb2.Resume),
+        (models.SpendTotals, runs_pb2.SpendTotals),
+        (models.RunState, runs_pb2.RunState),
+        (models.RunSummary, runs_pb2.RunSummary),
+        (models.SeriesPage, runs_pb2.GetSeriesResponse),
+        (models.MetricColumn, common_pb2.MetricColumn),
+        (models.Account, spend_pb2.Account),
+        (models.Reservation, spend_pb2.Reservation),
+        (models.ModelVersion, registry_pb2.ModelVersion),
+        (models.GateVerdict, registry_pb2.GateVerdict),
+        (models.Promotion, registry_pb2.Promotion),
+    ],
+)
 def test_a_read_model_has_the_fields_of_its_message(model: type[msgspec.Struct], message: type) -> None:
     assert sorted(model.__struct_fields__) == sorted(field.name for field in message.DESCRIPTOR.fields)
 
 
 def test_a_run_state_is_encoded_field_for_field() -> None:
     handle = models.StateHandle(backend="tinker", uri="tinker://c/8", fidelity="weights")
-    checkpoint = models.Checkpoint(attempt=2, step=8, handle=handle, sampler_uri="tinker://s/8", final=True,
-                                   saved_at=AT, expires_at=LATER, digest="d8")
+    checkpoint = models.Checkpoint(
+        attempt=2,
+        step=8,
+        handle=handle,
+        sampler_uri="tinker://s/8",
+        final=True,
+        saved_at=AT,
+        expires_at=LATER,
+        digest="d8",
+    )
     state = models.RunState(
-        run=models.RunInfo(run_id="r", run_key="k", name="sft", status="failed", spec={"lr": 0.5, "epochs": 3},
-                           summary={"loss": 0.25}, error="oom", opened_at=AT, finished_at=LATER),
-        attempts=(models.Attempt(number=1, attempt_id="a1", label="host", started_at=AT, resumed_from_step=None,
-                                 ended=True),
-                  models.Attempt(number=2, attempt_id="a2", label="", started_at=LATER, resumed_from_step=0,
-                                 ended=False)),
-        current_attempt=2, checkpoint=checkpoint, expired_checkpoints=(checkpoint,), expired_checkpoint_count=7,
-        resume=models.Resume(available=True, from_step=8, handle=handle, sampler_uri="tinker://s/8",
-                             spend_committed_usd_micro=120),
-        last_step=9,
-        spend=models.SpendTotals(cap_usd_micro=None, committed_usd_micro=120, pending_usd_micro=30,
-                                 remaining_usd_micro=None, overrun_usd_micro=5),
-        position=42)
-    wire_handle = common_pb2.StateHandle(backend="tinker", uri="tinker://c/8", fidelity="weights")
-    wire_checkpoint = runs_pb2.Checkpoint(attempt=2, step=8, handle=wire_handle, sampler_uri="tinker://s/8",
-                                          final=True, saved_at=stamp(AT), expires_at=stamp(LATER), digest="d8")
-    assert messages.run_state(state) == runs_pb2.RunState(
-        run=runs_pb2.RunInfo(run_id="r", run_key="k", name="sft", status=common_pb2.RUN_STATUS_FAILED,
-                             spec=document({"lr": 0.5, "epochs": 3}), summary=document({"loss": 0.25}), error="oom",
-                             opened_at=stamp(AT), finished_at=stamp(LATER)),
-        attempts=[runs_pb2.Attempt(number=1, attempt_id="a1", label="host", started_at=stamp(AT), ended=True),
-                  runs_pb2.Attempt(number=2, attempt_id="a2", started_at=stamp(LATER), resumed_from_step=0)],
-        current_attempt=2, checkpoint=wire_checkpoint, expired_checkpoints=[wire_checkpoint],
+        run=models.RunInfo(
+            run_id="r",
+            run_key="k",
+            name="sft",
+            status="failed",
+            spec={"lr": 0.5, "epochs": 3},
+            summary={"loss": 0.25},
+            error="oom",
+            opened_at=AT,
+            finished_at=LATER,
+        ),
+        attempts=(
+            models.Attempt(number=1, attempt_id="a1", label="host", started_at=AT, resumed_from_step=None, ended=True),
+            models.Attempt(number=2, attempt_id="a2", label="", started_at=LATER, resumed_from_step=0, ended=False),
+        ),
+        current_attempt=2,
+        checkpoint=checkpoint,
+        expired_checkpoints=(checkpoint,),
         expired_checkpoint_count=7,
-        resume=runs_pb2.Resume(available=True, from_step=8, handle=wire_handle, sampler_uri="tinker://s/8",
-                               spend_committed_usd_micro=120),
+        resume=models.Resume(
+            available=True, from_step=8, handle=handle, sampler_uri="tinker://s/8", spend_committed_usd_micro=120
+        ),
+        last_step=9,
+        spend=models.SpendTotals(
+            cap_usd_micro=None,
+            committed_usd_micro=120,
+            pending_usd_micro=30,
+            remaining_usd_micro=None,
+            overrun_usd_micro=5,
+        ),
+        position=42,
+    )
+    wire_handle = common_pb2.StateHandle(backend="tinker", uri="tinker://c/8", fidelity="weights")
+    wire_checkpoint = runs_pb2.Checkpoint(
+        attempt=2,
+        step=8,
+        handle=wire_handle,
+        sampler_uri="tinker://s/8",
+        final=True,
+        saved_at=stamp(AT),
+        expires_at=stamp(LATER),
+        digest="d8",
+    )
+    assert messages.run_state(state) == runs_pb2.RunState(
+        run=runs_pb2.RunInfo(
+            run_id="r",
+            run_key="k",
+            name="sft",
+            status=common_pb2.RUN_STATUS_FAILED,
+            spec=document({"lr": 0.5, "epochs": 3}),
+            summary=document({"loss": 0.25}),
+            error="oom",
+            opened_at=stamp(AT),
+            finished_at=stamp(LATER),
+        ),
+        attempts=[
+            runs_pb2.Attempt(number=1, attempt_id="a1", label="host", started_at=stamp(AT), ended=True),
+            runs_pb2.Attempt(number=2, attempt_id="a2", started_at=stamp(LATER), resumed_from_step=0),
+        ],
+        current_attempt=2,
+        checkpoint=wire_checkpoint,
+        expired_checkpoints=[wire_checkpoint],
+        expired_checkpoint_count=7,
+        resume=runs_pb2.Resume(
+            available=True, from_step=8, handle=wire_handle, sampler_uri="tinker://s/8", spend_committed_usd_micro=120
+        ),
         last_step=9,
         spend=runs_pb2.SpendTotals(committed_usd_micro=120, pending_usd_micro=30, overrun_usd_micro=5),
-        position=42)
+        position=42,
+    )
 
 
 def test_optional_fields_stay_absent_on_the_wire() -> None:
     state = models.RunState(
-        run=models.RunInfo(run_id="r", run_key="k", name="", status="running", spec={}, summary={}, error="",
-                           opened_at=AT, finished_at=None),
-        attempts=(), current_attempt=0, checkpoint=None, expired_checkpoints=(), expired_checkpoint_count=0,
+        run=models.RunInfo(
+            run_id="r",
+            run_key="k",
+            name="",
+            status="running",
+            spec={},
+            summary={},
+            error="",
+            opened_at=AT,
+            finished_at=None,
+        ),
+        attempts=(),
+        current_attempt=0,
+        checkpoint=None,
+        expired_checkpoints=(),
+        expired_checkpoint_count=0,
         resume=models.Resume(available=False, from_step=0, handle=None, sampler_uri="", spend_committed_usd_micro=0),
         last_step=None,
-        spend=models.SpendTotals(cap_usd_micro=0, committed_usd_micro=0, pending_usd_micro=0, remaining_usd_micro=0,
-                                 overrun_usd_micro=0),
-        position=3)
+        spend=models.SpendTotals(
+            cap_usd_micro=0, committed_usd_micro=0, pending_usd_micro=0, remaining_usd_micro=0, overrun_usd_micro=0
+        ),
+        position=3,
+    )
     message = messages.run_state(state)
     assert not message.HasField("checkpoint") and not message.HasField("last_step")
     assert not message.resume.HasField("handle") and not message.run.HasField("finished_at")
@@ -104,37 +171,87 @@ def test_optional_fields_stay_absent_on_the_wire() -> None:
 
 
 def test_a_series_page_sends_only_the_columns_someone_gave() -> None:
-    page = models.SeriesPage(steps=(4, 5, 6), attempts=(1, 1, 2), tokens=(0, 0, 0), usd_micro=(0, 7, 0),
-                             superseded=(False, True, False),
-                             metrics=(models.MetricColumn(name="eval_loss", values=(0.5,), index=(2,)),
-                                      models.MetricColumn(name="loss", values=(3.0, 2.0, 1.0))),
-                             next_from_step=7)
+    page = models.SeriesPage(
+        steps=(4, 5, 6),
+        attempts=(1, 1, 2),
+        tokens=(0, 0, 0),
+        usd_micro=(0, 7, 0),
+        superseded=(False, True, False),
+        metrics=(
+            models.MetricColumn(name="eval_loss", values=(0.5,), index=(2,)),
+            models.MetricColumn(name="loss", values=(3.0, 2.0, 1.0)),
+        ),
+        next_from_step=7,
+    )
     assert messages.series(page) == runs_pb2.GetSeriesResponse(
-        steps=[4, 5, 6], attempts=[1, 1, 2], usd_micro=[0, 7, 0], superseded=[False, True, False],
-        metrics=[common_pb2.MetricColumn(name="eval_loss", values=[0.5], index=[2]),
-                 common_pb2.MetricColumn(name="loss", values=[3.0, 2.0, 1.0])],
-        next_from_step=7)
+        steps=[4, 5, 6],
+        attempts=[1, 1, 2],
+        usd_micro=[0, 7, 0],
+        superseded=[False, True, False],
+        metrics=[
+            common_pb2.MetricColumn(name="eval_loss", values=[0.5], index=[2]),
+            common_pb2.MetricColumn(name="loss", values=[3.0, 2.0, 1.0]),
+        ],
+        next_from_step=7,
+    )
 
 
 def test_a_reservation_and_a_promotion_are_encoded_field_for_field() -> None:
-    basis = {"price_sheet": "sheet", "tokens": [{"token_class": "train", "tokens": 10,
-                                                  "usd_micro_per_million_tokens": 3}]}
+    basis = {
+        "price_sheet": "sheet",
+        "tokens": [{"token_class": "train", "tokens": 10, "usd_micro_per_million_tokens": 3}],
+    }
     reservation = models.Reservation(
-        reservation_id="r1", kind="reservation", state="committed", amount_usd_micro=100, actual_usd_micro=150,
-        overrun_usd_micro=50, basis=basis, actual_basis=None, reason="", attempt=2, reserved_at=AT,
-        settled_at=LATER, expires_at=None, position=9)
-    wire_basis = common_pb2.CostBasis(price_sheet="sheet", tokens=[common_pb2.TokenCost(
-        token_class="train", tokens=10, usd_micro_per_million_tokens=3)])
+        reservation_id="r1",
+        kind="reservation",
+        state="committed",
+        amount_usd_micro=100,
+        actual_usd_micro=150,
+        overrun_usd_micro=50,
+        basis=basis,
+        actual_basis=None,
+        reason="",
+        attempt=2,
+        reserved_at=AT,
+        settled_at=LATER,
+        expires_at=None,
+        position=9,
+    )
+    wire_basis = common_pb2.CostBasis(
+        price_sheet="sheet",
+        tokens=[common_pb2.TokenCost(token_class="train", tokens=10, usd_micro_per_million_tokens=3)],
+    )
     assert messages.reservation(reservation) == spend_pb2.Reservation(
-        reservation_id="r1", kind="reservation", state="committed", amount_usd_micro=100, actual_usd_micro=150,
-        overrun_usd_micro=50, basis=wire_basis, attempt=2, reserved_at=stamp(AT), settled_at=stamp(LATER),
-        position=9)
-    promotion = models.Promotion(version=3, previous=1, kind="promote",
-                                 verdict=models.GateVerdict(passed=True, reason="gate", stats={"acc": 0.9}),
-                                 reason="", at=AT, principal="ci", position=12)
+        reservation_id="r1",
+        kind="reservation",
+        state="committed",
+        amount_usd_micro=100,
+        actual_usd_micro=150,
+        overrun_usd_micro=50,
+        basis=wire_basis,
+        attempt=2,
+        reserved_at=stamp(AT),
+        settled_at=stamp(LATER),
+        position=9,
+    )
+    promotion = models.Promotion(
+        version=3,
+        previous=1,
+        kind="promote",
+        verdict=models.GateVerdict(passed=True, reason="gate", stats={"acc": 0.9}),
+        reason="",
+        at=AT,
+        principal="ci",
+        position=12,
+    )
     assert messages.promotion(promotion) == registry_pb2.Promotion(
-        version=3, previous=1, kind="promote",
+        version=3,
+        previous=1,
+        kind="promote",
         verdict=registry_pb2.GateVerdict(passed=True, reason="gate", stats=document({"acc": 0.9})),
-        at=stamp(AT), principal="ci", position=12)
+        at=stamp(AT),
+        principal="ci",
+        position=12,
+    )
     rollback = msgspec.structs.replace(promotion, kind="rollback", verdict=None, reason="regressed")
     assert not messages.promotion(rollback).HasField("verdict")

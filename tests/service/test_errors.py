@@ -34,8 +34,9 @@ def assert_refusal(error: grpc.RpcError, code: grpc.StatusCode, reason: str) -> 
 
 
 def state(stubs: Stubs, run_id: str, min_position: int = 0) -> runs_pb2.RunState:
-    return stubs.runs.GetRunState(runs_pb2.GetRunStateRequest(run_id=run_id, min_position=min_position),
-                                  timeout=10).state
+    return stubs.runs.GetRunState(
+        runs_pb2.GetRunStateRequest(run_id=run_id, min_position=min_position), timeout=10
+    ).state
 
 
 class Unlisted(ledger_errors.LedgerError):
@@ -63,8 +64,11 @@ def make(kind: type[ledger_errors.LedgerError], reason: Reason) -> ledger_errors
 
 
 def test_every_kind_of_the_domain_is_in_the_expected_table() -> None:
-    kinds = {value for value in vars(ledger_errors).values()
-             if isinstance(value, type) and issubclass(value, ledger_errors.LedgerError)}
+    kinds = {
+        value
+        for value in vars(ledger_errors).values()
+        if isinstance(value, type) and issubclass(value, ledger_errors.LedgerError)
+    }
     assert kinds - {ledger_errors.LedgerError} == {kind for kind, _, _ in KINDS} - {Unlisted}
 
 
@@ -84,8 +88,9 @@ def test_each_kind_has_its_status_code(kind, code, reason) -> None:
 
 
 @pytest.mark.parametrize("kind,code,reason", KINDS, ids=lambda v: getattr(v, "__name__", None))
-def test_every_row_of_the_table_maps_to_its_code_with_error_info(served: Served, stubs: Stubs, monkeypatch,
-                                                                 kind, code, reason) -> None:
+def test_every_row_of_the_table_maps_to_its_code_with_error_info(
+    served: Served, stubs: Stubs, monkeypatch, kind, code, reason
+) -> None:
     error = make(kind, reason)
 
     def refuse(*args, **kwargs):
@@ -106,8 +111,9 @@ def test_invalid_argument_bad_field_batch_too_large_non_finite_metric(stubs: Stu
     run_id = open_run(stubs).state.run.run_id
     bad = refused(stubs.runs.OpenRun, runs_pb2.OpenRunRequest(run_key=""))
     assert assert_refusal(bad, Code.INVALID_ARGUMENT, "MISSING_FIELD")["field"] == "run_key"
-    negative = refused(stubs.spend.Reserve, spend_pb2.ReserveRequest(account=run_id, reservation_id="r",
-                                                                     amount_usd_micro=-1))
+    negative = refused(
+        stubs.spend.Reserve, spend_pb2.ReserveRequest(account=run_id, reservation_id="r", amount_usd_micro=-1)
+    )
     assert_refusal(negative, Code.INVALID_ARGUMENT, "NEGATIVE_AMOUNT")
     too_large = refused(stubs.runs.AppendSteps, runs_pb2.AppendStepsRequest(batch=batch(run_id, range(10_001))))
     assert assert_refusal(too_large, Code.INVALID_ARGUMENT, "BATCH_TOO_LARGE")["limit"] == "10000"
@@ -134,56 +140,72 @@ def test_failed_precondition_superseded_finished_gate(stubs: Stubs) -> None:
     stubs.runs.StartAttempt(runs_pb2.StartAttemptRequest(run_id=run_id, attempt_id="a2"), timeout=10)
     zombie = refused(stubs.runs.AppendSteps, runs_pb2.AppendStepsRequest(batch=batch(run_id, range(5), attempt=1)))
     assert assert_refusal(zombie, Code.FAILED_PRECONDITION, "ATTEMPT_SUPERSEDED")["current_attempt"] == "2"
-    finished = stubs.runs.FinishRun(runs_pb2.FinishRunRequest(run_id=run_id, attempt=2,
-                                                              status=common_pb2.RUN_STATUS_DONE), timeout=10)
+    finished = stubs.runs.FinishRun(
+        runs_pb2.FinishRunRequest(run_id=run_id, attempt=2, status=common_pb2.RUN_STATUS_DONE), timeout=10
+    )
     late = refused(stubs.runs.AppendSteps, runs_pb2.AppendStepsRequest(batch=batch(run_id, range(5), attempt=2)))
     assert_refusal(late, Code.FAILED_PRECONDITION, "RUN_FINISHED")
     family = f"fam-{uuid.uuid4().hex}"
-    registered = stubs.registry.Register(registry_pb2.RegisterRequest(family=family, artifact_uri="s3://m/1",
-                                                                      digest="a" * 64), timeout=10)
-    gate = refused(stubs.registry.Promote, registry_pb2.PromoteRequest(
-        family=family, version=1, verdict=registry_pb2.GateVerdict(passed=False, reason="eval loss rose")))
+    registered = stubs.registry.Register(
+        registry_pb2.RegisterRequest(family=family, artifact_uri="s3://m/1", digest="a" * 64), timeout=10
+    )
+    gate = refused(
+        stubs.registry.Promote,
+        registry_pb2.PromoteRequest(
+            family=family, version=1, verdict=registry_pb2.GateVerdict(passed=False, reason="eval loss rose")
+        ),
+    )
     assert_refusal(gate, Code.FAILED_PRECONDITION, "GATE_NOT_PASSED")
     after = state(stubs, run_id, finished.position)
     assert after.run.status == common_pb2.RUN_STATUS_DONE and not after.HasField("last_step")
-    versions = stubs.registry.ListVersions(registry_pb2.ListVersionsRequest(
-        family=family, min_position=registered.position), timeout=10)
+    versions = stubs.registry.ListVersions(
+        registry_pb2.ListVersionsRequest(family=family, min_position=registered.position), timeout=10
+    )
     assert versions.current == 0 and not versions.history
 
 
 def test_aborted_when_current_version_moved(stubs: Stubs) -> None:
     family = f"fam-{uuid.uuid4().hex}"
     for digest in ("b" * 64, "c" * 64):
-        stubs.registry.Register(registry_pb2.RegisterRequest(family=family, artifact_uri="s3://m", digest=digest),
-                                timeout=10)
+        stubs.registry.Register(
+            registry_pb2.RegisterRequest(family=family, artifact_uri="s3://m", digest=digest), timeout=10
+        )
     passed = registry_pb2.GateVerdict(passed=True, reason="ok")
-    first = stubs.registry.Promote(registry_pb2.PromoteRequest(family=family, version=1, expected_current=0,
-                                                               verdict=passed), timeout=10)
-    lost = refused(stubs.registry.Promote, registry_pb2.PromoteRequest(family=family, version=2, expected_current=0,
-                                                                       verdict=passed))
+    first = stubs.registry.Promote(
+        registry_pb2.PromoteRequest(family=family, version=1, expected_current=0, verdict=passed), timeout=10
+    )
+    lost = refused(
+        stubs.registry.Promote,
+        registry_pb2.PromoteRequest(family=family, version=2, expected_current=0, verdict=passed),
+    )
     assert assert_refusal(lost, Code.ABORTED, "CURRENT_VERSION_MOVED")["current"] == "1"
-    current = stubs.registry.GetCurrent(registry_pb2.GetCurrentRequest(family=family, min_position=first.position),
-                                        timeout=10)
+    current = stubs.registry.GetCurrent(
+        registry_pb2.GetCurrentRequest(family=family, min_position=first.position), timeout=10
+    )
     assert current.version.version == 1
 
 
 def test_resource_exhausted_carries_what_remains(stubs: Stubs) -> None:
     run_id = open_run(stubs, cap=1_000).state.run.run_id
-    held = stubs.spend.Reserve(spend_pb2.ReserveRequest(account=run_id, reservation_id="r1", amount_usd_micro=600),
-                               timeout=10)
-    over = refused(stubs.spend.Reserve, spend_pb2.ReserveRequest(account=run_id, reservation_id="r2",
-                                                                 amount_usd_micro=500))
+    held = stubs.spend.Reserve(
+        spend_pb2.ReserveRequest(account=run_id, reservation_id="r1", amount_usd_micro=600), timeout=10
+    )
+    over = refused(
+        stubs.spend.Reserve, spend_pb2.ReserveRequest(account=run_id, reservation_id="r2", amount_usd_micro=500)
+    )
     metadata = assert_refusal(over, Code.RESOURCE_EXHAUSTED, "SPEND_CAP_EXCEEDED")
     assert metadata["remaining_usd_micro"] == "400" and metadata["account"] == run_id
-    account = stubs.spend.GetAccount(spend_pb2.GetAccountRequest(account=run_id, min_position=held.position),
-                                     timeout=10).account
+    account = stubs.spend.GetAccount(
+        spend_pb2.GetAccountRequest(account=run_id, min_position=held.position), timeout=10
+    ).account
     assert (account.pending_usd_micro, account.committed_usd_micro, account.remaining_usd_micro) == (600, 0, 400)
 
 
 def test_unavailable_when_the_view_never_reaches_the_position(stubs: Stubs) -> None:
     run_id = open_run(stubs).state.run.run_id
-    error = refused(stubs.runs.GetRunState, runs_pb2.GetRunStateRequest(run_id=run_id, min_position=10**12),
-                    timeout=0.5)
+    error = refused(
+        stubs.runs.GetRunState, runs_pb2.GetRunStateRequest(run_id=run_id, min_position=10**12), timeout=0.5
+    )
     assert assert_refusal(error, Code.UNAVAILABLE, "VIEW_NOT_CAUGHT_UP")["position"] == str(10**12)
 
 
@@ -194,8 +216,11 @@ def test_internal_for_an_unexpected_exception(served: Served, stubs: Stubs, monk
         raise RuntimeError("secret detail that must not leak")
 
     monkeypatch.setattr(served.ledger, "append_steps", explode)
-    error = refused(stubs.runs.AppendSteps, runs_pb2.AppendStepsRequest(batch=batch(run_id, range(3))),
-                    metadata=(("x-request-id", "req-123"),))
+    error = refused(
+        stubs.runs.AppendSteps,
+        runs_pb2.AppendStepsRequest(batch=batch(run_id, range(3))),
+        metadata=(("x-request-id", "req-123"),),
+    )
     metadata = assert_refusal(error, Code.INTERNAL, "INTERNAL")
     assert metadata["request_id"] == "req-123"
     assert "secret" not in error.details() and "req-123" in error.details()
@@ -211,9 +236,11 @@ def test_internal_for_an_unexpected_exception(served: Served, stubs: Stubs, monk
 
 def test_an_error_on_a_streamed_batch_ends_the_stream_and_earlier_acks_stand(stubs: Stubs) -> None:
     run_id = open_run(stubs).state.run.run_id
-    requests = [runs_pb2.RecordStepsRequest(sequence=1, batch=batch(run_id, range(0, 10))),
-                runs_pb2.RecordStepsRequest(sequence=2, batch=batch(run_id, range(10, 20), loss=math.inf)),
-                runs_pb2.RecordStepsRequest(sequence=3, batch=batch(run_id, range(20, 30)))]
+    requests = [
+        runs_pb2.RecordStepsRequest(sequence=1, batch=batch(run_id, range(0, 10))),
+        runs_pb2.RecordStepsRequest(sequence=2, batch=batch(run_id, range(10, 20), loss=math.inf)),
+        runs_pb2.RecordStepsRequest(sequence=3, batch=batch(run_id, range(20, 30))),
+    ]
     call = stubs.runs.RecordSteps(iter(requests), timeout=10)
     acks = []
     with pytest.raises(grpc.RpcError) as caught:
@@ -222,8 +249,9 @@ def test_an_error_on_a_streamed_batch_ends_the_stream_and_earlier_acks_stand(stu
     assert [a.sequence for a in acks] == [1]
     metadata = assert_refusal(caught.value, Code.INVALID_ARGUMENT, "NON_FINITE_METRIC")
     assert metadata["sequence"] == "2"
-    after = stubs.runs.GetRunState(runs_pb2.GetRunStateRequest(run_id=run_id, min_position=acks[0].position),
-                                   timeout=10).state
+    after = stubs.runs.GetRunState(
+        runs_pb2.GetRunStateRequest(run_id=run_id, min_position=acks[0].position), timeout=10
+    ).state
     assert after.last_step == 9
 
 
@@ -231,18 +259,25 @@ def test_after_a_barrage_of_refusals_the_server_serves_and_nothing_acknowledged_
     run_id = open_run(stubs, cap=1_000).state.run.run_id
     appended = stubs.runs.AppendSteps(runs_pb2.AppendStepsRequest(batch=batch(run_id, range(20))), timeout=10)
     handle = common_pb2.StateHandle(backend="local", uri="file:///c/19")
-    stubs.runs.SaveCheckpoint(runs_pb2.SaveCheckpointRequest(run_id=run_id, attempt=1, step=19, handle=handle),
-                              timeout=10)
-    held = stubs.spend.Reserve(spend_pb2.ReserveRequest(account=run_id, reservation_id="held", amount_usd_micro=300),
-                               timeout=10)
-    before = stubs.runs.GetRunState(runs_pb2.GetRunStateRequest(run_id=run_id, min_position=held.position),
-                                    timeout=10).state
+    stubs.runs.SaveCheckpoint(
+        runs_pb2.SaveCheckpointRequest(run_id=run_id, attempt=1, step=19, handle=handle), timeout=10
+    )
+    held = stubs.spend.Reserve(
+        spend_pb2.ReserveRequest(account=run_id, reservation_id="held", amount_usd_micro=300), timeout=10
+    )
+    before = stubs.runs.GetRunState(
+        runs_pb2.GetRunStateRequest(run_id=run_id, min_position=held.position), timeout=10
+    ).state
     refusals = [
         (stubs.runs.AppendSteps, runs_pb2.AppendStepsRequest(batch=batch(run_id, range(10), loss=0.1))),
         (stubs.runs.AppendSteps, runs_pb2.AppendStepsRequest(batch=batch(run_id, range(20, 30), loss=math.nan))),
         (stubs.runs.AppendSteps, runs_pb2.AppendStepsRequest(batch=batch(run_id, range(20, 30), attempt=7))),
-        (stubs.runs.SaveCheckpoint, runs_pb2.SaveCheckpointRequest(
-            run_id=run_id, attempt=1, step=19, handle=common_pb2.StateHandle(backend="local", uri="file:///other"))),
+        (
+            stubs.runs.SaveCheckpoint,
+            runs_pb2.SaveCheckpointRequest(
+                run_id=run_id, attempt=1, step=19, handle=common_pb2.StateHandle(backend="local", uri="file:///other")
+            ),
+        ),
         (stubs.runs.FinishRun, runs_pb2.FinishRunRequest(run_id=run_id, attempt=1)),
         (stubs.spend.Reserve, spend_pb2.ReserveRequest(account=run_id, reservation_id="big", amount_usd_micro=5_000)),
         (stubs.spend.Commit, spend_pb2.CommitRequest(account=run_id, reservation_id="unknown", actual_usd_micro=1)),
@@ -260,12 +295,14 @@ def test_after_a_barrage_of_refusals_the_server_serves_and_nothing_acknowledged_
     assert retried.duplicate and retried.position == appended.position
 
 
-def test_a_refusal_quoting_a_huge_request_still_fits_the_clients_metadata_limit(served: Served, stubs: Stubs,
-                                                                                monkeypatch) -> None:
+def test_a_refusal_quoting_a_huge_request_still_fits_the_clients_metadata_limit(
+    served: Served, stubs: Stubs, monkeypatch
+) -> None:
     """A message and metadata that quote the request are cut to a few hundred bytes: the client
     gets the refusal's own code and ErrorInfo, not a RESOURCE_EXHAUSTED about trailer size."""
-    error = ledger_errors.Invalid("é" * 5_000, reason=Reason.INVALID_TEXT, field="ü" * 5_000,
-                                  **{f"key{n}": "x" * 1_000 for n in range(40)})
+    error = ledger_errors.Invalid(
+        "é" * 5_000, reason=Reason.INVALID_TEXT, field="ü" * 5_000, **{f"key{n}": "x" * 1_000 for n in range(40)}
+    )
 
     def refuse(*args, **kwargs):
         raise error

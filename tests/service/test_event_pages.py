@@ -16,9 +16,15 @@ def append_wide_batches(ledger: Ledger, count: int) -> list[int]:
     """Step batches of about 1.1 MB stored each, on a run of their own; their positions."""
     run_id = ledger.open_run(run_key=key(), name="wide").run_id
     ledger.start_attempt(run_id=run_id, attempt_id="a1")
-    return [ledger.append_steps(run_id=run_id, attempt=1, steps=list(range(n * 10_000, (n + 1) * 10_000)),
-                                metrics={f"m{m}": [m + 0.5] * 10_000 for m in range(12)}).position
-            for n in range(count)]
+    return [
+        ledger.append_steps(
+            run_id=run_id,
+            attempt=1,
+            steps=list(range(n * 10_000, (n + 1) * 10_000)),
+            metrics={f"m{m}": [m + 0.5] * 10_000 for m in range(12)},
+        ).position
+        for n in range(count)
+    ]
 
 
 def test_a_page_is_bounded_by_bytes_and_one_larger_event_goes_out_alone(served: Served, stubs: Stubs) -> None:
@@ -44,8 +50,9 @@ def test_read_events_holds_a_page_in_memory_not_the_log(served: Served, stubs: S
     first = append_wide_batches(served.ledger, count)[0]
     tracemalloc.start()
     try:
-        seen = [e.position for e in stubs.events.ReadEvents(events_pb2.ReadEventsRequest(from_position=first),
-                                                          timeout=60)]
+        seen = [
+            e.position for e in stubs.events.ReadEvents(events_pb2.ReadEventsRequest(from_position=first), timeout=60)
+        ]
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

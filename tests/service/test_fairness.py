@@ -40,6 +40,7 @@ def until(condition: Callable[[], bool], what: str, timeout_s: float = 20.0) -> 
 def on_loop(served: Served, read: Callable[[], int]) -> int:
     async def value() -> int:
         return read()
+
     return served.run(value())
 
 
@@ -97,8 +98,12 @@ def test_a_client_whose_calls_all_wait_holds_only_its_share_of_the_threads(serve
     limiter = edge_of(served).limiter
     lock = served.ledger._lock  # Every write takes it: holding it makes the greedy client's calls wait.
     with lock:
-        pending = [greedy.spend.Reserve.future(spend_pb2.ReserveRequest(
-            account=run_id, reservation_id=f"hold-{n}", amount_usd_micro=1), timeout=60) for n in range(40)]
+        pending = [
+            greedy.spend.Reserve.future(
+                spend_pb2.ReserveRequest(account=run_id, reservation_id=f"hold-{n}", amount_usd_micro=1), timeout=60
+            )
+            for n in range(40)
+        ]
         until(lambda: limiter.borrowed_tokens >= WORKER_THREADS_PER_CLIENT, "the greedy calls to take threads")
         time.sleep(0.2)  # Room for more of them to take threads, were they allowed to.
         assert limiter.borrowed_tokens <= WORKER_THREADS_PER_CLIENT + 1  # (+1: the reservation sweep)

@@ -23,8 +23,9 @@ def refusal(error: grpc.RpcError) -> tuple[grpc.StatusCode, str]:
 
 
 def run_state(stubs: Stubs, run_id: str, min_position: int = 0) -> runs_pb2.RunState:
-    return stubs.runs.GetRunState(runs_pb2.GetRunStateRequest(run_id=run_id, min_position=min_position),
-                                  timeout=30).state
+    return stubs.runs.GetRunState(
+        runs_pb2.GetRunStateRequest(run_id=run_id, min_position=min_position), timeout=30
+    ).state
 
 
 def test_summary_notes_that_keep_growing_are_refused_and_the_run_stays_resumable(stubs: Stubs) -> None:
@@ -65,10 +66,15 @@ def test_run_state_lists_the_most_recent_expired_checkpoints_with_their_count(tm
         run_id = open_run(stubs).state.run.run_id
         # 2,200 of these took 17.7 MB in one RunState; the listed ones are bounded however many.
         for step in range(100):
-            ledger.save_checkpoint(run_id=run_id, attempt=1, step=step, backend="tinker",
-                                   uri=f"tinker://run/{step}/" + "w" * 4_000,
-                                   sampler_uri=f"tinker://run/{step}/sampler/" + "s" * 4_000,
-                                   expires_at=clock.now + timedelta(hours=1, seconds=step))
+            ledger.save_checkpoint(
+                run_id=run_id,
+                attempt=1,
+                step=step,
+                backend="tinker",
+                uri=f"tinker://run/{step}/" + "w" * 4_000,
+                sampler_uri=f"tinker://run/{step}/sampler/" + "s" * 4_000,
+                expires_at=clock.now + timedelta(hours=1, seconds=step),
+            )
         clock.advance(days=1)
         state = run_state(stubs, run_id, ledger.head())
         assert not state.HasField("checkpoint") and not state.resume.available
@@ -120,34 +126,55 @@ def test_a_step_batch_whose_event_could_not_be_read_back_is_refused(served: Serv
     response = stubs.runs.AppendSteps(batch_of(widest), timeout=60)
     # Read as the project's client reads (it accepts answers up to the server's send limit).
     with grpc.insecure_channel(served.address, options=[("grpc.max_receive_message_length", SEND_LIMIT)]) as channel:
-        event = next(iter(events_pb2_grpc.EventsStub(channel).ReadEvents(
-            events_pb2.ReadEventsRequest(from_position=response.position, limit=1), timeout=60)))
+        event = next(
+            iter(
+                events_pb2_grpc.EventsStub(channel).ReadEvents(
+                    events_pb2.ReadEventsRequest(from_position=response.position, limit=1), timeout=60
+                )
+            )
+        )
     assert event.type.endswith("StepsRecorded") and len(event.data_json) < SEND_LIMIT * 3 // 4
 
 
 def test_verdicts_too_large_are_refused_and_versions_come_in_pages(stubs: Stubs) -> None:
     family = f"fam-{key()}"
     for version in range(1, 26):
-        request = registry_pb2.RegisterRequest(family=family, artifact_uri=f"s3://models/{version}",
-                                               digest=f"{version:064x}")
+        request = registry_pb2.RegisterRequest(
+            family=family, artifact_uri=f"s3://models/{version}", digest=f"{version:064x}"
+        )
         request.metadata.update({"card": "c" * 4_000})
         stubs.registry.Register(request, timeout=30)
-    promoted = stubs.registry.Promote(registry_pb2.PromoteRequest(
-        family=family, version=1, expected_current=0, verdict=registry_pb2.GateVerdict(passed=True)), timeout=30)
-    huge = registry_pb2.PromoteRequest(family=family, version=2, expected_current=1,
-                                       verdict=registry_pb2.GateVerdict(passed=True))
+    promoted = stubs.registry.Promote(
+        registry_pb2.PromoteRequest(
+            family=family, version=1, expected_current=0, verdict=registry_pb2.GateVerdict(passed=True)
+        ),
+        timeout=30,
+    )
+    huge = registry_pb2.PromoteRequest(
+        family=family, version=2, expected_current=1, verdict=registry_pb2.GateVerdict(passed=True)
+    )
     huge.verdict.stats.update({f"s{index}": ["x" * 4_000] * 256 for index in range(9)})
     with pytest.raises(grpc.RpcError) as caught:
         stubs.registry.Promote(huge, timeout=30)
     assert refusal(caught.value) == (grpc.StatusCode.INVALID_ARGUMENT, "DOCUMENT_TOO_LARGE")
     for version in range(2, 14):
-        promoted = stubs.registry.Promote(registry_pb2.PromoteRequest(
-            family=family, version=version, expected_current=version - 1,
-            verdict=registry_pb2.GateVerdict(passed=True, reason=f"gate {version}")), timeout=30)
+        promoted = stubs.registry.Promote(
+            registry_pb2.PromoteRequest(
+                family=family,
+                version=version,
+                expected_current=version - 1,
+                verdict=registry_pb2.GateVerdict(passed=True, reason=f"gate {version}"),
+            ),
+            timeout=30,
+        )
     versions, history, token, pages = [], [], "", 0
     while True:
-        page = stubs.registry.ListVersions(registry_pb2.ListVersionsRequest(
-            family=family, page_size=10, page_token=token, min_position=promoted.position), timeout=30)
+        page = stubs.registry.ListVersions(
+            registry_pb2.ListVersionsRequest(
+                family=family, page_size=10, page_token=token, min_position=promoted.position
+            ),
+            timeout=30,
+        )
         versions += [v.version for v in page.versions]
         history += [p.version for p in page.history]
         assert page.current == 13 and len(page.versions) <= 10 and len(page.history) <= 10
@@ -162,18 +189,21 @@ def test_list_versions_pages_are_bounded_by_bytes(stubs: Stubs) -> None:
     family = f"fam-{key()}"
     position = 0
     for version in range(1, 81):
-        request = registry_pb2.RegisterRequest(family=family, artifact_uri=f"s3://models/{version}",
-                                               digest=f"{version:064x}")
+        request = registry_pb2.RegisterRequest(
+            family=family, artifact_uri=f"s3://models/{version}", digest=f"{version:064x}"
+        )
         request.metadata.update({f"field{index}": "m" * 4_000 for index in range(15)})
         position = stubs.registry.Register(request, timeout=30).position
-    first = stubs.registry.ListVersions(registry_pb2.ListVersionsRequest(family=family, min_position=position),
-                                        timeout=30)
+    first = stubs.registry.ListVersions(
+        registry_pb2.ListVersionsRequest(family=family, min_position=position), timeout=30
+    )
     assert first.next_page_token and first.ByteSize() <= 5 * 1024 * 1024
     versions = [v.version for v in first.versions]
     token = first.next_page_token
     while token:
-        page = stubs.registry.ListVersions(registry_pb2.ListVersionsRequest(family=family, page_token=token),
-                                           timeout=30)
+        page = stubs.registry.ListVersions(
+            registry_pb2.ListVersionsRequest(family=family, page_token=token), timeout=30
+        )
         versions += [v.version for v in page.versions]
         token = page.next_page_token
     assert versions == list(range(1, 81))

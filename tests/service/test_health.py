@@ -46,8 +46,9 @@ def _until(predicate: Callable[[], bool], timeout_s: float = 10) -> None:
         time.sleep(0.02)
 
 
-def test_health_turns_not_serving_while_storage_is_unavailable_and_back(served: Served,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_health_turns_not_serving_while_storage_is_unavailable_and_back(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
     channel = served.stubs.channel
     assert _statuses(channel) == {SERVING}
     head = served.ledger.head

@@ -72,21 +72,25 @@ def test_documents_too_large_are_refused_by_size_while_other_calls_go_on(served:
 def test_document_shapes_are_refused_with_the_ledger_reasons(stubs: Stubs) -> None:
     wide = runs_pb2.OpenRunRequest(run_key=key())
     wide.spec.update({"model": {f"k{n}": n for n in range(257)}})
-    assert refusal(lambda: stubs.runs.OpenRun(wide, timeout=30)) == (grpc.StatusCode.INVALID_ARGUMENT,
-                                                                      "MAP_TOO_LARGE")
+    assert refusal(lambda: stubs.runs.OpenRun(wide, timeout=30)) == (grpc.StatusCode.INVALID_ARGUMENT, "MAP_TOO_LARGE")
     nan = runs_pb2.OpenRunRequest(run_key=key())
     nan.spec.update({"lr": float("nan")})
-    assert refusal(lambda: stubs.runs.OpenRun(nan, timeout=30)) == (grpc.StatusCode.INVALID_ARGUMENT,
-                                                                     "NON_FINITE_VALUE")
+    assert refusal(lambda: stubs.runs.OpenRun(nan, timeout=30)) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "NON_FINITE_VALUE",
+    )
     raw = raw_unary(stubs, "/trainledger.v1.Runs/OpenRun", runs_pb2.OpenRunResponse)
     for depth in (10, 40, 150):  # Within the ledger's limit of 8 by far, and past protobuf's 100.
         assert refusal(lambda depth=depth: raw(open_run_bytes(nested_struct(depth)), timeout=30)) == (
-            grpc.StatusCode.INVALID_ARGUMENT, "DOCUMENT_TOO_DEEP"), depth
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "DOCUMENT_TOO_DEEP",
+        ), depth
     # Every value kind still round-trips.
     spec = {"name": "tiny", "lr": 0.5, "epochs": 3, "tags": ["a", None, True], "lora": {"r": 8}}
     request = runs_pb2.OpenRunRequest(run_key=key())
     request.spec.update(spec)
     from services.codec import document
+
     assert document(stubs.runs.OpenRun(request, timeout=30).state.run.spec) == spec
 
 
@@ -103,78 +107,115 @@ def test_requests_above_the_size_limit_are_refused_before_they_are_decoded(stubs
     assert info.metadata["limit"] == str(REQUEST_BYTES_MAX)
     token = "x" * (REQUEST_BYTES_MAX + 1)
     assert refusal(lambda: stubs.runs.ListRuns(runs_pb2.ListRunsRequest(page_token=token), timeout=60)) == (
-        grpc.StatusCode.INVALID_ARGUMENT, "REQUEST_TOO_LARGE")
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "REQUEST_TOO_LARGE",
+    )
 
 
-@pytest.mark.parametrize("method,response", [
-    ("/trainledger.v1.Runs/OpenRun", runs_pb2.OpenRunResponse),
-    ("/trainledger.v1.Runs/AppendSteps", runs_pb2.AppendStepsResponse),
-    ("/trainledger.v1.Spend/Reserve", spend_pb2.ReserveResponse),
-])
+@pytest.mark.parametrize(
+    "method,response",
+    [
+        ("/trainledger.v1.Runs/OpenRun", runs_pb2.OpenRunResponse),
+        ("/trainledger.v1.Runs/AppendSteps", runs_pb2.AppendStepsResponse),
+        ("/trainledger.v1.Spend/Reserve", spend_pb2.ReserveResponse),
+    ],
+)
 def test_garbage_bytes_are_malformed_requests(stubs: Stubs, method: str, response: type) -> None:
     for garbage in (b"\xff\xff\xff\xff", b"\x0a\x7f" + b"short", b"\x0c\x0c"):
         assert refusal(lambda garbage=garbage: raw_unary(stubs, method, response)(garbage, timeout=30)) == (
-            grpc.StatusCode.INVALID_ARGUMENT, "MALFORMED_REQUEST")
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "MALFORMED_REQUEST",
+        )
 
 
 def test_garbage_on_a_stream_refuses_the_stream_after_the_acks_before_it(stubs: Stubs) -> None:
     run_id = open_run(stubs).state.run.run_id
     good = runs_pb2.RecordStepsRequest(sequence=1, batch=common_pb2.StepBatch(run_id=run_id, attempt=1, steps=[0]))
-    record = stubs.channel.stream_stream("/trainledger.v1.Runs/RecordSteps", request_serializer=None,
-                                         response_deserializer=runs_pb2.RecordStepsResponse.FromString)
+    record = stubs.channel.stream_stream(
+        "/trainledger.v1.Runs/RecordSteps",
+        request_serializer=None,
+        response_deserializer=runs_pb2.RecordStepsResponse.FromString,
+    )
     responses = record(iter([good.SerializeToString(), b"\xff\xff\xff"]), timeout=30)
     assert next(responses).sequence == 1
     with pytest.raises(grpc.RpcError) as caught:
         next(responses)
-    assert (caught.value.code(), error_info(caught.value).reason) == (grpc.StatusCode.INVALID_ARGUMENT,
-                                                                      "MALFORMED_REQUEST")
+    assert (caught.value.code(), error_info(caught.value).reason) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "MALFORMED_REQUEST",
+    )
 
 
-@pytest.mark.parametrize("seconds,nanos", [
-    (253_402_300_800, 0),       # 10000-01-01
-    (-62_135_596_801, 0),       # Before the year 1.
-    (1_900_000_000, -1),        # Negative nanos.
-    (1_900_000_000, 10**9),     # Nanos past a second.
-])
+@pytest.mark.parametrize(
+    "seconds,nanos",
+    [
+        (253_402_300_800, 0),  # 10000-01-01
+        (-62_135_596_801, 0),  # Before the year 1.
+        (1_900_000_000, -1),  # Negative nanos.
+        (1_900_000_000, 10**9),  # Nanos past a second.
+    ],
+)
 def test_timestamps_outside_the_protobuf_range_are_invalid(stubs: Stubs, seconds: int, nanos: int) -> None:
     run_id = open_run(stubs).state.run.run_id
     request = runs_pb2.SaveCheckpointRequest(
-        run_id=run_id, attempt=1, step=1, handle=common_pb2.StateHandle(backend="hf", uri="file:///ck/1"),
-        expires_at=timestamp_pb2.Timestamp(seconds=seconds, nanos=nanos))
-    assert refusal(lambda: stubs.runs.SaveCheckpoint(request, timeout=30)) == (grpc.StatusCode.INVALID_ARGUMENT,
-                                                                                "INVALID_TIMESTAMP")
+        run_id=run_id,
+        attempt=1,
+        step=1,
+        handle=common_pb2.StateHandle(backend="hf", uri="file:///ck/1"),
+        expires_at=timestamp_pb2.Timestamp(seconds=seconds, nanos=nanos),
+    )
+    assert refusal(lambda: stubs.runs.SaveCheckpoint(request, timeout=30)) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "INVALID_TIMESTAMP",
+    )
 
 
 @pytest.mark.parametrize("seconds,nanos", [(2**62, 0), (-(2**62), 0), (10, -5), (0, 10**9)])
 def test_ttls_that_are_no_duration_are_invalid(stubs: Stubs, seconds: int, nanos: int) -> None:
     run_id = open_run(stubs).state.run.run_id
-    request = spend_pb2.ReserveRequest(account=run_id, reservation_id=key(), amount_usd_micro=1,
-                                       ttl=duration_pb2.Duration(seconds=seconds, nanos=nanos))
-    assert refusal(lambda: stubs.spend.Reserve(request, timeout=30)) == (grpc.StatusCode.INVALID_ARGUMENT,
-                                                                          "INVALID_TTL")
+    request = spend_pb2.ReserveRequest(
+        account=run_id,
+        reservation_id=key(),
+        amount_usd_micro=1,
+        ttl=duration_pb2.Duration(seconds=seconds, nanos=nanos),
+    )
+    assert refusal(lambda: stubs.spend.Reserve(request, timeout=30)) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "INVALID_TTL",
+    )
 
 
-@pytest.mark.parametrize("token", [
-    encode_token(2**70),
-    encode_token(2**63),
-    base64.urlsafe_b64encode(b"1" * 500).decode(),
-])
+@pytest.mark.parametrize(
+    "token",
+    [
+        encode_token(2**70),
+        encode_token(2**63),
+        base64.urlsafe_b64encode(b"1" * 500).decode(),
+    ],
+)
 def test_page_tokens_with_oversized_positions_are_invalid(stubs: Stubs, token: str) -> None:
     run_id = open_run(stubs).state.run.run_id
     request = spend_pb2.ListReservationsRequest(account=run_id, page_token=token)
     assert refusal(lambda: stubs.spend.ListReservations(request, timeout=30)) == (
-        grpc.StatusCode.INVALID_ARGUMENT, "INVALID_PAGE_TOKEN")
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "INVALID_PAGE_TOKEN",
+    )
 
 
-@pytest.mark.parametrize("token", [
-    base64.urlsafe_b64encode(b"[1" + b"0" * 400 + b', "run"]').decode(),
-    base64.urlsafe_b64encode(b'[Infinity, "run"]').decode(),
-    base64.urlsafe_b64encode(b'[NaN, "run"]').decode(),
-    base64.urlsafe_b64encode(b"[" * 100_000).decode(),
-])
+@pytest.mark.parametrize(
+    "token",
+    [
+        base64.urlsafe_b64encode(b"[1" + b"0" * 400 + b', "run"]').decode(),
+        base64.urlsafe_b64encode(b'[Infinity, "run"]').decode(),
+        base64.urlsafe_b64encode(b'[NaN, "run"]').decode(),
+        base64.urlsafe_b64encode(b"[" * 100_000).decode(),
+    ],
+)
 def test_run_page_tokens_out_of_range_are_invalid(stubs: Stubs, token: str) -> None:
     assert refusal(lambda: stubs.runs.ListRuns(runs_pb2.ListRunsRequest(page_token=token), timeout=30)) == (
-        grpc.StatusCode.INVALID_ARGUMENT, "INVALID_PAGE_TOKEN")
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "INVALID_PAGE_TOKEN",
+    )
 
 
 def test_a_checkpoint_already_expired_is_refused_over_the_wire(stubs: Stubs) -> None:
@@ -182,10 +223,16 @@ def test_a_checkpoint_already_expired_is_refused_over_the_wire(stubs: Stubs) -> 
     past = timestamp_pb2.Timestamp()
     past.FromDatetime(datetime.now(UTC) - timedelta(minutes=1))
     request = runs_pb2.SaveCheckpointRequest(
-        run_id=run_id, attempt=1, step=1, handle=common_pb2.StateHandle(backend="tinker", uri="tinker://ck/1"),
-        expires_at=past)
-    assert refusal(lambda: stubs.runs.SaveCheckpoint(request, timeout=30)) == (grpc.StatusCode.INVALID_ARGUMENT,
-                                                                                "CHECKPOINT_ALREADY_EXPIRED")
+        run_id=run_id,
+        attempt=1,
+        step=1,
+        handle=common_pb2.StateHandle(backend="tinker", uri="tinker://ck/1"),
+        expires_at=past,
+    )
+    assert refusal(lambda: stubs.runs.SaveCheckpoint(request, timeout=30)) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "CHECKPOINT_ALREADY_EXPIRED",
+    )
     state = stubs.runs.GetRunState(runs_pb2.GetRunStateRequest(run_id=run_id), timeout=30).state
     assert not state.HasField("checkpoint") and not state.expired_checkpoints
 
@@ -197,15 +244,18 @@ def test_a_retried_checkpoint_save_is_a_duplicate_after_it_expired(tmp_path: Pat
         run_id = ledger.open_run(run_key=key(), name="ttl").run_id
         ledger.start_attempt(run_id=run_id, attempt_id="a1")
         expires_at = now[0] + timedelta(hours=1)
-        first = ledger.save_checkpoint(run_id=run_id, attempt=1, step=5, backend="tinker", uri="tinker://ck/5",
-                                       expires_at=expires_at)
+        first = ledger.save_checkpoint(
+            run_id=run_id, attempt=1, step=5, backend="tinker", uri="tinker://ck/5", expires_at=expires_at
+        )
         now[0] += timedelta(hours=2)
-        again = ledger.save_checkpoint(run_id=run_id, attempt=1, step=5, backend="tinker", uri="tinker://ck/5",
-                                       expires_at=expires_at)
+        again = ledger.save_checkpoint(
+            run_id=run_id, attempt=1, step=5, backend="tinker", uri="tinker://ck/5", expires_at=expires_at
+        )
         assert again.duplicate and again.position == first.position
         with pytest.raises(Invalid) as refused:
-            ledger.save_checkpoint(run_id=run_id, attempt=1, step=6, backend="tinker", uri="tinker://ck/6",
-                                   expires_at=expires_at)
+            ledger.save_checkpoint(
+                run_id=run_id, attempt=1, step=6, backend="tinker", uri="tinker://ck/6", expires_at=expires_at
+            )
         assert refused.value.reason == Reason.CHECKPOINT_ALREADY_EXPIRED
         assert ledger.head() == first.position  # Nothing was recorded for the refusal.
     finally:

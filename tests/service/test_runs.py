@@ -41,8 +41,9 @@ def test_same_batch_again_is_a_duplicate_with_the_first_position(stubs: Stubs) -
 
 def test_same_reservation_id_again_gets_the_same_answer(stubs: Stubs) -> None:
     run_id = open_run(stubs, cap=10_000).state.run.run_id
-    request = spend_pb2.ReserveRequest(account=run_id, reservation_id="call-1", amount_usd_micro=1_500,
-                                       ttl=duration_pb2.Duration(seconds=600))
+    request = spend_pb2.ReserveRequest(
+        account=run_id, reservation_id="call-1", amount_usd_micro=1_500, ttl=duration_pb2.Duration(seconds=600)
+    )
     request.basis.price_sheet = "sheet-1"
     request.basis.tokens.add(token_class="sample", tokens=1_000, usd_micro_per_million_tokens=1_500_000)
     first = stubs.spend.Reserve(request, timeout=10)
@@ -56,16 +57,18 @@ def test_same_reservation_id_again_gets_the_same_answer(stubs: Stubs) -> None:
     committed = stubs.spend.Commit(commit, timeout=10)
     assert stubs.spend.Commit(commit, timeout=10).position == committed.position
     assert committed.overrun_usd_micro == 200 and committed.account.committed_usd_micro == 1_700
-    listed = stubs.spend.ListReservations(spend_pb2.ListReservationsRequest(
-        account=run_id, min_position=committed.position), timeout=10).reservations
+    listed = stubs.spend.ListReservations(
+        spend_pb2.ListReservationsRequest(account=run_id, min_position=committed.position), timeout=10
+    ).reservations
     assert [(r.reservation_id, r.state, r.actual_usd_micro) for r in listed] == [("call-1", "committed", 1_700)]
     assert listed[0].basis.tokens[0].tokens == 1_000 and listed[0].basis.price_sheet == "sheet-1"
 
 
 def test_record_steps_acks_every_batch_in_order(stubs: Stubs) -> None:
     run_id = open_run(stubs).state.run.run_id
-    requests = [runs_pb2.RecordStepsRequest(sequence=10 + n, batch=batch(run_id, range(n * 50, n * 50 + 50)))
-                for n in range(6)]
+    requests = [
+        runs_pb2.RecordStepsRequest(sequence=10 + n, batch=batch(run_id, range(n * 50, n * 50 + 50))) for n in range(6)
+    ]
     requests.append(requests[2])  # A retried batch is acknowledged as a duplicate.
     acks = list(stubs.runs.RecordSteps(iter(requests), timeout=10))
     assert [a.sequence for a in acks] == [10, 11, 12, 13, 14, 15, 12]
@@ -86,9 +89,12 @@ def test_watch_run_sees_appends_live(served: Served, stubs: Stubs) -> None:
         steps = next(watch)
         assert steps.position == appended.position and steps.event_type.endswith("StepsRecorded")
         assert list(steps.steps.steps) == [0, 1, 2, 3, 4] and steps.steps.metrics[0].name == "loss"
-        saved = other.runs.SaveCheckpoint(runs_pb2.SaveCheckpointRequest(
-            run_id=run_id, attempt=1, step=4, handle=common_pb2.StateHandle(backend="local", uri="file:///c/4")),
-            timeout=10)
+        saved = other.runs.SaveCheckpoint(
+            runs_pb2.SaveCheckpointRequest(
+                run_id=run_id, attempt=1, step=4, handle=common_pb2.StateHandle(backend="local", uri="file:///c/4")
+            ),
+            timeout=10,
+        )
         checkpoint = next(watch)
         assert checkpoint.position == saved.position and checkpoint.state.checkpoint.step == 4
         assert checkpoint.state.resume.available and checkpoint.state.last_step == 4
@@ -106,8 +112,9 @@ def test_read_events_streams_the_whole_log_in_pages(served: Served, stubs: Stubs
     assert [e.position for e in events] == list(range(1, head + 1))
     last = events[-1]
     assert last.type.endswith("StepsRecorded") and json.loads(last.data_json)["steps"] == [1_099]
-    limited = list(stubs.events.ReadEvents(events_pb2.ReadEventsRequest(from_position=head - 1_049, limit=1_010),
-                                           timeout=30))
+    limited = list(
+        stubs.events.ReadEvents(events_pb2.ReadEventsRequest(from_position=head - 1_049, limit=1_010), timeout=30)
+    )
     assert [e.position for e in limited] == list(range(head - 1_049, head - 39))
     typed = list(stubs.events.ReadEvents(events_pb2.ReadEventsRequest(types=["AttemptStarted"]), timeout=30))
     assert typed and all(e.type.endswith("AttemptStarted") for e in typed)
@@ -119,10 +126,12 @@ def test_read_your_writes_across_two_channels(served: Served, stubs: Stubs) -> N
         for n in range(5):
             run_id = open_run(stubs, attempt=False).state.run.run_id
             started = stubs.runs.StartAttempt(runs_pb2.StartAttemptRequest(run_id=run_id), timeout=10)
-            written = stubs.runs.AppendSteps(runs_pb2.AppendStepsRequest(batch=batch(run_id, range(n * 7 + 1))),
-                                             timeout=10)
-            seen = reader.runs.GetRunState(runs_pb2.GetRunStateRequest(run_id=run_id, min_position=written.position),
-                                           timeout=10).state
+            written = stubs.runs.AppendSteps(
+                runs_pb2.AppendStepsRequest(batch=batch(run_id, range(n * 7 + 1))), timeout=10
+            )
+            seen = reader.runs.GetRunState(
+                runs_pb2.GetRunStateRequest(run_id=run_id, min_position=written.position), timeout=10
+            ).state
             assert seen.position >= written.position and seen.last_step == n * 7
             assert seen.current_attempt == started.attempt == 1
     finally:
@@ -134,8 +143,9 @@ def test_pages_of_runs_and_series(stubs: Stubs) -> None:
     written = stubs.runs.AppendSteps(runs_pb2.AppendStepsRequest(batch=batch(run_id, range(250))), timeout=10)
     seen, token = [], ""
     while True:
-        page = stubs.runs.ListRuns(runs_pb2.ListRunsRequest(page_size=2, page_token=token,
-                                                            min_position=written.position), timeout=10)
+        page = stubs.runs.ListRuns(
+            runs_pb2.ListRunsRequest(page_size=2, page_token=token, min_position=written.position), timeout=10
+        )
         seen += [r.run_id for r in page.runs]
         token = page.next_page_token
         if not token:
@@ -143,8 +153,10 @@ def test_pages_of_runs_and_series(stubs: Stubs) -> None:
     assert run_id in seen and len(seen) == len(set(seen))
     steps, from_step = [], 0
     while from_step is not None:
-        page = stubs.runs.GetSeries(runs_pb2.GetSeriesRequest(run_id=run_id, from_step=from_step, page_size=100,
-                                                              min_position=written.position), timeout=10)
+        page = stubs.runs.GetSeries(
+            runs_pb2.GetSeriesRequest(run_id=run_id, from_step=from_step, page_size=100, min_position=written.position),
+            timeout=10,
+        )
         steps += list(page.steps)
         from_step = page.next_from_step if page.HasField("next_from_step") else None
     assert steps == list(range(250))
@@ -152,14 +164,17 @@ def test_pages_of_runs_and_series(stubs: Stubs) -> None:
 
 def test_request_id_and_principal_are_recorded(stubs: Stubs) -> None:
     metadata = (("x-request-id", "req-audit-1"), ("x-principal", "alice"))
-    response, call = stubs.runs.OpenRun.with_call(runs_pb2.OpenRunRequest(run_key=key()), metadata=metadata,
-                                                  timeout=10)
+    response, call = stubs.runs.OpenRun.with_call(runs_pb2.OpenRunRequest(run_key=key()), metadata=metadata, timeout=10)
     assert ("x-request-id", "req-audit-1") in tuple(call.trailing_metadata())
-    event = next(iter(stubs.events.ReadEvents(events_pb2.ReadEventsRequest(from_position=response.position,
-                                                                           limit=1), timeout=10)))
+    event = next(
+        iter(
+            stubs.events.ReadEvents(events_pb2.ReadEventsRequest(from_position=response.position, limit=1), timeout=10)
+        )
+    )
     assert (event.principal, event.request_id) == ("alice", "req-audit-1")
-    _, anonymous = stubs.runs.GetRunState.with_call(runs_pb2.GetRunStateRequest(run_id=response.state.run.run_id),
-                                                    timeout=10)
+    _, anonymous = stubs.runs.GetRunState.with_call(
+        runs_pb2.GetRunStateRequest(run_id=response.state.run.run_id), timeout=10
+    )
     assert dict(anonymous.trailing_metadata())["x-request-id"]
 
 
@@ -169,11 +184,17 @@ def test_health_and_reflection_answer(stubs: Stubs) -> None:
         answer = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
         assert answer.status == health_pb2.HealthCheckResponse.SERVING
     reflection = reflection_pb2_grpc.ServerReflectionStub(stubs.channel)
-    responses = reflection.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]),
-                                                timeout=10)
+    responses = reflection.ServerReflectionInfo(
+        iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=10
+    )
     names = {s.name for r in responses for s in r.list_services_response.service}
-    assert {"trainledger.v1.Runs", "trainledger.v1.Spend", "trainledger.v1.Registry", "trainledger.v1.Events",
-            "grpc.health.v1.Health"} <= names
+    assert {
+        "trainledger.v1.Runs",
+        "trainledger.v1.Spend",
+        "trainledger.v1.Registry",
+        "trainledger.v1.Events",
+        "grpc.health.v1.Health",
+    } <= names
 
 
 def test_unknown_method_is_unimplemented(stubs: Stubs) -> None:

@@ -20,10 +20,12 @@ from trainledger.v1 import common_pb2, runs_pb2, spend_pb2
 WAIT_S = 20
 
 
-def watching(stubs: Stubs, run_id: str, *, principal: str = "viewer",
-             **fields: int) -> Iterator[runs_pb2.WatchRunResponse]:
-    return stubs.runs.WatchRun(runs_pb2.WatchRunRequest(run_id=run_id, **fields), timeout=60,
-                               metadata=(("x-principal", principal),))
+def watching(
+    stubs: Stubs, run_id: str, *, principal: str = "viewer", **fields: int
+) -> Iterator[runs_pb2.WatchRunResponse]:
+    return stubs.runs.WatchRun(
+        runs_pb2.WatchRunRequest(run_id=run_id, **fields), timeout=60, metadata=(("x-principal", principal),)
+    )
 
 
 def refusal(stream: Iterator[runs_pb2.WatchRunResponse]) -> tuple[grpc.StatusCode, str, str]:
@@ -46,17 +48,22 @@ def test_the_state_comes_once_without_the_spec_then_only_what_changed(served: Se
         assert not first.state.run.HasField("spec") and first.ByteSize() < 4_000
         assert {"run.name", "run.status", "attempts", "checkpoint", "spend", "position"} <= set(first.state_mask.paths)
         assert "run.spec" not in first.state_mask.paths
-        assert len(stubs.runs.GetRunState(runs_pb2.GetRunStateRequest(run_id=run_id), timeout=10).state.run
-                   .spec.fields) == 12  # The spec is one call away.
+        assert (
+            len(stubs.runs.GetRunState(runs_pb2.GetRunStateRequest(run_id=run_id), timeout=10).state.run.spec.fields)
+            == 12
+        )  # The spec is one call away.
 
         appended = stubs.runs.AppendSteps(runs_pb2.AppendStepsRequest(batch=batch(run_id, range(5))), timeout=10)
         steps = next(stream)
         assert steps.position == appended.position and list(steps.steps.steps) == [0, 1, 2, 3, 4]
         assert not steps.HasField("state") and not steps.state_mask.paths
 
-        saved = stubs.runs.SaveCheckpoint(runs_pb2.SaveCheckpointRequest(
-            run_id=run_id, attempt=1, step=4, handle=common_pb2.StateHandle(backend="local", uri="file:///c/4")),
-            timeout=10)
+        saved = stubs.runs.SaveCheckpoint(
+            runs_pb2.SaveCheckpointRequest(
+                run_id=run_id, attempt=1, step=4, handle=common_pb2.StateHandle(backend="local", uri="file:///c/4")
+            ),
+            timeout=10,
+        )
         checkpoint = next(stream)
         assert checkpoint.position == saved.position and checkpoint.event_type.endswith("CheckpointSaved")
         changed = set(checkpoint.state_mask.paths)
@@ -65,14 +72,16 @@ def test_the_state_comes_once_without_the_spec_then_only_what_changed(served: Se
         assert checkpoint.state.checkpoint.step == 4 and checkpoint.state.resume.available
         assert checkpoint.state.run.name == "" and not checkpoint.state.attempts
 
-        reserved = stubs.spend.Reserve(spend_pb2.ReserveRequest(
-            account=run_id, reservation_id="call-1", amount_usd_micro=2_500), timeout=10)
+        reserved = stubs.spend.Reserve(
+            spend_pb2.ReserveRequest(account=run_id, reservation_id="call-1", amount_usd_micro=2_500), timeout=10
+        )
         spend = next(stream)  # The run's spend account is watched with the run.
         assert spend.position == reserved.position and "spend" in spend.state_mask.paths
         assert spend.state.spend.pending_usd_micro == 2_500 and "checkpoint" not in spend.state_mask.paths
 
-        stubs.runs.FinishRun(runs_pb2.FinishRunRequest(run_id=run_id, attempt=1, status=common_pb2.RUN_STATUS_DONE),
-                             timeout=10)
+        stubs.runs.FinishRun(
+            runs_pb2.FinishRunRequest(run_id=run_id, attempt=1, status=common_pb2.RUN_STATUS_DONE), timeout=10
+        )
         finished = next(stream)
         assert {"run.status", "run.finished_at"} <= set(finished.state_mask.paths)
         assert finished.state.run.status == common_pb2.RUN_STATUS_DONE and not finished.state.run.HasField("spec")
@@ -84,9 +93,12 @@ def test_a_watch_from_an_earlier_position_gets_the_events_since_then_goes_live(s
     run_id = open_run(stubs).state.run.run_id
     first = stubs.runs.AppendSteps(runs_pb2.AppendStepsRequest(batch=batch(run_id, range(0, 3))), timeout=10)
     second = stubs.runs.AppendSteps(runs_pb2.AppendStepsRequest(batch=batch(run_id, range(3, 6))), timeout=10)
-    saved = stubs.runs.SaveCheckpoint(runs_pb2.SaveCheckpointRequest(
-        run_id=run_id, attempt=1, step=5, handle=common_pb2.StateHandle(backend="local", uri="file:///c/5")),
-        timeout=10)
+    saved = stubs.runs.SaveCheckpoint(
+        runs_pb2.SaveCheckpointRequest(
+            run_id=run_id, attempt=1, step=5, handle=common_pb2.StateHandle(backend="local", uri="file:///c/5")
+        ),
+        timeout=10,
+    )
     stream = watching(stubs, run_id, from_position=second.position)
     try:
         state = next(stream)
@@ -122,7 +134,9 @@ def test_watchers_are_bounded_per_caller_and_in_all(tmp_path, monkeypatch: pytes
         code, reason, domain = refusal(watching(served.stubs, run_id, principal="alice"))
         assert (code, reason, domain) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_WATCHERS", "trainledger")
         assert refusal(watching(served.stubs, run_id, principal="carol"))[:2] == (
-            grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_WATCHERS")  # The server's bound.
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "TOO_MANY_WATCHERS",
+        )  # The server's bound.
         streams.pop(0).cancel()  # A watcher that leaves frees its place.
         deadline = time.monotonic() + WAIT_S
         while True:
@@ -143,8 +157,12 @@ def test_watchers_are_bounded_per_caller_and_in_all(tmp_path, monkeypatch: pytes
 
 def wide_batch(run_id: str, first: int, steps: int = 10_000, metrics: int = 12) -> dict:
     """A step batch of about 1 MB on the wire."""
-    return {"run_id": run_id, "attempt": 1, "steps": list(range(first, first + steps)),
-            "metrics": {f"m{n}": [float(n)] * steps for n in range(metrics)}}
+    return {
+        "run_id": run_id,
+        "attempt": 1,
+        "steps": list(range(first, first + steps)),
+        "metrics": {f"m{n}": [float(n)] * steps for n in range(metrics)},
+    }
 
 
 def test_a_watcher_that_stops_reading_is_dropped_not_buffered(served: Served, stubs: Stubs) -> None:
@@ -190,8 +208,9 @@ def test_a_watcher_is_woken_only_by_events_of_its_own_run(served: Served, stubs:
         before = watchers.reads_of(watched)
         last = None
         for step in range(30):
-            last = stubs.runs.AppendSteps(runs_pb2.AppendStepsRequest(batch=batch(other, range(step, step + 1))),
-                                          timeout=10)
+            last = stubs.runs.AppendSteps(
+                runs_pb2.AppendStepsRequest(batch=batch(other, range(step, step + 1))), timeout=10
+            )
         assert last is not None and served.ledger.projector.wait(last.position, WAIT_S)
         appended = stubs.runs.AppendSteps(runs_pb2.AppendStepsRequest(batch=batch(watched, range(3))), timeout=10)
         assert next(stream).position == appended.position

@@ -37,9 +37,16 @@ def build_mlx_model(vocab_size: int, seed: int = 0):
 
     mx.random.seed(seed)
     args = llama.ModelArgs(
-        model_type="llama", hidden_size=64, num_hidden_layers=2, intermediate_size=128,
-        num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-5, vocab_size=vocab_size,
-        max_position_embeddings=128, tie_word_embeddings=True,
+        model_type="llama",
+        hidden_size=64,
+        num_hidden_layers=2,
+        intermediate_size=128,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        rms_norm_eps=1e-5,
+        vocab_size=vocab_size,
+        max_position_embeddings=128,
+        tie_word_embeddings=True,
     )
     model = llama.Model(args)
     mx.eval(model.parameters())
@@ -62,8 +69,7 @@ def build_mlx_dataset(tokenizer, n_rows: int = 64, seed: int = 0):
 
 def adapter_config(iters: int) -> dict[str, Any]:
     """What mlx_lm.utils.load_adapters() reads from adapter_config.json."""
-    return {"fine_tune_type": "lora", "num_layers": NUM_LORA_LAYERS, "lora_parameters": LORA_PARAMETERS,
-            "iters": iters}
+    return {"fine_tune_type": "lora", "num_layers": NUM_LORA_LAYERS, "lora_parameters": LORA_PARAMETERS, "iters": iters}
 
 
 @dataclass
@@ -96,10 +102,18 @@ def make_callback_class():
     return RecordingCallback
 
 
-def run_mlx_lora(adapter_dir: str | os.PathLike, *, iters: int = 6, steps_per_report: int = 1,
-                 steps_per_save: int = 3, seed: int = 0, callback=None,
-                 resume_adapter_file: str | os.PathLike | None = None, learning_rate: float = 1e-2,
-                 batch_size: int = 4) -> MlxRun:
+def run_mlx_lora(
+    adapter_dir: str | os.PathLike,
+    *,
+    iters: int = 6,
+    steps_per_report: int = 1,
+    steps_per_save: int = 3,
+    seed: int = 0,
+    callback=None,
+    resume_adapter_file: str | os.PathLike | None = None,
+    learning_rate: float = 1e-2,
+    batch_size: int = 4,
+) -> MlxRun:
     """Build tokenizer + tiny mlx llama + LoRA, train ``iters`` iterations, save adapters in adapter_dir.
 
     ``callback``: an optional mlx_lm TrainingCallback; its reports are forwarded to it and
@@ -126,12 +140,24 @@ def run_mlx_lora(adapter_dir: str | os.PathLike, *, iters: int = 6, steps_per_re
 
     np.random.seed(seed)  # iterate_batches shuffles with numpy's global RNG
     recorder = make_callback_class()(run.reports, forward=callback)
-    args = TrainingArgs(batch_size=batch_size, iters=iters, steps_per_report=steps_per_report,
-                        steps_per_save=steps_per_save, steps_per_eval=10**9, val_batches=0,
-                        max_seq_length=64, adapter_file=str(run.adapter_file))
-    train(model=model, optimizer=optim.Adam(learning_rate=learning_rate),
-          train_dataset=build_mlx_dataset(tokenizer, seed=seed), val_dataset=None, args=args,
-          training_callback=recorder)
+    args = TrainingArgs(
+        batch_size=batch_size,
+        iters=iters,
+        steps_per_report=steps_per_report,
+        steps_per_save=steps_per_save,
+        steps_per_eval=10**9,
+        val_batches=0,
+        max_seq_length=64,
+        adapter_file=str(run.adapter_file),
+    )
+    train(
+        model=model,
+        optimizer=optim.Adam(learning_rate=learning_rate),
+        train_dataset=build_mlx_dataset(tokenizer, seed=seed),
+        val_dataset=None,
+        args=args,
+        training_callback=recorder,
+    )
     return run
 
 

@@ -68,10 +68,16 @@ def ledger_spec(opts: argparse.Namespace) -> dict:
     """The run's spec: what a rerun of the same command finds its run again by."""
     from clients.integrations.transformers import spec_for
 
-    args = tiny.make_sft_config(opts.output_dir, max_steps=opts.max_steps, save_steps=opts.save_steps,
-                                seed=opts.seed)
-    return spec_for(name=opts.name, base_model="tiny-llama-81k", revision=f"seed-{opts.seed}", method="sft",
-                    lora=tiny.lora_config(), args=args, dataset=tiny.build_dataset(seed=opts.seed))
+    args = tiny.make_sft_config(opts.output_dir, max_steps=opts.max_steps, save_steps=opts.save_steps, seed=opts.seed)
+    return spec_for(
+        name=opts.name,
+        base_model="tiny-llama-81k",
+        revision=f"seed-{opts.seed}",
+        method="sft",
+        lora=tiny.lora_config(),
+        args=args,
+        dataset=tiny.build_dataset(seed=opts.seed),
+    )
 
 
 def ledger_callback(opts: argparse.Namespace) -> TrainerCallback:
@@ -79,9 +85,16 @@ def ledger_callback(opts: argparse.Namespace) -> TrainerCallback:
     from clients.integrations.transformers import LedgerCallback
 
     price = GpuPrice(opts.price, gpu_type="cpu", sheet="e2e", source="tests") if opts.price else None
-    return LedgerCallback(address=opts.ledger, spec=ledger_spec(opts), gpu_price=price, cap_usd_micro=opts.cap,
-                          outbox_dir=opts.outbox, interval_s=opts.interval_s, principal="sft-script",
-                          recorder_options={"batch_interval_s": opts.batch_interval_s})
+    return LedgerCallback(
+        address=opts.ledger,
+        spec=ledger_spec(opts),
+        gpu_price=price,
+        cap_usd_micro=opts.cap,
+        outbox_dir=opts.outbox,
+        interval_s=opts.interval_s,
+        principal="sft-script",
+        recorder_options={"batch_interval_s": opts.batch_interval_s},
+    )
 
 
 def build_callbacks(opts: argparse.Namespace) -> list[TrainerCallback]:
@@ -128,8 +141,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     result = trainer.train(resume_from_checkpoint=resume_from)
     final = tiny.checkpoint_dir(opts.output_dir, trainer.state.global_step)
-    emit(f"end step={trainer.state.global_step} train_loss={float(result.training_loss)!r} "
-         f"adapter={final if final.is_dir() else '-'}")
+    emit(
+        f"end step={trainer.state.global_step} train_loss={float(result.training_loss)!r} "
+        f"adapter={final if final.is_dir() else '-'}"
+    )
     return 0
 
 

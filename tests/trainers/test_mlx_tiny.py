@@ -37,11 +37,21 @@ def test_lora_train_with_callback_saves_adapters(tmp_path):
     assert all(math.isfinite(r["train_loss"]) for r in cb.train)
     tokens = [r["trained_tokens"] for r in cb.train]
     assert tokens == sorted(tokens) and tokens[0] > 0
-    assert set(cb.train[0]) == {"iteration", "train_loss", "learning_rate", "iterations_per_second",
-                                "tokens_per_second", "trained_tokens", "peak_memory"}
+    assert set(cb.train[0]) == {
+        "iteration",
+        "train_loss",
+        "learning_rate",
+        "iterations_per_second",
+        "tokens_per_second",
+        "trained_tokens",
+        "peak_memory",
+    }
     assert sorted(p.name for p in run.adapter_dir.iterdir()) == [
-        "0000003_adapters.safetensors", "0000006_adapters.safetensors", "adapter_config.json",
-        "adapters.safetensors"]
+        "0000003_adapters.safetensors",
+        "0000006_adapters.safetensors",
+        "adapter_config.json",
+        "adapters.safetensors",
+    ]
     assert run.adapter_file.read_bytes() == (run.adapter_dir / "0000006_adapters.safetensors").read_bytes()
 
     # mlx_lm's own loader applies the adapters to a fresh model.
@@ -57,8 +67,12 @@ def test_lora_train_with_callback_saves_adapters(tmp_path):
 
 def test_resume_adapter_file_restarts_iteration_count(tmp_path):
     first = mlx_tiny.run_mlx_lora(tmp_path / "a", iters=4, steps_per_save=2)
-    resumed = mlx_tiny.run_mlx_lora(tmp_path / "b", iters=2, steps_per_save=2,
-                                    resume_adapter_file=first.adapter_dir / "0000002_adapters.safetensors")
+    resumed = mlx_tiny.run_mlx_lora(
+        tmp_path / "b",
+        iters=2,
+        steps_per_save=2,
+        resume_adapter_file=first.adapter_dir / "0000002_adapters.safetensors",
+    )
     # mlx-lm keeps no iteration/optimizer state: a resumed run counts from 1 again and its
     # adapters differ from the uninterrupted run's (fresh Adam moments). The ledger maps steps itself.
     assert [r["iteration"] for r in resumed.reports] == [1, 2]

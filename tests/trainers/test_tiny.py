@@ -38,8 +38,7 @@ def test_tokenizer_model_dataset_build_offline():
     tok = tiny.build_tokenizer()
     ds = tiny.build_dataset()
     assert len(ds) == 64
-    ids = tok.apply_chat_template(ds[0]["messages"], tokenize=True, return_dict=True,
-                                  return_assistant_tokens_mask=True)
+    ids = tok.apply_chat_template(ds[0]["messages"], tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
     tokens = tok.convert_ids_to_tokens(ids["input_ids"])
     assert tokens[0] == "<s>" and tokens[-1] == "</s>"
     for row in ds:  # the tokenizer's vocabulary covers every synthetic row
@@ -89,7 +88,8 @@ def test_resume_in_process_is_bit_identical(tmp_path):
 
     rec = _Recorder()
     tiny.make_sft_trainer(part, max_steps=8, save_steps=4, callbacks=[rec]).train(
-        resume_from_checkpoint=str(tiny.checkpoint_dir(part, 4)))
+        resume_from_checkpoint=str(tiny.checkpoint_dir(part, 4))
+    )
     assert [s for s, logs in rec.logs if "loss" in logs] == [5, 6, 7, 8]
     assert tiny.adapter_bytes(tiny.checkpoint_dir(full, 8)) == tiny.adapter_bytes(tiny.checkpoint_dir(part, 8))
     assert tiny.tree_digest(tiny.checkpoint_dir(full, 8)) == tiny.tree_digest(tiny.checkpoint_dir(part, 8))
@@ -113,9 +113,22 @@ def test_script_sigkill_and_resume_is_bit_identical(tmp_path):
     assert full_lines[-1].startswith("end step=10 ")
 
     child = subprocess.Popen(
-        [sys.executable, str(SCRIPT), "--output-dir", str(part), "--max-steps", "10", "--save-steps", "5",
-         "--sleep-per-step", "0.2"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--output-dir",
+            str(part),
+            "--max-steps",
+            "10",
+            "--save-steps",
+            "5",
+            "--sleep-per-step",
+            "0.2",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     seen: list[str] = []
     try:
@@ -137,8 +150,9 @@ def test_script_sigkill_and_resume_is_bit_identical(tmp_path):
     assert not tiny.checkpoint_dir(part, 10).exists()
 
     ckpt5 = tiny.checkpoint_dir(part, 5)
-    resumed_lines = _run_script("--output-dir", str(part), "--max-steps", "10", "--save-steps", "5",
-                                "--resume-from", str(ckpt5))
+    resumed_lines = _run_script(
+        "--output-dir", str(part), "--max-steps", "10", "--save-steps", "5", "--resume-from", str(ckpt5)
+    )
     full_logs = [line for line in full_lines if line.startswith("log ")]
     resumed_logs = [line for line in resumed_lines if line.startswith("log ")]
     assert resumed_logs == full_logs[5:]  # steps 6..10: identical losses, to the last bit of the repr

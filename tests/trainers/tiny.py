@@ -62,8 +62,18 @@ CHAT_TEMPLATE = (
 
 _THINGS = ["apple", "sky", "grass", "sun", "sea", "snow", "cherry", "lemon", "coal", "cloud", "rose", "leaf"]
 _COLORS = {
-    "apple": "red", "sky": "blue", "grass": "green", "sun": "yellow", "sea": "blue", "snow": "white",
-    "cherry": "red", "lemon": "yellow", "coal": "black", "cloud": "white", "rose": "red", "leaf": "green",
+    "apple": "red",
+    "sky": "blue",
+    "grass": "green",
+    "sun": "yellow",
+    "sea": "blue",
+    "snow": "white",
+    "cherry": "red",
+    "lemon": "yellow",
+    "coal": "black",
+    "cloud": "white",
+    "rose": "red",
+    "leaf": "green",
 }
 _NAMES = ["alice", "bob", "carol", "dave", "erin", "frank"]
 _VERBS = ["likes", "sees", "paints", "draws", "finds", "wants"]
@@ -77,8 +87,10 @@ def _qa(rng: random.Random) -> tuple[str, str]:
         return f"what color is the {thing} ?", f"the {thing} is {_COLORS[thing]} ."
     if kind == 1:
         a, b = rng.randrange(5), rng.randrange(5)
-        return (f"what is {_NUMBERS[a]} plus {_NUMBERS[b]} ?",
-                f"{_NUMBERS[a]} plus {_NUMBERS[b]} is {_NUMBERS[a + b]} .")
+        return (
+            f"what is {_NUMBERS[a]} plus {_NUMBERS[b]} ?",
+            f"{_NUMBERS[a]} plus {_NUMBERS[b]} is {_NUMBERS[a + b]} .",
+        )
     name, verb, thing = rng.choice(_NAMES), rng.choice(_VERBS), rng.choice(_THINGS)
     return f"what does {name} do ?", f"{name} {verb} the {_COLORS[thing]} {thing} ."
 
@@ -109,7 +121,10 @@ def build_tokenizer(seed: int = 0):
     tok.post_processor = processors.TemplateProcessing(single="$A", pair="$A $B")
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
-        unk_token=UNK, pad_token=PAD, bos_token=BOS, eos_token=EOS,
+        unk_token=UNK,
+        pad_token=PAD,
+        bos_token=BOS,
+        eos_token=EOS,
         additional_special_tokens=list(ROLE_TOKENS),
         padding_side="right",
         model_max_length=128,
@@ -161,14 +176,26 @@ def lora_config():
     from peft import LoraConfig
 
     return LoraConfig(
-        r=8, lora_alpha=16, lora_dropout=0.0, target_modules=["q_proj", "v_proj"],
-        bias="none", task_type="CAUSAL_LM",
+        r=8,
+        lora_alpha=16,
+        lora_dropout=0.0,
+        target_modules=["q_proj", "v_proj"],
+        bias="none",
+        task_type="CAUSAL_LM",
     )
 
 
-def make_sft_config(output_dir: str | os.PathLike, *, max_steps: int = 20, save_steps: int = 5, seed: int = 0,
-                    learning_rate: float = 5e-3, batch_size: int = 4, save_total_limit: int | None = None,
-                    **overrides: Any):
+def make_sft_config(
+    output_dir: str | os.PathLike,
+    *,
+    max_steps: int = 20,
+    save_steps: int = 5,
+    seed: int = 0,
+    learning_rate: float = 5e-3,
+    batch_size: int = 4,
+    save_total_limit: int | None = None,
+    **overrides: Any,
+):
     from trl import SFTConfig
 
     kwargs: dict[str, Any] = dict(
@@ -202,10 +229,21 @@ def make_sft_config(output_dir: str | os.PathLike, *, max_steps: int = 20, save_
     return SFTConfig(**kwargs)
 
 
-def make_sft_trainer(output_dir: str | os.PathLike, *, max_steps: int = 20, save_steps: int = 5,
-                     callbacks: Iterable[Any] = (), seed: int = 0, learning_rate: float = 5e-3,
-                     batch_size: int = 4, save_total_limit: int | None = None, conversational: bool = True,
-                     n_rows: int = 64, quiet: bool = True, **config_overrides: Any):
+def make_sft_trainer(
+    output_dir: str | os.PathLike,
+    *,
+    max_steps: int = 20,
+    save_steps: int = 5,
+    callbacks: Iterable[Any] = (),
+    seed: int = 0,
+    learning_rate: float = 5e-3,
+    batch_size: int = 4,
+    save_total_limit: int | None = None,
+    conversational: bool = True,
+    n_rows: int = 64,
+    quiet: bool = True,
+    **config_overrides: Any,
+):
     """TRL SFTTrainer with a LoRA adapter (r=8 on q_proj/v_proj, dropout 0) on CPU.
 
     Everything (tokenizer, base model, LoRA init, data order) is a function of ``seed``,
@@ -220,9 +258,16 @@ def make_sft_trainer(output_dir: str | os.PathLike, *, max_steps: int = 20, save
     tokenizer = build_tokenizer(seed)
     model = build_model(tokenizer, seed)
     dataset = build_dataset(n_rows, seed, conversational=conversational)
-    args = make_sft_config(output_dir, max_steps=max_steps, save_steps=save_steps, seed=seed,
-                           learning_rate=learning_rate, batch_size=batch_size,
-                           save_total_limit=save_total_limit, **config_overrides)
+    args = make_sft_config(
+        output_dir,
+        max_steps=max_steps,
+        save_steps=save_steps,
+        seed=seed,
+        learning_rate=learning_rate,
+        batch_size=batch_size,
+        save_total_limit=save_total_limit,
+        **config_overrides,
+    )
     with warnings.catch_warnings():
         # peft 0.21 reads model.is_gradient_checkpointing, which transformers 5 deprecated (FutureWarning);
         # keep it from failing suites that run with -W error / filterwarnings=error.
@@ -279,7 +324,17 @@ def latest_complete_checkpoint(output_dir: str | os.PathLike) -> Path | None:
 
 
 __all__: Sequence[str] = [
-    "build_tokenizer", "build_model", "build_dataset", "lora_config", "make_sft_config", "make_sft_trainer",
-    "checkpoint_dir", "adapter_bytes", "tree_digest", "latest_complete_checkpoint", "synthetic_sentences",
-    "CHAT_TEMPLATE", "SPECIAL_TOKENS",
+    "build_tokenizer",
+    "build_model",
+    "build_dataset",
+    "lora_config",
+    "make_sft_config",
+    "make_sft_trainer",
+    "checkpoint_dir",
+    "adapter_bytes",
+    "tree_digest",
+    "latest_complete_checkpoint",
+    "synthetic_sentences",
+    "CHAT_TEMPLATE",
+    "SPECIAL_TOKENS",
 ]

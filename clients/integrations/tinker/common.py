@@ -14,10 +14,29 @@ from clients.integrations.pricing import TokenPrices
 from clients.integrations.resume import ResumeRefused
 
 __all__ = [
-    "BACKEND", "TINKER_SCHEME", "FIDELITY_STATE", "FIDELITY_WEIGHTS", "METADATA_RUN_ID", "METADATA_RUN_KEY",
-    "CACHED_PREFILL", "RESERVED_LOG_NAMES", "PriceSheets", "tinker_spec", "sheet_for", "loss_weight", "merge_metrics",
-    "CheckpointConflict", "RunDone", "NothingToResume", "CheckpointExpired", "BackendMismatch", "NotATinkerPath",
-    "NotResumable", "SpecMismatch", "LoraRankMismatch", "RunAlreadyStarted",
+    "BACKEND",
+    "TINKER_SCHEME",
+    "FIDELITY_STATE",
+    "FIDELITY_WEIGHTS",
+    "METADATA_RUN_ID",
+    "METADATA_RUN_KEY",
+    "CACHED_PREFILL",
+    "RESERVED_LOG_NAMES",
+    "PriceSheets",
+    "tinker_spec",
+    "sheet_for",
+    "loss_weight",
+    "merge_metrics",
+    "CheckpointConflict",
+    "RunDone",
+    "NothingToResume",
+    "CheckpointExpired",
+    "BackendMismatch",
+    "NotATinkerPath",
+    "NotResumable",
+    "SpecMismatch",
+    "LoraRankMismatch",
+    "RunAlreadyStarted",
 ]
 
 BACKEND = "tinker"
@@ -53,11 +72,17 @@ class CheckpointConflict(RuntimeError):
     """A training checkpoint was asked at a step that already has a sampler-only checkpoint."""
 
 
-def tinker_spec(base_model: str, lora_rank: int, hyperparameters: Mapping[str, Any] | None = None,
-                **extra: Any) -> dict[str, Any]:
+def tinker_spec(
+    base_model: str, lora_rank: int, hyperparameters: Mapping[str, Any] | None = None, **extra: Any
+) -> dict[str, Any]:
     """The run spec (and so the run key) of a Tinker LoRA run. Put the dataset identity in `extra`."""
-    return {"method": "lora", "base_model": base_model, "lora_rank": int(lora_rank),
-            "hyperparameters": dict(hyperparameters or {}), **extra}
+    return {
+        "method": "lora",
+        "base_model": base_model,
+        "lora_rank": int(lora_rank),
+        "hyperparameters": dict(hyperparameters or {}),
+        **extra,
+    }
 
 
 def sheet_for(prices: PriceSheets, base_model: str) -> TokenPrices:
@@ -98,5 +123,3 @@ def merge_metrics(into: dict[str, tuple[str, float, int]], metrics: Mapping[str,
             into[name] = (reduction, old + (value - old) / (count + 1), count + 1)
         else:
             into[name] = (reduction, value, count + 1)
-
-

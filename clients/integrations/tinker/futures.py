@@ -28,8 +28,9 @@ class Spend:
     """What a training client and its sampling clients share: the recorder, the price sheets, the
     holds, and the spend committed since the last recorded step."""
 
-    def __init__(self, recorder: RunRecorder, prices: PriceSheets, *, optim_step_usd_micro: int,
-                 hold_ttl_s: float | None) -> None:
+    def __init__(
+        self, recorder: RunRecorder, prices: PriceSheets, *, optim_step_usd_micro: int, hold_ttl_s: float | None
+    ) -> None:
         self.recorder, self.prices = recorder, prices
         self.optim_step_usd_micro = int(optim_step_usd_micro)
         self.hold_ttl_s = hold_ttl_s
@@ -62,8 +63,9 @@ class Spend:
             deferred, self._deferred = self._deferred, []
         for index, (reservation_id, actual, basis) in enumerate(deferred):
             try:
-                self.recorder.client.commit(account=self.recorder.account, reservation_id=reservation_id,
-                                            actual_usd_micro=actual, basis=basis)
+                self.recorder.client.commit(
+                    account=self.recorder.account, reservation_id=reservation_id, actual_usd_micro=actual, basis=basis
+                )
             except LedgerClientError as error:
                 if not isinstance(error, Unavailable | DeadlineExceeded):
                     log.error("giving up on committing reservation %s: %s", reservation_id, error)
@@ -80,33 +82,49 @@ class OpenHold:
 
     def __init__(self, spend: Spend, amount: int, basis: dict[str, Any]) -> None:
         self._spend, self.account = spend, spend.recorder.account
-        answer = spend.recorder.client.reserve(account=self.account, amount_usd_micro=amount, basis=basis,
-                                               ttl_s=spend.hold_ttl_s, attempt=spend.recorder.attempt)
+        answer = spend.recorder.client.reserve(
+            account=self.account,
+            amount_usd_micro=amount,
+            basis=basis,
+            ttl_s=spend.hold_ttl_s,
+            attempt=spend.recorder.attempt,
+        )
         self.reservation_id, self.amount_usd_micro = answer.reservation_id, amount
 
     def commit(self, actual: int, basis: dict[str, Any]) -> None:
         try:
-            self._spend.recorder.client.commit(account=self.account, reservation_id=self.reservation_id,
-                                               actual_usd_micro=actual, basis=basis)
+            self._spend.recorder.client.commit(
+                account=self.account, reservation_id=self.reservation_id, actual_usd_micro=actual, basis=basis
+            )
         except LedgerClientError as error:
             self._spend.defer(self.reservation_id, actual, basis, error)
         self._spend.add_spend(actual)
 
     def release(self, error: BaseException) -> None:
         try:
-            self._spend.recorder.client.release(account=self.account, reservation_id=self.reservation_id,
-                                                reason=release_reason(error))
+            self._spend.recorder.client.release(
+                account=self.account, reservation_id=self.reservation_id, reason=release_reason(error)
+            )
         except LedgerClientError as release_error:
-            log.warning("could not release reservation %s (%s); it expires on the ledger",
-                        self.reservation_id, release_error.reason)
+            log.warning(
+                "could not release reservation %s (%s); it expires on the ledger",
+                self.reservation_id,
+                release_error.reason,
+            )
 
 
 class LedgeredFuture(Generic[T]):
     """A Tinker call's future whose spend (and step or checkpoint) is settled when it completes:
     result() waits for it, commits or releases its hold, then answers or raises like Tinker's."""
 
-    def __init__(self, kind: str, wait: Callable[[float | None], Any], settle: Callable[[Any], Any],
-                 fail: Callable[[BaseException], None], owner: Any) -> None:
+    def __init__(
+        self,
+        kind: str,
+        wait: Callable[[float | None], Any],
+        settle: Callable[[Any], Any],
+        fail: Callable[[BaseException], None],
+        owner: Any,
+    ) -> None:
         self.kind = kind
         self._wait, self._settle_ok, self._settle_error, self._owner = wait, settle, fail, owner
         self._settled = False

@@ -23,8 +23,9 @@ class LedgeredSamplingClient(Settler):
         self.sampling_client, self._spend = sampling_client, spend
         self.prices = sheet_for(spend.prices, base_model)
 
-    def sample(self, prompt: types.ModelInput, num_samples: int, sampling_params: types.SamplingParams,
-               **options: Any) -> LedgeredFuture[types.SampleResponse]:
+    def sample(
+        self, prompt: types.ModelInput, num_samples: int, sampling_params: types.SamplingParams, **options: Any
+    ) -> LedgeredFuture[types.SampleResponse]:
         """As SamplingClient.sample; sampling_params.max_tokens is required (it bounds the hold)."""
         if sampling_params.max_tokens is None:
             raise ValueError("sampling_params.max_tokens is required to reserve the sample's cost")
@@ -38,13 +39,17 @@ class LedgeredSamplingClient(Settler):
             actual = {"prefill": prompt_tokens, "sample": sum(len(s.tokens) for s in response.sequences)}
             if priced_cache:
                 cached = min(response.prompt_cache_hit_tokens, prompt_tokens) + prompt_tokens * (num_samples - 1)
-                actual = {"prefill": prompt_tokens - min(response.prompt_cache_hit_tokens, prompt_tokens),
-                          CACHED_PREFILL: cached, "sample": actual["sample"]}
+                actual = {
+                    "prefill": prompt_tokens - min(response.prompt_cache_hit_tokens, prompt_tokens),
+                    CACHED_PREFILL: cached,
+                    "sample": actual["sample"],
+                }
             hold.commit(self.prices.amount(actual), self.prices.basis(actual))
             return response
 
-        return self._submit("sample", hold, settle,
-                            lambda: self.sampling_client.sample(prompt, num_samples, sampling_params, **options))
+        return self._submit(
+            "sample", hold, settle, lambda: self.sampling_client.sample(prompt, num_samples, sampling_params, **options)
+        )
 
     def compute_logprobs(self, prompt: types.ModelInput, **options: Any) -> LedgeredFuture[list[float | None]]:
         usage = {"prefill": prompt.length}
@@ -54,11 +59,13 @@ class LedgeredSamplingClient(Settler):
             hold.commit(self.prices.amount(usage), self.prices.basis(usage))
             return logprobs
 
-        return self._submit("compute_logprobs", hold, settle,
-                            lambda: self.sampling_client.compute_logprobs(prompt, **options))
+        return self._submit(
+            "compute_logprobs", hold, settle, lambda: self.sampling_client.compute_logprobs(prompt, **options)
+        )
 
-    def _submit(self, kind: str, hold: OpenHold, settle: Callable[[Any], Any],
-                call: Callable[[], Any]) -> LedgeredFuture[Any]:
+    def _submit(
+        self, kind: str, hold: OpenHold, settle: Callable[[Any], Any], call: Callable[[], Any]
+    ) -> LedgeredFuture[Any]:
         try:
             future = call()
         except Exception as error:

@@ -37,23 +37,43 @@ class LedgeredServiceClient:
     `prices`: a TokenPrices sheet, or one per base model. Tinker's own settings (base_url,
     api_key, project_id) default to its environment (TINKER_BASE_URL, TINKER_API_KEY ...)."""
 
-    def __init__(self, ledger: LedgerClient, *, prices: PriceSheets, optim_step_usd_micro: int = 0,
-                 base_url: str | None = None, api_key: str | None = None, project_id: str | None = None,
-                 user_metadata: Mapping[str, str] | None = None, hold_ttl_s: float | None = None,
-                 attempt_label: str | None = None, outbox_dir: str | None = None,
-                 recorder_options: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        ledger: LedgerClient,
+        *,
+        prices: PriceSheets,
+        optim_step_usd_micro: int = 0,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        project_id: str | None = None,
+        user_metadata: Mapping[str, str] | None = None,
+        hold_ttl_s: float | None = None,
+        attempt_label: str | None = None,
+        outbox_dir: str | None = None,
+        recorder_options: Mapping[str, Any] | None = None,
+    ) -> None:
         self.ledger, self.prices, self.optim_step_usd_micro = ledger, prices, optim_step_usd_micro
         self.base_url, self.api_key, self.project_id = base_url, api_key, project_id
         self.user_metadata = dict(user_metadata or {})
         self.hold_ttl_s, self.attempt_label, self.outbox_dir = hold_ttl_s, attempt_label, outbox_dir
         self.recorder_options = dict(recorder_options or {})
 
-    def create_lora_training_client(self, base_model: str, rank: int = 32, *,
-                                    hyperparameters: Mapping[str, Any] | None = None,
-                                    extra_spec: Mapping[str, Any] | None = None, run_key: str | None = None,
-                                    name: str = "", cap_usd_micro: int | None = None, parent_account: str = "",
-                                    seed: int | None = None, restart: bool = False, reopen: bool = False,
-                                    **lora_options: Any) -> LedgeredTrainingClient:
+    def create_lora_training_client(
+        self,
+        base_model: str,
+        rank: int = 32,
+        *,
+        hyperparameters: Mapping[str, Any] | None = None,
+        extra_spec: Mapping[str, Any] | None = None,
+        run_key: str | None = None,
+        name: str = "",
+        cap_usd_micro: int | None = None,
+        parent_account: str = "",
+        seed: int | None = None,
+        restart: bool = False,
+        reopen: bool = False,
+        **lora_options: Any,
+    ) -> LedgeredTrainingClient:
         """Open the run (spec: tinker_spec(base_model, rank, hyperparameters, **extra_spec); run key
         from the spec unless given) with its cap and parent account (a cap given for an existing
         run changes its cap), start an attempt from scratch and create the LoRA model.
@@ -63,29 +83,43 @@ class LedgeredServiceClient:
         sheet_for(self.prices, base_model)  # No sheet, no run.
         spec = tinker_spec(base_model, rank, hyperparameters, **(extra_spec or {}))
         key = run_key or make_run_key(spec)
-        state = self.ledger.open_run(run_key=key, name=name, spec=spec, cap_usd_micro=cap_usd_micro,
-                                     parent_account=parent_account).state
+        state = self.ledger.open_run(
+            run_key=key, name=name, spec=spec, cap_usd_micro=cap_usd_micro, parent_account=parent_account
+        ).state
         refuse_ended(state, reopen=reopen)
         if not restart and (state.last_step is not None or state.checkpoint or state.expired_checkpoints):
-            raise ResumeRefused(ResumeReason.RUN_ALREADY_STARTED, f"run {state.run.run_id} already recorded steps or "
-                                "checkpoints: resume() it, or pass restart=True to start it again from step 0",
-                                state=state)
+            raise ResumeRefused(
+                ResumeReason.RUN_ALREADY_STARTED,
+                f"run {state.run.run_id} already recorded steps or "
+                "checkpoints: resume() it, or pass restart=True to start it again from step 0",
+                state=state,
+            )
         recorder = self._recorder(key, name, spec, cap_usd_micro, parent_account, None, reopen)
         service = self._service_client(recorder.run_id, key)
         try:
             training = service.create_lora_training_client(
-                base_model, rank, seed=seed, user_metadata=self._model_metadata(recorder.run_id, key),
-                **lora_options).result()
+                base_model, rank, seed=seed, user_metadata=self._model_metadata(recorder.run_id, key), **lora_options
+            ).result()
         except BaseException:
             service.close("errored").result()
             recorder.close()
             raise
         return self._wrap(service, training, recorder, base_model, key, start_step=0, resumed_from_step=None)
 
-    def resume(self, *, run_key: str | None = None, run_id: str | None = None, base_model: str | None = None,
-               rank: int | None = None, hyperparameters: Mapping[str, Any] | None = None,
-               extra_spec: Mapping[str, Any] | None = None, name: str = "", cap_usd_micro: int | None = None,
-               parent_account: str = "", reopen: bool = False) -> LedgeredTrainingClient:
+    def resume(
+        self,
+        *,
+        run_key: str | None = None,
+        run_id: str | None = None,
+        base_model: str | None = None,
+        rank: int | None = None,
+        hyperparameters: Mapping[str, Any] | None = None,
+        extra_spec: Mapping[str, Any] | None = None,
+        name: str = "",
+        cap_usd_micro: int | None = None,
+        parent_account: str = "",
+        reopen: bool = False,
+    ) -> LedgeredTrainingClient:
         """Resume a run from the ledger's RunState: load its checkpoint's weights and optimizer
         state into a new Tinker model and start the next attempt from the checkpoint's step. The
         run is found by run_id, run_key, or the spec (base_model, rank, hyperparameters, extra_spec)
@@ -106,72 +140,115 @@ class LedgeredServiceClient:
                 raise ValueError("give run_id, run_key, or base_model and rank")
             spec = tinker_spec(base_model, rank, hyperparameters, **(extra_spec or {}))
             run_key = make_run_key(spec)
-        state = self.ledger.open_run(run_key=run_key, name=name, spec=spec, cap_usd_micro=cap_usd_micro,
-                                     parent_account=parent_account).state
+        state = self.ledger.open_run(
+            run_key=run_key, name=name, spec=spec, cap_usd_micro=cap_usd_micro, parent_account=parent_account
+        ).state
         refuse_ended(state, reopen=reopen)
         key, spec = state.run.run_key, state.run.spec
         spec_rank, spec_model = _check_spec(state, spec, rank, base_model)
         point = _resume_point(state, reopen)
         base_model = spec_model or base_model
         if base_model is None:
-            raise ResumeRefused(ResumeReason.SPEC_MISMATCH, "the run's spec names no base_model and none was given",
-                                state=state)
+            raise ResumeRefused(
+                ResumeReason.SPEC_MISMATCH, "the run's spec names no base_model and none was given", state=state
+            )
         sheet_for(self.prices, base_model)
         run_id, step = state.run.run_id, point.step
         service = self._service_client(run_id, key)
         try:
             training = service.create_training_client_from_state_with_optimizer(
-                point.uri, user_metadata=self._model_metadata(run_id, key)).result()
+                point.uri, user_metadata=self._model_metadata(run_id, key)
+            ).result()
             info = training.get_info()
             expected_rank = spec_rank if spec_rank is not None else rank
             if expected_rank is not None and info.lora_rank != int(expected_rank):
-                raise ResumeRefused(ResumeReason.LORA_MISMATCH, f"the checkpoint at step {step} has LoRA rank "
-                                    f"{info.lora_rank}, the run's spec {int(expected_rank)}", state=state)
+                raise ResumeRefused(
+                    ResumeReason.LORA_MISMATCH,
+                    f"the checkpoint at step {step} has LoRA rank "
+                    f"{info.lora_rank}, the run's spec {int(expected_rank)}",
+                    state=state,
+                )
             recorder = self._recorder(key, name, spec, cap_usd_micro, parent_account, step, reopen)
         except BaseException:
             service.close("errored").result()
             raise
         return self._wrap(service, training, recorder, base_model, key, start_step=step, resumed_from_step=step)
 
-    def _recorder(self, key: str, name: str, spec: Mapping[str, Any] | None, cap_usd_micro: int | None,
-                  parent_account: str, resume_from_step: int | None, reopen: bool) -> RunRecorder:
+    def _recorder(
+        self,
+        key: str,
+        name: str,
+        spec: Mapping[str, Any] | None,
+        cap_usd_micro: int | None,
+        parent_account: str,
+        resume_from_step: int | None,
+        reopen: bool,
+    ) -> RunRecorder:
         """RunRecorder.open with the run's cap and parent account, as every open of the run."""
-        return RunRecorder.open(self.ledger, run_key=key, name=name, spec=spec, cap_usd_micro=cap_usd_micro,
-                                parent_account=parent_account, attempt_label=self.attempt_label,
-                                resume_from_step=resume_from_step, outbox_dir=self.outbox_dir, reopen=reopen,
-                                **self.recorder_options)
+        return RunRecorder.open(
+            self.ledger,
+            run_key=key,
+            name=name,
+            spec=spec,
+            cap_usd_micro=cap_usd_micro,
+            parent_account=parent_account,
+            attempt_label=self.attempt_label,
+            resume_from_step=resume_from_step,
+            outbox_dir=self.outbox_dir,
+            reopen=reopen,
+            **self.recorder_options,
+        )
 
     def _service_client(self, run_id: str, key: str) -> tinker.ServiceClient:
         metadata = {**self.user_metadata, METADATA_RUN_ID: run_id, METADATA_RUN_KEY: key}
-        return tinker.ServiceClient(user_metadata=metadata, project_id=self.project_id, base_url=self.base_url,
-                                    api_key=self.api_key)
+        return tinker.ServiceClient(
+            user_metadata=metadata, project_id=self.project_id, base_url=self.base_url, api_key=self.api_key
+        )
 
     @staticmethod
     def _model_metadata(run_id: str, key: str) -> dict[str, str]:
         return {METADATA_RUN_ID: run_id, METADATA_RUN_KEY: key}
 
-    def _wrap(self, service: tinker.ServiceClient, training: tinker.TrainingClient, recorder: RunRecorder,
-              base_model: str, key: str, *, start_step: int, resumed_from_step: int | None) -> LedgeredTrainingClient:
-        return LedgeredTrainingClient(service_client=service, training_client=training, recorder=recorder,
-                                      prices=self.prices, base_model=base_model,
-                                      optim_step_usd_micro=self.optim_step_usd_micro, hold_ttl_s=self.hold_ttl_s,
-                                      start_step=start_step, resumed_from_step=resumed_from_step, run_key=key)
+    def _wrap(
+        self,
+        service: tinker.ServiceClient,
+        training: tinker.TrainingClient,
+        recorder: RunRecorder,
+        base_model: str,
+        key: str,
+        *,
+        start_step: int,
+        resumed_from_step: int | None,
+    ) -> LedgeredTrainingClient:
+        return LedgeredTrainingClient(
+            service_client=service,
+            training_client=training,
+            recorder=recorder,
+            prices=self.prices,
+            base_model=base_model,
+            optim_step_usd_micro=self.optim_step_usd_micro,
+            hold_ttl_s=self.hold_ttl_s,
+            start_step=start_step,
+            resumed_from_step=resumed_from_step,
+            run_key=key,
+        )
 
 
 # A checkpoint Tinker holds (a tinker:// path, no files here to check) with its optimizer state.
 _LOADER = Loader(backend=BACKEND, uri_prefix=TINKER_SCHEME, fidelity=FIDELITY_STATE, files=False)
 
 
-def _check_spec(state: RunState, spec: Mapping[str, Any], rank: int | None,
-                base_model: str | None) -> tuple[Any, Any]:
+def _check_spec(state: RunState, spec: Mapping[str, Any], rank: int | None, base_model: str | None) -> tuple[Any, Any]:
     """The spec's LoRA rank and base model, once they agree with those given."""
     spec_rank, spec_model = spec.get("lora_rank"), spec.get("base_model")
     if rank is not None and spec_rank is not None and int(spec_rank) != rank:
-        raise ResumeRefused(ResumeReason.LORA_MISMATCH, f"the run's spec has LoRA rank {int(spec_rank)}, not {rank}",
-                            state=state)
+        raise ResumeRefused(
+            ResumeReason.LORA_MISMATCH, f"the run's spec has LoRA rank {int(spec_rank)}, not {rank}", state=state
+        )
     if base_model is not None and spec_model is not None and spec_model != base_model:
-        raise ResumeRefused(ResumeReason.SPEC_MISMATCH, f"the run's spec has base model {spec_model!r}, not "
-                            f"{base_model!r}", state=state)
+        raise ResumeRefused(
+            ResumeReason.SPEC_MISMATCH, f"the run's spec has base model {spec_model!r}, not {base_model!r}", state=state
+        )
     return spec_rank, spec_model
 
 
@@ -181,22 +258,31 @@ def _resume_point(state: RunState, reopen: bool) -> ResumePoint:
     assert point is not None  # required: a refusal otherwise
     decide(point, _LOADER, state=state)
     if "/weights/" not in point.uri:
-        raise ResumeRefused(ResumeReason.FIDELITY_MISMATCH, f"the checkpoint at step {point.step} holds no optimizer "
-                            f"state ({point.uri}): save_state() or save_checkpoint() make resumable ones", state=state)
+        raise ResumeRefused(
+            ResumeReason.FIDELITY_MISMATCH,
+            f"the checkpoint at step {point.step} holds no optimizer "
+            f"state ({point.uri}): save_state() or save_checkpoint() make resumable ones",
+            state=state,
+        )
     newer = [checkpoint.step for checkpoint in state.expired_checkpoints if checkpoint.step > point.step]
     if newer:
-        log.warning("resuming from step %d: the checkpoints after it have expired (%s)", point.step,
-                    ", ".join(str(step) for step in newer))
+        log.warning(
+            "resuming from step %d: the checkpoints after it have expired (%s)",
+            point.step,
+            ", ".join(str(step) for step in newer),
+        )
     return point
 
 
-def ledgered_training_client(ledger: LedgerClient, base_model: str, rank: int = 32, *, prices: PriceSheets,
-                             **options: Any) -> LedgeredTrainingClient:
+def ledgered_training_client(
+    ledger: LedgerClient, base_model: str, rank: int = 32, *, prices: PriceSheets, **options: Any
+) -> LedgeredTrainingClient:
     """LedgeredServiceClient(ledger, prices=..., <its options>).create_lora_training_client(base_model,
     rank, <its options>), options split by name."""
     service_options, run_options = _split(options)
     return LedgeredServiceClient(ledger, prices=prices, **service_options).create_lora_training_client(
-        base_model, rank, **run_options)
+        base_model, rank, **run_options
+    )
 
 
 def resume(ledger: LedgerClient, *, prices: PriceSheets, **options: Any) -> LedgeredTrainingClient:
@@ -205,8 +291,19 @@ def resume(ledger: LedgerClient, *, prices: PriceSheets, **options: Any) -> Ledg
     return LedgeredServiceClient(ledger, prices=prices, **service_options).resume(**run_options)
 
 
-_SERVICE_OPTIONS = frozenset({"optim_step_usd_micro", "base_url", "api_key", "project_id", "user_metadata",
-                              "hold_ttl_s", "attempt_label", "outbox_dir", "recorder_options"})
+_SERVICE_OPTIONS = frozenset(
+    {
+        "optim_step_usd_micro",
+        "base_url",
+        "api_key",
+        "project_id",
+        "user_metadata",
+        "hold_ttl_s",
+        "attempt_label",
+        "outbox_dir",
+        "recorder_options",
+    }
+)
 
 
 def _split(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -41,10 +41,20 @@ class LedgeredTrainingClient(Settler):
     """A Tinker TrainingClient recorded as one attempt of a ledger run. The plain clients are
     `training_client` and `service_client`; calls made on them directly are not ledgered."""
 
-    def __init__(self, *, service_client: tinker.ServiceClient, training_client: tinker.TrainingClient,
-                 recorder: RunRecorder, prices: PriceSheets, base_model: str, optim_step_usd_micro: int = 0,
-                 hold_ttl_s: float | None = None, start_step: int = 0, resumed_from_step: int | None = None,
-                 run_key: str = "") -> None:
+    def __init__(
+        self,
+        *,
+        service_client: tinker.ServiceClient,
+        training_client: tinker.TrainingClient,
+        recorder: RunRecorder,
+        prices: PriceSheets,
+        base_model: str,
+        optim_step_usd_micro: int = 0,
+        hold_ttl_s: float | None = None,
+        start_step: int = 0,
+        resumed_from_step: int | None = None,
+        run_key: str = "",
+    ) -> None:
         super().__init__(ordered=True)
         self.service_client, self.training_client, self.recorder = service_client, training_client, recorder
         self.base_model, self.run_key = base_model, run_key
@@ -72,9 +82,12 @@ class LedgeredTrainingClient(Settler):
         return self._step
 
     # Billable calls.
-    def forward_backward(self, data: Iterable[types.Datum], loss_fn: types.LossFnType,
-                         loss_fn_config: Mapping[str, float | str] | None = None
-                         ) -> LedgeredFuture[types.ForwardBackwardOutput]:
+    def forward_backward(
+        self,
+        data: Iterable[types.Datum],
+        loss_fn: types.LossFnType,
+        loss_fn_config: Mapping[str, float | str] | None = None,
+    ) -> LedgeredFuture[types.ForwardBackwardOutput]:
         data = list(data)
         usage = {"train": sum(datum.model_input.length for datum in data)}
         weight = sum(loss_weight(datum) for datum in data)
@@ -87,11 +100,19 @@ class LedgeredTrainingClient(Settler):
             merge_metrics(self._metrics, output.metrics)
             return output
 
-        return self._submit("forward_backward", hold, settle,
-                            lambda: self.training_client.forward_backward(data, loss_fn, loss_fn_config))
+        return self._submit(
+            "forward_backward",
+            hold,
+            settle,
+            lambda: self.training_client.forward_backward(data, loss_fn, loss_fn_config),
+        )
 
-    def forward(self, data: Iterable[types.Datum], loss_fn: types.LossFnType,
-                loss_fn_config: Mapping[str, float | str] | None = None) -> LedgeredFuture[types.ForwardBackwardOutput]:
+    def forward(
+        self,
+        data: Iterable[types.Datum],
+        loss_fn: types.LossFnType,
+        loss_fn_config: Mapping[str, float | str] | None = None,
+    ) -> LedgeredFuture[types.ForwardBackwardOutput]:
         """A forward pass only, priced as prefill of its input tokens."""
         data = list(data)
         usage = {"prefill": sum(datum.model_input.length for datum in data)}
@@ -101,11 +122,13 @@ class LedgeredTrainingClient(Settler):
             hold.commit(self.prices.amount(usage), self.prices.basis(usage))
             return output
 
-        return self._submit("forward", hold, settle,
-                            lambda: self.training_client.forward(data, loss_fn, loss_fn_config))
+        return self._submit(
+            "forward", hold, settle, lambda: self.training_client.forward(data, loss_fn, loss_fn_config)
+        )
 
-    def optim_step(self, optim_params: types.OptimParams | None = None, *,
-                   adam_params: types.AdamParams | None = None) -> LedgeredFuture[types.OptimStepResponse]:
+    def optim_step(
+        self, optim_params: types.OptimParams | None = None, *, adam_params: types.AdamParams | None = None
+    ) -> LedgeredFuture[types.OptimStepResponse]:
         """One optimizer step; its result records one ledger step."""
         amount, basis = self._spend.optim_step_usd_micro, self.prices.basis({})
         hold = self._spend.hold(amount, basis)
@@ -123,12 +146,24 @@ class LedgeredTrainingClient(Settler):
             hold.release(error)
 
         self._submitted_steps += 1
-        return self._submit("optim_step", hold, settle,
-                            lambda: self.training_client.optim_step(optim_params, adam_params=adam_params), fail)
+        return self._submit(
+            "optim_step",
+            hold,
+            settle,
+            lambda: self.training_client.optim_step(optim_params, adam_params=adam_params),
+            fail,
+        )
 
     # Checkpoints.
-    def save_state(self, name: str, ttl_seconds: int | None = None, *, overwrite: bool = False, final: bool = False,
-                   user_metadata: dict[str, str] | None = None) -> LedgeredFuture[types.SaveWeightsResponse]:
+    def save_state(
+        self,
+        name: str,
+        ttl_seconds: int | None = None,
+        *,
+        overwrite: bool = False,
+        final: bool = False,
+        user_metadata: dict[str, str] | None = None,
+    ) -> LedgeredFuture[types.SaveWeightsResponse]:
         """Save weights and optimizer state; its result records a weights+optimizer checkpoint
         (uri tinker://.../weights/<name>) at the current step, expiring after `ttl_seconds`."""
         self._check_no_sampler_checkpoint()
@@ -138,12 +173,23 @@ class LedgeredTrainingClient(Settler):
             self._record_checkpoint(response.path, FIDELITY_STATE, "", saved_at, ttl_seconds, final, "state")
             return response
 
-        return self._submit("save_state", None, settle, lambda: self.training_client.save_state(
-            name, ttl_seconds=ttl_seconds, overwrite=overwrite, user_metadata=metadata))
+        return self._submit(
+            "save_state",
+            None,
+            settle,
+            lambda: self.training_client.save_state(
+                name, ttl_seconds=ttl_seconds, overwrite=overwrite, user_metadata=metadata
+            ),
+        )
 
-    def save_weights_for_sampler(self, name: str, ttl_seconds: int | None = None, *, record: bool = True,
-                                 user_metadata: dict[str, str] | None = None
-                                 ) -> LedgeredFuture[types.SaveWeightsForSamplerResponse]:
+    def save_weights_for_sampler(
+        self,
+        name: str,
+        ttl_seconds: int | None = None,
+        *,
+        record: bool = True,
+        user_metadata: dict[str, str] | None = None,
+    ) -> LedgeredFuture[types.SaveWeightsForSamplerResponse]:
         """Save sampler weights; its result records a weights-only checkpoint (uri and sampler_uri
         the sampler path) unless `record` is False or this step already has a checkpoint. It is
         no resume point: prefer save_checkpoint() for one checkpoint with both paths."""
@@ -151,16 +197,28 @@ class LedgeredTrainingClient(Settler):
 
         def settle(response: types.SaveWeightsForSamplerResponse) -> types.SaveWeightsForSamplerResponse:
             if record and self._step not in self._checkpoints:
-                self._record_checkpoint(response.path, FIDELITY_WEIGHTS, response.path, saved_at, ttl_seconds,
-                                        False, "sampler")
+                self._record_checkpoint(
+                    response.path, FIDELITY_WEIGHTS, response.path, saved_at, ttl_seconds, False, "sampler"
+                )
             return response
 
-        return self._submit("save_weights_for_sampler", None, settle,
-                            lambda: self.training_client.save_weights_for_sampler(
-                                name, ttl_seconds=ttl_seconds, user_metadata=metadata))
+        return self._submit(
+            "save_weights_for_sampler",
+            None,
+            settle,
+            lambda: self.training_client.save_weights_for_sampler(
+                name, ttl_seconds=ttl_seconds, user_metadata=metadata
+            ),
+        )
 
-    def save_checkpoint(self, name: str, ttl_seconds: int | None = None, *, final: bool = False,
-                        user_metadata: dict[str, str] | None = None) -> LedgeredFuture[dict[str, str]]:
+    def save_checkpoint(
+        self,
+        name: str,
+        ttl_seconds: int | None = None,
+        *,
+        final: bool = False,
+        user_metadata: dict[str, str] | None = None,
+    ) -> LedgeredFuture[dict[str, str]]:
         """save_state and save_weights_for_sampler under one name, recorded as one checkpoint:
         {"path": tinker://.../weights/<name>, "sampler_path": tinker://.../sampler_weights/<name>}."""
         self._check_no_sampler_checkpoint()
@@ -171,22 +229,26 @@ class LedgeredTrainingClient(Settler):
             return {"path": futures[0].result(timeout).path, "sampler_path": futures[1].result(timeout).path}
 
         def settle(paths: dict[str, str]) -> dict[str, str]:
-            self._record_checkpoint(paths["path"], FIDELITY_STATE, paths["sampler_path"], saved_at, ttl_seconds,
-                                    final, "state")
+            self._record_checkpoint(
+                paths["path"], FIDELITY_STATE, paths["sampler_path"], saved_at, ttl_seconds, final, "state"
+            )
             return paths
 
         with self._submit_lock:
             futures.append(self.training_client.save_state(name, ttl_seconds=ttl_seconds, user_metadata=metadata))
-            futures.append(self.training_client.save_weights_for_sampler(name, ttl_seconds=ttl_seconds,
-                                                                         user_metadata=metadata))
+            futures.append(
+                self.training_client.save_weights_for_sampler(name, ttl_seconds=ttl_seconds, user_metadata=metadata)
+            )
             return self.add(LedgeredFuture("save_checkpoint", wait, settle, lambda error: None, self))
 
     # Sampling.
-    def create_sampling_client(self, model_path: str | None = None, *, base_model: str | None = None,
-                               **options: Any) -> LedgeredSamplingClient:
+    def create_sampling_client(
+        self, model_path: str | None = None, *, base_model: str | None = None, **options: Any
+    ) -> LedgeredSamplingClient:
         """A ledgered SamplingClient for saved weights (model_path) or a base model."""
-        sampling = self.service_client.create_sampling_client(model_path=model_path, base_model=base_model,
-                                                              **options).result()
+        sampling = self.service_client.create_sampling_client(
+            model_path=model_path, base_model=base_model, **options
+        ).result()
         return LedgeredSamplingClient(sampling, self._spend, base_model or self.base_model)
 
     def save_weights_and_get_sampling_client(self, **options: Any) -> LedgeredSamplingClient:
@@ -200,8 +262,7 @@ class LedgeredTrainingClient(Settler):
         return self.training_client.get_tokenizer()
 
     # Lifecycle.
-    def finish(self, status: str = "done", summary: Mapping[str, Any] | None = None,
-               error: str = "") -> FinishReceipt:
+    def finish(self, status: str = "done", summary: Mapping[str, Any] | None = None, error: str = "") -> FinishReceipt:
         """Settle every pending call, finish the ledger run and close the Tinker session (once)."""
         if self._finished is not None:
             return self._finished
@@ -213,7 +274,8 @@ class LedgeredTrainingClient(Settler):
             self._finished = self.recorder.finish(status, summary={**info, **(summary or {})}, error=error)
         finally:
             reason: Literal["success", "errored", "interrupted"] = (
-                "success" if status == "done" else "interrupted" if status == "stopped" else "errored")
+                "success" if status == "done" else "interrupted" if status == "stopped" else "errored"
+            )
             self.service_client.close(reason, detail=error or None).result()
         return self._finished
 
@@ -257,8 +319,14 @@ class LedgeredTrainingClient(Settler):
                 errors.append(failure)
         return errors
 
-    def _submit(self, kind: str, hold: OpenHold | None, settle: Callable[[Any], Any], call: Callable[[], Any],
-                fail: Callable[[BaseException], None] | None = None) -> LedgeredFuture[Any]:
+    def _submit(
+        self,
+        kind: str,
+        hold: OpenHold | None,
+        settle: Callable[[Any], Any],
+        call: Callable[[], Any],
+        fail: Callable[[BaseException], None] | None = None,
+    ) -> LedgeredFuture[Any]:
         fail = fail or (hold.release if hold is not None else (lambda error: None))
         with self._submit_lock:  # The pending futures keep the order Tinker got the calls in.
             try:
@@ -271,8 +339,10 @@ class LedgeredTrainingClient(Settler):
     def _check_no_sampler_checkpoint(self) -> None:
         # The ledger keeps one checkpoint per step and attempt: a sampler-only one would hide this.
         if self._checkpoints.get(self._submitted_steps) == "sampler":
-            raise CheckpointConflict(f"step {self._submitted_steps} already has a sampler-only checkpoint; "
-                                     "save_checkpoint() records weights, optimizer and sampler paths in one")
+            raise CheckpointConflict(
+                f"step {self._submitted_steps} already has a sampler-only checkpoint; "
+                "save_checkpoint() records weights, optimizer and sampler paths in one"
+            )
 
     def _metadata(self, extra: Mapping[str, str] | None) -> dict[str, str]:
         return {METADATA_RUN_ID: self.run_id, METADATA_RUN_KEY: self.run_key, **(extra or {})}
@@ -284,20 +354,28 @@ class LedgeredTrainingClient(Settler):
         if learning_rate is not None:
             metrics["learning_rate"] = learning_rate
         metrics.update({f"optim/{name}": value for name, value in optim_metrics.items()})
-        metrics = {(f"metric/{name}" if name in RESERVED_LOG_NAMES else name): value
-                   for name, value in metrics.items()}
+        metrics = {(f"metric/{name}" if name in RESERVED_LOG_NAMES else name): value for name, value in metrics.items()}
         self.recorder.log(self._step, tokens=self._tokens, usd_micro=self._spend.take_spend(), **metrics)
         self._tokens, self._loss_weight, self._metrics = 0, 0.0, {}
 
-    def _record_checkpoint(self, uri: str, fidelity: str, sampler_uri: str, saved_at: datetime,
-                           ttl_seconds: int | None, final: bool, kind: str) -> None:
+    def _record_checkpoint(
+        self,
+        uri: str,
+        fidelity: str,
+        sampler_uri: str,
+        saved_at: datetime,
+        ttl_seconds: int | None,
+        final: bool,
+        kind: str,
+    ) -> None:
         step = self._step
         if self.resumed_from_step is not None and step <= self.resumed_from_step:
             log.info("not recording %s at step %d: this attempt resumed from it", uri, step)
             return
         expires_at = saved_at + timedelta(seconds=ttl_seconds) if ttl_seconds else None
-        self.recorder.checkpoint(step, uri, BACKEND, fidelity, sampler_uri=sampler_uri, final=final,
-                                 expires_at=expires_at)
+        self.recorder.checkpoint(
+            step, uri, BACKEND, fidelity, sampler_uri=sampler_uri, final=final, expires_at=expires_at
+        )
         self._checkpoints[step] = kind
 
     def _session_id(self) -> str:

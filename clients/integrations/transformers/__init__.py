@@ -75,23 +75,37 @@ from clients.errors import RunEnded
 from clients.integrations.resume import ResumeReason, ResumeRefused
 from clients.integrations.transformers.callback import LedgerCallback, LedgerCallbackWarning, SpendHoldRefused
 from clients.integrations.transformers.checkpoints import (
-                                                           BACKEND,
-                                                           checkpoint_digest,
-                                                           checkpoint_from_state,
-                                                           resume_checkpoint,
+    BACKEND,
+    checkpoint_digest,
+    checkpoint_from_state,
+    resume_checkpoint,
 )
 from clients.integrations.transformers.logs import map_log_keys
 from clients.integrations.transformers.spec import (
-                                                           SpecMismatch,
-                                                           dataset_content_digest,
-                                                           hyperparameters_from_args,
-                                                           lora_shape,
-                                                           spec_for,
-                                                           training_run_key,
+    SpecMismatch,
+    dataset_content_digest,
+    hyperparameters_from_args,
+    lora_shape,
+    spec_for,
+    training_run_key,
 )
 
 __all__ = [
-    "LedgerCallback", "LedgerCallbackWarning", "ResumeRefused", "ResumeReason", "RunEnded", "SpendHoldRefused",
-    "SpecMismatch", "resume_checkpoint", "checkpoint_from_state", "spec_for", "training_run_key", "lora_shape",
-    "hyperparameters_from_args", "dataset_content_digest", "checkpoint_digest", "map_log_keys", "BACKEND",
+    "LedgerCallback",
+    "LedgerCallbackWarning",
+    "ResumeRefused",
+    "ResumeReason",
+    "RunEnded",
+    "SpendHoldRefused",
+    "SpecMismatch",
+    "resume_checkpoint",
+    "checkpoint_from_state",
+    "spec_for",
+    "training_run_key",
+    "lora_shape",
+    "hyperparameters_from_args",
+    "dataset_content_digest",
+    "checkpoint_digest",
+    "map_log_keys",
+    "BACKEND",
 ]

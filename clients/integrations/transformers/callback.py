@@ -49,7 +49,6 @@ class SpendHoldRefused(RuntimeError):
         self.reason, self.message = reason, message
 
 
-
 class LedgerCallback(TrainerCallback):
     """Records a Trainer's run in the ledger (see the module docstring). Give `address` (a client
     is made, and closed at the end; its calls ride out a ledger outage of `outage_budget_s`, 30 s
@@ -66,14 +65,29 @@ class LedgerCallback(TrainerCallback):
     the trainer's. `count_tokens` turns on the trainer's token count (args.include_num_input_tokens_seen
     "non_padding") when it is off, so steps carry tokens. Only the world's process zero records."""
 
-    def __init__(self, *, address: str | None = None, client: LedgerClient | None = None,
-                 spec: Mapping[str, Any] | None = None, run_key: str | None = None, name: str = "",
-                 gpu_price: GpuPrice | None = None, cap_usd_micro: int | None = None, parent_account: str = "",
-                 outbox_dir: str | os.PathLike[str] | None = None,
-                 output_dir: str | os.PathLike[str] | None = None, interval_s: float = 60.0,
-                 interval_steps: int | None = None, attempt_label: str | None = None, principal: str = "",
-                 check_spec: bool = True, count_tokens: bool = True, reopen: bool = False,
-                 outage_budget_s: float | None = None, recorder_options: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        address: str | None = None,
+        client: LedgerClient | None = None,
+        spec: Mapping[str, Any] | None = None,
+        run_key: str | None = None,
+        name: str = "",
+        gpu_price: GpuPrice | None = None,
+        cap_usd_micro: int | None = None,
+        parent_account: str = "",
+        outbox_dir: str | os.PathLike[str] | None = None,
+        output_dir: str | os.PathLike[str] | None = None,
+        interval_s: float = 60.0,
+        interval_steps: int | None = None,
+        attempt_label: str | None = None,
+        principal: str = "",
+        check_spec: bool = True,
+        count_tokens: bool = True,
+        reopen: bool = False,
+        outage_budget_s: float | None = None,
+        recorder_options: Mapping[str, Any] | None = None,
+    ) -> None:
         if (address is None) == (client is None):
             raise TypeError("LedgerCallback needs exactly one of address= and client=")
         if spec is None and run_key is None:
@@ -112,8 +126,13 @@ class LedgerCallback(TrainerCallback):
 
     # -- the one-call resume helper --
 
-    def resume_checkpoint(self, *, allow_restart: bool = False, verify_digest: bool = True,
-                          output_dir: str | os.PathLike[str] | None = None) -> str | None:
+    def resume_checkpoint(
+        self,
+        *,
+        allow_restart: bool = False,
+        verify_digest: bool = True,
+        output_dir: str | os.PathLike[str] | None = None,
+    ) -> str | None:
         """resume_checkpoint() for this callback's run, opened as the callback opens it, held to
         `output_dir`, else the callback's, else the args.output_dir of the trainer it was given
         to. Asked before any of these is known (before Trainer(callbacks=[callback]) is built),
@@ -121,14 +140,26 @@ class LedgerCallback(TrainerCallback):
         on_init_end (or on_train_begin, at the latest) raises ResumeRefused OUTSIDE_ROOT.
         `verify_digest=False` accepts a checkpoint recorded without a digest."""
         root = next((d for d in (output_dir, self.output_dir, self._trainer_output_dir) if d is not None), None)
-        state = open_state(self._get_client(), key=self.run_key, spec=self.spec, name=self.name,
-                           cap_usd_micro=self.cap_usd_micro, parent_account=self.parent_account)
+        state = open_state(
+            self._get_client(),
+            key=self.run_key,
+            spec=self.spec,
+            name=self.name,
+            cap_usd_micro=self.cap_usd_micro,
+            parent_account=self.parent_account,
+        )
         point = latest(state, reopen=self.reopen, allow_restart=allow_restart)
         self._unchecked = None
         if point is None:
             return None
-        path = verified(point, state, output_dir=root, lora=(self.spec or {}).get("lora"), verify_digest=verify_digest,
-                        defer_root=True)
+        path = verified(
+            point,
+            state,
+            output_dir=root,
+            lora=(self.spec or {}).get("lora"),
+            verify_digest=verify_digest,
+            defer_root=True,
+        )
         if root is None:
             self._unchecked = path
         return path
@@ -144,8 +175,13 @@ class LedgerCallback(TrainerCallback):
 
     def _get_client(self) -> LedgerClient:
         if self._client is None:
-            self._client = LedgerClient(str(self.address), principal=self.principal, timeout_s=10.0,
-                                        retries=CLIENT_RETRIES, outage_budget_s=self.outage_budget_s)
+            self._client = LedgerClient(
+                str(self.address),
+                principal=self.principal,
+                timeout_s=10.0,
+                retries=CLIENT_RETRIES,
+                outage_budget_s=self.outage_budget_s,
+            )
         return self._client
 
     # -- the way out of train() --
@@ -186,22 +222,39 @@ class LedgerCallback(TrainerCallback):
         label = self.attempt_label or f"{socket.gethostname()}:{os.getpid()}"
         try:
             self.recorder = RunRecorder.open(
-                self._get_client(), run_key=self.run_key, name=self.name, spec=self.spec,
-                cap_usd_micro=self.cap_usd_micro, parent_account=self.parent_account, attempt_label=label,
-                resume_from_step=resume_from, outbox_dir=self.outbox_dir, defer=True, reopen=self.reopen,
-                **self.recorder_options)
+                self._get_client(),
+                run_key=self.run_key,
+                name=self.name,
+                spec=self.spec,
+                cap_usd_micro=self.cap_usd_micro,
+                parent_account=self.parent_account,
+                attempt_label=label,
+                resume_from_step=resume_from,
+                outbox_dir=self.outbox_dir,
+                defer=True,
+                reopen=self.reopen,
+                **self.recorder_options,
+            )
         except LedgerClientError as error:
             if error.reason not in ("CHECKPOINT_NOT_FOUND", "CHECKPOINT_EXPIRED"):
                 raise
-            raise ResumeRefused(ResumeReason.CHECKPOINT_UNKNOWN, f"the trainer resumed at step {resume_from}, but "
-                                f"the ledger has no live checkpoint there ({error.reason}): resume from "
-                                "resume_checkpoint()'s path") from error
+            raise ResumeRefused(
+                ResumeReason.CHECKPOINT_UNKNOWN,
+                f"the trainer resumed at step {resume_from}, but "
+                f"the ledger has no live checkpoint there ({error.reason}): resume from "
+                "resume_checkpoint()'s path",
+            ) from error
         self._active = True
         held = self.recorder.state
         held_cap = held.spend.cap_usd_micro if held is not None else None
         if held is not None and self.cap_usd_micro is not None and held_cap != self.cap_usd_micro:
-            log.warning("run %s has a cap of %s micro-USD, not the %s given: this ledger did not change it on "
-                        "open (set_cap does)", self.run_key, held_cap, self.cap_usd_micro)
+            log.warning(
+                "run %s has a cap of %s micro-USD, not the %s given: this ledger did not change it on "
+                "open (set_cap does)",
+                self.run_key,
+                held_cap,
+                self.cap_usd_micro,
+            )
         self._logs_at_begin = len(state.log_history)
         self._jobs = Jobs()
         if self.gpu_price is not None:
@@ -216,8 +269,7 @@ class LedgerCallback(TrainerCallback):
         if self._active and self._meter is not None:
             self._next_interval(state, control)
 
-    def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None,
-               **kwargs: Any) -> None:
+    def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         if not self._active or not logs:
             return
         try:
@@ -278,8 +330,13 @@ class LedgerCallback(TrainerCallback):
             summary: dict[str, Any] = {"steps": state.global_step, "attempt": recorder.attempt}
             if self._last_loss is not None:
                 summary["final_loss"] = self._last_loss
-            summary.update({key: value for key, value in self._summary.items()
-                            if isinstance(value, int | float) and math.isfinite(value)})
+            summary.update(
+                {
+                    key: value
+                    for key, value in self._summary.items()
+                    if isinstance(value, int | float) and math.isfinite(value)
+                }
+            )
             if self._stop_reason:
                 summary["stop_reason"] = self._stop_reason
             if error is not None:
@@ -287,8 +344,9 @@ class LedgerCallback(TrainerCallback):
             else:
                 recorder.finish("stopped" if self._stop_reason else "done", summary=summary)
         except LedgerClientError as error:
-            log.warning("could not finish run %s in the ledger (%s); unsent steps stay in the outbox",
-                        self.run_key, error)
+            log.warning(
+                "could not finish run %s in the ledger (%s); unsent steps stay in the outbox", self.run_key, error
+            )
             recorder.close(flush_timeout_s=0)
         except Exception:  # noqa: BLE001 - never into the trainer.
             log.exception("the ledger callback failed to finish run %s", self.run_key)
@@ -315,8 +373,12 @@ class LedgerCallback(TrainerCallback):
             logged -= 1
         if logged > 0:
             self._warned = True
-            warnings.warn(f"{type(self).__name__} has recorded no point although the trainer logged {logged} "
-                          "time(s): does its on_log call super().on_log()?", LedgerCallbackWarning, stacklevel=3)
+            warnings.warn(
+                f"{type(self).__name__} has recorded no point although the trainer logged {logged} "
+                "time(s): does its on_log call super().on_log()?",
+                LedgerCallbackWarning,
+                stacklevel=3,
+            )
 
     # -- spend --
 
@@ -324,17 +386,26 @@ class LedgerCallback(TrainerCallback):
         recorder, price = self.recorder, self.gpu_price
         assert recorder is not None and price is not None
         # Training stops when a hold is refused: the time after it (the stop's save) runs unheld.
-        meter = GpuMeter(recorder, price, interval_s=self.interval_s, interval_steps=self.interval_steps,
-                         lookahead=True, charge_unheld=False)
+        meter = GpuMeter(
+            recorder,
+            price,
+            interval_s=self.interval_s,
+            interval_steps=self.interval_steps,
+            lookahead=True,
+            charge_unheld=False,
+        )
         try:
             self._meter = meter.start(state.global_step)
         except SpendCapExceeded as refused:
-            reason = f"spend cap reached before training: {refused.remaining_usd_micro} micro-USD left on " \
-                     f"{refused.account or recorder.account}"
+            reason = (
+                f"spend cap reached before training: {refused.remaining_usd_micro} micro-USD left on "
+                f"{refused.account or recorder.account}"
+            )
             self._refuse_start("SPEND_CAP_EXCEEDED", reason, refused, state)
         except LedgerClientError as error:
-            self._refuse_start("LEDGER_UNAVAILABLE", f"no spend hold: the ledger cannot be reached ({error.reason})",
-                               error, state)
+            self._refuse_start(
+                "LEDGER_UNAVAILABLE", f"no spend hold: the ledger cannot be reached ({error.reason})", error, state
+            )
 
     def _refuse_start(self, reason: str, message: str, error: LedgerClientError, state: Any) -> None:
         self._active = False
@@ -361,11 +432,15 @@ class LedgerCallback(TrainerCallback):
         try:
             meter.tick(state.global_step, last=ending)
         except SpendCapExceeded as refused:
-            self._spend_stop(control, f"spend cap reached at step {state.global_step}: "
-                             f"{refused.remaining_usd_micro} micro-USD left on {refused.account}")
+            self._spend_stop(
+                control,
+                f"spend cap reached at step {state.global_step}: "
+                f"{refused.remaining_usd_micro} micro-USD left on {refused.account}",
+            )
         except LedgerClientError as error:
-            self._spend_stop(control, f"no spend hold at step {state.global_step}: the ledger cannot be reached "
-                             f"({error.reason})")
+            self._spend_stop(
+                control, f"no spend hold at step {state.global_step}: the ledger cannot be reached ({error.reason})"
+            )
 
     def _spend_stop(self, control: Any, reason: str) -> None:
         log.warning("stopping training: %s", reason)

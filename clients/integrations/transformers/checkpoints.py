@@ -18,8 +18,17 @@ from clients.integrations.transformers.spec import lora_shape, training_run_key
 from clients.models import RunState
 from clients.retry import RetryPolicy
 
-__all__ = ["BACKEND", "FIDELITY_FULL", "FIDELITY_WEIGHTS", "CLIENT_RETRIES", "checkpoint_digest",
-           "checkpoint_from_state", "resume_checkpoint", "verified", "open_state"]
+__all__ = [
+    "BACKEND",
+    "FIDELITY_FULL",
+    "FIDELITY_WEIGHTS",
+    "CLIENT_RETRIES",
+    "checkpoint_digest",
+    "checkpoint_from_state",
+    "resume_checkpoint",
+    "verified",
+    "open_state",
+]
 
 BACKEND = "hf"
 FIDELITY_FULL, FIDELITY_WEIGHTS = "weights+optimizer", "weights"
@@ -30,7 +39,7 @@ CLIENT_RETRIES = RetryPolicy(attempts=4, initial_backoff_s=0.05, max_backoff_s=0
 
 
 def checkpoint_digest(path: str | os.PathLike[str]) -> str:
-    """"sha256:<hex>" over a checkpoint directory: each file's path relative to it (sorted) and
+    """ "sha256:<hex>" over a checkpoint directory: each file's path relative to it (sorted) and
     the sha256 of its content."""
     root = Path(path)
     files = sorted((item.relative_to(root).as_posix(), item) for item in root.rglob("*") if item.is_file())
@@ -51,25 +60,48 @@ def _adapter_lora(path: Path) -> dict[str, Any] | None:
 
 
 # What a Trainer resumes from: a checkpoint directory of the "hf" backend, under its output directory.
-_LOADER = Loader(backend=BACKEND, kind="dir", digest=checkpoint_digest, lora=_adapter_lora,
-                 root_name="output directory")
+_LOADER = Loader(
+    backend=BACKEND, kind="dir", digest=checkpoint_digest, lora=_adapter_lora, root_name="output directory"
+)
 
 
-def verified(point: ResumePoint, state: RunState, *, output_dir: str | os.PathLike[str] | None, lora: Any,
-             verify_digest: bool, backend: str = BACKEND, defer_root: bool = False) -> str:
+def verified(
+    point: ResumePoint,
+    state: RunState,
+    *,
+    output_dir: str | os.PathLike[str] | None,
+    lora: Any,
+    verify_digest: bool,
+    backend: str = BACKEND,
+    defer_root: bool = False,
+) -> str:
     """The checkpoint directory's real path once the resume decision accepts it for a Trainer:
     under `output_dir` (with `defer_root`, not checked when None: the caller holds it to one
     later), there, with the digest recorded with it, of the LoRA shape of `lora`. Raises
     ResumeRefused."""
     loader = _LOADER if backend == BACKEND else replace(_LOADER, backend=backend)
-    path = decide(point, loader, root=output_dir, defer_root=defer_root, verify_digest=verify_digest,
-                  lora=lora_shape(lora), state=state)
+    path = decide(
+        point,
+        loader,
+        root=output_dir,
+        defer_root=defer_root,
+        verify_digest=verify_digest,
+        lora=lora_shape(lora),
+        state=state,
+    )
     return str(path)
 
 
-def checkpoint_from_state(state: RunState, *, output_dir: str | os.PathLike[str] | None = None,
-                          backend: str = BACKEND, lora: Any = None, allow_restart: bool = False,
-                          verify_digest: bool = True, reopen: bool = False) -> str | None:
+def checkpoint_from_state(
+    state: RunState,
+    *,
+    output_dir: str | os.PathLike[str] | None = None,
+    backend: str = BACKEND,
+    lora: Any = None,
+    allow_restart: bool = False,
+    verify_digest: bool = True,
+    reopen: bool = False,
+) -> str | None:
     """The checkpoint directory to resume from, by a RunState, under `output_dir` (see
     resume_checkpoint); None for a fresh start. ResumeRefused ROOT_UNKNOWN when there is a
     checkpoint and no output_dir to hold it to."""
@@ -79,25 +111,50 @@ def checkpoint_from_state(state: RunState, *, output_dir: str | os.PathLike[str]
     return verified(point, state, output_dir=output_dir, lora=lora, verify_digest=verify_digest, backend=backend)
 
 
-def open_state(client_or_address: LedgerClient | str, *, key: str, spec: Mapping[str, Any] | None, name: str,
-               cap_usd_micro: int | None, parent_account: str) -> RunState:
+def open_state(
+    client_or_address: LedgerClient | str,
+    *,
+    key: str,
+    spec: Mapping[str, Any] | None,
+    name: str,
+    cap_usd_micro: int | None,
+    parent_account: str,
+) -> RunState:
     """The run's state as its open answers it (a client is made for an address, and closed)."""
     owned = isinstance(client_or_address, str)
-    client = LedgerClient(client_or_address, timeout_s=10.0, retries=CLIENT_RETRIES) \
-        if isinstance(client_or_address, str) else client_or_address
+    client = (
+        LedgerClient(client_or_address, timeout_s=10.0, retries=CLIENT_RETRIES)
+        if isinstance(client_or_address, str)
+        else client_or_address
+    )
     try:
-        return client.open_run(run_key=key, name=name or str((spec or {}).get("name", "")), spec=spec,
-                               cap_usd_micro=cap_usd_micro, parent_account=parent_account).state
+        return client.open_run(
+            run_key=key,
+            name=name or str((spec or {}).get("name", "")),
+            spec=spec,
+            cap_usd_micro=cap_usd_micro,
+            parent_account=parent_account,
+        ).state
     finally:
         if owned:
             client.close()
 
 
-def resume_checkpoint(client_or_address: LedgerClient | str, *, run_key: str | None = None,
-                      spec: Mapping[str, Any] | None = None, output_dir: str | os.PathLike[str] | None = None,
-                      backend: str = BACKEND, lora: Any = None, allow_restart: bool = False,
-                      verify_digest: bool = True, name: str = "", cap_usd_micro: int | None = None,
-                      parent_account: str = "", reopen: bool = False) -> str | None:
+def resume_checkpoint(
+    client_or_address: LedgerClient | str,
+    *,
+    run_key: str | None = None,
+    spec: Mapping[str, Any] | None = None,
+    output_dir: str | os.PathLike[str] | None = None,
+    backend: str = BACKEND,
+    lora: Any = None,
+    allow_restart: bool = False,
+    verify_digest: bool = True,
+    name: str = "",
+    cap_usd_micro: int | None = None,
+    parent_account: str = "",
+    reopen: bool = False,
+) -> str | None:
     """The path to pass as trainer.train(resume_from_checkpoint=...), from the ledger's RunState:
     the run's most progressed live checkpoint, or None when the run has none (a fresh start).
     Never True. The run is opened by its key with `name`, `cap_usd_micro` and `parent_account`:
@@ -115,8 +172,20 @@ def resume_checkpoint(client_or_address: LedgerClient | str, *, run_key: str | N
     Raises LedgerClientError when the ledger cannot answer."""
     if run_key is None and spec is None:
         raise TypeError("resume_checkpoint needs run_key or spec")
-    state = open_state(client_or_address, key=run_key or training_run_key(spec), spec=spec, name=name,
-                       cap_usd_micro=cap_usd_micro, parent_account=parent_account)
-    return checkpoint_from_state(state, output_dir=output_dir, backend=backend,
-                                 lora=lora if lora is not None else (spec or {}).get("lora"),
-                                 allow_restart=allow_restart, verify_digest=verify_digest, reopen=reopen)
+    state = open_state(
+        client_or_address,
+        key=run_key or training_run_key(spec),
+        spec=spec,
+        name=name,
+        cap_usd_micro=cap_usd_micro,
+        parent_account=parent_account,
+    )
+    return checkpoint_from_state(
+        state,
+        output_dir=output_dir,
+        backend=backend,
+        lora=lora if lora is not None else (spec or {}).get("lora"),
+        allow_restart=allow_restart,
+        verify_digest=verify_digest,
+        reopen=reopen,
+    )

@@ -74,8 +74,9 @@ class Jobs:
                     log.exception("could not record %s", what)
                     break
                 with self._condition:
-                    self._condition.wait(min(_BACKOFF.backoff_s(min(tried, 10)),
-                                             max(0.0, self._give_up_at - time.monotonic())))
+                    self._condition.wait(
+                        min(_BACKOFF.backoff_s(min(tried, 10)), max(0.0, self._give_up_at - time.monotonic()))
+                    )
                 tried += 1
             with self._condition:
                 self._busy = False

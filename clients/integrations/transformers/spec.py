@@ -11,16 +11,45 @@ from typing import Any
 
 from clients.runkey import canonical_json, run_key
 
-__all__ = ["RUN_DEFINING_ARGS", "SpecMismatch", "lora_shape", "hyperparameters_from_args", "dataset_content_digest",
-           "spec_for", "training_run_key", "check_spec", "jsonable"]
+__all__ = [
+    "RUN_DEFINING_ARGS",
+    "SpecMismatch",
+    "lora_shape",
+    "hyperparameters_from_args",
+    "dataset_content_digest",
+    "spec_for",
+    "training_run_key",
+    "check_spec",
+    "jsonable",
+]
 
 # TrainingArguments (and TRL config) fields that define a run; the ones a spec's hyperparameters
 # are checked against in on_train_begin.
 RUN_DEFINING_ARGS = (
-    "learning_rate", "per_device_train_batch_size", "gradient_accumulation_steps", "max_steps", "num_train_epochs",
-    "seed", "data_seed", "lr_scheduler_type", "warmup_steps", "warmup_ratio", "weight_decay", "adam_beta1",
-    "adam_beta2", "adam_epsilon", "max_grad_norm", "optim", "bf16", "fp16", "max_length", "packing",
-    "completion_only_loss", "assistant_only_loss", "loss_type", "beta",
+    "learning_rate",
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+    "max_steps",
+    "num_train_epochs",
+    "seed",
+    "data_seed",
+    "lr_scheduler_type",
+    "warmup_steps",
+    "warmup_ratio",
+    "weight_decay",
+    "adam_beta1",
+    "adam_beta2",
+    "adam_epsilon",
+    "max_grad_norm",
+    "optim",
+    "bf16",
+    "fp16",
+    "max_length",
+    "packing",
+    "completion_only_loss",
+    "assistant_only_loss",
+    "loss_type",
+    "beta",
 )
 
 
@@ -72,8 +101,12 @@ def lora_shape(lora: Any) -> dict[str, Any] | None:
         modules = sorted(str(module) for module in modules)
     if get("r") is None:
         raise ValueError(f"not a LoRA configuration: {lora!r}")
-    return {"r": _number(get("r")), "alpha": _number(alpha), "target_modules": modules,
-            "dropout": _number(dropout or 0)}
+    return {
+        "r": _number(get("r")),
+        "alpha": _number(alpha),
+        "target_modules": modules,
+        "dropout": _number(dropout or 0),
+    }
 
 
 def hyperparameters_from_args(args: Any, names: Iterable[str] = RUN_DEFINING_ARGS) -> dict[str, Any]:
@@ -87,7 +120,7 @@ def hyperparameters_from_args(args: Any, names: Iterable[str] = RUN_DEFINING_ARG
 
 
 def dataset_content_digest(dataset: Iterable[Mapping[str, Any]]) -> str:
-    """"sha256:<hex>" of a dataset's rows in order (each row as canonical JSON): for in-memory
+    """ "sha256:<hex>" of a dataset's rows in order (each row as canonical JSON): for in-memory
     datasets (datasets.Dataset, a list of dicts). For files use clients.runkey.dataset_digest."""
     digest = hashlib.sha256()
     for row in dataset:
@@ -96,9 +129,18 @@ def dataset_content_digest(dataset: Iterable[Mapping[str, Any]]) -> str:
     return "sha256:" + digest.hexdigest()
 
 
-def spec_for(*, name: str, base_model: str, revision: str = "", method: str = "sft", lora: Any = None,
-             hyperparameters: Mapping[str, Any] | None = None, args: Any = None, dataset: Any = None,
-             extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def spec_for(
+    *,
+    name: str,
+    base_model: str,
+    revision: str = "",
+    method: str = "sft",
+    lora: Any = None,
+    hyperparameters: Mapping[str, Any] | None = None,
+    args: Any = None,
+    dataset: Any = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The spec of a training run: name, base model id and pinned revision, method ("sft", "dpo",
     ...), LoRA shape (lora_shape), hyperparameters (the run-defining fields of `args`, then
     `hyperparameters` over them) and the dataset's identity by content (a digest string from
@@ -108,8 +150,14 @@ def spec_for(*, name: str, base_model: str, revision: str = "", method: str = "s
     params.update(jsonable(dict(hyperparameters or {})))
     if dataset is not None and not isinstance(dataset, str | Mapping):
         dataset = dataset_content_digest(dataset)
-    spec: dict[str, Any] = {"name": name, "base_model": {"id": base_model, "revision": revision}, "method": method,
-                            "lora": lora_shape(lora), "hyperparameters": params, "dataset": jsonable(dataset)}
+    spec: dict[str, Any] = {
+        "name": name,
+        "base_model": {"id": base_model, "revision": revision},
+        "method": method,
+        "lora": lora_shape(lora),
+        "hyperparameters": params,
+        "dataset": jsonable(dataset),
+    }
     if extra:
         spec["extra"] = jsonable(dict(extra))
     return spec
@@ -131,5 +179,6 @@ def check_spec(spec: Mapping[str, Any], args: Any, model: Any) -> None:
         if hasattr(args, name) and jsonable(getattr(args, name)) != jsonable(value):
             problems.append(f"{name}: spec {value!r}, trainer {jsonable(getattr(args, name))!r}")
     if problems:
-        raise SpecMismatch("the run spec does not describe this trainer (its run key would be wrong): "
-                           + "; ".join(problems))
+        raise SpecMismatch(
+            "the run spec does not describe this trainer (its run key would be wrong): " + "; ".join(problems)
+        )

@@ -20,5 +20,11 @@ from ledger.storage.postgres.recorders import AggregateRecorder, ApplicationReco
 from ledger.storage.postgres.settings import postgres_env
 from ledger.storage.postgres.storage import PostgresStorage
 
-__all__ = ["AggregateRecorder", "ApplicationRecorder", "Factory", "PostgresProjector", "PostgresStorage",
-           "postgres_env"]
+__all__ = [
+    "AggregateRecorder",
+    "ApplicationRecorder",
+    "Factory",
+    "PostgresProjector",
+    "PostgresStorage",
+    "postgres_env",
+]

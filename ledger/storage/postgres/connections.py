@@ -22,8 +22,18 @@ from eventsourcing.persistence import OperationalError
 from eventsourcing.postgres import PostgresDatastore
 from psycopg.sql import SQL, Identifier
 
-__all__ = ["ATTEMPTS", "CONNECT_TIMEOUT_S", "RECONNECT_TIMEOUT_S", "check_reachable", "connect_kwargs", "gave_up",
-           "lock_key", "retrying", "schema_lock", "where"]
+__all__ = [
+    "ATTEMPTS",
+    "CONNECT_TIMEOUT_S",
+    "RECONNECT_TIMEOUT_S",
+    "check_reachable",
+    "connect_kwargs",
+    "gave_up",
+    "lock_key",
+    "retrying",
+    "schema_lock",
+    "where",
+]
 
 T = TypeVar("T")
 
@@ -43,8 +53,14 @@ def gave_up(error: BaseException) -> bool:
     return isinstance(error, POOL_GAVE_UP) or isinstance(error.__cause__, POOL_GAVE_UP)
 
 
-def retrying(work: Callable[[], T], *, errors: tuple[type[BaseException], ...], drop_dead: Callable[[], None],
-             pause_s: float = 0.0, refusal: Callable[[BaseException], BaseException] | None = None) -> T:
+def retrying(
+    work: Callable[[], T],
+    *,
+    errors: tuple[type[BaseException], ...],
+    drop_dead: Callable[[], None],
+    pause_s: float = 0.0,
+    refusal: Callable[[BaseException], BaseException] | None = None,
+) -> T:
     """`work()`, tried again after `drop_dead()` (which checks the pool's connections) when it
     raises one of `errors`, up to ATTEMPTS times, pausing `pause_s` times the attempt number in
     between. A pool that gave up ends the tries at once. The last error is raised as it is, or
@@ -90,8 +106,7 @@ def check_reachable(kwargs: dict[str, Any], timeout_s: float) -> None:
 
 def lock_key(schema: str) -> int:
     """The advisory lock that serialises creating the schema and its tables."""
-    return int.from_bytes(hashlib.blake2b(f"trainledger:{schema}".encode(), digest_size=8).digest(), "big",
-                          signed=True)
+    return int.from_bytes(hashlib.blake2b(f"trainledger:{schema}".encode(), digest_size=8).digest(), "big", signed=True)
 
 
 @contextmanager

@@ -74,10 +74,16 @@ class PostgresProjector(Projector):
         """Wake the projector on every NOTIFY of the events' channel; reconnect after outages."""
         channel = self.database.views_channel if self.following else self.database.channel
         statement = SQL("LISTEN {}").format(Identifier(channel))
-        kwargs = {**self.database.connect_kwargs, "autocommit": True,
-                  "connect_timeout": max(1, int(self.database.timeout_s)),
-                  # A server that vanished without closing the socket is noticed within seconds.
-                  "keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2, "keepalives_count": 3}
+        kwargs = {
+            **self.database.connect_kwargs,
+            "autocommit": True,
+            "connect_timeout": max(1, int(self.database.timeout_s)),
+            # A server that vanished without closing the socket is noticed within seconds.
+            "keepalives": 1,
+            "keepalives_idle": 5,
+            "keepalives_interval": 2,
+            "keepalives_count": 3,
+        }
         delay = RETRY_MIN_S
         failing = False
         while not self._stop.is_set():
@@ -113,8 +119,11 @@ class PostgresProjector(Projector):
             except Exception as error:  # Keep projecting after a transient storage failure.
                 if isinstance(error, self.database.outage_errors + (Unavailable,)):
                     if self.error is None:
-                        log.warning("%s paused, storage is unavailable (%s); retrying",
-                                    "following projections" if self.following else "projection", error)
+                        log.warning(
+                            "%s paused, storage is unavailable (%s); retrying",
+                            "following projections" if self.following else "projection",
+                            error,
+                        )
                 else:
                     log.exception("projection failed; retrying")
                 self.error = error
@@ -130,5 +139,3 @@ class PostgresProjector(Projector):
     def _chunk_applied(self, cursor: Any, last: int) -> None:
         # Delivered on commit: followers adopt the new positions at once.
         cursor.execute("SELECT pg_notify(?, ?)", (self.database.views_channel, str(last)))
-
-

@@ -49,8 +49,12 @@ def bounded(method: Callable[..., R]) -> Callable[..., R]:
 
     @functools.wraps(inner)
     def call(self: PostgresAggregateRecorder, *args: Any, **kwargs: Any) -> R:
-        return retrying(lambda: inner(self, *args, **kwargs), errors=(InterfaceError, OperationalError),
-                        drop_dead=self.datastore.pool.check, pause_s=RECORDER_PAUSE_S)
+        return retrying(
+            lambda: inner(self, *args, **kwargs),
+            errors=(InterfaceError, OperationalError),
+            drop_dead=self.datastore.pool.check,
+            pause_s=RECORDER_PAUSE_S,
+        )
 
     return call
 
@@ -89,17 +93,25 @@ class ApplicationRecorder(PostgresApplicationRecorder):
         with schema_lock(self.datastore):
             super().create_table()
             with self.datastore.get_connection() as connection:
-                connection.execute(SQL("CREATE TABLE IF NOT EXISTS {} (originator_id UUID, key TEXT,"
-                                       " originator_version BIGINT, PRIMARY KEY (originator_id, key,"
-                                       " originator_version))").format(self.keys_table))
+                connection.execute(
+                    SQL(
+                        "CREATE TABLE IF NOT EXISTS {} (originator_id UUID, key TEXT,"
+                        " originator_version BIGINT, PRIMARY KEY (originator_id, key,"
+                        " originator_version))"
+                    ).format(self.keys_table)
+                )
 
     def _insert_events(self, curs: Any, stored_events: Any, **kwargs: Any) -> None:
         """The keys index (ledger.storage.keys) is written in the transaction of the events it indexes."""
         super()._insert_events(curs, stored_events, **kwargs)
         keys = kwargs.get("keys") or []
         if keys:
-            curs.executemany(SQL("INSERT INTO {} (originator_id, key, originator_version) VALUES (%s, %s, %s)"
-                                 " ON CONFLICT DO NOTHING").format(self.keys_table), keys)
+            curs.executemany(
+                SQL(
+                    "INSERT INTO {} (originator_id, key, originator_version) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING"
+                ).format(self.keys_table),
+                keys,
+            )
 
 
 class Factory(PostgresFactory):

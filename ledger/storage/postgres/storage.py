@@ -58,14 +58,16 @@ class PostgresStorage(Storage):
         self.schema = datastore.schema
         self.channel = recorder.channel_name
         # NOTIFYed by a projector with each chunk it commits (followers LISTEN to it).
-        self.views_channel = f"{self.channel[:NAME_MAX - len('_views')]}_views"
+        self.views_channel = f"{self.channel[: NAME_MAX - len('_views')]}_views"
         self.connect_kwargs = connect_kwargs(datastore)
         self.timeout_s = float(datastore.pool.timeout)
         self._events = SQL("{}.{}").format(Identifier(self.schema), Identifier(recorder.events_table_name))
-        self._keys = SQL("{}.{}").format(Identifier(self.schema),
-                                         Identifier(keys_table_name(recorder.events_table_name)))
+        self._keys = SQL("{}.{}").format(
+            Identifier(self.schema), Identifier(keys_table_name(recorder.events_table_name))
+        )
         configure = SQL("SET search_path TO {}; SET idle_in_transaction_session_timeout = '{}s'").format(
-            Identifier(self.schema), VIEW_IDLE_IN_TRANSACTION_S)
+            Identifier(self.schema), VIEW_IDLE_IN_TRANSACTION_S
+        )
 
         def configure_connection(connection: psycopg.Connection[Any]) -> None:
             connection.execute(configure)
@@ -118,8 +120,7 @@ class PostgresStorage(Storage):
                 first = cursor.fetchmany(rows_per_fetch)
                 return stack.pop_all(), cursor, first
 
-        stack, cursor, first = retrying(opened, errors=DRIVER_OUTAGES, drop_dead=self.pool.check,
-                                        refusal=unavailable)
+        stack, cursor, first = retrying(opened, errors=DRIVER_OUTAGES, drop_dead=self.pool.check, refusal=unavailable)
         try:
             with stack:
                 yield from first
@@ -153,8 +154,10 @@ class PostgresStorage(Storage):
                 cursor.execute(statement)
         cursor.execute("CREATE TABLE IF NOT EXISTS view_tracking (view TEXT PRIMARY KEY, position BIGINT NOT NULL)")
         # The rows exist from the start so a projector can lock them (SELECT ... FOR UPDATE).
-        cursor.executemany("INSERT INTO view_tracking (view, position) VALUES (?, 0) ON CONFLICT (view) DO NOTHING",
-                           [(view,) for view in VIEWS])
+        cursor.executemany(
+            "INSERT INTO view_tracking (view, position) VALUES (?, 0) ON CONFLICT (view) DO NOTHING",
+            [(view,) for view in VIEWS],
+        )
 
     def tracking_positions(self) -> dict[str, int]:
         rows = dict(self.run(lambda c: c.execute("SELECT view, position FROM view_tracking").fetchall()))
@@ -162,8 +165,7 @@ class PostgresStorage(Storage):
 
     def lock_tracking(self, cursor: Cursor) -> dict[str, int]:
         """Lock the views' tracking rows until the transaction ends; their positions."""
-        rows = dict(cursor.execute(
-            "SELECT view, position FROM view_tracking ORDER BY view FOR UPDATE").fetchall())
+        rows = dict(cursor.execute("SELECT view, position FROM view_tracking ORDER BY view FOR UPDATE").fetchall())
         return {view: rows.get(view, 0) for view in VIEWS}
 
     def set_tracking(self, cursor: Cursor, view: str, position: int) -> None:
@@ -189,7 +191,8 @@ class PostgresStorage(Storage):
 
     def position_of(self, originator_id: UUID, version: int) -> int:
         statement = SQL("SELECT notification_id FROM {} WHERE originator_id = %s AND originator_version = %s").format(
-            self._events)
+            self._events
+        )
         row = self.run(lambda c: c.execute(statement, (originator_id, version)).fetchone())
         if row is None:
             raise LookupError(f"no stored event {originator_id} v{version}")
@@ -201,8 +204,9 @@ class PostgresStorage(Storage):
         return int(row[0] or 0) if row else 0
 
     def key_versions(self, originator_id: UUID, key: str) -> list[int]:
-        statement = SQL("SELECT originator_version FROM {} WHERE originator_id = %s AND key = %s"
-                        " ORDER BY originator_version").format(self._keys)
+        statement = SQL(
+            "SELECT originator_version FROM {} WHERE originator_id = %s AND key = %s ORDER BY originator_version"
+        ).format(self._keys)
         rows = self.run(lambda c: c.execute(statement, (originator_id, key)).fetchall())
         return [int(row[0]) for row in rows]
 
@@ -210,15 +214,22 @@ class PostgresStorage(Storage):
         def check(connection: psycopg.Connection[Any]) -> bool:
             if connection.execute(SQL("SELECT 1 FROM {} LIMIT 1").format(self._keys)).fetchone() is not None:
                 return False
-            return connection.execute(SQL(
-                "SELECT 1 FROM {} WHERE topic LIKE '%%:Account.Spend%%' OR topic LIKE '%%:Run.StepsRecorded'"
-                " LIMIT 1").format(self._events)).fetchone() is not None
+            return (
+                connection.execute(
+                    SQL(
+                        "SELECT 1 FROM {} WHERE topic LIKE '%%:Account.Spend%%' OR topic LIKE '%%:Run.StepsRecorded'"
+                        " LIMIT 1"
+                    ).format(self._events)
+                ).fetchone()
+                is not None
+            )
 
         return bool(self.run(check))
 
     def insert_keys(self, rows: list[KeyRow]) -> None:
-        statement = SQL("INSERT INTO {} (originator_id, key, originator_version) VALUES (%s, %s, %s)"
-                        " ON CONFLICT DO NOTHING").format(self._keys)
+        statement = SQL(
+            "INSERT INTO {} (originator_id, key, originator_version) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING"
+        ).format(self._keys)
 
         def insert(connection: psycopg.Connection[Any]) -> None:
             with connection.transaction(), connection.cursor() as cursor:
