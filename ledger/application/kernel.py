@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Concatenate, ParamSpec, Self, TypeVar, cast
+from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
@@ -39,6 +39,7 @@ __all__ = ["Kernel", "Receipt", "storage_read", "utc_now"]
 
 T = TypeVar("T")
 K = TypeVar("K", bound="Kernel")
+A = TypeVar("A", bound=LedgerAggregate)
 P = ParamSpec("P")
 WRITE_RETRIES = 16
 # Back-off between retries of a write that lost a version race with another process: random,
@@ -253,11 +254,17 @@ class Kernel(Application[UUID]):
             check_text(principal, "principal", limit=256), check_text(request_id, "request_id", limit=256), self.clock()
         )
 
-    def _load(self, aggregate_id: UUID, what: str, reason: Reason, key: str) -> Any:
+    def _load(self, aggregate_id: UUID, kind: type[A], what: str, reason: Reason, key: str) -> A:
+        """The aggregate `aggregate_id` if it is a `kind`; an unknown id, or the id of another kind
+        of aggregate (a run id that is really an account's uuid), is NotFound."""
+        aggregate: object = None
         try:
-            return self.repository.get(aggregate_id)
+            aggregate = self.repository.get(aggregate_id)
         except AggregateNotFoundError:
-            raise NotFound(f"no {what} {key}", reason=reason, **{what: key}) from None
+            pass
+        if not isinstance(aggregate, kind):
+            raise NotFound(f"no {what} {key}", reason=reason, **{what: key})
+        return aggregate
 
     def _run(self, run_id: str) -> tuple[UUID, Run]:
         check_reference(run_id, "run_id")
@@ -265,15 +272,15 @@ class Kernel(Application[UUID]):
             uuid = UUID(run_id)
         except ValueError:
             raise NotFound(f"no run {run_id}", reason=Reason.RUN_NOT_FOUND, run_id=run_id) from None
-        return uuid, cast(Run, self._load(uuid, "run", Reason.RUN_NOT_FOUND, run_id))
+        return uuid, self._load(uuid, Run, "run", Reason.RUN_NOT_FOUND, run_id)
 
     def _account(self, name: str) -> Account:
         check_reference(name, "account")
-        return cast(Account, self._load(ledger_id("account", name), "account", Reason.ACCOUNT_NOT_FOUND, name))
+        return self._load(ledger_id("account", name), Account, "account", Reason.ACCOUNT_NOT_FOUND, name)
 
     def _family(self, name: str) -> Family:
         check_reference(name, "family")
-        return cast(Family, self._load(ledger_id("family", name), "family", Reason.FAMILY_NOT_FOUND, name))
+        return self._load(ledger_id("family", name), Family, "family", Reason.FAMILY_NOT_FOUND, name)
 
     def _parents(self, parent: str, touched: list[LedgerAggregate]) -> list[Account]:
         chain: list[Account] = []
