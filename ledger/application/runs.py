@@ -14,7 +14,7 @@ from eventsourcing.application import AggregateNotFoundError
 
 from ledger.application.commands import FinishRun, NoteSummary, OpenRun, SaveCheckpoint, StartAttempt
 from ledger.application.kernel import Kernel, Receipt
-from ledger.domain import accounts as spend
+from ledger.domain import spending as spend
 from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
 from ledger.domain.batches import StepBatch

@@ -21,7 +21,7 @@ from ledger.application.commands import (
 )
 from ledger.application.kernel import Receipt, storage_read
 from ledger.application.reads import Reads
-from ledger.domain import accounts as spend
+from ledger.domain import spending as spend
 from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
 from ledger.domain.errors import Conflict, LedgerError

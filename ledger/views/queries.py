@@ -1,19 +1,17 @@
 """Reads of the views: RunState, runs, accounts and their audit trail, the registry (series
 pages: ledger.views.series).
 
-Every answer is a read model of ledger.views.models, built straight from the rows. Each method
-runs a handful of indexed queries, so a RunState costs the same for a run of a thousand steps or a
-million, or of a thousand checkpoints. What can grow without end comes in pages bounded in count
-and in bytes (PAGE_BYTES_MAX).
+Every answer is a read model of ledger.views.models, built straight from the rows (the decoders
+are in ledger.views.rows). Each method runs a handful of indexed queries, so a RunState costs the
+same for a run of a thousand steps or a million, or of a thousand checkpoints. What can grow
+without end comes in pages bounded in count and in bytes (PAGE_BYTES_MAX).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
-
-import msgspec
 
 from ledger.domain.limits import EXPIRED_CHECKPOINTS_LISTED, PAGE_BYTES_MAX
 from ledger.views.models import (
@@ -23,140 +21,30 @@ from ledger.views.models import (
     Family,
     FamilyPage,
     FamilySummary,
-    GateVerdict,
-    ModelVersion,
-    Promotion,
-    Reservation,
     ReservationPage,
     Resume,
     RunInfo,
     RunPage,
     RunState,
     RunSummary,
-    SpendTotals,
-    StateHandle,
+)
+from ledger.views.rows import (
+    CHECKPOINT_COLUMNS,
+    PROMOTION_COLUMNS,
+    VERSION_COLUMNS,
+    decode,
+    optional_utc_time,
+    remaining,
+    to_checkpoint,
+    to_model_version,
+    to_promotion,
+    to_reservation,
+    to_spend_totals,
+    utc_time,
 )
 from ledger.views.series import SeriesReads
 
 __all__ = ["ViewReader"]
-
-_decode = msgspec.json.decode
-
-
-def _time(epoch: float | None) -> datetime | None:
-    return None if epoch is None else datetime.fromtimestamp(epoch, UTC)
-
-
-def _moment(epoch: float) -> datetime:
-    return datetime.fromtimestamp(epoch, UTC)
-
-
-def _spend(row: Any) -> SpendTotals:
-    cap, committed, pending, overrun = row
-    return SpendTotals(
-        cap_usd_micro=cap,
-        committed_usd_micro=committed,
-        pending_usd_micro=pending,
-        remaining_usd_micro=_remaining(cap, committed, pending),
-        overrun_usd_micro=overrun,
-    )
-
-
-def _remaining(cap: int | None, committed: int, pending: int) -> int | None:
-    return None if cap is None else max(0, cap - committed - pending)
-
-
-def _verdict(stored: str) -> GateVerdict | None:
-    verdict = _decode(stored)
-    if not verdict:
-        return None
-    return GateVerdict(
-        passed=bool(verdict.get("passed")), reason=str(verdict.get("reason", "")), stats=verdict.get("stats") or {}
-    )
-
-
-def _promotion(row: Any) -> Promotion:
-    version, previous, kind, verdict, reason, at, principal, position = row
-    return Promotion(
-        version=version,
-        previous=previous or 0,
-        kind=kind,
-        verdict=_verdict(verdict),
-        reason=reason or "",
-        at=_moment(at),
-        principal=principal or "",
-        position=position,
-    )
-
-
-_CHECKPOINT_COLUMNS = "attempt, step, backend, uri, fidelity, sampler_uri, final, saved_at, expires_at, digest"
-
-
-def _checkpoint(row: Any) -> Checkpoint:
-    attempt, step, backend, uri, fidelity, sampler_uri, final, saved_at, expires_at, digest = row
-    return Checkpoint(
-        attempt=attempt,
-        step=step,
-        handle=StateHandle(backend=backend, uri=uri, fidelity=fidelity),
-        sampler_uri=sampler_uri or "",
-        final=bool(final),
-        saved_at=_moment(saved_at),
-        expires_at=_time(expires_at),
-        digest=digest or "",
-    )
-
-
-def _reservation(row: Any) -> Reservation:
-    (
-        reservation_id,
-        kind,
-        state,
-        amount,
-        actual,
-        overrun,
-        basis,
-        actual_basis,
-        reason,
-        attempt,
-        reserved_at,
-        settled_at,
-        expires_at,
-        position,
-    ) = row
-    return Reservation(
-        reservation_id=reservation_id,
-        kind=kind,
-        state=state,
-        amount_usd_micro=amount or 0,
-        actual_usd_micro=actual or 0,
-        overrun_usd_micro=overrun or 0,
-        basis=_decode(basis),
-        actual_basis=_decode(actual_basis) or None,
-        reason=reason or "",
-        attempt=attempt or 0,
-        reserved_at=_moment(reserved_at),
-        settled_at=_time(settled_at),
-        expires_at=_time(expires_at),
-        position=position,
-    )
-
-
-def _version(row: Any) -> ModelVersion:
-    family, version, uri, digest, run_id, step, metadata, registered_at = row
-    return ModelVersion(
-        family=family,
-        version=version,
-        artifact_uri=uri,
-        digest=digest,
-        source_run_id=run_id or "",
-        source_step=step or 0,
-        metadata=_decode(metadata),
-        registered_at=_moment(registered_at),
-    )
-
-
-_VERSION_COLUMNS = "family, version, artifact_uri, digest, source_run_id, source_step, metadata, registered_at"
-_PROMOTION_COLUMNS = "version, previous, kind, verdict, reason, at, principal, position"
 
 
 class ViewReader(SeriesReads):
@@ -183,7 +71,7 @@ class ViewReader(SeriesReads):
                 number=number,
                 attempt_id=attempt_id or "",
                 label=label or "",
-                started_at=_moment(started_at),
+                started_at=utc_time(started_at),
                 resumed_from_step=resumed,
                 ended=bool(ended),
             )
@@ -195,7 +83,7 @@ class ViewReader(SeriesReads):
         )
         checkpoint, expired, expired_count = self._checkpoints(run_id, now.timestamp())
         spend_row = self._row("SELECT cap, committed, pending, overrun FROM view_accounts WHERE account = ?", (run_id,))
-        spend = _spend(spend_row if spend_row else (None, 0, 0, 0))
+        spend = to_spend_totals(spend_row if spend_row else (None, 0, 0, 0))
         resume = Resume(
             available=checkpoint is not None,
             from_step=checkpoint.step if checkpoint else 0,
@@ -209,11 +97,11 @@ class ViewReader(SeriesReads):
                 run_key=run_key,
                 name=name,
                 status=status,
-                spec=_decode(spec),
-                summary=_decode(summary),
+                spec=decode(spec),
+                summary=decode(summary),
                 error=error or "",
-                opened_at=_moment(opened_at),
-                finished_at=_time(finished_at),
+                opened_at=utc_time(opened_at),
+                finished_at=optional_utc_time(finished_at),
             ),
             attempts=attempts,
             current_attempt=current or 0,
@@ -239,16 +127,16 @@ class ViewReader(SeriesReads):
             (run_id, run_id, moment),
         ):
             row = self._row(
-                f"SELECT {_CHECKPOINT_COLUMNS} {live} AND (expires_at IS NULL OR expires_at > ?)"
+                f"SELECT {CHECKPOINT_COLUMNS} {live} AND (expires_at IS NULL OR expires_at > ?)"
                 " ORDER BY step DESC, attempt DESC LIMIT 1",
                 (run_id, moment),
             )
-            checkpoint = _checkpoint(row) if row else None
+            checkpoint = to_checkpoint(row) if row else None
         expired = sorted(
             (
-                _checkpoint(r)
+                to_checkpoint(r)
                 for r in self._rows(
-                    f"SELECT {_CHECKPOINT_COLUMNS} {live} AND expires_at <= ? ORDER BY expires_at DESC, step DESC,"
+                    f"SELECT {CHECKPOINT_COLUMNS} {live} AND expires_at <= ? ORDER BY expires_at DESC, step DESC,"
                     " attempt DESC LIMIT ?",
                     (run_id, moment, EXPIRED_CHECKPOINTS_LISTED),
                 )
@@ -288,7 +176,7 @@ class ViewReader(SeriesReads):
                 current_attempt=current or 0,
                 last_step=last_step,
                 committed_usd_micro=committed,
-                opened_at=_moment(opened_at),
+                opened_at=utc_time(opened_at),
             )
             for run_id, name, status, current, last_step, opened_at, committed in rows[:limit]
         )
@@ -308,7 +196,7 @@ class ViewReader(SeriesReads):
             cap_usd_micro=cap,
             committed_usd_micro=committed,
             pending_usd_micro=pending,
-            remaining_usd_micro=_remaining(cap, committed, pending),
+            remaining_usd_micro=remaining(cap, committed, pending),
             overrun_usd_micro=overrun,
         )
 
@@ -321,7 +209,7 @@ class ViewReader(SeriesReads):
             " AND position > ? ORDER BY position LIMIT ?",
             (account, after_position, limit),
         )
-        reservations = tuple(_reservation(row) for row in rows)
+        reservations = tuple(to_reservation(row) for row in rows)
         # A full page may be followed by an empty one.
         return ReservationPage(
             reservations=reservations, after_position=reservations[-1].position if len(rows) == limit else None
@@ -344,15 +232,15 @@ class ViewReader(SeriesReads):
         if row is None:
             return None
         versions = tuple(
-            _version(r)
+            to_model_version(r)
             for r in self._rows(
-                f"SELECT {_VERSION_COLUMNS} FROM view_versions WHERE family = ? ORDER BY version", (family,)
+                f"SELECT {VERSION_COLUMNS} FROM view_versions WHERE family = ? ORDER BY version", (family,)
             )
         )
         history = tuple(
-            _promotion(r)
+            to_promotion(r)
             for r in self._rows(
-                f"SELECT {_PROMOTION_COLUMNS} FROM view_promotions WHERE family = ? ORDER BY position", (family,)
+                f"SELECT {PROMOTION_COLUMNS} FROM view_promotions WHERE family = ? ORDER BY position", (family,)
             )
         )
         return Family(family=family, current=row[0] or 0, versions=versions, history=history)
@@ -369,14 +257,14 @@ class ViewReader(SeriesReads):
         if row is None:
             return None
         versions, more_versions, used = self._bounded(
-            f"SELECT {_VERSION_COLUMNS} FROM view_versions WHERE family = ? AND version > ? ORDER BY version LIMIT ?",
+            f"SELECT {VERSION_COLUMNS} FROM view_versions WHERE family = ? AND version > ? ORDER BY version LIMIT ?",
             (family, after_version, limit + 1),
             limit,
             0,
             lambda r: 64 + len(r[2]) + len(r[3]) + len(r[4] or "") + 6 * len(r[6]),
         )
         history, more_history, _ = self._bounded(
-            f"SELECT {_PROMOTION_COLUMNS} FROM view_promotions"
+            f"SELECT {PROMOTION_COLUMNS} FROM view_promotions"
             " WHERE family = ? AND position > ? ORDER BY position LIMIT ?",
             (family, after_position, limit + 1),
             limit,
@@ -386,8 +274,8 @@ class ViewReader(SeriesReads):
         return FamilyPage(
             family=family,
             current=row[0] or 0,
-            versions=tuple(_version(r) for r in versions),
-            history=tuple(_promotion(r) for r in history),
+            versions=tuple(to_model_version(r) for r in versions),
+            history=tuple(to_promotion(r) for r in history),
             more=more_versions or more_history,
         )
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ledger.domain import accounts as spend
+from ledger.domain import spending as spend
 from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, ledger_id
 from ledger.domain.basis import check_basis, cost_usd_micro

@@ -14,7 +14,7 @@ import pytest
 from eventsourcing.domain import Snapshot
 
 from ledger import Ledger
-from ledger.domain import accounts as spend
+from ledger.domain import spending as spend
 from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
 from ledger.domain.basis import check_basis

@@ -446,7 +446,7 @@ def test_a_log_with_an_id_counted_twice_by_an_older_version_still_projects(sqlit
     """Versions before the keys index forgot ids beyond a window and recorded a retry of an old
     charge or reservation as new. Such a log stays readable: the views project it (the row
     shows the latest event for the id) and their totals equal the aggregate's."""
-    from ledger.domain import accounts as spend
+    from ledger.domain import spending as spend
     from ledger.domain.base import Audit
 
     app = Ledger.open(sqlite_database)

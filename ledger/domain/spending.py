@@ -1,0 +1,290 @@
+"""Commands on spend accounts: reserve, commit, release, charge, expire, fence off and set a cap.
+
+Each takes an Account (ledger.domain.accounts) and the parents above it, checks the request
+against the account's state, and records past-tense events on it; every change is mirrored onto
+each parent by roll_up, so the caller saves the account and its parents in one transaction.
+A repeated id is answered from the entry it left: an identical retry gets its first answer
+(the version first recorded, or the same refusal), the same id with another payload is a
+Conflict. Ids that have left an account's settled window are looked up through `recall`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ledger.domain.accounts import Account, Recall
+from ledger.domain.base import Audit
+from ledger.domain.errors import CapExceeded, Conflict, NotFound, Refused
+from ledger.domain.reasons import Reason
+
+__all__ = [
+    "SETTLED",
+    "SUPERSEDED",
+    "charge",
+    "commit",
+    "expire_overdue",
+    "release",
+    "release_superseded",
+    "reserve",
+    "roll_up",
+    "set_cap",
+]
+
+# The reason of a release recorded when a new attempt fences off the attempt that held the spend.
+SUPERSEDED: str = Reason.ATTEMPT_SUPERSEDED.value
+# Why a reservation that is settled refuses a commit or a release: the state it is in.
+SETTLED: dict[str, Reason] = {
+    "released": Reason.RESERVATION_RELEASED,
+    "refused": Reason.RESERVATION_REFUSED,
+    "charged": Reason.RESERVATION_CHARGED,
+    "committed": Reason.RESERVATION_COMMITTED,
+}
+
+
+def roll_up(
+    parents: list[Account], audit: Audit, child: Account, ref: str, kind: str, pending_delta: int, committed_delta: int
+) -> None:
+    """Mirror a change of `child` onto every parent, each computing its own overrun: a commit
+    overruns by what its actual exceeds its hold; spend without a hold (a charge, a late
+    commit) overruns by what lies beyond the parent's remaining amount."""
+    for parent in parents:
+        if kind == "commit":
+            overrun_delta = max(0, committed_delta + pending_delta)
+        elif kind in ("charge", "late_commit"):
+            overrun_delta = parent.excess(committed_delta)
+        else:
+            overrun_delta = 0
+        parent.record(
+            Account.SpendRolledUp,
+            audit,
+            child=child.name,
+            ref=ref,
+            kind=kind,
+            pending_delta=pending_delta,
+            committed_delta=committed_delta,
+            overrun_delta=overrun_delta,
+        )
+
+
+def expire_overdue(account: Account, parents: list[Account], audit: Audit) -> int:
+    """Record SpendExpired for every pending hold of `account` past its expiry."""
+    overdue = [(key, hold) for key, hold in account.holds.items() if hold["expires_at"] <= audit.now]
+    for key, hold in overdue:
+        account.record(Account.SpendExpired, audit, reservation_id=key, amount=hold["amount"])
+        roll_up(parents, audit, account, key, "expire", -hold["amount"], 0)
+    return len(overdue)
+
+
+def reserve(
+    account: Account,
+    parents: list[Account],
+    audit: Audit,
+    *,
+    reservation_id: str,
+    amount: int,
+    basis: dict[str, Any],
+    expires_at: datetime,
+    attempt: int,
+    recall: Recall | None = None,
+) -> int | None:
+    """Hold `amount` against the account and every parent. Returns the version of an identical
+    earlier request. Raises CapExceeded after recording the refusal on `account`."""
+    entry = account.entry(reservation_id, recall)
+    if entry is not None:
+        # A charge entry has no attempt: check its kind before comparing payloads.
+        if entry["state"] == "charged":
+            raise Conflict(
+                f"{reservation_id} is a charge id",
+                reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
+                reservation_id=reservation_id,
+            )
+        if (entry["amount"], entry["basis"], entry["attempt"]) != (amount, basis, attempt):
+            raise Conflict(
+                f"reservation {reservation_id} exists with another payload",
+                reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
+                reservation_id=reservation_id,
+            )
+        if entry["state"] == "refused":
+            raise CapExceeded(
+                f"reservation {reservation_id} was refused: it would cross the cap of {entry['refused_by']}",
+                reason=Reason.SPEND_CAP_EXCEEDED,
+                account=entry["refused_by"],
+                remaining_usd_micro=entry["remaining"],
+            )
+        return int(entry["reserved_version"])
+    expire_overdue(account, parents, audit)
+    for holder in (account, *parents):
+        headroom = holder.remaining
+        if headroom is not None and amount > headroom:
+            account.record(
+                Account.SpendRefused,
+                audit,
+                reservation_id=reservation_id,
+                amount=amount,
+                basis=basis,
+                attempt=attempt,
+                refused_by=holder.name,
+                remaining=headroom,
+            )
+            raise CapExceeded(
+                f"reserving {amount} would cross the cap of {holder.name}: {headroom} remains",
+                reason=Reason.SPEND_CAP_EXCEEDED,
+                account=holder.name,
+                remaining_usd_micro=headroom,
+            )
+    account.record(
+        Account.SpendReserved,
+        audit,
+        reservation_id=reservation_id,
+        amount=amount,
+        basis=basis,
+        expires_at=expires_at,
+        attempt=attempt,
+    )
+    roll_up(parents, audit, account, reservation_id, "reserve", amount, 0)
+    return None
+
+
+def commit(
+    account: Account,
+    parents: list[Account],
+    audit: Audit,
+    *,
+    reservation_id: str,
+    actual: int,
+    basis: dict[str, Any],
+    recall: Recall | None = None,
+) -> tuple[int | None, int]:
+    """Settle a hold with the actual amount, charged in full. Returns (version of an identical
+    earlier commit or None, overrun). A hold that expired, or was released because a new attempt
+    fenced off its attempt, is committed late: the money was spent all the same, without a hold."""
+    entry = account.entry(reservation_id, recall)
+    if entry is None:
+        raise NotFound(
+            f"no reservation {reservation_id}", reason=Reason.RESERVATION_NOT_FOUND, reservation_id=reservation_id
+        )
+    state = entry["state"]
+    if state == "committed":
+        if entry["actual"] != actual:
+            raise Conflict(
+                f"reservation {reservation_id} was committed with another amount",
+                reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
+                reservation_id=reservation_id,
+            )
+        # The overrun first answered (a late commit's is what lay beyond the cap, not the hold).
+        return int(entry["settled_version"]), int(entry.get("overrun", max(0, actual - entry["amount"])))
+    late = state == "expired" or (state == "released" and entry.get("reason") == SUPERSEDED)
+    if state in ("released", "refused", "charged") and not late:
+        raise Refused(f"reservation {reservation_id} is {state}", reason=SETTLED[state], reservation_id=reservation_id)
+    reserved = entry["amount"]
+    if state == "pending":
+        overrun = max(0, actual - reserved)
+        account.record(
+            Account.SpendCommitted,
+            audit,
+            reservation_id=reservation_id,
+            reserved=reserved,
+            actual=actual,
+            basis=basis,
+            overrun=overrun,
+            late=False,
+        )
+        roll_up(parents, audit, account, reservation_id, "commit", -reserved, actual)
+    else:  # Expired: the money was spent all the same, without a hold.
+        overrun = account.excess(actual)
+        account.record(
+            Account.SpendCommitted,
+            audit,
+            reservation_id=reservation_id,
+            reserved=0,
+            actual=actual,
+            basis=basis,
+            overrun=overrun,
+            late=True,
+        )
+        roll_up(parents, audit, account, reservation_id, "late_commit", 0, actual)
+    return None, overrun
+
+
+def release(
+    account: Account,
+    parents: list[Account],
+    audit: Audit,
+    *,
+    reservation_id: str,
+    reason: str,
+    recall: Recall | None = None,
+) -> int | None:
+    """Give a hold back. Releasing a settled hold again answers with its settling version."""
+    entry = account.entry(reservation_id, recall)
+    if entry is None:
+        raise NotFound(
+            f"no reservation {reservation_id}", reason=Reason.RESERVATION_NOT_FOUND, reservation_id=reservation_id
+        )
+    if entry["state"] in ("released", "expired", "refused"):
+        return int(entry["settled_version"])
+    if entry["state"] != "pending":
+        raise Refused(
+            f"reservation {reservation_id} is {entry['state']}",
+            reason=SETTLED[entry["state"]],
+            reservation_id=reservation_id,
+        )
+    account.record(Account.SpendReleased, audit, reservation_id=reservation_id, amount=entry["amount"], reason=reason)
+    roll_up(parents, audit, account, reservation_id, "release", -entry["amount"], 0)
+    return None
+
+
+def charge(
+    account: Account,
+    parents: list[Account],
+    audit: Audit,
+    *,
+    charge_id: str,
+    amount: int,
+    basis: dict[str, Any],
+    reason: str,
+    recall: Recall | None = None,
+) -> tuple[int | None, int]:
+    """Record spend that already happened, in full; the part beyond the cap is an overrun."""
+    entry = account.entry(charge_id, recall)
+    if entry is not None:
+        if entry["state"] != "charged" or (entry["amount"], entry["basis"]) != (amount, basis):
+            raise Conflict(
+                f"{charge_id} exists with another payload",
+                reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
+                charge_id=charge_id,
+            )
+        return int(entry["settled_version"]), int(entry.get("overrun", 0))
+    overrun = account.excess(amount)
+    account.record(
+        Account.SpendCharged, audit, charge_id=charge_id, amount=amount, basis=basis, reason=reason, overrun=overrun
+    )
+    roll_up(parents, audit, account, charge_id, "charge", 0, amount)
+    return None, overrun
+
+
+def release_superseded(account: Account, parents: list[Account], audit: Audit, *, attempt: int) -> int:
+    """Give back the pending holds of the attempts before `attempt` (fenced off by it): a dead
+    trainer's holds must not block the cap until their expiry. Returns how many were released."""
+    fenced = [(key, hold) for key, hold in account.holds.items() if 0 < hold["attempt"] < attempt]
+    for key, hold in fenced:
+        account.record(Account.SpendReleased, audit, reservation_id=key, amount=hold["amount"], reason=SUPERSEDED)
+        roll_up(parents, audit, account, key, "release", -hold["amount"], 0)
+    return len(fenced)
+
+
+def set_cap(account: Account, audit: Audit, cap: int | None) -> int | None:
+    """Change the cap. A cap below what is already committed and held is refused, so the
+    invariant holds at every position."""
+    if cap == account.cap:
+        return account.version
+    floor = account.committed + account.pending - account.overrun
+    if cap is not None and cap < floor:
+        raise Refused(
+            f"cap {cap} is below the {floor} already committed and held",
+            reason=Reason.CAP_BELOW_SPEND,
+            minimum_cap_usd_micro=floor,
+        )
+    account.record(Account.CapSet, audit, cap=cap)
+    return None
