@@ -20,8 +20,8 @@ every integration makes (clients.integrations.resume): a refusal is ResumeRefuse
 ResumeReason.
 
 Modules: spec (run specs and keys), checkpoints (digests and the resume point), logs (log keys
-as metrics), jobs (background checkpoint records) and callback (LedgerCallback); every public
-name is importable from here.
+as metrics), steps (step records), spend (holds of GPU time), jobs (background checkpoint
+records) and callback (LedgerCallback); every public name is importable from here.
 
 What it records
 - The run, opened by its run key (the sha256 of the spec: see spec_for), and one attempt per
@@ -73,7 +73,7 @@ from __future__ import annotations
 
 from clients.errors import RunEnded
 from clients.integrations.resume import ResumeReason, ResumeRefused
-from clients.integrations.transformers.callback import LedgerCallback, LedgerCallbackWarning, SpendHoldRefused
+from clients.integrations.transformers.callback import LedgerCallback, LedgerCallbackWarning
 from clients.integrations.transformers.checkpoints import (
     BACKEND,
     checkpoint_digest,
@@ -89,6 +89,7 @@ from clients.integrations.transformers.spec import (
     spec_for,
     training_run_key,
 )
+from clients.integrations.transformers.spend import SpendHoldRefused
 
 __all__ = [
     "LedgerCallback",

@@ -1,10 +1,11 @@
 """LedgerCallback: a Transformers/TRL Trainer's run, steps, checkpoints and GPU spend in the ledger
-(see clients.integrations.transformers for what it records and how it resumes)."""
+(see clients.integrations.transformers for what it records and how it resumes). The callback opens
+and finishes the run and routes the trainer's events; what a step record holds is in steps, the
+holds of GPU time in spend, the background checkpoint records in jobs."""
 
 from __future__ import annotations
 
 import logging
-import math
 import os
 import socket
 import warnings
@@ -15,8 +16,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from clients.client import LedgerClient
-from clients.errors import LedgerClientError, SpendCapExceeded
-from clients.integrations.meter import GpuMeter
+from clients.errors import LedgerClientError
 from clients.integrations.pricing import GpuPrice
 from clients.integrations.resume import ResumeReason, ResumeRefused, hold_to_root, latest
 from clients.integrations.transformers.checkpoints import (
@@ -27,26 +27,18 @@ from clients.integrations.transformers.checkpoints import (
     verified,
 )
 from clients.integrations.transformers.jobs import Jobs, record_checkpoint
-from clients.integrations.transformers.logs import SUMMARY_KEYS, is_summary, map_log_keys
 from clients.integrations.transformers.spec import check_spec, training_run_key
+from clients.integrations.transformers.spend import Spend, SpendHoldRefused
+from clients.integrations.transformers.steps import StepRows
 from clients.recorder import RunRecorder, exit_error, exit_status
 
-__all__ = ["LedgerCallback", "LedgerCallbackWarning", "SpendHoldRefused"]
+__all__ = ["LedgerCallback", "LedgerCallbackWarning"]
 
 log = logging.getLogger("trainledger.clients.transformers")
 
 
 class LedgerCallbackWarning(UserWarning):
     """Something about the ledger callback's use that loses data silently."""
-
-
-class SpendHoldRefused(RuntimeError):
-    """No hold could be had for the first interval of GPU time, so training did not start.
-    `reason`: SPEND_CAP_EXCEEDED or LEDGER_UNAVAILABLE; the ledger's error is the __cause__."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(f"{reason}: {message}")
-        self.reason, self.message = reason, message
 
 
 class LedgerCallback(TrainerCallback):
@@ -114,14 +106,9 @@ class LedgerCallback(TrainerCallback):
 
     def _reset(self) -> None:
         self._active = False
-        self._row: list[Any] | None = None  # [step, tokens, metrics] of the step being logged
-        self._points = 0
-        self._logs_at_begin = 0
-        self._last_loss: float | None = None
-        self._summary: dict[str, Any] = {}
+        self._steps = StepRows()
         self._jobs: Jobs | None = None
-        self._meter: GpuMeter | None = None  # GPU spend, with gpu_price
-        self._stop_reason: str | None = None
+        self._spend: Spend | None = None  # GPU spend, with gpu_price
         self._trainer_state: Any = None  # the TrainerState of this train() (one object, updated in place)
 
     # -- the one-call resume helper --
@@ -255,48 +242,43 @@ class LedgerCallback(TrainerCallback):
                 held_cap,
                 self.cap_usd_micro,
             )
-        self._logs_at_begin = len(state.log_history)
+        self._steps.logs_at_begin = len(state.log_history)
         self._jobs = Jobs()
         if self.gpu_price is not None:
-            self._first_interval(state)
+            self._spend = Spend(
+                self.recorder,
+                self.gpu_price,
+                interval_s=self.interval_s,
+                interval_steps=self.interval_steps,
+                run_key=self.run_key,
+            )
+            try:
+                self._spend.start(state, self._jobs)
+            except SpendHoldRefused:
+                self._active = False
+                raise
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._active:
-            self._send_row()
+            self._steps.send(self.recorder)
             self._check_points(state)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self._active and self._meter is not None:
-            self._next_interval(state, control)
+        if self._active and self._spend is not None and self._spend.meter is not None:
+            self._spend.next_interval(state, control)
 
     def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         if not self._active or not logs:
             return
         try:
-            if is_summary(logs):
-                self._summary.update({key: logs[key] for key in SUMMARY_KEYS if key in logs})
-                return
-            metrics = map_log_keys(logs)
-            loss = metrics.get("loss")
-            if isinstance(loss, int | float) and math.isfinite(loss):
-                self._last_loss = float(loss)
-            seen = getattr(state, "num_input_tokens_seen", 0)
-            tokens = int(seen) if seen else None
-            step = state.global_step
-            if self._row is not None and self._row[0] == step:
-                self._row[1] = tokens if tokens is not None else self._row[1]
-                self._row[2].update(metrics)
-            else:
-                self._send_row()
-                self._row = [step, tokens, metrics]
-            self._points += 1
+            self._steps.add(logs, state, self.recorder)
         except Exception:  # noqa: BLE001 - logging never raises into the training loop.
             log.exception("could not record a log of step %s", getattr(state, "global_step", "?"))
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if not self._active:
             return
-        self._send_row()
+        self._steps.send(self.recorder)
         self._check_points(state)
         step = state.global_step
         path = Path(args.output_dir) / f"checkpoint-{step}"
@@ -318,31 +300,23 @@ class LedgerCallback(TrainerCallback):
         self._active = False
         recorder = self.recorder
         assert recorder is not None and self._jobs is not None
+        stop_reason = self._spend.stop_reason if self._spend is not None else None
         try:
-            self._send_row()
+            self._steps.send(recorder)
             if error is None:
                 self._check_points(state, ended=True)
-            if self._meter is not None:
-                self._meter.stop()
+            if self._spend is not None:
+                self._spend.stop()
             timeout_s = recorder.flush_timeout_s
             if not self._jobs.close(timeout_s):
                 log.warning("some checkpoints of run %s could not be recorded in %s s", self.run_key, timeout_s)
-            summary: dict[str, Any] = {"steps": state.global_step, "attempt": recorder.attempt}
-            if self._last_loss is not None:
-                summary["final_loss"] = self._last_loss
-            summary.update(
-                {
-                    key: value
-                    for key, value in self._summary.items()
-                    if isinstance(value, int | float) and math.isfinite(value)
-                }
-            )
-            if self._stop_reason:
-                summary["stop_reason"] = self._stop_reason
+            summary = self._steps.run_summary(state.global_step, recorder.attempt)
+            if stop_reason:
+                summary["stop_reason"] = stop_reason
             if error is not None:
                 recorder.finish(exit_status(error), summary=summary, error=exit_error(error))
             else:
-                recorder.finish("stopped" if self._stop_reason else "done", summary=summary)
+                recorder.finish("stopped" if stop_reason else "done", summary=summary)
         except LedgerClientError as error:
             log.warning(
                 "could not finish run %s in the ledger (%s); unsent steps stay in the outbox", self.run_key, error
@@ -358,19 +332,12 @@ class LedgerCallback(TrainerCallback):
 
     # -- steps --
 
-    def _send_row(self) -> None:
-        row, self._row = self._row, None
-        if row is not None and self.recorder is not None:
-            self.recorder.log(row[0], tokens=row[1], **row[2])
-
     def _check_points(self, state: Any, *, ended: bool = False) -> None:
         """Warn once when the trainer has logged but this callback recorded no point (an on_log
         override that does not call super().on_log(), for one)."""
-        if self._warned or self._points:
+        if self._warned:
             return
-        logged = len(state.log_history) - self._logs_at_begin
-        if ended and state.log_history and is_summary(state.log_history[-1]):
-            logged -= 1
+        logged = self._steps.unrecorded(state, ended=ended)
         if logged > 0:
             self._warned = True
             warnings.warn(
@@ -379,74 +346,3 @@ class LedgerCallback(TrainerCallback):
                 LedgerCallbackWarning,
                 stacklevel=3,
             )
-
-    # -- spend --
-
-    def _first_interval(self, state: Any) -> None:
-        recorder, price = self.recorder, self.gpu_price
-        assert recorder is not None and price is not None
-        # Training stops when a hold is refused: the time after it (the stop's save) runs unheld.
-        meter = GpuMeter(
-            recorder,
-            price,
-            interval_s=self.interval_s,
-            interval_steps=self.interval_steps,
-            lookahead=True,
-            charge_unheld=False,
-        )
-        try:
-            self._meter = meter.start(state.global_step)
-        except SpendCapExceeded as refused:
-            reason = (
-                f"spend cap reached before training: {refused.remaining_usd_micro} micro-USD left on "
-                f"{refused.account or recorder.account}"
-            )
-            self._refuse_start("SPEND_CAP_EXCEEDED", reason, refused, state)
-        except LedgerClientError as error:
-            self._refuse_start(
-                "LEDGER_UNAVAILABLE", f"no spend hold: the ledger cannot be reached ({error.reason})", error, state
-            )
-
-    def _refuse_start(self, reason: str, message: str, error: LedgerClientError, state: Any) -> None:
-        self._active = False
-        recorder = self.recorder
-        assert recorder is not None and self._jobs is not None
-        self._jobs.close(0)
-        try:
-            if recorder.opened:
-                recorder.finish("stopped", summary={"steps": state.global_step, "stop_reason": message})
-            else:
-                recorder.close(flush_timeout_s=0)
-        except LedgerClientError as finish_error:
-            log.warning("could not record the stop of run %s: %s", self.run_key, finish_error)
-            recorder.close(flush_timeout_s=0)
-        raise SpendHoldRefused(reason, message + "; nothing was trained") from error
-
-    def _next_interval(self, state: Any, control: Any) -> None:
-        """At a step's end: the meter ends the interval if the next step might outrun its hold (or
-        it has run interval_steps steps), commits what it used and holds the next one; training
-        stops cleanly when no hold can be had."""
-        meter = self._meter
-        assert meter is not None
-        ending = state.global_step >= state.max_steps or control.should_training_stop  # on_train_end commits
-        try:
-            meter.tick(state.global_step, last=ending)
-        except SpendCapExceeded as refused:
-            self._spend_stop(
-                control,
-                f"spend cap reached at step {state.global_step}: "
-                f"{refused.remaining_usd_micro} micro-USD left on {refused.account}",
-            )
-        except LedgerClientError as error:
-            self._spend_stop(
-                control, f"no spend hold at step {state.global_step}: the ledger cannot be reached ({error.reason})"
-            )
-
-    def _spend_stop(self, control: Any, reason: str) -> None:
-        log.warning("stopping training: %s", reason)
-        self._stop_reason = reason
-        control.should_save = True
-        control.should_training_stop = True
-        if self._meter is not None:
-            self._meter.stop()  # What it used is committed; the rest of this attempt runs without a hold.
-            self._meter = None

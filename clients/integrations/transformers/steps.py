@@ -1,0 +1,81 @@
+"""The step records of a Transformers callback's train(): a trainer's logs of one step (train, then
+eval) merged into one record and sent when the step is over, the last finite loss and the trainer's
+summary log kept for the run's summary, and the count of points recorded that the callback's
+warn-once rule reads. Kept apart from the callback so that what a step record holds reads in one
+place."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from clients.integrations.transformers.logs import SUMMARY_KEYS, is_summary, map_log_keys
+from clients.recorder import RunRecorder
+
+__all__ = ["StepRows"]
+
+
+class StepRows:
+    """The steps of one train(): `row` ([step, tokens, metrics] of the step being logged),
+    `points` (logs recorded), `logs_at_begin` (the trainer's log count when it began), `last_loss`
+    and `summary` (the trainer's end-of-training log)."""
+
+    def __init__(self) -> None:
+        self.row: list[Any] | None = None
+        self.points = 0
+        self.logs_at_begin = 0
+        self.last_loss: float | None = None
+        self.summary: dict[str, Any] = {}
+
+    def add(self, logs: Mapping[str, Any], state: Any, recorder: RunRecorder | None) -> None:
+        """Take one log of the trainer: the summary log is kept, a step's log is merged into the
+        row of its step, and the row of an earlier step is sent to `recorder` first."""
+        if is_summary(logs):
+            self.summary.update({key: logs[key] for key in SUMMARY_KEYS if key in logs})
+            return
+        metrics = map_log_keys(logs)
+        loss = metrics.get("loss")
+        if isinstance(loss, int | float) and math.isfinite(loss):
+            self.last_loss = float(loss)
+        seen = getattr(state, "num_input_tokens_seen", 0)
+        tokens = int(seen) if seen else None
+        step = state.global_step
+        if self.row is not None and self.row[0] == step:
+            self.row[1] = tokens if tokens is not None else self.row[1]
+            self.row[2].update(metrics)
+        else:
+            self.send(recorder)
+            self.row = [step, tokens, metrics]
+        self.points += 1
+
+    def send(self, recorder: RunRecorder | None) -> None:
+        """Send the row of the step being logged, if any, to `recorder`."""
+        row, self.row = self.row, None
+        if row is not None and recorder is not None:
+            recorder.log(row[0], tokens=row[1], **row[2])
+
+    def unrecorded(self, state: Any, *, ended: bool) -> int:
+        """How many times the trainer has logged since it began, its summary log aside once
+        `ended`; 0 once a point was recorded."""
+        if self.points:
+            return 0
+        logged = len(state.log_history) - self.logs_at_begin
+        if ended and state.log_history and is_summary(state.log_history[-1]):
+            logged -= 1
+        return logged
+
+    def run_summary(self, steps: int, attempt: int) -> dict[str, Any]:
+        """The run's summary: the steps, the attempt, the final loss and the finite values of the
+        trainer's summary log."""
+        summary: dict[str, Any] = {"steps": steps, "attempt": attempt}
+        if self.last_loss is not None:
+            summary["final_loss"] = self.last_loss
+        summary.update(
+            {
+                key: value
+                for key, value in self.summary.items()
+                if isinstance(value, int | float) and math.isfinite(value)
+            }
+        )
+        return summary
