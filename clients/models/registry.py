@@ -1,0 +1,80 @@
+"""The typed results of registry.proto: model versions, promotions with their gate verdicts, a
+family's page of versions and history, and the receipts of register, promote and rollback.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from clients.models.base import Model, empty_dict, empty_list
+
+__all__ = [
+    "GateVerdict",
+    "ModelVersion",
+    "Promotion",
+    "Family",
+    "RegisterReceipt",
+    "PromoteReceipt",
+    "RollbackReceipt",
+]
+
+
+class GateVerdict(Model, frozen=True, kw_only=True):
+    passed: bool = False
+    reason: str = ""
+    stats: dict[str, Any] = msgspec.field(default_factory=empty_dict)
+
+
+class ModelVersion(Model, frozen=True, kw_only=True):
+    family: str = ""
+    version: int = 0
+    artifact_uri: str = ""
+    digest: str = ""
+    source_run_id: str = ""
+    source_step: int = 0
+    metadata: dict[str, Any] = msgspec.field(default_factory=empty_dict)
+    registered_at: datetime | None = None
+
+
+class Promotion(Model, frozen=True, kw_only=True):
+    version: int = 0
+    previous: int = 0
+    kind: str = ""
+    verdict: GateVerdict | None = None
+    reason: str = ""
+    at: datetime | None = None
+    principal: str = ""
+    position: int = 0
+
+
+class Family(Model, frozen=True, kw_only=True):
+    """A page of a family's versions and promotion history (list_versions); pass
+    `next_page_token` back for the next page ("" after the last)."""
+
+    versions: list[ModelVersion] = msgspec.field(default_factory=empty_list)
+    current: int = 0
+    history: list[Promotion] = msgspec.field(default_factory=empty_list)
+    next_page_token: str = ""
+
+
+class RegisterReceipt(Model, frozen=True, kw_only=True):
+    position: int = 0
+    version: int = 0
+    duplicate: bool = False
+
+
+class PromoteReceipt(Model, frozen=True, kw_only=True):
+    position: int = 0
+    duplicate: bool = False
+    current: int = 0
+    previous: int = 0
+
+
+class RollbackReceipt(Model, frozen=True, kw_only=True):
+    position: int = 0
+    duplicate: bool = False
+    current: int = 0
+    previous: int = 0
