@@ -13,12 +13,12 @@ point in `pending_opens`. Once the attempt is started they are adopted (rewritte
 id and attempt number); a later process of the same run adopts and delivers what a process that
 died before the ledger answered left behind.
 
-What cannot be read is set aside, never in the way: a file SQLite reports corrupt (not a
-database, a malformed image, a failed quick_check) is renamed to ``<name>.corrupt-<UTC time>``
-(its -wal and -shm with it), the rows still readable in it are carried over into a fresh file,
-and the outbox goes on; a row whose payload does not decode, or is not the batch its row says it
-is, is moved to the ``quarantined_batches`` table with the reason. Each is counted
-(`SqliteOutbox.quarantined`) and warned about once; the data is kept for inspection.
+What cannot be read is set aside, never in the way: a file SQLite reports corrupt is renamed
+to ``<name>.corrupt-<UTC time>`` and what is still readable in it carried over into a fresh file
+(clients.outbox_file, which also holds the file's schema and durable connection); a row whose
+payload does not decode, or is not the batch its row says it is, is moved to the
+``quarantined_batches`` table with the reason. Each is counted (`SqliteOutbox.quarantined`) and
+warned about once; the data is kept for inspection.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 
-from clients.outbox_salvage import BATCH_COLUMNS, Corrupt, decoded, is_corrupt, move_aside, salvage
+from clients.outbox_file import open_file
+from clients.outbox_salvage import decoded, move_aside
 from trainledger.v1 import common_pb2
 
 __all__ = [
@@ -44,7 +44,6 @@ __all__ = [
     "PENDING_PREFIX",
     "pending_run_id",
     "adopted",
-    "CORRUPT_SUFFIX",
     "check_outbox",
 ]
 
@@ -52,24 +51,8 @@ log = logging.getLogger("trainledger.clients")
 
 FILE_NAME = "trainledger-outbox.sqlite3"
 PENDING_PREFIX = "pending:"
-CORRUPT_SUFFIX = ".corrupt-"  # a file set aside: <FILE_NAME>.corrupt-<UTC time>
 Entry = tuple[int, common_pb2.StepBatch, int]  # (sequence, batch, number of steps)
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS batches (
-    sequence INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, attempt INTEGER NOT NULL,
-    steps INTEGER NOT NULL, payload BLOB NOT NULL, state TEXT NOT NULL DEFAULT 'pending',
-    reason TEXT NOT NULL DEFAULT '');
-CREATE INDEX IF NOT EXISTS batches_pending ON batches (run_id, attempt, state, sequence);
-CREATE TABLE IF NOT EXISTS attempts (
-    attempt_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, owner TEXT NOT NULL, label TEXT NOT NULL,
-    resume_from_step INTEGER, attempt INTEGER);
-CREATE TABLE IF NOT EXISTS pending_opens (
-    attempt_id TEXT PRIMARY KEY, run_key TEXT NOT NULL, owner TEXT NOT NULL, label TEXT NOT NULL,
-    resume_from_step INTEGER);
-CREATE TABLE IF NOT EXISTS quarantined_batches (
-    sequence INTEGER, run_id, attempt, steps, payload, state, reason TEXT NOT NULL, quarantined_at TEXT NOT NULL);
-"""
 _SCAN_PAGE = 256
 
 
@@ -146,116 +129,10 @@ class SqliteOutbox(MemoryOutbox):
         os.makedirs(directory, exist_ok=True)
         self.run_id, self.attempt = run_id, attempt
         self.path = os.path.join(directory, FILE_NAME)
-        self.quarantined = 0  # files and batches this outbox set aside as unreadable
         self._lock = threading.Lock()
-        self._db = self._open()
+        self._db, set_aside = open_file(self.path)
+        self.quarantined = set_aside  # files and batches this outbox set aside as unreadable
         self.check()  # Before anything counts or reads the batches held.
-
-    def _connect(self) -> sqlite3.Connection:
-        """A connection to the outbox file, its schema in place; raises Corrupt when SQLite
-        finds the file corrupt."""
-        db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-            # FULL: every commit is fsynced before it returns, so a batch is on disk before it is sent.
-            db.execute("PRAGMA synchronous=FULL")
-            db.executescript(_SCHEMA)
-            problems = [row[0] for row in db.execute("PRAGMA quick_check(5)").fetchall()]
-            if problems != ["ok"]:
-                raise Corrupt("; ".join(str(problem) for problem in problems))
-        except Corrupt:
-            db.close()
-            raise
-        except sqlite3.DatabaseError as error:
-            db.close()
-            if not is_corrupt(error):
-                raise
-            raise Corrupt(str(error)) from error
-        except BaseException:
-            db.close()
-            raise
-        return db
-
-    def _open(self) -> sqlite3.Connection:
-        """Connect; a corrupt file is set aside (what is still readable in it carried over) and a
-        fresh one made."""
-        for _ in range(3):
-            try:
-                seen = os.stat(self.path)
-            except FileNotFoundError:
-                seen = None
-            try:
-                return self._connect()
-            except Corrupt as corrupt:
-                try:
-                    now = os.stat(self.path)
-                except FileNotFoundError:
-                    continue  # Another process set it aside first.
-                if seen is not None and (now.st_dev, now.st_ino) != (seen.st_dev, seen.st_ino):
-                    continue  # Another process set it aside and made a fresh one: check that one.
-                reason, aside = str(corrupt), self._set_aside()
-                break
-        else:
-            return self._connect()
-        db = self._connect()
-        batches, attempts, opens = salvage(aside)
-        # Only whole, sound rows are carried over; the rest stays in the file set aside.
-        batches = [
-            row
-            for row in batches
-            if row[5] in ("pending", "failed")
-            and isinstance(row[6], str)
-            and decoded(row[4], row[1], row[2], row[3])[0] is not None
-        ]
-        carried = 0
-        with self._lock:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                for row in batches:
-                    carried += db.execute(
-                        f"INSERT OR IGNORE INTO batches ({BATCH_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", row
-                    ).rowcount
-                for row in attempts:
-                    db.execute(
-                        "INSERT OR IGNORE INTO attempts (attempt_id, run_id, owner, label, resume_from_step,"
-                        " attempt) VALUES (?, ?, ?, ?, ?, ?)",
-                        row,
-                    )
-                for row in opens:
-                    db.execute(
-                        "INSERT OR IGNORE INTO pending_opens (attempt_id, run_key, owner, label,"
-                        " resume_from_step) VALUES (?, ?, ?, ?, ?)",
-                        row,
-                    )
-            except BaseException:
-                db.execute("ROLLBACK")
-                db.close()
-                raise
-            db.execute("COMMIT")
-        self.quarantined += 1
-        log.warning(
-            "the trainledger outbox %s is corrupt (%s): set aside as %s; %d batch(es) still readable in it "
-            "carried over into a fresh outbox",
-            self.path,
-            reason,
-            os.path.basename(aside),
-            carried,
-        )
-        return db
-
-    def _set_aside(self) -> str:
-        """Rename the outbox file (and its -wal and -shm) to <name>.corrupt-<UTC time>; its new path."""
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        aside = f"{self.path}{CORRUPT_SUFFIX}{stamp}"
-        number = 1
-        while os.path.exists(aside):
-            number += 1
-            aside = f"{self.path}{CORRUPT_SUFFIX}{stamp}-{number}"
-        os.rename(self.path, aside)
-        for suffix in ("-wal", "-shm"):
-            if os.path.exists(self.path + suffix):
-                os.rename(self.path + suffix, aside + suffix)
-        return aside
 
     def check(self) -> int:
         """Move every pending batch that cannot be read (of any run) to quarantined_batches;
