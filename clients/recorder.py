@@ -1,105 +1,47 @@
 """RunRecorder: what a training loop holds. Logging never blocks and never raises; spend is held
 before it is spent; checkpoints are recorded after their steps; the run is finished on the way out.
 
-Deferred open (`RunRecorder.open(..., defer=True)`): when the ledger cannot be reached at the
-start, training need not wait for it. The recorder logs under a pending attempt (into the outbox,
-durable with an outbox directory) and a background thread keeps trying to open the run and start
-the attempt; once it answers, the held batches are rewritten with the real attempt number and
-sent, exactly once. Spend is never held for a pending attempt: `reserve` raises Unavailable
-(fail closed), so a trainer that pays per interval stops rather than trains without a hold.
+Deferred open (`RunRecorder.open(..., defer=True)`, see clients.opening): when the ledger cannot
+be reached at the start, training need not wait for it: steps are held under a pending attempt
+and sent once a background opener has started it. Spend is never held for a pending attempt:
+`reserve` raises Unavailable (fail closed), so a trainer that pays per interval stops rather than
+trains without a hold.
 
-How a run ends (`exit_status`, the same for every trainer integration): "done" when its block
-ends normally, "stopped" when a spend-cap refusal (SpendCapExceeded) or an interrupt
-(KeyboardInterrupt; SIGTERM too with `stop_on_sigterm=True`) ends it, "failed" with the error
-for any other exception. An ended run is opened again only on purpose: `open` refuses a done run
-(it takes no new attempt: use a new run key) and a failed or stopped one unless `reopen=True`
-(then a new attempt starts on it), with RunEnded naming the run.
+How a run ends (`exit_status`, the same for every trainer integration; see clients.run_end):
+"done" when its block ends normally, "stopped" for a spend-cap refusal or an interrupt, "failed"
+with the error for any other exception. `open` refuses an ended run with RunEnded: a done run
+always, a failed or stopped one unless `reopen=True`.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import signal
 import socket
 import threading
 import uuid
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Literal
 
 import grpc
 
-from clients.attempts import start_attempt
 from clients.batcher import Batcher, make_row
 from clients.client import LedgerClient
-from clients.errors import LedgerClientError, RunEnded, SpendCapExceeded, Unavailable
+from clients.errors import LedgerClientError, Unavailable
 from clients.models import CheckpointReceipt, FinishReceipt, RunState, StartAttemptReceipt
+from clients.opening import Opening, first_try, open_and_start
 from clients.outbox import MemoryOutbox, SqliteOutbox, check_outbox, pending_run_id
-from clients.retry import REFUSAL_CODES, RetryPolicy
+from clients.retry import REFUSAL_CODES
+from clients.run_end import ENDED_STATUSES, ERROR_LENGTH_MAX, SigtermStop, exit_error, exit_status, refuse_ended
 from clients.sender import Sender
 from clients.spend import Hold, hold_spend
 
 __all__ = ["RunRecorder", "Hold", "exit_status", "exit_error", "refuse_ended", "ENDED_STATUSES"]
 
 log = logging.getLogger("trainledger.clients")
-ERROR_LENGTH_MAX = 2_000
 OUTBOX_STEPS_MAX = 1_000_000
-ENDED_STATUSES = ("done", "failed", "stopped")
-# A deferred open tries the ledger this long in the foreground (and per background try) before
-# it leaves the open to the background opener.
-DEFERRED_TRY_S = 2.0
-_REOPEN = RetryPolicy(initial_backoff_s=0.2, max_backoff_s=5.0)
-
-
-def exit_status(error: BaseException | None) -> str:
-    """The status a run ends with when its training ends with `error`: "done" with none;
-    "stopped" for a spend-cap refusal (SpendCapExceeded) or an interrupt (KeyboardInterrupt,
-    which a SIGTERM becomes with stop_on_sigterm, SystemExit); "failed" for any other exception."""
-    if error is None:
-        return "done"
-    if isinstance(error, SpendCapExceeded) or not isinstance(error, Exception):
-        return "stopped"
-    return "failed"
-
-
-def exit_error(error: BaseException | None) -> str:
-    """The error text a run is finished with: "<type>: <message>" ("<type>" when it says
-    nothing more), or "" with none."""
-    if error is None:
-        return ""
-    message = str(error)
-    return (f"{type(error).__name__}: {message}" if message else type(error).__name__)[:ERROR_LENGTH_MAX]
-
-
-def refuse_ended(state: RunState | Mapping[str, Any], *, reopen: bool = False) -> None:
-    """Raise RunEnded when the RunState's run has ended and may not take a new attempt: a done
-    run never does; a failed or stopped one only with `reopen`. (A RunState in its dict form,
-    `RunState.to_dict()`, is taken too.)"""
-    document = state.to_dict() if isinstance(state, RunState) else state
-    status = document["run"]["status"]
-    if status == "done" or (status in ENDED_STATUSES and not reopen):
-        raise RunEnded.of(document)
-
-
-class _SigtermStop:
-    """SIGTERM as KeyboardInterrupt in the main thread, once: the handler puts the previous one
-    back before it raises, so a second SIGTERM does what it did before."""
-
-    def __init__(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            raise ValueError("stop_on_sigterm needs the main thread: Python runs signal handlers there only")
-        self._previous = signal.signal(signal.SIGTERM, self._handle)
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        self.restore()
-        raise KeyboardInterrupt("SIGTERM")
-
-    def restore(self) -> None:
-        """Put the previous handler back (from the main thread, and only if ours is still set)."""
-        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == self._handle:
-            signal.signal(signal.SIGTERM, self._previous)
 
 
 class RunRecorder:
@@ -136,12 +78,8 @@ class RunRecorder:
         self._run_id, self._attempt, self._state = run_id, attempt, state
         self._lock = threading.Lock()
         self._counters = dict.fromkeys(("sent", "acked", "dropped", "failed", "non_finite", "quarantined"), 0)
-        self._opened = threading.Event()
-        self._open_error: LedgerClientError | None = None
-        self._stop_opening = threading.Event()
-        self._opener: threading.Thread | None = None
+        self._opening = Opening(client, opened=_pending is None)
         if _pending is None:
-            self._opened.set()
             box_run_id, box_attempt = run_id, attempt
         else:  # A deferred open: batches wait under the pending attempt until it is started.
             box_run_id, box_attempt = pending_run_id(_pending["attempt_id"]), 0
@@ -170,7 +108,7 @@ class RunRecorder:
         )
         self._finished: FinishReceipt | None = None
         self._closed = False
-        self._sigterm: _SigtermStop | None = None
+        self._sigterm: SigtermStop | None = None
 
     @classmethod
     def open(
@@ -201,21 +139,20 @@ class RunRecorder:
         main thread until the recorder is closed, so the block ends the run "stopped".
         Raises LedgerClientError (Unavailable when the ledger is unreachable). With `defer=True` an
         unreachable ledger (any error but a refusal) does not raise: the recorder opens in the
-        background (see the module docstring, `opened`, `wait_open`); "latest" needs the ledger."""
+        background (see clients.opening, `opened`, `wait_open`); "latest" needs the ledger."""
         open_args = dict(
             run_key=run_key, name=name, spec=spec, cap_usd_micro=cap_usd_micro, parent_account=parent_account
         )
         label = attempt_label if attempt_label is not None else f"{socket.gethostname()}:{os.getpid()}"
         attempt_id = str(uuid.uuid4()) if defer else None
+        open_and_start_args = (open_args, label, resume_from_step, outbox_dir, attempt_id, reopen)
         # What an earlier process left unreadable in the outbox is set aside before anything reads it.
         quarantined = {"quarantined": check_outbox(outbox_dir)} if outbox_dir else {}
-        sigterm = _SigtermStop() if stop_on_sigterm else None
+        sigterm = SigtermStop() if stop_on_sigterm else None
         try:
             try:
-                with _first_try(client, defer and resume_from_step != "latest"):
-                    started, counters = _open_and_start(
-                        client, open_args, label, resume_from_step, outbox_dir, attempt_id, reopen
-                    )
+                with first_try(client, defer and resume_from_step != "latest"):
+                    started, counters = open_and_start(client, *open_and_start_args)
             except LedgerClientError as error:
                 if not defer or error.code in REFUSAL_CODES or resume_from_step == "latest":
                     raise
@@ -224,13 +161,7 @@ class RunRecorder:
                 recorder = cls(client, run_id="", attempt=0, outbox_dir=outbox_dir, _pending=pending, **options)
                 recorder._add_counters(quarantined)
                 recorder._sigterm = sigterm
-                recorder._opener = threading.Thread(
-                    target=recorder._open_later,
-                    args=(open_args, label, resume_from_step, outbox_dir, attempt_id, reopen),
-                    name="trainledger-opener",
-                    daemon=True,
-                )
-                recorder._opener.start()
+                recorder._opening.start(recorder._sender, recorder._started, *open_and_start_args)
                 return recorder
             run_id = started.state.run.run_id
             recorder = cls(
@@ -250,67 +181,29 @@ class RunRecorder:
             for name_, value in counters.items():
                 self._counters[name_] += value
 
-    def _open_later(
-        self,
-        open_args: dict[str, Any],
-        label: str,
-        resume_from_step: int | None,
-        outbox_dir: str | os.PathLike[str] | None,
-        attempt_id: str,
-        reopen: bool,
-    ) -> None:
-        """The deferred open: retry until the ledger answers, then hand the attempt to the sender."""
-        tried = 0
-        while not self._stop_opening.wait(_REOPEN.backoff_s(min(tried, 10))):
-            tried += 1
-            try:
-                with _first_try(self.client, True):
-                    started, counters = _open_and_start(
-                        self.client, open_args, label, resume_from_step, outbox_dir, attempt_id, reopen
-                    )
-            except LedgerClientError as error:
-                if error.code not in REFUSAL_CODES:
-                    continue
-                log.warning(
-                    "the ledger refused to open run %s: %s; its steps will not be recorded", open_args["run_key"], error
-                )
-                self._open_error = error
-                self._sender.abandon(error.reason)
-                self._opened.set()
-                return
-            except Exception:  # The opener must outlive its own bugs: log, try again later.
-                log.exception("the trainledger recorder's opener failed; retrying")
-                continue
-            run_id = started.state.run.run_id
-            adopted = self._sender.adopt(run_id, started.attempt)
-            while not adopted.wait(0.5) and self._sender.thread.is_alive():
-                pass
-            with self._lock:
-                self._run_id, self._attempt, self._state = run_id, started.attempt, started.state
-                self.account = self.account or run_id
-            self._add_counters(counters)
-            log.info("run %s opened: attempt %s", run_id, started.attempt)
-            self._opened.set()
-            return
+    def _started(self, started: StartAttemptReceipt, counters: Mapping[str, int]) -> None:
+        """A deferred open has started the attempt: record under it from now on."""
+        run_id = started.state.run.run_id
+        with self._lock:
+            self._run_id, self._attempt, self._state = run_id, started.attempt, started.state
+            self.account = self.account or run_id
+        self._add_counters(counters)
 
     @property
     def opened(self) -> bool:
         """True once the run is open and the attempt started (False while a deferred open waits
         for the ledger, or after it was refused: see open_error)."""
-        return self._opened.is_set() and self._open_error is None
+        return self._opening.opened.is_set() and self._opening.error is None
 
     @property
     def open_error(self) -> LedgerClientError | None:
         """The refusal that ended a deferred open, if any."""
-        return self._open_error
+        return self._opening.error
 
     def wait_open(self, timeout_s: float | None = None) -> bool:
         """Wait up to `timeout_s` for a deferred open; True once open. Raises the refusal that
         ended it, if the ledger refused it for good."""
-        self._opened.wait(timeout_s)
-        if self._open_error is not None:
-            raise self._open_error
-        return self._opened.is_set()
+        return self._opening.wait(timeout_s)
 
     def require_open(self, timeout_s: float = 0.0) -> None:
         """Return once the run is open (waiting up to `timeout_s`); else raise Unavailable
@@ -459,14 +352,12 @@ class RunRecorder:
             self._closed = True
             if self._sigterm is not None:
                 self._sigterm.restore()
-            self._stop_opening.set()
-            if self._opener is not None and self._opener is not threading.current_thread():
-                self._opener.join(timeout=self.client.timeout_s if hasattr(self.client, "timeout_s") else 10.0)
+            self._opening.stop()
             if not self.opened:
                 flush_timeout_s = 0  # Nothing can be sent: keep what is held in the outbox.
             self._sender.stop(self.flush_timeout_s if flush_timeout_s is None else flush_timeout_s)
             if not self._sender.thread.is_alive():
-                if not self._opened.is_set() and self._sender.is_idle():
+                if not self._opening.opened.is_set() and self._sender.is_idle():
                     self._sender.outbox.abandon("")  # A pending attempt with nothing to deliver: forget it.
                 self._sender.outbox.close()
 
@@ -484,39 +375,3 @@ class RunRecorder:
             self.finish(status, error=exit_error(exc))
         except LedgerClientError as error:
             log.warning("could not record the run as %s: %s", status, error)
-
-
-def _first_try(client: Any, short: bool) -> Any:
-    """Within it, a deferred open's calls ride out an outage for DEFERRED_TRY_S at most (the
-    background opener tries again), not the client's whole outage budget."""
-    if not short or not hasattr(client, "retrying"):
-        return nullcontext()
-    return client.retrying(outage_budget_s=min(DEFERRED_TRY_S, getattr(client, "outage_budget_s", DEFERRED_TRY_S)))
-
-
-def _open_and_start(
-    client: Any,
-    open_args: dict[str, Any],
-    label: str,
-    resume_from_step: Any,
-    outbox_dir: Any,
-    attempt_id: str | None,
-    reopen: bool = False,
-) -> tuple[StartAttemptReceipt, dict[str, int]]:
-    """OpenRun, the ended-run check, then the outbox replay and StartAttempt
-    (clients.attempts.start_attempt)."""
-    opened = client.open_run(**open_args)
-    refuse_ended(opened.state, reopen=reopen)
-    run_id = opened.state.run.run_id
-    if resume_from_step == "latest":
-        resume = opened.state.resume
-        resume_from_step = resume.from_step if resume.available else None
-    return start_attempt(
-        client,
-        run_id=run_id,
-        label=label,
-        resume_from_step=resume_from_step,
-        outbox_dir=outbox_dir,
-        run_key=open_args["run_key"],
-        attempt_id=attempt_id,
-    )
