@@ -2,28 +2,35 @@
 
 eventsourcing records the events; a Storage adds what the library does not: the database holding
 the views (schema, transactions, tracking), the position of a stored event for idempotent answers,
-the keys index (ledger.storage.keys) and which errors mean "storage unavailable". The two backends,
-ledger.storage.sqlite and ledger.storage.postgres, subclass it; ledger.backend picks one.
+the keys index (ledger.storage.keys), the seals of the hash chain (ledger.storage.chain) and which
+errors mean "storage unavailable". The two backends, ledger.storage.sqlite and
+ledger.storage.postgres, subclass it; ledger.backend picks one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
 from uuid import UUID
 
 from eventsourcing.application import Application
 from eventsourcing.persistence import InterfaceError, Notification, OperationalError
 
 from ledger.domain.topics import event_topics
+from ledger.storage.chain import ChainRow
 from ledger.storage.keys import KEYED_EVENTS, event_keys
 from ledger.views.projector import Projector
 from ledger.views.queries import ViewReader
 
-__all__ = ["KeyRow", "Storage", "INDEX_PAGE_EVENTS"]
+__all__ = ["KeyRow", "Storage", "INDEX_PAGE_EVENTS", "ViewRead"]
 
 # Keys rows are written with the events they index: (aggregate id, key, the event's version).
 KeyRow = tuple[UUID, str, int]
 # Events read per page when the keys index is built from the log, or the log is filtered.
 INDEX_PAGE_EVENTS = 1000
+#: Runs one SELECT on the views inside a read of them all as of one moment; its rows, fetched lazily.
+ViewRead = Callable[[str], Iterable[Any]]
 
 
 class Storage:
@@ -32,6 +39,8 @@ class Storage:
     #: True when other processes may write the same log (refusals are re-checked on fresh state).
     shared = False
     outage_errors: tuple[type[BaseException], ...] = (OperationalError, InterfaceError)
+    #: What ORDER BY adds to a text column to sort it in byte order (SQLite's own order).
+    byte_order = ""
     views: ViewReader
     app: Application[UUID]
 
@@ -73,6 +82,38 @@ class Storage:
             start = page[-1].id + 1
 
     def insert_keys(self, rows: list[KeyRow]) -> None:
+        raise NotImplementedError
+
+    # The hash chain (ledger.storage.chain).
+
+    def seals_missing(self) -> bool:
+        """Whether the log holds events but no seals (a ledger written before the chain existed)."""
+        raise NotImplementedError
+
+    def seal_log(self) -> int:
+        """Seal the whole log in one transaction that holds off every writer (when it has no seals
+        yet; else nothing). Returns the number of events sealed."""
+        raise NotImplementedError
+
+    def last_seal(self) -> tuple[int, bytes]:
+        """The head of the chain as stored: the newest seal's (position, digest); (0, genesis) when none."""
+        raise NotImplementedError
+
+    def chain_page(self, after: int, stop: int, limit: int) -> tuple[list[ChainRow], list[tuple[int, bytes]]]:
+        """The first `limit` events and the first `limit` seals with positions in (after, stop], in
+        position order (a Pager of ledger.storage.chain)."""
+        raise NotImplementedError
+
+    def digests(self, positions: Sequence[int]) -> dict[int, bytes]:
+        """The stored digests of `positions` , by position; none for a position without a seal."""
+        raise NotImplementedError
+
+    def snapshot_ids(self) -> list[UUID]:
+        """The aggregates that have stored snapshots."""
+        raise NotImplementedError
+
+    def view_read(self) -> AbstractContextManager[ViewRead]:
+        """Read the views (their tables and view_tracking) as of one moment."""
         raise NotImplementedError
 
     def select_notifications_of(

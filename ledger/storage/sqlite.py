@@ -1,6 +1,7 @@
 """The embedded default backend: events and views in one SQLite file (WAL).
 
-SQLiteRecorder is eventsourcing's recorder plus the keys index; SQLiteStorage holds the views and
+SQLiteRecorder is eventsourcing's recorder plus the keys index and the seals of the hash chain
+(ledger.storage.chain), both written in the events' transaction; SQLiteStorage holds the views and
 their tracking in the same file (ledger.storage.base says what a Storage is); `damage` tells a
 file that must not be opened for writing.
 """
@@ -10,8 +11,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 from urllib.parse import quote
 from uuid import UUID
@@ -21,13 +22,30 @@ from eventsourcing.application import Application
 from eventsourcing.persistence import Notification
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 
-from ledger.storage.base import KeyRow, Storage
+from ledger.storage.base import KeyRow, Storage, ViewRead
+from ledger.storage.chain import GENESIS, ChainRow, seal_rows
 from ledger.views.queries import ViewReader
 from ledger.views.schema import TABLES, VIEWS
 
 __all__ = ["SQLiteStorage", "SQLiteRecorder", "sqlite_env", "damage"]
 
 KEYS_TABLE = "stored_keys"
+SEALS_TABLE = "stored_seals"
+SEAL_PAGE_EVENTS = 1000
+DIGESTS_PER_QUERY = 500
+EVENTS_AFTER = (
+    "SELECT rowid, originator_id, originator_version, topic, state FROM stored_events"
+    " WHERE rowid > ? ORDER BY rowid LIMIT ?"
+)
+EVENTS_BETWEEN = (
+    "SELECT rowid, originator_id, originator_version, topic, state FROM stored_events"
+    " WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?"
+)
+SEALS_BETWEEN = (
+    f"SELECT position, digest FROM {SEALS_TABLE} WHERE position > ? AND position <= ? ORDER BY position LIMIT ?"
+)
+LAST_SEAL = f"SELECT position, digest FROM {SEALS_TABLE} ORDER BY position DESC LIMIT 1"
+INSERT_SEALS = f"INSERT INTO {SEALS_TABLE} (position, digest) VALUES (?, ?)"
 
 SQLITE_TYPES = {int: int, float: float, str: str, bytes: bytes}
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -76,23 +94,34 @@ def sqlite_env(path: str) -> dict[str, str]:
 
 class SQLiteRecorder(SQLiteApplicationRecorder):
     """eventsourcing's SQLite recorder that also writes the keys index (ledger.storage.keys) in the
-    transaction of the events: `save(..., keys=[(aggregate id, key, version), ...])`."""
+    transaction of the events: `save(..., keys=[(aggregate id, key, version), ...])`, and seals the
+    events it inserts (ledger.storage.chain). SQLite has one writer at a time, so the last seal read
+    inside the transaction is the one the new events follow."""
 
     def construct_create_table_statements(self) -> list[str]:
         return [
             *super().construct_create_table_statements(),
             f"CREATE TABLE IF NOT EXISTS {KEYS_TABLE} (originator_id TEXT, key TEXT, originator_version INTEGER,"
             " PRIMARY KEY (originator_id, key, originator_version)) WITHOUT ROWID",
+            f"CREATE TABLE IF NOT EXISTS {SEALS_TABLE} (position INTEGER PRIMARY KEY, digest BLOB NOT NULL)",
         ]
 
     def _insert_events(self, c: SQLiteCursor, stored_events: Any, **kwargs: Any) -> Any:
         positions = super()._insert_events(c, stored_events, **kwargs)
+        assert positions is not None  # The application recorder returns the rowids it inserted.
         keys: list[KeyRow] = kwargs.get("keys") or []
         if keys:
             c.executemany(
                 f"INSERT OR IGNORE INTO {KEYS_TABLE} (originator_id, key, originator_version) VALUES (?, ?, ?)",
                 [(uuid.hex, key, version) for uuid, key, version in keys],
             )
+        c.execute(LAST_SEAL)
+        last = c.fetchone()
+        rows = [
+            ChainRow(position, event.originator_id.bytes, event.originator_version, event.topic, event.state)
+            for position, event in zip(positions, stored_events, strict=True)
+        ]
+        c.executemany(INSERT_SEALS, seal_rows(GENESIS if last is None else last[1], rows))
         return positions
 
 
@@ -117,6 +146,9 @@ class SQLiteStorage(Storage):
         self._writer.execute("PRAGMA synchronous=NORMAL")
         self.create_tables()
         self.views = ViewReader(self._reader)
+        if self.seals_missing():
+            # A ledger written before the chain existed: seal its log once.
+            self.seal_log()
 
     def _connect(self) -> sqlite3.Connection:
         connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
@@ -226,6 +258,68 @@ class SQLiteStorage(Storage):
                 f"INSERT OR IGNORE INTO {KEYS_TABLE} (originator_id, key, originator_version) VALUES (?, ?, ?)",
                 [(uuid.hex, key, version) for uuid, key, version in rows],
             )
+
+    # The hash chain (ledger.storage.chain).
+
+    def seals_missing(self) -> bool:
+        reader = self._reader()
+        if reader.execute(f"SELECT 1 FROM {SEALS_TABLE} LIMIT 1").fetchone() is not None:
+            return False
+        return reader.execute("SELECT 1 FROM stored_events LIMIT 1").fetchone() is not None
+
+    def seal_log(self) -> int:
+        with self.transaction() as cursor:  # BEGIN IMMEDIATE: no other writer meanwhile.
+            if cursor.execute(LAST_SEAL).fetchone() is not None:
+                return 0  # Another process sealed it first.
+            after, previous, sealed = 0, GENESIS, 0
+            while True:
+                rows = cursor.execute(EVENTS_AFTER, (after, SEAL_PAGE_EVENTS)).fetchall()
+                if not rows:
+                    return sealed
+                seals = seal_rows(previous, [ChainRow(r[0], bytes.fromhex(r[1]), r[2], r[3], r[4]) for r in rows])
+                cursor.executemany(INSERT_SEALS, seals)
+                (after, previous), sealed = seals[-1], sealed + len(seals)
+
+    def last_seal(self) -> tuple[int, bytes]:
+        row = self._reader().execute(LAST_SEAL).fetchone()
+        return (0, GENESIS) if row is None else (int(row[0]), bytes(row[1]))
+
+    def chain_page(self, after: int, stop: int, limit: int) -> tuple[list[ChainRow], list[tuple[int, bytes]]]:
+        reader = self._reader()
+        events = [
+            ChainRow(r[0], bytes.fromhex(r[1]), r[2], r[3], r[4])
+            for r in reader.execute(EVENTS_BETWEEN, (after, stop, limit))
+        ]
+        return events, reader.execute(SEALS_BETWEEN, (after, stop, limit)).fetchall()
+
+    def digests(self, positions: Sequence[int]) -> dict[int, bytes]:
+        found: dict[int, bytes] = {}
+        for start in range(0, len(positions), DIGESTS_PER_QUERY):
+            part = positions[start : start + DIGESTS_PER_QUERY]
+            sql = f"SELECT position, digest FROM {SEALS_TABLE} WHERE position IN ({','.join('?' * len(part))})"
+            found.update(self._reader().execute(sql, part).fetchall())
+        return found
+
+    def snapshot_ids(self) -> list[UUID]:
+        if self.app.snapshots is None:
+            return []
+        table = self.app.snapshots.recorder.events_table_name  # type: ignore[attr-defined]
+        rows = self._reader().execute(f"SELECT DISTINCT originator_id FROM {table} ORDER BY originator_id")
+        return [UUID(row[0]) for row in rows.fetchall()]
+
+    @contextmanager
+    def _view_read(self) -> Iterator[ViewRead]:
+        connection = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+        try:
+            # One read transaction: every table is read as of one moment (WAL snapshots).
+            connection.execute("BEGIN")
+            yield lambda sql: connection.execute(sql)
+            connection.execute("ROLLBACK")
+        finally:
+            connection.close()
+
+    def view_read(self) -> AbstractContextManager[ViewRead]:
+        return self._view_read()
 
     def select_notifications_of(
         self, originator_ids: list[UUID], start: int, limit: int, topics: list[str]

@@ -4,8 +4,8 @@ The library retries each recorder call ten times, each waiting the pool's full t
 through the one retry rule of ledger.storage.postgres.connections instead, so a command answers
 Unavailable within about one connect timeout and the next one after a restart succeeds. The
 events' recorder creates its schema under an advisory lock (several processes may start at once),
-writes the keys index (ledger.storage.keys) in the transaction of the events, and NOTIFYs a
-channel per schema.
+writes the keys index (ledger.storage.keys) and the seals of the hash chain (ledger.storage.chain)
+in the transaction of the events, and NOTIFYs a channel per schema.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from eventsourcing.postgres import (
 )
 from psycopg.sql import SQL, Composable, Identifier
 
+from ledger.storage.chain import GENESIS, ChainRow, seal_rows
 from ledger.storage.postgres.connections import (
     RECONNECT_TIMEOUT_S,
     check_reachable,
@@ -31,7 +32,7 @@ from ledger.storage.postgres.connections import (
     schema_lock,
 )
 
-__all__ = ["AggregateRecorder", "ApplicationRecorder", "Factory", "keys_table_name"]
+__all__ = ["AggregateRecorder", "ApplicationRecorder", "Factory", "keys_table_name", "seals_table_name"]
 
 R = TypeVar("R")
 # Between tries of a recorder call, 0.05 s times the attempt number.
@@ -41,6 +42,11 @@ RECORDER_PAUSE_S = 0.05
 def keys_table_name(events_table_name: str) -> str:
     """The keys index of an events table (ledger.storage.keys)."""
     return f"{events_table_name}_keys"
+
+
+def seals_table_name(events_table_name: str) -> str:
+    """The seals of an events table (ledger.storage.chain)."""
+    return f"{events_table_name}_seals"
 
 
 def bounded(method: Callable[..., R]) -> Callable[..., R]:
@@ -71,7 +77,10 @@ class AggregateRecorder(PostgresAggregateRecorder):
 
 
 class ApplicationRecorder(PostgresApplicationRecorder):
-    """The events' recorder: creates its schema, NOTIFYs a channel named after schema and table."""
+    """The events' recorder: creates its schema, NOTIFYs a channel named after schema and table,
+    and seals the events it inserts. The library locks the events table (EXCLUSIVE) before it
+    inserts, so inserting transactions run one at a time and the last seal read after the insert
+    is the one the new events follow."""
 
     def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "stored_events") -> None:
         super().__init__(datastore, events_table_name=events_table_name)
@@ -89,6 +98,11 @@ class ApplicationRecorder(PostgresApplicationRecorder):
         table = keys_table_name(self.events_table_name)
         return SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(table))
 
+    @property
+    def seals_table(self) -> Composable:
+        table = seals_table_name(self.events_table_name)
+        return SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(table))
+
     def create_table(self) -> None:
         with schema_lock(self.datastore):
             super().create_table()
@@ -99,6 +113,11 @@ class ApplicationRecorder(PostgresApplicationRecorder):
                         " originator_version BIGINT, PRIMARY KEY (originator_id, key,"
                         " originator_version))"
                     ).format(self.keys_table)
+                )
+                connection.execute(
+                    SQL("CREATE TABLE IF NOT EXISTS {} (position BIGINT PRIMARY KEY, digest BYTEA NOT NULL)").format(
+                        self.seals_table
+                    )
                 )
 
     def _insert_events(self, curs: Any, stored_events: Any, **kwargs: Any) -> None:
@@ -112,6 +131,22 @@ class ApplicationRecorder(PostgresApplicationRecorder):
                 ).format(self.keys_table),
                 keys,
             )
+
+    def _fetch_ids_after_insert_events(self, curs: Any, stored_events: Any, **kwargs: Any) -> Any:
+        """Seal the inserted events (ledger.storage.chain) once their positions are known, still in
+        their transaction and under the table lock the library took before inserting them."""
+        positions = super()._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+        if not positions:
+            return positions
+        curs.execute(SQL("SELECT digest FROM {} ORDER BY position DESC LIMIT 1").format(self.seals_table))
+        last = curs.fetchone()
+        rows = sorted(
+            ChainRow(position, event.originator_id.bytes, event.originator_version, event.topic, event.state)
+            for position, event in zip(positions, stored_events, strict=True)
+        )
+        seals = seal_rows(GENESIS if last is None else bytes(last["digest"]), rows)
+        curs.executemany(SQL("INSERT INTO {} (position, digest) VALUES (%s, %s)").format(self.seals_table), seals)
+        return positions
 
 
 class Factory(PostgresFactory):

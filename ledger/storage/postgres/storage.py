@@ -9,7 +9,7 @@ when the database cannot be reached.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -21,10 +21,11 @@ from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastor
 from psycopg.sql import SQL, Composed, Identifier
 
 from ledger.domain.errors import Unavailable
-from ledger.storage.base import KeyRow, Storage
+from ledger.storage.base import KeyRow, Storage, ViewRead
+from ledger.storage.chain import GENESIS, ChainRow, seal_rows
 from ledger.storage.postgres.connections import RECONNECT_TIMEOUT_S, connect_kwargs, lock_key, retrying, where
 from ledger.storage.postgres.projector import PostgresProjector
-from ledger.storage.postgres.recorders import keys_table_name
+from ledger.storage.postgres.recorders import keys_table_name, seals_table_name
 from ledger.storage.postgres.sql import Cursor, ReadConnection, table_ddl
 from ledger.views.queries import ViewReader
 from ledger.views.schema import TABLES, VIEWS
@@ -38,6 +39,8 @@ VIEW_IDLE_IN_TRANSACTION_S = 60
 STREAM_ROWS = 10
 NAME_MAX = 63  # PostgreSQL identifiers (channel names) are cut beyond this.
 DRIVER_OUTAGES = (psycopg.OperationalError, psycopg.InterfaceError)
+# Events read per statement while a log written before the chain existed is sealed.
+SEAL_PAGE_EVENTS = 1000
 
 
 def unavailable(error: BaseException) -> Unavailable:
@@ -48,6 +51,7 @@ class PostgresStorage(Storage):
     """Views and their tracking in the events' schema, over a pool of their own."""
 
     shared = True
+    byte_order = ' COLLATE "C"'
     outage_errors = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
 
     def __init__(self, app: Application[UUID]) -> None:
@@ -64,6 +68,13 @@ class PostgresStorage(Storage):
         self._events = SQL("{}.{}").format(Identifier(self.schema), Identifier(recorder.events_table_name))
         self._keys = SQL("{}.{}").format(
             Identifier(self.schema), Identifier(keys_table_name(recorder.events_table_name))
+        )
+        self._seals = SQL("{}.{}").format(
+            Identifier(self.schema), Identifier(seals_table_name(recorder.events_table_name))
+        )
+        snapshots = app.snapshots.recorder.events_table_name if app.snapshots is not None else None  # type: ignore[attr-defined]
+        self._snapshots = (
+            None if snapshots is None else SQL("{}.{}").format(Identifier(self.schema), Identifier(snapshots))
         )
         configure = SQL("SET search_path TO {}; SET idle_in_transaction_session_timeout = '{}s'").format(
             Identifier(self.schema), VIEW_IDLE_IN_TRANSACTION_S
@@ -85,6 +96,9 @@ class PostgresStorage(Storage):
         try:
             self.pool.open(wait=True, timeout=self.timeout_s)
             self.create_tables()
+            if self.seals_missing():
+                # A ledger written before the chain existed: seal its log once.
+                self.seal_log()
         except (psycopg.Error, psycopg_pool.PoolTimeout) as error:
             self.pool.close()
             raise Unavailable(f"cannot open the views on {where(self.connect_kwargs)}: {error}") from None
@@ -236,6 +250,95 @@ class PostgresStorage(Storage):
                 cursor.executemany(statement, rows)
 
         self.run(insert)
+
+    # The hash chain (ledger.storage.chain).
+
+    def seals_missing(self) -> bool:
+        def check(connection: psycopg.Connection[Any]) -> bool:
+            if connection.execute(SQL("SELECT 1 FROM {} LIMIT 1").format(self._seals)).fetchone() is not None:
+                return False
+            return connection.execute(SQL("SELECT 1 FROM {} LIMIT 1").format(self._events)).fetchone() is not None
+
+        return bool(self.run(check))
+
+    def seal_log(self) -> int:
+        select = SQL(
+            "SELECT notification_id, originator_id, originator_version, topic, state FROM {}"
+            " WHERE notification_id > %s ORDER BY notification_id LIMIT %s"
+        ).format(self._events)
+        insert = SQL("INSERT INTO {} (position, digest) VALUES (%s, %s)").format(self._seals)
+
+        def seal(connection: psycopg.Connection[Any]) -> int:
+            with connection.transaction():
+                # The lock every inserting transaction takes first: no writer meanwhile.
+                connection.execute(SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(self._events))
+                if connection.execute(SQL("SELECT 1 FROM {} LIMIT 1").format(self._seals)).fetchone() is not None:
+                    return 0  # Another process sealed it first.
+                after, previous, sealed = 0, GENESIS, 0
+                while True:
+                    rows = connection.execute(select, (after, SEAL_PAGE_EVENTS)).fetchall()
+                    if not rows:
+                        return sealed
+                    seals = seal_rows(previous, [ChainRow(r[0], r[1].bytes, r[2], r[3], bytes(r[4])) for r in rows])
+                    with connection.cursor() as cursor:
+                        cursor.executemany(insert, seals)
+                    (after, previous), sealed = seals[-1], sealed + len(seals)
+
+        return self.run(seal)
+
+    def last_seal(self) -> tuple[int, bytes]:
+        statement = SQL("SELECT position, digest FROM {} ORDER BY position DESC LIMIT 1").format(self._seals)
+        row = self.run(lambda c: c.execute(statement).fetchone())
+        return (0, GENESIS) if row is None else (int(row[0]), bytes(row[1]))
+
+    def chain_page(self, after: int, stop: int, limit: int) -> tuple[list[ChainRow], list[tuple[int, bytes]]]:
+        events = SQL(
+            "SELECT notification_id, originator_id, originator_version, topic, state FROM {}"
+            " WHERE notification_id > %s AND notification_id <= %s ORDER BY notification_id LIMIT %s"
+        ).format(self._events)
+        seals = SQL(
+            "SELECT position, digest FROM {} WHERE position > %s AND position <= %s ORDER BY position LIMIT %s"
+        ).format(self._seals)
+
+        def read(connection: psycopg.Connection[Any]) -> tuple[list[ChainRow], list[tuple[int, bytes]]]:
+            rows = connection.execute(events, (after, stop, limit)).fetchall()
+            found = connection.execute(seals, (after, stop, limit)).fetchall()
+            return (
+                [ChainRow(r[0], r[1].bytes, r[2], r[3], bytes(r[4])) for r in rows],
+                [(int(r[0]), bytes(r[1])) for r in found],
+            )
+
+        return self.run(read)
+
+    def digests(self, positions: Sequence[int]) -> dict[int, bytes]:
+        statement = SQL("SELECT position, digest FROM {} WHERE position = ANY(%s)").format(self._seals)
+        rows = self.run(lambda c: c.execute(statement, (list(positions),)).fetchall())
+        return {int(row[0]): bytes(row[1]) for row in rows}
+
+    def snapshot_ids(self) -> list[UUID]:
+        if self._snapshots is None:
+            return []
+        statement = SQL("SELECT DISTINCT originator_id FROM {} ORDER BY originator_id").format(self._snapshots)
+        return [row[0] for row in self.run(lambda c: c.execute(statement).fetchall())]
+
+    @contextmanager
+    def _view_read(self) -> Iterator[ViewRead]:
+        def read(connection: psycopg.Connection[Any], sql: str) -> Iterator[Any]:
+            with connection.cursor(name="trainledger_verify") as cursor:
+                cursor.itersize = 1000
+                cursor.execute(sql)
+                yield from cursor
+
+        try:
+            with self.pool.connection() as connection, connection.transaction():
+                # Every table as of one moment.
+                connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                yield lambda sql: read(connection, sql)
+        except DRIVER_OUTAGES as error:
+            raise unavailable(error) from error
+
+    def view_read(self) -> AbstractContextManager[ViewRead]:
+        return self._view_read()
 
     def close(self) -> None:
         self.pool.close()
