@@ -28,10 +28,12 @@ from clients.errors import (
 from clients.recorder import Hold, RunRecorder, exit_status
 from clients.retry import RetryPolicy
 from clients.runkey import dataset_digest, file_digest, run_key
+from clients.tls import TLS
 
 __all__ = [
     "LedgerClient",
     "AsyncLedgerClient",
+    "TLS",
     "RunRecorder",
     "Hold",
     "exit_status",

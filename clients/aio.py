@@ -19,7 +19,18 @@ from clients.methods import Decode
 from clients.methods_spend import LedgerMethods
 from clients.models import StepAck
 from clients.retry import RetryPolicy, Tries
-from clients.transport import CHANNEL_OPTIONS, STUBS, AckCore, call_metadata, channel_target, record_request
+from clients.tls import TLS, tls_of
+from clients.transport import (
+    CHANNEL_OPTIONS,
+    STUBS,
+    AckCore,
+    call_metadata,
+    channel_target,
+    explained,
+    open_channel,
+    record_request,
+    token_of,
+)
 
 __all__ = ["AsyncLedgerClient", "AsyncAckStream"]
 
@@ -43,13 +54,16 @@ class AsyncAckStream(AckCore):
 class AsyncLedgerClient(LedgerMethods):
     """An asyncio client of one ledger server, or of several replicas (a list of "host:port",
     as LedgerClient); create it inside the event loop that uses it. Usable as an async context
-    manager (closes the channel). `timeout_s`, `outage_budget_s` and `retries` as LedgerClient."""
+    manager (closes the channel). `token`, `tls`, `timeout_s`, `outage_budget_s` and `retries` as
+    LedgerClient."""
 
     def __init__(
         self,
         address: str | Sequence[str] = "127.0.0.1:50051",
         *,
         principal: str = "",
+        token: str | None = None,
+        tls: bool | TLS | None = None,
         timeout_s: float = 10.0,
         retries: RetryPolicy | int | None = None,
         outage_budget_s: float | None = None,
@@ -60,8 +74,10 @@ class AsyncLedgerClient(LedgerMethods):
         self.principal = principal
         self.timeout_s = timeout_s
         self.retry_policy = RetryPolicy.of(retries, outage_budget_s=outage_budget_s)
-        self._channel = channel or grpc.aio.insecure_channel(
-            channel_target(address), options=(*CHANNEL_OPTIONS, *options)
+        self._token = token_of(token)
+        self.tls = tls_of(tls)
+        self._channel = channel or open_channel(
+            channel_target(address), self.tls, (*CHANNEL_OPTIONS, *options), aio=True
         )
         self._stubs = {name: stub(self._channel) for name, stub in STUBS.items()}
         self._closed = False
@@ -82,8 +98,17 @@ class AsyncLedgerClient(LedgerMethods):
         await self.close()
 
     def metadata(self, request_id: str | None = None) -> tuple[tuple[str, str], ...]:
-        """The call metadata: a new request id unless one is given, and the principal."""
-        return call_metadata(self.principal, request_id)
+        """The call metadata: a new request id unless one is given, and the token or the principal."""
+        return call_metadata(self.principal, request_id, self._token)
+
+    @property
+    def has_token(self) -> bool:
+        """Whether calls carry a bearer token (the token itself is never shown)."""
+        return bool(self._token)
+
+    def __repr__(self) -> str:
+        token = ", token=<hidden>" if self._token else ""
+        return f"{type(self).__name__}({self.address!r}, tls={self.tls is not None}{token})"
 
     async def _unary(
         self,
@@ -105,7 +130,7 @@ class AsyncLedgerClient(LedgerMethods):
             except grpc.RpcError as rpc_error:
                 error, delay_s = tries.failed(rpc_error)
             if delay_s is None or self._closed:
-                raise error
+                raise explained(error, secure=self.tls is not None)
             await asyncio.sleep(delay_s)
 
     async def _server_stream(
@@ -116,7 +141,7 @@ class AsyncLedgerClient(LedgerMethods):
             async for response in call:
                 yield decode(response)
         except grpc.RpcError as error:
-            raise error_from_rpc(error) from None
+            raise explained(error_from_rpc(error), secure=self.tls is not None) from None
         finally:
             call.cancel()
 
@@ -137,4 +162,4 @@ class AsyncLedgerClient(LedgerMethods):
                     yield record_request(batch, number)
 
         call = self._stubs["Runs"].RecordSteps(requests(), timeout=timeout_s, metadata=self.metadata())
-        return AsyncAckStream(call, self._observe)
+        return AsyncAckStream(call, self._observe, secure=self.tls is not None)

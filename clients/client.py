@@ -26,7 +26,18 @@ from clients.methods import Decode
 from clients.methods_spend import LedgerMethods
 from clients.models import StepAck
 from clients.retry import RetryPolicy, Tries
-from clients.transport import CHANNEL_OPTIONS, STUBS, AckCore, call_metadata, channel_target, record_request
+from clients.tls import TLS, tls_of
+from clients.transport import (
+    CHANNEL_OPTIONS,
+    STUBS,
+    AckCore,
+    call_metadata,
+    channel_target,
+    explained,
+    open_channel,
+    record_request,
+    token_of,
+)
 
 __all__ = ["LedgerClient", "AckStream", "CHANNEL_OPTIONS", "record_request", "channel_target"]
 
@@ -49,13 +60,20 @@ class LedgerClient(LedgerMethods):
     "host:port" (failover in order). `timeout_s` is the deadline of each try; `outage_budget_s`
     how long a call rides out an unreachable ledger (UNAVAILABLE is resent until then, default
     30 s; then it raises Unavailable); `retries` a RetryPolicy, or a number of retries (0: none
-    at all). Usable as a context manager (closes the channel). Safe to share between threads."""
+    at all). `token`: a bearer token sent as `authorization: Bearer ...` on every call (default
+    TRAINLEDGER_TOKEN; "" for none), never shown in a repr, a log line or an error; with one, the
+    ledger records the token's principal and `principal` is not sent. `tls`: True (the system's
+    roots), a clients.tls.TLS (a private CA, a client certificate), False (plaintext), or None
+    (the environment's, see clients.tls). Usable as a context manager (closes the channel). Safe
+    to share between threads."""
 
     def __init__(
         self,
         address: str | Sequence[str] = "127.0.0.1:50051",
         *,
         principal: str = "",
+        token: str | None = None,
+        tls: bool | TLS | None = None,
         timeout_s: float = 10.0,
         retries: RetryPolicy | int | None = None,
         outage_budget_s: float | None = None,
@@ -67,7 +85,9 @@ class LedgerClient(LedgerMethods):
         self.timeout_s = timeout_s
         self.retry_policy = RetryPolicy.of(retries, outage_budget_s=outage_budget_s)
         self._local = threading.local()
-        self._channel = channel or grpc.insecure_channel(channel_target(address), options=(*CHANNEL_OPTIONS, *options))
+        self._token = token_of(token)
+        self.tls = tls_of(tls)
+        self._channel = channel or open_channel(channel_target(address), self.tls, (*CHANNEL_OPTIONS, *options))
         self._stubs = {name: stub(self._channel) for name, stub in STUBS.items()}
         self._closed = threading.Event()
 
@@ -82,8 +102,17 @@ class LedgerClient(LedgerMethods):
         self.close()
 
     def metadata(self, request_id: str | None = None) -> tuple[tuple[str, str], ...]:
-        """The call metadata: a new request id unless one is given, and the principal."""
-        return call_metadata(self.principal, request_id)
+        """The call metadata: a new request id unless one is given, and the token or the principal."""
+        return call_metadata(self.principal, request_id, self._token)
+
+    @property
+    def has_token(self) -> bool:
+        """Whether calls carry a bearer token (the token itself is never shown)."""
+        return bool(self._token)
+
+    def __repr__(self) -> str:
+        token = ", token=<hidden>" if self._token else ""
+        return f"{type(self).__name__}({self.address!r}, tls={self.tls is not None}{token})"
 
     @property
     def outage_budget_s(self) -> float:
@@ -125,7 +154,7 @@ class LedgerClient(LedgerMethods):
             except grpc.RpcError as rpc_error:
                 error, delay_s = tries.failed(rpc_error)
             if delay_s is None or self._closed.is_set() or self._closed.wait(delay_s):
-                raise error
+                raise explained(error, secure=self.tls is not None)
 
     def _server_stream(
         self, service: str, method: str, request: Any, *, decode: Decode[Any], timeout_s: float | None
@@ -135,7 +164,7 @@ class LedgerClient(LedgerMethods):
             for response in call:
                 yield decode(response)
         except grpc.RpcError as error:
-            raise error_from_rpc(error) from None
+            raise explained(error_from_rpc(error), secure=self.tls is not None) from None
         finally:
             call.cancel()
 
@@ -145,7 +174,9 @@ class LedgerClient(LedgerMethods):
         batch is a duplicate, never recorded twice). No deadline unless `timeout_s` is given."""
         requests = (record_request(batch, number) for number, batch in enumerate(batches, start=1))
         return AckStream(
-            self._stubs["Runs"].RecordSteps(requests, timeout=timeout_s, metadata=self.metadata()), self._observe
+            self._stubs["Runs"].RecordSteps(requests, timeout=timeout_s, metadata=self.metadata()),
+            self._observe,
+            secure=self.tls is not None,
         )
 
     def wait_ready(self, timeout_s: float = 10.0) -> None:

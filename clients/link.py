@@ -4,7 +4,10 @@ to do when it fails.
 Batches are read from the outbox in sequence order and at most `window` are in flight. On
 UNAVAILABLE (or a silent stream) the stream is dropped and reopened after a backoff, and every
 unacked batch is resent unchanged. A refusal of the ledger's own drops the batch it names (or the
-oldest in flight); so does a server error that repeats three times on the same batch.
+oldest in flight); so does a server error that repeats three times on the same batch. A stream
+refused for its credentials (UNAUTHENTICATED, PERMISSION_DENIED: a token missing, expired, revoked
+or without the role or scope) refuses no batch: every batch is kept and resent after a backoff,
+so a corrected token or a grant loses nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ __all__ = ["Link"]
 
 log = logging.getLogger("trainledger.clients")
 _SERVER_ERRORS = {grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN}
+_CREDENTIAL_ERRORS = {grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED}
 _STRIKES_MAX = 3
 _BACKOFF = RetryPolicy(max_backoff_s=5.0)
 
@@ -79,6 +83,12 @@ class Link:
 
     def _failed(self, error: LedgerClientError) -> list[tuple[str, int, StepAck | None]]:
         self.last_error = error
+        if error.code in _CREDENTIAL_ERRORS:
+            log.warning(
+                "the ledger refused this client's credentials (%s); the batches are kept to be sent again", error.reason
+            )
+            self._retry_later()
+            return []
         sequence = int(error.metadata.get("sequence") or 0) or min(self._inflight, default=0)
         if sequence in self._inflight and error.code in _SERVER_ERRORS:
             self._strikes[sequence] = self._strikes.get(sequence, 0) + 1

@@ -3,12 +3,15 @@ the stubs, the call metadata and the core of an ack stream (the tries of one log
 are clients.retry.Tries). Each client adds only how it waits (a blocking wait or `await`).
 
 Every call carries a deadline, an x-request-id made once per logical call (and reused by its
-retries) and the caller's x-principal; a retry resends the very same request object.
+retries), and the caller's bearer token (`authorization: Bearer ...`) or, without one, its
+x-principal; a retry resends the very same request object. The token is kept out of every repr,
+log line and error message.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -17,11 +20,25 @@ from typing import Any
 import grpc
 
 from clients import codec
-from clients.errors import LedgerClientError, error_from_rpc
+from clients.errors import LedgerClientError, Unavailable, error_from_rpc
 from clients.models import StepAck
+from clients.tls import TLS
 from trainledger.v1 import events_pb2_grpc, registry_pb2_grpc, runs_pb2, runs_pb2_grpc, spend_pb2_grpc
 
-__all__ = ["CHANNEL_OPTIONS", "STUBS", "channel_target", "record_request", "call_metadata", "AckCore"]
+__all__ = [
+    "CHANNEL_OPTIONS",
+    "STUBS",
+    "ENV_TOKEN",
+    "channel_target",
+    "open_channel",
+    "token_of",
+    "explained",
+    "record_request",
+    "call_metadata",
+    "AckCore",
+]
+
+ENV_TOKEN = "TRAINLEDGER_TOKEN"
 
 # Reconnect quickly after a ledger restart (gRPC's default backoff grows to two minutes) and
 # allow full pages of series and event reads.
@@ -82,25 +99,76 @@ def record_request(batch: Any, sequence: int) -> runs_pb2.RecordStepsRequest:
     return runs_pb2.RecordStepsRequest(sequence=sequence, batch=batch)
 
 
-def call_metadata(principal: str, request_id: str | None = None) -> tuple[tuple[str, str], ...]:
-    """The call metadata: a new request id unless one is given, and the principal."""
-    return (("x-request-id", request_id or str(uuid.uuid4())), ("x-principal", principal))
+def call_metadata(principal: str, request_id: str | None = None, token: str = "") -> tuple[tuple[str, str], ...]:
+    """The call metadata: a new request id unless one is given, then the bearer token when there
+    is one (the ledger records the token's principal), else the principal."""
+    request = ("x-request-id", request_id or str(uuid.uuid4()))
+    if token:
+        return (request, ("authorization", f"Bearer {token}"))
+    return (request, ("x-principal", principal))
+
+
+def token_of(token: str | None) -> str:
+    """A client's bearer token: the one given, else TRAINLEDGER_TOKEN ("" = none at all)."""
+    if token is None:
+        token = os.environ.get(ENV_TOKEN, "")
+    token = token.strip()
+    if any(character.isspace() or not character.isprintable() for character in token):
+        raise ValueError("a bearer token is one word of printable characters")
+    return token
+
+
+def open_channel(target: str, tls: TLS | None, options: tuple[tuple[str, Any], ...], *, aio: bool = False) -> Any:
+    """A channel to `target`: plaintext, or TLS as `tls` says (sync, or grpc.aio's with aio=True)."""
+    if tls is None:
+        return (grpc.aio.insecure_channel if aio else grpc.insecure_channel)(target, options=options)
+    options = (*options, *tls.options())
+    return (grpc.aio.secure_channel if aio else grpc.secure_channel)(target, tls.credentials(), options=options)
+
+
+def explained(error: LedgerClientError, *, secure: bool) -> LedgerClientError:
+    """`error`, its message extended with the likely cause when the connection failed in a way
+    that a TLS mismatch causes: a TLS server closes a plaintext connection at once (so does a
+    mutual-TLS server a client without an accepted certificate), and a handshake fails against
+    a certificate not signed by a trusted CA or a server that does not speak TLS."""
+    if not isinstance(error, Unavailable):
+        return error
+    text = error.message.lower()
+    if "handshake" in text or "ssl" in text or "verification" in text:
+        hint = (
+            "the TLS handshake failed: is the server's certificate signed by a CA the client trusts "
+            "(tls=TLS(ca_file=...)), issued for this host name (or TLS(server_name=...)), "
+            "and does the server speak TLS?"
+        )
+    elif "socket closed" not in text:
+        return error
+    elif secure:
+        hint = (
+            "the server closed the connection during the TLS handshake: it may require a client certificate "
+            "signed by its CA (mutual TLS: tls=TLS(cert_file=..., key_file=...))"
+        )
+    else:
+        hint = (
+            "the server closed the connection at once: it may speak TLS, and this client connects in "
+            "plaintext (pass tls=True, or tls=TLS(ca_file=...) for a private CA)"
+        )
+    return type(error)(error.reason, f"{error.message} ({hint})", error.metadata, error.code)
 
 
 class AckCore:
     """The core of a RecordSteps ack stream, shared by the sync and asyncio streams: each ack as a
     StepAck seen by the client (read-your-writes), a failed call as a LedgerClientError, `cancel()`."""
 
-    def __init__(self, call: Any, observe: Callable[[StepAck], StepAck] | None = None) -> None:
+    def __init__(self, call: Any, observe: Callable[[StepAck], StepAck] | None = None, *, secure: bool = False) -> None:
         self._call = call
         self._observe = observe or (lambda ack: ack)
+        self._secure = secure
 
     def _ack(self, response: runs_pb2.RecordStepsResponse) -> StepAck:
         return self._observe(codec.decode(response, StepAck))
 
-    @staticmethod
-    def _error(rpc_error: grpc.RpcError) -> LedgerClientError:
-        return error_from_rpc(rpc_error)
+    def _error(self, rpc_error: grpc.RpcError) -> LedgerClientError:
+        return explained(error_from_rpc(rpc_error), secure=self._secure)
 
     def cancel(self) -> None:
         """End the stream; acks not yet read are dropped."""

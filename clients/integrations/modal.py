@@ -17,10 +17,11 @@
 
 - Connection (`client_from_env`): TRAINLEDGER_ADDRESS (host:port) and TRAINLEDGER_PRINCIPAL from the
   environment, which a Modal Secret supplies in the container. TRAINLEDGER_TOKEN, when set, goes
-  as ``authorization: Bearer <token>`` call credentials, which gRPC sends only over TLS: a token
-  implies TLS (system roots, or the PEM file named by TRAINLEDGER_CA_FILE). TRAINLEDGER_TLS=1 asks
-  for TLS without a token. The ledger server itself checks no token and serves no TLS today: put
-  it behind a proxy that terminates TLS and checks the token.
+  as ``authorization: Bearer <token>`` on every call, and only over TLS, since the container
+  reaches the ledger over a network: a token implies TLS (system roots, or the PEM file named by
+  TRAINLEDGER_CA_FILE; a client certificate from TRAINLEDGER_CERT_FILE and TRAINLEDGER_KEY_FILE,
+  see clients.tls). TRAINLEDGER_TLS=1 asks for TLS without a token. Serve the ledger with
+  `trainledger serve --tls-cert ... --tls-key ...` (or behind a proxy that terminates TLS).
 - Attempts (`open_recorder`): each container that runs the function is a new attempt labelled
   ``modal:<MODAL_TASK_ID>`` plus ``/<function call id>`` when modal.current_function_call_id()
   knows one; it resumes from the run's latest checkpoint by default, so a retry (modal.Retries,
@@ -58,15 +59,14 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal, Protocol
 
-import grpc
-
-from clients.client import CHANNEL_OPTIONS, LedgerClient
+from clients.client import LedgerClient
 from clients.integrations.meter import GpuMeter
 from clients.integrations.resume import Loader, ResumePoint, ResumeReason, ResumeRefused, decide, local_path, resumed
 from clients.models import CheckpointReceipt, RunState
 from clients.recorder import RunRecorder
 from clients.retry import RetryPolicy
 from clients.runkey import dataset_digest, file_digest
+from clients.tls import ENV_CA_FILE, ENV_TLS, TLS
 
 __all__ = [
     "client_from_env",
@@ -91,8 +91,6 @@ log = logging.getLogger("trainledger.clients.modal")
 ENV_ADDRESS = "TRAINLEDGER_ADDRESS"
 ENV_PRINCIPAL = "TRAINLEDGER_PRINCIPAL"
 ENV_TOKEN = "TRAINLEDGER_TOKEN"
-ENV_TLS = "TRAINLEDGER_TLS"
-ENV_CA_FILE = "TRAINLEDGER_CA_FILE"
 BACKEND = "modal-volume"
 URI_SCHEME = "modal-volume://"
 
@@ -118,7 +116,7 @@ def client_from_env(
     environ: Mapping[str, str] | None = None, *, timeout_s: float = 10.0, retries: RetryPolicy | int | None = None
 ) -> LedgerClient:
     """A LedgerClient for TRAINLEDGER_ADDRESS as TRAINLEDGER_PRINCIPAL, with TRAINLEDGER_TOKEN as
-    bearer call credentials over TLS (see the module docstring). Raises KeyError when no address
+    its bearer token over TLS (see the module docstring). Raises KeyError when no address
     is set and ValueError for a token with TRAINLEDGER_TLS=0."""
     env = os.environ if environ is None else environ
     address = env.get(ENV_ADDRESS, "")
@@ -128,15 +126,14 @@ def client_from_env(
     tls = _flag(env.get(ENV_TLS))
     if token and tls is False:
         raise ValueError(f"{ENV_TOKEN} is sent only over TLS; unset {ENV_TLS}=0")
-    channel = None
-    if token or tls:
-        roots = Path(env[ENV_CA_FILE]).read_bytes() if env.get(ENV_CA_FILE) else None
-        credentials = grpc.ssl_channel_credentials(root_certificates=roots)
-        if token:
-            credentials = grpc.composite_channel_credentials(credentials, grpc.access_token_call_credentials(token))
-        channel = grpc.secure_channel(address, credentials, options=CHANNEL_OPTIONS)
+    secure = TLS.from_environment(env) or (TLS() if token else None)
     return LedgerClient(
-        address, principal=env.get(ENV_PRINCIPAL, ""), timeout_s=timeout_s, retries=retries, channel=channel
+        address,
+        principal=env.get(ENV_PRINCIPAL, ""),
+        token=token,
+        tls=secure or False,
+        timeout_s=timeout_s,
+        retries=retries,
     )
 
 

@@ -31,6 +31,7 @@ from clients.integrations.transformers.spec import check_spec, training_run_key
 from clients.integrations.transformers.spend import Spend, SpendHoldRefused
 from clients.integrations.transformers.steps import StepRows
 from clients.recorder import RunRecorder, exit_error, exit_status
+from clients.tls import TLS
 
 __all__ = ["LedgerCallback", "LedgerCallbackWarning"]
 
@@ -44,7 +45,8 @@ class LedgerCallbackWarning(UserWarning):
 class LedgerCallback(TrainerCallback):
     """Records a Trainer's run in the ledger (see the module docstring). Give `address` (a client
     is made, and closed at the end; its calls ride out a ledger outage of `outage_budget_s`, 30 s
-    by default) or `client`; `spec` (spec_for) or `run_key` (then `name`).
+    by default; `token` and `tls` as LedgerClient's, from TRAINLEDGER_TOKEN and the TLS variables
+    of clients.tls when not given) or `client`; `spec` (spec_for) or `run_key` (then `name`).
     Spend: `gpu_price` (GpuPrice), `cap_usd_micro` (given on every open: it sets the cap of a new
     run and changes an existing one's), `parent_account`, `interval_s` / `interval_steps`.
     `outbox_dir` keeps unsent steps on disk across an outage and a crash. `output_dir`: the
@@ -74,6 +76,8 @@ class LedgerCallback(TrainerCallback):
         interval_steps: int | None = None,
         attempt_label: str | None = None,
         principal: str = "",
+        token: str | None = None,
+        tls: bool | TLS | None = None,
         check_spec: bool = True,
         count_tokens: bool = True,
         reopen: bool = False,
@@ -97,6 +101,7 @@ class LedgerCallback(TrainerCallback):
         self._trainer_output_dir: str | None = None  # args.output_dir of the trainer it was given to
         self._unchecked: str | None = None  # a resume path not yet held to an output directory
         self.attempt_label, self.principal, self.check_spec = attempt_label, principal, check_spec
+        self._token, self.tls = token, tls  # For the client made for `address` (None: the environment's).
         self.count_tokens, self.reopen, self.outage_budget_s = count_tokens, reopen, outage_budget_s
         self.recorder_options = dict(recorder_options or {})
         self._client, self._owns_client = client, client is None
@@ -165,6 +170,8 @@ class LedgerCallback(TrainerCallback):
             self._client = LedgerClient(
                 str(self.address),
                 principal=self.principal,
+                token=self._token,
+                tls=self.tls,
                 timeout_s=10.0,
                 retries=CLIENT_RETRIES,
                 outage_budget_s=self.outage_budget_s,
