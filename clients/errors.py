@@ -196,6 +196,14 @@ class CurrentVersionMoved(Aborted):
 # wire protocol. A reason missing here, or one the server no longer sends, fails the contract test.
 REASONS: frozenset[str] = frozenset(
     {
+        # Identity (Unauthenticated, PermissionDenied; TOKEN_NOT_FOUND: NotFound).
+        "TOKEN_MISSING",
+        "TOKEN_INVALID",
+        "TOKEN_EXPIRED",
+        "TOKEN_REVOKED",
+        "ROLE_NOT_ALLOWED",
+        "OUTSIDE_SCOPE",
+        "TOKEN_NOT_FOUND",
         # A field is malformed or crosses a limit (InvalidArgument).
         "INVALID_FIELD",
         "MISSING_FIELD",

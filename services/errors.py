@@ -24,7 +24,9 @@ from ledger.domain.errors import (
     Invalid,
     LedgerError,
     NotFound,
+    PermissionDenied,
     Refused,
+    Unauthenticated,
     Unavailable,
 )
 from ledger.domain.reasons import Reason
@@ -44,6 +46,8 @@ STATUS_BY_KIND: tuple[tuple[type[LedgerError], grpc.StatusCode], ...] = (
     (CapExceeded, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (Exhausted, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (Unavailable, grpc.StatusCode.UNAVAILABLE),
+    (Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
+    (PermissionDenied, grpc.StatusCode.PERMISSION_DENIED),
 )
 
 

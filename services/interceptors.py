@@ -2,8 +2,10 @@
 server a request may take, and what a failure looks like on the wire.
 
 The request id comes from metadata `x-request-id` (else a new uuid4) and goes back in the trailing
-metadata; the principal comes from `x-principal` (default "anonymous"). Both live in context
-variables that servicers hand to ledger commands. A LedgerError of a kind in the error table ends
+metadata; the principal comes from the caller's bearer token when authentication is on
+(services.auth: the token is checked, its role against the method and its scope against the
+request, before the servicer runs), else from `x-principal` (default "anonymous"). Both live in
+context variables that servicers hand to ledger commands. A LedgerError of a kind in the error table ends
 the call with its status and ErrorInfo (services.errors); anything else (another exception, or a
 kind the table does not list) is INTERNAL with a generic message, logged with the request id. This
 is the only try/except around servicer code.
@@ -31,6 +33,7 @@ from google.protobuf.descriptor import Descriptor
 
 from ledger.domain.errors import LedgerError
 from services import errors
+from services.auth import Gate, Identity
 from services.codec import wire
 from services.edge import BUSY_WAIT_S, CLIENT, Edge
 
@@ -47,8 +50,21 @@ def audit() -> dict[str, str]:
     return {"principal": PRINCIPAL.get(), "request_id": REQUEST_ID.get()}
 
 
+def _metadata(context: grpc.aio.ServicerContext[Any, Any]) -> dict[str, str]:
+    return {key: value for key, value in (context.invocation_metadata() or ()) if isinstance(value, str)}
+
+
+async def _identify(gate: Gate | None, method: str, context: grpc.aio.ServicerContext[Any, Any]) -> Identity:
+    """Who calls (services.auth); the principal of the call becomes the token's."""
+    if gate is None:
+        return Identity(None)
+    identity = await gate.authenticate(method, _metadata(context))
+    PRINCIPAL.set(identity.principal(PRINCIPAL.get()))
+    return identity
+
+
 def _begin(context: grpc.aio.ServicerContext[Any, Any]) -> str:
-    metadata = {key: value for key, value in (context.invocation_metadata() or ()) if isinstance(value, str)}
+    metadata = _metadata(context)
     request_id = metadata.get("x-request-id") or str(uuid.uuid4())
     PRINCIPAL.set(metadata.get("x-principal") or "anonymous")
     REQUEST_ID.set(request_id)
@@ -119,10 +135,25 @@ def _wrap(
     *,
     streaming_requests: bool,
     streaming_responses: bool,
+    gate: Gate | None = None,
 ) -> Callable[..., Any]:
     """Wrap a handler of any shape: an async generator stays one (acks already yielded stand), a
     coroutine (which may use context.write) stays a coroutine."""
     edge = requests.edge
+
+    @contextlib.asynccontextmanager
+    async def authorized(
+        request: Any, context: grpc.aio.ServicerContext[Any, Any], holding: list[int]
+    ) -> AsyncIterator[Any]:
+        identity = await _identify(gate, method, context)
+        async with admitted(request, context, holding) as decoded:
+            if gate is None:
+                yield decoded
+            elif streaming_requests:
+                yield gate.authorize_stream(method, identity, decoded)
+            else:
+                await gate.authorize(method, identity, decoded)
+                yield decoded
 
     @contextlib.asynccontextmanager
     async def admitted(
@@ -149,7 +180,7 @@ def _wrap(
             request_id = _begin(context)
             holding: list[int] = []
             try:
-                async with admitted(request, context, holding) as decoded:
+                async with authorized(request, context, holding) as decoded:
                     async for response in behavior(decoded, context):
                         requests.release(holding)  # The requests before this answer are handled.
                         yield response
@@ -163,7 +194,7 @@ def _wrap(
     async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         request_id = _begin(context)
         try:
-            async with admitted(request, context, []) as decoded:
+            async with authorized(request, context, []) as decoded:
                 result = behavior(decoded, context)
                 return await result if inspect.isawaitable(result) else result
         except grpc.aio.AbortError:
@@ -178,8 +209,8 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
     """Request id, principal, request limits and the error boundary for every RPC, unary or
     streaming."""
 
-    def __init__(self, edge: Edge) -> None:
-        self.edge = edge
+    def __init__(self, edge: Edge, gate: Gate | None = None) -> None:
+        self.edge, self.gate = edge, gate
         self._requests: dict[str, _Requests] = {}
 
     async def intercept_service(
@@ -198,21 +229,43 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         shape = {"request_deserializer": None, "response_serializer": handler.response_serializer}
         if handler.unary_unary:
             return grpc.unary_unary_rpc_method_handler(
-                _wrap(handler.unary_unary, method, requests, streaming_requests=False, streaming_responses=False),
+                _wrap(
+                    handler.unary_unary,
+                    method,
+                    requests,
+                    streaming_requests=False,
+                    streaming_responses=False,
+                    gate=self.gate,
+                ),
                 **shape,
             )
         if handler.unary_stream:
             return grpc.unary_stream_rpc_method_handler(
-                _wrap(handler.unary_stream, method, requests, streaming_requests=False, streaming_responses=True),
+                _wrap(
+                    handler.unary_stream,
+                    method,
+                    requests,
+                    streaming_requests=False,
+                    streaming_responses=True,
+                    gate=self.gate,
+                ),
                 **shape,
             )
         if handler.stream_unary:
             return grpc.stream_unary_rpc_method_handler(
-                _wrap(handler.stream_unary, method, requests, streaming_requests=True, streaming_responses=False),
+                _wrap(
+                    handler.stream_unary,
+                    method,
+                    requests,
+                    streaming_requests=True,
+                    streaming_responses=False,
+                    gate=self.gate,
+                ),
                 **shape,
             )
         # The last shape: a handler has exactly one of the four behaviors.
         behavior = cast(Callable[..., Any], handler.stream_stream)
         return grpc.stream_stream_rpc_method_handler(
-            _wrap(behavior, method, requests, streaming_requests=True, streaming_responses=True), **shape
+            _wrap(behavior, method, requests, streaming_requests=True, streaming_responses=True, gate=self.gate),
+            **shape,
         )

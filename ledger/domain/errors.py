@@ -23,6 +23,8 @@ __all__ = [
     "Exhausted",
     "CapExceeded",
     "Unavailable",
+    "Unauthenticated",
+    "PermissionDenied",
     "Reason",
 ]
 
@@ -104,3 +106,15 @@ class Unavailable(LedgerError):
 
     def __init__(self, message: str, *, reason: Reason = Reason.UNAVAILABLE, **metadata: Any) -> None:
         super().__init__(message, reason=reason, **metadata)
+
+
+class Unauthenticated(LedgerError):
+    """The caller could not be identified: no bearer token while authentication is on
+    (TOKEN_MISSING), or one that is malformed or unknown (TOKEN_INVALID), past its expiry
+    (TOKEN_EXPIRED) or revoked (TOKEN_REVOKED)."""
+
+
+class PermissionDenied(LedgerError):
+    """The caller is identified but may not do this: its role does not allow the method
+    (ROLE_NOT_ALLOWED) or the run or account is outside its token's scope (OUTSIDE_SCOPE). Never
+    used for a business refusal (those are Refused)."""

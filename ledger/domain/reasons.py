@@ -155,5 +155,14 @@ class Reason(enum.StrEnum):
     SERVER_BUSY = "SERVER_BUSY", "The server holds as many request bytes as it allows: try again shortly."
     TOO_MANY_STREAMS = "TOO_MANY_STREAMS", "This connection has as many request streams open as it allows."
 
+    # Identity (Unauthenticated; PermissionDenied): who asks, and whether that caller may.
+    TOKEN_MISSING = "TOKEN_MISSING", "Authentication is on and the call carries no bearer token."
+    TOKEN_INVALID = "TOKEN_INVALID", "The bearer token is malformed, unknown, or its secret does not match."
+    TOKEN_EXPIRED = "TOKEN_EXPIRED", "The bearer token has passed its expiry."
+    TOKEN_REVOKED = "TOKEN_REVOKED", "The bearer token was revoked."
+    ROLE_NOT_ALLOWED = "ROLE_NOT_ALLOWED", "The token's role may not call this method."
+    OUTSIDE_SCOPE = "OUTSIDE_SCOPE", "The run or account asked about is outside the token's account scope."
+    TOKEN_NOT_FOUND = "TOKEN_NOT_FOUND", "No token has this id."
+
     # Anything else.
     INTERNAL = "INTERNAL", "A server bug: the message is generic and the request id finds the details in the log."

@@ -53,6 +53,8 @@ KINDS: list[tuple[type[ledger_errors.LedgerError], grpc.StatusCode, Reason]] = [
     (ledger_errors.Exhausted, Code.RESOURCE_EXHAUSTED, Reason.TOO_MANY_WATCHERS),
     (ledger_errors.CapExceeded, Code.RESOURCE_EXHAUSTED, Reason.SPEND_CAP_EXCEEDED),
     (ledger_errors.Unavailable, Code.UNAVAILABLE, Reason.STORAGE_FULL),
+    (ledger_errors.Unauthenticated, Code.UNAUTHENTICATED, Reason.TOKEN_REVOKED),
+    (ledger_errors.PermissionDenied, Code.PERMISSION_DENIED, Reason.OUTSIDE_SCOPE),
     (Unlisted, Code.INTERNAL, Reason.INTERNAL),
 ]
 

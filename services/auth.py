@@ -1,0 +1,229 @@
+"""Who may call what: bearer tokens checked against the ledger's token book, the one table of
+roles per RPC, and the account scope of a token.
+
+Authentication is on when the server is told so (`serve --auth`) or as soon as the ledger has
+issued a token. Once a token has been issued it stays on, even when every token is later revoked
+or expired: revoking the last admin token locks the ledger (a new admin token is made with
+`trainledger tokens create` on the database), it never opens it. With authentication on:
+
+- every call but health and reflection carries `authorization: Bearer tl_<id>_<secret>`;
+  otherwise UNAUTHENTICATED (TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED, TOKEN_REVOKED);
+- the principal recorded on events is the token's. An `x-principal` header is ignored (and logged
+  when it names someone else), so a client that always sends one keeps working;
+- the token's role must be listed for the method in ROLES_BY_METHOD, else PERMISSION_DENIED
+  (ROLE_NOT_ALLOWED);
+- a token scoped to an account acts only on that account, the accounts under it and the runs
+  whose accounts are under it (the ledger answers: Ledger.account_within, Ledger.run_within).
+  Calls that are not about one account or run (ListRuns, the registry, the event log) are
+  ledger-wide: a scoped token is refused them (OUTSIDE_SCOPE). An unknown run or account is
+  outside every scope, so a scoped token cannot learn whether it exists.
+
+The book is read from storage at most once per CACHE_S per server, so a revocation written by any
+process (another replica, `trainledger tokens revoke`) is refused everywhere within that time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.domain.errors import PermissionDenied, Unauthenticated
+from ledger.domain.reasons import Reason
+from ledger.domain.tokens import Token, parse_bearer
+from services.edge import Edge
+
+__all__ = ["is_loopback", "ROLES_BY_METHOD", "SCOPE_BY_METHOD", "OPEN_PREFIXES", "CACHE_S", "Identity", "Gate"]
+
+log = logging.getLogger("trainledger.services")
+
+CACHE_S = 1.0
+STREAM_SUBJECTS_MAX = 64
+WARNED_MAX = 1_024
+OPEN_PREFIXES = ("/grpc.health.v1.", "/grpc.reflection.")
+
+_T, _O, _AU, _AD = "trainer", "operator", "auditor", "admin"
+_WRITERS = frozenset({_T, _O, _AD})
+_RUN_READERS = frozenset({_T, _O, _AU, _AD})
+_OPERATORS = frozenset({_O, _AD})
+_AUDITORS = frozenset({_AU, _AD})
+_WIDE_READERS = frozenset({_O, _AU, _AD})
+
+# The one table: every RPC of every service and the roles that may call it.
+ROLES_BY_METHOD: dict[str, frozenset[str]] = {
+    "/trainledger.v1.Runs/OpenRun": _WRITERS,
+    "/trainledger.v1.Runs/StartAttempt": _WRITERS,
+    "/trainledger.v1.Runs/AppendSteps": _WRITERS,
+    "/trainledger.v1.Runs/RecordSteps": _WRITERS,
+    "/trainledger.v1.Runs/SaveCheckpoint": _WRITERS,
+    "/trainledger.v1.Runs/FinishRun": _WRITERS,
+    "/trainledger.v1.Runs/NoteSummary": _WRITERS,
+    "/trainledger.v1.Runs/GetRunState": _RUN_READERS,
+    "/trainledger.v1.Runs/ListRuns": _WIDE_READERS,
+    "/trainledger.v1.Runs/GetSeries": _RUN_READERS,
+    "/trainledger.v1.Runs/WatchRun": _RUN_READERS,
+    "/trainledger.v1.Spend/OpenAccount": _OPERATORS,
+    "/trainledger.v1.Spend/SetCap": _OPERATORS,
+    "/trainledger.v1.Spend/Reserve": _WRITERS,
+    "/trainledger.v1.Spend/Commit": _WRITERS,
+    "/trainledger.v1.Spend/Release": _WRITERS,
+    "/trainledger.v1.Spend/Charge": _WRITERS,
+    "/trainledger.v1.Spend/GetAccount": _RUN_READERS,
+    "/trainledger.v1.Spend/ListReservations": _RUN_READERS,
+    "/trainledger.v1.Registry/Register": _OPERATORS,
+    "/trainledger.v1.Registry/Promote": _OPERATORS,
+    "/trainledger.v1.Registry/Rollback": _OPERATORS,
+    "/trainledger.v1.Registry/GetCurrent": _WIDE_READERS,
+    "/trainledger.v1.Registry/ListVersions": _WIDE_READERS,
+    "/trainledger.v1.Events/ReadEvents": _AUDITORS,
+    "/trainledger.v1.Events/GetHead": _AUDITORS,
+    "/trainledger.v1.Events/Verify": _AUDITORS,
+}
+
+# What a scoped token's call is about: ("run", field) or ("account", field) of the request
+# ("batch.run_id": a field of a field); a method not listed is ledger-wide. OpenRun and
+# OpenAccount name the parent of what they open.
+SCOPE_BY_METHOD: dict[str, tuple[str, str]] = {
+    "/trainledger.v1.Runs/OpenRun": ("account", "parent_account"),
+    "/trainledger.v1.Runs/StartAttempt": ("run", "run_id"),
+    "/trainledger.v1.Runs/AppendSteps": ("run", "batch.run_id"),
+    "/trainledger.v1.Runs/RecordSteps": ("run", "batch.run_id"),
+    "/trainledger.v1.Runs/SaveCheckpoint": ("run", "run_id"),
+    "/trainledger.v1.Runs/FinishRun": ("run", "run_id"),
+    "/trainledger.v1.Runs/NoteSummary": ("run", "run_id"),
+    "/trainledger.v1.Runs/GetRunState": ("run", "run_id"),
+    "/trainledger.v1.Runs/GetSeries": ("run", "run_id"),
+    "/trainledger.v1.Runs/WatchRun": ("run", "run_id"),
+    "/trainledger.v1.Spend/OpenAccount": ("account", "parent"),
+    "/trainledger.v1.Spend/SetCap": ("account", "account"),
+    "/trainledger.v1.Spend/Reserve": ("account", "account"),
+    "/trainledger.v1.Spend/Commit": ("account", "account"),
+    "/trainledger.v1.Spend/Release": ("account", "account"),
+    "/trainledger.v1.Spend/Charge": ("account", "account"),
+    "/trainledger.v1.Spend/GetAccount": ("account", "account"),
+    "/trainledger.v1.Spend/ListReservations": ("account", "account"),
+}
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The caller of one call: its token, or None when authentication is off."""
+
+    token: Token | None
+
+    def principal(self, claimed: str) -> str:
+        return claimed if self.token is None else self.token.holder
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a listen host is a loopback address (where `serve` may run without authentication)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _field(request: Any, path: str) -> str:
+    for name in path.split("."):
+        request = getattr(request, name)
+    return str(request)
+
+
+class Gate:
+    """Authentication and authorization for one server over its ledger."""
+
+    def __init__(self, edge: Edge, *, required: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
+        self.edge, self.required, self.clock = edge, required, clock
+        self._book: dict[str, Token] = {}
+        self._read_at = -float("inf")
+        self._lock = asyncio.Lock()
+        self._warned: set[tuple[str, str]] = set()
+
+    async def book(self) -> dict[str, Token]:
+        """The token book, read from storage when the copy in memory is older than CACHE_S."""
+        if self.clock() - self._read_at < CACHE_S:
+            return self._book
+        async with self._lock:
+            if self.clock() - self._read_at >= CACHE_S:
+                self._book = await self.edge.call(self.edge.ledger.token_book)
+                self._read_at = self.clock()
+        return self._book
+
+    async def authenticate(self, method: str, metadata: Mapping[str, str]) -> Identity:
+        """The caller's identity. Raises Unauthenticated, PermissionDenied (ROLE_NOT_ALLOWED)."""
+        if method.startswith(OPEN_PREFIXES):
+            return Identity(None)
+        book = await self.book()
+        if not book and not self.required:
+            return Identity(None)
+        value = metadata.get("authorization", "")
+        if not value:
+            raise Unauthenticated(
+                "authentication is on: send `authorization: Bearer <token>`", reason=Reason.TOKEN_MISSING
+            )
+        scheme, _, credential = value.partition(" ")
+        if scheme.lower() != "bearer":
+            raise Unauthenticated("the authorization is not a bearer token", reason=Reason.TOKEN_INVALID)
+        token_id, secret = parse_bearer(credential.strip())
+        token = book.get(token_id)
+        if token is None:
+            raise Unauthenticated("the bearer token is not valid", reason=Reason.TOKEN_INVALID)
+        token.check(secret, self.edge.ledger.clock())
+        if token.role not in ROLES_BY_METHOD.get(method, frozenset({"admin"})):
+            raise PermissionDenied(
+                f"role {token.role} may not call {method.rsplit('/', 1)[-1]}",
+                reason=Reason.ROLE_NOT_ALLOWED,
+                role=token.role,
+            )
+        claimed = metadata.get("x-principal", "")
+        if claimed and claimed != token.holder:
+            self._ignored(token, claimed)
+        return Identity(token)
+
+    def _ignored(self, token: Token, claimed: str) -> None:
+        """Log an x-principal that differs from the token's, once per token and claim (clients
+        send one with every call)."""
+        seen = (token.token_id, claimed[:64])
+        if seen in self._warned or len(self._warned) >= WARNED_MAX:
+            return
+        self._warned.add(seen)
+        log.warning("x-principal %r ignored: token %s names %r", seen[1], token.token_id, token.holder)
+
+    async def authorize(self, method: str, identity: Identity, request: Any) -> None:
+        """Raises PermissionDenied (OUTSIDE_SCOPE) when a scoped token's request is about a run
+        or account outside its scope, or is ledger-wide."""
+        token = identity.token
+        if token is None or not token.account:
+            return
+        scope = SCOPE_BY_METHOD.get(method)
+        inside = False
+        if scope is not None:
+            kind, path = scope
+            subject = _field(request, path)
+            ledger = self.edge.ledger
+            question = ledger.run_within if kind == "run" else ledger.account_within
+            inside = bool(subject) and await self.edge.call(question, subject, token.account)
+        if not inside:
+            raise PermissionDenied(
+                f"outside the token's scope (account {token.account})", reason=Reason.OUTSIDE_SCOPE, scope=token.account
+            )
+
+    async def authorize_stream(
+        self, method: str, identity: Identity, requests: AsyncIterator[Any]
+    ) -> AsyncIterator[Any]:
+        """A request stream whose every request is authorized (see authorize)."""
+        allowed: set[str] = set()  # The subjects already found inside the scope on this stream.
+        scope = SCOPE_BY_METHOD.get(method)
+        async for request in requests:
+            subject = _field(request, scope[1]) if scope is not None else ""
+            if subject not in allowed:
+                await self.authorize(method, identity, request)
+                if len(allowed) < STREAM_SUBJECTS_MAX:
+                    allowed.add(subject)
+            yield request

@@ -1,0 +1,212 @@
+"""The whole role matrix over the wire: every RPC x every role x (unscoped, scoped to the account
+asked about, scoped to another account). The expected outcome of each cell is written out below,
+not read from services.auth.
+
+A cell is three characters, one per token: unscoped, scoped to team-a asking about team-a's
+things, scoped to team-a asking about team-b's things. "+" is let through (whatever the call
+then answers: OK or a business refusal, never UNAUTHENTICATED or PERMISSION_DENIED), "R" is
+PERMISSION_DENIED ROLE_NOT_ALLOWED, "S" is PERMISSION_DENIED OUTSIDE_SCOPE.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import grpc
+import pytest
+
+from ledger import Ledger
+from tests.service.support import Served, Stubs, error_info
+from trainledger.v1 import common_pb2, events_pb2, registry_pb2, runs_pb2, spend_pb2
+
+ROLES = ("trainer", "operator", "auditor", "admin")
+
+#  method                         trainer operator auditor admin
+MATRIX = [
+    ("Runs/OpenRun", "++S", "++S", "RRR", "++S"),
+    ("Runs/StartAttempt", "++S", "++S", "RRR", "++S"),
+    ("Runs/AppendSteps", "++S", "++S", "RRR", "++S"),
+    ("Runs/RecordSteps", "++S", "++S", "RRR", "++S"),
+    ("Runs/SaveCheckpoint", "++S", "++S", "RRR", "++S"),
+    ("Runs/FinishRun", "++S", "++S", "RRR", "++S"),
+    ("Runs/NoteSummary", "++S", "++S", "RRR", "++S"),
+    ("Runs/GetRunState", "++S", "++S", "++S", "++S"),
+    ("Runs/ListRuns", "RRR", "+SS", "+SS", "+SS"),
+    ("Runs/GetSeries", "++S", "++S", "++S", "++S"),
+    ("Runs/WatchRun", "++S", "++S", "++S", "++S"),
+    ("Spend/OpenAccount", "RRR", "++S", "RRR", "++S"),
+    ("Spend/SetCap", "RRR", "++S", "RRR", "++S"),
+    ("Spend/Reserve", "++S", "++S", "RRR", "++S"),
+    ("Spend/Commit", "++S", "++S", "RRR", "++S"),
+    ("Spend/Release", "++S", "++S", "RRR", "++S"),
+    ("Spend/Charge", "++S", "++S", "RRR", "++S"),
+    ("Spend/GetAccount", "++S", "++S", "++S", "++S"),
+    ("Spend/ListReservations", "++S", "++S", "++S", "++S"),
+    ("Registry/Register", "RRR", "+SS", "RRR", "+SS"),
+    ("Registry/Promote", "RRR", "+SS", "RRR", "+SS"),
+    ("Registry/Rollback", "RRR", "+SS", "RRR", "+SS"),
+    ("Registry/GetCurrent", "RRR", "+SS", "+SS", "+SS"),
+    ("Registry/ListVersions", "RRR", "+SS", "+SS", "+SS"),
+    ("Events/ReadEvents", "RRR", "RRR", "+SS", "+SS"),
+    ("Events/GetHead", "RRR", "RRR", "+SS", "+SS"),
+    ("Events/Verify", "RRR", "RRR", "+SS", "+SS"),
+]
+EXPECTED = {"+": None, "R": "ROLE_NOT_ALLOWED", "S": "OUTSIDE_SCOPE"}
+CELLS = [
+    (method, role, variant, cell[index])
+    for method, *cells in MATRIX
+    for role, cell in zip(ROLES, cells, strict=True)
+    for index, variant in enumerate(("unscoped", "in-scope", "out-of-scope"))
+]
+
+
+class World:
+    """A served ledger with two team accounts, a run under each, and a token per role and scope."""
+
+    def __init__(self, path: str) -> None:
+        self.ledger = Ledger.open(path)
+        who = {"principal": "setup", "request_id": ""}
+        for team in ("team-a", "team-b"):
+            self.ledger.open_account(account=team, **who)
+        self.runs = {}
+        for team in ("team-a", "team-b"):
+            receipt = self.ledger.open_run(
+                run_key=f"run-{team}", name=team, spec={}, parent_account=team, cap_usd_micro=None, **who
+            )
+            self.ledger.start_attempt(run_id=receipt.run_id, attempt_id=f"attempt-{team}", label="", **who)
+            self.runs[team] = receipt.run_id
+        self.tokens = {}
+        for role in ROLES:
+            self.tokens[role, "unscoped"] = self.ledger.issue_token(holder=f"{role}-all", role=role, **who).bearer
+            scoped = self.ledger.issue_token(holder=f"{role}-a", role=role, account="team-a", **who).bearer
+            self.tokens[role, "in-scope"] = self.tokens[role, "out-of-scope"] = scoped
+        self.served = Served(self.ledger)
+
+    def close(self) -> None:
+        self.served.close()
+        self.ledger.close()
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    built = World(str(tmp_path_factory.mktemp("roles") / "ledger.db"))
+    try:
+        yield built
+    finally:
+        built.close()
+
+
+def _unique() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def _calls(stubs: Stubs, team: str, run_id: str) -> dict[str, Callable[[Any], Any]]:
+    """One call per method about `team`'s things; each takes the call's metadata."""
+    basis = common_pb2.CostBasis(price_sheet="test")
+    batch = common_pb2.StepBatch(run_id=run_id, attempt=1, steps=[1], tokens=[1])
+
+    def stream(call: Any, request: Any, metadata: Any) -> Any:
+        try:
+            return next(iter(call(request, metadata=metadata, timeout=0.5)))
+        except grpc.RpcError as error:
+            if error.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                return None  # Let through: the stream waited for something to send.
+            raise
+
+    r, s, g, e = stubs.runs, stubs.spend, stubs.registry, stubs.events
+    return {
+        "Runs/OpenRun": lambda m: r.OpenRun(
+            runs_pb2.OpenRunRequest(run_key=f"k-{_unique()}", name="n", parent_account=team), metadata=m
+        ),
+        "Runs/StartAttempt": lambda m: r.StartAttempt(
+            runs_pb2.StartAttemptRequest(run_id=run_id, attempt_id=_unique()), metadata=m
+        ),
+        "Runs/AppendSteps": lambda m: r.AppendSteps(runs_pb2.AppendStepsRequest(batch=batch), metadata=m),
+        "Runs/RecordSteps": lambda m: list(
+            r.RecordSteps(iter([runs_pb2.RecordStepsRequest(sequence=1, batch=batch)]), metadata=m, timeout=5)
+        ),
+        "Runs/SaveCheckpoint": lambda m: r.SaveCheckpoint(
+            runs_pb2.SaveCheckpointRequest(
+                run_id=run_id,
+                attempt=1,
+                step=1,
+                handle=common_pb2.StateHandle(backend="s3", uri="s3://x", fidelity="weights"),
+            ),
+            metadata=m,
+        ),
+        "Runs/FinishRun": lambda m: r.FinishRun(
+            runs_pb2.FinishRunRequest(run_id=run_id, attempt=1, status=common_pb2.RUN_STATUS_DONE), metadata=m
+        ),
+        "Runs/NoteSummary": lambda m: r.NoteSummary(runs_pb2.NoteSummaryRequest(run_id=run_id), metadata=m),
+        "Runs/GetRunState": lambda m: r.GetRunState(runs_pb2.GetRunStateRequest(run_id=run_id), metadata=m),
+        "Runs/ListRuns": lambda m: r.ListRuns(runs_pb2.ListRunsRequest(page_size=1), metadata=m),
+        "Runs/GetSeries": lambda m: r.GetSeries(runs_pb2.GetSeriesRequest(run_id=run_id), metadata=m),
+        "Runs/WatchRun": lambda m: stream(r.WatchRun, runs_pb2.WatchRunRequest(run_id=run_id), m),
+        "Spend/OpenAccount": lambda m: s.OpenAccount(
+            spend_pb2.OpenAccountRequest(account=f"sub-{_unique()}", parent=team), metadata=m
+        ),
+        "Spend/SetCap": lambda m: s.SetCap(spend_pb2.SetCapRequest(account=run_id), metadata=m),
+        "Spend/Reserve": lambda m: s.Reserve(
+            spend_pb2.ReserveRequest(account=run_id, reservation_id=_unique(), amount_usd_micro=1, basis=basis),
+            metadata=m,
+        ),
+        "Spend/Commit": lambda m: s.Commit(
+            spend_pb2.CommitRequest(account=run_id, reservation_id=_unique(), actual_usd_micro=1), metadata=m
+        ),
+        "Spend/Release": lambda m: s.Release(
+            spend_pb2.ReleaseRequest(account=run_id, reservation_id=_unique()), metadata=m
+        ),
+        "Spend/Charge": lambda m: s.Charge(
+            spend_pb2.ChargeRequest(account=run_id, charge_id=_unique(), amount_usd_micro=1, basis=basis, reason="r"),
+            metadata=m,
+        ),
+        "Spend/GetAccount": lambda m: s.GetAccount(spend_pb2.GetAccountRequest(account=team), metadata=m),
+        "Spend/ListReservations": lambda m: s.ListReservations(
+            spend_pb2.ListReservationsRequest(account=run_id), metadata=m
+        ),
+        "Registry/Register": lambda m: g.Register(
+            registry_pb2.RegisterRequest(family="fam", artifact_uri="s3://m", digest="sha256:" + "0" * 64), metadata=m
+        ),
+        "Registry/Promote": lambda m: g.Promote(
+            registry_pb2.PromoteRequest(family="fam", version=1, verdict=registry_pb2.GateVerdict(passed=False)),
+            metadata=m,
+        ),
+        "Registry/Rollback": lambda m: g.Rollback(
+            registry_pb2.RollbackRequest(family="fam", version=1, reason="r"), metadata=m
+        ),
+        "Registry/GetCurrent": lambda m: g.GetCurrent(registry_pb2.GetCurrentRequest(family="fam"), metadata=m),
+        "Registry/ListVersions": lambda m: g.ListVersions(registry_pb2.ListVersionsRequest(family="fam"), metadata=m),
+        "Events/ReadEvents": lambda m: stream(e.ReadEvents, events_pb2.ReadEventsRequest(limit=1), m),
+        "Events/GetHead": lambda m: e.GetHead(events_pb2.GetHeadRequest(), metadata=m),
+        "Events/Verify": lambda m: e.Verify(events_pb2.VerifyRequest(), metadata=m),
+    }
+
+
+def test_the_matrix_lists_every_rpc_of_every_service() -> None:
+    methods = {
+        f"{service.name}/{method.name}"
+        for module in (runs_pb2, spend_pb2, registry_pb2, events_pb2)
+        for service in module.DESCRIPTOR.services_by_name.values()
+        for method in service.methods
+    }
+    assert {method for method, *_ in MATRIX} == methods
+
+
+@pytest.mark.parametrize("method,role,variant,cell", CELLS, ids=[f"{m}-{r}-{v}" for m, r, v, _ in CELLS])
+def test_role_matrix(world: World, method: str, role: str, variant: str, cell: str) -> None:
+    team = "team-b" if variant == "out-of-scope" else "team-a"
+    call = _calls(world.served.stubs, team, world.runs[team])[method]
+    metadata = (("authorization", f"Bearer {world.tokens[role, variant]}"),)
+    try:
+        call(metadata)
+        outcome = None
+    except grpc.RpcError as error:
+        code = error.code()
+        if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+            assert code == grpc.StatusCode.PERMISSION_DENIED, error
+            outcome = error_info(error).reason
+        else:
+            outcome = None  # A business answer: the call was let through.
+    assert outcome == EXPECTED[cell]
