@@ -3,6 +3,7 @@ tokens, what stays open, and when authentication is on."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -17,7 +18,7 @@ from ledger import Ledger
 from services import create_server
 from services.server import StartupError
 from tests.service.support import Served, error_info, key
-from trainledger.v1 import events_pb2, runs_pb2
+from trainledger.v1 import common_pb2, events_pb2, runs_pb2
 
 WHO = {"principal": "setup", "request_id": ""}
 
@@ -188,3 +189,47 @@ def test_a_non_loopback_address_needs_authentication_or_insecure(ledger: Ledger)
     asyncio.run(_start("127.0.0.1:0", ledger, insecure=False))
     ledger.issue_token(holder="root", role="admin", **WHO)
     asyncio.run(_start("0.0.0.0:0", ledger, insecure=False))
+
+
+def test_issuing_and_revoking_are_events_naming_who_did_it_and_never_the_secret(served: Served) -> None:
+    admin = served.ledger.issue_token(holder="root", role="admin", principal="local:ops", request_id="")
+    served.ledger.revoke_token(token_id=admin.token.token_id, reason="rotated", principal="local:sec", request_id="")
+    auditor = served.ledger.issue_token(holder="eve", role="auditor", principal="local:ops", request_id="").bearer
+    request = events_pb2.ReadEventsRequest(limit=100, types=["TokenIssued", "TokenRevoked"])
+    events = list(served.stubs.events.ReadEvents(request, metadata=bearer(auditor)))
+    assert [(event.type.split(".")[-1], event.principal) for event in events] == [
+        ("TokenIssued", "local:ops"),
+        ("TokenRevoked", "local:sec"),
+        ("TokenIssued", "local:ops"),
+    ]
+    issued, revoked = json.loads(events[0].data_json), json.loads(events[1].data_json)
+    assert (issued["holder"], issued["role"], issued["token_id"]) == ("root", "admin", admin.token.token_id)
+    assert (revoked["token_id"], revoked["reason"]) == (admin.token.token_id, "rotated")
+    secret = admin.bearer.split("_", 2)[2]
+    assert all(secret not in event.data_json.decode() for event in events)
+
+
+def test_a_scoped_stream_is_refused_at_its_first_batch_outside_the_scope(served: Served) -> None:
+    ledger = served.ledger
+    for team in ("team-a", "team-b"):
+        ledger.open_account(account=team, **WHO)
+    runs = {}
+    for team in ("team-a", "team-b"):
+        runs[team] = ledger.open_run(run_key=key(), name=team, parent_account=team, **WHO).run_id
+        ledger.start_attempt(run_id=runs[team], attempt_id=key(), **WHO)
+    trainer = ledger.issue_token(holder="alice", role="trainer", account="team-a", **WHO).bearer
+
+    def request(sequence: int, team: str, step: int) -> runs_pb2.RecordStepsRequest:
+        batch = common_pb2.StepBatch(run_id=runs[team], attempt=1, steps=[step], tokens=[1])
+        return runs_pb2.RecordStepsRequest(sequence=sequence, batch=batch)
+
+    sent = [request(1, "team-a", 1), request(2, "team-a", 2), request(3, "team-b", 1), request(4, "team-a", 3)]
+    acks = []
+    with pytest.raises(grpc.RpcError) as raised:
+        for ack in served.stubs.runs.RecordSteps(iter(sent), metadata=bearer(trainer), timeout=10):
+            acks.append(ack.sequence)
+    assert (raised.value.code(), error_info(raised.value).reason) == (
+        grpc.StatusCode.PERMISSION_DENIED,
+        "OUTSIDE_SCOPE",
+    )
+    assert acks == [1, 2]
