@@ -1,6 +1,7 @@
 """Service benchmark: a `trainledger serve` process and this client process over loopback, raw stubs.
 
     .venv/bin/python bench/service.py [--database-url postgresql://...] [--batches 200] [--run-steps 1000000]
+                                      [--tls] [--auth] [--compare ROUNDS]
 
 Figures: RecordSteps (one stream, 1,000-step batches, ack per batch), AppendSteps (unary, one at
 a time, 1,000-step batches, growing one run to --run-steps), Reserve latency (Reserve then Commit,
@@ -9,6 +10,11 @@ grpc_steps_per_s_two_replicas: a second `trainledger serve` on the same database
 (threads, a channel each), one per replica, each streaming --batches batches to its own run at the
 same time; the figure is all their steps over the wall time. The last line printed is one JSON
 object with the figures.
+
+--tls serves TLS with a certificate of a CA made for the run (tests.certs) and connects with that
+CA; --auth serves with `--auth` and sends an admin token issued on the database before the server
+starts (Ledger.issue_token). --compare ROUNDS measures only grpc_steps_per_s, ROUNDS times over in
+turn plain, TLS and authentication with TLS (a fresh server each), and prints each one's median.
 """
 
 from __future__ import annotations
@@ -33,14 +39,58 @@ import grpc
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tests.certs import Authority  # noqa: E402
 from trainledger.v1 import common_pb2, runs_pb2, runs_pb2_grpc, spend_pb2, spend_pb2_grpc  # noqa: E402
 
 BATCH = 1_000
+CHANNEL_OPTIONS = [("grpc.max_send_message_length", 16 * 1024 * 1024)]
 
 
-def start_server(database: str, url: str) -> tuple[subprocess.Popen[str], int]:
-    command = [sys.executable, "-m", "services.cli", "serve", "--listen", "127.0.0.1:0"]
+class Security:
+    """How the bench's servers and channels are secured: TLS files (or none) and a token (or none)."""
+
+    def __init__(self, directory: str, *, tls: bool, auth: bool) -> None:
+        self.tls, self.auth, self.token = tls, auth, ""
+        self.ca_file = self.cert_file = self.key_file = ""
+        if tls:
+            authority = Authority(Path(directory) / "ca")
+            issued = authority.server()
+            self.ca_file, self.cert_file, self.key_file = authority.ca_file, issued.cert_file, issued.key_file
+
+    @property
+    def name(self) -> str:
+        return " + ".join(part for part, on in (("auth", self.auth), ("TLS", self.tls)) if on) or "plain"
+
+    def serve_options(self) -> list[str]:
+        options = ["--tls-cert", self.cert_file, "--tls-key", self.key_file] if self.tls else []
+        return options + (["--auth"] if self.auth else [])
+
+    def issue_token(self, database: str) -> None:
+        """An admin token, issued on the database before a server opens it."""
+        from ledger import Ledger
+
+        ledger = Ledger.open(database)
+        try:
+            self.token = ledger.issue_token(holder="bench", role="admin").bearer
+        finally:
+            ledger.close()
+
+    def channel(self, address: str) -> grpc.Channel:
+        if not self.tls:
+            return grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+        credentials = grpc.ssl_channel_credentials(root_certificates=Path(self.ca_file).read_bytes())
+        return grpc.secure_channel(address, credentials, options=CHANNEL_OPTIONS)
+
+    @property
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        return (("authorization", f"Bearer {self.token}"),) if self.token else ()
+
+
+def start_server(database: str, url: str, security: Security) -> tuple[subprocess.Popen[str], int]:
+    command = [sys.executable, "-m", "services.cli", "serve", "--listen", "127.0.0.1:0", *security.serve_options()]
     command += ["--database-url", url] if url else ["--db", database]
+    if security.auth and not security.token:
+        security.issue_token(url or database)
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, text=True)
     line = process.stdout.readline()
     match = re.search(r"serving on [^:]+:(\d+)", line)
@@ -58,10 +108,12 @@ def step_batch(run_id: str, first: int) -> common_pb2.StepBatch:
     return batch
 
 
-def new_run(runs: runs_pb2_grpc.RunsStub, cap: int | None = None) -> str:
-    opened = runs.OpenRun(runs_pb2.OpenRunRequest(run_key=f"bench-{uuid.uuid4().hex}", cap_usd_micro=cap), timeout=30)
+def new_run(runs: runs_pb2_grpc.RunsStub, metadata: tuple[tuple[str, str], ...], cap: int | None = None) -> str:
+    opened = runs.OpenRun(
+        runs_pb2.OpenRunRequest(run_key=f"bench-{uuid.uuid4().hex}", cap_usd_micro=cap), timeout=30, metadata=metadata
+    )
     run_id = opened.state.run.run_id
-    runs.StartAttempt(runs_pb2.StartAttemptRequest(run_id=run_id, attempt_id="a1"), timeout=30)
+    runs.StartAttempt(runs_pb2.StartAttemptRequest(run_id=run_id, attempt_id="a1"), timeout=30, metadata=metadata)
     return run_id
 
 
@@ -70,39 +122,51 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def bench(channel: grpc.Channel, args: argparse.Namespace) -> dict[str, float]:
-    runs, spend = runs_pb2_grpc.RunsStub(channel), spend_pb2_grpc.SpendStub(channel)
-    figures: dict[str, float] = {}
-
-    run_id = new_run(runs)
+def record_steps(channel: grpc.Channel, args: argparse.Namespace, metadata: tuple[tuple[str, str], ...]) -> float:
+    """grpc_steps_per_s: one RecordSteps stream of args.batches batches to a new run."""
+    runs = runs_pb2_grpc.RunsStub(channel)
+    run_id = new_run(runs, metadata)
     requests = [
         runs_pb2.RecordStepsRequest(sequence=n, batch=step_batch(run_id, n * BATCH)) for n in range(args.batches)
     ]
     started = time.perf_counter()
-    acks = list(runs.RecordSteps(iter(requests), timeout=300))
+    acks = list(runs.RecordSteps(iter(requests), timeout=300, metadata=metadata))
     elapsed = time.perf_counter() - started
     assert [a.sequence for a in acks] == list(range(args.batches))
-    figures["grpc_steps_per_s"] = round(args.batches * BATCH / elapsed)
     print(f"RecordSteps: {args.batches} batches of {BATCH} steps in {elapsed:.2f} s", file=sys.stderr)
+    return round(args.batches * BATCH / elapsed)
 
-    run_id = new_run(runs)
+
+def bench(channel: grpc.Channel, args: argparse.Namespace, metadata: tuple[tuple[str, str], ...]) -> dict[str, float]:
+    runs, spend = runs_pb2_grpc.RunsStub(channel), spend_pb2_grpc.SpendStub(channel)
+    figures: dict[str, float] = {"grpc_steps_per_s": record_steps(channel, args, metadata)}
+
+    run_id = new_run(runs, metadata)
     batches = args.run_steps // BATCH
     started, last = time.perf_counter(), None
     for n in range(batches):
-        last = runs.AppendSteps(runs_pb2.AppendStepsRequest(batch=step_batch(run_id, n * BATCH)), timeout=60)
+        last = runs.AppendSteps(
+            runs_pb2.AppendStepsRequest(batch=step_batch(run_id, n * BATCH)), timeout=60, metadata=metadata
+        )
     elapsed = time.perf_counter() - started
     figures["unary_steps_per_s"] = round(batches * BATCH / elapsed)
     print(f"AppendSteps: {batches} batches of {BATCH} steps in {elapsed:.2f} s", file=sys.stderr)
 
-    account = new_run(runs, cap=10**12)
+    account = new_run(runs, metadata, cap=10**12)
     reserve_ms, pair_ms = [], []
     for n in range(args.pairs):
         t0 = time.perf_counter()
         spend.Reserve(
-            spend_pb2.ReserveRequest(account=account, reservation_id=f"r{n}", amount_usd_micro=1_000), timeout=30
+            spend_pb2.ReserveRequest(account=account, reservation_id=f"r{n}", amount_usd_micro=1_000),
+            timeout=30,
+            metadata=metadata,
         )
         t1 = time.perf_counter()
-        spend.Commit(spend_pb2.CommitRequest(account=account, reservation_id=f"r{n}", actual_usd_micro=900), timeout=30)
+        spend.Commit(
+            spend_pb2.CommitRequest(account=account, reservation_id=f"r{n}", actual_usd_micro=900),
+            timeout=30,
+            metadata=metadata,
+        )
         reserve_ms.append((t1 - t0) * 1000)
         pair_ms.append((time.perf_counter() - t0) * 1000)
     figures["reserve_p50_ms"] = round(statistics.median(reserve_ms), 3)
@@ -110,7 +174,9 @@ def bench(channel: grpc.Channel, args: argparse.Namespace) -> dict[str, float]:
     print(f"Reserve+Commit: {args.pairs} pairs, pair p50 {statistics.median(pair_ms):.3f} ms", file=sys.stderr)
 
     started = time.perf_counter()
-    state = runs.GetRunState(runs_pb2.GetRunStateRequest(run_id=run_id, min_position=last.position), timeout=600).state
+    state = runs.GetRunState(
+        runs_pb2.GetRunStateRequest(run_id=run_id, min_position=last.position), timeout=600, metadata=metadata
+    ).state
     print(
         f"projection caught up with {state.last_step + 1:,} steps after {time.perf_counter() - started:.2f} s",
         file=sys.stderr,
@@ -118,23 +184,21 @@ def bench(channel: grpc.Channel, args: argparse.Namespace) -> dict[str, float]:
     read_ms = []
     for _ in range(args.reads):
         t0 = time.perf_counter()
-        runs.GetRunState(runs_pb2.GetRunStateRequest(run_id=run_id), timeout=30)
+        runs.GetRunState(runs_pb2.GetRunStateRequest(run_id=run_id), timeout=30, metadata=metadata)
         read_ms.append((time.perf_counter() - t0) * 1000)
     figures["run_state_p99_ms_1m_steps"] = round(percentile(read_ms, 0.99), 3)
     return figures
 
 
-def two_replicas(addresses: list[str], args: argparse.Namespace) -> dict[str, float]:
+def two_replicas(addresses: list[str], args: argparse.Namespace, security: Security) -> dict[str, float]:
     """RecordSteps from two clients at once, each to its own replica and run."""
-    channels = [
-        grpc.insecure_channel(address, options=[("grpc.max_send_message_length", 16 * 1024 * 1024)])
-        for address in addresses
-    ]
+    channels = [security.channel(address) for address in addresses]
+    metadata = security.metadata
     try:
         stubs = [runs_pb2_grpc.RunsStub(channel) for channel in channels]
         plans = []
         for stub in stubs:
-            run_id = new_run(stub)
+            run_id = new_run(stub, metadata)
             plans.append(
                 [
                     runs_pb2.RecordStepsRequest(sequence=n, batch=step_batch(run_id, n * BATCH))
@@ -146,7 +210,7 @@ def two_replicas(addresses: list[str], args: argparse.Namespace) -> dict[str, fl
 
         def stream(index: int) -> None:
             barrier.wait()
-            acked[index] = sum(1 for _ in stubs[index].RecordSteps(iter(plans[index]), timeout=300))
+            acked[index] = sum(1 for _ in stubs[index].RecordSteps(iter(plans[index]), timeout=300, metadata=metadata))
 
         threads = [threading.Thread(target=stream, args=(index,)) for index in range(len(stubs))]
         for thread in threads:
@@ -164,6 +228,49 @@ def two_replicas(addresses: list[str], args: argparse.Namespace) -> dict[str, fl
     return {"grpc_steps_per_s_two_replicas": round(sum(acked) * BATCH / elapsed)}
 
 
+def stop(process: subprocess.Popen[str]) -> None:
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=60)
+
+
+def compare(args: argparse.Namespace) -> dict[str, float]:
+    """grpc_steps_per_s plain, with TLS and with authentication and TLS, alternated, fresh servers."""
+    modes = {"plain": (False, False), "tls": (True, False), "auth_tls": (True, True)}
+    measured: dict[str, list[float]] = {mode: [] for mode in modes}
+    for round_number in range(args.compare):
+        for mode, (tls, auth) in modes.items():
+            with tempfile.TemporaryDirectory(prefix="trainledger-bench-") as directory:
+                security = Security(directory, tls=tls, auth=auth)
+                process, port = start_server(os.path.join(directory, "bench.db"), args.database_url, security)
+                try:
+                    with security.channel(f"127.0.0.1:{port}") as channel:
+                        measured[mode].append(record_steps(channel, args, security.metadata))
+                finally:
+                    stop(process)
+            print(f"round {round_number + 1}, {security.name}: {measured[mode][-1]:,} steps/s", file=sys.stderr)
+    figures = {f"grpc_steps_per_s_{mode}": round(statistics.median(values)) for mode, values in measured.items()}
+    for mode in ("tls", "auth_tls"):
+        figures[f"{mode}_vs_plain"] = round(figures[f"grpc_steps_per_s_{mode}"] / figures["grpc_steps_per_s_plain"], 3)
+    return figures
+
+
+def run_all(args: argparse.Namespace, directory: str) -> dict[str, float]:
+    security = Security(directory, tls=args.tls, auth=args.auth)
+    process, port = start_server(os.path.join(directory, "bench.db"), args.database_url, security)
+    try:
+        with security.channel(f"127.0.0.1:{port}") as channel:
+            figures = bench(channel, args, security.metadata)
+        if args.database_url:
+            second, second_port = start_server("", args.database_url, security)
+            try:
+                figures.update(two_replicas([f"127.0.0.1:{port}", f"127.0.0.1:{second_port}"], args, security))
+            finally:
+                stop(second)
+    finally:
+        stop(process)
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--database-url", default="", help="run against PostgreSQL instead of a tmp SQLite file")
@@ -171,25 +278,19 @@ def main() -> None:
     parser.add_argument("--run-steps", type=int, default=1_000_000, help="steps grown via AppendSteps")
     parser.add_argument("--pairs", type=int, default=500, help="Reserve + Commit pairs")
     parser.add_argument("--reads", type=int, default=500, help="GetRunState calls")
+    parser.add_argument("--tls", action="store_true", help="serve and connect with TLS (a CA made for the run)")
+    parser.add_argument("--auth", action="store_true", help="serve with --auth and call with an admin token")
+    parser.add_argument("--compare", type=int, default=0, metavar="ROUNDS", help="plain vs TLS vs auth + TLS only")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="trainledger-bench-") as directory:
-        process, port = start_server(os.path.join(directory, "bench.db"), args.database_url)
-        try:
-            with grpc.insecure_channel(
-                f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", 16 * 1024 * 1024)]
-            ) as channel:
-                figures = bench(channel, args)
-            if args.database_url:
-                second, second_port = start_server("", args.database_url)
-                try:
-                    figures.update(two_replicas([f"127.0.0.1:{port}", f"127.0.0.1:{second_port}"], args))
-                finally:
-                    second.send_signal(signal.SIGTERM)
-                    second.wait(timeout=60)
-        finally:
-            process.send_signal(signal.SIGTERM)
-            process.wait(timeout=60)
-    print(f"backend: {'postgresql' if args.database_url else 'sqlite (tmp file)'}; server and client on loopback")
+    if args.compare:
+        figures = compare(args)
+        setting = "grpc_steps_per_s medians, plain / TLS / auth + TLS alternated"
+    else:
+        with tempfile.TemporaryDirectory(prefix="trainledger-bench-") as directory:
+            figures = run_all(args, directory)
+        setting = " + ".join(part for part, on in (("auth", args.auth), ("TLS", args.tls)) if on) or "plain"
+    backend = "postgresql" if args.database_url else "sqlite (tmp file)"
+    print(f"backend: {backend}; server and client on loopback; {setting}")
     for name, value in figures.items():
         print(f"  {name:28} {value:>14,}")
     print("rerun: " + shlex.join([".venv/bin/python", "bench/service.py", *sys.argv[1:]]))
