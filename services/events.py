@@ -1,4 +1,9 @@
-"""The Events service: the log from a position, streamed in pages, for audit and remote projections."""
+"""The Events service: the log from a position, streamed in pages, for audit and remote projections;
+the head of its hash chain (GetHead) and a verification of the whole chain (Verify).
+
+A verification reads the whole log: it runs in one worker thread of the edge, within the calling
+client's share (services.edge), so it never blocks the event loop and one auditor cannot take
+more than its share of the threads."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import grpc
 
 from ledger.domain.errors import Invalid
 from ledger.domain.reasons import Reason
+from ledger.views import models
 from services.codec import messages
 from services.edge import Edge
 from trainledger.v1 import events_pb2, events_pb2_grpc
@@ -55,3 +61,21 @@ class EventsServicer(events_pb2_grpc.EventsServicer):
             position = page[-1].position + 1
             if left is not None:
                 left -= len(page)
+
+    async def GetHead(
+        self, request: events_pb2.GetHeadRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> events_pb2.GetHeadResponse:
+        """The newest sealed position of the log and the chain's digest there."""
+        head = await self.edge.call(self.ledger.chain_head)
+        return events_pb2.GetHeadResponse(position=head.position, digest=head.digest)
+
+    async def Verify(
+        self, request: events_pb2.VerifyRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> events_pb2.VerifyResponse:
+        """The chain recomputed from position 1, in a worker thread: OK with the head, or the first
+        position where the log breaks. A broken log is an answer (ok false), not an error."""
+        expect = None
+        if request.HasField("expect_head"):  # Checked by the ledger (Invalid: OUT_OF_RANGE, INVALID_FIELD).
+            expect = models.ChainHead(position=request.expect_head.position, digest=request.expect_head.digest)
+        outcome = await self.edge.call(self.ledger.verify, expect, views=not request.skip_views)
+        return messages.verification(outcome)

@@ -5,6 +5,7 @@ committed; with no process serving the file, it first brings the views up to the
 from __future__ import annotations
 
 import argparse
+import base64
 import os
 import sys
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ from typing import Any
 
 from ledger import Ledger, LedgerError
 from ledger.domain.base import ledger_id
+from ledger.domain.topics import event_topics
 from ledger.views.models import Reservation, RunState, SeriesPage
 from services.describe import describe
 from services.tables import basis_text, fields, table, to_json, usd, when
@@ -294,14 +296,30 @@ def registry_show(args: argparse.Namespace) -> None:
     emit(args, family, text)
 
 
+def _with_stored(ledger: Ledger, page: list[dict[str, Any]], types: list[str]) -> None:
+    """Add to each event of a page what its digest covers that the decoded event does not show:
+    its stored topic and its stored bytes (base64), so a checker can recompute the chain
+    (ledger.storage.chain) without trainledger."""
+    topics = [topic for name in types for topic in event_topics(name)]
+    stored = ledger.recorder.select_notifications(page[0]["position"], len(page), topics=topics)
+    by_position = {notification.id: notification for notification in stored}
+    for event in page:
+        notification = by_position[event["position"]]
+        event["topic"] = notification.topic
+        event["stored"] = base64.b64encode(notification.state).decode("ascii")
+
+
 def events_export(args: argparse.Namespace) -> None:
-    """The log up to its head as JSON lines, streamed page by page (pages bounded by bytes)."""
+    """The log up to its head as JSON lines, streamed page by page (pages bounded by bytes). Each
+    line is an event with its digest in the hash chain, its stored topic and its stored bytes
+    (base64): examples/check_export.py recomputes the chain from an export."""
     with opened(args.database, catch_up=False) as ledger:
         head, position = ledger.head(), max(1, args.from_position)
         while position <= head:
             page = ledger.read_events(from_position=position, limit=PAGE, types=args.types, bytes_max=PAGE_BYTES)
             if not page:
                 return
+            _with_stored(ledger, page, args.types)
             position = page[-1]["position"] + 1
             while page:
                 event = page.pop(0)  # Each event is let go of once written.

@@ -38,7 +38,7 @@ SERVICES = {
         "ListReservations",
     ],
     ("registry", "Registry"): ["Register", "Promote", "Rollback", "GetCurrent", "ListVersions"],
-    ("events", "Events"): ["ReadEvents"],
+    ("events", "Events"): ["ReadEvents", "GetHead", "Verify"],
 }
 
 # (client streaming, server streaming) for the RPCs that stream.

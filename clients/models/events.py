@@ -13,7 +13,7 @@ __all__ = ["Event"]
 
 
 class Event(Model, frozen=True, kw_only=True):
-    """One event of the log; `data_json` is its data, decoded."""
+    """One event of the log; `data_json` is its data, decoded; `digest` its link in the hash chain."""
 
     position: int = 0
     type: str = ""
@@ -23,3 +23,4 @@ class Event(Model, frozen=True, kw_only=True):
     principal: str = ""
     request_id: str = ""
     data_json: dict[str, Any] = msgspec.field(default_factory=empty_dict)
+    digest: str = ""

@@ -16,7 +16,17 @@ from ledger.views import models
 from services.codec.values import basis_message, status_enum, struct, timestamp
 from trainledger.v1 import common_pb2, events_pb2, registry_pb2, runs_pb2, spend_pb2
 
-__all__ = ["run_state", "run_summary", "series", "account", "reservation", "model_version", "promotion", "event"]
+__all__ = [
+    "run_state",
+    "run_summary",
+    "series",
+    "account",
+    "reservation",
+    "model_version",
+    "promotion",
+    "event",
+    "verification",
+]
 
 _json = msgspec.json.Encoder()
 
@@ -193,4 +203,17 @@ def event(value: Mapping[str, Any]) -> events_pb2.Event:
         principal=value["principal"] or "",
         request_id=value["request_id"] or "",
         data_json=_json.encode(value["data"]),
+        digest=value.get("digest", ""),
+    )
+
+
+def verification(value: models.Verification) -> events_pb2.VerifyResponse:
+    """A verification of the hash chain; broken_at is absent when the log verified."""
+    return events_pb2.VerifyResponse(
+        ok=value.ok,
+        head=events_pb2.ChainHead(position=value.head.position, digest=value.head.digest),
+        checked=value.checked,
+        broken_at=None if value.ok else value.broken_at,
+        problem=value.problem,
+        detail=value.detail,
     )

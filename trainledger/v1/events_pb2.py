@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1btrainledger/v1/events.proto\x12\x0etrainledger.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"H\n\x11ReadEventsRequest\x12\x15\n\rfrom_position\x18\x01 \x01(\x03\x12\r\n\x05limit\x18\x02 \x01(\x05\x12\r\n\x05types\x18\x03 \x03(\t\"\xc5\x01\n\x05\x45vent\x12\x10\n\x08position\x18\x01 \x01(\x03\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x15\n\roriginator_id\x18\x03 \x01(\t\x12\x1a\n\x12originator_version\x18\x04 \x01(\x03\x12/\n\x0brecorded_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tprincipal\x18\x06 \x01(\t\x12\x12\n\nrequest_id\x18\x07 \x01(\t\x12\x11\n\tdata_json\x18\x08 \x01(\x0c\x32R\n\x06\x45vents\x12H\n\nReadEvents\x12!.trainledger.v1.ReadEventsRequest\x1a\x15.trainledger.v1.Event0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1btrainledger/v1/events.proto\x12\x0etrainledger.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"H\n\x11ReadEventsRequest\x12\x15\n\rfrom_position\x18\x01 \x01(\x03\x12\r\n\x05limit\x18\x02 \x01(\x05\x12\r\n\x05types\x18\x03 \x03(\t\"\xd5\x01\n\x05\x45vent\x12\x10\n\x08position\x18\x01 \x01(\x03\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x15\n\roriginator_id\x18\x03 \x01(\t\x12\x1a\n\x12originator_version\x18\x04 \x01(\x03\x12/\n\x0brecorded_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tprincipal\x18\x06 \x01(\t\x12\x12\n\nrequest_id\x18\x07 \x01(\t\x12\x11\n\tdata_json\x18\x08 \x01(\x0c\x12\x0e\n\x06\x64igest\x18\t \x01(\t\"-\n\tChainHead\x12\x10\n\x08position\x18\x01 \x01(\x03\x12\x0e\n\x06\x64igest\x18\x02 \x01(\t\"\x10\n\x0eGetHeadRequest\"3\n\x0fGetHeadResponse\x12\x10\n\x08position\x18\x01 \x01(\x03\x12\x0e\n\x06\x64igest\x18\x02 \x01(\t\"S\n\rVerifyRequest\x12.\n\x0b\x65xpect_head\x18\x01 \x01(\x0b\x32\x19.trainledger.v1.ChainHead\x12\x12\n\nskip_views\x18\x02 \x01(\x08\"\x9d\x01\n\x0eVerifyResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\'\n\x04head\x18\x02 \x01(\x0b\x32\x19.trainledger.v1.ChainHead\x12\x0f\n\x07\x63hecked\x18\x03 \x01(\x03\x12\x16\n\tbroken_at\x18\x04 \x01(\x03H\x00\x88\x01\x01\x12\x0f\n\x07problem\x18\x05 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x06 \x01(\tB\x0c\n\n_broken_at2\xe7\x01\n\x06\x45vents\x12H\n\nReadEvents\x12!.trainledger.v1.ReadEventsRequest\x1a\x15.trainledger.v1.Event0\x01\x12J\n\x07GetHead\x12\x1e.trainledger.v1.GetHeadRequest\x1a\x1f.trainledger.v1.GetHeadResponse\x12G\n\x06Verify\x12\x1d.trainledger.v1.VerifyRequest\x1a\x1e.trainledger.v1.VerifyResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,7 +35,17 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_READEVENTSREQUEST']._serialized_start=80
   _globals['_READEVENTSREQUEST']._serialized_end=152
   _globals['_EVENT']._serialized_start=155
-  _globals['_EVENT']._serialized_end=352
-  _globals['_EVENTS']._serialized_start=354
-  _globals['_EVENTS']._serialized_end=436
+  _globals['_EVENT']._serialized_end=368
+  _globals['_CHAINHEAD']._serialized_start=370
+  _globals['_CHAINHEAD']._serialized_end=415
+  _globals['_GETHEADREQUEST']._serialized_start=417
+  _globals['_GETHEADREQUEST']._serialized_end=433
+  _globals['_GETHEADRESPONSE']._serialized_start=435
+  _globals['_GETHEADRESPONSE']._serialized_end=486
+  _globals['_VERIFYREQUEST']._serialized_start=488
+  _globals['_VERIFYREQUEST']._serialized_end=571
+  _globals['_VERIFYRESPONSE']._serialized_start=574
+  _globals['_VERIFYRESPONSE']._serialized_end=731
+  _globals['_EVENTS']._serialized_start=734
+  _globals['_EVENTS']._serialized_end=965
 # @@protoc_insertion_point(module_scope)

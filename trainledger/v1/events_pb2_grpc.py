@@ -26,7 +26,7 @@ if _version_not_supported:
 
 
 class EventsStub:
-    """Reads the ledger's event log in position order.
+    """Reads the ledger's event log in position order, and proves it intact.
     """
 
     def __init__(self, channel):
@@ -40,14 +40,39 @@ class EventsStub:
                 request_serializer=trainledger_dot_v1_dot_events__pb2.ReadEventsRequest.SerializeToString,
                 response_deserializer=trainledger_dot_v1_dot_events__pb2.Event.FromString,
                 _registered_method=True)
+        self.GetHead = channel.unary_unary(
+                '/trainledger.v1.Events/GetHead',
+                request_serializer=trainledger_dot_v1_dot_events__pb2.GetHeadRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_events__pb2.GetHeadResponse.FromString,
+                _registered_method=True)
+        self.Verify = channel.unary_unary(
+                '/trainledger.v1.Events/Verify',
+                request_serializer=trainledger_dot_v1_dot_events__pb2.VerifyRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_events__pb2.VerifyResponse.FromString,
+                _registered_method=True)
 
 
 class EventsServicer:
-    """Reads the ledger's event log in position order.
+    """Reads the ledger's event log in position order, and proves it intact.
     """
 
     def ReadEvents(self, request, context):
         """Streams events from a position, optionally filtered by type.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetHead(self, request, context):
+        """The head of the hash chain over the log: what an auditor writes down.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Verify(self, request, context):
+        """Recomputes the hash chain from position 1 (and, unless told not to, checks the stored
+        snapshots and views); answers OK with the head, or the first position where the log breaks.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -61,6 +86,16 @@ def add_EventsServicer_to_server(servicer, server):
                     request_deserializer=trainledger_dot_v1_dot_events__pb2.ReadEventsRequest.FromString,
                     response_serializer=trainledger_dot_v1_dot_events__pb2.Event.SerializeToString,
             ),
+            'GetHead': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetHead,
+                    request_deserializer=trainledger_dot_v1_dot_events__pb2.GetHeadRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_events__pb2.GetHeadResponse.SerializeToString,
+            ),
+            'Verify': grpc.unary_unary_rpc_method_handler(
+                    servicer.Verify,
+                    request_deserializer=trainledger_dot_v1_dot_events__pb2.VerifyRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_events__pb2.VerifyResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'trainledger.v1.Events', rpc_method_handlers)
@@ -70,7 +105,7 @@ def add_EventsServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class Events:
-    """Reads the ledger's event log in position order.
+    """Reads the ledger's event log in position order, and proves it intact.
     """
 
     @staticmethod
@@ -90,6 +125,60 @@ class Events:
             '/trainledger.v1.Events/ReadEvents',
             trainledger_dot_v1_dot_events__pb2.ReadEventsRequest.SerializeToString,
             trainledger_dot_v1_dot_events__pb2.Event.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetHead(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainledger.v1.Events/GetHead',
+            trainledger_dot_v1_dot_events__pb2.GetHeadRequest.SerializeToString,
+            trainledger_dot_v1_dot_events__pb2.GetHeadResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Verify(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainledger.v1.Events/Verify',
+            trainledger_dot_v1_dot_events__pb2.VerifyRequest.SerializeToString,
+            trainledger_dot_v1_dot_events__pb2.VerifyResponse.FromString,
             options,
             channel_credentials,
             insecure,
