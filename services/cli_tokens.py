@@ -73,10 +73,11 @@ def create(args: argparse.Namespace) -> None:
     if args.json:
         emit(args, {**_row(issued.token), "bearer": issued.bearer}, "")
         return
+    scope = f" on account {args.account}" if args.account else ""
+    expiry = "never" if expires_at is None else _when(expires_at)
     print(issued.bearer)
     print(
-        f"token {issued.token.token_id}: {args.principal} as {args.role}"
-        f"{f' on account {args.account}' if args.account else ''}, expires {_when(expires_at)}"
+        f"token {issued.token.token_id}: {args.principal} as {args.role}{scope}, expires {expiry}"
         " (shown once: store it now)",
         flush=True,
     )
