@@ -32,7 +32,6 @@ import hashlib
 import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
 
 __all__ = [
     "GENESIS",
@@ -86,19 +85,27 @@ _LENGTH = struct.Struct(">Q")
 _sha256 = hashlib.sha256
 
 
-class ChainRow(NamedTuple):
-    """A stored event as the chain covers it: position, aggregate id (16 bytes), version, topic, state."""
+#: A stored event as the chain covers it: (position, aggregate id as 16 bytes, version, topic, state).
+ChainRow = tuple[int, bytes, int, str, bytes]
 
-    position: int
-    originator_id: bytes
-    originator_version: int
-    topic: str
-    state: bytes
+
+# Topics as UTF-8, by topic: a log has a few dozen of them.
+_topic_bytes: dict[str, bytes] = {}
+TOPICS_CACHED_MAX = 4096
+
+
+def _encoded(topic: str) -> bytes:
+    encoded = _topic_bytes.get(topic)
+    if encoded is None:
+        encoded = topic.encode()
+        if len(_topic_bytes) < TOPICS_CACHED_MAX:
+            _topic_bytes[topic] = encoded
+    return encoded
 
 
 def event_digest(previous: bytes, position: int, originator_id: bytes, version: int, topic: str, state: bytes) -> bytes:
     """The digest of one event (the module's docstring gives the encoding)."""
-    topic_bytes = topic.encode()
+    topic_bytes = _encoded(topic)
     return _sha256(
         _FIXED.pack(previous, position, originator_id, version, len(topic_bytes))
         + topic_bytes
@@ -112,7 +119,7 @@ def seal_rows(previous: bytes, rows: Iterable[ChainRow]) -> list[tuple[int, byte
     seals = []
     for row in rows:
         previous = event_digest(previous, *row)
-        seals.append((row.position, previous))
+        seals.append((row[0], previous))
     return seals
 
 
@@ -144,17 +151,47 @@ class Walk:
     def feed(self, events: list[ChainRow], seals: dict[int, bytes], orphans: Iterable[int]) -> None:
         """Check a page: its events in position order, the seals stored for them, and the positions in
         the page's range that have a seal but no event."""
+        if self.broken is not None:
+            return
         missing = iter(sorted(orphans))
         next_missing = next(missing, None)
+        if self._unsealed is None:
+            # Events before the first orphan seal, while each matches its seal: the common case, in
+            # one tight loop; the first that does not match is looked at again below.
+            events = events[self._matching(events, seals, next_missing) :]
         for row in events:
             if self.broken is not None:
                 return
-            if next_missing is not None and next_missing < row.position:
+            if next_missing is not None and next_missing < row[0]:
                 self._break(next_missing, EVENT_MISSING, "a seal is stored at this position but its event is gone")
                 return
-            self._check(row, seals.get(row.position))
+            self._check(row, seals.get(row[0]))
         if next_missing is not None and self.broken is None:
             self._break(next_missing, EVENT_MISSING, "a seal is stored at this position but its event is gone")
+
+    def _matching(self, events: list[ChainRow], seals: dict[int, bytes], before: int | None) -> int:
+        """How many events from the first are sealed with the digest recomputed here (stopping at
+        position `before`); the walk moves past them."""
+        digest, watch, count = self.digest, self.watch, 0
+        pack, pack_length, sha256, seal_of = _FIXED.pack, _LENGTH.pack, _sha256, seals.get
+        for position, originator_id, version, topic, state in events:
+            if before is not None and position > before:
+                break
+            topic_bytes = _topic_bytes.get(topic) or _encoded(topic)
+            recomputed = sha256(
+                pack(digest, position, originator_id, version, len(topic_bytes))
+                + topic_bytes
+                + pack_length(len(state))
+                + state
+            ).digest()
+            if seal_of(position) != recomputed:
+                break
+            digest, count = recomputed, count + 1
+            if position == watch:
+                self.watched = recomputed
+        if count:
+            self.position, self.digest, self.checked = events[count - 1][0], digest, self.checked + count
+        return count
 
     def run(self, pages: Iterable[tuple[list[ChainRow], dict[int, bytes], list[int]]]) -> None:
         """Walk every page of the log (see `feed`) until the first break, then `finish`."""
@@ -168,7 +205,7 @@ class Walk:
         """The log ended: an event left without a seal is an inserted row."""
         if self._unsealed is not None and self.broken is None:
             row = self._unsealed[0]
-            self._break(row.position, EVENT_UNSEALED, "this event has no seal and nothing after it is sealed")
+            self._break(row[0], EVENT_UNSEALED, "this event has no seal and nothing after it is sealed")
 
     def _check(self, row: ChainRow, sealed: bytes | None) -> None:
         if self._unsealed is not None:
@@ -178,10 +215,10 @@ class Walk:
         if sealed is None:
             self._unsealed = (row, recomputed)
         elif recomputed != sealed:
-            self._break(row.position, EVENT_CHANGED, self._changed(row))
+            self._break(row[0], EVENT_CHANGED, self._changed(row))
         else:
-            self.position, self.digest, self.checked = row.position, recomputed, self.checked + 1
-            if row.position == self.watch:
+            self.position, self.digest, self.checked = row[0], recomputed, self.checked + 1
+            if row[0] == self.watch:
                 self.watched = recomputed
 
     def _after_unsealed(self, row: ChainRow, sealed: bytes | None) -> None:
@@ -190,16 +227,16 @@ class Walk:
         unsealed, unsealed_digest = self._unsealed  # type: ignore[misc]
         self._unsealed = None
         if sealed is not None and event_digest(unsealed_digest, *row) == sealed:
-            self._break(unsealed.position, SEAL_MISSING, "the event is in the chain but its seal is gone")
+            self._break(unsealed[0], SEAL_MISSING, "the event is in the chain but its seal is gone")
         elif sealed is not None and event_digest(self.digest, *row) == sealed:
-            self._break(unsealed.position, EVENT_UNSEALED, "this event was inserted: the chain passes over it")
+            self._break(unsealed[0], EVENT_UNSEALED, "this event was inserted: the chain passes over it")
         else:
-            self._break(unsealed.position, EVENT_UNSEALED, "this event has no seal, nor does the chain link over it")
+            self._break(unsealed[0], EVENT_UNSEALED, "this event has no seal, nor does the chain link over it")
 
     def _changed(self, row: ChainRow) -> str:
         return (
-            f"the event at this position (aggregate {row.originator_id.hex()} version {row.originator_version},"
-            f" {row.topic.rsplit(':', 1)[-1]}) is not the one that was sealed"
+            f"the event at this position (aggregate {row[1].hex()} version {row[2]},"
+            f" {row[3].rsplit(':', 1)[-1]}) is not the one that was sealed"
         )
 
     def _break(self, position: int, problem: str, detail: str) -> None:
@@ -221,11 +258,11 @@ def pages(pager: Pager, stop: int, limit: int) -> Iterator[tuple[list[ChainRow],
             return
         bound = stop
         if len(events) == limit:
-            bound = min(bound, events[-1].position)
+            bound = min(bound, events[-1][0])
         if len(seals) == limit:
             bound = min(bound, seals[-1][0])
-        page = [row for row in events if row.position <= bound]
+        page = [row for row in events if row[0] <= bound]
         sealed = {position: digest for position, digest in seals if position <= bound}
-        present = {row.position for row in page}
+        present = {row[0] for row in page}
         yield page, sealed, [position for position in sealed if position not in present]
         after = bound

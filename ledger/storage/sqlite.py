@@ -118,7 +118,7 @@ class SQLiteRecorder(SQLiteApplicationRecorder):
         c.execute(LAST_SEAL)
         last = c.fetchone()
         rows = [
-            ChainRow(position, event.originator_id.bytes, event.originator_version, event.topic, event.state)
+            (position, event.originator_id.bytes, event.originator_version, event.topic, event.state)
             for position, event in zip(positions, stored_events, strict=True)
         ]
         c.executemany(INSERT_SEALS, seal_rows(GENESIS if last is None else last[1], rows))
@@ -276,7 +276,7 @@ class SQLiteStorage(Storage):
                 rows = cursor.execute(EVENTS_AFTER, (after, SEAL_PAGE_EVENTS)).fetchall()
                 if not rows:
                     return sealed
-                seals = seal_rows(previous, [ChainRow(r[0], bytes.fromhex(r[1]), r[2], r[3], r[4]) for r in rows])
+                seals = seal_rows(previous, [(r[0], bytes.fromhex(r[1]), r[2], r[3], r[4]) for r in rows])
                 cursor.executemany(INSERT_SEALS, seals)
                 (after, previous), sealed = seals[-1], sealed + len(seals)
 
@@ -287,8 +287,7 @@ class SQLiteStorage(Storage):
     def chain_page(self, after: int, stop: int, limit: int) -> tuple[list[ChainRow], list[tuple[int, bytes]]]:
         reader = self._reader()
         events = [
-            ChainRow(r[0], bytes.fromhex(r[1]), r[2], r[3], r[4])
-            for r in reader.execute(EVENTS_BETWEEN, (after, stop, limit))
+            (r[0], bytes.fromhex(r[1]), r[2], r[3], r[4]) for r in reader.execute(EVENTS_BETWEEN, (after, stop, limit))
         ]
         return events, reader.execute(SEALS_BETWEEN, (after, stop, limit)).fetchall()
 

@@ -23,7 +23,7 @@ from eventsourcing.postgres import (
 )
 from psycopg.sql import SQL, Composable, Identifier
 
-from ledger.storage.chain import GENESIS, ChainRow, seal_rows
+from ledger.storage.chain import GENESIS, seal_rows
 from ledger.storage.postgres.connections import (
     RECONNECT_TIMEOUT_S,
     check_reachable,
@@ -141,7 +141,7 @@ class ApplicationRecorder(PostgresApplicationRecorder):
         curs.execute(SQL("SELECT digest FROM {} ORDER BY position DESC LIMIT 1").format(self.seals_table))
         last = curs.fetchone()
         rows = sorted(
-            ChainRow(position, event.originator_id.bytes, event.originator_version, event.topic, event.state)
+            (position, event.originator_id.bytes, event.originator_version, event.topic, event.state)
             for position, event in zip(positions, stored_events, strict=True)
         )
         seals = seal_rows(GENESIS if last is None else bytes(last["digest"]), rows)

@@ -279,7 +279,7 @@ class PostgresStorage(Storage):
                     rows = connection.execute(select, (after, SEAL_PAGE_EVENTS)).fetchall()
                     if not rows:
                         return sealed
-                    seals = seal_rows(previous, [ChainRow(r[0], r[1].bytes, r[2], r[3], bytes(r[4])) for r in rows])
+                    seals = seal_rows(previous, [(r[0], r[1].bytes, r[2], r[3], bytes(r[4])) for r in rows])
                     with connection.cursor() as cursor:
                         cursor.executemany(insert, seals)
                     (after, previous), sealed = seals[-1], sealed + len(seals)
@@ -304,7 +304,7 @@ class PostgresStorage(Storage):
             rows = connection.execute(events, (after, stop, limit)).fetchall()
             found = connection.execute(seals, (after, stop, limit)).fetchall()
             return (
-                [ChainRow(r[0], r[1].bytes, r[2], r[3], bytes(r[4])) for r in rows],
+                [(r[0], r[1].bytes, r[2], r[3], bytes(r[4])) for r in rows],
                 [(int(r[0]), bytes(r[1])) for r in found],
             )
 
