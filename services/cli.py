@@ -23,8 +23,9 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 
-from services import reports
+from services import cli_tokens, cli_verify, reports
 from services.reports import Failure
+from services.tls import TLSError, add_arguments, from_arguments
 
 __all__ = ["main", "parser"]
 
@@ -42,8 +43,17 @@ def serve(args: argparse.Namespace) -> None:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        asyncio.run(run_server(args.listen, database_of(args), project=args.project))
-    except StartupError as error:
+        asyncio.run(
+            run_server(
+                args.listen,
+                database_of(args),
+                project=args.project,
+                auth=args.auth,
+                insecure=args.insecure,
+                tls=from_arguments(args),
+            )
+        )
+    except (StartupError, TLSError) as error:
         raise Failure(str(error)) from None
 
 
@@ -144,6 +154,11 @@ def parser() -> argparse.ArgumentParser:
         action="store_false",
         help="leave projection to `trainledger project` workers (PostgreSQL only)",
     )
+    serve_parser.add_argument("--auth", action="store_true", help="require a bearer token even before one is issued")
+    serve_parser.add_argument(
+        "--insecure", action="store_true", help="serve a non-loopback address without authentication"
+    )
+    add_arguments(serve_parser)
     command("project", project, read=False, help="run a projection worker until SIGTERM (PostgreSQL only)")
 
     runs = commands.add_parser("runs", help="training runs").add_subparsers(dest="action", required=True)
@@ -176,6 +191,8 @@ def parser() -> argparse.ArgumentParser:
         read=False,
         help="drop every view and project it again from the log (stop servers on this database first)",
     )
+    cli_verify.add_parser(commands)
+    cli_tokens.add_parser(commands)
     command("backup", backup, read=False, help="copy a SQLite ledger, served or not, to a new file").add_argument(
         "--to", required=True, metavar="FILE", help="the new file (never overwritten)"
     )

@@ -26,6 +26,7 @@ from grpc_reflection.v1alpha import reflection
 from ledger import Ledger
 from ledger.backend import damage, is_postgres_url
 from ledger.domain.errors import Unavailable
+from services.auth import Gate, is_loopback
 from services.describe import describe
 from services.edge import Edge
 from services.events import EventsServicer
@@ -34,6 +35,7 @@ from services.interceptors import EdgeInterceptor
 from services.registry import RegistryServicer
 from services.runs import RunsServicer
 from services.spend import SpendServicer
+from services.tls import ServerTLS, TLSError
 from trainledger.v1 import (
     events_pb2,
     events_pb2_grpc,
@@ -257,6 +259,9 @@ def create_server(
     ledger: Ledger | None = None,
     database: str = "trainledger.db",
     project: bool = True,
+    auth: bool = False,
+    insecure: bool = True,
+    tls: ServerTLS | None = None,
 ) -> tuple[LedgerServer, int]:
     """Build the server (call it on the event loop that will run it) and bind `address`, HOST:PORT
     or [IPv6]:PORT (port 0 picks a free port; an address in use is refused, never shared). Opens
@@ -264,9 +269,14 @@ def create_server(
     (Ledger.open's default projects) and stays the caller's to close. A SQLite database this
     server opens is held for it (services.holder) until it stops: one SQLite file has one serving
     process. With project=False the server applies no events to the views itself: `trainledger
-    project` workers do (PostgreSQL only), and the server follows their progress. Returns the
-    server, not yet started, and the bound port. Raises StartupError."""
+    project` workers do (PostgreSQL only), and the server follows their progress. With `tls` the port
+    speaks TLS only (services.tls: mutual TLS when it names a client CA). Returns the server, not
+    yet started, and the bound port. Raises StartupError."""
     host, wanted_port = parse_listen(address)
+    try:
+        credentials = tls.credentials() if tls is not None else None
+    except TLSError as error:
+        raise StartupError(str(error)) from None
     owns_ledger = ledger is None
     holder: Holder | None = None
     if ledger is None:
@@ -296,8 +306,11 @@ def create_server(
             if not project:
                 ledger.projector.follow()
         edge = Edge(ledger)
+        # Authentication is on with `auth` or once the ledger has issued a token (services.auth).
+        if not (auth or insecure or is_loopback(host) or ledger.token_book()):
+            raise StartupError(f"refusing to serve {address} without authentication: pass --auth or --insecure")
         server = grpc.aio.server(
-            interceptors=[EdgeInterceptor(edge)],
+            interceptors=[EdgeInterceptor(edge, Gate(edge, required=auth))],
             options=[
                 ("grpc.max_receive_message_length", MESSAGE_SIZE_MAX),
                 ("grpc.max_send_message_length", MESSAGE_SIZE_MAX),
@@ -312,7 +325,10 @@ def create_server(
         health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
         reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
         try:
-            port, failure = server.add_insecure_port(listen_address(host, wanted_port)), ""
+            if credentials is None:
+                port, failure = server.add_insecure_port(listen_address(host, wanted_port)), ""
+            else:
+                port, failure = server.add_secure_port(listen_address(host, wanted_port), credentials), ""
         except RuntimeError as error:
             port, failure = 0, str(error)
         if not port:  # Taken since the probe, or something only gRPC objects to.
@@ -338,12 +354,16 @@ async def serve(
     *,
     grace_s: float = GRACE_S,
     project: bool = True,
+    auth: bool = False,
+    insecure: bool = False,
+    tls: ServerTLS | None = None,
 ) -> None:
     """Serve until SIGTERM or SIGINT, then shut down gracefully. Raises StartupError."""
-    server, _ = create_server(address, database=database, project=project)
+    server, _ = create_server(address, database=database, project=project, auth=auth, insecure=insecure, tls=tls)
     await server.start()
     workers = "" if project else ", projections left to workers"
-    print(f"trainledger: serving on {server.address} (database {describe(database)}{workers})", flush=True)
+    secure = f", {tls.describe()}" if tls is not None else ""
+    print(f"trainledger: serving on {server.address} (database {describe(database)}{workers}{secure})", flush=True)
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

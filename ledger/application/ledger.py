@@ -11,15 +11,17 @@ identical earlier request recorded (a retry is a no-op).
 
 from __future__ import annotations
 
+from ledger.application.integrity import Integrity
 from ledger.application.kernel import Receipt, utc_now
 from ledger.application.registry import RegistryCommands
 from ledger.application.runs import RunCommands
 from ledger.application.spend import SpendCommands
+from ledger.application.tokens import TokenCommands
 
 __all__ = ["Ledger", "Receipt", "utc_now"]
 
 
-class Ledger(RunCommands, SpendCommands, RegistryCommands):
+class Ledger(RunCommands, SpendCommands, RegistryCommands, TokenCommands, Integrity):
     """The training ledger. Use `Ledger.open(path_or_url)`; close it when done."""
 
     # The application's name prefixes its settings in the environment (TRAINLEDGER_...); every

@@ -1,7 +1,8 @@
 """The client's bearer token over real gRPC on loopback: a server that records each call's
 metadata sees `authorization: Bearer <token>` on unary calls, server streams and the RecordSteps
 stream, from `token=` or TRAINLEDGER_TOKEN; the token never shows in a repr, a log line or an
-error; and a recorder whose token is refused keeps its batches instead of dropping them."""
+error; a recorder whose token is refused keeps its batches instead of dropping them; and a
+server that requires tokens takes the client's, from TRAINLEDGER_TOKEN, on unary calls and streams."""
 
 from __future__ import annotations
 
@@ -16,11 +17,14 @@ from typing import Any
 import grpc
 import pytest
 
-from clients import LedgerClient, codec
+from clients import LedgerClient, codec, run_key
 from clients.aio import AsyncLedgerClient
 from clients.errors import LedgerClientError, Unauthenticated
 from clients.link import Link
 from clients.outbox import MemoryOutbox
+from ledger import Ledger
+from services.server import create_server
+from tests.client.server_thread import ServerThread
 
 TOKEN = "tl_secret_8f3a0c1d9e7b"
 RUN_ID = "00000000-0000-0000-0000-000000000001"
@@ -182,3 +186,33 @@ def test_a_refused_token_keeps_the_batches(refusing: tuple[str, Recording], capl
     assert "kept to be sent again" in caplog.text
     assert TOKEN not in caplog.text
     assert recording.calls and recording.calls[0][0] == "RecordSteps"
+
+
+class AuthServerThread(ServerThread):
+    """The in-process server of tests.client.server_thread, with authentication required."""
+
+    async def _start(self) -> tuple[Any, int]:
+        server, port = create_server(f"127.0.0.1:{self.port}", database=self.database, auth=True)
+        await server.start()
+        return server, port
+
+
+def test_a_server_that_requires_tokens_takes_the_clients(tmp_path, monkeypatch) -> None:
+    database = str(tmp_path / "ledger.db")
+    ledger = Ledger.open(database)
+    try:
+        bearer = ledger.issue_token(holder="trainer-1", role="trainer").bearer
+    finally:
+        ledger.close()
+    with AuthServerThread(database) as server:
+        monkeypatch.delenv("TRAINLEDGER_TOKEN", raising=False)
+        with _client(server.address, principal="mallory") as client:
+            with pytest.raises(Unauthenticated) as raised:
+                client.open_run(run_key=run_key({"auth": "none"}), name="auth")
+        assert raised.value.reason == "TOKEN_MISSING"
+        monkeypatch.setenv("TRAINLEDGER_TOKEN", bearer)
+        with _client(server.address) as client:
+            run_id = client.open_run(run_key=run_key({"auth": "env"}), name="auth").state.run.run_id
+            assert client.start_attempt(run_id=run_id, label="auth").attempt == 1
+            acks = list(client.record_steps([dict(run_id=run_id, attempt=1, steps=[1], tokens=[1])]))
+        assert [ack.sequence for ack in acks] == [1]
