@@ -11,6 +11,7 @@ from clients.methods import Doc, Transport, field_of, new_id, reply
 from clients.methods_runs import RunsMethods
 from clients.models import (
     Account,
+    ChainHead,
     ChargeReceipt,
     CommitReceipt,
     Event,
@@ -24,6 +25,7 @@ from clients.models import (
     ReserveReceipt,
     RollbackReceipt,
     SetCapReceipt,
+    Verification,
 )
 from trainledger.v1 import events_pb2, registry_pb2, spend_pb2
 
@@ -200,6 +202,30 @@ class LedgerMethods(RunsMethods, Transport):
             reply(Event),
             timeout_s=timeout_s if timeout_s is not None else getattr(self, "timeout_s", None),
         )
+
+    def get_head(self, *, timeout_s: float | None = None) -> ChainHead:
+        """The head of the log's hash chain (position, digest): write it down to prove later, with
+        `verify(expect_head=...)`, that nothing up to it changed."""
+        return self._ask("Events", "GetHead", events_pb2.GetHeadRequest(), reply(ChainHead), timeout_s=timeout_s)
+
+    def verify(
+        self,
+        *,
+        expect_head: ChainHead | None = None,
+        skip_views: bool = False,
+        timeout_s: float | None = None,
+    ) -> Verification:
+        """Have the server recompute the chain from position 1 (and check the stored snapshots and,
+        unless `skip_views`, the views against a rebuild); with `expect_head`, the chain must pass
+        through that head. A broken log is an answer (ok False, broken_at, problem), not an error.
+        It reads the whole log: give a `timeout_s` that fits its size."""
+        head = (
+            None
+            if expect_head is None
+            else events_pb2.ChainHead(position=expect_head.position, digest=expect_head.digest)
+        )
+        request = events_pb2.VerifyRequest(expect_head=head, skip_views=skip_views)
+        return self._ask("Events", "Verify", request, reply(Verification), timeout_s=timeout_s)
 
 
 def _account(response: spend_pb2.GetAccountResponse) -> Account:

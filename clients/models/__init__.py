@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from clients.models.base import Model
 from clients.models.common import CostBasis, GpuCost, MetricColumn, StateHandle, StepBatch, TokenCost
-from clients.models.events import Event
+from clients.models.events import ChainHead, Event, Verification
 from clients.models.registry import (
     Family,
     GateVerdict,
@@ -104,4 +104,6 @@ __all__ = [
     "PromoteReceipt",
     "RollbackReceipt",
     "Event",
+    "ChainHead",
+    "Verification",
 ]

@@ -1,4 +1,5 @@
-"""The typed result of events.proto: one event of the log, its data decoded."""
+"""The typed results of events.proto: one event of the log (its data decoded), the head of the
+log's hash chain and the outcome of a verification."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import msgspec
 
 from clients.models.base import Model, empty_dict
 
-__all__ = ["Event"]
+__all__ = ["Event", "ChainHead", "Verification"]
 
 
 class Event(Model, frozen=True, kw_only=True):
@@ -24,3 +25,24 @@ class Event(Model, frozen=True, kw_only=True):
     request_id: str = ""
     data_json: dict[str, Any] = msgspec.field(default_factory=empty_dict)
     digest: str = ""
+
+
+class ChainHead(Model, frozen=True, kw_only=True):
+    """The head of the log's hash chain: the newest sealed position and its digest (lowercase hex).
+    Written down as "POSITION:DIGEST", it is what `trainledger verify --expect-head` takes."""
+
+    position: int = 0
+    digest: str = ""
+
+
+class Verification(Model, frozen=True, kw_only=True):
+    """The outcome of Verify: `ok`, the head the chain was recomputed up to, how many events were
+    checked and, when not ok, the first position where the log breaks, what broke there (problem)
+    and the problem in words (detail)."""
+
+    ok: bool = False
+    head: ChainHead | None = None
+    checked: int = 0
+    broken_at: int | None = None
+    problem: str = ""
+    detail: str = ""

@@ -6,7 +6,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 
 from clients import LedgerClient
-from clients.models import WatchUpdate
+from clients.models import ChainHead, WatchUpdate
 from tests.client.conftest import new_run
 
 
@@ -111,3 +111,19 @@ def test_a_client_reads_its_own_writes_without_naming_a_position(client: LedgerC
         assert client.get_account(account=run_id).pending_usd_micro == 10 * (index + 1)
         listed = client.list_reservations(account=run_id).reservations
         assert [r.reservation_id for r in listed][-1] == f"own-{index}"
+
+
+def test_the_head_of_the_chain_and_a_verification_from_the_client(client: LedgerClient) -> None:
+    run_id, attempt = new_run(client)
+    client.append_steps(run_id=run_id, attempt=attempt, steps=[1, 2], metrics={"loss": [0.5, 0.25]})
+    head = client.get_head()
+    events = list(client.read_events())
+    assert (head.position, head.digest) == (events[-1].position, events[-1].digest)
+    assert len(head.digest) == 64 and head.digest != "0" * 64
+
+    verified = client.verify(expect_head=head)
+    assert (verified.ok, verified.checked, verified.broken_at, verified.problem) == (True, head.position, None, "")
+    assert verified.head == head
+
+    wrong = client.verify(expect_head=ChainHead(position=head.position, digest="0" * 64), skip_views=True)
+    assert (wrong.ok, wrong.broken_at, wrong.problem) == (False, head.position, "HEAD_DIFFERS")

@@ -43,6 +43,8 @@ RESPONSES: list[tuple[Descriptor, type[models.Model], set[str], set[str]]] = [
     (registry_pb2.RollbackResponse.DESCRIPTOR, models.RollbackReceipt, set(), set()),
     (registry_pb2.ListVersionsResponse.DESCRIPTOR, models.Family, set(), set()),
     (events_pb2.Event.DESCRIPTOR, models.Event, set(), set()),
+    (events_pb2.GetHeadResponse.DESCRIPTOR, models.ChainHead, set(), set()),
+    (events_pb2.VerifyResponse.DESCRIPTOR, models.Verification, set(), set()),
 ]
 
 
