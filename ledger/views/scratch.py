@@ -129,16 +129,30 @@ def first_difference(scratch: ScratchViews, live: Callable[[str], Iterable[Any]]
     return None
 
 
+# A view cell may hold a whole column of a step batch (megabytes): a difference quotes at most this
+# much of each value, and names at most DIFFERENCES_SHOWN columns, so the answer stays small.
+VALUE_SHOWN_MAX = 96
+DIFFERENCES_SHOWN = 4
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= VALUE_SHOWN_MAX else text[: VALUE_SHOWN_MAX - 1] + "\u2026"
+
+
 def _describe(
     table: str, names: list[str], key: tuple[Any, ...], rebuilt: tuple[Any, ...] | None, found: tuple[Any, ...] | None
 ) -> str:
+    row = "(" + ", ".join(_shown(part) for part in key) + ")"
     if found is None:
-        return f"{table} lacks the row {key!r} that a rebuild from the log has"
+        return f"{table} lacks the row {row} that a rebuild from the log has"
     if rebuilt is None:
-        return f"{table} has a row {key!r} that a rebuild from the log has not"
+        return f"{table} has a row {row} that a rebuild from the log has not"
     changed = [
-        f"{name} is {have!r} where a rebuild has {want!r}"
+        f"{name} is {_shown(have)} where a rebuild has {_shown(want)}"
         for name, have, want in zip(names, found, rebuilt, strict=True)
         if have != want
     ]
-    return f"{table}, row {key!r}: {'; '.join(changed)}"
+    more = len(changed) - DIFFERENCES_SHOWN
+    shown = "; ".join(changed[:DIFFERENCES_SHOWN]) + (f"; and {more} more" if more > 0 else "")
+    return f"{table}, row {row}: {shown}"

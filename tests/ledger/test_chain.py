@@ -234,6 +234,17 @@ def test_a_view_row_deleted(written: tuple[str, Store]) -> None:
     assert "view_series lacks" in result.detail
 
 
+def test_a_view_cell_of_megabytes_is_quoted_in_a_few_hundred_bytes(written: tuple[str, Store]) -> None:
+    database, store = written
+    store.sql(
+        "UPDATE view_series SET metrics = ?, steps = ? WHERE first_step = 77", (b"m" * 2_000_000, b"s" * 2_000_000)
+    )
+    result = verify(database)
+    assert (result.ok, result.broken_at, result.problem) == (False, 80, "VIEW_DISAGREES")
+    assert "view_series" in result.detail and "metrics" in result.detail and "steps" in result.detail
+    assert len(result.detail.encode()) < 1_000
+
+
 def test_the_head_written_down(written: tuple[str, Store]) -> None:
     database, store = written
     ledger = Ledger.open(database, project=False)
