@@ -16,6 +16,7 @@ from clients.models import (
     AppendReceipt,
     CheckpointReceipt,
     FinishReceipt,
+    LinkSessionReceipt,
     OpenRunReceipt,
     RunPage,
     RunState,
@@ -142,6 +143,14 @@ class RunsMethods(Transport):
         """Merge `summary` into the run's summary: the position."""
         request = runs_pb2.NoteSummaryRequest(run_id=run_id, summary=codec.struct(summary))
         return self._ask("Runs", "NoteSummary", request, reply(SummaryReceipt), timeout_s=timeout_s)
+
+    def link_session(
+        self, *, run_id: str, provider: str, session_id: str, attempt: int = 0, timeout_s: float | None = None
+    ) -> LinkSessionReceipt:
+        """Link the run to a provider's session, so the provider's bill lines for that session are
+        the run's even when they carry no run id. Linking again is a duplicate."""
+        request = runs_pb2.LinkSessionRequest(run_id=run_id, provider=provider, session_id=session_id, attempt=attempt)
+        return self._ask("Runs", "LinkSession", request, reply(LinkSessionReceipt), timeout_s=timeout_s)
 
     def get_run_state(self, *, run_id: str, min_position: int = 0, timeout_s: float | None = None) -> RunState:
         """The RunState (run, attempts, current_attempt, checkpoint, resume, last_step, spend ...)."""

@@ -4,13 +4,18 @@ result of clients.models."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
 
 from clients import codec
 from clients.methods import Doc, Transport, field_of, new_id, reply
 from clients.methods_runs import RunsMethods
 from clients.models import (
     Account,
+    AdjustReceipt,
+    BilledLine,
+    BilledUsageReceipt,
+    ReconcileReport,
     ChainHead,
     ChargeReceipt,
     CommitReceipt,
@@ -112,6 +117,53 @@ class LedgerMethods(RunsMethods, Transport):
             reason=reason,
         )
         return self._ask("Spend", "Charge", request, reply(ChargeReceipt, charge_id=charge_id), timeout_s=timeout_s)
+
+    def record_billed_usage(
+        self,
+        *,
+        provider: str,
+        lines: Iterable[BilledLine],
+        cost_data_through: datetime | None = None,
+        timeout_s: float | None = None,
+    ) -> BilledUsageReceipt:
+        """Record lines of a provider's bill (at most BILLED_LINES_MAX per call; clients.billing
+        sends larger bills in several calls). A line already recorded with the same payload is
+        unchanged, with another payload a restatement: sending a bill again changes nothing."""
+        request = spend_pb2.RecordBilledUsageRequest(
+            provider=provider,
+            lines=[billed_line(line) for line in lines],
+            cost_data_through=codec.timestamp(cost_data_through),
+        )
+        return self._ask("Spend", "RecordBilledUsage", request, reply(BilledUsageReceipt), timeout_s=timeout_s)
+
+    def reconcile(
+        self,
+        *,
+        run_id: str = "",
+        account: str = "",
+        threshold_percent: float = 0.0,
+        page_size: int = 0,
+        page_token: str = "",
+        min_position: int = 0,
+        timeout_s: float | None = None,
+    ) -> ReconcileReport:
+        """What the ledger estimated beside what the providers billed: per run (a page, largest
+        drift first), per account rolled up, per provider, and the unattributed spend."""
+        request = spend_pb2.ReconcileRequest(
+            run_id=run_id,
+            account=account,
+            threshold_percent=threshold_percent,
+            page_size=page_size,
+            page_token=page_token,
+            min_position=min_position,
+        )
+        return self._ask("Spend", "Reconcile", request, reply(ReconcileReport), timeout_s=timeout_s)
+
+    def adjust_to_bill(self, *, run_id: str = "", account: str = "", timeout_s: float | None = None) -> AdjustReceipt:
+        """Record each run's (or one run's or account's) unadjusted drift as an adjustment, so its
+        committed spend, and the caps above it, reflect what was billed. Repeating it is a no-op."""
+        request = spend_pb2.AdjustToBillRequest(run_id=run_id, account=account)
+        return self._ask("Spend", "AdjustToBill", request, reply(AdjustReceipt), timeout_s=timeout_s)
 
     def get_account(self, *, account: str, min_position: int = 0, timeout_s: float | None = None) -> Account:
         request = spend_pb2.GetAccountRequest(account=account, min_position=min_position)
@@ -231,3 +283,21 @@ class LedgerMethods(RunsMethods, Transport):
 def _account(response: spend_pb2.GetAccountResponse) -> Account:
     account = field_of("account", Account)(response)
     return account if account is not None else Account()
+
+
+def billed_line(line: BilledLine) -> spend_pb2.BilledLine:
+    """The message of one bill line."""
+    return spend_pb2.BilledLine(
+        line_id=line.line_id,
+        interval_start=codec.timestamp(line.interval_start),
+        interval_end=codec.timestamp(line.interval_end),
+        amount_usd_micro=line.amount_usd_micro,
+        amount_text=line.amount_text,
+        currency=line.currency,
+        quantities=line.quantities,
+        run_id=line.run_id,
+        account=line.account,
+        session_id=line.session_id,
+        tags=line.tags,
+        description=line.description,
+    )

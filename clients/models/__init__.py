@@ -18,7 +18,7 @@ Each proto file's results are in a module of their own (clients.models.common, .
 from __future__ import annotations
 
 from clients.models.base import Model
-from clients.models.common import CostBasis, GpuCost, MetricColumn, StateHandle, StepBatch, TokenCost
+from clients.models.common import BillTotals, CostBasis, GpuCost, MetricColumn, StateHandle, StepBatch, TokenCost
 from clients.models.events import ChainHead, Event, Verification
 from clients.models.registry import (
     Family,
@@ -35,6 +35,7 @@ from clients.models.runs import (
     Checkpoint,
     CheckpointReceipt,
     FinishReceipt,
+    LinkSessionReceipt,
     OpenRunReceipt,
     Resume,
     RunInfo,
@@ -51,6 +52,15 @@ from clients.models.runs import (
 )
 from clients.models.spend import (
     Account,
+    AdjustReceipt,
+    Adjustment,
+    BilledLine,
+    BilledUsageReceipt,
+    ProviderBill,
+    ReconcileReport,
+    Reconciliation,
+    TokenClassDrift,
+    UnattributedGroup,
     ChargeReceipt,
     CommitReceipt,
     OpenAccountReceipt,
@@ -63,6 +73,17 @@ from clients.models.spend import (
 
 __all__ = [
     "Model",
+    "BillTotals",
+    "LinkSessionReceipt",
+    "BilledLine",
+    "BilledUsageReceipt",
+    "TokenClassDrift",
+    "Reconciliation",
+    "ProviderBill",
+    "UnattributedGroup",
+    "ReconcileReport",
+    "Adjustment",
+    "AdjustReceipt",
     "RunStatus",
     "TokenCost",
     "GpuCost",

@@ -8,7 +8,7 @@ import msgspec
 
 from clients.models.base import Model, empty_list
 
-__all__ = ["TokenCost", "GpuCost", "CostBasis", "StateHandle", "MetricColumn", "StepBatch"]
+__all__ = ["TokenCost", "GpuCost", "CostBasis", "StateHandle", "MetricColumn", "StepBatch", "BillTotals"]
 
 
 class TokenCost(Model, frozen=True, kw_only=True):
@@ -54,3 +54,19 @@ class StepBatch(Model, frozen=True, kw_only=True):
     tokens: list[int] = msgspec.field(default_factory=empty_list)
     usd_micro: list[int] = msgspec.field(default_factory=empty_list)
     metrics: list[MetricColumn] = msgspec.field(default_factory=empty_list)
+
+
+class BillTotals(Model, frozen=True, kw_only=True):
+    """A provider's bill beside the ledger's estimate (micro-dollars): see spend.proto's BillTotals."""
+
+    estimated_usd_micro: int = 0
+    billed_usd_micro: int = 0
+    drift_usd_micro: int = 0
+    drift_percent: float | None = None
+    adjusted_usd_micro: int = 0
+    pending_bill_usd_micro: int = 0
+    provisional_usd_micro: int = 0
+    lines: int = 0
+    unpriced_lines: int = 0
+    flagged: bool = False
+    unadjusted_usd_micro: int = 0

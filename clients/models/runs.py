@@ -20,6 +20,7 @@ __all__ = [
     "Checkpoint",
     "Resume",
     "SpendTotals",
+    "LinkSessionReceipt",
     "RunState",
     "RunSummary",
     "RunPage",
@@ -85,6 +86,7 @@ class SpendTotals(Model, frozen=True, kw_only=True):
     pending_usd_micro: int = 0
     remaining_usd_micro: int | None = None
     overrun_usd_micro: int = 0
+    bill: BillTotals | None = None
 
 
 class RunState(Model, frozen=True, kw_only=True):
@@ -180,3 +182,8 @@ class WatchUpdate(Model, frozen=True, kw_only=True):
     event_type: str = ""
     steps: StepBatch | None = None
     state: RunState = msgspec.field(default_factory=RunState)
+
+
+class LinkSessionReceipt(Model, frozen=True, kw_only=True):
+    position: int = 0
+    duplicate: bool = False

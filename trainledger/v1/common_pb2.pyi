@@ -89,3 +89,29 @@ class StepBatch(_message.Message):
     usd_micro: _containers.RepeatedScalarFieldContainer[int]
     metrics: _containers.RepeatedCompositeFieldContainer[MetricColumn]
     def __init__(self, run_id: _Optional[str] = ..., attempt: _Optional[int] = ..., steps: _Optional[_Iterable[int]] = ..., tokens: _Optional[_Iterable[int]] = ..., usd_micro: _Optional[_Iterable[int]] = ..., metrics: _Optional[_Iterable[_Union[MetricColumn, _Mapping]]] = ...) -> None: ...
+
+class BillTotals(_message.Message):
+    __slots__ = ("estimated_usd_micro", "billed_usd_micro", "drift_usd_micro", "drift_percent", "adjusted_usd_micro", "pending_bill_usd_micro", "provisional_usd_micro", "lines", "unpriced_lines", "flagged", "unadjusted_usd_micro")
+    ESTIMATED_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    BILLED_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    DRIFT_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    DRIFT_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    ADJUSTED_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    PENDING_BILL_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    PROVISIONAL_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    LINES_FIELD_NUMBER: _ClassVar[int]
+    UNPRICED_LINES_FIELD_NUMBER: _ClassVar[int]
+    FLAGGED_FIELD_NUMBER: _ClassVar[int]
+    UNADJUSTED_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    estimated_usd_micro: int
+    billed_usd_micro: int
+    drift_usd_micro: int
+    drift_percent: float
+    adjusted_usd_micro: int
+    pending_bill_usd_micro: int
+    provisional_usd_micro: int
+    lines: int
+    unpriced_lines: int
+    flagged: bool
+    unadjusted_usd_micro: int
+    def __init__(self, estimated_usd_micro: _Optional[int] = ..., billed_usd_micro: _Optional[int] = ..., drift_usd_micro: _Optional[int] = ..., drift_percent: _Optional[float] = ..., adjusted_usd_micro: _Optional[int] = ..., pending_bill_usd_micro: _Optional[int] = ..., provisional_usd_micro: _Optional[int] = ..., lines: _Optional[int] = ..., unpriced_lines: _Optional[int] = ..., flagged: _Optional[bool] = ..., unadjusted_usd_micro: _Optional[int] = ...) -> None: ...

@@ -269,18 +269,20 @@ class Resume(_message.Message):
     def __init__(self, available: _Optional[bool] = ..., from_step: _Optional[int] = ..., handle: _Optional[_Union[_common_pb2.StateHandle, _Mapping]] = ..., sampler_uri: _Optional[str] = ..., spend_committed_usd_micro: _Optional[int] = ...) -> None: ...
 
 class SpendTotals(_message.Message):
-    __slots__ = ("cap_usd_micro", "committed_usd_micro", "pending_usd_micro", "remaining_usd_micro", "overrun_usd_micro")
+    __slots__ = ("cap_usd_micro", "committed_usd_micro", "pending_usd_micro", "remaining_usd_micro", "overrun_usd_micro", "bill")
     CAP_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
     COMMITTED_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
     PENDING_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
     REMAINING_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
     OVERRUN_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    BILL_FIELD_NUMBER: _ClassVar[int]
     cap_usd_micro: int
     committed_usd_micro: int
     pending_usd_micro: int
     remaining_usd_micro: int
     overrun_usd_micro: int
-    def __init__(self, cap_usd_micro: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., pending_usd_micro: _Optional[int] = ..., remaining_usd_micro: _Optional[int] = ..., overrun_usd_micro: _Optional[int] = ...) -> None: ...
+    bill: _common_pb2.BillTotals
+    def __init__(self, cap_usd_micro: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., pending_usd_micro: _Optional[int] = ..., remaining_usd_micro: _Optional[int] = ..., overrun_usd_micro: _Optional[int] = ..., bill: _Optional[_Union[_common_pb2.BillTotals, _Mapping]] = ...) -> None: ...
 
 class ListRunsRequest(_message.Message):
     __slots__ = ("page_size", "page_token", "status", "min_position")
@@ -375,3 +377,23 @@ class WatchRunResponse(_message.Message):
     state: RunState
     state_mask: _field_mask_pb2.FieldMask
     def __init__(self, position: _Optional[int] = ..., event_type: _Optional[str] = ..., steps: _Optional[_Union[_common_pb2.StepBatch, _Mapping]] = ..., state: _Optional[_Union[RunState, _Mapping]] = ..., state_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ...) -> None: ...
+
+class LinkSessionRequest(_message.Message):
+    __slots__ = ("run_id", "provider", "session_id", "attempt")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    provider: str
+    session_id: str
+    attempt: int
+    def __init__(self, run_id: _Optional[str] = ..., provider: _Optional[str] = ..., session_id: _Optional[str] = ..., attempt: _Optional[int] = ...) -> None: ...
+
+class LinkSessionResponse(_message.Message):
+    __slots__ = ("position", "duplicate")
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    position: int
+    duplicate: bool
+    def __init__(self, position: _Optional[int] = ..., duplicate: _Optional[bool] = ...) -> None: ...

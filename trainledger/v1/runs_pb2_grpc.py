@@ -90,6 +90,11 @@ class RunsStub:
                 request_serializer=trainledger_dot_v1_dot_runs__pb2.WatchRunRequest.SerializeToString,
                 response_deserializer=trainledger_dot_v1_dot_runs__pb2.WatchRunResponse.FromString,
                 _registered_method=True)
+        self.LinkSession = channel.unary_unary(
+                '/trainledger.v1.Runs/LinkSession',
+                request_serializer=trainledger_dot_v1_dot_runs__pb2.LinkSessionRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_runs__pb2.LinkSessionResponse.FromString,
+                _registered_method=True)
 
 
 class RunsServicer:
@@ -173,6 +178,14 @@ class RunsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def LinkSession(self, request, context):
+        """Links a run to a provider's session (a Tinker session id), so bill lines of that session are
+        attributed to the run even when they carry no run id.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RunsServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -230,6 +243,11 @@ def add_RunsServicer_to_server(servicer, server):
                     servicer.WatchRun,
                     request_deserializer=trainledger_dot_v1_dot_runs__pb2.WatchRunRequest.FromString,
                     response_serializer=trainledger_dot_v1_dot_runs__pb2.WatchRunResponse.SerializeToString,
+            ),
+            'LinkSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.LinkSession,
+                    request_deserializer=trainledger_dot_v1_dot_runs__pb2.LinkSessionRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_runs__pb2.LinkSessionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -530,6 +548,33 @@ class Runs:
             '/trainledger.v1.Runs/WatchRun',
             trainledger_dot_v1_dot_runs__pb2.WatchRunRequest.SerializeToString,
             trainledger_dot_v1_dot_runs__pb2.WatchRunResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LinkSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainledger.v1.Runs/LinkSession',
+            trainledger_dot_v1_dot_runs__pb2.LinkSessionRequest.SerializeToString,
+            trainledger_dot_v1_dot_runs__pb2.LinkSessionResponse.FromString,
             options,
             channel_credentials,
             insecure,

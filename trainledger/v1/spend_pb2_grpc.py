@@ -75,6 +75,21 @@ class SpendStub:
                 request_serializer=trainledger_dot_v1_dot_spend__pb2.ListReservationsRequest.SerializeToString,
                 response_deserializer=trainledger_dot_v1_dot_spend__pb2.ListReservationsResponse.FromString,
                 _registered_method=True)
+        self.RecordBilledUsage = channel.unary_unary(
+                '/trainledger.v1.Spend/RecordBilledUsage',
+                request_serializer=trainledger_dot_v1_dot_spend__pb2.RecordBilledUsageRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_spend__pb2.RecordBilledUsageResponse.FromString,
+                _registered_method=True)
+        self.Reconcile = channel.unary_unary(
+                '/trainledger.v1.Spend/Reconcile',
+                request_serializer=trainledger_dot_v1_dot_spend__pb2.ReconcileRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_spend__pb2.ReconcileResponse.FromString,
+                _registered_method=True)
+        self.AdjustToBill = channel.unary_unary(
+                '/trainledger.v1.Spend/AdjustToBill',
+                request_serializer=trainledger_dot_v1_dot_spend__pb2.AdjustToBillRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_spend__pb2.AdjustToBillResponse.FromString,
+                _registered_method=True)
 
 
 class SpendServicer:
@@ -137,6 +152,28 @@ class SpendServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RecordBilledUsage(self, request, context):
+        """Records lines of a provider's bill (idempotent by provider, line id and interval; a line
+        recorded again with another payload is a restatement).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Reconcile(self, request, context):
+        """Compares what the ledger estimated with what the providers billed, per run, account and provider.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AdjustToBill(self, request, context):
+        """Records the unadjusted drift of each run or account as an adjustment, so caps reflect the bill.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SpendServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -179,6 +216,21 @@ def add_SpendServicer_to_server(servicer, server):
                     servicer.ListReservations,
                     request_deserializer=trainledger_dot_v1_dot_spend__pb2.ListReservationsRequest.FromString,
                     response_serializer=trainledger_dot_v1_dot_spend__pb2.ListReservationsResponse.SerializeToString,
+            ),
+            'RecordBilledUsage': grpc.unary_unary_rpc_method_handler(
+                    servicer.RecordBilledUsage,
+                    request_deserializer=trainledger_dot_v1_dot_spend__pb2.RecordBilledUsageRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_spend__pb2.RecordBilledUsageResponse.SerializeToString,
+            ),
+            'Reconcile': grpc.unary_unary_rpc_method_handler(
+                    servicer.Reconcile,
+                    request_deserializer=trainledger_dot_v1_dot_spend__pb2.ReconcileRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_spend__pb2.ReconcileResponse.SerializeToString,
+            ),
+            'AdjustToBill': grpc.unary_unary_rpc_method_handler(
+                    servicer.AdjustToBill,
+                    request_deserializer=trainledger_dot_v1_dot_spend__pb2.AdjustToBillRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_spend__pb2.AdjustToBillResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -398,6 +450,87 @@ class Spend:
             '/trainledger.v1.Spend/ListReservations',
             trainledger_dot_v1_dot_spend__pb2.ListReservationsRequest.SerializeToString,
             trainledger_dot_v1_dot_spend__pb2.ListReservationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RecordBilledUsage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainledger.v1.Spend/RecordBilledUsage',
+            trainledger_dot_v1_dot_spend__pb2.RecordBilledUsageRequest.SerializeToString,
+            trainledger_dot_v1_dot_spend__pb2.RecordBilledUsageResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Reconcile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainledger.v1.Spend/Reconcile',
+            trainledger_dot_v1_dot_spend__pb2.ReconcileRequest.SerializeToString,
+            trainledger_dot_v1_dot_spend__pb2.ReconcileResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AdjustToBill(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainledger.v1.Spend/AdjustToBill',
+            trainledger_dot_v1_dot_spend__pb2.AdjustToBillRequest.SerializeToString,
+            trainledger_dot_v1_dot_spend__pb2.AdjustToBillResponse.FromString,
             options,
             channel_credentials,
             insecure,
