@@ -6,13 +6,14 @@ import json
 import time
 import urllib.error
 import urllib.request
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 tinker = pytest.importorskip("tinker")
 from tinker import types  # noqa: E402
 
-from tests.fakes.tinker_server import FakeTinkerServer  # noqa: E402
+from tests.fakes.tinker_server import FakeTinkerServer, usage_event  # noqa: E402
 
 
 @pytest.fixture
@@ -209,3 +210,144 @@ def test_polling_try_again_over_plain_httpx_transport():
         # create_model and forward_backward each answered try_again twice before the result.
         assert srv.count("retrieve_future") == 6
         assert not srv.errors
+
+
+# ---------------------------------------------------------------- the bill (AdminClient.get_billing_usage)
+HOUR = datetime(2026, 11, 30, 10, tzinfo=UTC)
+
+
+def _admin(server: FakeTinkerServer) -> tinker.AdminClient:
+    return tinker.AdminClient(base_url=server.base_url, api_key=FakeTinkerServer.API_KEY)
+
+
+def test_billing_usage_is_parsed_by_the_real_admin_client(server):
+    # A session really created here (its user_metadata is served) and one without metadata.
+    service = tinker.ServiceClient(
+        base_url=server.base_url, api_key=FakeTinkerServer.API_KEY, user_metadata={"ledger_run_id": "run-9"}
+    )
+    created = service.holder.get_session_id()  # the session is created when first needed
+    assert [s.session_id for s in server.sessions] == [created]
+    status, body = _post(server, "create_session", {"tags": [], "user_metadata": None, "sdk_version": "x"})
+    assert status == 200
+    bare = body["session_id"]
+    server.bill(
+        [
+            usage_event("training", 1200, bucket_start=HOUR, session_id=created, rate=3.0, base_model="Qwen/Qwen3-8B"),
+            usage_event("sampling_prefill", 40, bucket_start=HOUR, session_id=created, cached=True, rate=0.25),
+            usage_event("sampling_prefill", 60, bucket_start=HOUR, session_id=created, estimated_cost_usd=1.25e-05),
+            usage_event("sampling_sample", 7, bucket_start=HOUR + timedelta(hours=1), session_id=bare, rate=2.0),
+            usage_event("checkpoint", 2, bucket_start=HOUR, session_id=created, estimated_cost_usd=9.0),
+            usage_event("storage", 3.5, bucket_start=HOUR, free=True, rate=0.0, base_model=None, project_id="p-1"),
+            usage_event("storage", 72.0, bucket_start=HOUR, rate=0.5, base_model=None),
+            usage_event("sampling_sample", 5, bucket_start=HOUR + timedelta(hours=2), session_id="elsewhere"),
+            usage_event("training", 99, bucket_start=HOUR - timedelta(hours=1), session_id=created, rate=3.0),
+        ],
+        cost_data_through=HOUR + timedelta(hours=1),
+        sessions={"configured": {"ledger_account": "team-a"}},
+    )
+    response = _admin(server).get_billing_usage(HOUR, HOUR + timedelta(hours=2)).result(timeout=30)
+    service.close("success").result(timeout=30)
+
+    assert isinstance(response, types.BillingUsageResponse)
+    # The window [10:00, 12:00): the 09:00 and 12:00 buckets are left out; by bucket, then quantity.
+    assert [(e.bucket_start.hour, e.event_info.type) for e in response.data] == [
+        (10, "training"),
+        (10, "storage"),
+        (10, "sampling_prefill"),
+        (10, "sampling_prefill"),
+        (10, "storage"),
+        (10, "checkpoint"),
+        (11, "sampling_sample"),
+    ]
+    training, paid, uncached, cached, free, checkpoint, sample = response.data
+    assert isinstance(training.event_info, types.TrainingBillingEvent)
+    assert training.event_info.token_count == 1200
+    assert (training.session_id, training.base_model) == (created, "Qwen/Qwen3-8B")
+    assert training.bucket_end == datetime(2026, 11, 30, 11, tzinfo=UTC)
+    assert training.estimated_cost_usd == pytest.approx(0.0036)
+    assert training.effective_rate_usd_per_million_tokens == 3.0
+    assert (training.user_id, training.user_name) == ("org-user-1", "Fake User")
+    assert isinstance(cached.event_info, types.SamplingPrefillBillingEvent)
+    assert (cached.event_info.cached, cached.event_info.token_count) == (True, 40)
+    assert cached.estimated_cost_usd == pytest.approx(0.00001)
+    assert (uncached.event_info.cached, uncached.estimated_cost_usd) == (False, 1.25e-05)
+    assert isinstance(checkpoint.event_info, types.CheckpointBillingEvent)
+    assert (checkpoint.event_info.count, checkpoint.estimated_cost_usd) == (2, None)  # never priced
+    assert isinstance(free.event_info, types.StorageBillingEvent)
+    assert (free.event_info.free, free.event_info.gigabyte_hours, free.estimated_cost_usd) == (True, 3.5, 0.0)
+    assert (free.session_id, free.base_model, free.project_id) == (None, None, "p-1")
+    assert (paid.event_info.free, paid.estimated_cost_usd) == (False, pytest.approx(0.05))  # 0.5 x 72 / 720
+    assert paid.effective_rate_usd_per_gigabyte_month == 0.5
+    assert isinstance(sample.event_info, types.SamplingSampleBillingEvent)
+    assert sample.event_info.token_count == 7
+    # Sessions: only those in data, with the metadata they were created with (None for none).
+    assert {sid: s.user_metadata for sid, s in response.sessions.items()} == {
+        created: {"ledger_run_id": "run-9"},
+        bare: None,
+    }
+    assert response.cost_data_through == datetime(2026, 11, 30, 11, tzinfo=UTC)
+    assert server.billing_windows == [(HOUR, HOUR + timedelta(hours=2))]
+    (served,) = server.served("billing/usage/events")
+    assert (served.method, served.status) == ("GET", 200)
+
+    # A session nobody created: None unless configured; configured metadata wins.
+    later = _admin(server).get_billing_usage(HOUR + timedelta(hours=2), HOUR + timedelta(hours=3)).result(timeout=30)
+    assert {sid: s.user_metadata for sid, s in later.sessions.items()} == {"elsewhere": None}
+    server.bill_sessions["elsewhere"] = {"ledger_run_id": "run-x"}
+    later = _admin(server).get_billing_usage(HOUR + timedelta(hours=2), HOUR + timedelta(hours=3)).result(timeout=30)
+    assert later.sessions["elsewhere"].user_metadata == {"ledger_run_id": "run-x"}
+
+
+def test_billing_window_is_checked_like_tinker(server):
+    admin = _admin(server)
+    bad = [
+        ("2026-11-30T10:30:00Z", "2026-11-30T12:00:00Z"),  # misaligned start
+        (HOUR, HOUR + timedelta(hours=1, seconds=1)),  # misaligned end
+        (HOUR, HOUR + timedelta(days=14, hours=1)),  # over 14 days
+        (HOUR, HOUR - timedelta(hours=1)),  # end before start
+        (HOUR, HOUR),  # empty
+        (datetime.now(UTC).replace(minute=0, second=0, microsecond=0) + timedelta(hours=2), "2099-01-01T00:00:00Z"),
+    ]
+    for starting_on, ending_before in bad:
+        with pytest.raises(tinker.BadRequestError):
+            admin.get_billing_usage(starting_on, ending_before).result(timeout=30)
+    assert [r.status for r in server.served("billing/usage/events")] == [400] * len(bad)
+    ok = admin.get_billing_usage(HOUR, HOUR + timedelta(days=14)).result(timeout=30)  # exactly 14 days
+    assert (ok.data, ok.sessions, ok.cost_data_through) == ([], {}, None)
+    # An offset other than UTC names the same instant.
+    admin.get_billing_usage("2026-11-30T12:00:00+02:00", "2026-11-30T11:00:00Z").result(timeout=30)
+    assert server.billing_windows[-1] == (HOUR, HOUR + timedelta(hours=1))
+
+
+def test_billing_from_a_source_and_restated(server):
+    asked: list[tuple[datetime, datetime]] = []
+
+    def source(start: datetime, end: datetime) -> list[dict]:
+        asked.append((start, end))
+        return [usage_event("training", 100 + i, bucket_start=start + timedelta(hours=i)) for i in range(3)]
+
+    server.bill(source=source)
+    admin = _admin(server)
+    got = admin.get_billing_usage(HOUR, HOUR + timedelta(hours=2)).result(timeout=30)
+    assert [e.event_info.token_count for e in got.data] == [100, 101]  # the 12:00 bucket is outside
+    assert asked == [(HOUR, HOUR + timedelta(hours=2))]
+
+    server.bill([usage_event("training", 10, bucket_start=HOUR, session_id="s", estimated_cost_usd=0.5)])
+    first = admin.get_billing_usage(HOUR, HOUR + timedelta(hours=1)).result(timeout=30)
+    assert server.restate(lambda e: e["session_id"] == "s", estimated_cost_usd=0.75) == 1
+    assert server.restate(lambda e: e["session_id"] == "nobody", estimated_cost_usd=1.0) == 0
+    second = admin.get_billing_usage(HOUR, HOUR + timedelta(hours=1)).result(timeout=30)
+    assert [e.estimated_cost_usd for e in first.data] == [0.5]
+    assert [e.estimated_cost_usd for e in second.data] == [0.75]
+    assert second.data[0].event_info.token_count == 10
+    assert asked == [(HOUR, HOUR + timedelta(hours=2))]  # bill() replaced the source
+
+
+def test_billing_needs_the_api_key_and_retries_5xx(server):
+    server.fail_next("billing/usage/events", status=503)
+    got = _admin(server).get_billing_usage(HOUR, HOUR + timedelta(hours=1)).result(timeout=30)
+    assert got.data == []
+    assert [r.status for r in server.served("billing/usage/events")] == [503, 200]
+    with pytest.raises(tinker.AuthenticationError):  # the client asks for its config at once
+        tinker.AdminClient(base_url=server.base_url, api_key="tml-not-the-key")
+    assert server.requests[-1].status == 401

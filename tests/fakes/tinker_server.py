@@ -18,15 +18,40 @@ Endpoints (all under /api/v1):
          create_model, get_info, forward_backward (protobuf), optim_step, save_weights,
          save_weights_for_sampler, load_weights, retrieve_future, sessions/{id}/finish
     GET  healthz, get_server_capabilities, training_runs/{run}/checkpoints
+    GET  billing/usage/events (AdminClient.get_billing_usage; see "The bill" below)
 
 Asynchronous work follows Tinker's shape: a POST returns ``{"request_id": ...}`` and the SDK
 polls ``retrieve_future`` for the result (``try_again_polls`` makes it poll more than once).
+
+The bill (GET billing/usage/events?starting_on=...&ending_before=..., what
+``tinker.AdminClient(base_url=..., api_key=...).get_billing_usage(start, end)`` asks): the test
+says what Tinker billed, as hourly buckets in the wire shape of ``BillingUsageEvent``, made with
+``usage_event`` (one bucket of one kind: training, sampling_prefill cached or not, sampling_sample,
+checkpoint (never priced), storage (gigabyte_hours, paid or free)):
+
+    server.bill([usage_event("training", 1200, bucket_start=hour, session_id=sid, estimated_cost_usd=0.0036),
+                 usage_event("checkpoint", 2, bucket_start=hour, session_id=sid)],
+                cost_data_through=hour + timedelta(hours=1))
+    server.bill(source=lambda start, end: [...])                 # or a function of the window asked
+    server.restate(lambda e: e["session_id"] == sid, estimated_cost_usd=0.0041)  # a bucket re-priced
+    server.bill_sessions["sess-x"] = None                        # a session's user_metadata, by hand
+
+Each answer holds the buckets whose bucket_start lies in the window, ordered by bucket then by
+descending quantity, ``sessions`` ({session_id: {"user_metadata": ...}} for every session in
+``data``: the user_metadata the session was really created with here (None when it had none),
+unless ``bill_sessions``, or the ``sessions=`` of bill(), says otherwise; None for a session
+nobody knows), and ``cost_data_through`` as configured. The parameters are checked as Tinker
+does: both required, RFC 3339, aligned to a UTC hour, starting_on not in the future (``now=``
+sets the clock), ending_before after starting_on and at most 14 days after it; anything else is a
+400 (tinker.BadRequestError). A datetime without an offset is read as UTC. Every window served is
+in ``server.billing_windows``.
 
 Failure injection:
     server.fail_next("forward_backward", status=500)           # HTTP error (the SDK retries 5xx)
     server.fail_next("forward_backward", status=400)           # HTTP error the SDK does not retry
     server.fail_next("forward_backward", error="boom")         # accepted, then the future fails:
                                                                #   SDK raises tinker.RequestFailedError
+    server.fail_next("billing/usage/events", status=503)       # a GET fails with its status only
 
 Everything served is recorded in ``server.requests`` (list of ``Served``).
 """
@@ -40,12 +65,20 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs
 
-__all__ = ["FakeTinkerServer", "Served", "FakeSession", "FakeModel", "FakeCheckpoint", "Failure"]
+__all__ = ["FakeTinkerServer", "Served", "FakeSession", "FakeModel", "FakeCheckpoint", "Failure", "usage_event"]
 
 API = "/api/v1/"
+BILLING = "billing/usage/events"
+BILLING_WINDOW_MAX = _dt.timedelta(days=14)
+TOKEN_KINDS = ("training", "sampling_prefill", "sampling_sample")
+USAGE_KINDS = (*TOKEN_KINDS, "checkpoint", "storage")
+
+BillSource = Callable[[_dt.datetime, _dt.datetime], Iterable[dict[str, Any]]]
 
 
 @dataclasses.dataclass
@@ -125,9 +158,17 @@ class FakeTinkerServer:
     API_KEY = "tml-fake-key"
     BASE_MODEL = "fake/tiny-llama"
 
-    def __init__(self, *, try_again_polls: int = 0, use_pyqwest_transport: bool = True, require_api_key: bool = True):
+    def __init__(
+        self,
+        *,
+        try_again_polls: int = 0,
+        use_pyqwest_transport: bool = True,
+        require_api_key: bool = True,
+        now: Callable[[], _dt.datetime] | None = None,
+    ):
         """``try_again_polls``: how many retrieve_future polls answer try_again before the result.
-        ``use_pyqwest_transport``: the client-config flag (the SDK's default transport is pyqwest)."""
+        ``use_pyqwest_transport``: the client-config flag (the SDK's default transport is pyqwest).
+        ``now``: the clock the billing endpoint checks "not in the future" against (UTC now)."""
         self.try_again_polls = try_again_polls
         self.use_pyqwest_transport = use_pyqwest_transport
         self.require_api_key = require_api_key
@@ -142,6 +183,12 @@ class FakeTinkerServer:
         self._ids = itertools.count(1)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.now = now or (lambda: _dt.datetime.now(_dt.UTC))
+        self.bill_events: list[dict[str, Any]] = []  # what bill() configured (restate() changes it)
+        self.bill_source: BillSource | None = None
+        self.bill_sessions: dict[str, dict[str, str] | None] = {}  # session_id -> user_metadata served
+        self.cost_data_through: _dt.datetime | None = None
+        self.billing_windows: list[tuple[_dt.datetime, _dt.datetime]] = []  # every window served
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> FakeTinkerServer:
@@ -235,6 +282,58 @@ class FakeTinkerServer:
     def reset_records(self) -> None:
         with self._lock:
             self.requests.clear()
+
+    # ---------------------------------------------------------------- the bill
+    def bill(
+        self,
+        events: Iterable[dict[str, Any]] = (),
+        *,
+        cost_data_through: _dt.datetime | None = None,
+        sessions: dict[str, dict[str, str] | None] | None = None,
+        source: BillSource | None = None,
+    ) -> None:
+        """Say what Tinker billed: these buckets (``usage_event``'s dicts), or ``source(start, end)``
+        called for every window asked; replaces the bill configured before. ``cost_data_through``
+        is served as given; ``sessions`` adds or overrides the user_metadata served per session."""
+        with self._lock:
+            self.bill_events = [_check_event(event) for event in events]
+            self.bill_source = source
+            self.cost_data_through = cost_data_through
+            if sessions:
+                self.bill_sessions.update(sessions)
+
+    def restate(self, where: Callable[[dict[str, Any]], bool], **changes: Any) -> int:
+        """Change the configured buckets ``where`` selects (e.g. ``estimated_cost_usd=0.0041``), as
+        Tinker does when it re-prices a bucket; the number of buckets changed."""
+        changed = 0
+        with self._lock:
+            for index, event in enumerate(self.bill_events):
+                if where(event):
+                    self.bill_events[index] = _check_event({**event, **changes})
+                    changed += 1
+        return changed
+
+    def billing_usage(self, starting_on: _dt.datetime, ending_before: _dt.datetime) -> dict[str, Any]:
+        """The JSON body served for a window (already checked)."""
+        with self._lock:
+            source, configured = self.bill_source, list(self.bill_events)
+            cost_data_through = self.cost_data_through
+            created = {s.session_id: (dict(s.user_metadata) or None) for s in self.sessions}
+            overrides = dict(self.bill_sessions)
+        events = configured + [_check_event(e) for e in (source(starting_on, ending_before) if source else ())]
+        data = [e for e in events if starting_on <= _parse_time(e["bucket_start"]) < ending_before]
+        data.sort(key=lambda e: (_parse_time(e["bucket_start"]), -_quantity(e)))
+        sessions: dict[str, dict[str, Any]] = {}
+        for event in data:
+            sid = event.get("session_id")
+            if sid is not None and sid not in sessions:
+                metadata = overrides[sid] if sid in overrides else created.get(sid)
+                sessions[sid] = {"user_metadata": metadata}
+        return {
+            "data": data,
+            "sessions": sessions,
+            "cost_data_through": None if cost_data_through is None else _rfc3339(cost_data_through),
+        }
 
     # ---------------------------------------------------------------- internals
     def _new_id(self, prefix: str) -> str:
@@ -345,7 +444,9 @@ class FakeTinkerServer:
         if self.require_api_key and api_key != self.API_KEY:
             return self._finish(method, path, pattern, 401, {"detail": "invalid api key"}, headers)
 
-        failure = self._take_failure(pattern) if method == "POST" else None
+        failure = self._take_failure(pattern)
+        if failure is not None and method != "POST" and failure.status is None:
+            failure = Failure(status=500, body={"detail": failure.error})  # a GET has no future to fail
         if failure is not None and failure.status is not None:
             body = failure.body if failure.body is not None else {"detail": f"injected failure on {pattern}"}
             rec = Served(pattern, method, path, failure.status, injected=True, api_key=api_key)
@@ -419,6 +520,11 @@ class FakeTinkerServer:
                         ]
                     },
                 )
+            if ep == BILLING:
+                starting_on, ending_before = self._billing_window(path)
+                with self._lock:
+                    self.billing_windows.append((starting_on, ending_before))
+                return self._reply(rec, self.billing_usage(starting_on, ending_before))
             m = re.fullmatch(r"training_runs/([^/]+)/checkpoints", path[len(API) :])
             if m:
                 run = m.group(1)
@@ -552,6 +658,30 @@ class FakeTinkerServer:
             return self._retrieve(rec, body)
         raise _HTTPError(404, f"fake Tinker does not implement POST {ep}")
 
+    def _billing_window(self, path: str) -> tuple[_dt.datetime, _dt.datetime]:
+        """starting_on and ending_before of a billing query, checked as Tinker checks them."""
+        query = parse_qs(path.split("?", 1)[1] if "?" in path else "")
+        times: list[_dt.datetime] = []
+        for name in ("starting_on", "ending_before"):
+            values = query.get(name)
+            if not values:
+                raise _HTTPError(400, f"{name} is required")
+            try:
+                value = _parse_time(values[0])
+            except ValueError:
+                raise _HTTPError(400, f"{name} is not an RFC 3339 time: {values[0]!r}") from None
+            if (value.minute, value.second, value.microsecond) != (0, 0, 0):
+                raise _HTTPError(400, f"{name} must be aligned to a UTC hour boundary: {values[0]!r}")
+            times.append(value)
+        starting_on, ending_before = times
+        if starting_on > self.now():
+            raise _HTTPError(400, "starting_on must not be in the future")
+        if ending_before <= starting_on:
+            raise _HTTPError(400, "ending_before must be after starting_on")
+        if ending_before - starting_on > BILLING_WINDOW_MAX:
+            raise _HTTPError(400, "the window must be at most 14 days")
+        return starting_on, ending_before
+
     def _session_or_404(self, session_id: str | None) -> FakeSession:
         try:
             return self.session(str(session_id))
@@ -601,6 +731,84 @@ class FakeTinkerServer:
         if fut["kind"] == "proto":
             return self._reply(rec, fut["data"], content_type="application/x-protobuf")
         return self._reply(rec, fut["data"])
+
+
+def usage_event(
+    kind: str,
+    quantity: float,
+    *,
+    bucket_start: _dt.datetime,
+    session_id: str | None = None,
+    base_model: str | None = FakeTinkerServer.BASE_MODEL,
+    estimated_cost_usd: float | None = None,
+    rate: float | None = None,
+    cached: bool = False,
+    free: bool = False,
+    user_id: str | None = "org-user-1",
+    user_name: str | None = "Fake User",
+    project_id: str | None = None,
+) -> dict[str, Any]:
+    """One hourly bucket of usage in the wire shape of tinker.types.BillingUsageEvent. ``kind``:
+    training, sampling_prefill (``cached``), sampling_sample (``quantity`` tokens), checkpoint
+    (``quantity`` checkpoints, never priced) or storage (``quantity`` GB-hours, ``free``). ``rate``:
+    the effective rate, USD per million tokens or per GB-month; without ``estimated_cost_usd`` the
+    cost is computed from it as Tinker does (rate x tokens / 1e6, rate x GB-hours / 720)."""
+    if kind not in USAGE_KINDS:
+        raise ValueError(f"unknown usage kind {kind!r}")
+    info: dict[str, Any] = {"type": kind}
+    token_rate = storage_rate = None
+    if kind in TOKEN_KINDS:
+        info["token_count"] = int(quantity)
+        token_rate = rate
+        if estimated_cost_usd is None and rate is not None:
+            estimated_cost_usd = rate * int(quantity) / 1_000_000
+    elif kind == "checkpoint":
+        info["count"] = int(quantity)
+        estimated_cost_usd = None
+    else:
+        info["gigabyte_hours"], info["free"] = float(quantity), free
+        storage_rate = rate
+        if estimated_cost_usd is None and rate is not None:
+            estimated_cost_usd = rate * float(quantity) / 720
+    if kind == "sampling_prefill":
+        info["cached"] = cached
+    start = bucket_start.astimezone(_dt.UTC)
+    return {
+        "bucket_start": _rfc3339(start),
+        "bucket_end": _rfc3339(start + _dt.timedelta(hours=1)),
+        "base_model": base_model,
+        "user_id": user_id,
+        "user_name": user_name,
+        "session_id": session_id,
+        "project_id": project_id,
+        "estimated_cost_usd": estimated_cost_usd,
+        "effective_rate_usd_per_million_tokens": token_rate,
+        "effective_rate_usd_per_gigabyte_month": storage_rate,
+        "event_info": info,
+    }
+
+
+def _check_event(event: dict[str, Any]) -> dict[str, Any]:
+    start = _parse_time(event["bucket_start"])
+    if (start.minute, start.second, start.microsecond) != (0, 0, 0):
+        raise ValueError(f"a bucket starts on a UTC hour: {event['bucket_start']!r}")
+    if event["event_info"]["type"] not in USAGE_KINDS:
+        raise ValueError(f"unknown usage kind {event['event_info']['type']!r}")
+    return dict(event)
+
+
+def _quantity(event: dict[str, Any]) -> float:
+    info = event["event_info"]
+    return float(info.get("token_count", info.get("count", info.get("gigabyte_hours", 0))))
+
+
+def _parse_time(text: str) -> _dt.datetime:
+    value = _dt.datetime.fromisoformat(text)
+    return value.replace(tzinfo=_dt.UTC) if value.tzinfo is None else value.astimezone(_dt.UTC)
+
+
+def _rfc3339(value: _dt.datetime) -> str:
+    return value.astimezone(_dt.UTC).isoformat().replace("+00:00", "Z")
 
 
 class _HTTPError(Exception):
