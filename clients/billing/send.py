@@ -1,0 +1,117 @@
+"""Sending a provider's bill to the ledger: `send_lines` cuts the lines into requests the server
+takes, sends them one after the other with the sync LedgerClient's record_billed_usage, and sums
+the receipts into one PullResult.
+
+The server refuses a RecordBilledUsage request of more than 10,000 lines or more than 3 MiB; a
+request here holds at most LINES_PER_REQUEST (5,000) lines and about BYTES_PER_REQUEST (2 MiB),
+measured on the wire messages themselves (clients.methods_spend.billed_line(line).ByteSize()
+plus each field's tag and length), so a bill with long tags or descriptions is cut sooner. The
+halved limits leave room for what the measure leaves out (the request's other fields).
+
+Every request is idempotent: a line the ledger already holds with the same payload is counted
+`unchanged`, with another payload `restated`, so a pull interrupted part way is simply run again.
+A request is sent only when it holds lines; `cost_data_through` goes with every request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+from clients.client import LedgerClient
+from clients.methods_spend import billed_line
+from clients.models import BilledLine, BilledUsageReceipt
+
+__all__ = ["BYTES_PER_REQUEST", "LINES_PER_REQUEST", "PullResult", "batches", "send_lines"]
+
+LINES_PER_REQUEST = 5_000
+BYTES_PER_REQUEST = 2 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class PullResult:
+    """What sending a bill did: lines new to the ledger (`recorded`), lines that replaced an
+    earlier amount or payload (`restated`), lines already held as sent (`unchanged`); `lines`
+    sent in `requests` requests; `position` the highest event position the receipts named (0
+    when nothing was sent)."""
+
+    recorded: int = 0
+    restated: int = 0
+    unchanged: int = 0
+    lines: int = 0
+    requests: int = 0
+    position: int = 0
+
+    def __add__(self, other: PullResult) -> PullResult:
+        return PullResult(
+            recorded=self.recorded + other.recorded,
+            restated=self.restated + other.restated,
+            unchanged=self.unchanged + other.unchanged,
+            lines=self.lines + other.lines,
+            requests=self.requests + other.requests,
+            position=max(self.position, other.position),
+        )
+
+    @classmethod
+    def of(cls, receipt: BilledUsageReceipt, lines: int) -> PullResult:
+        """The result of one request of `lines` lines."""
+        return cls(
+            recorded=receipt.recorded,
+            restated=receipt.restated,
+            unchanged=receipt.unchanged,
+            lines=lines,
+            requests=1,
+            position=receipt.position,
+        )
+
+
+def _wire_size(line: BilledLine) -> int:
+    """The bytes the line adds to a request: its message, its length prefix and the field tag."""
+    size = billed_line(line).ByteSize()
+    return size + 1 + max(1, (size.bit_length() + 6) // 7)
+
+
+def batches(
+    lines: Iterable[BilledLine],
+    *,
+    max_lines: int = LINES_PER_REQUEST,
+    max_bytes: int = BYTES_PER_REQUEST,
+) -> Iterator[list[BilledLine]]:
+    """The lines in order, cut into lists of at most `max_lines` lines and `max_bytes` bytes on
+    the wire (a single line larger than `max_bytes` goes alone; the server judges it)."""
+    if max_lines < 1 or max_bytes < 1:
+        raise ValueError("max_lines and max_bytes must be positive")
+    batch: list[BilledLine] = []
+    size = 0
+    for line in lines:
+        line_size = _wire_size(line)
+        if batch and (len(batch) >= max_lines or size + line_size > max_bytes):
+            yield batch
+            batch, size = [], 0
+        batch.append(line)
+        size += line_size
+    if batch:
+        yield batch
+
+
+def send_lines(
+    ledger: LedgerClient,
+    provider: str,
+    lines: Iterable[BilledLine],
+    *,
+    cost_data_through: datetime | None = None,
+    max_lines: int = LINES_PER_REQUEST,
+    max_bytes: int = BYTES_PER_REQUEST,
+    timeout_s: float | None = None,
+) -> PullResult:
+    """Record `lines` of `provider`'s bill on the ledger in as many requests as they need and sum
+    the receipts. The ledger's errors (clients.errors) are raised as they come; the requests sent
+    before stay recorded, and sending the same lines again finishes the job."""
+    result = PullResult()
+    for batch in batches(lines, max_lines=max_lines, max_bytes=max_bytes):
+        receipt = ledger.record_billed_usage(
+            provider=provider, lines=batch, cost_data_through=cost_data_through, timeout_s=timeout_s
+        )
+        result = result + PullResult.of(receipt, len(batch))
+    return result
