@@ -23,9 +23,14 @@ other exception. An ended run is not resumed or restarted unless asked: RunEnded
 done run, and for a failed or stopped one without reopen=True. Every other refusal to resume or
 start is ResumeRefused (clients.integrations.resume) with its ResumeReason.
 
-Each run gets its own Tinker session whose user_metadata carries the ledger run id and run key
-(METADATA_RUN_ID, METADATA_RUN_KEY), so AdminClient.get_billing_usage (by session ->
-user_metadata) can reconcile the ledger's estimates with the bill.
+Each attempt gets its own Tinker session whose user_metadata carries the ledger run id and run key
+(METADATA_RUN_ID, METADATA_RUN_KEY; and METADATA_ACCOUNT, the parent account, when one is given),
+and the session is linked to the run on the ledger (Runs.LinkSession, with the attempt) as soon as
+the attempt and the session exist, a resumed run's new session too. Tinker's bill
+(AdminClient.get_billing_usage, pulled by clients.billing.pull_tinker) names each bucket's session
+and its user_metadata, so the ledger finds the run of every line through either and reconciles the
+ledger's estimates with the bill. A link that fails is logged, never raised into training, except
+AttemptSuperseded and RunFinished.
 
 Spend: forward_backward, forward, optim_step, sample and compute_logprobs reserve their projected
 cost on the run's account before anything is sent to Tinker (SpendCapExceeded or Unavailable is
@@ -52,6 +57,7 @@ from clients.integrations.tinker.common import (
     BACKEND,
     FIDELITY_STATE,
     FIDELITY_WEIGHTS,
+    METADATA_ACCOUNT,
     METADATA_RUN_ID,
     METADATA_RUN_KEY,
     BackendMismatch,
@@ -75,6 +81,7 @@ __all__ = [
     "BACKEND",
     "METADATA_RUN_ID",
     "METADATA_RUN_KEY",
+    "METADATA_ACCOUNT",
     "FIDELITY_STATE",
     "FIDELITY_WEIGHTS",
     "LedgeredServiceClient",

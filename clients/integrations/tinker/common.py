@@ -20,6 +20,7 @@ __all__ = [
     "FIDELITY_WEIGHTS",
     "METADATA_RUN_ID",
     "METADATA_RUN_KEY",
+    "METADATA_ACCOUNT",
     "CACHED_PREFILL",
     "RESERVED_LOG_NAMES",
     "PriceSheets",
@@ -45,6 +46,7 @@ FIDELITY_STATE = "weights+optimizer"
 FIDELITY_WEIGHTS = "weights"
 METADATA_RUN_ID = "ledger_run_id"
 METADATA_RUN_KEY = "ledger_run_key"
+METADATA_ACCOUNT = "ledger_account"  # the run's parent account, on a session opened with one
 CACHED_PREFILL = "prefill_cached"
 RESERVED_LOG_NAMES = frozenset({"step", "tokens", "usd_micro"})
 

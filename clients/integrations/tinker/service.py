@@ -1,5 +1,7 @@
-"""Opening and resuming ledgered Tinker runs: one Tinker session per run, tagged with the run's id
-and key; a resume goes through the one resume decision (clients.integrations.resume) before
+"""Opening and resuming ledgered Tinker runs: one Tinker session per attempt, tagged with the run's
+id and key (and, given a parent account, "ledger_account"), and linked to the run on the ledger
+(Runs.LinkSession) as soon as the attempt and the session exist, so Tinker's bill reaches the run
+through either; a resume goes through the one resume decision (clients.integrations.resume) before
 anything is sent to Tinker's training API."""
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from clients.integrations.resume import Loader, ResumePoint, ResumeReason, Resum
 from clients.integrations.tinker.common import (
     BACKEND,
     FIDELITY_STATE,
+    METADATA_ACCOUNT,
     METADATA_RUN_ID,
     METADATA_RUN_KEY,
     TINKER_SCHEME,
@@ -95,7 +98,7 @@ class LedgeredServiceClient:
                 state=state,
             )
         recorder = self._recorder(key, name, spec, cap_usd_micro, parent_account, None, reopen)
-        service = self._service_client(recorder.run_id, key)
+        service = self._service_client(recorder.run_id, key, parent_account)
         try:
             training = service.create_lora_training_client(
                 base_model, rank, seed=seed, user_metadata=self._model_metadata(recorder.run_id, key), **lora_options
@@ -154,7 +157,7 @@ class LedgeredServiceClient:
             )
         sheet_for(self.prices, base_model)
         run_id, step = state.run.run_id, point.step
-        service = self._service_client(run_id, key)
+        service = self._service_client(run_id, key, parent_account)
         try:
             training = service.create_training_client_from_state_with_optimizer(
                 point.uri, user_metadata=self._model_metadata(run_id, key)
@@ -199,8 +202,9 @@ class LedgeredServiceClient:
             **self.recorder_options,
         )
 
-    def _service_client(self, run_id: str, key: str) -> tinker.ServiceClient:
-        metadata = {**self.user_metadata, METADATA_RUN_ID: run_id, METADATA_RUN_KEY: key}
+    def _service_client(self, run_id: str, key: str, parent_account: str = "") -> tinker.ServiceClient:
+        account = {METADATA_ACCOUNT: parent_account} if parent_account else {}
+        metadata = {**account, **self.user_metadata, METADATA_RUN_ID: run_id, METADATA_RUN_KEY: key}
         return tinker.ServiceClient(
             user_metadata=metadata, project_id=self.project_id, base_url=self.base_url, api_key=self.api_key
         )
@@ -220,7 +224,8 @@ class LedgeredServiceClient:
         start_step: int,
         resumed_from_step: int | None,
     ) -> LedgeredTrainingClient:
-        return LedgeredTrainingClient(
+        """The ledgered client of a started attempt, its Tinker session linked to the run."""
+        client = LedgeredTrainingClient(
             service_client=service,
             training_client=training,
             recorder=recorder,
@@ -232,6 +237,12 @@ class LedgeredServiceClient:
             resumed_from_step=resumed_from_step,
             run_key=key,
         )
+        try:
+            client.link_session()
+        except BaseException:  # only what stops this attempt (AttemptSuperseded, RunFinished)
+            client.close()
+            raise
+        return client
 
 
 # A checkpoint Tinker holds (a tinker:// path, no files here to check) with its optimizer state.

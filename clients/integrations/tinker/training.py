@@ -1,6 +1,7 @@
 """A Tinker TrainingClient recorded as one attempt of a ledger run: every billable call holds its
 projected cost first, one ledger step per optimizer step, checkpoints with their tinker:// paths
-and TTLs, and the run finished as the `with` block ends (see clients.integrations.tinker)."""
+and TTLs, the attempt's Tinker session linked to the run (link_session), and the run finished as
+the `with` block ends (see clients.integrations.tinker)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any, Literal
 import tinker
 from tinker import types
 
-from clients.errors import LedgerClientError
+from clients.errors import AttemptSuperseded, LedgerClientError, RunFinished
 from clients.integrations.tinker.common import (
     BACKEND,
     FIDELITY_STATE,
@@ -29,7 +30,7 @@ from clients.integrations.tinker.common import (
 )
 from clients.integrations.tinker.futures import LedgeredFuture, OpenHold, Settler, Spend
 from clients.integrations.tinker.sampling import LedgeredSamplingClient
-from clients.models import FinishReceipt
+from clients.models import FinishReceipt, LinkSessionReceipt
 from clients.recorder import RunRecorder, exit_error, exit_status
 
 __all__ = ["LedgeredTrainingClient"]
@@ -67,6 +68,7 @@ class LedgeredTrainingClient(Settler):
         self._checkpoints: dict[int, str] = {}  # step -> "state" | "sampler", recorded by this attempt
         self._finished: FinishReceipt | None = None
         self._submit_lock = threading.Lock()
+        self.link: LinkSessionReceipt | None = None  # the ledger's answer to link_session()
 
     @property
     def run_id(self) -> str:
@@ -80,6 +82,32 @@ class LedgeredTrainingClient(Settler):
     def step(self) -> int:
         """Optimizer steps done (settled), counted from the run's start."""
         return self._step
+
+    @property
+    def session_id(self) -> str:
+        """The Tinker session of this attempt ("" when it cannot be read)."""
+        return self._session_id()
+
+    def link_session(self) -> LinkSessionReceipt | None:
+        """Link the run to this attempt's Tinker session on the ledger (Runs.LinkSession), so that
+        Tinker's bill lines of the session are the run's even when they carry no run id. The
+        service client calls it as soon as the attempt and the session exist (a new run's and a
+        resumed run's). A failure is logged and answered None, never raised into training, except
+        AttemptSuperseded and RunFinished: this attempt may no longer train."""
+        session_id = self._session_id()
+        if not session_id:
+            log.warning("run %s: no Tinker session id to link", self.run_id)
+            return None
+        try:
+            self.link = self.recorder.client.link_session(
+                run_id=self.run_id, provider=BACKEND, session_id=session_id, attempt=self.attempt
+            )
+        except (AttemptSuperseded, RunFinished):
+            raise
+        except LedgerClientError as error:
+            log.warning("could not link run %s to Tinker session %s: %s", self.run_id, session_id, error)
+            return None
+        return self.link
 
     # Billable calls.
     def forward_backward(
