@@ -40,6 +40,18 @@
   no symlink out of it), and the file's digest must be the one recorded with it
   (verify_digest=False accepts a checkpoint recorded without one). Otherwise ResumeRefused, the
   one refusal of every integration's resume (clients.integrations.resume), with its reason.
+- Tags for the bill (`run_tags`, `tag_app`): Modal's billing report attributes cost to the App
+  a run executes in, with the App's tags. The App is tagged ``trainledger_run_id=<run id>`` and,
+  when the run has a parent account, ``trainledger_account=<account>``, so the lines
+  clients.billing.modal pulls from the report are attributed to the run (and its account) by
+  the ledger. Give them when the App is made, ``modal.App("sft", tags=run_tags(run_id,
+  account))``, when the run id is known then; otherwise `open_recorder` tags the App running in
+  this container once the run is open (``app=`` names another App, ``tag=False`` turns it
+  off): it reads the App's tags, merges the run's into them (the run's win) and sets them
+  (App.set_tags replaces all of an App's tags, so the others are kept by merging). Tagging never
+  raises into training: a failure (no credentials, Modal unreachable) is logged and training
+  goes on; the bill's lines are then unattributed until tagged, or attributed by a file's
+  run_id column. Modal attributes a tag to the whole report interval it was set in.
 - GPU spend (`GpuMeter`, clients.integrations.meter: the meter the Transformers callback uses too):
   wall-clock time of the container's GPUs x the GpuPrice rate. An interval
   (``interval_s`` of GPU time) is reserved before it starts; when it has passed (seen by `tick()`)
@@ -47,7 +59,8 @@
   reserved. Time before the meter starts (container start, image pull, model load before the
   block) is not metered.
 
-Nothing here contacts Modal: modal is imported only to ask for the current function call id.
+Modal is contacted only to tag the App (open_recorder in a Modal container, or tag_app); modal is
+imported only for that and to ask for the current function call id.
 """
 
 from __future__ import annotations
@@ -59,6 +72,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal, Protocol
 
+from clients.billing.modal import ACCOUNT_TAG, RUN_TAG
 from clients.client import LedgerClient
 from clients.integrations.meter import GpuMeter
 from clients.integrations.resume import Loader, ResumePoint, ResumeReason, ResumeRefused, decide, local_path, resumed
@@ -72,6 +86,11 @@ __all__ = [
     "client_from_env",
     "attempt_label",
     "open_recorder",
+    "run_tags",
+    "tag_app",
+    "container_app",
+    "RUN_TAG",
+    "ACCOUNT_TAG",
     "commit_and_record",
     "resume_path",
     "volume_uri",
@@ -159,6 +178,64 @@ def attempt_label(environ: Mapping[str, str] | None = None) -> str | None:
     return f"modal:{task_id}/{call_id}" if call_id else f"modal:{task_id}"
 
 
+def run_tags(run_id: str, account: str = "") -> dict[str, str]:
+    """The tags that attribute Modal's bill to a run: ``{"trainledger_run_id": run_id}`` plus
+    ``"trainledger_account": account`` when the run has a parent account. For
+    ``modal.App(..., tags=run_tags(run_id, account))``. Raises ValueError without a run id."""
+    if not run_id:
+        raise ValueError("run_tags needs the run id")
+    tags = {RUN_TAG: run_id}
+    if account:
+        tags[ACCOUNT_TAG] = account
+    return tags
+
+
+def container_app() -> Any | None:
+    """The modal.App this process runs in when it is a Modal container's function, else None
+    (also without the modal package)."""
+    try:
+        import modal
+    except ImportError:
+        return None
+    try:
+        if modal.is_local():
+            return None
+        return modal.App._get_container_app()
+    except Exception:  # noqa: BLE001 - an SDK without these is simply not in a container we know
+        return None
+
+
+def tag_app(app: Any = None, *, run_id: str, account: str = "", client: Any = None) -> dict[str, str] | None:
+    """Tag a Modal App with run_tags(run_id, account), keeping its other tags: the App's tags
+    are read (App.get_tags) and, unless they already say so, set to their union with the run's
+    (App.set_tags; the run's win). `app`: a running, deployed or looked-up modal.App (it needs an
+    App id); default: the App of this container (container_app()). `client`: a modal.Client for
+    the calls (default: the App's own). Returns the tags the App has now, or None when nothing
+    was tagged: no App (outside a container), an App without an id, or a failure. Never raises:
+    a failure is logged as a warning, since a tag must not stop training."""
+    target = app if app is not None else container_app()
+    if target is None:
+        log.debug("no Modal App to tag with run %s (not in a Modal container)", run_id)
+        return None
+    try:
+        wanted = run_tags(run_id, account)
+        if not getattr(target, "app_id", None):
+            log.warning("the Modal App is not running (no App id): not tagged with run %s", run_id)
+            return None
+        current = dict(target.get_tags(client=client))
+        merged = {**current, **wanted}
+        if merged == current:
+            return current
+        replaced = current.get(RUN_TAG)
+        if replaced and replaced != run_id:
+            log.info("the Modal App %s now bills to run %s (was %s)", target.app_id, run_id, replaced)
+        target.set_tags(merged, client=client)
+        return merged
+    except Exception as error:  # noqa: BLE001 - a failed tag is logged, never raised into training
+        log.warning("could not tag the Modal App with run %s: %s: %s", run_id, type(error).__name__, error)
+        return None
+
+
 def open_recorder(
     client: LedgerClient | None = None,
     *,
@@ -170,6 +247,8 @@ def open_recorder(
     resume_from_step: int | Literal["latest"] | None = "latest",
     label: str | None = None,
     reopen: bool = True,
+    app: Any = None,
+    tag: bool = True,
     **options: Any,
 ) -> RunRecorder:
     """RunRecorder.open for this container: the client from the environment unless given, the
@@ -177,9 +256,12 @@ def open_recorder(
     the run's latest checkpoint by default, reopening a failed or stopped run by default (a
     modal.Retries retry of a failed input; reopen=False refuses it with RunEnded). An
     `outbox_dir` option on the container's own disk outlives a ledger outage, not the
-    container: a retry in a fresh container cannot replay it."""
+    container: a retry in a fresh container cannot replay it.
+    Once the run is open, the App it executes in is tagged with its run id and parent account
+    (tag_app: `app`, default the container's App; nothing outside a container; `tag=False`
+    turns it off); a failed tag is logged, never raised."""
     client = client or client_from_env()
-    return RunRecorder.open(
+    recorder = RunRecorder.open(
         client,
         run_key=run_key,
         name=name,
@@ -191,6 +273,9 @@ def open_recorder(
         reopen=reopen,
         **options,
     )
+    if tag and recorder.run_id:
+        tag_app(app, run_id=recorder.run_id, account=parent_account)
+    return recorder
 
 
 # -- checkpoints on a Volume ----------------------------------------------------------------------
