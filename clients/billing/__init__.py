@@ -7,24 +7,35 @@ ledger then answers `reconcile()` (estimate beside bill, per run and account, dr
 a threshold, 5% by default) and `adjust_to_bill()` (the drift recorded as an adjustment, so the
 committed spend and the caps above it reflect the bill).
 
+    from datetime import UTC, datetime
+
     from clients import LedgerClient
-    from clients.billing import pull_tinker, pull_modal, read_bill_file, send_lines
+    from clients.billing import import_bill_file, pull_modal, pull_tinker
 
     ledger = LedgerClient("127.0.0.1:50051")
-    result = pull_tinker(ledger, datetime(2026, 7, 1, tzinfo=UTC), datetime(2026, 7, 31, tzinfo=UTC))
-    print(result.recorded, result.restated, result.unchanged)      # a PullResult
-    report = ledger.reconcile(threshold_percent=5)                 # runs, accounts, providers, unattributed
+    start, end = datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 12, 1, tzinfo=UTC)
+    result = pull_tinker(ledger, start, end)                        # a PullResult
+    print(result.recorded, result.restated, result.unchanged)
+    pull_modal(ledger, start, end)                                  # Modal's workspace billing report
+    import_bill_file(ledger, "acme-2026-11.csv", provider="acme")   # any provider's bill as a file
+    report = ledger.reconcile()                                     # runs, accounts, providers, unattributed
+    ledger.adjust_to_bill()                                         # the drift recorded as adjustments
 
 Pullers, one per provider; each makes lines from the provider's own records and sends them:
 
 - Tinker (clients.billing.tinker): `pull_tinker(ledger, start, end, base_url=, api_key=)` asks
-  Tinker's billing API (tinker.AdminClient.get_billing_usage; an admin or billing-admin key) in
-  hour-aligned windows of at most 14 days; `tinker_lines(response)` is the conversion alone: one
-  line per hourly bucket, session x base model x usage kind.
-- Modal (clients.billing.modal): `pull_modal(...)` and `modal_lines(...)`, the same for Modal's
-  usage report.
-- A file (clients.billing.files): `read_bill_file(path, ...)` reads a provider's bill exported
-  as a file into lines (BillFileError names what is wrong with it), to be sent with send_lines.
+  Tinker's billing API (tinker.AdminClient.get_billing_usage; a key with the admin or
+  billing-admin role, TINKER_API_KEY by default) in hour-aligned windows of at most 14 days
+  (`tinker_windows`); `tinker_lines(response)` is the conversion alone: one line per hourly
+  bucket (session x base model x usage kind), and the answer's cost_data_through.
+- Modal (clients.billing.modal): `pull_modal(ledger, start, end, resolution=, environment=)`
+  reads the workspace's billing report through the modal SDK (`report_items`) and records one
+  line per object, interval and resource (`modal_lines`, `modal_line`).
+- A file (clients.billing.files): `read_bill_file(path, provider=)` reads a provider's bill as
+  CSV or JSON (the columns in COLUMNS, REQUIRED_COLUMNS) or Modal's own export
+  (MODAL_CSV_COLUMNS) into lines, every row checked first: BillFileError lists each BadRow.
+  `load_bill_file` gives the lines with the file's shape (BillFile); `import_bill_file(ledger,
+  path, provider=)` reads and sends, all or nothing.
 
 What every line carries, and how the ledger attributes it: the provider's line id with the
 billed interval (the same bucket in a later pull is the same line: sent again it is unchanged,
@@ -43,19 +54,26 @@ Sending (clients.billing.send): `send_lines(ledger, provider, lines, cost_data_t
 lines into requests of at most 5,000 lines and about 2 MiB (the server takes 10,000 and 3 MiB)
 and sums the receipts into a PullResult (recorded, restated, unchanged, lines, requests,
 position). Every request is idempotent: an interrupted pull is simply run again. The pullers use
-the synchronous LedgerClient.
+the synchronous LedgerClient. The providers' SDKs (the `tinker` and `modal` extras) are imported
+only by the functions that call them, so this package imports without them.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+from clients.billing.files import (
+    COLUMNS,
+    MODAL_CSV_COLUMNS,
+    REQUIRED_COLUMNS,
+    BadRow,
+    BillFile,
+    BillFileError,
+    import_bill_file,
+    load_bill_file,
+    read_bill_file,
+)
+from clients.billing.modal import modal_line, modal_lines, pull_modal, report_items
 from clients.billing.send import BYTES_PER_REQUEST, LINES_PER_REQUEST, PullResult, batches, send_lines
 from clients.billing.tinker import pull_tinker, tinker_lines, tinker_windows
-
-if TYPE_CHECKING:
-    from clients.billing.files import BillFileError, read_bill_file
-    from clients.billing.modal import modal_lines, pull_modal
 
 __all__ = [
     "BYTES_PER_REQUEST",
@@ -67,27 +85,16 @@ __all__ = [
     "tinker_lines",
     "tinker_windows",
     "pull_modal",
+    "modal_line",
     "modal_lines",
-    "read_bill_file",
+    "report_items",
+    "COLUMNS",
+    "REQUIRED_COLUMNS",
+    "MODAL_CSV_COLUMNS",
+    "BadRow",
+    "BillFile",
     "BillFileError",
+    "read_bill_file",
+    "load_bill_file",
+    "import_bill_file",
 ]
-
-# The Modal and file pullers are imported when first used, so that importing the package needs
-# neither their dependencies nor them.
-_LAZY = {
-    "pull_modal": "clients.billing.modal",
-    "modal_lines": "clients.billing.modal",
-    "read_bill_file": "clients.billing.files",
-    "BillFileError": "clients.billing.files",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
