@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 PROTO_ROOT = REPO / "proto"
 PACKAGE = "trainledger"
 # The generator owns trainledger/v1/ only: trainledger/ also holds hand-written modules that both
-# sides of the wire share (pricing.py, structs.py), which a regeneration leaves as they are.
+# sides of the wire share (pricing.py, structs.py, bills.py), which a regeneration leaves as they are.
 GENERATED = Path(PACKAGE, "v1")
 OUT_PACKAGE = REPO / GENERATED
 

@@ -26,6 +26,7 @@ from eventsourcing.persistence import IntegrityError, InterfaceError, Operationa
 from ledger.backend import open_storage, persistence_env
 from ledger.domain.accounts import Account, Recall
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
+from ledger.domain.bills import Bill
 from ledger.domain.errors import Contended, Invalid, LedgerError, NotFound, Unavailable
 from ledger.domain.limits import PARENT_DEPTH_MAX, check_reference, check_text
 from ledger.domain.reasons import Reason
@@ -103,7 +104,7 @@ class Kernel(Application[UUID]):
     """The application's plumbing; `ledger.application.ledger.Ledger` is the whole ledger."""
 
     name = "trainledger"
-    snapshotting_intervals = {Run: 200, Account: 1_000, Family: 100}
+    snapshotting_intervals = {Run: 200, Account: 1_000, Family: 100, Bill: 50}
     env = {
         "TRANSCODER_TOPIC": transcoder.TOPIC,
         "AGGREGATE_CACHE_MAXSIZE": "10000",

@@ -43,6 +43,7 @@ class Account(LedgerAggregate):
         holds: dict[str, dict[str, Any]]
         settled: dict[str, dict[str, Any]]
         evicted: int
+        adjusted: int  # The adjustments to providers' bills, in all (absent before the first).
 
     def __init__(self) -> None:
         pass
@@ -185,6 +186,31 @@ class Account(LedgerAggregate):
                 },
             )
 
+    class SpendAdjusted(LedgerAggregate.Event):
+        """The committed spend brought to a provider's bill: `amount` (negative when the bill was
+        below the estimate) is what the bill said beyond what was committed; `bill` says which
+        bill and estimate it was computed from (ledger.application.bills)."""
+
+        adjustment_id: str
+        amount: int
+        bill: dict[str, Any]
+        overrun: int
+
+        def apply(self, account: Account) -> None:
+            account.committed += self.amount
+            account.overrun += self.overrun
+            account.adjusted = getattr(account, "adjusted", 0) + self.amount
+            account.settle(
+                self.adjustment_id,
+                {
+                    "state": "adjusted",
+                    "amount": self.amount,
+                    "bill": self.bill,
+                    "overrun": self.overrun,
+                    "settled_version": self.originator_version,
+                },
+            )
+
     class SpendRolledUp(LedgerAggregate.Event):
         child: str
         ref: str
@@ -212,6 +238,7 @@ class Account(LedgerAggregate):
             holds={},
             settled={},
             evicted=0,
+            adjusted=0,
             window_max=float("inf"),
         )
         return account

@@ -80,6 +80,22 @@ class Reason(enum.StrEnum):
     AMOUNT_TOO_LARGE = "AMOUNT_TOO_LARGE", "An amount is above the largest the ledger records."
     INVALID_BASIS = "INVALID_BASIS", "A cost basis is not a mapping of the known fields and token lines."
     INVALID_TTL = "INVALID_TTL", "A reservation's time to live is not positive or is above 7 days."
+    CURRENCY_NOT_SUPPORTED = (
+        "CURRENCY_NOT_SUPPORTED",
+        "A bill line is in a currency other than USD: the ledger holds US dollars only.",
+    )
+    AMOUNT_TEXT_MISMATCH = (
+        "AMOUNT_TEXT_MISMATCH",
+        "A bill line's micro-dollars are not its figure as text rounded half-even.",
+    )
+    INVALID_INTERVAL = (
+        "INVALID_INTERVAL",
+        "A bill line's interval is missing, ends before it starts or spans over a year.",
+    )
+    DUPLICATE_LINE = (
+        "DUPLICATE_LINE",
+        "A request holds the same bill line (line id and interval) twice with different payloads.",
+    )
     PARENT_TOO_DEEP = "PARENT_TOO_DEEP", "Accounts would nest more deeply than their limit."
     ACCOUNT_NAME_RESERVED = "ACCOUNT_NAME_RESERVED", "Account names in the form of a uuid are kept for runs' accounts."
     CHECKPOINT_ALREADY_EXPIRED = (

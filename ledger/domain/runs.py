@@ -27,6 +27,8 @@ FIDELITIES = ("weights", "weights+optimizer")
 # answers; older batches are recalled from the keys index (ledger.storage.keys), so a retry at any
 # distance is answered as the duplicate it is.
 BATCH_WINDOW = 4_096
+# How many provider sessions one run may be linked to (a session per attempt, and then some).
+SESSIONS_MAX = 1_024
 
 # Recalls the (digest, version) of the batch an attempt recorded from a first to a last step.
 RecallBatch = Callable[[int, int, int], "tuple[str, int] | None"]
@@ -49,6 +51,7 @@ class Run(LedgerAggregate):
         batches: list[list[Any]]
         fenced_batches: list[list[Any]]
         finished_version: int
+        sessions: dict[str, int]  # "provider/session id" -> version of its link (absent before the first)
 
     def __init__(self) -> None:
         pass
@@ -159,6 +162,18 @@ class Run(LedgerAggregate):
             run.finished_version = self.originator_version
             for attempt in run.attempts:
                 attempt["ended"] = True
+
+    class SessionLinked(LedgerAggregate.Event):
+        """The run used a provider's session (a Tinker session): the provider's bill lines of that
+        session are the run's."""
+
+        provider: str
+        session_id: str
+        attempt: int
+
+        def apply(self, run: Run) -> None:
+            sessions = run.__dict__.setdefault("sessions", {})
+            sessions[f"{self.provider}/{self.session_id}"] = self.originator_version
 
     class SummaryNoted(LedgerAggregate.Event):
         summary: dict[str, Any]
@@ -336,6 +351,22 @@ class Run(LedgerAggregate):
         self.check_writer(attempt)
         self._check_summary(summary)
         self.record(self.Finished, audit, attempt=attempt, status=status, summary=summary, error=error)
+        return None
+
+    def link_session(self, audit: Audit, *, provider: str, session_id: str, attempt: int) -> int | None:
+        """Link a provider's session to the run (allowed at any time: a bill comes after the run).
+        Linking the same session again answers with the version of the first link."""
+        sessions: dict[str, int] = getattr(self, "sessions", {})
+        linked = sessions.get(f"{provider}/{session_id}")
+        if linked is not None:
+            return linked
+        if len(sessions) >= SESSIONS_MAX:
+            raise Invalid(
+                f"the run has {SESSIONS_MAX} sessions linked already", reason=Reason.MAP_TOO_LARGE, limit=SESSIONS_MAX
+            )
+        if attempt and not any(entry["number"] == attempt for entry in self.attempts):
+            raise NotFound(f"the run has no attempt {attempt}", reason=Reason.ATTEMPT_NOT_FOUND, attempt=attempt)
+        self.record(self.SessionLinked, audit, provider=provider, session_id=session_id, attempt=attempt)
         return None
 
     def note_summary(self, audit: Audit, *, summary: dict[str, Any]) -> int | None:

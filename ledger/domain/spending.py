@@ -20,6 +20,7 @@ from ledger.domain.reasons import Reason
 
 __all__ = [
     "SETTLED",
+    "adjust",
     "SUPERSEDED",
     "charge",
     "commit",
@@ -51,7 +52,7 @@ def roll_up(
     for parent in parents:
         if kind == "commit":
             overrun_delta = max(0, committed_delta + pending_delta)
-        elif kind in ("charge", "late_commit"):
+        elif kind in ("charge", "late_commit", "adjust"):
             overrun_delta = parent.excess(committed_delta)
         else:
             overrun_delta = 0
@@ -261,6 +262,36 @@ def charge(
         Account.SpendCharged, audit, charge_id=charge_id, amount=amount, basis=basis, reason=reason, overrun=overrun
     )
     roll_up(parents, audit, account, charge_id, "charge", 0, amount)
+    return None, overrun
+
+
+def adjust(
+    account: Account,
+    parents: list[Account],
+    audit: Audit,
+    *,
+    adjustment_id: str,
+    amount: int,
+    bill: dict[str, Any],
+    recall: Recall | None = None,
+) -> tuple[int | None, int]:
+    """Bring the committed spend to a provider's bill: add `amount` (negative for a bill below the
+    estimate, never below nothing committed). What lies beyond the cap of the account or of a parent
+    is recorded as overrun, as for a charge: the money was billed. The same id again with the same
+    amount answers with its first version; with another amount it is a Conflict."""
+    entry = account.entry(adjustment_id, recall)
+    if entry is not None:
+        if entry["state"] != "adjusted" or entry["amount"] != amount:
+            raise Conflict(
+                f"{adjustment_id} exists with another payload",
+                reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
+                adjustment_id=adjustment_id,
+            )
+        return int(entry["settled_version"]), int(entry.get("overrun", 0))
+    amount = max(amount, -account.committed)
+    overrun = account.excess(amount) if amount > 0 else 0
+    account.record(Account.SpendAdjusted, audit, adjustment_id=adjustment_id, amount=amount, bill=bill, overrun=overrun)
+    roll_up(parents, audit, account, adjustment_id, "adjust", 0, amount)
     return None, overrun
 
 

@@ -59,6 +59,10 @@ class Storage:
         """The versions of the events of `originator_id` that used `key` (ledger.storage.keys), oldest first."""
         raise NotImplementedError
 
+    def latest_key_versions(self, originator_id: UUID, keys: Sequence[str]) -> dict[str, int]:
+        """The latest version that used each of `keys` (those used at all), in a few queries."""
+        raise NotImplementedError
+
     def keys_missing(self) -> bool:
         """Whether the log holds keyed events that the keys index does not (a ledger written
         before the index existed)."""

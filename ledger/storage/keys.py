@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["event_keys", "spend_key", "batch_key", "KEYED_EVENTS"]
+from ledger.domain.bills import line_key
+
+__all__ = ["event_keys", "spend_key", "batch_key", "session_key", "line_key", "KEYED_EVENTS"]
 
 # The event classes that carry a key, by qualified name (resolved lazily to avoid an import cycle).
 KEYED_EVENTS = (
@@ -22,13 +24,22 @@ KEYED_EVENTS = (
     "Account.SpendReleased",
     "Account.SpendExpired",
     "Account.SpendCharged",
+    "Account.SpendAdjusted",
     "Run.StepsRecorded",
+    "Run.SessionLinked",
+    "Bill.LinesBilled",
+    "Bill.LinesRestated",
 )
 
 
 def spend_key(reservation_or_charge_id: str) -> str:
     """The key of a reservation or a charge on its account."""
     return "spend:" + reservation_or_charge_id
+
+
+def session_key(provider: str, session_id: str) -> str:
+    """The key of a provider's session linked to a run."""
+    return f"session:{provider}/{session_id}"
 
 
 def batch_key(attempt: int, first_step: int, last_step: int) -> str:
@@ -41,9 +52,15 @@ def event_keys(event: Any) -> tuple[str, ...]:
     reservation_id = getattr(event, "reservation_id", None)
     if reservation_id is not None:
         return (spend_key(reservation_id),)
-    charge_id = getattr(event, "charge_id", None)
+    charge_id = getattr(event, "charge_id", None) or getattr(event, "adjustment_id", None)
     if charge_id is not None:
         return (spend_key(charge_id),)
+    session_id = getattr(event, "session_id", None)
+    if session_id is not None:
+        return (session_key(event.provider, session_id),)
+    lines = getattr(event, "lines", None)
+    if lines:
+        return tuple(line_key(line["line_id"], line["start"], line["end"]) for line in lines)
     steps = getattr(event, "steps", None)
     if steps:
         return (batch_key(event.attempt, steps[0], steps[-1]),)

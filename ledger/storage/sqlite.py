@@ -30,6 +30,8 @@ from ledger.views.schema import TABLES, VIEWS
 __all__ = ["SQLiteStorage", "SQLiteRecorder", "sqlite_env", "damage"]
 
 KEYS_TABLE = "stored_keys"
+# Keys looked up in one query (SQLite binds at most 32,766 parameters).
+KEYS_PER_QUERY = 900
 SEALS_TABLE = "stored_seals"
 SEAL_PAGE_EVENTS = 1000
 DIGESTS_PER_QUERY = 500
@@ -239,6 +241,20 @@ class SQLiteStorage(Storage):
             .fetchall()
         )
         return [int(row[0]) for row in rows]
+
+    def latest_key_versions(self, originator_id: UUID, keys: Sequence[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        reader = self._reader()
+        for start in range(0, len(keys), KEYS_PER_QUERY):
+            chunk = keys[start : start + KEYS_PER_QUERY]
+            found.update(
+                reader.execute(
+                    f"SELECT key, MAX(originator_version) FROM {KEYS_TABLE} WHERE originator_id = ?"
+                    f" AND key IN ({', '.join('?' * len(chunk))}) GROUP BY key",
+                    (originator_id.hex, *chunk),
+                ).fetchall()
+            )
+        return found
 
     def keys_missing(self) -> bool:
         reader = self._reader()

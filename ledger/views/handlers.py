@@ -274,6 +274,160 @@ def _rolled_up(c: Cursor, e: Any, position: int, account: str) -> None:
     _totals(c, account, position, pending=e.pending_delta, committed=e.committed_delta, overrun=e.overrun_delta)
 
 
+def _adjusted(c: Cursor, e: Any, position: int, account: str) -> None:
+    c.execute(
+        "INSERT INTO view_reservations (account, reservation_id, kind, state, amount, actual, overrun, basis,"
+        " actual_basis, reason, attempt, reserved_at, settled_at, expires_at, position)"
+        " VALUES (?, ?, 'adjustment', 'adjusted', ?, ?, ?, ?, '{}', ?, 0, ?, ?, NULL, ?)" + _RESERVATION_UPSERT,
+        (
+            account,
+            e.adjustment_id,
+            e.amount,
+            e.amount,
+            e.overrun,
+            _dump({"bill": e.bill}),
+            "brought to the provider's bill",
+            to_epoch(e.timestamp),
+            to_epoch(e.timestamp),
+            position,
+        ),
+    )
+    _totals(c, account, position, committed=e.amount, overrun=e.overrun)
+
+
+# bill view: providers' bill lines, runs' sessions, and the spend the trainers committed by hour
+# and token class (what a bill is compared with over the time it covers).
+
+HOUR_S = 3_600
+_LINE_COLUMNS = (
+    "provider, line_id, start, end_at, amount, amount_text, quantities, run_id, account, session_id, tags,"
+    " description, restated, position"
+)
+
+
+def hour_of(moment: datetime) -> int:
+    """The start of the UTC hour of `moment`, in epoch seconds."""
+    return int(moment.timestamp()) // HOUR_S * HOUR_S
+
+
+def _bill_opened(c: Cursor, e: Any, position: int) -> None:
+    c.execute(
+        "INSERT INTO view_bill_providers (provider, lines, restatements, cost_data_through, position)"
+        " VALUES (?, 0, 0, NULL, ?) ON CONFLICT (provider) DO NOTHING",
+        (e.provider, position),
+    )
+
+
+def _line_row(provider: str, line: dict[str, Any], restated: int, position: int) -> tuple[Any, ...]:
+    return (
+        provider,
+        line["line_id"],
+        line["start"].timestamp(),
+        line["end"].timestamp(),
+        line["amount"],
+        line["amount_text"],
+        _dump(line["quantities"]),
+        line["run_id"],
+        line["account"],
+        line["session_id"],
+        _dump(line["tags"]),
+        line["description"],
+        restated,
+        position,
+    )
+
+
+def _lines_billed(c: Cursor, e: Any, position: int, provider: str) -> None:
+    if e.lines:
+        c.executemany(
+            f"INSERT INTO view_bill_lines ({_LINE_COLUMNS}) VALUES ({', '.join('?' * 14)})"
+            " ON CONFLICT (provider, line_id, start, end_at) DO NOTHING",
+            [_line_row(provider, line, 0, position) for line in e.lines],
+        )
+    c.execute(
+        "UPDATE view_bill_providers SET lines = lines + ?, cost_data_through = COALESCE(?, cost_data_through),"
+        " position = ? WHERE provider = ?",
+        (len(e.lines), to_epoch(e.cost_data_through), position, provider),
+    )
+
+
+def _lines_restated(c: Cursor, e: Any, position: int, provider: str) -> None:
+    c.executemany(
+        "UPDATE view_bill_lines SET amount = ?, amount_text = ?, quantities = ?, run_id = ?, account = ?,"
+        " session_id = ?, tags = ?, description = ?, restated = restated + 1, position = ?"
+        " WHERE provider = ? AND line_id = ? AND start = ? AND end_at = ?",
+        [
+            (
+                line["amount"],
+                line["amount_text"],
+                _dump(line["quantities"]),
+                line["run_id"],
+                line["account"],
+                line["session_id"],
+                _dump(line["tags"]),
+                line["description"],
+                position,
+                provider,
+                line["line_id"],
+                line["start"].timestamp(),
+                line["end"].timestamp(),
+            )
+            for line in e.lines
+        ],
+    )
+    c.execute(
+        "UPDATE view_bill_providers SET restatements = restatements + ?, position = ? WHERE provider = ?",
+        (len(e.lines), position, provider),
+    )
+
+
+def _ignore(c: Cursor, e: Any, position: int) -> None:
+    """Nothing to change (the event only names its aggregate)."""
+
+
+def _session_linked(c: Cursor, e: Any, position: int) -> None:
+    # The first run linked to a session keeps it.
+    c.execute(
+        "INSERT INTO view_run_sessions (provider, session_id, run_id, attempt, position) VALUES (?, ?, ?, ?, ?)"
+        " ON CONFLICT (provider, session_id) DO NOTHING",
+        (e.provider, e.session_id, str(e.originator_id), e.attempt, position),
+    )
+
+
+def _spent_in_hour(
+    c: Cursor, account: str, moment: datetime, committed: int, adjusted: int, basis: dict[str, Any]
+) -> None:
+    hour = hour_of(moment)
+    c.execute(
+        "INSERT INTO view_spend_hours (account, hour, committed, adjusted) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT (account, hour) DO UPDATE SET committed = view_spend_hours.committed + excluded.committed,"
+        " adjusted = view_spend_hours.adjusted + excluded.adjusted",
+        (account, hour, committed, adjusted),
+    )
+    tokens: dict[str, int] = {}
+    for line in basis.get("tokens") or ():
+        tokens[line["token_class"]] = tokens.get(line["token_class"], 0) + int(line.get("tokens", 0))
+    if tokens:
+        c.executemany(
+            "INSERT INTO view_spend_tokens (account, hour, token_class, tokens) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (account, hour, token_class)"
+            " DO UPDATE SET tokens = view_spend_tokens.tokens + excluded.tokens",
+            [(account, hour, token_class, count) for token_class, count in tokens.items()],
+        )
+
+
+def _committed_in_hour(c: Cursor, e: Any, position: int, account: str) -> None:
+    _spent_in_hour(c, account, e.timestamp, e.actual, 0, e.basis)
+
+
+def _charged_in_hour(c: Cursor, e: Any, position: int, account: str) -> None:
+    _spent_in_hour(c, account, e.timestamp, e.amount, 0, e.basis)
+
+
+def _adjusted_in_hour(c: Cursor, e: Any, position: int, account: str) -> None:
+    _spent_in_hour(c, account, e.timestamp, 0, e.amount, {})
+
+
 # registry view
 
 
@@ -345,11 +499,19 @@ def handlers(names: Names) -> dict[str, dict[type, Handler]]:
     """view -> event class -> handler(cursor, event, position); account and family names are
     recorded in and looked up through `names`."""
     from ledger.domain.accounts import Account
+    from ledger.domain.bills import Bill
     from ledger.domain.registry import Family
     from ledger.domain.runs import Run
 
     def named(handler: Callable[[Cursor, Any, int, str], None]) -> Handler:
         return lambda c, e, position: handler(c, e, position, names.lookup(c, e.originator_id))
+
+    def providing(handler: Handler) -> Handler:
+        def first(c: Cursor, e: Any, position: int) -> None:
+            names.remember(c, e.originator_id, e.provider)
+            handler(c, e, position)
+
+        return first
 
     def naming(handler: Handler) -> Handler:
         def first(c: Cursor, e: Any, position: int) -> None:
@@ -377,7 +539,18 @@ def handlers(names: Names) -> dict[str, dict[type, Handler]]:
             Account.SpendReleased: named(_settled("released")),
             Account.SpendExpired: named(_settled("expired")),
             Account.SpendCharged: named(_charged),
+            Account.SpendAdjusted: named(_adjusted),
             Account.SpendRolledUp: named(_rolled_up),
+        },
+        "bill": {
+            Account.Opened: naming(_ignore),
+            Account.SpendCommitted: named(_committed_in_hour),
+            Account.SpendCharged: named(_charged_in_hour),
+            Account.SpendAdjusted: named(_adjusted_in_hour),
+            Run.SessionLinked: _session_linked,
+            Bill.Opened: providing(_bill_opened),
+            Bill.LinesBilled: named(_lines_billed),
+            Bill.LinesRestated: named(_lines_restated),
         },
         "registry": {
             Family.Created: naming(_family_created),

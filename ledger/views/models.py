@@ -25,6 +25,12 @@ __all__ = [
     "Attempt",
     "Checkpoint",
     "Resume",
+    "BillTotals",
+    "TokenClassDrift",
+    "Reconciliation",
+    "ProviderBill",
+    "UnattributedGroup",
+    "ReconcileReport",
     "SpendTotals",
     "RunState",
     "RunSummary",
@@ -109,14 +115,32 @@ class Resume(msgspec.Struct, frozen=True, kw_only=True):
     spend_committed_usd_micro: int
 
 
+class BillTotals(msgspec.Struct, frozen=True, kw_only=True):
+    """A provider's bill beside the ledger's estimate (see ledger.views.bills for each figure)."""
+
+    estimated_usd_micro: int = 0
+    billed_usd_micro: int = 0
+    drift_usd_micro: int = 0
+    drift_percent: float | None = None
+    adjusted_usd_micro: int = 0
+    pending_bill_usd_micro: int = 0
+    provisional_usd_micro: int = 0
+    lines: int = 0
+    unpriced_lines: int = 0
+    flagged: bool = False
+    unadjusted_usd_micro: int = 0
+
+
 class SpendTotals(msgspec.Struct, frozen=True, kw_only=True):
-    """A run's spend; cap and remaining are None for an uncapped account."""
+    """A run's spend; cap and remaining are None for an uncapped account; `bill` is None when
+    nothing was billed or estimated."""
 
     cap_usd_micro: int | None
     committed_usd_micro: int
     pending_usd_micro: int
     remaining_usd_micro: int | None
     overrun_usd_micro: int
+    bill: BillTotals | None = None
 
 
 class RunState(msgspec.Struct, frozen=True, kw_only=True):
@@ -197,6 +221,7 @@ class Account(msgspec.Struct, frozen=True, kw_only=True):
     pending_usd_micro: int
     remaining_usd_micro: int | None
     overrun_usd_micro: int
+    bill: BillTotals | None = None
 
 
 class Reservation(msgspec.Struct, frozen=True, kw_only=True):
@@ -318,3 +343,51 @@ class Verification(msgspec.Struct, frozen=True, kw_only=True):
     broken_at: int = 0
     problem: str = ""
     detail: str = ""
+
+
+class TokenClassDrift(msgspec.Struct, frozen=True, kw_only=True):
+    token_class: str
+    ledger_tokens: int
+    billed_tokens: int
+    drift_tokens: int
+
+
+class Reconciliation(msgspec.Struct, frozen=True, kw_only=True):
+    """One run's (run_id set) or account's reconciliation."""
+
+    run_id: str
+    name: str
+    account: str
+    parent: str
+    bill: BillTotals
+    providers: tuple[str, ...]
+    token_classes: tuple[TokenClassDrift, ...]
+
+
+class ProviderBill(msgspec.Struct, frozen=True, kw_only=True):
+    provider: str
+    billed_usd_micro: int
+    unattributed_usd_micro: int
+    lines: int
+    unattributed_lines: int
+    restatements: int
+    cost_data_through: datetime | None
+    first_interval_start: datetime | None
+    last_interval_end: datetime | None
+
+
+class UnattributedGroup(msgspec.Struct, frozen=True, kw_only=True):
+    provider: str
+    source: str
+    billed_usd_micro: int
+    lines: int
+
+
+class ReconcileReport(msgspec.Struct, frozen=True, kw_only=True):
+    runs: tuple[Reconciliation, ...]
+    accounts: tuple[Reconciliation, ...]
+    providers: tuple[ProviderBill, ...]
+    unattributed: tuple[UnattributedGroup, ...]
+    next_page_token: str
+    threshold_percent: float
+    position: int

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from ledger.domain.limits import EXPIRED_CHECKPOINTS_LISTED, PAGE_BYTES_MAX
+from ledger.views.bills import BillReads
 from ledger.views.models import (
     Account,
     Attempt,
@@ -47,7 +48,7 @@ from ledger.views.series import SeriesReads
 __all__ = ["ViewReader"]
 
 
-class ViewReader(SeriesReads):
+class ViewReader(SeriesReads, BillReads):
     """Queries over the view tables; `connect()` gives this thread's connection."""
 
     def position(self, view: str) -> int:
@@ -83,7 +84,7 @@ class ViewReader(SeriesReads):
         )
         checkpoint, expired, expired_count = self._checkpoints(run_id, now.timestamp())
         spend_row = self._row("SELECT cap, committed, pending, overrun FROM view_accounts WHERE account = ?", (run_id,))
-        spend = to_spend_totals(spend_row if spend_row else (None, 0, 0, 0))
+        spend = to_spend_totals(spend_row if spend_row else (None, 0, 0, 0), self.bill_totals(run_id, rolled_up=True))
         resume = Resume(
             available=checkpoint is not None,
             from_step=checkpoint.step if checkpoint else 0,
@@ -198,6 +199,7 @@ class ViewReader(SeriesReads):
             pending_usd_micro=pending,
             remaining_usd_micro=remaining(cap, committed, pending),
             overrun_usd_micro=overrun,
+            bill=self.bill_totals(account, rolled_up=True),
         )
 
     def reservations(self, account: str, *, limit: int, after_position: int = 0) -> ReservationPage:

@@ -13,7 +13,16 @@ from typing import Any
 
 import msgspec
 
-from ledger.views.models import Checkpoint, GateVerdict, ModelVersion, Promotion, Reservation, SpendTotals, StateHandle
+from ledger.views.models import (
+    BillTotals,
+    Checkpoint,
+    GateVerdict,
+    ModelVersion,
+    Promotion,
+    Reservation,
+    SpendTotals,
+    StateHandle,
+)
 
 __all__ = [
     "CHECKPOINT_COLUMNS",
@@ -41,7 +50,7 @@ def utc_time(epoch: float) -> datetime:
     return datetime.fromtimestamp(epoch, UTC)
 
 
-def to_spend_totals(row: Any) -> SpendTotals:
+def to_spend_totals(row: Any, bill: BillTotals | None = None) -> SpendTotals:
     cap, committed, pending, overrun = row
     return SpendTotals(
         cap_usd_micro=cap,
@@ -49,6 +58,7 @@ def to_spend_totals(row: Any) -> SpendTotals:
         pending_usd_micro=pending,
         remaining_usd_micro=remaining(cap, committed, pending),
         overrun_usd_micro=overrun,
+        bill=bill,
     )
 
 

@@ -4,7 +4,9 @@ Four views, each with its own tracking position so each can be dropped and rebui
 - runs: runs, attempts and checkpoints (everything resume needs);
 - series: one row per recorded batch of steps, superseded ones marked;
 - spend: accounts and every reservation, refusal and charge (the audit trail);
-- registry: families, versions and the promotion history.
+- registry: families, versions and the promotion history;
+- bill: providers' bill lines, the sessions runs are linked to, and the spend the trainers
+  committed by hour and token class, which a bill is compared with (ledger.views.bills).
 The schema is declared once here; each storage backend makes its CREATE statements from it
 (column types from the Python types), and adds the indexes declared after a database was made
 when it opens one.
@@ -16,7 +18,7 @@ from typing import NamedTuple
 
 __all__ = ["TABLES", "VIEWS", "Table"]
 
-VIEWS = ("runs", "series", "spend", "registry")
+VIEWS = ("runs", "series", "spend", "registry", "bill")
 
 
 class Table(NamedTuple):
@@ -131,6 +133,51 @@ TABLES: dict[str, Table] = {
         ("account", "reservation_id"),
         [("state", "expires_at"), ("account", "position")],
         "spend",
+    ),
+    "view_bill_lines": Table(
+        {
+            "provider": str,
+            "line_id": str,
+            "start": float,
+            "end_at": float,
+            "amount": int,
+            "amount_text": str,
+            "quantities": str,
+            "run_id": str,
+            "account": str,
+            "session_id": str,
+            "tags": str,
+            "description": str,
+            "restated": int,
+            "position": int,
+        },
+        ("provider", "line_id", "start", "end_at"),
+        [("run_id",), ("provider", "session_id"), ("account",)],
+        "bill",
+    ),
+    "view_bill_providers": Table(
+        {"provider": str, "lines": int, "restatements": int, "cost_data_through": float, "position": int},
+        ("provider",),
+        [],
+        "bill",
+    ),
+    "view_run_sessions": Table(
+        {"provider": str, "session_id": str, "run_id": str, "attempt": int, "position": int},
+        ("provider", "session_id"),
+        [("run_id",)],
+        "bill",
+    ),
+    "view_spend_hours": Table(
+        {"account": str, "hour": int, "committed": int, "adjusted": int},
+        ("account", "hour"),
+        [],
+        "bill",
+    ),
+    "view_spend_tokens": Table(
+        {"account": str, "hour": int, "token_class": str, "tokens": int},
+        ("account", "hour", "token_class"),
+        [],
+        "bill",
     ),
     "view_names": Table({"id": str, "name": str}, ("id",), [], ""),
     "view_families": Table(

@@ -1,7 +1,7 @@
 """The layering of the code base, checked on its source: what each part may import.
 
 - ledger/ is plain Python: no gRPC, no protobuf, no generated code, no services/ or clients/. It may
-  use the two stdlib-only modules both sides of the wire share, trainledger.pricing and
+  use the stdlib-only modules both sides of the wire share, trainledger.pricing, trainledger.bills and
   trainledger.structs.
 - Inside ledger/, the layers import downwards only: domain/ imports only the domain; views/ the
   domain and the views; storage/ the domain, the views and storage. The backend factory
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED_CONTRACT = ("trainledger.pricing", "trainledger.structs")
+SHARED_CONTRACT = ("trainledger.pricing", "trainledger.structs", "trainledger.bills")
 
 
 def _sources(package: str) -> list[Path]:

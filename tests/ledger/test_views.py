@@ -12,7 +12,7 @@ import pytest
 
 from ledger import CapExceeded, Ledger, Unavailable
 from ledger.domain.base import ledger_id
-from ledger.views.models import Account, GateVerdict, MetricColumn, Resume, SpendTotals, StateHandle
+from ledger.views.models import Account, BillTotals, GateVerdict, MetricColumn, Resume, SpendTotals, StateHandle
 from tests.ledger.conftest import DIGEST_A, DIGEST_B, DIGEST_C, FakeClock, dump_views, summary_of
 
 BASIS = {
@@ -93,6 +93,24 @@ def scenario(ledger: Ledger, clock: FakeClock) -> dict[str, Any]:
     ledger.promote(family="llama", version=1, expected_current=0, verdict={"passed": True, "reason": "ok"})
     ledger.promote(family="llama", version=3, expected_current=1, verdict={"passed": True, "stats": {"a": 1}})
     ledger.rollback(family="llama", version=1, expected_current=3, reason="v3 regressed")
+    # A provider's bill: a line of the run by its id, one of the other run by its linked session
+    # (restated once), and the other run's adjustment to it.
+    ledger.link_session(run_id=other, provider="tinker", session_id="sess-b", attempt=1)
+    hour = clock.now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    line = {"interval_start": hour, "interval_end": hour + timedelta(hours=1), "quantities": {"train": 100.0}}
+    ledger.record_billed_usage(
+        provider="tinker",
+        lines=[
+            {**line, "line_id": "a", "amount_usd_micro": 150, "amount_text": "0.00015", "run_id": run_id},
+            {**line, "line_id": "b", "amount_usd_micro": 40, "amount_text": "0.00004", "session_id": "sess-b"},
+        ],
+        cost_data_through=hour + timedelta(hours=1),
+    )
+    ledger.record_billed_usage(
+        provider="tinker",
+        lines=[{**line, "line_id": "b", "amount_usd_micro": 45, "amount_text": "0.000045", "session_id": "sess-b"}],
+    )
+    ledger.adjust_to_bill(run_id=other)
     return {"run_id": run_id, "other": other}
 
 
@@ -267,6 +285,18 @@ class TestSpendAndRegistry:
         rest = ledger.reservations(run_id, after_position=first.after_position or 0)
         assert [r.reservation_id for r in rest.reservations] == ["r-expire", "r-refused", "c-bill", "r-pending"]
         account = ledger.account(run_id)
+        # The bill's line of 150 against the 180 committed (a commit of 150 and a charge of 30),
+        # all in hours the bill covers: 30 below the estimate, flagged (beyond 5%). The team's row
+        # rolls up the run's.
+        billed = BillTotals(
+            estimated_usd_micro=180,
+            billed_usd_micro=150,
+            drift_usd_micro=-30,
+            drift_percent=-30 * 100 / 180,
+            lines=1,
+            flagged=True,
+            unadjusted_usd_micro=-30,
+        )
         assert account == Account(
             account=run_id,
             parent="team",
@@ -275,6 +305,7 @@ class TestSpendAndRegistry:
             pending_usd_micro=20,
             remaining_usd_micro=800,
             overrun_usd_micro=50,
+            bill=billed,
         )
         assert ledger.account("team") == Account(
             account="team",
@@ -284,6 +315,7 @@ class TestSpendAndRegistry:
             pending_usd_micro=20,
             remaining_usd_micro=9_800,
             overrun_usd_micro=50,
+            bill=billed,
         )
         assert ledger.account_now(run_id) == {
             "account": run_id,
@@ -330,7 +362,7 @@ class TestRebuild:
         ledger.projector.rebuild()
         assert dump_views(ledger) == before
 
-    @pytest.mark.parametrize("view", ["runs", "series", "spend", "registry"])
+    @pytest.mark.parametrize("view", ["runs", "series", "spend", "registry", "bill"])
     def test_one_view_rebuilds_alone(self, ledger: Ledger, clock: FakeClock, view: str) -> None:
         scenario(ledger, clock)
         ledger.wait(ledger.head())

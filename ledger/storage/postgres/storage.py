@@ -224,6 +224,13 @@ class PostgresStorage(Storage):
         rows = self.run(lambda c: c.execute(statement, (originator_id, key)).fetchall())
         return [int(row[0]) for row in rows]
 
+    def latest_key_versions(self, originator_id: UUID, keys: Sequence[str]) -> dict[str, int]:
+        statement = SQL(
+            "SELECT key, MAX(originator_version) FROM {} WHERE originator_id = %s AND key = ANY(%s) GROUP BY key"
+        ).format(self._keys)
+        rows = self.run(lambda c: c.execute(statement, (originator_id, list(keys))).fetchall())
+        return {key: int(version) for key, version in rows}
+
     def keys_missing(self) -> bool:
         def check(connection: psycopg.Connection[Any]) -> bool:
             if connection.execute(SQL("SELECT 1 FROM {} LIMIT 1").format(self._keys)).fetchone() is not None:
