@@ -14,7 +14,8 @@ or expired: revoking the last admin token locks the ledger (a new admin token is
   (ROLE_NOT_ALLOWED);
 - a token scoped to an account acts only on that account, the accounts under it and the runs
   whose accounts are under it (the ledger answers: Ledger.account_within, Ledger.run_within).
-  Calls that are not about one account or run (ListRuns, the registry, the event log) are
+  Calls that are not about one account or run (ListRuns, the registry, the event log, providers'
+  bills and their reconciliation) are
   ledger-wide: a scoped token is refused them (OUTSIDE_SCOPE). An unknown run or account is
   outside every scope, so a scoped token cannot learn whether it exists.
 
@@ -66,6 +67,7 @@ ROLES_BY_METHOD: dict[str, frozenset[str]] = {
     "/trainledger.v1.Runs/ListRuns": _WIDE_READERS,
     "/trainledger.v1.Runs/GetSeries": _RUN_READERS,
     "/trainledger.v1.Runs/WatchRun": _RUN_READERS,
+    "/trainledger.v1.Runs/LinkSession": _WRITERS,
     "/trainledger.v1.Spend/OpenAccount": _OPERATORS,
     "/trainledger.v1.Spend/SetCap": _OPERATORS,
     "/trainledger.v1.Spend/Reserve": _WRITERS,
@@ -74,6 +76,9 @@ ROLES_BY_METHOD: dict[str, frozenset[str]] = {
     "/trainledger.v1.Spend/Charge": _WRITERS,
     "/trainledger.v1.Spend/GetAccount": _RUN_READERS,
     "/trainledger.v1.Spend/ListReservations": _RUN_READERS,
+    "/trainledger.v1.Spend/RecordBilledUsage": _OPERATORS,
+    "/trainledger.v1.Spend/Reconcile": _WIDE_READERS,
+    "/trainledger.v1.Spend/AdjustToBill": _OPERATORS,
     "/trainledger.v1.Registry/Register": _OPERATORS,
     "/trainledger.v1.Registry/Promote": _OPERATORS,
     "/trainledger.v1.Registry/Rollback": _OPERATORS,
@@ -98,6 +103,7 @@ SCOPE_BY_METHOD: dict[str, tuple[str, str]] = {
     "/trainledger.v1.Runs/GetRunState": ("run", "run_id"),
     "/trainledger.v1.Runs/GetSeries": ("run", "run_id"),
     "/trainledger.v1.Runs/WatchRun": ("run", "run_id"),
+    "/trainledger.v1.Runs/LinkSession": ("run", "run_id"),
     "/trainledger.v1.Spend/OpenAccount": ("account", "parent"),
     "/trainledger.v1.Spend/SetCap": ("account", "account"),
     "/trainledger.v1.Spend/Reserve": ("account", "account"),

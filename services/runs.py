@@ -132,6 +132,17 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
         )
         return runs_pb2.NoteSummaryResponse(position=receipt.position)
 
+    async def LinkSession(self, request: runs_pb2.LinkSessionRequest, context: Context) -> runs_pb2.LinkSessionResponse:
+        receipt = await self.edge.call(
+            self.ledger.link_session,
+            run_id=request.run_id,
+            provider=request.provider,
+            session_id=request.session_id,
+            attempt=request.attempt,
+            **audit(),
+        )
+        return runs_pb2.LinkSessionResponse(position=receipt.position, duplicate=receipt.duplicate)
+
     async def GetRunState(self, request: runs_pb2.GetRunStateRequest, context: Context) -> runs_pb2.GetRunStateResponse:
         return runs_pb2.GetRunStateResponse(state=await self._state(request.run_id, request.min_position, context))
 

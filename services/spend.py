@@ -12,6 +12,7 @@ from typing import Any
 import grpc
 
 from ledger import Receipt
+from ledger.application.bills import BillReceipt
 from ledger.domain.reasons import Reason
 from ledger.views.models import Account
 from services import codec
@@ -150,4 +151,67 @@ class SpendServicer(spend_pb2_grpc.SpendServicer):
         return spend_pb2.ListReservationsResponse(
             reservations=[messages.reservation(r) for r in page.reservations],
             next_page_token=codec.position_token(page.after_position),
+        )
+
+    async def RecordBilledUsage(
+        self, request: spend_pb2.RecordBilledUsageRequest, context: Context
+    ) -> spend_pb2.RecordBilledUsageResponse:
+        who = audit()
+
+        def run() -> BillReceipt:
+            # Decoded in the worker thread: a request holds up to 10,000 lines.
+            return self.ledger.record_billed_usage(
+                provider=request.provider,
+                lines=codec.billed_lines(request),
+                cost_data_through=codec.moment(request, "cost_data_through"),
+                **who,
+            )
+
+        receipt = await self.edge.call(run)
+        return spend_pb2.RecordBilledUsageResponse(
+            position=receipt.position,
+            duplicate=receipt.duplicate,
+            recorded=receipt.recorded,
+            restated=receipt.restated,
+            unchanged=receipt.unchanged,
+        )
+
+    async def Reconcile(self, request: spend_pb2.ReconcileRequest, context: Context) -> spend_pb2.ReconcileResponse:
+        offset = codec.position_after(request.page_token)
+        timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
+
+        def run() -> spend_pb2.ReconcileResponse:
+            report, more = self.ledger.reconcile(
+                run_id=request.run_id,
+                account=request.account,
+                threshold_percent=request.threshold_percent,
+                page_size=request.page_size,
+                offset=offset,
+                min_position=request.min_position,
+                timeout_s=timeout_s,
+            )
+            return codec.messages.reconcile(report, codec.position_token(offset + len(report.runs) if more else None))
+
+        return await self.edge.call(run)
+
+    async def AdjustToBill(
+        self, request: spend_pb2.AdjustToBillRequest, context: Context
+    ) -> spend_pb2.AdjustToBillResponse:
+        adjustments, position = await self.edge.call(
+            self.ledger.adjust_to_bill, run_id=request.run_id, account=request.account, **audit()
+        )
+        return spend_pb2.AdjustToBillResponse(
+            adjustments=[
+                spend_pb2.Adjustment(
+                    account=a.account,
+                    run_id=a.run_id,
+                    adjustment_id=a.adjustment_id,
+                    amount_usd_micro=a.amount_usd_micro,
+                    overrun_usd_micro=a.overrun_usd_micro,
+                    position=a.position,
+                    duplicate=a.duplicate,
+                )
+                for a in adjustments
+            ],
+            position=position,
         )

@@ -52,23 +52,23 @@ from clients.models.runs import (
 )
 from clients.models.spend import (
     Account,
-    AdjustReceipt,
     Adjustment,
+    AdjustReceipt,
     BilledLine,
     BilledUsageReceipt,
-    ProviderBill,
-    ReconcileReport,
-    Reconciliation,
-    TokenClassDrift,
-    UnattributedGroup,
     ChargeReceipt,
     CommitReceipt,
     OpenAccountReceipt,
+    ProviderBill,
+    ReconcileReport,
+    Reconciliation,
     ReleaseReceipt,
     Reservation,
     ReservationPage,
     ReserveReceipt,
     SetCapReceipt,
+    TokenClassDrift,
+    UnattributedGroup,
 )
 
 __all__ = [

@@ -11,7 +11,7 @@ from typing import Any, Literal
 import msgspec
 
 from clients.models.base import Model, empty_dict, empty_list
-from clients.models.common import MetricColumn, StateHandle, StepBatch
+from clients.models.common import BillTotals, MetricColumn, StateHandle, StepBatch
 
 __all__ = [
     "RunStatus",

@@ -22,6 +22,8 @@ __all__ = [
     "series",
     "account",
     "reservation",
+    "bill_totals",
+    "reconcile",
     "model_version",
     "promotion",
     "event",
@@ -98,6 +100,7 @@ def run_state(state: models.RunState) -> runs_pb2.RunState:
             pending_usd_micro=spend.pending_usd_micro,
             remaining_usd_micro=spend.remaining_usd_micro,
             overrun_usd_micro=spend.overrun_usd_micro,
+            bill=bill_totals(spend.bill),
         ),
         position=state.position,
     )
@@ -138,6 +141,50 @@ def account(value: models.Account) -> spend_pb2.Account:
         pending_usd_micro=value.pending_usd_micro,
         remaining_usd_micro=value.remaining_usd_micro,
         overrun_usd_micro=value.overrun_usd_micro,
+        bill=bill_totals(value.bill),
+    )
+
+
+def bill_totals(value: models.BillTotals | None) -> common_pb2.BillTotals | None:
+    if value is None:
+        return None
+    return common_pb2.BillTotals(**msgspec.structs.asdict(value))
+
+
+def _reconciliation(value: models.Reconciliation) -> spend_pb2.Reconciliation:
+    return spend_pb2.Reconciliation(
+        run_id=value.run_id,
+        name=value.name,
+        account=value.account,
+        parent=value.parent,
+        bill=bill_totals(value.bill),
+        providers=value.providers,
+        token_classes=[spend_pb2.TokenClassDrift(**msgspec.structs.asdict(t)) for t in value.token_classes],
+    )
+
+
+def reconcile(report: models.ReconcileReport, next_page_token: str) -> spend_pb2.ReconcileResponse:
+    return spend_pb2.ReconcileResponse(
+        runs=[_reconciliation(row) for row in report.runs],
+        accounts=[_reconciliation(row) for row in report.accounts],
+        providers=[
+            spend_pb2.ProviderBill(
+                provider=bill.provider,
+                billed_usd_micro=bill.billed_usd_micro,
+                unattributed_usd_micro=bill.unattributed_usd_micro,
+                lines=bill.lines,
+                unattributed_lines=bill.unattributed_lines,
+                restatements=bill.restatements,
+                cost_data_through=timestamp(bill.cost_data_through),
+                first_interval_start=timestamp(bill.first_interval_start),
+                last_interval_end=timestamp(bill.last_interval_end),
+            )
+            for bill in report.providers
+        ],
+        unattributed=[spend_pb2.UnattributedGroup(**msgspec.structs.asdict(group)) for group in report.unattributed],
+        next_page_token=next_page_token,
+        threshold_percent=report.threshold_percent,
+        position=report.position,
     )
 
 

@@ -22,7 +22,7 @@ from ledger.domain.errors import Invalid
 from ledger.domain.limits import DOCUMENT_DEPTH_MAX, MAP_ENTRIES_MAX
 from ledger.domain.reasons import Reason
 from trainledger import structs
-from trainledger.v1 import common_pb2
+from trainledger.v1 import common_pb2, spend_pb2
 
 __all__ = [
     "Document",
@@ -258,3 +258,36 @@ def batch_message(run_id: str, data: Mapping[str, Any]) -> common_pb2.StepBatch:
     for name, column in sorted((data.get("metrics") or {}).items()):
         message.metrics.add(name=name, values=column["values"], index=column.get("index") or ())
     return message
+
+
+def billed_lines(request: spend_pb2.RecordBilledUsageRequest) -> list[dict[str, Any]]:
+    """The lines of a RecordBilledUsage request as the ledger takes them (ledger.domain.bills)."""
+    lines = []
+    for index, line in enumerate(request.lines):
+        where = f"lines[{index}]"
+        lines.append(
+            {
+                "line_id": line.line_id,
+                "interval_start": _line_moment(line, "interval_start", where),
+                "interval_end": _line_moment(line, "interval_end", where),
+                "amount_usd_micro": line.amount_usd_micro if line.HasField("amount_usd_micro") else None,
+                "amount_text": line.amount_text,
+                "currency": line.currency,
+                "quantities": dict(line.quantities),
+                "run_id": line.run_id,
+                "account": line.account,
+                "session_id": line.session_id,
+                "tags": dict(line.tags),
+                "description": line.description,
+            }
+        )
+    return lines
+
+
+def _line_moment(line: spend_pb2.BilledLine, field: str, where: str) -> datetime | None:
+    try:
+        return moment(line, field)
+    except Invalid as error:
+        raise Invalid(
+            f"{where}.{field} is not a time between the years 1 and 9999", reason=error.reason, line=where
+        ) from None
