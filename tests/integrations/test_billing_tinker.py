@@ -2,7 +2,9 @@
 AdminClient, turned into lines (tinker_lines), cut into requests (send.batches), and, end to end,
 recorded in a real ledger server for two runs trained through the Tinker integration and
 reconciled against what they committed: a run billed exactly, a run over-billed by 7%, a session
-of no run, a bucket found through the session link, a restatement, and a pull repeated."""
+of no run, a bucket found through the session link, a restatement, and a pull repeated. Also a
+bill too large for one request sent in several (send_lines), and a session link the ledger
+refuses, logged while training goes on."""
 
 from __future__ import annotations
 
@@ -15,8 +17,8 @@ import pytest
 tinker = pytest.importorskip("tinker")
 from tinker import types  # noqa: E402
 
-from clients import LedgerClient, RetryPolicy  # noqa: E402
-from clients.billing import PullResult, batches, pull_tinker, tinker_lines, tinker_windows  # noqa: E402
+from clients import LedgerClient, LedgerClientError, RetryPolicy  # noqa: E402
+from clients.billing import PullResult, batches, pull_tinker, send_lines, tinker_lines, tinker_windows  # noqa: E402
 from clients.integrations.pricing import TokenPrices  # noqa: E402
 from clients.integrations.tinker import METADATA_RUN_ID, LedgeredServiceClient, LedgeredTrainingClient  # noqa: E402
 from clients.methods_spend import billed_line  # noqa: E402
@@ -384,3 +386,69 @@ def test_a_pulled_bill_reconciles_two_trained_runs(ledger: LedgerClient, fake: F
     again = ledger.reconcile(min_position=third_pull.position)
     assert {row.run_id: row.bill for row in again.runs} == {run_a: a_bill, run_b: b_bill}
     assert len(fake.billing_windows) == 4
+
+
+def test_send_lines_cuts_a_large_bill_into_requests_the_server_takes(ledger: LedgerClient) -> None:
+    def line(i: int, **extra: Any) -> BilledLine:
+        start = HOUR + timedelta(hours=i % 24)
+        return BilledLine(
+            line_id=f"gpu-{i}",
+            interval_start=start,
+            interval_end=start + timedelta(hours=1),
+            amount_usd_micro=i,
+            amount_text=f"0.{i:06d}",
+            account="acme-research",
+            **extra,
+        )
+
+    many = [line(i) for i in range(12_001)]
+    sent = send_lines(ledger, "acme", many)
+    assert sent == PullResult(recorded=12_001, lines=12_001, requests=3, position=sent.position)
+    head = ledger.get_head()
+    again = send_lines(ledger, "acme", many)
+    assert again == PullResult(unchanged=12_001, lines=12_001, requests=3, position=again.position)
+    assert ledger.get_head() == head
+
+    # Lines of about 66 KB (64 tags of 1,000 characters): 150 of them are more than one request
+    # may hold, so they go in requests of about 2 MiB each.
+    tags = {f"tag-{k}": "v" * 1_000 for k in range(64)}
+    heavy = [line(20_000 + i, tags=tags) for i in range(150)]
+    with pytest.raises(LedgerClientError) as refused:
+        ledger.record_billed_usage(provider="acme", lines=heavy)
+    assert refused.value.reason == "REQUEST_TOO_LARGE"
+    sent = send_lines(ledger, "acme", heavy)
+    assert (sent.recorded, sent.lines, sent.requests) == (150, 150, 5)
+
+    report = ledger.reconcile(min_position=sent.position)
+    (acme,) = [p for p in report.providers if p.provider == "acme"]
+    billed = sum(range(12_001)) + sum(range(20_000, 20_150))
+    assert (acme.lines, acme.billed_usd_micro, acme.unattributed_lines) == (12_151, billed, 12_151)
+
+
+class LongSessionIds(FakeTinkerServer):
+    """Tinker handing out session ids longer than the ledger takes (256 characters)."""
+
+    def _new_id(self, prefix: str) -> str:
+        made = super()._new_id(prefix)
+        return made + "-" + "x" * 300 if prefix == "fake-session" else made
+
+
+def test_a_refused_link_is_logged_and_training_goes_on(ledger: LedgerClient, caplog: pytest.LogCaptureFixture) -> None:
+    with LongSessionIds() as fake:
+        service = LedgeredServiceClient(
+            ledger,
+            prices={MODEL: SHEET},
+            base_url=fake.base_url,
+            api_key=FakeTinkerServer.API_KEY,
+            recorder_options={"batch_interval_s": 0.01, "flush_timeout_s": 5.0},
+        )
+        with caplog.at_level("WARNING", logger="trainledger.clients.tinker"):
+            with service.create_lora_training_client(MODEL, rank=8, hyperparameters={"run": "long"}) as tc:
+                train(tc, 2)
+                assert tc.link is None
+                run_id, session_id = tc.run_id, tc.session_id
+        assert len(session_id) > 256
+        warned = [r.getMessage() for r in caplog.records if r.getMessage().startswith("could not link")]
+        assert len(warned) == 1 and warned[0].startswith(f"could not link run {run_id} to Tinker session fake-session-")
+        state = ledger.get_run_state(run_id=run_id, min_position=ledger.get_head().position)
+        assert (state.run.status, state.last_step, state.spend.committed_usd_micro) == ("done", 2, 600)
