@@ -51,7 +51,7 @@ Runs.LinkSession), else to the account it names, else leaves it unattributed (re
 unattributed spend by session or source).
 
 Sending (clients.billing.send): `send_lines(ledger, provider, lines, cost_data_through=)` cuts the
-lines into requests of at most 5,000 lines and about 2 MiB (the server takes 10,000 and 3 MiB)
+lines into requests of at most 5,000 lines and about 2 MiB (well within what the server takes)
 and sums the receipts into a PullResult (recorded, restated, unchanged, lines, requests,
 position). Every request is idempotent: an interrupted pull is simply run again. The pullers use
 the synchronous LedgerClient. The providers' SDKs (the `tinker` and `modal` extras) are imported

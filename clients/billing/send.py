@@ -2,11 +2,12 @@
 takes, sends them one after the other with the sync LedgerClient's record_billed_usage, and sums
 the receipts into one PullResult.
 
-The server refuses a RecordBilledUsage request of more than 10,000 lines or more than 3 MiB; a
-request here holds at most LINES_PER_REQUEST (5,000) lines and about BYTES_PER_REQUEST (2 MiB),
-measured on the wire messages themselves (clients.methods_spend.billed_line(line).ByteSize()
-plus each field's tag and length), so a bill with long tags or descriptions is cut sooner. The
-halved limits leave room for what the measure leaves out (the request's other fields).
+The server refuses a RecordBilledUsage request of more than 10,000 lines, or one larger than its
+byte limit (REQUEST_TOO_LARGE); a request here holds at most LINES_PER_REQUEST (5,000) lines and
+about BYTES_PER_REQUEST (2 MiB), measured on the wire messages themselves
+(clients.methods_spend.billed_line(line).ByteSize() plus each field's tag and length), so a bill
+with long tags or descriptions is cut sooner. The margins leave room for what the measure leaves
+out (the request's other fields) and keep every request quick to write.
 
 Every request is idempotent: a line the ledger already holds with the same payload is counted
 `unchanged`, with another payload `restated`, so a pull interrupted part way is simply run again.
