@@ -147,8 +147,9 @@ def _tags(value: object) -> dict[str, str]:
 
 def modal_lines(items: Iterable[object], *, resolution: str = "h") -> list[BilledLine]:
     """The lines of a Modal billing report (see the module docstring), in the report's order,
-    the resources of an item by name (a proto map, as the report's, has no order). Raises ValueError naming the item for an item that
-    cannot be read (a missing object id or interval start, a cost that is not a decimal)."""
+    the resources of an item by name (a proto map, as the report's, has no order). Raises
+    ValueError naming the item for an item that cannot be read (a missing object id or
+    interval start, a cost that is not a decimal)."""
     _step(resolution)
     lines: list[BilledLine] = []
     for index, item in enumerate(items):
