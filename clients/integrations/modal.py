@@ -208,11 +208,12 @@ def container_app() -> Any | None:
 def tag_app(app: Any = None, *, run_id: str, account: str = "", client: Any = None) -> dict[str, str] | None:
     """Tag a Modal App with run_tags(run_id, account), keeping its other tags: the App's tags
     are read (App.get_tags) and, unless they already say so, set to their union with the run's
-    (App.set_tags; the run's win). `app`: a running, deployed or looked-up modal.App (it needs an
-    App id); default: the App of this container (container_app()). `client`: a modal.Client for
-    the calls (default: the App's own). Returns the tags the App has now, or None when nothing
-    was tagged: no App (outside a container), an App without an id, or a failure. Never raises:
-    a failure is logged as a warning, since a tag must not stop training."""
+    (App.set_tags; the run's win, and a previous run's account tag goes when this run has
+    none). `app`: a running, deployed or looked-up modal.App (it needs an App id); default: the
+    App of this container (container_app()). `client`: a modal.Client for the calls (default:
+    the App's own). Returns the tags the App has now, or None when nothing was tagged: no App
+    (outside a container), an App without an id, or a failure. Never raises: a failure is
+    logged as a warning, since a tag must not stop training."""
     target = app if app is not None else container_app()
     if target is None:
         log.debug("no Modal App to tag with run %s (not in a Modal container)", run_id)
@@ -223,7 +224,8 @@ def tag_app(app: Any = None, *, run_id: str, account: str = "", client: Any = No
             log.warning("the Modal App is not running (no App id): not tagged with run %s", run_id)
             return None
         current = dict(target.get_tags(client=client))
-        merged = {**current, **wanted}
+        # The run's tags replace a previous run's, its account tag included (removed when none).
+        merged = {key: value for key, value in current.items() if key != ACCOUNT_TAG} | wanted
         if merged == current:
             return current
         replaced = current.get(RUN_TAG)

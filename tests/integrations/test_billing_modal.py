@@ -217,6 +217,9 @@ def test_tag_app_merges_with_the_apps_tags(fake, sdk) -> None:
     assert fake.set_tags_calls == [(made.app_id, want)]
     assert tag_app(app, run_id="run-1", account="team-nlp") == want  # already tagged: not set again
     assert len(fake.set_tags_calls) == 1
+    # The next run in the same App has no account: the previous run's account tag goes.
+    assert tag_app(app, run_id="run-2") == {"team": "nlp", "trainledger_run_id": "run-2"}
+    assert fake.apps[made.app_id].tags == {"team": "nlp", "trainledger_run_id": "run-2"}
 
 
 def test_a_failed_tag_is_logged_not_raised(fake, sdk, caplog) -> None:
