@@ -26,6 +26,7 @@ SERVICES = {
         "ListRuns",
         "GetSeries",
         "WatchRun",
+        "LinkSession",
     ],
     ("spend", "Spend"): [
         "OpenAccount",
@@ -36,6 +37,9 @@ SERVICES = {
         "Charge",
         "GetAccount",
         "ListReservations",
+        "RecordBilledUsage",
+        "Reconcile",
+        "AdjustToBill",
     ],
     ("registry", "Registry"): ["Register", "Promote", "Rollback", "GetCurrent", "ListVersions"],
     ("events", "Events"): ["ReadEvents", "GetHead", "Verify"],

@@ -47,6 +47,12 @@ def document(value: dict[str, object]) -> struct_pb2.Struct:
         (models.ModelVersion, registry_pb2.ModelVersion),
         (models.GateVerdict, registry_pb2.GateVerdict),
         (models.Promotion, registry_pb2.Promotion),
+        (models.BillTotals, common_pb2.BillTotals),
+        (models.Reconciliation, spend_pb2.Reconciliation),
+        (models.TokenClassDrift, spend_pb2.TokenClassDrift),
+        (models.ProviderBill, spend_pb2.ProviderBill),
+        (models.UnattributedGroup, spend_pb2.UnattributedGroup),
+        (models.ReconcileReport, spend_pb2.ReconcileResponse),
     ],
 )
 def test_a_read_model_has_the_fields_of_its_message(model: type[msgspec.Struct], message: type) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import timestamp_pb2
 
 from ledger import Ledger
 from tests.service.support import Served, Stubs, error_info
@@ -36,6 +37,7 @@ MATRIX = [
     ("Runs/ListRuns", "RRR", "+SS", "+SS", "+SS"),
     ("Runs/GetSeries", "++S", "++S", "++S", "++S"),
     ("Runs/WatchRun", "++S", "++S", "++S", "++S"),
+    ("Runs/LinkSession", "++S", "++S", "RRR", "++S"),
     ("Spend/OpenAccount", "RRR", "++S", "RRR", "++S"),
     ("Spend/SetCap", "RRR", "++S", "RRR", "++S"),
     ("Spend/Reserve", "++S", "++S", "RRR", "++S"),
@@ -44,6 +46,9 @@ MATRIX = [
     ("Spend/Charge", "++S", "++S", "RRR", "++S"),
     ("Spend/GetAccount", "++S", "++S", "++S", "++S"),
     ("Spend/ListReservations", "++S", "++S", "++S", "++S"),
+    ("Spend/RecordBilledUsage", "RRR", "+SS", "RRR", "+SS"),
+    ("Spend/Reconcile", "RRR", "+SS", "+SS", "+SS"),
+    ("Spend/AdjustToBill", "RRR", "+SS", "RRR", "+SS"),
     ("Registry/Register", "RRR", "+SS", "RRR", "+SS"),
     ("Registry/Promote", "RRR", "+SS", "RRR", "+SS"),
     ("Registry/Rollback", "RRR", "+SS", "RRR", "+SS"),
@@ -144,6 +149,26 @@ def _calls(stubs: Stubs, team: str, run_id: str) -> dict[str, Callable[[Any], An
         "Runs/ListRuns": lambda m: r.ListRuns(runs_pb2.ListRunsRequest(page_size=1), metadata=m),
         "Runs/GetSeries": lambda m: r.GetSeries(runs_pb2.GetSeriesRequest(run_id=run_id), metadata=m),
         "Runs/WatchRun": lambda m: stream(r.WatchRun, runs_pb2.WatchRunRequest(run_id=run_id), m),
+        "Runs/LinkSession": lambda m: r.LinkSession(
+            runs_pb2.LinkSessionRequest(run_id=run_id, provider="tinker", session_id=_unique()), metadata=m
+        ),
+        "Spend/RecordBilledUsage": lambda m: s.RecordBilledUsage(
+            spend_pb2.RecordBilledUsageRequest(
+                provider="tinker",
+                lines=[
+                    spend_pb2.BilledLine(
+                        line_id=_unique(),
+                        interval_start=timestamp_pb2.Timestamp(seconds=1_800_000_000),
+                        interval_end=timestamp_pb2.Timestamp(seconds=1_800_003_600),
+                        amount_usd_micro=1,
+                        run_id=run_id,
+                    )
+                ],
+            ),
+            metadata=m,
+        ),
+        "Spend/Reconcile": lambda m: s.Reconcile(spend_pb2.ReconcileRequest(page_size=1), metadata=m),
+        "Spend/AdjustToBill": lambda m: s.AdjustToBill(spend_pb2.AdjustToBillRequest(run_id=run_id), metadata=m),
         "Spend/OpenAccount": lambda m: s.OpenAccount(
             spend_pb2.OpenAccountRequest(account=f"sub-{_unique()}", parent=team), metadata=m
         ),
