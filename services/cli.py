@@ -5,6 +5,7 @@
     trainledger runs list | runs show RUN | spend show RUN_OR_ACCOUNT
     trainledger registry list | registry show FAMILY | events export --from N | rebuild
     trainledger backup --to FILE                # a consistent copy of a SQLite ledger, served or not
+    trainledger spend pull | spend reconcile    # providers' bills, through a server (services.cli_bills)
 
 TRAINLEDGER_DATABASE_URL and --database-url override --db. Read commands print aligned tables,
 or JSON with --json. A database that cannot be opened is one line on stderr and exit status 2, and
@@ -23,7 +24,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 
-from services import cli_tokens, cli_verify, reports
+from services import cli_bills, cli_tokens, cli_verify, reports
 from services.reports import Failure
 from services.tls import TLSError, add_arguments, from_arguments
 
@@ -34,6 +35,9 @@ LISTEN_DEFAULT = "127.0.0.1:50051"
 
 
 def database_of(args: argparse.Namespace) -> str:
+    """The database a command opens ("" for the commands that talk to a server)."""
+    if not hasattr(args, "db"):
+        return ""
     return args.database_url or os.environ.get("TRAINLEDGER_DATABASE_URL") or args.db
 
 
@@ -173,6 +177,7 @@ def parser() -> argparse.ArgumentParser:
     command("show", reports.spend_show, spend, help="an account's reservations and totals").add_argument(
         "account", metavar="RUN_OR_ACCOUNT"
     )
+    cli_bills.add_parsers(spend)
 
     registry = commands.add_parser("registry", help="model registry").add_subparsers(dest="action", required=True)
     command("list", reports.registry_list, registry, help="families and their current versions")

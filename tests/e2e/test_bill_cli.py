@@ -1,0 +1,90 @@
+"""`trainledger spend pull --file` and `spend reconcile` against a serving ledger, run as a user runs
+them: a `trainledger serve` process, the CLI from another directory, the address given."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import grpc
+import pytest
+
+from tests.e2e.test_serve_guards import Servers, environment, trainledger
+from trainledger.v1 import runs_pb2, runs_pb2_grpc, spend_pb2, spend_pb2_grpc
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+
+
+def cli(directory: Path, *args: str, status: int = 0) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [*trainledger(), *args], capture_output=True, text=True, cwd=directory, env=environment(), timeout=60
+    )
+    assert done.returncode == status, (args, done.stdout, done.stderr)
+    return done
+
+
+def test_a_bill_file_is_pulled_reconciled_and_adjusted_through_the_server(tmp_path: Path) -> None:
+    servers = Servers(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    try:
+        _, address = servers.start(tmp_path / "ledger.db")
+        channel = grpc.insecure_channel(address)
+        runs, spend = runs_pb2_grpc.RunsStub(channel), spend_pb2_grpc.SpendStub(channel)
+        run_id = runs.OpenRun(runs_pb2.OpenRunRequest(run_key="billed", name="sft"), timeout=10).state.run.run_id
+        spend.Charge(
+            spend_pb2.ChargeRequest(account=run_id, charge_id="gpu", amount_usd_micro=2_000_000, reason="GPU hours"),
+            timeout=10,
+        )
+        bill = elsewhere / "bill.csv"
+        # The run billed 7% above its $2.00 estimate, and a line no run accounts for. The bill
+        # covers the hours up to the end of its last line (tomorrow), so the estimate is covered.
+        bill.write_text(
+            "line_id,interval_start,interval_end,amount,run_id,description\n"
+            f"gpu-1,2026-11-30,2099-01-01,2.14,{run_id},GPU hours\n"
+            "disk-1,2026-11-30,2099-01-01,0.50,,volume storage\n"
+        )
+        pulled = cli(elsewhere, "spend", "pull", "--file", "bill.csv", "--provider", "acme", "--address", address)
+        assert pulled.stdout.strip().startswith("acme: 2 lines in 1 requests: 2 recorded, 0 restated, 0 unchanged")
+        again = cli(elsewhere, "spend", "pull", "--file", "bill.csv", "--provider", "acme", "--address", address)
+        assert "0 recorded, 0 restated, 2 unchanged" in again.stdout
+
+        report = json.loads(cli(elsewhere, "spend", "reconcile", "--json", "--address", address).stdout)
+        (row,) = report["runs"]
+        assert (row["run_id"], row["name"]) == (run_id, "sft")
+        assert row["bill"]["estimated_usd_micro"] == 2_000_000
+        assert row["bill"]["billed_usd_micro"] == 2_140_000
+        assert row["bill"]["drift_usd_micro"] == 140_000
+        assert row["bill"]["drift_percent"] == pytest.approx(7.0)
+        assert row["bill"]["flagged"] is True
+        (provider,) = report["providers"]
+        assert (provider["provider"], provider["billed_usd_micro"], provider["unattributed_usd_micro"]) == (
+            "acme",
+            2_640_000,
+            500_000,
+        )
+        assert report["unattributed"] == [
+            {"provider": "acme", "source": "volume storage", "billed_usd_micro": 500_000, "lines": 1}
+        ]
+        text = cli(elsewhere, "spend", "reconcile", run_id, "--address", address).stdout
+        assert "$2.140000" in text and "+7.00%" in text and "FLAGGED" in text
+
+        adjusted = json.loads(cli(elsewhere, "spend", "reconcile", "--adjust", "--json", "--address", address).stdout)
+        assert [(a["account"], a["amount_usd_micro"]) for a in adjusted["adjustments"]] == [(run_id, 140_000)]
+        assert adjusted["runs"][0]["bill"]["unadjusted_usd_micro"] == 0
+        account = spend.GetAccount(spend_pb2.GetAccountRequest(account=run_id, min_position=0), timeout=10).account
+        assert account.committed_usd_micro == 2_140_000
+        second = cli(elsewhere, "spend", "reconcile", "--adjust", "--address", address).stdout
+        assert second.startswith("Nothing to adjust")
+
+        missing = cli(elsewhere, "spend", "reconcile", "no-such", "--address", address, status=1)
+        assert missing.stderr.strip() == "trainledger: no run or account no-such"
+        bad = elsewhere / "bad.csv"
+        bad.write_text("line_id,interval_start,interval_end,amount\nx,2026-11-30,2026-11-29,1\n")
+        refused = cli(
+            elsewhere, "spend", "pull", "--file", "bad.csv", "--provider", "acme", "--address", address, status=1
+        )
+        assert "line 2" in refused.stderr
+    finally:
+        servers.kill_all()
