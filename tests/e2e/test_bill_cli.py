@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from datetime import date, timedelta
 from pathlib import Path
 
 import grpc
@@ -38,12 +39,13 @@ def test_a_bill_file_is_pulled_reconciled_and_adjusted_through_the_server(tmp_pa
             timeout=10,
         )
         bill = elsewhere / "bill.csv"
+        start, end = (date.today() - timedelta(days=1)).isoformat(), (date.today() + timedelta(days=30)).isoformat()
         # The run billed 7% above its $2.00 estimate, and a line no run accounts for. The bill
-        # covers the hours up to the end of its last line (tomorrow), so the estimate is covered.
+        # covers the hours up to the end of its last line (in 30 days), so the estimate is covered.
         bill.write_text(
             "line_id,interval_start,interval_end,amount,run_id,description\n"
-            f"gpu-1,2026-11-30,2099-01-01,2.14,{run_id},GPU hours\n"
-            "disk-1,2026-11-30,2099-01-01,0.50,,volume storage\n"
+            f"gpu-1,{start},{end},2.14,{run_id},GPU hours\n"
+            f"disk-1,{start},{end},0.50,,volume storage\n"
         )
         pulled = cli(elsewhere, "spend", "pull", "--file", "bill.csv", "--provider", "acme", "--address", address)
         assert pulled.stdout.strip().startswith("acme: 2 lines in 1 requests: 2 recorded, 0 restated, 0 unchanged")
