@@ -295,6 +295,13 @@ BAD_LINES = [
     (line("x", T10, amount_usd_micro=1_000, amount_text="0.0734"), "AMOUNT_TEXT_MISMATCH"),
     (line("x", T10, amount_text="0.0734"), "AMOUNT_TEXT_MISMATCH"),  # A figure with no amount.
     (line("x", T10, amount_usd_micro=3, amount_text="0.0000025"), "AMOUNT_TEXT_MISMATCH"),  # Half-even is 2.
+    (line("x", T10, amount_usd_micro=1, amount_text="one cent"), "INVALID_AMOUNT"),
+    (line("x", T10, amount_usd_micro=10**13 + 1), "AMOUNT_TOO_LARGE"),  # Ten million dollars is the most.
+    (line("x", T10, quantities={"train": float("nan")}), "NON_FINITE_VALUE"),
+    (line("x", T10, quantities={"train": -1.0}), "OUT_OF_RANGE"),
+    (line("x", T10, tags={f"k{n}": "v" for n in range(65)}), "MAP_TOO_LARGE"),
+    (line("x" * 257, T10), "STRING_TOO_LONG"),
+    (line("x", T10, description="bill\u202eed"), "INVALID_TEXT"),
 ]  # fmt: skip
 
 
