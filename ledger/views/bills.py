@@ -64,6 +64,11 @@ _LINES = (
     "SELECT provider, line_id, start, end_at, amount, quantities, run_id, account, session_id, description"
     " FROM view_bill_lines"
 )
+_LINES_OF_SESSIONS = (
+    "SELECT l.provider, l.line_id, l.start, l.end_at, l.amount, l.quantities, l.run_id, l.account, l.session_id,"
+    " l.description FROM view_bill_lines l JOIN view_run_sessions s ON s.provider = l.provider"
+    " AND s.session_id = l.session_id"
+)
 
 
 @dataclass
@@ -169,9 +174,8 @@ class BillReads:
         return {
             provider: Coverage(through if through is not None else last, through, first, last, lines, restatements)
             for provider, through, first, last, lines, restatements in self._rows(
-                "SELECT p.provider, p.cost_data_through, MIN(l.start), MAX(l.end_at), p.lines, p.restatements"
-                " FROM view_bill_providers p LEFT JOIN view_bill_lines l ON l.provider = p.provider"
-                " GROUP BY p.provider, p.cost_data_through, p.lines, p.restatements"
+                "SELECT provider, cost_data_through, first_start, last_end, lines, restatements"
+                " FROM view_bill_providers"
             )
         }
 
@@ -275,21 +279,16 @@ class BillReads:
 
     def _lines_of(self, accounts: set[str]) -> list[Any]:
         """The lines that may be attributed to `accounts` (run accounts by run id and session, any
-        account by name), each once: a handful of indexed queries, however large the bill."""
+        account by name), each once: one query over three indexes, however large the bill."""
         rows: dict[tuple[Any, ...], Any] = {}
         for chunk in _chunks(sorted(accounts)):
             marks = ", ".join("?" * len(chunk))
-            for sql in (
-                f"{_LINES} WHERE run_id IN ({marks})",
-                f"{_LINES} WHERE account IN ({marks})",
+            for row in self._rows(
+                f"{_LINES} WHERE run_id IN ({marks}) UNION {_LINES} WHERE account IN ({marks})"
+                f" UNION {_LINES_OF_SESSIONS} WHERE s.run_id IN ({marks})",
+                (*chunk, *chunk, *chunk),
             ):
-                for row in self._rows(sql, tuple(chunk)):
-                    rows[row[:4]] = row
-            for provider, session in self._rows(
-                f"SELECT provider, session_id FROM view_run_sessions WHERE run_id IN ({marks})", tuple(chunk)
-            ):
-                for row in self._rows(f"{_LINES} WHERE provider = ? AND session_id = ?", (provider, session)):
-                    rows[row[:4]] = row
+                rows[row[:4]] = row
         return list(rows.values())
 
     # Answers.
@@ -299,9 +298,16 @@ class BillReads:
     ) -> BillTotals | None:
         """The bill beside the estimate for one account (a run's: its run id), alone or with every
         account under it; None when no bill line is attributed there (and nothing was adjusted)."""
+        if self._row("SELECT 1 FROM view_bill_providers LIMIT 1") is None:
+            return None  # No bill recorded at all: one tiny query.
         accounts = {account} | (self._descendants(account) if rolled_up else set())
+        lines = self._lines_of(accounts)
+        if not lines:
+            # No bill yet (the common case, answered by one query): the spend totals say what
+            # was estimated. Adjustments follow lines, which are never removed.
+            return None
         coverage = self._coverage()
-        figures = self._figures(self._attributed(self._lines_of(accounts)), coverage, accounts)
+        figures = self._figures(self._attributed(lines), coverage, accounts)
         if not figures:
             return None
         whole = Figures()

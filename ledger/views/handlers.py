@@ -312,8 +312,8 @@ def hour_of(moment: datetime) -> int:
 
 def _bill_opened(c: Cursor, e: Any, position: int) -> None:
     c.execute(
-        "INSERT INTO view_bill_providers (provider, lines, restatements, cost_data_through, position)"
-        " VALUES (?, 0, 0, NULL, ?) ON CONFLICT (provider) DO NOTHING",
+        "INSERT INTO view_bill_providers (provider, lines, restatements, cost_data_through, first_start, last_end,"
+        " position) VALUES (?, 0, 0, NULL, NULL, NULL, ?) ON CONFLICT (provider) DO NOTHING",
         (e.provider, position),
     )
 
@@ -344,10 +344,14 @@ def _lines_billed(c: Cursor, e: Any, position: int, provider: str) -> None:
             " ON CONFLICT (provider, line_id, start, end_at) DO NOTHING",
             [_line_row(provider, line, 0, position) for line in e.lines],
         )
+    first = min((line["start"].timestamp() for line in e.lines), default=None)
+    last = max((line["end"].timestamp() for line in e.lines), default=None)
     c.execute(
         "UPDATE view_bill_providers SET lines = lines + ?, cost_data_through = COALESCE(?, cost_data_through),"
+        " first_start = CASE WHEN first_start IS NULL OR ? < first_start THEN ? ELSE first_start END,"
+        " last_end = CASE WHEN last_end IS NULL OR ? > last_end THEN ? ELSE last_end END,"
         " position = ? WHERE provider = ?",
-        (len(e.lines), to_epoch(e.cost_data_through), position, provider),
+        (len(e.lines), to_epoch(e.cost_data_through), first, first, last, last, position, provider),
     )
 
 

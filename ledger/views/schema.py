@@ -156,7 +156,15 @@ TABLES: dict[str, Table] = {
         "bill",
     ),
     "view_bill_providers": Table(
-        {"provider": str, "lines": int, "restatements": int, "cost_data_through": float, "position": int},
+        {
+            "provider": str,
+            "lines": int,
+            "restatements": int,
+            "cost_data_through": float,
+            "first_start": float,
+            "last_end": float,
+            "position": int,
+        },
         ("provider",),
         [],
         "bill",
