@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -403,6 +404,24 @@ def test_a_request_over_the_byte_limit_is_refused_and_the_server_goes_on(served:
         assert receipt.recorded == len(part)
 
 
+def test_a_request_with_only_cost_data_through_moves_what_the_bill_covers(stubs: Stubs) -> None:
+    first = stubs.spend.RecordBilledUsage(
+        spend_pb2.RecordBilledUsageRequest(provider="tinker", lines=[line("a", T10)], cost_data_through=ts(T11))
+    )
+    moved = stubs.spend.RecordBilledUsage(
+        spend_pb2.RecordBilledUsageRequest(provider="tinker", cost_data_through=ts(T12))
+    )
+    assert (moved.recorded, moved.restated, moved.unchanged, moved.duplicate) == (0, 0, 0, False)
+    assert moved.position > first.position
+    before = head(stubs)
+    again = stubs.spend.RecordBilledUsage(
+        spend_pb2.RecordBilledUsageRequest(provider="tinker", cost_data_through=ts(T12))
+    )
+    assert again.position == moved.position and head(stubs) == before
+    report = stubs.spend.Reconcile(spend_pb2.ReconcileRequest(min_position=moved.position), timeout=30)
+    assert [(p.provider, p.cost_data_through.ToDatetime(tzinfo=UTC)) for p in report.providers] == [("tinker", T12)]
+
+
 def test_an_empty_request_and_a_bad_provider_are_invalid(stubs: Stubs) -> None:
     empty = spend_pb2.RecordBilledUsageRequest(provider="tinker")
     assert refusal(lambda: stubs.spend.RecordBilledUsage(empty, timeout=30))[:2] == (INVALID, "EMPTY_BATCH")
@@ -516,6 +535,73 @@ def test_reconcile_reads_its_own_writes_with_min_position(stubs: Stubs, client: 
         assert report.position >= receipt.position
         assert report.runs[0].bill is not None
         assert (report.runs[0].bill.lines, report.runs[0].bill.billed_usd_micro) == (2 + n, 2_001_000 + 1_000 * n)
+
+
+def test_spend_and_lines_past_the_bill_are_pending_and_provisional(
+    stubs: Stubs, client: LedgerClient, clock: Clock
+) -> None:
+    s = scenario(stubs, clock)
+    # Run A commits $0.30 in the 12:00 hour, past cost_data_through (12:00): its bill is to come.
+    # Tinker's rate-card line for that hour, $0.20, is provisional. The drift over 10:00-12:00
+    # stays $0.105; an unpriced line counts as a line without an amount.
+    clock.now = T12 + timedelta(minutes=10)
+    spend(stubs, s.a, 300_000, 30_000)
+    request = spend_pb2.RecordBilledUsageRequest(
+        provider="tinker",
+        lines=[
+            line("a|12", T12, amount_usd_micro=200_000, amount_text="0.2", run_id=s.a),
+            line("a|12|checkpoint", T12, run_id=s.a),
+        ],
+    )
+    receipt = stubs.spend.RecordBilledUsage(request, timeout=30)
+    (row,) = client.reconcile(run_id=s.a, min_position=receipt.position).runs
+    assert row.bill == BillTotals(
+        estimated_usd_micro=1_800_000,
+        billed_usd_micro=1_805_000,
+        drift_usd_micro=105_000,
+        drift_percent=7.0,
+        pending_bill_usd_micro=300_000,
+        provisional_usd_micro=200_000,
+        lines=4,
+        unpriced_lines=1,
+        flagged=True,
+        unadjusted_usd_micro=105_000,
+    )
+
+
+def test_a_line_restated_back_to_its_first_payload_is_a_restatement(stubs: Stubs) -> None:
+    first = line("l", T10, amount_usd_micro=10, amount_text="0.00001")
+    second = line("l", T10, amount_usd_micro=12, amount_text="0.000012")
+    counts = []
+    for sent in (first, second, first, first):
+        receipt = stubs.spend.RecordBilledUsage(spend_pb2.RecordBilledUsageRequest(provider="p", lines=[sent]))
+        counts.append((receipt.recorded, receipt.restated, receipt.unchanged))
+    assert counts == [(1, 0, 0), (0, 1, 0), (0, 1, 0), (0, 0, 1)]
+    report = stubs.spend.Reconcile(spend_pb2.ReconcileRequest(min_position=receipt.position), timeout=30)
+    assert [(p.provider, p.billed_usd_micro, p.lines, p.restatements) for p in report.providers] == [("p", 10, 1, 2)]
+
+
+def test_the_same_bill_sent_by_four_clients_at_once_is_recorded_once(served: Served) -> None:
+    lines = [line(f"l{n}", T10 + timedelta(hours=n % 24), amount_usd_micro=n, amount_text=f"{n / 1e6:.6f}")
+             for n in range(2_000)]  # fmt: skip
+    request = spend_pb2.RecordBilledUsageRequest(provider="tinker", lines=lines)
+    channels = [served.connect() for _ in range(4)]
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(lambda c: c.spend.RecordBilledUsage(request, timeout=60), channels))
+    finally:
+        for channel in channels:
+            channel.channel.close()
+    assert sorted((a.recorded, a.restated, a.unchanged) for a in answers) == [
+        (0, 0, 2_000),
+        (0, 0, 2_000),
+        (0, 0, 2_000),
+        (2_000, 0, 0),
+    ]
+    assert len({a.position for a in answers}) == 1
+    last = max(a.position for a in answers)
+    report = served.stubs.spend.Reconcile(spend_pb2.ReconcileRequest(min_position=last), timeout=30)
+    assert [(p.lines, p.billed_usd_micro, p.restatements) for p in report.providers] == [(2_000, 1_999_000, 0)]
 
 
 # AdjustToBill
