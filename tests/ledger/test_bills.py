@@ -710,6 +710,26 @@ class TestAdjustments:
         assert (receipt.account, receipt.run_id, receipt.amount_usd_micro) == ("team", "", 100_000)
         assert ledger.adjust_to_bill() == ([], 0)
 
+    @pytest.mark.xfail(
+        strict=True,
+        reason="ledger/views/bills.py totals() answers unadjusted 0 for figures without lines whatever was"
+        " adjusted, so an account whose adjusted line moved to a run (a session linked later) keeps its"
+        " adjustment beside the run's: the line is counted twice in committed spend and the account's row"
+        " keeps an unadjusted drift that AdjustToBill never records",
+    )
+    def test_a_line_that_moves_to_a_run_is_adjusted_once(self, ledger: Ledger) -> None:
+        ledger.open_account(account="team")
+        run = ledger.open_run(run_key="under", parent_account="team").run_id
+        ledger.record_billed_usage(provider="tinker", lines=[line("a", H0, 100, account="team", session_id="s")])
+        (first,), _ = ledger.adjust_to_bill()
+        assert (first.account, first.amount_usd_micro) == ("team", 100)
+        ledger.link_session(run_id=run, provider="tinker", session_id="s")
+        ledger.adjust_to_bill()
+        # One line of $0.0001 against nothing estimated: $0.0001 committed in all, under the team.
+        assert ledger.account_now("team")["committed"] == 100
+        (team,) = report(ledger).accounts
+        assert team.bill.unadjusted_usd_micro == 0
+
     def test_unknown_targets(self, ledger: Ledger) -> None:
         with pytest.raises(NotFound) as caught:
             ledger.adjust_to_bill(run_id=str(ledger_id("run", "none")))
