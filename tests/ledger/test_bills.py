@@ -422,6 +422,25 @@ class TestFigures:
         assert bill_of(ledger, run_id).pending_bill_usd_micro == 0
         assert bill_of(ledger, run_id).drift_usd_micro == -400_000
 
+    def test_a_bill_covering_part_of_an_hour_leaves_that_hour_pending(self, ledger: Ledger, run_id: str) -> None:
+        half = H0 + timedelta(minutes=30)
+        ledger.record_billed_usage(
+            provider="tinker",
+            lines=[line("first-half", H0, 600_000, end=half, run_id=run_id)],
+            cost_data_through=H0 + timedelta(minutes=45),
+        )
+        # The $1 committed at 00:30 counts in hour 0, which 00:45 does not cover: it is pending,
+        # and the half hour billed stands against no covered estimate.
+        assert bill_of(ledger, run_id) == totals(
+            estimated_usd_micro=1_000_000,
+            billed_usd_micro=600_000,
+            drift_usd_micro=600_000,
+            pending_bill_usd_micro=1_000_000,
+            lines=1,
+            flagged=True,
+            unadjusted_usd_micro=600_000,
+        )
+
     def test_the_earliest_coverage_of_the_providers_billing_a_run(
         self, ledger: Ledger, clock: FakeClock, run_id: str
     ) -> None:
