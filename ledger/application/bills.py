@@ -283,10 +283,13 @@ class BillCommands(Reads):
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, int, int, str]:
             holder, parents = self._chain(target, touched)
             adjusted = getattr(holder, "adjusted", 0)
-            amount = goal - adjusted
+            # Never below nothing committed: a credit beyond what was spent brings it to zero.
+            amount = max(goal - adjusted, -holder.committed)
             if amount == 0:
                 return 0, 0, 0, ""
-            digest = hashlib.blake2b(repr((sorted(facts.items()), adjusted)).encode(), digest_size=8).hexdigest()
+            digest = hashlib.blake2b(
+                repr((sorted(facts.items()), adjusted, amount)).encode(), digest_size=8
+            ).hexdigest()
             adjustment_id = f"bill:{digest}"
             version, overrun = spend.adjust(
                 holder,

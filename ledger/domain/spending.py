@@ -15,7 +15,7 @@ from typing import Any
 
 from ledger.domain.accounts import Account, Recall
 from ledger.domain.base import Audit
-from ledger.domain.errors import CapExceeded, Conflict, NotFound, Refused
+from ledger.domain.errors import CapExceeded, Conflict, Invalid, NotFound, Refused
 from ledger.domain.reasons import Reason
 
 __all__ = [
@@ -276,9 +276,10 @@ def adjust(
     recall: Recall | None = None,
 ) -> tuple[int | None, int]:
     """Bring the committed spend to a provider's bill: add `amount` (negative for a bill below the
-    estimate, never below nothing committed). What lies beyond the cap of the account or of a parent
-    is recorded as overrun, as for a charge: the money was billed. The same id again with the same
-    amount answers with its first version; with another amount it is a Conflict."""
+    estimate; one that would take the committed spend below nothing is Invalid). What lies beyond
+    the cap of the account or of a parent is recorded as overrun, as for a charge: the money was
+    billed. The same id again with the same amount answers with its first version; with another
+    amount it is a Conflict."""
     entry = account.entry(adjustment_id, recall)
     if entry is not None:
         if entry["state"] != "adjusted" or entry["amount"] != amount:
@@ -288,7 +289,12 @@ def adjust(
                 adjustment_id=adjustment_id,
             )
         return int(entry["settled_version"]), int(entry.get("overrun", 0))
-    amount = max(amount, -account.committed)
+    if amount < -account.committed:
+        raise Invalid(
+            f"an adjustment of {amount} would take the committed spend below nothing",
+            reason=Reason.OUT_OF_RANGE,
+            adjustment_id=adjustment_id,
+        )
     overrun = account.excess(amount) if amount > 0 else 0
     account.record(Account.SpendAdjusted, audit, adjustment_id=adjustment_id, amount=amount, bill=bill, overrun=overrun)
     roll_up(parents, audit, account, adjustment_id, "adjust", 0, amount)

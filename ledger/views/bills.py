@@ -19,7 +19,8 @@ run id), all integer micro-dollars:
   pending)), and as a percentage of that estimate; flagged when its magnitude is above the
   threshold (5% by default), or when there is billed spend against no estimate at all;
 - adjusted: the adjustments recorded (spend reconcile --adjust); unadjusted: drift - adjusted,
-  what an adjustment would record now.
+  what an adjustment would record now (with no line left, -adjusted: the adjustment of lines that
+  went to a run opened or linked since is taken back).
 
 An account's row rolls up its own figures and those of every account under it. Tokens are
 compared by class (train, prefill, sample) where the lines give quantities of that class: the
@@ -114,7 +115,9 @@ def totals(figures: Figures, threshold_percent: float) -> BillTotals:
         flagged = abs(drift) * 100 > threshold_percent * covered_estimate if covered_estimate else drift != 0
         unadjusted = drift - figures.adjusted
     else:
-        drift, percent, flagged, unadjusted = 0, None, False, 0
+        # Nothing billed here (any more: its lines went to a run opened or linked since): nothing
+        # drifts, and an adjustment made for those lines is to be taken back.
+        drift, percent, flagged, unadjusted = 0, None, False, -figures.adjusted
     return BillTotals(
         estimated_usd_micro=figures.estimated,
         billed_usd_micro=figures.billed,
@@ -302,9 +305,9 @@ class BillReads:
             return None  # No bill recorded at all: one tiny query.
         accounts = {account} | (self._descendants(account) if rolled_up else set())
         lines = self._lines_of(accounts)
-        if not lines:
-            # No bill yet (the common case, answered by one query): the spend totals say what
-            # was estimated. Adjustments follow lines, which are never removed.
+        if not lines and not self._adjusted(accounts):
+            # No bill here (the common case, answered by two small queries): the spend totals say
+            # what was estimated.
             return None
         coverage = self._coverage()
         figures = self._figures(self._attributed(lines), coverage, accounts)
@@ -316,6 +319,15 @@ class BillReads:
         if not whole.lines and not whole.adjusted:
             return None  # No bill yet: the spend totals say what was estimated.
         return totals(whole, threshold_percent)
+
+    def _adjusted(self, accounts: set[str]) -> int:
+        """The adjustments recorded on `accounts` (left when their lines went to a run since)."""
+        return sum(
+            adjusted
+            for _, _, _, adjusted in self._spend_rows(
+                "SELECT account, hour, committed, adjusted FROM view_spend_hours", accounts
+            )
+        )
 
     def _descendants(self, account: str) -> set[str]:
         found: set[str] = set()

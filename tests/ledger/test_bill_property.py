@@ -176,9 +176,9 @@ class Figures:
             flagged = abs(drift) * 100 > THRESHOLD * self.covered_estimate if self.covered_estimate else drift != 0
             unadjusted = drift - self.adjusted
         else:
-            # Nothing billed: nothing drifts. (An adjustment left without lines stays as it is:
-            # see test_bills.py, test_a_line_that_moves_to_a_run_is_adjusted_once.)
-            drift, percent, flagged, unadjusted = 0, None, False, 0
+            # Nothing billed: nothing drifts, and an adjustment left without lines (they went to a
+            # run since) is to be taken back.
+            drift, percent, flagged, unadjusted = 0, None, False, -self.adjusted
         return BillTotals(
             estimated_usd_micro=self.estimated,
             billed_usd_micro=self.billed,

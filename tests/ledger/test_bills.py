@@ -660,12 +660,6 @@ class TestAdjustments:
         assert receipt.amount_usd_micro == 10_000
         assert ledger.account(run_id, min_position=receipt.position).committed_usd_micro == 1_410_000
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="ledger/domain/spending.py adjust() clamps the amount to -committed (line 291) and records the"
-        " clamped amount under the id computed for the unclamped one: AdjustToBill answers the unclamped amount,"
-        " the drift stays unadjusted, and the next AdjustToBill of the same bill is refused with Conflict",
-    )
     def test_a_credit_beyond_what_was_committed_is_adjusted_once(self, ledger: Ledger) -> None:
         idle = ledger.open_run(run_key="idle").run_id
         ledger.record_billed_usage(provider="tinker", lines=[line("credit", H0, -100, run_id=idle)])
@@ -729,13 +723,6 @@ class TestAdjustments:
         assert (receipt.account, receipt.run_id, receipt.amount_usd_micro) == ("team", "", 100_000)
         assert ledger.adjust_to_bill() == ([], 0)
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="ledger/views/bills.py totals() answers unadjusted 0 for figures without lines whatever was"
-        " adjusted, so an account whose adjusted line moved to a run (a session linked later) keeps its"
-        " adjustment beside the run's: the line is counted twice in committed spend and the account's row"
-        " keeps an unadjusted drift that AdjustToBill never records",
-    )
     def test_a_line_that_moves_to_a_run_is_adjusted_once(self, ledger: Ledger) -> None:
         ledger.open_account(account="team")
         run = ledger.open_run(run_key="under", parent_account="team").run_id
