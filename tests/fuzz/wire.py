@@ -315,8 +315,25 @@ def _repeated(
 POSITIONS = frozenset({"min_position", "from_position"})
 
 
+def _map(field_descriptor: FieldDescriptor) -> st.SearchStrategy[dict[Any, Any]]:
+    """A map field (string keys, scalar values): a few entries of any value, or 256 and 257
+    entries of short values (a map past the ledger's limits, without gigabytes of text)."""
+    entry = field_descriptor.message_type
+    value = entry.fields_by_name["value"]
+    keys, values = _scalar(entry.fields_by_name["key"]), _scalar(value)
+    short = text(huge=False) if value.type == FieldDescriptor.TYPE_STRING else values
+    return st.one_of(
+        st.dictionaries(keys, values, max_size=4),
+        st.builds(
+            lambda count, item: {f"k{index}": item for index in range(count)}, st.sampled_from([256, 257]), short
+        ),
+    )
+
+
 def _value(field_descriptor: FieldDescriptor, known: Known, depth: int) -> st.SearchStrategy[Any]:
     pools = known.pool
+    if field_descriptor.message_type is not None and field_descriptor.message_type.GetOptions().map_entry:
+        return _map(field_descriptor)
     if field_descriptor.message_type is not None:
         element = messages(field_descriptor.message_type, known, depth + 1)
     else:
@@ -345,6 +362,8 @@ def _build(message_class: type, values: dict[str, Any]) -> Any:
         target = getattr(message, name)
         if isinstance(value, list):
             target.extend(value)
+        elif isinstance(value, dict):
+            target.update(value)
         elif hasattr(value, "DESCRIPTOR"):
             target.CopyFrom(value)
         else:
