@@ -772,3 +772,19 @@ class TestLinkSession:
             ledger.link_session(run_id=run, provider="tinker", session_id="")
         assert missing.value.reason == Reason.MISSING_FIELD
         assert ledger.head() == head
+
+
+def test_a_bill_restated_and_restated_back_is_adjusted_each_time(ledger: Ledger) -> None:
+    """The same figures coming back (a line restated, then restated back) are adjusted again: the
+    adjustment made for them the first time was taken back in between."""
+    run_id = ledger.open_run(run_key="back-and-forth").run_id
+    first = [line("a", H0, 745, run_id=run_id)]
+    ledger.record_billed_usage(provider="tinker", lines=first)
+    (up,), _ = ledger.adjust_to_bill(run_id=run_id)
+    ledger.record_billed_usage(provider="tinker", lines=[line("a", H0, 0, run_id=run_id)])
+    (down,), _ = ledger.adjust_to_bill(run_id=run_id)
+    ledger.record_billed_usage(provider="tinker", lines=first)
+    (again,), _ = ledger.adjust_to_bill(run_id=run_id)
+    assert [r.amount_usd_micro for r in (up, down, again)] == [745, -745, 745]
+    assert not again.duplicate and again.adjustment_id != up.adjustment_id
+    assert ledger.account(run_id, min_position=ledger.head()).committed_usd_micro == 745
