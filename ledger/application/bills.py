@@ -10,8 +10,9 @@ winner's line when it decides again.
 
 An adjustment is decided on the account's aggregate: the total the adjustments should reach
 (drift over the covered time, from the views caught up with the log) minus what the account has
-already adjusted. Two callers computing from the same bill record one adjustment (the same id);
-one computing from a later bill records only the difference.
+already adjusted. Its id is a digest of the figures and the account's version, so two callers
+computing from the same bill and account record one adjustment (the second is its duplicate); one
+computing from a later bill records only the difference.
 """
 
 from __future__ import annotations
@@ -287,9 +288,10 @@ class BillCommands(Reads):
             amount = max(goal - adjusted, -holder.committed)
             if amount == 0:
                 return 0, 0, 0, ""
-            digest = hashlib.blake2b(
-                repr((sorted(facts.items()), adjusted, amount)).encode(), digest_size=8
-            ).hexdigest()
+            # The account's version too: the same figures may come back later (a line restated and
+            # restated back), and must then be adjusted again, not answered as the first time.
+            decided_on = (sorted(facts.items()), adjusted, amount, holder.version)
+            digest = hashlib.blake2b(repr(decided_on).encode(), digest_size=8).hexdigest()
             adjustment_id = f"bill:{digest}"
             version, overrun = spend.adjust(
                 holder,

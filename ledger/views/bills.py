@@ -24,7 +24,8 @@ run id), all integer micro-dollars:
 
 An account's row rolls up its own figures and those of every account under it. Tokens are
 compared by class (train, prefill, sample) where the lines give quantities of that class: the
-tokens in the commits' cost bases over the covered time against the tokens billed. The commits
+tokens in the commits' cost bases over the covered time against the tokens of the lines that are
+not provisional. The commits
 are counted by the hour they were recorded in (view_spend_hours), so a bill that covers a time
 within an hour counts that hour as not covered yet.
 """
@@ -243,18 +244,21 @@ class BillReads:
             covered = None if known is None else known.covered
             entry.lines += 1
             entry.providers.add(provider)
+            provisional = covered is not None and end > covered
             if amount is None:
                 entry.unpriced += 1
             else:
                 entry.billed += amount
-                if covered is not None and end > covered:
+                if provisional:
                     entry.provisional += amount
             if covered is not None:
                 through[target] = min(through.get(target, covered), covered)
             if quantities and quantities != "{}":
                 for unit, quantity in _decode_quantities(quantities).items():
                     if unit in TOKEN_CLASSES:
-                        entry.billed_tokens[unit] = entry.billed_tokens.get(unit, 0) + int(quantity)
+                        # Compared over the covered time, as the ledger's tokens are.
+                        counted = 0 if provisional else int(quantity)
+                        entry.billed_tokens[unit] = entry.billed_tokens.get(unit, 0) + counted
         hours = self._spend_rows("SELECT account, hour, committed, adjusted FROM view_spend_hours", accounts)
         for account, hour, committed, adjusted in hours:
             entry = figures.setdefault(account, Figures())

@@ -264,12 +264,11 @@ def billed_lines(request: spend_pb2.RecordBilledUsageRequest) -> list[dict[str, 
     """The lines of a RecordBilledUsage request as the ledger takes them (ledger.domain.bills)."""
     lines = []
     for index, line in enumerate(request.lines):
-        where = f"lines[{index}]"
         lines.append(
             {
                 "line_id": line.line_id,
-                "interval_start": _line_moment(line, "interval_start", where),
-                "interval_end": _line_moment(line, "interval_end", where),
+                "interval_start": _line_moment(line, "interval_start", index),
+                "interval_end": _line_moment(line, "interval_end", index),
                 "amount_usd_micro": line.amount_usd_micro if line.HasField("amount_usd_micro") else None,
                 "amount_text": line.amount_text,
                 "currency": line.currency,
@@ -284,10 +283,11 @@ def billed_lines(request: spend_pb2.RecordBilledUsageRequest) -> list[dict[str, 
     return lines
 
 
-def _line_moment(line: spend_pb2.BilledLine, field: str, where: str) -> datetime | None:
+def _line_moment(line: spend_pb2.BilledLine, field: str, index: int) -> datetime | None:
+    where = f"lines[{index}]"
     try:
         return moment(line, field)
     except Invalid as error:
         raise Invalid(
-            f"{where}.{field} is not a time between the years 1 and 9999", reason=error.reason, line=where
+            f"{where}.{field} is not a time between the years 1 and 9999", reason=error.reason, line=str(index)
         ) from None

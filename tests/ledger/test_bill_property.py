@@ -288,7 +288,9 @@ class BillMachine(RuleBasedStateMachine):
             if covered is not None:
                 through[target] = min(through.get(target, covered), covered)
             if line.train is not None:
-                entry.billed_train = (entry.billed_train or 0) + line.train
+                # Billed tokens are compared over the covered time: a provisional line's count none.
+                provisional = covered is not None and line.end > covered
+                entry.billed_train = (entry.billed_train or 0) + (0 if provisional else line.train)
         for name, holder in self.holders.items():
             entry = figures[name]
             entry.estimated = sum(holder.hours.values())

@@ -339,11 +339,6 @@ def test_the_same_line_twice_with_two_payloads_is_a_duplicate_line(stubs: Stubs)
     assert (receipt.recorded, receipt.restated, receipt.unchanged) == (3, 0, 0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="services/codec/values.py _line_moment names a line 'lines[3]' in ErrorInfo metadata 'line',"
-    " where every other refusal of a line names its index '3'",
-)
 @pytest.mark.parametrize("seconds,nanos", [(253_402_300_800, 0), (-62_135_596_801, 0), (1_900_000_000, 10**9)])
 def test_a_timestamp_out_of_range_is_refused_by_the_line_index(stubs: Stubs, seconds: int, nanos: int) -> None:
     bad = spend_pb2.BilledLine(
