@@ -318,12 +318,9 @@ def _bill_opened(c: Cursor, e: Any, position: int) -> None:
     )
 
 
-def _line_row(provider: str, line: dict[str, Any], restated: int, position: int) -> tuple[Any, ...]:
+def _line_payload(line: dict[str, Any]) -> tuple[Any, ...]:
+    """What a restatement may change: the columns of view_bill_lines from amount to description."""
     return (
-        provider,
-        line["line_id"],
-        line["start"].timestamp(),
-        line["end"].timestamp(),
         line["amount"],
         line["amount_text"],
         _dump(line["quantities"]),
@@ -332,9 +329,11 @@ def _line_row(provider: str, line: dict[str, Any], restated: int, position: int)
         line["session_id"],
         _dump(line["tags"]),
         line["description"],
-        restated,
-        position,
     )
+
+
+def _line_key(provider: str, line: dict[str, Any]) -> tuple[Any, ...]:
+    return provider, line["line_id"], line["start"].timestamp(), line["end"].timestamp()
 
 
 def _lines_billed(c: Cursor, e: Any, position: int, provider: str) -> None:
@@ -342,7 +341,7 @@ def _lines_billed(c: Cursor, e: Any, position: int, provider: str) -> None:
         c.executemany(
             f"INSERT INTO view_bill_lines ({_LINE_COLUMNS}) VALUES ({', '.join('?' * 14)})"
             " ON CONFLICT (provider, line_id, start, end_at) DO NOTHING",
-            [_line_row(provider, line, 0, position) for line in e.lines],
+            [(*_line_key(provider, line), *_line_payload(line), 0, position) for line in e.lines],
         )
     first = min((line["start"].timestamp() for line in e.lines), default=None)
     last = max((line["end"].timestamp() for line in e.lines), default=None)
@@ -360,24 +359,7 @@ def _lines_restated(c: Cursor, e: Any, position: int, provider: str) -> None:
         "UPDATE view_bill_lines SET amount = ?, amount_text = ?, quantities = ?, run_id = ?, account = ?,"
         " session_id = ?, tags = ?, description = ?, restated = restated + 1, position = ?"
         " WHERE provider = ? AND line_id = ? AND start = ? AND end_at = ?",
-        [
-            (
-                line["amount"],
-                line["amount_text"],
-                _dump(line["quantities"]),
-                line["run_id"],
-                line["account"],
-                line["session_id"],
-                _dump(line["tags"]),
-                line["description"],
-                position,
-                provider,
-                line["line_id"],
-                line["start"].timestamp(),
-                line["end"].timestamp(),
-            )
-            for line in e.lines
-        ],
+        [(*_line_payload(line), position, *_line_key(provider, line)) for line in e.lines],
     )
     c.execute(
         "UPDATE view_bill_providers SET restatements = restatements + ?, position = ? WHERE provider = ?",
