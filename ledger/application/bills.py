@@ -254,11 +254,10 @@ class BillCommands(Reads):
         # The drift is read from the views: let them reflect every write first.
         self.wait(self.head())
         self._known_target(run_id, account)
-        runs = {run_id} if run_id else set()
         receipts: list[AdjustmentReceipt] = []
         highest = 0
         for target, figures in self.views.adjust_targets(run_id=run_id, account=account):
-            receipt = self._adjust(target, figures, audit, is_run=bool(runs) or self._is_run(target))
+            receipt = self._adjust(target, figures, audit, is_run=target == run_id or self._is_run(target))
             if receipt is not None:
                 receipts.append(receipt)
                 highest = max(highest, receipt.position)
