@@ -19,6 +19,7 @@ from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
 from ledger.domain.basis import check_basis
 from ledger.domain.batches import StepBatch
+from ledger.domain.bills import Bill, check_line
 from ledger.domain.errors import CapExceeded
 from ledger.domain.registry import Family
 from ledger.domain.runs import Run
@@ -80,6 +81,7 @@ def run_events() -> tuple[Run, list[Any]]:
     run.start_attempt(AUDIT, attempt_id="a2", label="", resume_from_step=3)
     run.finish(AUDIT, attempt=2, status="failed", summary={"loss": 0.125}, error="x" * 2000)
     run.note_summary(AUDIT, summary={"note": "ünïcødé ✓"})
+    run.link_session(AUDIT, provider="tinker", session_id="sess-1", attempt=2)
     return run, run.collect_events()
 
 
@@ -101,7 +103,37 @@ def account_events() -> tuple[Account, list[Any]]:
     spend.charge(account, [parent], AUDIT, charge_id="c1", amount=500, basis=BASIS, reason="bill")
     with pytest.raises(CapExceeded):
         spend.reserve(account, [parent], AUDIT, reservation_id="r4", amount=10, basis={}, expires_at=later, attempt=1)
+    bill = {"billed_usd_micro": 700, "providers": ["tinker"], "lines": 2}
+    spend.adjust(account, [parent], AUDIT, adjustment_id="bill:a", amount=140, bill=bill)
+    spend.adjust(account, [parent], AUDIT, adjustment_id="bill:b", amount=-40, bill=bill)
     return account, account.collect_events() + parent.collect_events()
+
+
+def bill_events() -> tuple[Bill, list[Any]]:
+    bill = Bill._create(Bill.Opened, id=ledger_id("bill", "tinker"), provider="tinker", **AUDIT.fields())
+    line = check_line(
+        {
+            "line_id": "sess-1|Qwen/Qwen3-8B|training",
+            "interval_start": NOW,
+            "interval_end": NOW + timedelta(hours=1),
+            "amount_usd_micro": 73_400,
+            "amount_text": "0.0734",
+            "quantities": {"train": 12_000.0, "storage_gb_hours": 0.25},
+            "run_id": "run",
+            "session_id": "sess-1",
+            "tags": {"ledger_run_id": "run", "team": "ünïcødé ✓"},
+            "description": "training Qwen/Qwen3-8B",
+        },
+        0,
+    )
+    unpriced = check_line(
+        {"line_id": "checkpoints", "interval_start": NOW, "interval_end": NOW + timedelta(hours=1)}, 1
+    )
+    bill.record_lines(AUDIT, [line, unpriced], [], NOW + timedelta(days=1))
+    restated = {**line, "amount": 80_000, "amount_text": "0.08"}
+    previous = {"amount": 73_400, "amount_text": "0.0734", "digest": line["digest"], "version": 2}
+    bill.record_lines(AUDIT, [], [{**restated, "previous": previous}], None)
+    return bill, bill.collect_events()
 
 
 def family_events() -> tuple[Family, list[Any]]:
@@ -135,10 +167,10 @@ def declared_event_classes(aggregate: type[LedgerAggregate]) -> set[type]:
     }
 
 
-SAMPLES = {Run: run_events, Account: account_events, Family: family_events}
+SAMPLES = {Run: run_events, Account: account_events, Family: family_events, Bill: bill_events}
 
 
-@pytest.mark.parametrize("aggregate", [Run, Account, Family], ids=lambda a: a.__name__)
+@pytest.mark.parametrize("aggregate", [Run, Account, Family, Bill], ids=lambda a: a.__name__)
 def test_every_event_class_round_trips(app: Ledger, aggregate: type[LedgerAggregate]) -> None:
     _, events = SAMPLES[aggregate]()
     assert {type(event) for event in events} == declared_event_classes(aggregate)
@@ -152,7 +184,7 @@ def test_every_event_class_round_trips(app: Ledger, aggregate: type[LedgerAggreg
         assert isinstance(decoded.originator_id, UUID)
 
 
-@pytest.mark.parametrize("aggregate", [Run, Account, Family], ids=lambda a: a.__name__)
+@pytest.mark.parametrize("aggregate", [Run, Account, Family, Bill], ids=lambda a: a.__name__)
 def test_a_snapshot_round_trips_and_restores_the_same_state(app: Ledger, aggregate: type[LedgerAggregate]) -> None:
     original, _ = SAMPLES[aggregate]()
     snapshot = Snapshot.take(original)
