@@ -15,16 +15,14 @@ from typing import Any
 
 import msgspec
 
+from trainledger.bills import usd_text
+
 __all__ = ["table", "fields", "usd", "when", "basis_text", "to_json", "printable"]
 
 
 def usd(micro: int | None) -> str:
     """Micro-dollars as dollars, exactly: 1_500 -> "$0.001500"; None -> "-" (no cap)."""
-    if micro is None:
-        return "-"
-    sign = "-" if micro < 0 else ""
-    dollars, rest = divmod(abs(micro), 1_000_000)
-    return f"{sign}${dollars:,}.{rest:06d}"
+    return "-" if micro is None else usd_text(micro)
 
 
 def when(moment: datetime | None) -> str:
