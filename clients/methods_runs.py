@@ -17,7 +17,9 @@ from clients.models import (
     CheckpointReceipt,
     FinishReceipt,
     LinkSessionReceipt,
+    MetricStats,
     OpenRunReceipt,
+    RunMetrics,
     RunPage,
     RunState,
     SeriesPage,
@@ -163,14 +165,33 @@ class RunsMethods(Transport):
         page_size: int = 0,
         page_token: str = "",
         status: str = "",
+        name_contains: str = "",
+        run_id_prefix: str = "",
+        account: str = "",
         min_position: int = 0,
         timeout_s: float | None = None,
     ) -> RunPage:
-        """A page of runs, newest first; pass next_page_token back for the next page."""
+        """A page of runs, newest first; pass next_page_token back for the next page. Filters:
+        status, a part of the name (case-insensitive), an id prefix, an account the runs' spend
+        accounts lie under."""
         request = runs_pb2.ListRunsRequest(
-            page_size=page_size, page_token=page_token, status=codec.status(status), min_position=min_position
+            page_size=page_size,
+            page_token=page_token,
+            status=codec.status(status),
+            name_contains=name_contains,
+            run_id_prefix=run_id_prefix,
+            account=account,
+            min_position=min_position,
         )
         return self._ask("Runs", "ListRuns", request, reply(RunPage), timeout_s=timeout_s)
+
+    def get_metrics(self, *, run_id: str, min_position: int = 0, timeout_s: float | None = None) -> list[MetricStats]:
+        """Every metric of the run's live line of steps, by name: count, first and last step, the
+        last value, min and max."""
+        request = runs_pb2.GetMetricsRequest(run_id=run_id, min_position=min_position)
+        return self._ask(
+            "Runs", "GetMetrics", request, lambda response: reply(RunMetrics)(response).metrics, timeout_s=timeout_s
+        )
 
     def get_series(
         self,

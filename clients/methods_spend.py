@@ -20,6 +20,7 @@ from clients.models import (
     CommitReceipt,
     Event,
     Family,
+    FamilyList,
     ModelVersion,
     OpenAccountReceipt,
     PromoteReceipt,
@@ -241,6 +242,16 @@ class LedgerMethods(RunsMethods, Transport):
             family=family, page_size=page_size, page_token=page_token, min_position=min_position
         )
         return self._ask("Registry", "ListVersions", request, reply(Family), timeout_s=timeout_s)
+
+    def list_families(
+        self, *, page_size: int = 0, page_token: str = "", min_position: int = 0, timeout_s: float | None = None
+    ) -> FamilyList:
+        """A page of the registry's families by name (family, current, version_count); pass
+        next_page_token back for the next page (empty after the last)."""
+        request = registry_pb2.ListFamiliesRequest(
+            page_size=page_size, page_token=page_token, min_position=min_position
+        )
+        return self._ask("Registry", "ListFamilies", request, reply(FamilyList), timeout_s=timeout_s)
 
     def read_events(
         self, *, from_position: int = 1, limit: int = 0, types: Sequence[str] = (), timeout_s: float | None = None

@@ -24,7 +24,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 
-from services import cli_bills, cli_tokens, cli_verify, reports
+from services import cli_bills, cli_tokens, cli_verify, cli_watch, reports
 from services.reports import Failure
 from services.tls import TLSError, add_arguments, from_arguments
 
@@ -32,6 +32,7 @@ __all__ = ["main", "parser"]
 
 DATABASE_DEFAULT = "trainledger.db"
 LISTEN_DEFAULT = "127.0.0.1:50051"
+HTTP_DEFAULT = "127.0.0.1:8080"
 
 
 def database_of(args: argparse.Namespace) -> str:
@@ -55,6 +56,7 @@ def serve(args: argparse.Namespace) -> None:
                 auth=args.auth,
                 insecure=args.insecure,
                 tls=from_arguments(args),
+                http=None if args.no_http else args.http,
             )
         )
     except (StartupError, TLSError) as error:
@@ -162,6 +164,13 @@ def parser() -> argparse.ArgumentParser:
     serve_parser.add_argument(
         "--insecure", action="store_true", help="serve a non-loopback address without authentication"
     )
+    serve_parser.add_argument(
+        "--http",
+        default=HTTP_DEFAULT,
+        metavar="HOST:PORT",
+        help="serve the web dashboard and its JSON API here (default: %(default)s)",
+    )
+    serve_parser.add_argument("--no-http", action="store_true", help="serve no dashboard")
     add_arguments(serve_parser)
     command("project", project, read=False, help="run a projection worker until SIGTERM (PostgreSQL only)")
 
@@ -198,6 +207,7 @@ def parser() -> argparse.ArgumentParser:
     )
     cli_verify.add_parser(commands)
     cli_tokens.add_parser(commands)
+    cli_watch.add_parser(commands)
     command("backup", backup, read=False, help="copy a SQLite ledger, served or not, to a new file").add_argument(
         "--to", required=True, metavar="FILE", help="the new file (never overwritten)"
     )

@@ -10,10 +10,10 @@ import grpc
 from ledger.domain.errors import NotFound, Unavailable
 from ledger.domain.limits import check_reference
 from ledger.domain.reasons import Reason
-from ledger.views.models import Family, FamilyPage
+from ledger.views.models import Family, FamilyPage, FamilySummary
 from services import codec
 from services.codec import messages
-from services.codec.pages import versions_after, versions_token
+from services.codec.pages import families_after, families_token, versions_after, versions_token
 from services.edge import Edge
 from services.interceptors import audit
 from trainledger.v1 import registry_pb2, registry_pb2_grpc
@@ -22,6 +22,7 @@ __all__ = ["RegistryServicer"]
 
 Context = grpc.aio.ServicerContext[Any, Any]
 VERSIONS_PAGE_DEFAULT = 100
+FAMILIES_PAGE_DEFAULT = 100
 
 
 class RegistryServicer(registry_pb2_grpc.RegistryServicer):
@@ -118,4 +119,25 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
             current=page.current,
             history=[messages.promotion(p) for p in page.history],
             next_page_token=token,
+        )
+
+    async def ListFamilies(
+        self, request: registry_pb2.ListFamiliesRequest, context: Context
+    ) -> registry_pb2.ListFamiliesResponse:
+        size = codec.page_size(request.page_size, FAMILIES_PAGE_DEFAULT)
+        after = families_after(request.page_token)
+        timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
+
+        def read() -> list[FamilySummary]:
+            self.ledger.wait(request.min_position, timeout_s)
+            return self.ledger.families(after=after, limit=size + 1)
+
+        found = await self.edge.call(read)
+        page = found[:size]
+        return registry_pb2.ListFamiliesResponse(
+            families=[
+                registry_pb2.FamilySummary(family=f.family, current=f.current, version_count=f.version_count)
+                for f in page
+            ],
+            next_page_token=families_token(page[-1].family) if len(found) > size else "",
         )

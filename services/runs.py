@@ -153,12 +153,28 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
 
         def read() -> RunPage:
             self.ledger.wait(request.min_position, timeout_s)
-            return self.ledger.list_runs(limit=size, after=after, status=codec.status_name(request.status))
+            return self.ledger.list_runs(
+                limit=size,
+                after=after,
+                status=codec.status_name(request.status),
+                name_contains=request.name_contains,
+                run_id_prefix=request.run_id_prefix,
+                account=request.account,
+            )
 
         page = await self.edge.call(read)
         return runs_pb2.ListRunsResponse(
             runs=[messages.run_summary(r) for r in page.runs], next_page_token=codec.runs_token(page.after)
         )
+
+    async def GetMetrics(self, request: runs_pb2.GetMetricsRequest, context: Context) -> runs_pb2.GetMetricsResponse:
+        timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
+
+        def read() -> runs_pb2.GetMetricsResponse:
+            stats = self.ledger.metric_stats(request.run_id, min_position=request.min_position, timeout_s=timeout_s)
+            return runs_pb2.GetMetricsResponse(metrics=[messages.metric_stats(s) for s in stats])
+
+        return await self.edge.call(read)
 
     async def GetSeries(self, request: runs_pb2.GetSeriesRequest, context: Context) -> runs_pb2.GetSeriesResponse:
         size = codec.page_size(request.page_size, SERIES_PAGE_DEFAULT)

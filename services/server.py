@@ -357,8 +357,10 @@ async def serve(
     auth: bool = False,
     insecure: bool = False,
     tls: ServerTLS | None = None,
+    http: str | None = None,
 ) -> None:
-    """Serve until SIGTERM or SIGINT, then shut down gracefully. Raises StartupError."""
+    """Serve until SIGTERM or SIGINT, then shut down gracefully. With `http` (HOST:PORT) the web
+    dashboard is served there too, on the same event loop over the same ledger. Raises StartupError."""
     server, _ = create_server(address, database=database, project=project, auth=auth, insecure=insecure, tls=tls)
     await server.start()
     workers = "" if project else ", projections left to workers"

@@ -60,6 +60,21 @@ class Family(Model, frozen=True, kw_only=True):
     next_page_token: str = ""
 
 
+class FamilySummary(Model, frozen=True, kw_only=True):
+    """A family in the list of families: its current version (0: none) and how many it has."""
+
+    family: str = ""
+    current: int = 0
+    version_count: int = 0
+
+
+class FamilyList(Model, frozen=True, kw_only=True):
+    """A page of list_families, by name; pass `next_page_token` back for the next ("" after the last)."""
+
+    families: list[FamilySummary] = msgspec.field(default_factory=empty_list)
+    next_page_token: str = ""
+
+
 class RegisterReceipt(Model, frozen=True, kw_only=True):
     position: int = 0
     version: int = 0

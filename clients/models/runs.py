@@ -112,6 +112,9 @@ class RunSummary(Model, frozen=True, kw_only=True):
     last_step: int | None = None
     committed_usd_micro: int = 0
     opened_at: datetime | None = None
+    parent_account: str = ""
+    cap_usd_micro: int | None = None
+    pending_usd_micro: int = 0
 
 
 class RunPage(Model, frozen=True, kw_only=True):
@@ -119,6 +122,25 @@ class RunPage(Model, frozen=True, kw_only=True):
 
     runs: list[RunSummary] = msgspec.field(default_factory=empty_list)
     next_page_token: str = ""
+
+
+class MetricStats(Model, frozen=True, kw_only=True):
+    """One metric over a run's live line of steps: how many steps hold it, the first and last of
+    them, the value at the last, the least and the greatest."""
+
+    name: str = ""
+    count: int = 0
+    first_step: int = 0
+    last_step: int = 0
+    last: float = 0.0
+    min: float = 0.0
+    max: float = 0.0
+
+
+class RunMetrics(Model, frozen=True, kw_only=True):
+    """get_metrics: every metric of a run's live line of steps, by name."""
+
+    metrics: list[MetricStats] = msgspec.field(default_factory=empty_list)
 
 
 class SeriesPage(Model, frozen=True, kw_only=True):

@@ -5,6 +5,7 @@ and from the log itself. Each read of a view may first wait for a position (read
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
@@ -12,13 +13,15 @@ from uuid import UUID
 from eventsourcing.persistence import Notification
 
 from ledger.application.kernel import Kernel, storage_read
-from ledger.domain.errors import NotFound, Unavailable
-from ledger.domain.limits import PAGE_SIZE_MAX, check_int, check_reference
+from ledger.domain.errors import Invalid, NotFound, Unavailable
+from ledger.domain.limits import ID_LENGTH_MAX, PAGE_SIZE_MAX, check_int, check_reference, check_text
 from ledger.domain.reasons import Reason
 from ledger.domain.topics import event_topics
 from ledger.views import models
 
 __all__ = ["Reads"]
+
+RUN_ID_PREFIX = re.compile(r"[0-9a-f-]{1,36}")
 
 
 class Reads(Kernel):
@@ -61,6 +64,19 @@ class Reads(Kernel):
         if state is None:
             raise NotFound(f"no run {run_id}", reason=Reason.RUN_NOT_FOUND, run_id=run_id)
         return state
+
+    @storage_read
+    def metric_stats(
+        self, run_id: str, *, min_position: int = 0, timeout_s: float = 5.0
+    ) -> tuple[models.MetricStats, ...]:
+        """Every metric of the run's live line of steps, by name (ViewReader.metric_stats).
+        Raises NotFound."""
+        check_reference(run_id, "run_id")
+        self.wait(min_position, timeout_s)
+        stats = self.views.metric_stats(run_id)
+        if stats is None:
+            raise NotFound(f"no run {run_id}", reason=Reason.RUN_NOT_FOUND, run_id=run_id)
+        return stats
 
     @storage_read
     def series(
@@ -115,19 +131,43 @@ class Reads(Kernel):
         limit: int = 100,
         after: tuple[float, str] | None = None,
         status: str = "",
+        name_contains: str = "",
+        run_id_prefix: str = "",
+        account: str = "",
         min_position: int = 0,
         timeout_s: float = 5.0,
     ) -> models.RunPage:
-        """Runs, newest first; `after` is the (opened_epoch, run_id) of the previous page's last."""
+        """Runs, newest first; `after` is the (opened_epoch, run_id) of the previous page's last.
+        Filters (ViewReader.list_runs): status, a part of the name, an id prefix, an account."""
         check_int(limit, "limit", minimum=1, maximum=PAGE_SIZE_MAX + 1)
+        check_text(name_contains, "name_contains", limit=ID_LENGTH_MAX)
+        if run_id_prefix and not RUN_ID_PREFIX.fullmatch(run_id_prefix):
+            raise Invalid(
+                "a run id prefix is lowercase hex digits and dashes, at most 36 characters",
+                reason=Reason.INVALID_FIELD,
+                field="run_id_prefix",
+            )
+        check_text(account, "account", limit=ID_LENGTH_MAX)
         self.wait(min_position, timeout_s)
-        return self.views.list_runs(limit=limit, after=after, status=status)
+        return self.views.list_runs(
+            limit=limit,
+            after=after,
+            status=status,
+            name_contains=name_contains,
+            run_id_prefix=run_id_prefix,
+            account=account,
+        )
 
     @storage_read
-    def families(self, *, min_position: int = 0, timeout_s: float = 5.0) -> list[models.FamilySummary]:
-        """Every registry family with its current version and number of versions."""
+    def families(
+        self, *, after: str = "", limit: int | None = None, min_position: int = 0, timeout_s: float = 5.0
+    ) -> list[models.FamilySummary]:
+        """Registry families by name after `after` (at most `limit`; all when None), each with its
+        current version and number of versions."""
+        if limit is not None:
+            check_int(limit, "limit", minimum=1, maximum=PAGE_SIZE_MAX + 1)
         self.wait(min_position, timeout_s)
-        return self.views.families()
+        return self.views.families(after=after, limit=limit)
 
     @storage_read
     def read_events(

@@ -170,6 +170,9 @@ class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
     last_step: int | None
     committed_usd_micro: int
     opened_at: Moment
+    parent_account: str = ""
+    cap_usd_micro: int | None = None
+    pending_usd_micro: int = 0
 
 
 class RunPage(msgspec.Struct, frozen=True, kw_only=True):
@@ -309,6 +312,20 @@ class FamilyPage(msgspec.Struct, frozen=True, kw_only=True):
     versions: tuple[ModelVersion, ...]
     history: tuple[Promotion, ...]
     more: bool
+
+
+class MetricStats(msgspec.Struct, frozen=True, kw_only=True):
+    """One metric over a run's live line of steps (those no later attempt superseded): how many
+    steps hold a value, the first and last of them, the value at the last, the least and the
+    greatest."""
+
+    name: str
+    count: int
+    first_step: int
+    last_step: int
+    last: float
+    min: float
+    max: float
 
 
 class FamilySummary(msgspec.Struct, frozen=True, kw_only=True):

@@ -149,20 +149,49 @@ class ViewReader(SeriesReads, BillReads):
             count = int(self._row(f"SELECT COUNT(*) {live} AND expires_at <= ?", (run_id, moment))[0])
         return checkpoint, tuple(expired), count
 
-    def list_runs(self, *, limit: int, after: tuple[float, str] | None = None, status: str = "") -> RunPage:
+    def list_runs(
+        self,
+        *,
+        limit: int,
+        after: tuple[float, str] | None = None,
+        status: str = "",
+        name_contains: str = "",
+        run_id_prefix: str = "",
+        account: str = "",
+    ) -> RunPage:
         """Up to `limit` runs, newest first, `after` the (opened_at, run_id) of the previous page's
-        last one; the page's `after` continues it."""
+        last one; the page's `after` continues it. Only runs with `status`, whose name contains
+        `name_contains` (case-insensitive), whose id starts with `run_id_prefix`, and whose spend
+        account lies under `account` at any depth, when given."""
         where: list[str] = []
         params: list[Any] = []
+        prefix = ""
+        if account:
+            # The accounts under `account`, at any depth (a run's account is named by its run id).
+            prefix = (
+                "WITH RECURSIVE under(account) AS (SELECT account FROM view_accounts WHERE parent = ?"
+                " UNION SELECT c.account FROM view_accounts c JOIN under u ON c.parent = u.account) "
+            )
+            params.append(account)
+            where.append("r.run_id IN (SELECT account FROM under)")
         if status:
             where.append("r.status = ?")
             params.append(status)
+        if name_contains:
+            where.append("LOWER(r.name) LIKE ? ESCAPE '!'")
+            escaped = name_contains.lower().replace("!", "!!").replace("%", "!%").replace("_", "!_")
+            params.append(f"%{escaped}%")
+        if run_id_prefix:
+            # Ids are lowercase canonical uuids: a range over the primary key, not a scan.
+            where.append("r.run_id >= ? AND r.run_id < ?")
+            params += [run_id_prefix, run_id_prefix + "~"]
         if after is not None:
             where.append("(r.opened_at < ? OR (r.opened_at = ? AND r.run_id < ?))")
             params += [after[0], after[0], after[1]]
         sql = (
-            "SELECT r.run_id, r.name, r.status, r.current_attempt, r.last_step, r.opened_at,"
-            " COALESCE(a.committed, 0) FROM view_runs r LEFT JOIN view_accounts a ON a.account = r.run_id"
+            prefix + "SELECT r.run_id, r.name, r.status, r.current_attempt, r.last_step, r.opened_at,"
+            " COALESCE(a.committed, 0), COALESCE(a.parent, ''), a.cap, COALESCE(a.pending, 0)"
+            " FROM view_runs r LEFT JOIN view_accounts a ON a.account = r.run_id"
         )
         if where:
             sql += " WHERE " + " AND ".join(where)
@@ -178,8 +207,11 @@ class ViewReader(SeriesReads, BillReads):
                 last_step=last_step,
                 committed_usd_micro=committed,
                 opened_at=utc_time(opened_at),
+                parent_account=parent,
+                cap_usd_micro=cap,
+                pending_usd_micro=pending,
             )
-            for run_id, name, status, current, last_step, opened_at, committed in rows[:limit]
+            for run_id, name, status, current, last_step, opened_at, committed, parent, cap, pending in rows[:limit]
         )
         last = rows[limit - 1] if len(rows) > limit else None
         return RunPage(runs=runs, after=None if last is None else (last[5], last[0]))
@@ -300,11 +332,17 @@ class ViewReader(SeriesReads, BillReads):
             cursor.close()
         return rows, False, used
 
-    def families(self) -> list[FamilySummary]:
+    def families(self, *, after: str = "", limit: int | None = None) -> list[FamilySummary]:
+        """Families by name after `after`, at most `limit` of them (all when None)."""
+        sql = (
+            "SELECT f.family, f.current, (SELECT COUNT(*) FROM view_versions v"
+            " WHERE v.family = f.family) FROM view_families f WHERE f.family > ? ORDER BY f.family"
+        )
+        params: tuple[Any, ...] = (after,)
+        if limit is not None:
+            sql += " LIMIT ?"
+            params = (after, limit)
         return [
             FamilySummary(family=family, current=current or 0, version_count=count)
-            for family, current, count in self._rows(
-                "SELECT f.family, f.current, (SELECT COUNT(*) FROM view_versions v"
-                " WHERE v.family = f.family) FROM view_families f ORDER BY f.family"
-            )
+            for family, current, count in self._rows(sql, params)
         ]

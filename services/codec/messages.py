@@ -115,6 +115,21 @@ def run_summary(run: models.RunSummary) -> runs_pb2.RunSummary:
         last_step=run.last_step,
         committed_usd_micro=run.committed_usd_micro,
         opened_at=timestamp(run.opened_at),
+        parent_account=run.parent_account,
+        cap_usd_micro=run.cap_usd_micro,
+        pending_usd_micro=run.pending_usd_micro,
+    )
+
+
+def metric_stats(stats: models.MetricStats) -> runs_pb2.MetricStats:
+    return runs_pb2.MetricStats(
+        name=stats.name,
+        count=stats.count,
+        first_step=stats.first_step,
+        last_step=stats.last_step,
+        last=stats.last,
+        min=stats.min,
+        max=stats.max,
     )
 
 

@@ -26,6 +26,8 @@ __all__ = [
     "position_after",
     "versions_token",
     "versions_after",
+    "families_token",
+    "families_after",
 ]
 
 
@@ -118,3 +120,18 @@ def versions_after(token: str) -> tuple[int, int]:
     ):
         raise _refuse()
     return value[0], value[1]
+
+
+def families_token(family: str) -> str:
+    """The ListFamilies token after a page: its last family's name."""
+    return encode_token([family])
+
+
+def families_after(token: str) -> str:
+    """The family name a ListFamilies page follows; "" for the first page."""
+    if not token:
+        return ""
+    value = decode_token(token)
+    if not (isinstance(value, list) and len(value) == 1 and isinstance(value[0], str)):
+        raise _refuse()
+    return value[0]

@@ -171,3 +171,31 @@ class ListVersionsResponse(_message.Message):
     history: _containers.RepeatedCompositeFieldContainer[Promotion]
     next_page_token: str
     def __init__(self, versions: _Optional[_Iterable[_Union[ModelVersion, _Mapping]]] = ..., current: _Optional[int] = ..., history: _Optional[_Iterable[_Union[Promotion, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class ListFamiliesRequest(_message.Message):
+    __slots__ = ("page_size", "page_token", "min_position")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    MIN_POSITION_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    min_position: int
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., min_position: _Optional[int] = ...) -> None: ...
+
+class ListFamiliesResponse(_message.Message):
+    __slots__ = ("families", "next_page_token")
+    FAMILIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    families: _containers.RepeatedCompositeFieldContainer[FamilySummary]
+    next_page_token: str
+    def __init__(self, families: _Optional[_Iterable[_Union[FamilySummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class FamilySummary(_message.Message):
+    __slots__ = ("family", "current", "version_count")
+    FAMILY_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_FIELD_NUMBER: _ClassVar[int]
+    VERSION_COUNT_FIELD_NUMBER: _ClassVar[int]
+    family: str
+    current: int
+    version_count: int
+    def __init__(self, family: _Optional[str] = ..., current: _Optional[int] = ..., version_count: _Optional[int] = ...) -> None: ...

@@ -60,6 +60,11 @@ class RegistryStub:
                 request_serializer=trainledger_dot_v1_dot_registry__pb2.ListVersionsRequest.SerializeToString,
                 response_deserializer=trainledger_dot_v1_dot_registry__pb2.ListVersionsResponse.FromString,
                 _registered_method=True)
+        self.ListFamilies = channel.unary_unary(
+                '/trainledger.v1.Registry/ListFamilies',
+                request_serializer=trainledger_dot_v1_dot_registry__pb2.ListFamiliesRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_registry__pb2.ListFamiliesResponse.FromString,
+                _registered_method=True)
 
 
 class RegistryServicer:
@@ -101,6 +106,13 @@ class RegistryServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListFamilies(self, request, context):
+        """Returns a page of the registry's families, by name.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RegistryServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -128,6 +140,11 @@ def add_RegistryServicer_to_server(servicer, server):
                     servicer.ListVersions,
                     request_deserializer=trainledger_dot_v1_dot_registry__pb2.ListVersionsRequest.FromString,
                     response_serializer=trainledger_dot_v1_dot_registry__pb2.ListVersionsResponse.SerializeToString,
+            ),
+            'ListFamilies': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListFamilies,
+                    request_deserializer=trainledger_dot_v1_dot_registry__pb2.ListFamiliesRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_registry__pb2.ListFamiliesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -266,6 +283,33 @@ class Registry:
             '/trainledger.v1.Registry/ListVersions',
             trainledger_dot_v1_dot_registry__pb2.ListVersionsRequest.SerializeToString,
             trainledger_dot_v1_dot_registry__pb2.ListVersionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListFamilies(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainledger.v1.Registry/ListFamilies',
+            trainledger_dot_v1_dot_registry__pb2.ListFamiliesRequest.SerializeToString,
+            trainledger_dot_v1_dot_registry__pb2.ListFamiliesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -285,16 +285,22 @@ class SpendTotals(_message.Message):
     def __init__(self, cap_usd_micro: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., pending_usd_micro: _Optional[int] = ..., remaining_usd_micro: _Optional[int] = ..., overrun_usd_micro: _Optional[int] = ..., bill: _Optional[_Union[_common_pb2.BillTotals, _Mapping]] = ...) -> None: ...
 
 class ListRunsRequest(_message.Message):
-    __slots__ = ("page_size", "page_token", "status", "min_position")
+    __slots__ = ("page_size", "page_token", "status", "min_position", "name_contains", "run_id_prefix", "account")
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     MIN_POSITION_FIELD_NUMBER: _ClassVar[int]
+    NAME_CONTAINS_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_PREFIX_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNT_FIELD_NUMBER: _ClassVar[int]
     page_size: int
     page_token: str
     status: _common_pb2.RunStatus
     min_position: int
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.RunStatus, str]] = ..., min_position: _Optional[int] = ...) -> None: ...
+    name_contains: str
+    run_id_prefix: str
+    account: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.RunStatus, str]] = ..., min_position: _Optional[int] = ..., name_contains: _Optional[str] = ..., run_id_prefix: _Optional[str] = ..., account: _Optional[str] = ...) -> None: ...
 
 class ListRunsResponse(_message.Message):
     __slots__ = ("runs", "next_page_token")
@@ -305,7 +311,7 @@ class ListRunsResponse(_message.Message):
     def __init__(self, runs: _Optional[_Iterable[_Union[RunSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class RunSummary(_message.Message):
-    __slots__ = ("run_id", "name", "status", "current_attempt", "last_step", "committed_usd_micro", "opened_at")
+    __slots__ = ("run_id", "name", "status", "current_attempt", "last_step", "committed_usd_micro", "opened_at", "parent_account", "cap_usd_micro", "pending_usd_micro")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -313,6 +319,9 @@ class RunSummary(_message.Message):
     LAST_STEP_FIELD_NUMBER: _ClassVar[int]
     COMMITTED_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
     OPENED_AT_FIELD_NUMBER: _ClassVar[int]
+    PARENT_ACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    CAP_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    PENDING_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     name: str
     status: _common_pb2.RunStatus
@@ -320,7 +329,10 @@ class RunSummary(_message.Message):
     last_step: int
     committed_usd_micro: int
     opened_at: _timestamp_pb2.Timestamp
-    def __init__(self, run_id: _Optional[str] = ..., name: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.RunStatus, str]] = ..., current_attempt: _Optional[int] = ..., last_step: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., opened_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    parent_account: str
+    cap_usd_micro: int
+    pending_usd_micro: int
+    def __init__(self, run_id: _Optional[str] = ..., name: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.RunStatus, str]] = ..., current_attempt: _Optional[int] = ..., last_step: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., opened_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., parent_account: _Optional[str] = ..., cap_usd_micro: _Optional[int] = ..., pending_usd_micro: _Optional[int] = ...) -> None: ...
 
 class GetSeriesRequest(_message.Message):
     __slots__ = ("run_id", "from_step", "page_size", "metrics", "include_superseded", "min_position")
@@ -397,3 +409,35 @@ class LinkSessionResponse(_message.Message):
     position: int
     duplicate: bool
     def __init__(self, position: _Optional[int] = ..., duplicate: _Optional[bool] = ...) -> None: ...
+
+class GetMetricsRequest(_message.Message):
+    __slots__ = ("run_id", "min_position")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    MIN_POSITION_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    min_position: int
+    def __init__(self, run_id: _Optional[str] = ..., min_position: _Optional[int] = ...) -> None: ...
+
+class GetMetricsResponse(_message.Message):
+    __slots__ = ("metrics",)
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    metrics: _containers.RepeatedCompositeFieldContainer[MetricStats]
+    def __init__(self, metrics: _Optional[_Iterable[_Union[MetricStats, _Mapping]]] = ...) -> None: ...
+
+class MetricStats(_message.Message):
+    __slots__ = ("name", "count", "first_step", "last_step", "last", "min", "max")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    FIRST_STEP_FIELD_NUMBER: _ClassVar[int]
+    LAST_STEP_FIELD_NUMBER: _ClassVar[int]
+    LAST_FIELD_NUMBER: _ClassVar[int]
+    MIN_FIELD_NUMBER: _ClassVar[int]
+    MAX_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    count: int
+    first_step: int
+    last_step: int
+    last: float
+    min: float
+    max: float
+    def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., first_step: _Optional[int] = ..., last_step: _Optional[int] = ..., last: _Optional[float] = ..., min: _Optional[float] = ..., max: _Optional[float] = ...) -> None: ...

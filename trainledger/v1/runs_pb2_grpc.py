@@ -95,6 +95,11 @@ class RunsStub:
                 request_serializer=trainledger_dot_v1_dot_runs__pb2.LinkSessionRequest.SerializeToString,
                 response_deserializer=trainledger_dot_v1_dot_runs__pb2.LinkSessionResponse.FromString,
                 _registered_method=True)
+        self.GetMetrics = channel.unary_unary(
+                '/trainledger.v1.Runs/GetMetrics',
+                request_serializer=trainledger_dot_v1_dot_runs__pb2.GetMetricsRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_runs__pb2.GetMetricsResponse.FromString,
+                _registered_method=True)
 
 
 class RunsServicer:
@@ -186,6 +191,13 @@ class RunsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetMetrics(self, request, context):
+        """Returns the summary of every metric on a run's live line of steps: count, last, min and max.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RunsServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -248,6 +260,11 @@ def add_RunsServicer_to_server(servicer, server):
                     servicer.LinkSession,
                     request_deserializer=trainledger_dot_v1_dot_runs__pb2.LinkSessionRequest.FromString,
                     response_serializer=trainledger_dot_v1_dot_runs__pb2.LinkSessionResponse.SerializeToString,
+            ),
+            'GetMetrics': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetMetrics,
+                    request_deserializer=trainledger_dot_v1_dot_runs__pb2.GetMetricsRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_runs__pb2.GetMetricsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -575,6 +592,33 @@ class Runs:
             '/trainledger.v1.Runs/LinkSession',
             trainledger_dot_v1_dot_runs__pb2.LinkSessionRequest.SerializeToString,
             trainledger_dot_v1_dot_runs__pb2.LinkSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetMetrics(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainledger.v1.Runs/GetMetrics',
+            trainledger_dot_v1_dot_runs__pb2.GetMetricsRequest.SerializeToString,
+            trainledger_dot_v1_dot_runs__pb2.GetMetricsResponse.FromString,
             options,
             channel_credentials,
             insecure,
