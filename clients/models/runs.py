@@ -68,6 +68,15 @@ class Checkpoint(Model, frozen=True, kw_only=True):
     saved_at: datetime | None = None
     expires_at: datetime | None = None
     digest: str = ""
+    superseded: bool = False
+
+
+class CheckpointPage(Model, frozen=True, kw_only=True):
+    """A page of list_checkpoints in (step, attempt) order; pass `next_page_token` back for the
+    next ("" after the last)."""
+
+    checkpoints: list[Checkpoint] = msgspec.field(default_factory=empty_list)
+    next_page_token: str = ""
 
 
 class Resume(Model, frozen=True, kw_only=True):

@@ -102,6 +102,7 @@ class Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
     saved_at: Moment
     expires_at: Moment | None
     digest: str
+    superseded: bool = False
 
 
 class Resume(msgspec.Struct, frozen=True, kw_only=True):

@@ -49,7 +49,12 @@ def _checkpoint(value: models.Checkpoint) -> runs_pb2.Checkpoint:
         saved_at=timestamp(value.saved_at),
         expires_at=timestamp(value.expires_at),
         digest=value.digest,
+        superseded=value.superseded,
     )
+
+
+def checkpoint(value: models.Checkpoint) -> runs_pb2.Checkpoint:
+    return _checkpoint(value)
 
 
 def _run_info(run: models.RunInfo) -> runs_pb2.RunInfo:

@@ -235,7 +235,7 @@ class Attempt(_message.Message):
     def __init__(self, number: _Optional[int] = ..., attempt_id: _Optional[str] = ..., label: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., resumed_from_step: _Optional[int] = ..., ended: _Optional[bool] = ...) -> None: ...
 
 class Checkpoint(_message.Message):
-    __slots__ = ("attempt", "step", "handle", "sampler_uri", "final", "saved_at", "expires_at", "digest")
+    __slots__ = ("attempt", "step", "handle", "sampler_uri", "final", "saved_at", "expires_at", "digest", "superseded")
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
     HANDLE_FIELD_NUMBER: _ClassVar[int]
@@ -244,6 +244,7 @@ class Checkpoint(_message.Message):
     SAVED_AT_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     DIGEST_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDED_FIELD_NUMBER: _ClassVar[int]
     attempt: int
     step: int
     handle: _common_pb2.StateHandle
@@ -252,7 +253,8 @@ class Checkpoint(_message.Message):
     saved_at: _timestamp_pb2.Timestamp
     expires_at: _timestamp_pb2.Timestamp
     digest: str
-    def __init__(self, attempt: _Optional[int] = ..., step: _Optional[int] = ..., handle: _Optional[_Union[_common_pb2.StateHandle, _Mapping]] = ..., sampler_uri: _Optional[str] = ..., final: _Optional[bool] = ..., saved_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., digest: _Optional[str] = ...) -> None: ...
+    superseded: bool
+    def __init__(self, attempt: _Optional[int] = ..., step: _Optional[int] = ..., handle: _Optional[_Union[_common_pb2.StateHandle, _Mapping]] = ..., sampler_uri: _Optional[str] = ..., final: _Optional[bool] = ..., saved_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., digest: _Optional[str] = ..., superseded: _Optional[bool] = ...) -> None: ...
 
 class Resume(_message.Message):
     __slots__ = ("available", "from_step", "handle", "sampler_uri", "spend_committed_usd_micro")
@@ -441,3 +443,23 @@ class MetricStats(_message.Message):
     min: float
     max: float
     def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., first_step: _Optional[int] = ..., last_step: _Optional[int] = ..., last: _Optional[float] = ..., min: _Optional[float] = ..., max: _Optional[float] = ...) -> None: ...
+
+class ListCheckpointsRequest(_message.Message):
+    __slots__ = ("run_id", "page_size", "page_token", "min_position")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    MIN_POSITION_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    page_size: int
+    page_token: str
+    min_position: int
+    def __init__(self, run_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., min_position: _Optional[int] = ...) -> None: ...
+
+class ListCheckpointsResponse(_message.Message):
+    __slots__ = ("checkpoints", "next_page_token")
+    CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    checkpoints: _containers.RepeatedCompositeFieldContainer[Checkpoint]
+    next_page_token: str
+    def __init__(self, checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...

@@ -100,6 +100,11 @@ class RunsStub:
                 request_serializer=trainledger_dot_v1_dot_runs__pb2.GetMetricsRequest.SerializeToString,
                 response_deserializer=trainledger_dot_v1_dot_runs__pb2.GetMetricsResponse.FromString,
                 _registered_method=True)
+        self.ListCheckpoints = channel.unary_unary(
+                '/trainledger.v1.Runs/ListCheckpoints',
+                request_serializer=trainledger_dot_v1_dot_runs__pb2.ListCheckpointsRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_runs__pb2.ListCheckpointsResponse.FromString,
+                _registered_method=True)
 
 
 class RunsServicer:
@@ -198,6 +203,13 @@ class RunsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListCheckpoints(self, request, context):
+        """Returns a page of a run's checkpoints, superseded and expired ones included, in step order.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RunsServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -265,6 +277,11 @@ def add_RunsServicer_to_server(servicer, server):
                     servicer.GetMetrics,
                     request_deserializer=trainledger_dot_v1_dot_runs__pb2.GetMetricsRequest.FromString,
                     response_serializer=trainledger_dot_v1_dot_runs__pb2.GetMetricsResponse.SerializeToString,
+            ),
+            'ListCheckpoints': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCheckpoints,
+                    request_deserializer=trainledger_dot_v1_dot_runs__pb2.ListCheckpointsRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_runs__pb2.ListCheckpointsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -619,6 +636,33 @@ class Runs:
             '/trainledger.v1.Runs/GetMetrics',
             trainledger_dot_v1_dot_runs__pb2.GetMetricsRequest.SerializeToString,
             trainledger_dot_v1_dot_runs__pb2.GetMetricsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListCheckpoints(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainledger.v1.Runs/ListCheckpoints',
+            trainledger_dot_v1_dot_runs__pb2.ListCheckpointsRequest.SerializeToString,
+            trainledger_dot_v1_dot_runs__pb2.ListCheckpointsResponse.FromString,
             options,
             channel_credentials,
             insecure,
