@@ -14,6 +14,7 @@ from clients import codec
 from clients.methods import Doc, Transport, field_of, new_id, reply
 from clients.models import (
     AppendReceipt,
+    CheckpointPage,
     CheckpointReceipt,
     FinishReceipt,
     LinkSessionReceipt,
@@ -192,6 +193,23 @@ class RunsMethods(Transport):
         return self._ask(
             "Runs", "GetMetrics", request, lambda response: reply(RunMetrics)(response).metrics, timeout_s=timeout_s
         )
+
+    def list_checkpoints(
+        self,
+        *,
+        run_id: str,
+        page_size: int = 0,
+        page_token: str = "",
+        min_position: int = 0,
+        timeout_s: float | None = None,
+    ) -> CheckpointPage:
+        """A page of the run's checkpoints in (step, attempt) order, superseded ones (of an
+        attempt that a later one resumed before them) and expired ones included; pass
+        next_page_token back for the next page."""
+        request = runs_pb2.ListCheckpointsRequest(
+            run_id=run_id, page_size=page_size, page_token=page_token, min_position=min_position
+        )
+        return self._ask("Runs", "ListCheckpoints", request, reply(CheckpointPage), timeout_s=timeout_s)
 
     def get_series(
         self,

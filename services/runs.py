@@ -7,7 +7,9 @@ from typing import Any
 
 import grpc
 
-from ledger.domain.errors import LedgerError
+from ledger.domain.errors import Invalid, LedgerError, NotFound
+from ledger.domain.limits import PAGE_SIZE_MAX
+from ledger.domain.reasons import Reason
 from ledger.views.models import RunPage
 from services import codec
 from services.codec import messages
@@ -21,6 +23,8 @@ __all__ = ["RunsServicer"]
 Context = grpc.aio.ServicerContext[Any, Any]
 RUNS_PAGE_DEFAULT = 100
 SERIES_PAGE_DEFAULT = 1_000
+CHECKPOINTS_PAGE_DEFAULT = 100
+STEP_MAX = 2**63 - 1
 
 
 class RunsServicer(runs_pb2_grpc.RunsServicer):
@@ -176,6 +180,31 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
 
         return await self.edge.call(read)
 
+    async def ListCheckpoints(
+        self, request: runs_pb2.ListCheckpointsRequest, context: Context
+    ) -> runs_pb2.ListCheckpointsResponse:
+        """A page of the run's checkpoints in (step, attempt) order, superseded and expired ones
+        included. The token is the (step, attempt) of the page's last checkpoint, so a checkpoint
+        saved between pages neither repeats one nor is skipped over (PAGE_SIZE_MAX checkpoints in
+        all are read per page)."""
+        size = codec.page_size(request.page_size, CHECKPOINTS_PAGE_DEFAULT)
+        after = _checkpoints_after(request.page_token)
+        timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
+
+        def read() -> runs_pb2.ListCheckpointsResponse:
+            self.ledger.wait(request.min_position, timeout_s)
+            every = self.ledger.checkpoints(request.run_id, limit=PAGE_SIZE_MAX)
+            if every is None:
+                raise NotFound(f"no run {request.run_id}", reason=Reason.RUN_NOT_FOUND, run_id=request.run_id)
+            later = [c for c in every if after is None or (c.step, c.attempt) > after]
+            page = later[:size]
+            token = codec.encode_token([page[-1].step, page[-1].attempt]) if len(later) > size else ""
+            return runs_pb2.ListCheckpointsResponse(
+                checkpoints=[messages.checkpoint(c) for c in page], next_page_token=token
+            )
+
+        return await self.edge.call(read)
+
     async def GetSeries(self, request: runs_pb2.GetSeriesRequest, context: Context) -> runs_pb2.GetSeriesResponse:
         size = codec.page_size(request.page_size, SERIES_PAGE_DEFAULT)
         timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
@@ -203,3 +232,19 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
         shuts down. Bounded and fanned out by services.watch (TOO_MANY_WATCHERS, WATCHER_TOO_SLOW)."""
         async for message in Watchers.of(self.edge).watch(request.run_id, request.from_position, caller(context)):
             yield message
+
+
+def _checkpoints_after(token: str) -> tuple[int, int] | None:
+    """The (step, attempt) a ListCheckpoints page follows; None for the first page."""
+    if not token:
+        return None
+    value = codec.decode_token(token)
+    if not (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(type(item) is int for item in value)
+        and 0 <= value[0] <= STEP_MAX
+        and 0 <= value[1] < 2**31
+    ):
+        raise Invalid("page_token is not one this server gave", reason=Reason.INVALID_PAGE_TOKEN, field="page_token")
+    return value[0], value[1]

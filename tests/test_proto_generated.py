@@ -27,6 +27,8 @@ SERVICES = {
         "GetSeries",
         "WatchRun",
         "LinkSession",
+        "GetMetrics",
+        "ListCheckpoints",
     ],
     ("spend", "Spend"): [
         "OpenAccount",
@@ -41,7 +43,14 @@ SERVICES = {
         "Reconcile",
         "AdjustToBill",
     ],
-    ("registry", "Registry"): ["Register", "Promote", "Rollback", "GetCurrent", "ListVersions"],
+    ("registry", "Registry"): [
+        "Register",
+        "Promote",
+        "Rollback",
+        "GetCurrent",
+        "ListVersions",
+        "ListFamilies",
+    ],
     ("events", "Events"): ["ReadEvents", "GetHead", "Verify"],
 }
 

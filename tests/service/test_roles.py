@@ -38,6 +38,8 @@ MATRIX = [
     ("Runs/GetSeries", "++S", "++S", "++S", "++S"),
     ("Runs/WatchRun", "++S", "++S", "++S", "++S"),
     ("Runs/LinkSession", "++S", "++S", "RRR", "++S"),
+    ("Runs/GetMetrics", "++S", "++S", "++S", "++S"),
+    ("Runs/ListCheckpoints", "++S", "++S", "++S", "++S"),
     ("Spend/OpenAccount", "RRR", "++S", "RRR", "++S"),
     ("Spend/SetCap", "RRR", "++S", "RRR", "++S"),
     ("Spend/Reserve", "++S", "++S", "RRR", "++S"),
@@ -54,6 +56,7 @@ MATRIX = [
     ("Registry/Rollback", "RRR", "+SS", "RRR", "+SS"),
     ("Registry/GetCurrent", "RRR", "+SS", "+SS", "+SS"),
     ("Registry/ListVersions", "RRR", "+SS", "+SS", "+SS"),
+    ("Registry/ListFamilies", "RRR", "+SS", "+SS", "+SS"),
     ("Events/ReadEvents", "RRR", "RRR", "+SS", "+SS"),
     ("Events/GetHead", "RRR", "RRR", "+SS", "+SS"),
     ("Events/Verify", "RRR", "RRR", "+SS", "+SS"),
@@ -149,6 +152,8 @@ def _calls(stubs: Stubs, team: str, run_id: str) -> dict[str, Callable[[Any], An
         "Runs/ListRuns": lambda m: r.ListRuns(runs_pb2.ListRunsRequest(page_size=1), metadata=m),
         "Runs/GetSeries": lambda m: r.GetSeries(runs_pb2.GetSeriesRequest(run_id=run_id), metadata=m),
         "Runs/WatchRun": lambda m: stream(r.WatchRun, runs_pb2.WatchRunRequest(run_id=run_id), m),
+        "Runs/GetMetrics": lambda m: r.GetMetrics(runs_pb2.GetMetricsRequest(run_id=run_id), metadata=m),
+        "Runs/ListCheckpoints": lambda m: r.ListCheckpoints(runs_pb2.ListCheckpointsRequest(run_id=run_id), metadata=m),
         "Runs/LinkSession": lambda m: r.LinkSession(
             runs_pb2.LinkSessionRequest(run_id=run_id, provider="tinker", session_id=_unique()), metadata=m
         ),
@@ -203,6 +208,7 @@ def _calls(stubs: Stubs, team: str, run_id: str) -> dict[str, Callable[[Any], An
         ),
         "Registry/GetCurrent": lambda m: g.GetCurrent(registry_pb2.GetCurrentRequest(family="fam"), metadata=m),
         "Registry/ListVersions": lambda m: g.ListVersions(registry_pb2.ListVersionsRequest(family="fam"), metadata=m),
+        "Registry/ListFamilies": lambda m: g.ListFamilies(registry_pb2.ListFamiliesRequest(), metadata=m),
         "Events/ReadEvents": lambda m: stream(e.ReadEvents, events_pb2.ReadEventsRequest(limit=1), m),
         "Events/GetHead": lambda m: e.GetHead(events_pb2.GetHeadRequest(), metadata=m),
         "Events/Verify": lambda m: e.Verify(events_pb2.VerifyRequest(), metadata=m),
