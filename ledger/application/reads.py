@@ -14,7 +14,15 @@ from eventsourcing.persistence import Notification
 
 from ledger.application.kernel import Kernel, storage_read
 from ledger.domain.errors import Invalid, NotFound, Unavailable
-from ledger.domain.limits import ID_LENGTH_MAX, PAGE_SIZE_MAX, check_int, check_reference, check_text
+from ledger.domain.limits import (
+    ID_LENGTH_MAX,
+    METRICS_PER_BATCH_MAX,
+    PAGE_SIZE_MAX,
+    check_int,
+    check_name,
+    check_reference,
+    check_text,
+)
 from ledger.domain.reasons import Reason
 from ledger.domain.topics import event_topics
 from ledger.views import models
@@ -22,6 +30,8 @@ from ledger.views import models
 __all__ = ["Reads"]
 
 RUN_ID_PREFIX = re.compile(r"[0-9a-f-]{1,36}")
+#: The widths in points a chart may be asked for.
+CHART_WIDTH_MIN, CHART_WIDTH_MAX = 16, 4000
 
 
 class Reads(Kernel):
@@ -77,6 +87,82 @@ class Reads(Kernel):
         if stats is None:
             raise NotFound(f"no run {run_id}", reason=Reason.RUN_NOT_FOUND, run_id=run_id)
         return stats
+
+    @storage_read
+    def chart(
+        self,
+        run_id: str,
+        *,
+        metrics: Sequence[str] = (),
+        from_step: int | None = None,
+        to_step: int | None = None,
+        width: int = 800,
+        min_position: int = 0,
+        timeout_s: float = 5.0,
+    ) -> models.Chart:
+        """A run's metrics against step (all when `metrics` is empty) over [from_step, to_step]
+        (default: every recorded step), each series downsampled to at most about `width` points
+        (ViewReader.chart). Raises NotFound, or Invalid for a width outside CHART_WIDTH_MIN..MAX,
+        a bad step or metric name, or from_step after to_step."""
+        check_reference(run_id, "run_id")
+        check_int(width, "width", minimum=CHART_WIDTH_MIN, maximum=CHART_WIDTH_MAX)
+        if from_step is not None:
+            check_int(from_step, "from_step")
+        if to_step is not None:
+            check_int(to_step, "to_step")
+        if from_step is not None and to_step is not None and from_step > to_step:
+            raise Invalid(
+                f"from_step {from_step} is after to_step {to_step}",
+                reason=Reason.OUT_OF_RANGE,
+                field="from_step",
+            )
+        if isinstance(metrics, str):
+            raise Invalid("metrics is a list of names", reason=Reason.INVALID_FIELD, field="metrics")
+        check_int(len(metrics), "metrics", maximum=METRICS_PER_BATCH_MAX)
+        for name in metrics:
+            check_name(name, "metric name")
+        self.wait(min_position, timeout_s)
+        chart = self.views.chart(run_id, metrics=tuple(metrics), from_step=from_step, to_step=to_step, width=width)
+        if chart is None:
+            raise NotFound(f"no run {run_id}", reason=Reason.RUN_NOT_FOUND, run_id=run_id)
+        return chart
+
+    @storage_read
+    def checkpoints(
+        self, run_id: str, *, limit: int = 1000, min_position: int = 0, timeout_s: float = 5.0
+    ) -> tuple[models.Checkpoint, ...]:
+        """Every checkpoint of a run in (step, attempt) order, superseded and expired ones included
+        (at most `limit`). Raises NotFound."""
+        check_reference(run_id, "run_id")
+        check_int(limit, "limit", minimum=1, maximum=PAGE_SIZE_MAX)
+        self.wait(min_position, timeout_s)
+        found = self.views.checkpoints(run_id, limit)
+        if found is None:
+            raise NotFound(f"no run {run_id}", reason=Reason.RUN_NOT_FOUND, run_id=run_id)
+        return found
+
+    @storage_read
+    def spend_hours(
+        self, account: str, *, min_position: int = 0, timeout_s: float = 5.0
+    ) -> tuple[models.SpendHour, ...]:
+        """What an account (a run's: its run id) committed in each UTC hour, oldest first.
+        Raises NotFound."""
+        check_reference(account, "account")
+        self.wait(min_position, timeout_s)
+        found = self.views.spend_hours(account)
+        if found is None:
+            raise NotFound(f"no account {account}", reason=Reason.ACCOUNT_NOT_FOUND, account=account)
+        return found
+
+    @storage_read
+    def account_tree(
+        self, *, limit: int = 1000, min_position: int = 0, timeout_s: float = 5.0
+    ) -> tuple[models.Account, ...]:
+        """Every account that is not a run's own (the caps people set), with its totals, parents
+        before children (at most `limit`)."""
+        check_int(limit, "limit", minimum=1, maximum=PAGE_SIZE_MAX)
+        self.wait(min_position, timeout_s)
+        return self.views.account_tree(limit)
 
     @storage_read
     def series(

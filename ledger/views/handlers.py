@@ -9,13 +9,26 @@ projector has its own) keeps those names in memory for the events that follow.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
 import msgspec
 
-__all__ = ["Handler", "Names", "apply_events", "handlers", "to_epoch"]
+__all__ = [
+    "ROLLUP_COLUMNS",
+    "ROLLUP_SHIFTS",
+    "STEPS_METRIC",
+    "Aggregate",
+    "Handler",
+    "Names",
+    "aggregate",
+    "apply_events",
+    "handlers",
+    "merge",
+    "to_epoch",
+]
 
 _json = msgspec.json.Encoder()
 _json_decode = msgspec.json.decode
@@ -156,6 +169,112 @@ def _supersede_series(c: Cursor, e: Any, position: int) -> None:
         " AND (superseded_above IS NULL OR superseded_above > ?)",
         (floor, str(e.originator_id), floor, e.attempt, floor),
     )
+
+
+# chart view: the min/max rollup of each metric (ledger.views.charts reads it).
+
+#: The rollup's levels: buckets of 2**shift steps, 64, 512, 4,096 and 32,768 wide.
+ROLLUP_SHIFTS = (6, 9, 12, 15)
+#: The rollup's name for the steps themselves: its rows count the steps of a bucket (values 0).
+STEPS_METRIC = ""
+#: What one bucket holds: count, then (step, value) of the first, the last, the least and the
+#: greatest value (the earliest of equal extremes).
+Aggregate = tuple[int, int, float, int, float, int, float, int, float]
+ROLLUP_COLUMNS = "count, first_step, first_value, last_step, last_value, min_step, min_value, max_step, max_value"
+_T = "view_series_rollup"
+# Several batches may fall into one bucket: the database merges them, so projecting a batch never
+# reads a row back.
+_ROLLUP_UPSERT = (
+    f"INSERT INTO {_T} (run_id, metric, level, bucket, attempt, {ROLLUP_COLUMNS}, position)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (run_id, metric, level, bucket, attempt) DO UPDATE SET"
+    f" count = {_T}.count + excluded.count,"
+    f" first_step = CASE WHEN excluded.first_step < {_T}.first_step THEN excluded.first_step ELSE {_T}.first_step END,"
+    f" first_value = CASE WHEN excluded.first_step < {_T}.first_step THEN excluded.first_value"
+    f" ELSE {_T}.first_value END,"
+    f" last_step = CASE WHEN excluded.last_step > {_T}.last_step THEN excluded.last_step ELSE {_T}.last_step END,"
+    f" last_value = CASE WHEN excluded.last_step > {_T}.last_step THEN excluded.last_value ELSE {_T}.last_value END,"
+    f" min_step = CASE WHEN excluded.min_value < {_T}.min_value"
+    f" OR (excluded.min_value = {_T}.min_value AND excluded.min_step < {_T}.min_step)"
+    f" THEN excluded.min_step ELSE {_T}.min_step END,"
+    f" min_value = CASE WHEN excluded.min_value < {_T}.min_value THEN excluded.min_value ELSE {_T}.min_value END,"
+    f" max_step = CASE WHEN excluded.max_value > {_T}.max_value"
+    f" OR (excluded.max_value = {_T}.max_value AND excluded.max_step < {_T}.max_step)"
+    f" THEN excluded.max_step ELSE {_T}.max_step END,"
+    f" max_value = CASE WHEN excluded.max_value > {_T}.max_value THEN excluded.max_value ELSE {_T}.max_value END,"
+    " position = excluded.position"
+)
+
+
+def aggregate(steps: list[int], values: list[float] | None) -> Aggregate:
+    """The aggregate of ascending `steps` (at least one) with their values (None: the steps
+    alone, values 0). min/max/index run in C over the list: no Python loop per value."""
+    if values is None:
+        return (len(steps), steps[0], 0.0, steps[-1], 0.0, steps[0], 0.0, steps[0], 0.0)
+    low, high = min(values), max(values)
+    return (
+        len(steps),
+        steps[0],
+        values[0],
+        steps[-1],
+        values[-1],
+        steps[values.index(low)],
+        low,
+        steps[values.index(high)],
+        high,
+    )
+
+
+def merge(a: Aggregate | None, b: Aggregate) -> Aggregate:
+    """Two aggregates of disjoint steps as one (equal extremes: the earlier step's)."""
+    if a is None:
+        return b
+    first = a[1:3] if a[1] <= b[1] else b[1:3]
+    last = a[3:5] if a[3] >= b[3] else b[3:5]
+    low = a[5:7] if (a[6], a[5]) <= (b[6], b[5]) else b[5:7]
+    high = a[7:9] if (a[8], -a[7]) >= (b[8], -b[7]) else b[7:9]
+    return (a[0] + b[0], *first, *last, *low, *high)
+
+
+def _bucketed(steps: list[int], values: list[float] | None) -> list[tuple[int, Aggregate]]:
+    """(bucket, aggregate) of ascending `steps` over the finest level's buckets: one bisect and
+    one slice per bucket, not per step."""
+    shift = ROLLUP_SHIFTS[0]
+    out: list[tuple[int, Aggregate]] = []
+    start, count = 0, len(steps)
+    while start < count:
+        bucket = steps[start] >> shift
+        end = bisect_left(steps, (bucket + 1) << shift, start)
+        out.append((bucket, aggregate(steps[start:end], None if values is None else values[start:end])))
+        start = end
+    return out
+
+
+def _steps_for_chart(c: Cursor, e: Any, position: int) -> None:
+    run_id, attempt, steps = str(e.originator_id), e.attempt, e.steps
+    columns: list[tuple[str, list[int], list[float] | None]] = [(STEPS_METRIC, steps, None)]
+    for name, column in e.metrics.items():
+        index = column["index"]
+        columns.append((name, steps if index is None else list(map(steps.__getitem__, index)), column["values"]))
+    rows: list[tuple[Any, ...]] = []
+    for name, metric_steps, values in columns:
+        if not metric_steps:
+            continue
+        level = _bucketed(metric_steps, values)
+        for at, shift in enumerate(ROLLUP_SHIFTS):
+            if at:
+                # Each coarser level from the one below: a bucket is 8 of the finer ones.
+                coarser: list[tuple[int, Aggregate]] = []
+                for bucket, agg in level:
+                    bucket >>= 3
+                    if coarser and coarser[-1][0] == bucket:
+                        coarser[-1] = (bucket, merge(coarser[-1][1], agg))
+                    else:
+                        coarser.append((bucket, agg))
+                level = coarser
+            width = 1 << shift
+            rows.extend((run_id, name, width, bucket, attempt, *agg, position) for bucket, agg in level)
+    c.executemany(_ROLLUP_UPSERT, rows)
 
 
 # spend view
@@ -516,6 +635,7 @@ def handlers(names: Names) -> dict[str, dict[type, Handler]]:
             Run.SummaryNoted: _summary_noted,
         },
         "series": {Run.StepsRecorded: _steps_for_series, Run.AttemptStarted: _supersede_series},
+        "chart": {Run.StepsRecorded: _steps_for_chart},
         "spend": {
             Account.Opened: naming(_account_opened),
             Account.CapSet: named(_cap_set),

@@ -46,6 +46,11 @@ __all__ = [
     "Family",
     "FamilyPage",
     "FamilySummary",
+    "MetricStats",
+    "Chart",
+    "ChartMetric",
+    "ChartSeries",
+    "SpendHour",
     "ChainHead",
     "Verification",
 ]
@@ -327,6 +332,46 @@ class MetricStats(msgspec.Struct, frozen=True, kw_only=True):
     last: float
     min: float
     max: float
+
+
+class ChartSeries(msgspec.Struct, frozen=True, kw_only=True):
+    """The points of one attempt's steps in a chart, live or `superseded` (steps a later attempt
+    recorded again after resuming below them): steps ascending, each a real (step, value) of the
+    run, at most about the chart's width of them (the least and the greatest kept)."""
+
+    attempt: int
+    superseded: bool
+    steps: tuple[int, ...]
+    values: tuple[float, ...]
+
+
+class ChartMetric(msgspec.Struct, frozen=True, kw_only=True):
+    """One metric of a chart: `sparse` when it holds fewer values than there are steps in the
+    range (eval_*: drawn as points), its series by (attempt, superseded)."""
+
+    name: str
+    sparse: bool
+    series: tuple[ChartSeries, ...]
+
+
+class Chart(msgspec.Struct, frozen=True, kw_only=True):
+    """A run's metrics against step over [from_step, to_step], downsampled to about `width` points
+    a series; `resolution` is 1 when the points came from every step, else the width in steps of
+    the buckets whose first, last, least and greatest values they are."""
+
+    run_id: str
+    from_step: int
+    to_step: int
+    width: int
+    resolution: int
+    metrics: tuple[ChartMetric, ...]
+
+
+class SpendHour(msgspec.Struct, frozen=True, kw_only=True):
+    """What an account committed in one UTC hour (adjustments to a provider's bill included)."""
+
+    hour: Moment
+    committed_usd_micro: int
 
 
 class FamilySummary(msgspec.Struct, frozen=True, kw_only=True):

@@ -15,6 +15,7 @@ from typing import Any
 
 from ledger.domain.limits import EXPIRED_CHECKPOINTS_LISTED, PAGE_BYTES_MAX
 from ledger.views.bills import BillReads
+from ledger.views.charts import ChartReads
 from ledger.views.models import (
     Account,
     Attempt,
@@ -48,7 +49,7 @@ from ledger.views.series import SeriesReads
 __all__ = ["ViewReader"]
 
 
-class ViewReader(SeriesReads, BillReads):
+class ViewReader(SeriesReads, BillReads, ChartReads):
     """Queries over the view tables; `connect()` gives this thread's connection."""
 
     def position(self, view: str) -> int:

@@ -1,8 +1,10 @@
 """The schema of the views: every table, its columns, keys and indexes, and the view that owns it.
 
-Four views, each with its own tracking position so each can be dropped and rebuilt alone:
+The views, each with its own tracking position so each can be dropped and rebuilt alone:
 - runs: runs, attempts and checkpoints (everything resume needs);
 - series: one row per recorded batch of steps, superseded ones marked;
+- chart: the min/max rollup of every metric of a run over buckets of 64, 512, 4,096 and 32,768
+  steps, per attempt, which charts and metric stats read at any length (ledger.views.charts);
 - spend: accounts and every reservation, refusal and charge (the audit trail);
 - registry: families, versions and the promotion history;
 - bill: providers' bill lines, the sessions runs are linked to, and the spend the trainers
@@ -18,7 +20,7 @@ from typing import NamedTuple
 
 __all__ = ["TABLES", "VIEWS", "Table"]
 
-VIEWS = ("runs", "series", "spend", "registry", "bill")
+VIEWS = ("runs", "series", "spend", "registry", "bill", "chart")
 
 
 class Table(NamedTuple):
@@ -105,6 +107,32 @@ TABLES: dict[str, Table] = {
         ("run_id", "first_step", "attempt"),
         [("run_id", "superseded_above", "first_step", "attempt")],
         "series",
+    ),
+    # One row per (metric, level, bucket, attempt): how many values the bucket holds and its first,
+    # last, least and greatest (step, value); `level` is the bucket's width in steps (64, 512, 4096
+    # or 32768) and `bucket` the step shifted right by its log2. The metric "" counts the steps
+    # themselves (no metric is named ""). Superseded steps are told apart at read, by attempt.
+    "view_series_rollup": Table(
+        {
+            "run_id": str,
+            "metric": str,
+            "level": int,
+            "bucket": int,
+            "attempt": int,
+            "count": int,
+            "first_step": int,
+            "first_value": float,
+            "last_step": int,
+            "last_value": float,
+            "min_step": int,
+            "min_value": float,
+            "max_step": int,
+            "max_value": float,
+            "position": int,
+        },
+        ("run_id", "metric", "level", "bucket", "attempt"),
+        [],
+        "chart",
     ),
     "view_accounts": Table(
         {"account": str, "parent": str, "cap": int, "committed": int, "pending": int, "overrun": int, "position": int},
