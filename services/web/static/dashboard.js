@@ -1,0 +1,455 @@
+// The dashboard's browser side: an ES module, no build step, no third-party code.
+//
+// Pages are rendered by the server (services/web); this module finds the figures the page holds
+// and draws them (chart.js), then keeps them live:
+//
+// - Run page (main[data-page=run]): every `figure.chart` fetches its metric from
+//   /api/runs/{run}/chart at the figure's pixel width, all figures at once (one request each,
+//   beside one /api/runs/{run} for the attempt and checkpoint markers and one /spend for the spend
+//   figure). One EventSource on /api/runs/{run}/live: `steps` append points to the live lines
+//   (redrawn at most once per animation frame; a line grown past twice the width is refetched
+//   downsampled), `checkpoint` adds a marker, `state` and `spend` update the status, last-step and
+//   spend cells (a new attempt refetches the charts: the steps it supersedes change). Dragging a
+//   range zooms (refetches that range at full width); a double-click resets.
+// - Runs page: one EventSource on /api/live; each `run` event updates that row's cells and bar.
+// - Compare page: `figure.chart.compare` draws one line per run from /api/compare.
+//
+// Nothing polls: every update is pushed by the server (server-sent events fed by the ledger's
+// projector). Each chart figure gets data-ready="1" once first drawn and data-last-step as live
+// steps arrive (the browser tests and bench/dashboard.py wait on these).
+
+import { drawCompare, drawMetric, drawSpend } from "./chart.js";
+
+const MIN_WIDTH = 16;
+const MAX_WIDTH = 4000;
+
+/** A JSON document of the API, or an Error carrying the contract's {"error": {reason, message}}. */
+async function api(path) {
+  const response = await fetch(path, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+  const body = await response.json().catch(() => null);
+  if (!response.ok) {
+    const error = new Error(body?.error?.message || `${response.status} ${response.statusText}`);
+    error.reason = body?.error?.reason || String(response.status);
+    error.status = response.status;
+    throw error;
+  }
+  return body;
+}
+
+/** Micro-dollars as trainledger.bills.usd_text writes them: 73_400 -> "$0.073400". */
+export function usd(micro) {
+  if (micro === null || micro === undefined) return "–";
+  const sign = micro < 0 ? "-" : "";
+  const abs = Math.abs(micro);
+  const whole = Math.floor(abs / 1e6);
+  const rest = String(abs - whole * 1e6).padStart(6, "0");
+  return `${sign}$${whole.toLocaleString("en-US")}.${rest}`;
+}
+
+/** Micro-dollars, short, for an axis: "$12.5", "$0.04". */
+function usdShort(micro) {
+  const dollars = micro / 1e6;
+  if (dollars === 0) return "$0";
+  if (Math.abs(dollars) >= 1000) return `$${Number((dollars / 1000).toPrecision(3))}k`;
+  return `$${Number(dollars.toPrecision(3))}`;
+}
+
+function figureWidth(figure) {
+  const style = getComputedStyle(figure);
+  const inner = figure.clientWidth - parseFloat(style.paddingLeft || "0") - parseFloat(style.paddingRight || "0");
+  return Math.max(MIN_WIDTH, Math.min(MAX_WIDTH, Math.floor(inner || 800)));
+}
+
+function showError(figure, error) {
+  let box = figure.querySelector(":scope > .error");
+  if (!box) {
+    box = document.createElement("p");
+    box.className = "error";
+    figure.appendChild(box);
+  }
+  box.textContent = error.reason ? `${error.reason}: ${error.message}` : String(error.message || error);
+  figure.dataset.error = error.reason || "error";
+}
+
+function clearError(figure) {
+  figure.querySelector(":scope > .error")?.remove();
+  delete figure.dataset.error;
+}
+
+/** Calls `draw` at most once per animation frame however often it is scheduled. */
+function frameScheduler(draw) {
+  let queued = false;
+  return () => {
+    if (queued) return;
+    queued = true;
+    requestAnimationFrame(() => {
+      queued = false;
+      draw();
+    });
+  };
+}
+
+/** Redraws a figure when its width changes by more than a few pixels (no timers). */
+function onResize(figure, redraw) {
+  if (typeof ResizeObserver === "undefined") return;
+  let last = figure.clientWidth;
+  new ResizeObserver(() => {
+    if (Math.abs(figure.clientWidth - last) < 8) return;
+    last = figure.clientWidth;
+    redraw();
+  }).observe(figure);
+}
+
+function setField(name, text, root = document) {
+  for (const cell of root.querySelectorAll(`[data-field="${name}"]`)) {
+    if (cell.textContent !== text) cell.textContent = text;
+    if (name === "status") cell.dataset.status = text;
+  }
+}
+
+/** The attempt-start markers: a resumed attempt starts after its checkpoint's step. */
+function attemptMarkers(state, series) {
+  const firstStep = new Map();
+  for (const s of series) {
+    if (!s.steps.length) continue;
+    const known = firstStep.get(s.attempt);
+    if (known === undefined || s.steps[0] < known) firstStep.set(s.attempt, s.steps[0]);
+  }
+  return (state?.attempts ?? []).map((a) => ({
+    number: a.number,
+    step: a.resumed_from_step !== null && a.resumed_from_step !== undefined ? a.resumed_from_step + 1 : firstStep.get(a.number) ?? null,
+  }));
+}
+
+/** One metric of a run: its data, zoom range and live tail. */
+class MetricChart {
+  constructor(figure, runId, runDoc) {
+    this.figure = figure;
+    this.runId = runId;
+    this.metric = figure.dataset.metric;
+    this.sparse = figure.dataset.sparse === "true";
+    this.runDoc = runDoc; // a promise of /api/runs/{run}, shared by every figure of the page
+    this.state = null;
+    this.checkpoints = [];
+    this.attempts = [];
+    this.series = [];
+    this.range = null; // {from, to} while zoomed
+    this.width = figureWidth(figure);
+    this.lastStep = null;
+    this.fetches = 0; // the newest request wins
+    this.refetching = false;
+    this.schedule = frameScheduler(() => this.draw());
+    onResize(figure, () => {
+      this.width = figureWidth(figure);
+      this.schedule();
+    });
+  }
+
+  url() {
+    const params = new URLSearchParams({ metric: this.metric, width: String(this.width) });
+    if (this.range) {
+      params.set("from", String(this.range.from));
+      params.set("to", String(this.range.to));
+    }
+    return `/api/runs/${encodeURIComponent(this.runId)}/chart?${params}`;
+  }
+
+  async load() {
+    const ticket = ++this.fetches;
+    this.figure.setAttribute("aria-busy", "true");
+    try {
+      const [chart, doc] = await Promise.all([api(this.url()), this.runDoc]);
+      if (ticket !== this.fetches) return;
+      const metric = chart.metrics.find((m) => m.name === this.metric) ?? { sparse: this.sparse, series: [] };
+      this.sparse = Boolean(metric.sparse);
+      this.figure.dataset.sparse = String(this.sparse);
+      this.figure.dataset.resolution = String(chart.resolution);
+      this.series = metric.series.map((s) => ({ ...s, steps: [...s.steps], values: [...s.values] }));
+      if (this.applied !== doc) this.useRunDoc(doc);
+      this.attempts = attemptMarkers(this.state, this.range ? [] : this.series).map((a) => this.keepStart(a));
+      for (const s of this.series) if (!s.superseded && s.steps.length) this.seen(s.steps[s.steps.length - 1]);
+      clearError(this.figure);
+      this.draw();
+    } catch (error) {
+      if (ticket === this.fetches) showError(this.figure, error);
+    } finally {
+      if (ticket === this.fetches) this.figure.removeAttribute("aria-busy");
+    }
+  }
+
+  /** Fetches the line again with a new run document (a new attempt moved the markers). */
+  refresh(runDoc) {
+    this.runDoc = runDoc;
+    this.starts = new Map();
+    return this.load();
+  }
+
+  /** An attempt's first step as seen on the whole range, kept while zoomed in. */
+  keepStart(marker) {
+    this.starts ??= new Map();
+    if (marker.step !== null) this.starts.set(marker.number, marker.step);
+    return { number: marker.number, step: this.starts.get(marker.number) ?? null };
+  }
+
+  useRunDoc(doc) {
+    this.applied = doc;
+    this.state = doc.state;
+    this.checkpoints = doc.checkpoints ?? [];
+    if (doc.state?.last_step !== null && doc.state?.last_step !== undefined) this.seen(doc.state.last_step);
+  }
+
+  seen(step) {
+    if (this.lastStep === null || step > this.lastStep) this.lastStep = step;
+  }
+
+  draw() {
+    drawMetric(
+      this.figure,
+      {
+        metric: this.metric,
+        sparse: this.sparse,
+        series: this.series,
+        from: this.range?.from ?? null,
+        to: this.range?.to ?? this.lastStep, // every chart of the run on the same steps
+        width: this.width,
+        attempts: this.attempts,
+        checkpoints: this.checkpoints,
+      },
+      { zoom: (from, to) => this.zoom(from, to), reset: () => this.zoom(null, null) },
+    );
+    this.figure.classList.toggle("zoomed", this.range !== null);
+    if (this.lastStep !== null) this.figure.dataset.lastStep = String(this.lastStep);
+    this.figure.dataset.ready = "1";
+  }
+
+  zoom(from, to) {
+    this.range = from === null ? null : { from, to };
+    this.load();
+  }
+
+  /** A `steps` event: {attempt, steps, metrics: {name: [value or null per step]}}. */
+  append(event) {
+    if (!event.steps.length) return;
+    this.seen(event.steps[event.steps.length - 1]);
+    const values = event.metrics?.[this.metric];
+    if (values && !this.range) {
+      let line = this.series.find((s) => s.attempt === event.attempt && !s.superseded);
+      if (!line) {
+        line = { attempt: event.attempt, superseded: false, steps: [], values: [] };
+        this.series.push(line);
+      }
+      const after = line.steps.length ? line.steps[line.steps.length - 1] : -Infinity;
+      event.steps.forEach((step, i) => {
+        const v = values[i];
+        if (step > after && v !== null && v !== undefined) {
+          line.steps.push(step);
+          line.values.push(v);
+        }
+      });
+      if (line.steps.length > 2 * this.width && !this.refetching) {
+        this.refetching = true;
+        this.load().finally(() => (this.refetching = false));
+      }
+    }
+    this.schedule();
+  }
+
+  addCheckpoint(checkpoint) {
+    this.checkpoints = [...this.checkpoints.filter((c) => !(c.step === checkpoint.step && c.attempt === checkpoint.attempt)), checkpoint];
+    this.schedule();
+  }
+}
+
+/** The spend figure of a run: committed by the hour against the cap, holds. */
+class SpendChart {
+  constructor(figure, runId) {
+    this.figure = figure;
+    this.runId = runId;
+    this.doc = null;
+    this.loading = null;
+    this.again = false;
+    this.schedule = frameScheduler(() => this.draw());
+    onResize(figure, () => this.schedule());
+  }
+
+  /** Fetches the spend page; a reload asked for while one is in flight runs once after it. */
+  reload() {
+    if (this.loading) {
+      this.again = true;
+      return this.loading;
+    }
+    this.loading = api(`/api/runs/${encodeURIComponent(this.runId)}/spend?limit=200`)
+      .then((doc) => {
+        this.doc = doc;
+        clearError(this.figure);
+        this.draw();
+      })
+      .catch((error) => showError(this.figure, error))
+      .finally(() => {
+        this.loading = null;
+        if (this.again) {
+          this.again = false;
+          this.reload();
+        }
+      });
+    return this.loading;
+  }
+
+  draw() {
+    const doc = this.doc;
+    if (!doc) return;
+    const time = (text) => (text ? Date.parse(text) : null);
+    drawSpend(this.figure, {
+      width: figureWidth(this.figure),
+      now: Date.now(),
+      cap: doc.cap_usd_micro,
+      hours: doc.hours.map((h) => ({ t: time(h.hour), committed: h.committed_usd_micro })),
+      holds: doc.reservations.map((r) => ({
+        state: r.state,
+        amount: r.state === "committed" && r.actual_usd_micro !== null ? r.actual_usd_micro : r.amount_usd_micro,
+        start: time(r.reserved_at),
+        end: time(r.settled_at),
+      })),
+      usd,
+      usdShort,
+    });
+    let caption = this.figure.querySelector(":scope > .totals");
+    if (!caption) {
+      caption = document.createElement("div");
+      caption.className = "totals";
+      this.figure.appendChild(caption);
+    }
+    const parts = [`committed ${usd(doc.committed_usd_micro)}`, `pending ${usd(doc.pending_usd_micro)}`];
+    parts.push(doc.cap_usd_micro === null ? "uncapped" : `cap ${usd(doc.cap_usd_micro)}`);
+    if (doc.overrun_usd_micro > 0) parts.push(`overrun ${usd(doc.overrun_usd_micro)}`);
+    caption.textContent = parts.join(" · ");
+    this.figure.dataset.ready = "1";
+  }
+}
+
+/** The spend cells' text, as the server renders it: "$1.000000 + $0.500000 held of $5.000000". */
+function spendText(spend) {
+  const held = spend.pending_usd_micro ? ` + ${usd(spend.pending_usd_micro)} held` : "";
+  const cap = spend.cap_usd_micro === null || spend.cap_usd_micro === undefined ? "no cap" : usd(spend.cap_usd_micro);
+  return `${usd(spend.committed_usd_micro)}${held} of ${cap}`;
+}
+
+function runPage(main) {
+  const runId = main.dataset.runId;
+  const path = `/api/runs/${encodeURIComponent(runId)}`;
+  const runDoc = api(path);
+  runDoc.catch(() => {}); // each figure reports the failure it sees
+  const charts = [...document.querySelectorAll("figure.chart[data-metric]")].map((f) => new MetricChart(f, runId, runDoc));
+  const spendFigure = document.querySelector("figure.spend-chart");
+  const spend = spendFigure ? new SpendChart(spendFigure, spendFigure.dataset.runId || runId) : null;
+  for (const chart of charts) chart.load();
+  spend?.reload();
+  let attempts = null;
+
+  const source = new EventSource(`${path}/live`);
+  source.addEventListener("steps", (message) => {
+    const event = JSON.parse(message.data);
+    for (const chart of charts) chart.append(event);
+    if (event.steps.length) setField("last_step", String(event.steps[event.steps.length - 1]));
+  });
+  source.addEventListener("checkpoint", (message) => {
+    const checkpoint = JSON.parse(message.data);
+    for (const chart of charts) chart.addCheckpoint(checkpoint);
+  });
+  source.addEventListener("state", (message) => {
+    const state = JSON.parse(message.data);
+    setField("status", state.run.status);
+    if (state.last_step !== null && state.last_step !== undefined) setField("last_step", String(state.last_step));
+    if (state.spend) updateSpendCells(document, state.spend);
+    setField("attempt", String(state.current_attempt));
+    const count = state.attempts.length;
+    if (attempts !== null && count !== attempts) {
+      // A new attempt supersedes steps: every line is fetched again, with the new markers.
+      const fresh = api(path);
+      fresh.catch(() => {});
+      for (const chart of charts) chart.refresh(fresh);
+    }
+    attempts = count;
+  });
+  source.addEventListener("spend", (message) => {
+    updateSpendCells(document, JSON.parse(message.data));
+    spend?.reload();
+  });
+}
+
+function runsPage() {
+  const table = document.querySelector("table.runs");
+  if (!table) return;
+  const source = new EventSource("/api/live");
+  source.addEventListener("run", (message) => {
+    const run = JSON.parse(message.data);
+    const row = table.querySelector(`tr[data-run-id="${CSS.escape(run.run_id)}"]`);
+    if (!row) return;
+    setField("status", run.status, row);
+    setField("attempt", String(run.current_attempt), row);
+    setField("last_step", run.last_step === null || run.last_step === undefined ? "-" : String(run.last_step), row);
+    updateSpendCells(row, run);
+  });
+}
+
+/** Spend cells (a run's row, the run page's facts): the amount text and the bar, red past the cap. */
+function updateSpendCells(root, spend) {
+  for (const cell of root.querySelectorAll('[data-field="spend"]')) {
+    const text = spendText(spend);
+    const label = cell.querySelector(".amount");
+    if (label) {
+      if (label.textContent !== text) label.textContent = text;
+    } else if (!cell.querySelector(".bar") && cell.textContent !== text) cell.textContent = text;
+    const cap = spend.cap_usd_micro;
+    const capped = cap !== null && cap !== undefined;
+    cell.dataset.committedUsdMicro = String(spend.committed_usd_micro);
+    const bar = cell.querySelector(".bar");
+    if (!bar) continue;
+    const fill = bar.querySelector(".fill");
+    const share = capped ? (cap > 0 ? (spend.committed_usd_micro / cap) * 100 : spend.committed_usd_micro > 0 ? 100 : 0) : 0;
+    if (fill) fill.style.width = `${Math.min(100, Math.max(0, share)).toFixed(1)}%`;
+    markBar(bar, spend.committed_usd_micro, capped ? cap : null);
+  }
+}
+
+/** A bar's class: "warn" from 80% of the cap, "over" past it. */
+function markBar(bar, committed, cap) {
+  bar.classList.toggle("over", cap !== null && committed > cap);
+  bar.classList.toggle("warn", cap !== null && committed <= cap && committed >= cap * 0.8);
+}
+
+function comparePage() {
+  for (const figure of document.querySelectorAll("figure.chart.compare")) {
+    const runs = (figure.dataset.runs || "").split(",").filter(Boolean);
+    if (!runs.length) continue;
+    const width = figureWidth(figure);
+    const params = new URLSearchParams({ metric: figure.dataset.metric, width: String(width) });
+    for (const run of runs) params.append("run", run);
+    api(`/api/compare?${params}`)
+      .then((doc) => {
+        const draw = () => {
+          drawCompare(figure, { metric: doc.metric, width: figureWidth(figure), runs: doc.runs });
+          figure.dataset.ready = "1";
+        };
+        draw();
+        onResize(figure, frameScheduler(draw));
+      })
+      .catch((error) => showError(figure, error));
+  }
+}
+
+function start() {
+  const main = document.querySelector("main[data-page]");
+  const page = main?.dataset.page;
+  // Bars rendered by the server: mark those at or past their cap (the cell carries the figures).
+  for (const cell of document.querySelectorAll('[data-field="spend"][data-cap-usd-micro]')) {
+    const bar = cell.querySelector(".bar");
+    const cap = cell.dataset.capUsdMicro;
+    if (bar && cap) markBar(bar, Number(cell.dataset.committedUsdMicro), Number(cap));
+  }
+  if (page === "run") runPage(main);
+  else if (page === "runs") runsPage();
+  else if (page === "compare") comparePage();
+}
+
+start();
