@@ -12,6 +12,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 
 import msgspec
@@ -236,18 +237,48 @@ def merge(a: Aggregate | None, b: Aggregate) -> Aggregate:
     return (a[0] + b[0], *first, *last, *low, *high)
 
 
-def _bucketed(steps: list[int], values: list[float] | None) -> list[tuple[int, Aggregate]]:
-    """(bucket, aggregate) of ascending `steps` over the finest level's buckets: one bisect and
-    one slice per bucket, not per step."""
+def _bucketed(steps: list[int], values: list[float] | None) -> tuple[list[int], list[Aggregate]]:
+    """The buckets and aggregates of ascending `steps` over the finest level: one bisect and one
+    slice per bucket, the rest in C."""
     shift = ROLLUP_SHIFTS[0]
-    out: list[tuple[int, Aggregate]] = []
+    buckets: list[int] = []
+    aggregates: list[Aggregate] = []
     start, count = 0, len(steps)
     while start < count:
         bucket = steps[start] >> shift
         end = bisect_left(steps, (bucket + 1) << shift, start)
-        out.append((bucket, aggregate(steps[start:end], None if values is None else values[start:end])))
+        buckets.append(bucket)
+        aggregates.append(aggregate(steps[start:end], None if values is None else values[start:end]))
         start = end
-    return out
+    return buckets, aggregates
+
+
+_count_of = itemgetter(0)
+_least_of = itemgetter(6)
+_greatest_of = itemgetter(8)
+
+
+def _coarser(buckets: list[int], aggregates: list[Aggregate], shift: int) -> tuple[list[int], list[Aggregate]]:
+    """The level `shift` bits coarser, from this one: each group of buckets merged at once (min and
+    max with a key keep the first of equal extremes, the earliest step, as `merge` does)."""
+    out_buckets: list[int] = []
+    out: list[Aggregate] = []
+    start, count = 0, len(buckets)
+    while start < count:
+        bucket = buckets[start] >> shift
+        end = bisect_left(buckets, (bucket + 1) << shift, start)
+        if end - start == 1:
+            out.append(aggregates[start])
+        else:
+            group = aggregates[start:end]
+            first, last = group[0], group[-1]
+            low, high = min(group, key=_least_of), max(group, key=_greatest_of)
+            out.append(
+                (sum(map(_count_of, group)), first[1], first[2], last[3], last[4], low[5], low[6], high[7], high[8])
+            )
+        out_buckets.append(bucket)
+        start = end
+    return out_buckets, out
 
 
 def _steps_for_chart(c: Cursor, e: Any, position: int) -> None:
@@ -260,20 +291,17 @@ def _steps_for_chart(c: Cursor, e: Any, position: int) -> None:
     for name, metric_steps, values in columns:
         if not metric_steps:
             continue
-        level = _bucketed(metric_steps, values)
-        for at, shift in enumerate(ROLLUP_SHIFTS):
-            if at:
-                # Each coarser level from the one below: a bucket is 8 of the finer ones.
-                coarser: list[tuple[int, Aggregate]] = []
-                for bucket, agg in level:
-                    bucket >>= 3
-                    if coarser and coarser[-1][0] == bucket:
-                        coarser[-1] = (bucket, merge(coarser[-1][1], agg))
-                    else:
-                        coarser.append((bucket, agg))
-                level = coarser
+        buckets, aggregates = _bucketed(metric_steps, values)
+        previous = ROLLUP_SHIFTS[0]
+        for shift in ROLLUP_SHIFTS:
+            if shift != previous:
+                buckets, aggregates = _coarser(buckets, aggregates, shift - previous)
+                previous = shift
             width = 1 << shift
-            rows.extend((run_id, name, width, bucket, attempt, *agg, position) for bucket, agg in level)
+            rows += [
+                (run_id, name, width, bucket, attempt, *agg, position)
+                for bucket, agg in zip(buckets, aggregates, strict=True)
+            ]
     c.executemany(_ROLLUP_UPSERT, rows)
 
 
