@@ -1,5 +1,11 @@
 """The composition root: one ledger, four servicers, health, reflection, the interceptor, the
-reservation sweep, a storage probe behind health, and a graceful shutdown.
+reservation sweep, a storage probe behind health, the web dashboard, and a graceful shutdown.
+
+With `http` (HOST:PORT) create_server also binds the dashboard's socket (services.web: a Starlette
+app over the same Edge and Gate) and LedgerServer.start serves it with uvicorn on the same event
+loop; an address in use is a StartupError before anything is served, and serving it on a host that
+is not loopback without authentication is refused like gRPC's. Shutdown ends the live streams
+(the edge closes), stops the HTTP server within the grace, then gRPC.
 
 Health follows storage and projection: a probe reads the head of the log every second in a
 worker thread; when storage is unreachable (or the read hangs), or projection stopped on an event
@@ -14,12 +20,14 @@ import contextlib
 import errno
 import ipaddress
 import logging
+import math
 import re
 import signal
 import socket
 from typing import Any
 
 import grpc
+import uvicorn
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
@@ -52,6 +60,7 @@ __all__ = [
     "serve",
     "parse_listen",
     "LedgerServer",
+    "Dashboard",
     "StartupError",
     "MESSAGE_SIZE_MAX",
     "SERVICE_NAMES",
@@ -148,6 +157,88 @@ def bind_problem(host: str, port: int) -> str | None:
     return None
 
 
+def bind_http(address: str) -> list[socket.socket]:
+    """Listening sockets for the dashboard at `address` (HOST:PORT; port 0: one free port for
+    every address of the host). Raises StartupError naming what is wrong."""
+    host, wanted_port = parse_listen(address)
+    problem = bind_problem(host, wanted_port)
+    if problem:
+        raise StartupError(f"cannot serve the dashboard on {address}: {problem}")
+    try:
+        resolved = socket.getaddrinfo(host, wanted_port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as error:
+        raise StartupError(f"cannot serve the dashboard on {address}: cannot resolve {host}") from error
+    sockets: list[socket.socket] = []
+    port = wanted_port
+    try:
+        for family, kind, proto, _, sockaddr in dict.fromkeys(resolved):
+            listener = socket.socket(family, kind, proto)
+            try:
+                listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                listener.bind((sockaddr[0], port, *sockaddr[2:]))
+                listener.listen(1024)
+                listener.setblocking(False)
+            except OSError as error:
+                listener.close()
+                if sockets and error.errno == errno.EADDRNOTAVAIL:
+                    continue  # An address of the host this machine lacks (::1 without IPv6).
+                reason = BIND_ERRORS.get(error.errno or 0) or error.strerror or str(error)
+                raise StartupError(f"cannot serve the dashboard on {address}: {reason}") from None
+            sockets.append(listener)
+            port = listener.getsockname()[1]
+    except BaseException:
+        for listener in sockets:
+            listener.close()
+        raise
+    return sockets
+
+
+class Dashboard:
+    """The web dashboard served by uvicorn on the server's event loop, over sockets already bound."""
+
+    def __init__(self, app: Any, sockets: list[socket.socket]) -> None:
+        self.sockets = sockets
+        host, port = sockets[0].getsockname()[:2]
+        self.address = listen_address(host, port)  # HOST:PORT as bound (the port chosen for port 0).
+        self.port = port
+        self.config = uvicorn.Config(
+            app,
+            lifespan="off",
+            log_level="warning",
+            log_config=None,
+            access_log=False,
+            proxy_headers=False,
+            server_header=False,
+            timeout_graceful_shutdown=int(GRACE_S),
+        )
+        self.server = uvicorn.Server(self.config)
+        self._ticker: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        # uvicorn.Server.serve would take over SIGINT and SIGTERM; `serve` handles those itself.
+        self.config.load()
+        self.server.lifespan = self.config.lifespan_class(self.config)
+        await self.server.startup(sockets=self.sockets)
+        self._ticker = asyncio.create_task(self.server.main_loop(), name="trainledger-http")
+
+    async def stop(self, grace: float | None) -> None:
+        """Stop accepting, end open connections (streams end as the edge closes), and wait for
+        requests in flight up to `grace` seconds (GRACE_S when None)."""
+        if self._ticker is None:
+            for listener in self.sockets:
+                listener.close()
+            return
+        # uvicorn waits for connections in whole seconds (at least one, so that they may finish).
+        self.config.timeout_graceful_shutdown = max(1, math.ceil(GRACE_S if grace is None else grace))
+        self.server.should_exit = True
+        ticker, self._ticker = self._ticker, None
+        with contextlib.suppress(asyncio.CancelledError):
+            await ticker
+        await self.server.shutdown(sockets=self.sockets)
+
+
 class LedgerServer(grpc.aio.Server):
     """A grpc.aio.Server that also runs the reservation sweep and shuts down in order: health
     NOT_SERVING, live streams told to end, in-flight calls finished within the grace, then the
@@ -162,9 +253,13 @@ class LedgerServer(grpc.aio.Server):
         owns_ledger: bool,
         address: str = "",
         holder: Holder | None = None,
+        gate: Gate | None = None,
+        dashboard: Dashboard | None = None,
     ) -> None:
         self.server, self.edge, self.health = server, edge, health_servicer
         self.owns_ledger, self.holder = owns_ledger, holder
+        self.gate = gate
+        self.dashboard = dashboard
         self.address = address  # HOST:PORT as bound (the port chosen for port 0).
         self.serving = True
         self._sweeper: asyncio.Task[None] | None = None
@@ -185,6 +280,13 @@ class LedgerServer(grpc.aio.Server):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         self._sweeper = asyncio.create_task(self._sweep(), name="trainledger-sweep")
         self._prober = asyncio.create_task(self._probe(), name="trainledger-probe")
+        if self.dashboard is not None:
+            await self.dashboard.start()
+
+    @property
+    def http_address(self) -> str:
+        """HOST:PORT of the dashboard as bound; empty when none is served."""
+        return self.dashboard.address if self.dashboard is not None else ""
 
     async def _sweep(self) -> None:
         while True:
@@ -240,7 +342,11 @@ class LedgerServer(grpc.aio.Server):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        await self.server.stop(grace)
+        try:
+            if self.dashboard is not None:
+                await self.dashboard.stop(grace)
+        finally:
+            await self.server.stop(grace)
         try:
             if self.owns_ledger:
                 self.owns_ledger = False
@@ -262,6 +368,7 @@ def create_server(
     auth: bool = False,
     insecure: bool = True,
     tls: ServerTLS | None = None,
+    http: str | None = None,
 ) -> tuple[LedgerServer, int]:
     """Build the server (call it on the event loop that will run it) and bind `address`, HOST:PORT
     or [IPv6]:PORT (port 0 picks a free port; an address in use is refused, never shared). Opens
@@ -270,9 +377,11 @@ def create_server(
     server opens is held for it (services.holder) until it stops: one SQLite file has one serving
     process. With project=False the server applies no events to the views itself: `trainledger
     project` workers do (PostgreSQL only), and the server follows their progress. With `tls` the port
-    speaks TLS only (services.tls: mutual TLS when it names a client CA). Returns the server, not
-    yet started, and the bound port. Raises StartupError."""
+    speaks TLS only (services.tls: mutual TLS when it names a client CA). With `http` (HOST:PORT) the
+    web dashboard's socket is bound too (LedgerServer.http_address; served from start()). Returns
+    the server, not yet started, and the bound port. Raises StartupError."""
     host, wanted_port = parse_listen(address)
+    http_host = parse_listen(http)[0] if http is not None else ""
     try:
         credentials = tls.credentials() if tls is not None else None
     except TLSError as error:
@@ -291,6 +400,7 @@ def create_server(
             raise StartupError(str(error)) from None
     opened: Ledger | None = None
     edge: Edge | None = None
+    sockets: list[socket.socket] = []
     try:
         problem = bind_problem(host, wanted_port)
         if problem:
@@ -309,8 +419,13 @@ def create_server(
         # Authentication is on with `auth` or once the ledger has issued a token (services.auth).
         if not (auth or insecure or is_loopback(host) or ledger.token_book()):
             raise StartupError(f"refusing to serve {address} without authentication: pass --auth or --insecure")
+        if http is not None and not (auth or insecure or is_loopback(http_host) or ledger.token_book()):
+            raise StartupError(
+                f"refusing to serve the dashboard on {http} without authentication: pass --auth or --insecure"
+            )
+        gate = Gate(edge, required=auth)
         server = grpc.aio.server(
-            interceptors=[EdgeInterceptor(edge, Gate(edge, required=auth))],
+            interceptors=[EdgeInterceptor(edge, gate)],
             options=[
                 ("grpc.max_receive_message_length", MESSAGE_SIZE_MAX),
                 ("grpc.max_send_message_length", MESSAGE_SIZE_MAX),
@@ -335,9 +450,17 @@ def create_server(
             problem = bind_problem(host, wanted_port) or f"gRPC could not bind it ({failure or 'no port'})"
             raise StartupError(f"cannot listen on {address}: {problem}")
         bound = listen_address(host, port)
+        dashboard: Dashboard | None = None
+        if http is not None:
+            from services.web import create_app
+
+            sockets = bind_http(http)
+            dashboard = Dashboard(create_app(edge, gate), sockets)
         if holder is not None:
             holder.record(bound)
     except BaseException:
+        for listener in sockets:
+            listener.close()
         if edge is not None:
             edge.close()
         if opened is not None:
@@ -345,7 +468,19 @@ def create_server(
         if holder is not None:
             holder.release()
         raise
-    return LedgerServer(server, edge, health_servicer, owns_ledger=owns_ledger, address=bound, holder=holder), port
+    return (
+        LedgerServer(
+            server,
+            edge,
+            health_servicer,
+            owns_ledger=owns_ledger,
+            address=bound,
+            holder=holder,
+            gate=gate,
+            dashboard=dashboard,
+        ),
+        port,
+    )
 
 
 async def serve(
@@ -361,11 +496,19 @@ async def serve(
 ) -> None:
     """Serve until SIGTERM or SIGINT, then shut down gracefully. With `http` (HOST:PORT) the web
     dashboard is served there too, on the same event loop over the same ledger. Raises StartupError."""
-    server, _ = create_server(address, database=database, project=project, auth=auth, insecure=insecure, tls=tls)
-    await server.start()
+    server, _ = create_server(
+        address, database=database, project=project, auth=auth, insecure=insecure, tls=tls, http=http
+    )
+    try:
+        await server.start()
+    except BaseException:
+        await server.stop(0)
+        raise
     workers = "" if project else ", projections left to workers"
     secure = f", {tls.describe()}" if tls is not None else ""
     print(f"trainledger: serving on {server.address} (database {describe(database)}{workers}{secure})", flush=True)
+    if server.http_address:
+        print(f"trainledger: dashboard on http://{server.http_address}/", flush=True)
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -1,0 +1,18 @@
+"""The web dashboard: `trainledger serve` serves it over HTTP beside gRPC, in the same process and
+on the same event loop, reading the same views through the same Edge and Gate.
+
+- services.web.app: the Starlette app (`create_app(edge, gate)`), its routes and error handling;
+- services.web.api: the JSON API (runs, a run, its chart and spend, compare, accounts, registry,
+  events), parameters validated and bounded;
+- services.web.live: server-sent events, fed by the projector's notifications (a run's page, the
+  runs page);
+- services.web.pages: the server-rendered pages (the charts are drawn by static/dashboard.js);
+- services.web.access: bearer tokens (header or cookie) checked by services.auth's Gate, each
+  endpoint as the gRPC method it mirrors.
+
+services.server starts it (uvicorn on a socket bound by create_server) and stops it with gRPC.
+"""
+
+from services.web.app import create_app
+
+__all__ = ["create_app"]

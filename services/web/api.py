@@ -1,0 +1,514 @@
+"""The dashboard's JSON API: each endpoint validates its parameters, is authorized as the gRPC method
+it mirrors (services.web.access), reads the ledger through the server's Edge (worker threads under
+its limiter, within the calling connection's share, exactly as the gRPC servicers do) and answers
+application/json.
+
+Documents are the ledger's read models encoded by msgspec: money stays integer micro-dollars in
+`*_usd_micro` fields, times are RFC 3339 UTC strings. A bad parameter is 400 INVALID_PARAMETER
+naming it, before anything is read; what a request may hold is bounded (RUNS_LIMIT_MAX,
+EVENTS_LIMIT_MAX, RESERVATIONS_LIMIT_MAX, WIDTH_MIN..WIDTH_MAX, COMPARE_RUNS_MAX).
+
+A RUN in a path is resolved by `resolve_run`: a run id, a unique id prefix (at least PREFIX_MIN
+characters), the exact name of one run, or the run key it was opened with; several matches are
+409 AMBIGUOUS_RUN listing the candidates, none is 404 RUN_NOT_FOUND. A scoped token cannot learn
+whether a run outside its scope exists: both are 403 OUTSIDE_SCOPE.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import msgspec
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import Response
+
+from ledger.domain.base import ledger_id
+from ledger.domain.errors import LedgerError
+from ledger.domain.limits import ID_LENGTH_MAX, check_text
+from ledger.domain.topics import event_topics
+from ledger.views import models
+from services.auth import Identity
+from services.codec import pages as tokens
+from services.edge import Edge
+from services.web.access import Access, Subject, WebError, from_ledger, invalid
+
+if TYPE_CHECKING:
+    from services.web.live import LiveRuns, RunStreams
+
+__all__ = [
+    "Web",
+    "resolve_run",
+    "encode",
+    "json_response",
+    "RUNS_LIMIT_MAX",
+    "EVENTS_LIMIT_MAX",
+    "RESERVATIONS_LIMIT_MAX",
+    "WIDTH_MIN",
+    "WIDTH_MAX",
+    "COMPARE_RUNS_MAX",
+    "STATUSES",
+    "invalid",
+]
+
+T = TypeVar("T")
+
+RUNS_LIMIT_DEFAULT, RUNS_LIMIT_MAX = 50, 200
+EVENTS_LIMIT_DEFAULT, EVENTS_LIMIT_MAX = 100, 1_000
+RESERVATIONS_LIMIT_DEFAULT, RESERVATIONS_LIMIT_MAX = 200, 1_000
+CHECKPOINTS_MAX = 1_000
+WIDTH_DEFAULT, WIDTH_MIN, WIDTH_MAX = 800, 16, 4_000
+COMPARE_RUNS_MAX = 10
+METRICS_MAX = 64
+STEP_MAX = 2**63 - 1
+STATUSES = ("running", "done", "failed", "stopped")
+PREFIX_MIN = 4
+MATCH_PAGE = 500
+MATCH_MAX = 5_000
+CANDIDATES_SHOWN = 10
+_ID_PREFIX = re.compile(r"[0-9a-f-]+")
+
+
+class Web:
+    """What every endpoint shares: the edge, access, and the live streams."""
+
+    def __init__(self, edge: Edge, access: Access, streams: RunStreams, live: LiveRuns) -> None:
+        self.edge, self.access, self.streams, self.live = edge, access, streams, live
+        self.ledger = edge.ledger
+
+    async def call(self, function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """A ledger read in a worker thread; a ledger refusal becomes a WebError."""
+        try:
+            return await self.edge.call(function, *args, **kwargs)
+        except LedgerError as error:
+            raise from_ledger(error) from None
+
+
+def web_of(connection: HTTPConnection) -> Web:
+    web: Web = connection.app.state.web
+    return web
+
+
+# JSON.
+
+
+def _hook(value: Any) -> Any:
+    if isinstance(value, uuid.UUID | datetime):
+        return str(value)
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=str)
+    return str(value)
+
+
+_encoder = msgspec.json.Encoder(enc_hook=_hook)
+
+
+def encode(document: Any) -> bytes:
+    return _encoder.encode(document)
+
+
+def json_response(document: Any, status: int = 200) -> Response:
+    return Response(encode(document), status_code=status, media_type="application/json")
+
+
+def builtins(value: Any) -> Any:
+    """A read model as JSON-ready builtins (datetimes as RFC 3339 strings)."""
+    return msgspec.to_builtins(value, enc_hook=_hook)
+
+
+# Parameters.
+
+
+def integer(
+    request: HTTPConnection, name: str, default: int | None, *, minimum: int = 0, maximum: int = STEP_MAX
+) -> int | None:
+    """An integer query parameter within [minimum, maximum]; `default` when absent or empty."""
+    text = request.query_params.get(name, "")
+    if text == "":
+        return default
+    if not re.fullmatch(r"-?[0-9]{1,19}", text.strip()):
+        raise invalid(name, f"{name} must be an integer, not {text[:40]!r}")
+    value = int(text)
+    if not minimum <= value <= maximum:
+        raise invalid(name, f"{name} must be from {minimum} to {maximum}, not {value}")
+    return value
+
+
+def required_integer(request: HTTPConnection, name: str, default: int, *, minimum: int = 0, maximum: int) -> int:
+    value = integer(request, name, default, minimum=minimum, maximum=maximum)
+    assert value is not None
+    return value
+
+
+def text(request: HTTPConnection, name: str, *, limit: int = ID_LENGTH_MAX) -> str:
+    """A free-text query parameter (no control or bidi characters, at most `limit` characters)."""
+    value = request.query_params.get(name, "")
+    try:
+        return check_text(value, name, limit=limit)
+    except LedgerError as error:
+        raise invalid(name, error.message) from None
+
+
+def status(request: HTTPConnection) -> str:
+    value = request.query_params.get("status", "")
+    if value not in ("", *STATUSES):
+        raise invalid("status", f"status must be one of {', '.join(STATUSES)} (or empty), not {value[:40]!r}")
+    return value
+
+
+def page_token(request: HTTPConnection, decode: Callable[[str], T]) -> T:
+    value = request.query_params.get("page", "")
+    try:
+        return decode(value)
+    except LedgerError:
+        raise invalid("page", "page is not a token this server gave") from None
+
+
+def metric_names(request: HTTPConnection) -> list[str]:
+    names = request.query_params.getlist("metric")
+    if len(names) > METRICS_MAX:
+        raise invalid("metric", f"at most {METRICS_MAX} metrics at once")
+    for name in names:
+        if not name or len(name) > ID_LENGTH_MAX:
+            raise invalid("metric", "a metric name is 1 to 128 characters")
+    return list(dict.fromkeys(names))
+
+
+def step_range(request: HTTPConnection) -> tuple[int | None, int | None, int]:
+    """from, to and width of a chart request (from <= to, WIDTH_MIN <= width <= WIDTH_MAX)."""
+    from_step = integer(request, "from", None)
+    to_step = integer(request, "to", None)
+    width = required_integer(request, "width", WIDTH_DEFAULT, minimum=WIDTH_MIN, maximum=WIDTH_MAX)
+    if from_step is not None and to_step is not None and from_step > to_step:
+        raise invalid("from", f"from ({from_step}) is after to ({to_step})")
+    return from_step, to_step, width
+
+
+# Runs by the names people use.
+
+
+def _matches(ledger: Any, prefix: str, contains: str) -> list[models.RunSummary]:
+    found: list[models.RunSummary] = []
+    after = None
+    while len(found) < MATCH_MAX:
+        page = ledger.list_runs(limit=MATCH_PAGE, after=after, run_id_prefix=prefix, name_contains=contains)
+        found += page.runs
+        after = page.after
+        if after is None:
+            break
+    return found
+
+
+def _choose(ledger: Any, ref: str) -> tuple[str | None, list[models.RunSummary]]:
+    """(the run id `ref` names, None) or (None, the candidates: several, or none)."""
+    lowered = ref.lower()
+    if len(ref) >= PREFIX_MIN and _ID_PREFIX.fullmatch(lowered) and len(lowered) <= 36:
+        by_prefix = _matches(ledger, lowered, "")
+        if any(run.run_id == lowered for run in by_prefix):
+            return lowered, []
+        if len(by_prefix) == 1:
+            return by_prefix[0].run_id, []
+        if by_prefix:
+            return None, by_prefix
+    if len(ref) > ID_LENGTH_MAX:
+        return None, []
+    named = [run for run in _matches(ledger, "", ref) if run.name == ref]
+    if len(named) == 1:
+        return named[0].run_id, []
+    if named:
+        return None, named
+    keyed = str(ledger_id("run", ref))
+    if any(run.run_id == keyed for run in _matches(ledger, keyed, "")):
+        return keyed, []
+    return None, []
+
+
+async def resolve_run(web: Web, identity: Identity, ref: str) -> str:
+    """The id of the run `ref` names, authorized for the caller as GetRunState. Raises WebError:
+    404 RUN_NOT_FOUND, 409 AMBIGUOUS_RUN (with `candidates`), 403 OUTSIDE_SCOPE."""
+    try:
+        check_text(ref, "run", limit=1_024)
+    except LedgerError:
+        raise WebError(404, "RUN_NOT_FOUND", "no such run", run=ref[:64]) from None
+    run_id, candidates = await web.call(_choose, web.ledger, ref)
+    scope = web.access.scope(identity)
+    if run_id is None and candidates and scope:  # A scoped token only hears of runs it may read.
+        candidates = [run for run in candidates if await web.access.within(identity, run.run_id)]
+        if len(candidates) == 1:
+            run_id, candidates = candidates[0].run_id, []
+    if run_id is None and len(candidates) > 1:
+        shown = [{"run_id": run.run_id, "name": run.name, "status": run.status} for run in candidates]
+        raise WebError(
+            409,
+            "AMBIGUOUS_RUN",
+            f"{ref} names {len(candidates)} runs: give more of the id",
+            candidates=shown[:CANDIDATES_SHOWN],
+            count=len(candidates),
+        )
+    if run_id is None:
+        if scope:
+            raise WebError(403, "OUTSIDE_SCOPE", f"outside the token's scope (account {scope})", scope=scope)
+        raise WebError(404, "RUN_NOT_FOUND", f"no run {ref}", run=ref[:64])
+    await web.access.authorize("run", identity, Subject(run_id=run_id))
+    return run_id
+
+
+async def run_of(request: HTTPConnection, identity: Identity) -> str:
+    return await resolve_run(web_of(request), identity, request.path_params["run"])
+
+
+# Documents.
+
+
+def summary_document(run: models.RunSummary) -> dict[str, Any]:
+    document: dict[str, Any] = builtins(run)
+    return document
+
+
+def state_document(state: models.RunState) -> dict[str, Any]:
+    document: dict[str, Any] = builtins(state)
+    return document
+
+
+def _run_documents(ledger: Any, run_id: str) -> dict[str, Any]:
+    state = ledger.run_state(run_id)
+    return {
+        "state": state_document(state),
+        "metrics": builtins(ledger.metric_stats(run_id)),
+        "checkpoints": builtins(ledger.checkpoints(run_id, limit=CHECKPOINTS_MAX)),
+    }
+
+
+def _chart_document(chart: Any) -> dict[str, Any]:
+    document: dict[str, Any] = builtins(chart)
+    return document
+
+
+async def runs_page(web: Web, request: HTTPConnection, identity: Identity) -> models.RunPage:
+    """The page of runs a runs request asks for. A scoped token lists the runs under its account
+    (an account filter outside its scope is refused)."""
+    limit = required_integer(request, "limit", RUNS_LIMIT_DEFAULT, minimum=1, maximum=RUNS_LIMIT_MAX)
+    wanted_status = status(request)
+    name = text(request, "name")
+    account = text(request, "account")
+    after = page_token(request, tokens.runs_after)
+    scope = web.access.scope(identity)
+    if scope:
+        if account and not await web.access.within(identity, account):
+            raise WebError(403, "OUTSIDE_SCOPE", f"outside the token's scope (account {scope})", scope=scope)
+        account = account or scope
+    return await web.call(
+        web.ledger.list_runs, limit=limit, after=after, status=wanted_status, name_contains=name, account=account
+    )
+
+
+async def identify(request: HTTPConnection, endpoint: str) -> Identity:
+    return await web_of(request).access.identify(request, endpoint)
+
+
+async def list_runs(request: Request) -> Response:
+    web = web_of(request)
+    identity = await identify(request, "runs")
+    page = await runs_page(web, request, identity)
+    return json_response(
+        {"runs": [summary_document(run) for run in page.runs], "next_page": tokens.runs_token(page.after) or None}
+    )
+
+
+async def get_run(request: Request) -> Response:
+    web = web_of(request)
+    identity = await identify(request, "run")
+    run_id = await run_of(request, identity)
+    return json_response(await web.call(_run_documents, web.ledger, run_id))
+
+
+async def get_chart(request: Request) -> Response:
+    web = web_of(request)
+    identity = await identify(request, "run")
+    names = metric_names(request)
+    from_step, to_step, width = step_range(request)
+    run_id = await run_of(request, identity)
+    chart = await web.call(web.ledger.chart, run_id, metrics=names, from_step=from_step, to_step=to_step, width=width)
+    return json_response(_chart_document(chart))
+
+
+def _spend_document(ledger: Any, run_id: str, limit: int, after: int) -> dict[str, Any]:
+    account = ledger.account(run_id)
+    page = ledger.reservations(run_id, limit=limit, after_position=after)
+    hours = ledger.spend_hours(run_id)
+    return {
+        "account": account.account,
+        "cap_usd_micro": account.cap_usd_micro,
+        "committed_usd_micro": account.committed_usd_micro,
+        "pending_usd_micro": account.pending_usd_micro,
+        "remaining_usd_micro": account.remaining_usd_micro,
+        "overrun_usd_micro": account.overrun_usd_micro,
+        "hours": [{"hour": builtins(h.hour), "committed_usd_micro": h.committed_usd_micro} for h in hours],
+        "reservations": [
+            {
+                "reservation_id": r.reservation_id,
+                "kind": r.kind,
+                "state": r.state,
+                "amount_usd_micro": r.amount_usd_micro,
+                "actual_usd_micro": r.actual_usd_micro,
+                "reserved_at": builtins(r.reserved_at),
+                "settled_at": builtins(r.settled_at),
+                "attempt": r.attempt,
+            }
+            for r in page.reservations
+        ],
+        "next_page": tokens.position_token(page.after_position) or None,
+    }
+
+
+async def get_spend(request: Request) -> Response:
+    web = web_of(request)
+    identity = await identify(request, "spend")
+    limit = required_integer(request, "limit", RESERVATIONS_LIMIT_DEFAULT, minimum=1, maximum=RESERVATIONS_LIMIT_MAX)
+    after = page_token(request, tokens.position_after)
+    run_id = await resolve_run(web, identity, request.path_params["run"])
+    await web.access.authorize("spend", identity, Subject(account=run_id))
+    return json_response(await web.call(_spend_document, web.ledger, run_id, limit, after))
+
+
+async def compare(request: Request) -> Response:
+    web = web_of(request)
+    identity = await identify(request, "run")
+    refs = list(dict.fromkeys(request.query_params.getlist("run")))
+    if not refs:
+        raise invalid("run", "name at least one run to compare")
+    if len(refs) > COMPARE_RUNS_MAX:
+        raise invalid("run", f"at most {COMPARE_RUNS_MAX} runs at once")
+    names = metric_names(request)
+    if len(names) != 1:
+        raise invalid("metric", "name one metric to compare")
+    _, _, width = step_range(request)
+    run_ids = [await resolve_run(web, identity, ref) for ref in refs]
+    return json_response(await web.call(_compare_document, web.ledger, run_ids, names[0], width))
+
+
+def _compare_document(ledger: Any, run_ids: Iterable[str], metric: str, width: int) -> dict[str, Any]:
+    runs = []
+    for run_id in run_ids:
+        state = ledger.run_state(run_id)
+        chart = ledger.chart(run_id, metrics=[metric], width=width)
+        series = [builtins(s) for m in chart.metrics if m.name == metric for s in m.series if not s.superseded]
+        runs.append({"run_id": run_id, "name": state.run.name, "series": series})
+    return {"metric": metric, "runs": runs}
+
+
+async def visible_accounts(web: Web, identity: Identity) -> list[models.Account]:
+    """The accounts people set caps on, as the caller may read them (a scoped token: its subtree)."""
+    accounts: tuple[models.Account, ...] = await web.call(web.ledger.account_tree)
+    if not web.access.scope(identity):
+        return list(accounts)
+    return [account for account in accounts if await web.access.within(identity, account.account)]
+
+
+def account_document(account: models.Account) -> dict[str, Any]:
+    return {
+        "account": account.account,
+        "parent": account.parent,
+        "cap_usd_micro": account.cap_usd_micro,
+        "committed_usd_micro": account.committed_usd_micro,
+        "pending_usd_micro": account.pending_usd_micro,
+        "remaining_usd_micro": account.remaining_usd_micro,
+        "overrun_usd_micro": account.overrun_usd_micro,
+    }
+
+
+async def accounts(request: Request) -> Response:
+    web = web_of(request)
+    identity = await identify(request, "account")
+    return json_response({"accounts": [account_document(a) for a in await visible_accounts(web, identity)]})
+
+
+async def registry(request: Request) -> Response:
+    web = web_of(request)
+    identity = await identify(request, "registry")
+    await web.access.authorize("registry", identity, Subject())
+    families = await web.call(web.ledger.families)
+    return json_response({"families": builtins(families)})
+
+
+def history_document(promotion: models.Promotion) -> dict[str, Any]:
+    return {
+        "kind": promotion.kind,
+        "version": promotion.version,
+        "from_version": promotion.previous,
+        "verdict": builtins(promotion.verdict),
+        "reason": promotion.reason,
+        "at": builtins(promotion.at),
+        "principal": promotion.principal,
+        "position": promotion.position,
+    }
+
+
+async def read_family(web: Web, request: HTTPConnection) -> models.Family:
+    identity = await identify(request, "registry")
+    await web.access.authorize("registry", identity, Subject())
+    name = request.path_params["family"]
+    try:
+        check_text(name, "family", limit=1_024)
+    except LedgerError:
+        raise WebError(404, "FAMILY_NOT_FOUND", "no such family") from None
+    family: models.Family = await web.call(web.ledger.family, name)
+    return family
+
+
+async def family(request: Request) -> Response:
+    found = await read_family(web_of(request), request)
+    return json_response(
+        {
+            "family": found.family,
+            "current": found.current,
+            "versions": builtins(found.versions),
+            "history": [history_document(p) for p in found.history],
+        }
+    )
+
+
+def event_document(event: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "position": event["position"],
+        "type": event["type"],
+        "originator_id": event["originator_id"],
+        "at": builtins(event["timestamp"]),
+        "principal": event["principal"],
+        "data": event["data"],
+    }
+
+
+async def read_events(web: Web, request: HTTPConnection) -> tuple[list[dict[str, Any]], int | None]:
+    """The page of events an events request asks for, and the position the next one starts at."""
+    identity = await identify(request, "events")
+    await web.access.authorize("events", identity, Subject())
+    start = required_integer(request, "from", 1, minimum=1, maximum=STEP_MAX)
+    limit = required_integer(request, "limit", EVENTS_LIMIT_DEFAULT, minimum=1, maximum=EVENTS_LIMIT_MAX)
+    kind = text(request, "type")
+    if kind and not event_topics(kind):
+        raise invalid("type", f"no event type {kind}")
+    ref = request.query_params.get("run", "")
+    originators: list[str] = []
+    if ref:
+        run_id = await resolve_run(web, identity, ref)
+        originators = [run_id, str(ledger_id("account", run_id))]
+    events = await web.call(
+        web.ledger.read_events,
+        from_position=start,
+        limit=limit,
+        types=[kind] if kind else [],
+        originator_ids=originators,
+    )
+    following = events[-1]["position"] + 1 if len(events) == limit else None
+    return [event_document(e) for e in events], following
+
+
+async def events(request: Request) -> Response:
+    found, following = await read_events(web_of(request), request)
+    return json_response({"events": found, "next_from": following})

@@ -1,0 +1,185 @@
+"""The dashboard's ASGI app: `create_app(edge, gate)` is a Starlette app over the server's Edge and
+Gate, served by uvicorn on the server's own event loop (services.server), so the pages, the JSON
+API and the live streams read the same views as gRPC, through the same worker threads and limiter,
+authorized by the same table of roles.
+
+Routes: the pages (services.web.pages), the JSON API under /api/ (services.web.api), the
+server-sent events /api/runs/{run}/live and /api/live (services.web.live), POST /login and
+/logout, and the static files under /static/ (services.web.static: the charts and the styles).
+
+Errors: a WebError (or a ledger refusal) is `{"error": {"reason", "message", ...}}` with its status
+under /api/; a page shows it, except 401, which redirects to /login. Anything else is a 500 with a
+generic message, logged: bad input is never a 500. Every request counts as its connection's client
+for the edge's share of worker threads (as a gRPC connection does), and responses carry
+`x-content-type-options: nosniff`, `x-frame-options: DENY` and `referrer-policy: same-origin`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ledger.domain.errors import LedgerError
+from services.auth import Gate
+from services.edge import CLIENT, Edge
+from services.web import api, pages
+from services.web.access import Access, WebError, from_ledger
+from services.web.live import LiveRuns, RunStreams
+
+__all__ = ["create_app", "STATIC_DIR"]
+
+log = logging.getLogger("trainledger.services.web")
+
+STATIC_DIR = Path(__file__).parent / "static"
+SSE_HEADERS = {"cache-control": "no-store", "x-accel-buffering": "no"}
+_SECURITY_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"same-origin"),
+]
+
+
+class _Connection:
+    """Pure ASGI middleware: the request's connection is its client for the edge's thread share,
+    and every response gets the security headers."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        client = scope.get("client")
+        CLIENT.set(f"http:{client[0]}:{client[1]}" if client else "http")
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", ()), *_SECURITY_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, sending)
+
+
+def _is_api(request: Request) -> bool:
+    return request.url.path.startswith("/api/")
+
+
+def _respond(request: Request, error: WebError) -> Response:
+    if _is_api(request):
+        return api.json_response(error.body(), error.status)
+    if error.status == 401:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        return RedirectResponse(f"/login?next={quote(target, safe='')}", status_code=303)
+    return pages.error_page(error)
+
+
+async def _web_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, WebError)
+    return _respond(request, error)
+
+
+async def _ledger_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, LedgerError)
+    refusal = from_ledger(error)
+    if refusal.status == 500:
+        log.error("unexpected ledger error serving %s", request.url.path, exc_info=error)
+    return _respond(request, refusal)
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, HTTPException)
+    reason = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}.get(error.status_code, "BAD_REQUEST")
+    return _respond(request, WebError(error.status_code, reason, str(error.detail)))
+
+
+async def _unexpected(request: Request, error: Exception) -> Response:
+    log.error("unexpected error serving %s", request.url.path, exc_info=error)
+    return _respond(request, WebError(500, "INTERNAL", "internal error"))
+
+
+def _last_event_id(request: Request) -> int:
+    value = request.headers.get("last-event-id", "") or request.query_params.get("last_event_id", "")
+    if not value:
+        return 0
+    if not re.fullmatch(r"[0-9]{1,18}", value):
+        raise api.invalid("last_event_id", "Last-Event-ID must be an event position")
+    return int(value)
+
+
+def _caller(request: Request, principal: str) -> str:
+    host = request.client.host if request.client else "unknown"
+    return f"{principal}@{host}"
+
+
+async def run_live(request: Request) -> Response:
+    web = api.web_of(request)
+    identity = await api.identify(request, "run")
+    last_id = _last_event_id(request)
+    run_id = await api.run_of(request, identity)
+    key = _caller(request, identity.principal("anonymous"))
+    web.streams.check(key)  # A full server is a 429 before the stream starts.
+    return StreamingResponse(
+        web.streams.follow(run_id, key, last_id), media_type="text/event-stream", headers=SSE_HEADERS
+    )
+
+
+async def live(request: Request) -> Response:
+    web = api.web_of(request)
+    identity = await api.identify(request, "runs")
+    key = _caller(request, identity.principal("anonymous"))
+    web.live.check(key)
+    return StreamingResponse(
+        web.live.follow(key, web.access.scope(identity)), media_type="text/event-stream", headers=SSE_HEADERS
+    )
+
+
+def create_app(edge: Edge, gate: Gate) -> Starlette:
+    """The dashboard over `edge` and `gate`. Create it on the server's event loop."""
+    routes: list[Any] = [
+        Route("/", pages.runs),
+        Route("/runs/{run:path}", pages.run),
+        Route("/compare", pages.compare),
+        Route("/accounts", pages.accounts),
+        Route("/registry", pages.registry),
+        Route("/registry/{family:path}", pages.family),
+        Route("/events", pages.events),
+        Route("/login", pages.login, methods=["GET"]),
+        Route("/login", pages.login_post, methods=["POST"]),
+        Route("/logout", pages.logout, methods=["GET", "POST"]),
+        Route("/api/runs", api.list_runs),
+        Route("/api/runs/{run}/chart", api.get_chart),
+        Route("/api/runs/{run}/spend", api.get_spend),
+        Route("/api/runs/{run}/live", run_live),
+        Route("/api/runs/{run}", api.get_run),
+        Route("/api/compare", api.compare),
+        Route("/api/accounts", api.accounts),
+        Route("/api/registry", api.registry),
+        Route("/api/registry/{family}", api.family),
+        Route("/api/events", api.events),
+        Route("/api/live", live),
+        Mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static"),
+    ]
+    app = Starlette(
+        routes=routes,
+        exception_handlers={
+            WebError: _web_error,
+            LedgerError: _ledger_error,
+            HTTPException: _http_error,
+            Exception: _unexpected,
+        },
+    )
+    app.state.web = api.Web(edge, Access(gate), RunStreams.of(edge), LiveRuns.of(edge))
+    app.add_middleware(_Connection)
+    return app

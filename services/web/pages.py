@@ -1,0 +1,489 @@
+"""The dashboard's pages: server-rendered HTML from string templates, every value through
+html.escape. The tables work without JavaScript; charts are empty <figure> elements that
+/static/dashboard.js fills from the JSON API (the DOM contract: `main[data-page]`,
+`figure.chart[data-run-id][data-metric][data-sparse]`, `table.runs tr[data-run-id]`,
+`[data-field=...]` cells, `figure.spend-chart`, `figure.chart.compare[data-metric][data-runs]`).
+
+Amounts are shown in dollars (services.tables.usd), times in UTC with their zone. Each page reads
+through the same helpers as the API (services.web.api), so it is authorized as the same gRPC method;
+without a valid token, when authentication is on, a page redirects to /login.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from ledger.domain.errors import LedgerError
+from ledger.views import models
+from services.codec import pages as tokens
+from services.tables import usd
+from services.web import api
+from services.web.access import METHODS, TOKEN_COOKIE, Subject, WebError
+
+__all__ = [
+    "layout",
+    "error_page",
+    "runs",
+    "run",
+    "compare",
+    "accounts",
+    "registry",
+    "family",
+    "events",
+    "login",
+    "login_post",
+    "logout",
+]
+
+NAV = (
+    ("runs", "/"),
+    ("compare", "/compare"),
+    ("accounts", "/accounts"),
+    ("registry", "/registry"),
+    ("events", "/events"),
+)
+TOKEN_LENGTH_MAX = 512
+
+
+def e(value: Any) -> str:
+    """A value as escaped HTML text ("-" for None)."""
+    return "-" if value is None else html.escape(str(value), quote=True)
+
+
+def when(moment: datetime | None) -> str:
+    """A time as <time>, in UTC with its zone."""
+    if moment is None:
+        return "-"
+    return f'<time datetime="{e(moment.isoformat())}">{e(moment.strftime("%Y-%m-%d %H:%M:%S %Z"))}</time>'
+
+
+def layout(page: str, title: str, body: str, *, attributes: str = "", status: int = 200) -> HTMLResponse:
+    nav = "".join(f'<a href="{href}"{" aria-current=page" if name == page else ""}>{name}</a>' for name, href in NAV)
+    document = (
+        "<!doctype html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{e(title)} · trainledger</title>"
+        '<link rel="stylesheet" href="/static/style.css">'
+        '<script type="module" src="/static/dashboard.js"></script>'
+        "</head><body>"
+        f'<header><a class="brand" href="/">trainledger</a><nav>{nav}</nav></header>'
+        f'<main data-page="{e(page)}"{attributes}>{body}</main>'
+        "</body></html>\n"
+    )
+    return HTMLResponse(document, status_code=status, headers={"cache-control": "no-store"})
+
+
+def error_page(error: WebError) -> HTMLResponse:
+    detail = ""
+    candidates = error.fields.get("candidates")
+    if candidates:
+        items = "".join(
+            f'<li><a href="/runs/{e(c["run_id"])}">{e(c["run_id"])}</a> {e(c["name"])} ({e(c["status"])})</li>'
+            for c in candidates
+        )
+        detail = f"<ul class=candidates>{items}</ul>"
+    body = (
+        f'<h1>{e(error.status)} {e(error.reason)}</h1><p class="error" data-reason="{e(error.reason)}">'
+        f"{e(error.message)}</p>{detail}"
+    )
+    return layout("error", error.reason, body, status=error.status)
+
+
+def table(css: str, headers: Sequence[str], rows: Iterable[str]) -> str:
+    head = "".join(f"<th>{e(h)}</th>" for h in headers)
+    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def percent(used: int, cap: int | None) -> int:
+    """How much of a cap is used, 0..100 (0 without a cap)."""
+    if not cap:
+        return 100 if cap == 0 and used else 0
+    return max(0, min(100, used * 100 // cap))
+
+
+def bar(used: int, cap: int | None) -> str:
+    return f'<div class="bar"><div class="fill" style="width:{percent(used, cap)}%"></div></div>'
+
+
+def spend_text(committed: int, pending: int, cap: int | None) -> str:
+    held = f" + {usd(pending)} held" if pending else ""
+    return f"{e(usd(committed))}{e(held)} " + (f"of {e(usd(cap))}" if cap is not None else "(no cap)")
+
+
+def query(**values: Any) -> str:
+    pairs = [(k, v) for k, v in values.items() if v not in (None, "")]
+    return urlencode(pairs, doseq=True)
+
+
+# Runs.
+
+
+def run_row(run: models.RunSummary) -> str:
+    spent = bar(run.committed_usd_micro, run.cap_usd_micro) + (
+        f'<span class="amount">{spend_text(run.committed_usd_micro, run.pending_usd_micro, run.cap_usd_micro)}</span>'
+    )
+    return (
+        f'<tr data-run-id="{e(run.run_id)}">'
+        f'<td><input type="checkbox" name="run" value="{e(run.run_id)}" form="compare" aria-label="compare"></td>'
+        f'<td data-field="name"><a href="/runs/{e(run.run_id)}">{e(run.name or run.run_id)}</a></td>'
+        f'<td data-field="status" data-status="{e(run.status)}">{e(run.status)}</td>'
+        f'<td data-field="attempt">{e(run.current_attempt)}</td>'
+        f'<td data-field="last_step">{e(run.last_step)}</td>'
+        f'<td data-field="spend" data-committed-usd-micro="{run.committed_usd_micro}"'
+        f' data-cap-usd-micro="{e(run.cap_usd_micro if run.cap_usd_micro is not None else "")}">{spent}</td>'
+        f'<td data-field="account">{e(run.parent_account or "-")}</td>'
+        f'<td data-field="opened_at">{when(run.opened_at)}</td>'
+        "</tr>"
+    )
+
+
+async def runs(request: Request) -> Response:
+    web = api.web_of(request)
+    identity = await api.identify(request, "runs")
+    page = await api.runs_page(web, request, identity)
+    chosen = request.query_params.get("status", "")
+    options = "".join(
+        f'<option value="{s}"{" selected" if s == chosen else ""}>{s or "any status"}</option>'
+        for s in ("", *api.STATUSES)
+    )
+    name, account = request.query_params.get("name", ""), request.query_params.get("account", "")
+    filters = (
+        '<form class="filters" method="get" action="/">'
+        f'<label>status <select name="status">{options}</select></label>'
+        f'<label>name <input name="name" value="{e(name)}"></label>'
+        f'<label>account <input name="account" value="{e(account)}"></label>'
+        '<button type="submit">filter</button></form>'
+    )
+    compare_form = (
+        '<form id="compare" class="compare" method="get" action="/compare">'
+        '<label>metric <input name="metric" value="loss"></label>'
+        '<button type="submit">compare selected</button></form>'
+    )
+    rows = table(
+        "runs",
+        ["", "name", "status", "attempt", "last step", "spend", "account", "opened"],
+        (run_row(r) for r in page.runs),
+    )
+    following = ""
+    token = tokens.runs_token(page.after)
+    if token:
+        limit = request.query_params.get("limit", "")
+        href = "/?" + query(status=chosen, name=name, account=account, limit=limit, page=token)
+        following = f'<p class="pager"><a rel="next" href="{e(href)}">older runs</a></p>'
+    empty = "" if page.runs else '<p class="empty">No runs.</p>'
+    body = f"<h1>Runs</h1>{filters}{compare_form}{rows}{empty}{following}"
+    return layout("runs", "runs", body)
+
+
+# A run.
+
+
+def _document(value: Any) -> str:
+    return e(json.dumps(value, indent=2, sort_keys=True, default=str))
+
+
+def _sparse_names(stats: Sequence[models.MetricStats]) -> set[str]:
+    """Metrics with fewer values than the densest one (eval_* logged now and then)."""
+    densest = max((s.count for s in stats), default=0)
+    return {s.name for s in stats if s.count < densest}
+
+
+def _checkpoint_row(checkpoint: models.Checkpoint) -> str:
+    flags = " ".join(flag for flag, on in (("final", checkpoint.final), ("superseded", checkpoint.superseded)) if on)
+    return (
+        f'<tr data-step="{checkpoint.step}" data-attempt="{checkpoint.attempt}">'
+        f"<td>{e(checkpoint.step)}</td><td>{e(checkpoint.attempt)}</td><td>{e(checkpoint.handle.uri)}</td>"
+        f"<td>{e(checkpoint.handle.fidelity)}</td><td>{when(checkpoint.saved_at)}</td>"
+        f"<td>{when(checkpoint.expires_at)}</td><td>{e(flags)}</td></tr>"
+    )
+
+
+def _attempt_row(attempt: models.Attempt) -> str:
+    return (
+        f'<tr data-attempt="{attempt.number}"><td>{e(attempt.number)}</td><td>{e(attempt.label)}</td>'
+        f"<td>{when(attempt.started_at)}</td><td>{e(attempt.resumed_from_step)}</td>"
+        f"<td>{'yes' if attempt.ended else 'no'}</td></tr>"
+    )
+
+
+def _run_data(ledger: Any, run_id: str) -> tuple[models.RunState, tuple[models.MetricStats, ...], Any]:
+    return (
+        ledger.run_state(run_id),
+        ledger.metric_stats(run_id),
+        ledger.checkpoints(run_id, limit=api.CHECKPOINTS_MAX),
+    )
+
+
+async def run(request: Request) -> Response:
+    web = api.web_of(request)
+    identity = await api.identify(request, "run")
+    run_id = await api.run_of(request, identity)
+    state, stats, checkpoints = await web.call(_run_data, web.ledger, run_id)
+    info, spend = state.run, state.spend
+    rid = e(run_id)
+    sparse = _sparse_names(stats)
+    charts = "".join(
+        f'<figure class="chart" data-run-id="{rid}" data-metric="{e(s.name)}"'
+        f' data-sparse="{"true" if s.name in sparse else "false"}"><figcaption>{e(s.name)}</figcaption></figure>'
+        for s in stats
+    )
+    metric_rows = "".join(
+        f'<tr data-metric="{e(s.name)}"><td>{e(s.name)}</td><td>{e(s.count)}</td><td>{e(s.first_step)}</td>'
+        f"<td>{e(s.last_step)}</td><td>{e(f'{s.last:.6g}')}</td><td>{e(f'{s.min:.6g}')}</td>"
+        f"<td>{e(f'{s.max:.6g}')}</td></tr>"
+        for s in stats
+    )
+    facts = (
+        '<dl class="facts">'
+        f'<dt>status</dt><dd data-field="status" data-status="{e(info.status)}">{e(info.status)}</dd>'
+        f'<dt>attempt</dt><dd data-field="attempt">{e(state.current_attempt)}</dd>'
+        f'<dt>last step</dt><dd data-field="last_step">{e(state.last_step)}</dd>'
+        f'<dt>spend</dt><dd data-field="spend">{bar(spend.committed_usd_micro, spend.cap_usd_micro)}'
+        f'<span class="amount">{spend_text(spend.committed_usd_micro, spend.pending_usd_micro, spend.cap_usd_micro)}'
+        "</span></dd>"
+        f"<dt>remaining</dt><dd>{e(usd(spend.remaining_usd_micro))}</dd>"
+        f"<dt>opened</dt><dd>{when(info.opened_at)}</dd>"
+        f"<dt>finished</dt><dd>{when(info.finished_at)}</dd>"
+        f"<dt>run id</dt><dd><code>{rid}</code></dd>"
+        + (f'<dt>error</dt><dd class="error">{e(info.error)}</dd>' if info.error else "")
+        + "</dl>"
+    )
+    body = (
+        f"<h1>{e(info.name or run_id)}</h1>{facts}"
+        f'<section class="charts">{charts or "<p class=empty>No metrics recorded.</p>"}</section>'
+        f'<h2>Spend</h2><figure class="spend-chart" data-run-id="{rid}"></figure>'
+        f'<p><a href="/api/runs/{rid}/spend">reservations (JSON)</a> · '
+        f'<a href="/events?{e(query(run=run_id))}">events</a></p>'
+        "<h2>Metrics</h2>"
+        + table("metrics", ["metric", "values", "first step", "last step", "last", "min", "max"], [metric_rows])
+        + "<h2>Attempts</h2>"
+        + table("attempts", ["attempt", "label", "started", "resumed from", "ended"], map(_attempt_row, state.attempts))
+        + "<h2>Checkpoints</h2>"
+        + table(
+            "checkpoints",
+            ["step", "attempt", "uri", "fidelity", "saved", "expires", ""],
+            map(_checkpoint_row, checkpoints),
+        )
+        + f'<h2>Spec</h2><pre class="spec">{_document(info.spec)}</pre>'
+        + f'<h2>Summary</h2><pre class="summary">{_document(info.summary)}</pre>'
+    )
+    return layout("run", info.name or run_id, body, attributes=f' data-run-id="{rid}"')
+
+
+# Compare.
+
+
+async def compare(request: Request) -> Response:
+    web = api.web_of(request)
+    identity = await api.identify(request, "run")
+    refs = list(dict.fromkeys(request.query_params.getlist("run")))[: api.COMPARE_RUNS_MAX]
+    names = api.metric_names(request)
+    metric = names[0] if names else "loss"
+    run_ids = [await api.resolve_run(web, identity, ref) for ref in refs]
+    inputs = "".join(
+        f'<label><input type="checkbox" name="run" value="{e(r)}" checked> <code>{e(r)}</code></label>' for r in run_ids
+    )
+    form = (
+        '<form class="compare" method="get" action="/compare">'
+        f"{inputs}"
+        '<label>add run <input name="run" placeholder="run id or name"></label>'
+        f'<label>metric <input name="metric" value="{e(metric)}"></label>'
+        '<button type="submit">compare</button></form>'
+    )
+    figure = (
+        f'<figure class="chart compare" data-metric="{e(metric)}" data-runs="{e(",".join(run_ids))}">'
+        f"<figcaption>{e(metric)}</figcaption></figure>"
+        if run_ids
+        else '<p class="empty">Pick runs to compare on the runs page, or add them here.</p>'
+    )
+    return layout("compare", "compare", f"<h1>Compare</h1>{form}{figure}")
+
+
+# Accounts.
+
+
+def _depths(accounts: Sequence[models.Account]) -> dict[str, int]:
+    depth: dict[str, int] = {}
+    for account in accounts:  # Parents come before children.
+        depth[account.account] = depth.get(account.parent, -1) + 1 if account.parent else 0
+    return depth
+
+
+async def accounts(request: Request) -> Response:
+    web = api.web_of(request)
+    identity = await api.identify(request, "account")
+    found = await api.visible_accounts(web, identity)
+    depth = _depths(found)
+    rows = (
+        f'<tr data-account="{e(a.account)}" data-depth="{depth[a.account]}">'
+        f'<td style="padding-left:{depth[a.account] * 1.5 + 0.5}em">{e(a.account)}</td>'
+        f"<td>{e(usd(a.cap_usd_micro))}</td><td>{e(usd(a.committed_usd_micro))}</td>"
+        f"<td>{e(usd(a.pending_usd_micro))}</td><td>{e(usd(a.remaining_usd_micro))}</td>"
+        f"<td>{e(usd(a.overrun_usd_micro))}</td>"
+        f'<td data-field="spend">{bar(a.committed_usd_micro + a.pending_usd_micro, a.cap_usd_micro)}</td>'
+        f'<td><a href="/?{e(query(account=a.account))}">runs</a></td></tr>'
+        for a in found
+    )
+    body = "<h1>Accounts</h1>" + table(
+        "accounts", ["account", "cap", "committed", "pending", "remaining", "overrun", "", ""], rows
+    )
+    if not found:
+        body += '<p class="empty">No accounts with caps.</p>'
+    return layout("accounts", "accounts", body)
+
+
+# Registry.
+
+
+async def registry(request: Request) -> Response:
+    web = api.web_of(request)
+    identity = await api.identify(request, "registry")
+    await web.access.authorize("registry", identity, Subject())
+    families: list[models.FamilySummary] = await web.call(web.ledger.families)
+    rows = (
+        f'<tr data-family="{e(f.family)}"><td><a href="/registry/{e(f.family)}">{e(f.family)}</a></td>'
+        f"<td>{e(f.current or None)}</td><td>{e(f.version_count)}</td></tr>"
+        for f in families
+    )
+    body = "<h1>Registry</h1>" + table("families", ["family", "current", "versions"], rows)
+    if not families:
+        body += '<p class="empty">No families registered.</p>'
+    return layout("registry", "registry", body)
+
+
+def _verdict(verdict: models.GateVerdict | None) -> str:
+    if verdict is None:
+        return "-"
+    word = "passed" if verdict.passed else "failed"
+    return f'<span class="verdict {word}">{word}</span>'
+
+
+async def family(request: Request) -> Response:
+    web = api.web_of(request)
+    found = await api.read_family(web, request)
+    versions = (
+        f'<tr data-version="{v.version}"{" class=current" if v.version == found.current else ""}>'
+        f"<td>{e(v.version)}</td><td>{e(v.artifact_uri)}</td><td><code>{e(v.digest[:19])}</code></td>"
+        f"<td>{_run_link(v.source_run_id)}</td><td>{e(v.source_step)}</td><td>{when(v.registered_at)}</td></tr>"
+        for v in found.versions
+    )
+    history = (
+        f'<tr data-position="{p.position}"><td>{when(p.at)}</td><td>{e(p.kind)}</td><td>{e(p.version)}</td>'
+        f"<td>{e(p.previous or None)}</td><td>{_verdict(p.verdict)}</td>"
+        f"<td>{e(p.reason or (p.verdict.reason if p.verdict else ''))}</td><td>{e(p.principal)}</td></tr>"
+        for p in found.history
+    )
+    body = (
+        f"<h1>{e(found.family)}</h1><p>current version: <strong data-field=current>{e(found.current or None)}"
+        "</strong></p><h2>Versions</h2>"
+        + table("versions", ["version", "artifact", "digest", "source run", "step", "registered"], versions)
+        + "<h2>Promotions</h2>"
+        + table("history", ["at", "kind", "version", "from", "gate", "reason", "by"], history)
+    )
+    return layout("family", found.family, body, attributes=f' data-family="{e(found.family)}"')
+
+
+def _run_link(run_id: str) -> str:
+    return f'<a href="/runs/{e(run_id)}"><code>{e(run_id[:8])}</code></a>' if run_id else "-"
+
+
+# Events.
+
+
+async def events(request: Request) -> Response:
+    web = api.web_of(request)
+    found, following = await api.read_events(web, request)
+    params = request.query_params
+    form = (
+        '<form class="filters" method="get" action="/events">'
+        f'<label>from <input name="from" inputmode="numeric" value="{e(params.get("from", ""))}"></label>'
+        f'<label>type <input name="type" value="{e(params.get("type", ""))}"></label>'
+        f'<label>run <input name="run" value="{e(params.get("run", ""))}"></label>'
+        f'<label>limit <input name="limit" inputmode="numeric" value="{e(params.get("limit", ""))}"></label>'
+        '<button type="submit">show</button></form>'
+    )
+    rows = (
+        f'<tr data-position="{ev["position"]}"><td>{e(ev["position"])}</td><td>{e(ev["at"])}</td>'
+        f"<td>{e(ev['type'])}</td><td><code>{e(ev['originator_id'][:8])}</code></td><td>{e(ev['principal'])}</td>"
+        f'<td><code class="data">{e(_short(ev["data"]))}</code></td></tr>'
+        for ev in found
+    )
+    pager = ""
+    if following is not None:
+        href = "/events?" + query(
+            **{"from": following, "type": params.get("type"), "run": params.get("run"), "limit": params.get("limit")}
+        )
+        pager = f'<p class="pager"><a rel="next" href="{e(href)}">later events</a></p>'
+    body = (
+        "<h1>Events</h1>"
+        + form
+        + table("events", ["position", "at (UTC)", "type", "originator", "principal", "data"], rows)
+        + pager
+    )
+    return layout("events", "events", body)
+
+
+def _short(data: Any, limit: int = 300) -> str:
+    text = api.encode(data).decode()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# Login.
+
+
+def _next_path(value: str) -> str:
+    """Where to go after logging in: a path of this site only."""
+    if not value.startswith("/") or value.startswith("//") or "\\" in value:
+        return "/"
+    return value
+
+
+def login_form(next_path: str, message: str = "", status: int = 200) -> HTMLResponse:
+    problem = f'<p class="error" role="alert">{e(message)}</p>' if message else ""
+    body = (
+        "<h1>Log in</h1><p>Authentication is on: paste a token (<code>tl_…</code>, from "
+        "<code>trainledger tokens create</code>).</p>"
+        f"{problem}"
+        '<form class="login" method="post" action="/login">'
+        f'<input type="hidden" name="next" value="{e(next_path)}">'
+        '<label>token <input type="password" name="token" autocomplete="current-password" required></label>'
+        '<button type="submit">log in</button></form>'
+    )
+    return layout("login", "log in", body, status=status)
+
+
+async def login(request: Request) -> Response:
+    return login_form(_next_path(request.query_params.get("next", "/")))
+
+
+async def login_post(request: Request) -> Response:
+    web = api.web_of(request)
+    form = await request.form(max_files=0, max_fields=8, max_part_size=4096)
+    token = str(form.get("token", "")).strip()
+    next_path = _next_path(str(form.get("next", "/")))
+    if not token or len(token) > TOKEN_LENGTH_MAX:
+        return login_form(next_path, "give a token", 400)
+    try:
+        await web.access.gate.authenticate(METHODS["run"], {"authorization": f"Bearer {token}"})
+    except LedgerError as error:
+        return login_form(next_path, f"{error.reason}: {error.message}", 401)
+    response = RedirectResponse(next_path, status_code=303)
+    response.set_cookie(
+        TOKEN_COOKIE, token, httponly=True, samesite="strict", secure=request.url.scheme == "https", path="/"
+    )
+    return response
+
+
+async def logout(request: Request) -> Response:
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(TOKEN_COOKIE, path="/")
+    return response
