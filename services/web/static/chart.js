@@ -10,7 +10,8 @@
 //       sparse metric, `g.series.points` of circles; `line.marker.attempt` where each attempt
 //       started and `g.marker.checkpoint` at each checkpoint; a hover readout of the nearest
 //       point; dragging a range calls handlers.zoom(from, to), a double-click handlers.reset().
-//   drawCompare(figure, view)  one line per run (`path.series.live[data-run-id]`) and a legend.
+//   drawCompare(figure, view)  one line per run (`path.series.live[data-run-id]`, the kept steps of
+//       all its attempts) and a legend.
 //   drawSpend(figure, view)  committed spend over time as a step line (`path.spend.committed`),
 //       the cap as `line.cap`, holds as `rect.hold.<state>` (pending ones stacked on the
 //       committed total at the right, the others as ticks along the bottom).
@@ -314,9 +315,17 @@ function clipId(figure) {
 export function drawCompare(figure, view) {
   const width = view.width;
   const svg = frame(figure, width);
-  const all = [];
-  view.runs.forEach((run, i) => {
-    for (const s of run.series) all.push({ ...s, run_id: run.run_id, name: run.name, color: colorOf(i + 1) });
+  // One line per run: its live line is the kept steps of each attempt, joined in step order.
+  const all = view.runs.map((run, i) => {
+    const parts = [...run.series].sort((p, q) => (p.steps[0] ?? 0) - (q.steps[0] ?? 0));
+    return {
+      run_id: run.run_id,
+      name: run.name,
+      attempts: parts.map((s) => s.attempt).join(","),
+      steps: parts.flatMap((s) => s.steps),
+      values: parts.flatMap((s) => s.values),
+      color: colorOf(i + 1),
+    };
   });
   const [s0, s1] = stepRange(all, null, null);
   const [v0, v1] = valueRange(all);
@@ -324,7 +333,7 @@ export function drawCompare(figure, view) {
   const y = scale(v0, v1, HEIGHT - MARGIN.bottom, MARGIN.top);
   axes(svg, x, y, ticks(s0, s1, Math.max(2, Math.floor(width / 90))).filter((t) => Number.isInteger(t)), ticks(v0, v1, 6), width);
   for (const s of all) {
-    el("path", { class: "series live", "data-run-id": s.run_id, "data-attempt": s.attempt, "data-metric": view.metric, "data-points": s.steps.length, stroke: s.color, d: linePath(s.steps, s.values, x, y) }, svg);
+    el("path", { class: "series live", "data-run-id": s.run_id, "data-attempts": s.attempts, "data-metric": view.metric, "data-points": s.steps.length, stroke: s.color, d: linePath(s.steps, s.values, x, y) }, svg);
   }
   const legend = document.createElement("div");
   legend.className = "legend";
@@ -344,6 +353,17 @@ export function drawCompare(figure, view) {
   interact(figure, svg, all, x, y, width, describe, null);
 }
 
+const TIME_STEPS_MIN = [1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720, 1440, 2880, 10080, 20160, 43200];
+
+/** About `count` ticks on round UTC minutes, hours or days between t0 and t1 (ms). */
+function timeTicksOf(t0, t1, count) {
+  const wanted = (t1 - t0) / 60e3 / Math.max(1, count);
+  const step = (TIME_STEPS_MIN.find((m) => m >= wanted) ?? TIME_STEPS_MIN[TIME_STEPS_MIN.length - 1]) * 60e3;
+  const out = [];
+  for (let t = Math.ceil(t0 / step) * step; t <= t1; t += step) out.push(t);
+  return out;
+}
+
 /**
  * Spend over time: `view` {width, now (ms), cap (micro or null), hours: [{t (ms), committed}],
  * holds: [{state, amount, start (ms), end (ms or null)}], usd (micro -> text)}.
@@ -359,9 +379,9 @@ export function drawSpend(figure, view) {
   }
   const pending = view.holds.filter((h) => h.state === "pending");
   const pendingTotal = pending.reduce((sum, h) => sum + h.amount, 0);
-  const times = [...points.map((p) => p.t), ...view.holds.map((h) => h.start), view.now];
-  const t0 = Math.min(...times);
-  const t1 = Math.max(view.now, ...points.map((p) => p.t + 3600e3));
+  // From the first hour or hold to now, at least the last quarter hour.
+  const t1 = view.now;
+  const t0 = Math.min(t1 - 15 * 60e3, ...points.map((p) => p.t), ...view.holds.map((h) => h.start));
   const top = Math.max(total + pendingTotal, view.cap ?? 0, 1);
   const x = scale(t0, t1, MARGIN.left, width - MARGIN.right);
   const y = scale(0, top * 1.08, HEIGHT - MARGIN.bottom, MARGIN.top);
@@ -370,8 +390,8 @@ export function drawSpend(figure, view) {
     const d = new Date(t);
     return span > 2 * 86400e3 ? `${d.getUTCMonth() + 1}/${d.getUTCDate()}` : `${String(d.getUTCHours()).padStart(2, "0")}:${String(d.getUTCMinutes()).padStart(2, "0")}`;
   };
-  const hourTicks = ticks(t0 / 3600e3, t1 / 3600e3, Math.max(2, Math.floor(width / 110))).map((h) => h * 3600e3);
-  axes(svg, x, y, hourTicks, ticks(0, top * 1.08, 4), width, timeLabel, (v) => view.usdShort(v));
+  const timeTicks = timeTicksOf(t0, t1, Math.max(2, Math.floor(width / 110)));
+  axes(svg, x, y, timeTicks, ticks(0, top * 1.08, 4), width, timeLabel, (v) => view.usdShort(v));
   if (points.length) {
     // A step line: each hour's spend lands at the hour's end (or now, for the current hour).
     let d = `M${x(points[0].t).toFixed(1)} ${y(0).toFixed(1)}`;
@@ -381,7 +401,7 @@ export function drawSpend(figure, view) {
       d += `L${at} ${y(last).toFixed(1)}L${at} ${y(p.v).toFixed(1)}`;
       last = p.v;
     }
-    d += `L${x(Math.max(view.now, points[points.length - 1].t + 3600e3)).toFixed(1)} ${y(last).toFixed(1)}`;
+    d += `L${x(view.now).toFixed(1)} ${y(last).toFixed(1)}`;
     el("path", { class: "spend committed", d }, svg);
   }
   if (view.cap !== null && view.cap !== undefined) {
@@ -392,7 +412,8 @@ export function drawSpend(figure, view) {
   let base = total;
   for (const h of pending) {
     const x0 = x(h.start);
-    const rect = el("rect", { class: "hold pending", x: x0.toFixed(1), width: Math.max(2, x(view.now) - x0).toFixed(1), y: y(base + h.amount).toFixed(1), height: Math.max(1, y(base) - y(base + h.amount)).toFixed(1) }, svg);
+    const w = Math.max(6, x(view.now) - x0);
+    const rect = el("rect", { class: "hold pending", x: (x(view.now) - w).toFixed(1), width: w.toFixed(1), y: y(base + h.amount).toFixed(1), height: Math.max(1, y(base) - y(base + h.amount)).toFixed(1) }, svg);
     el("title", {}, rect).textContent = `pending hold ${view.usd(h.amount)}`;
     base += h.amount;
   }

@@ -438,7 +438,18 @@ function comparePage() {
   }
 }
 
+/** The dashboard's icon, unless the page names one (without it the browser asks for /favicon.ico). */
+function icon() {
+  if (document.querySelector('link[rel~="icon"]')) return;
+  const link = document.createElement("link");
+  link.rel = "icon";
+  link.type = "image/svg+xml";
+  link.href = "/static/favicon.svg";
+  document.head.appendChild(link);
+}
+
 function start() {
+  icon();
   const main = document.querySelector("main[data-page]");
   const page = main?.dataset.page;
   // Bars rendered by the server: mark those at or past their cap (the cell carries the figures).

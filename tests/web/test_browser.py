@@ -1,0 +1,309 @@
+"""The dashboard in a real browser: Debian's Chromium (Playwright, sync API) against a real
+`trainledger serve --http` subprocess, with runs recorded through clients.LedgerClient over gRPC.
+
+One server per module. Its ledger holds:
+- "sft-alpha" in the capped account "team": attempt 1 logs steps 0..79 (loss every step,
+  eval_loss every 20 steps) and checkpoints step 49, then dies; attempt 2 resumes from step 49
+  (so attempt 1's steps 50..79 are superseded) and logs steps 50..119, checkpointing step 99; one
+  reservation committed, one released and one still pending;
+- "sft-beta" (for compare): loss on steps 0..99;
+- "sft-live": steps 0..9, then more appended while its page is open;
+- the registry family "sft-alpha" with a version promoted through a passing gate.
+
+Every page loads without a console error or a failed request, and its screenshot is written
+under the test's tmp_path (the run page's also to $TRAINLEDGER_DOCS_SCREENSHOT when set, which is
+how docs/dashboard-run.png is made). The counts of points, markers and holds checked are written
+out here from the data above, never read from the code under test.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.web.browser import Served, Watch, attributes, chromium, missing_browser, serve, wait_ready
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page, ViewportSize
+
+    from clients import LedgerClient
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+
+if (reason := missing_browser()) is not None:
+    pytest.skip(f"browser tests skipped: {reason}", allow_module_level=True)
+
+LIVE_WAIT_MS = 2_000
+VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
+
+
+def loss_at(step: int, attempt: int) -> float:
+    return round(2.0 / (1 + step / 30) + 0.05 * attempt, 6)
+
+
+def sparse(evals: list[int], steps: list[int], attempt: int) -> dict[str, list[float] | list[int]]:
+    """A metric logged on some steps of a batch: its values and their index in the batch."""
+    return {"values": [loss_at(s, attempt) + 0.1 for s in evals], "index": [steps.index(s) for s in evals]}
+
+
+@dataclass
+class Ledger:
+    served: Served
+    client: LedgerClient
+    alpha: str
+    beta: str
+    live: str
+    browser: Browser
+
+
+def record(client: LedgerClient) -> tuple[str, str, str]:
+    """The runs of the module docstring; their ids."""
+    client.open_account(account="team", cap_usd_micro=200_000_000)
+    alpha = client.open_run(
+        run_key="alpha",
+        name="sft-alpha",
+        spec={"base_model": "llama-8b", "lr": 1e-4},
+        cap_usd_micro=50_000_000,
+        parent_account="team",
+    ).state.run.run_id
+    client.start_attempt(run_id=alpha, label="node-a")
+    steps = list(range(80))
+    evals = [0, 20, 40, 60]  # eval_loss only on these steps: an index column, no placeholders
+    metrics = {"loss": [loss_at(s, 1) for s in steps], "eval_loss": sparse(evals, steps, 1)}
+    client.append_steps(run_id=alpha, attempt=1, steps=steps, metrics=metrics)
+    client.save_checkpoint(run_id=alpha, attempt=1, step=49, uri="s3://ckpt/alpha/49", backend="s3")
+    client.start_attempt(run_id=alpha, label="node-b", resume_from_step=49)
+    steps = list(range(50, 120))
+    metrics = {"loss": [loss_at(s, 2) for s in steps], "eval_loss": sparse([60, 80, 100], steps, 2)}
+    client.append_steps(run_id=alpha, attempt=2, steps=steps, metrics=metrics)
+    client.save_checkpoint(run_id=alpha, attempt=2, step=99, uri="s3://ckpt/alpha/99", backend="s3")
+    done = client.reserve(account=alpha, amount_usd_micro=20_000_000, attempt=2)
+    client.commit(account=alpha, reservation_id=done.reservation_id, actual_usd_micro=18_500_000)
+    dropped = client.reserve(account=alpha, amount_usd_micro=5_000_000, attempt=2)
+    client.release(account=alpha, reservation_id=dropped.reservation_id, reason="call failed")
+    client.reserve(account=alpha, amount_usd_micro=10_000_000, attempt=2)
+
+    beta = client.open_run(run_key="beta", name="sft-beta", parent_account="team").state.run.run_id
+    client.start_attempt(run_id=beta)
+    steps = list(range(100))
+    client.append_steps(run_id=beta, attempt=1, steps=steps, metrics={"loss": [loss_at(s, 3) for s in steps]})
+
+    live = client.open_run(run_key="live", name="sft-live", cap_usd_micro=5_000_000).state.run.run_id
+    client.start_attempt(run_id=live)
+    steps = list(range(10))
+    client.append_steps(run_id=live, attempt=1, steps=steps, metrics={"loss": [loss_at(s, 1) for s in steps]})
+
+    client.register(
+        family="sft-alpha",
+        artifact_uri="s3://models/alpha/99",
+        digest="sha256:" + "ab" * 32,
+        source_run_id=alpha,
+        source_step=99,
+    )
+    client.promote(
+        family="sft-alpha",
+        version=1,
+        expected_current=0,
+        verdict={"passed": True, "reason": "eval_loss 0.31 <= 0.35", "stats": {"eval_loss": 0.31}},
+    )
+    return alpha, beta, live
+
+
+@pytest.fixture(scope="module")
+def ledger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ledger]:
+    from clients import LedgerClient
+
+    directory = tmp_path_factory.mktemp("dashboard")
+    served = serve(directory / "ledger.db", directory)
+    client = LedgerClient(served.grpc, principal="alice", timeout_s=10.0)
+    try:
+        client.wait_ready()
+        alpha, beta, live = record(client)
+        with chromium() as browser:
+            yield Ledger(served, client, alpha, beta, live, browser)
+    finally:
+        client.close()
+        served.stop()
+
+
+@pytest.fixture
+def page(ledger: Ledger) -> Iterator[tuple[Page, Watch]]:
+    context = ledger.browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    watch = Watch().attach(page)
+    try:
+        yield page, watch
+    finally:
+        context.close()
+
+
+PAGES = {
+    "runs": "/",
+    "run": "/runs/{alpha}",
+    "compare": "/compare?run={alpha}&run={beta}&metric=loss",
+    "accounts": "/accounts",
+    "registry": "/registry",
+    "family": "/registry/sft-alpha",
+    "events": "/events",
+}
+
+
+@pytest.mark.parametrize("name", list(PAGES))
+def test_each_page_loads_without_errors(ledger: Ledger, page: tuple[Page, Watch], name: str, tmp_path: Path) -> None:
+    tab, watch = page
+    url = ledger.served.base + PAGES[name].format(alpha=ledger.alpha, beta=ledger.beta)
+    tab.goto(url, wait_until="load")
+    wait_ready(tab)
+    assert tab.locator(f'main[data-page="{name}"]').count() == 1
+    assert [f for f in attributes(tab, "figure", "data-error") if f] == []
+    assert tab.locator("nav a").count() >= 5
+    tab.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
+    if name == "run" and (target := os.environ.get("TRAINLEDGER_DOCS_SCREENSHOT")):
+        tab.screenshot(path=target, full_page=False)
+    assert watch.clear() == []
+
+
+def run_page(ledger: Ledger, tab: Page, run_id: str) -> None:
+    tab.goto(f"{ledger.served.base}/runs/{run_id}", wait_until="load")
+    wait_ready(tab)
+
+
+def test_the_run_chart_draws_live_superseded_and_sparse_series_with_markers(
+    ledger: Ledger, page: tuple[Page, Watch]
+) -> None:
+    tab, watch = page
+    run_page(ledger, tab, ledger.alpha)
+    loss = 'figure.chart[data-metric="loss"]'
+    # Attempt 1 kept steps 0..49, its steps 50..79 were superseded; attempt 2 logged 50..119.
+    assert tab.locator(f'{loss} path.series.live[data-attempt="1"]').get_attribute("data-points") == "50"
+    assert tab.locator(f'{loss} path.series.superseded[data-attempt="1"]').get_attribute("data-points") == "30"
+    assert tab.locator(f'{loss} path.series.live[data-attempt="2"]').get_attribute("data-points") == "70"
+    assert tab.locator(f"{loss} path.series").count() == 3
+    assert tab.locator(f'{loss} path.series[data-metric="loss"]').count() == 3
+    # eval_loss is sparse: points, not lines; step 60 of attempt 1 superseded by attempt 2's.
+    evals = 'figure.chart[data-metric="eval_loss"]'
+    assert tab.locator(evals).get_attribute("data-sparse") == "true"
+    assert tab.locator(f"{evals} path.series").count() == 0
+    assert tab.locator(f'{evals} g.series.points.live[data-attempt="1"] circle').count() == 3
+    assert tab.locator(f'{evals} g.series.points.superseded[data-attempt="1"] circle').count() == 1
+    assert tab.locator(f'{evals} g.series.points.live[data-attempt="2"] circle').count() == 3
+    # Attempt 1 starts at its first step, attempt 2 after the checkpoint it resumed from.
+    assert attributes(tab, f"{loss} line.marker.attempt", "data-step") == ["0", "50"]
+    assert sorted(attributes(tab, f"{loss} g.marker.checkpoint", "data-step"), key=int) == ["49", "99"]
+    assert tab.locator(loss).get_attribute("data-last-step") == "119"
+    assert tab.locator('[data-field="last_step"]').first.inner_text().strip() == "119"
+    assert watch.clear() == []
+
+
+def test_the_spend_chart_shows_committed_spend_the_cap_and_the_pending_hold(
+    ledger: Ledger, page: tuple[Page, Watch]
+) -> None:
+    tab, watch = page
+    run_page(ledger, tab, ledger.alpha)
+    spend = "figure.spend-chart"
+    assert tab.locator(f"{spend} path.spend.committed").count() == 1
+    assert tab.locator(f"{spend} line.cap").count() == 1
+    assert tab.locator(f"{spend} rect.hold.pending").count() == 1
+    assert tab.locator(f"{spend} rect.hold.committed").count() == 1
+    assert tab.locator(f"{spend} rect.hold.released").count() == 1
+    totals = tab.locator(f"{spend} .totals").inner_text()
+    assert "committed $18.500000" in totals and "pending $10.000000" in totals and "cap $50.000000" in totals
+    assert watch.clear() == []
+
+
+def test_hover_reads_out_the_nearest_point_and_a_dragged_range_zooms_in(
+    ledger: Ledger, page: tuple[Page, Watch]
+) -> None:
+    tab, watch = page
+    run_page(ledger, tab, ledger.alpha)
+    figure = tab.locator('figure.chart[data-metric="loss"]')
+    box = tab.locator('figure.chart[data-metric="loss"] rect.overlay').bounding_box()
+    assert box is not None
+    tab.mouse.move(box["x"] + box["width"] - 0.5, box["y"] + box["height"] / 2)
+    assert figure.locator(".readout").inner_text().startswith("step 119 · loss ")
+    # Drag over the last quarter of the plot: only later steps of attempt 2 remain, refetched.
+    tab.mouse.move(box["x"] + box["width"] * 0.75, box["y"] + 20)
+    tab.mouse.down()
+    tab.mouse.move(box["x"] + box["width"] * 0.95, box["y"] + 20, steps=5)
+    tab.mouse.up()
+    tab.wait_for_function(
+        "(f) => f.classList.contains('zoomed') && !f.hasAttribute('aria-busy')", arg=figure.element_handle()
+    )
+    assert figure.locator("path.series.superseded").count() == 0
+    zoomed = int(figure.locator('path.series.live[data-attempt="2"]').get_attribute("data-points") or 0)
+    assert 15 < zoomed < 35  # about steps 89..113 of 0..119
+    figure.locator("rect.overlay").dblclick()
+    tab.wait_for_function(
+        "(f) => !f.classList.contains('zoomed') && !f.hasAttribute('aria-busy')", arg=figure.element_handle()
+    )
+    assert figure.locator('path.series.live[data-attempt="2"]').get_attribute("data-points") == "70"
+    assert watch.clear() == []
+
+
+def test_the_compare_page_overlays_two_runs(ledger: Ledger, page: tuple[Page, Watch]) -> None:
+    tab, watch = page
+    tab.goto(f"{ledger.served.base}/compare?run={ledger.alpha}&run={ledger.beta}&metric=loss", wait_until="load")
+    wait_ready(tab)
+    figure = "figure.chart.compare"
+    assert attributes(tab, f"{figure} path.series", "data-run-id") == [ledger.alpha, ledger.beta]
+    assert tab.locator(f'{figure} path.series[data-run-id="{ledger.beta}"]').get_attribute("data-points") == "100"
+    # The alpha run's live line: attempt 1's kept steps 0..49 and attempt 2's 50..119.
+    alpha = tab.locator(f'{figure} path.series[data-run-id="{ledger.alpha}"]')
+    assert alpha.get_attribute("data-points") == "120"
+    assert alpha.get_attribute("data-attempts") == "1,2"
+    assert tab.locator(f"{figure} .legend-item").all_inner_texts() == ["sft-alpha", "sft-beta"]
+    assert watch.clear() == []
+
+
+def test_a_step_a_checkpoint_and_spend_appear_on_the_open_run_page(ledger: Ledger, page: tuple[Page, Watch]) -> None:
+    tab, watch = page
+    run_page(ledger, tab, ledger.live)
+    figure = tab.locator('figure.chart[data-metric="loss"]')
+    assert figure.get_attribute("data-last-step") == "9"
+    client = ledger.client
+    client.append_steps(run_id=ledger.live, attempt=1, steps=[10, 11], metrics={"loss": [0.5, 0.49]})
+    tab.wait_for_function(
+        "() => document.querySelector('figure.chart[data-metric=\"loss\"]').dataset.lastStep === '11'",
+        timeout=LIVE_WAIT_MS,
+    )
+    assert figure.locator('path.series.live[data-attempt="1"]').get_attribute("data-points") == "12"
+    assert tab.locator('[data-field="last_step"]').first.inner_text().strip() == "11"
+    client.save_checkpoint(run_id=ledger.live, attempt=1, step=11, uri="s3://ckpt/live/11", backend="s3")
+    tab.wait_for_selector('figure.chart[data-metric="loss"] g.marker.checkpoint[data-step="11"]', timeout=LIVE_WAIT_MS)
+    hold = client.reserve(account=ledger.live, amount_usd_micro=1_000_000, attempt=1)
+    client.commit(account=ledger.live, reservation_id=hold.reservation_id, actual_usd_micro=750_000)
+    tab.wait_for_function(
+        "() => [...document.querySelectorAll('[data-field=\"spend\"] .amount')]"
+        ".some((c) => c.textContent.startsWith('$0.750000'))",
+        timeout=LIVE_WAIT_MS,
+    )
+    tab.wait_for_selector("figure.spend-chart rect.hold.committed", timeout=LIVE_WAIT_MS)
+    assert watch.clear() == []
+
+
+def test_the_runs_page_follows_a_run_live(ledger: Ledger, page: tuple[Page, Watch]) -> None:
+    tab, watch = page
+    tab.goto(ledger.served.base + "/", wait_until="load")
+    row = f'table.runs tr[data-run-id="{ledger.live}"]'
+    assert tab.locator(row).count() == 1
+    before = tab.locator(f'{row} [data-field="last_step"]').inner_text().strip()
+    step = int(before) + 1
+    ledger.client.append_steps(run_id=ledger.live, attempt=1, steps=[step], metrics={"loss": [0.4]})
+    tab.wait_for_function(
+        f"() => document.querySelector('{row} [data-field=\"last_step\"]').textContent.trim() === '{step}'",
+        timeout=LIVE_WAIT_MS,
+    )
+    assert tab.locator(f'{row} [data-field="spend"] .bar .fill').count() == 1
+    assert watch.clear() == []
+
+
+def test_the_readme_screenshot_is_a_small_png() -> None:
+    """docs/dashboard-run.png, shown in the README, stays a small PNG."""
+    data = (Path(__file__).resolve().parents[2] / "docs" / "dashboard-run.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(data) < 300_000
