@@ -6,7 +6,10 @@ The recorded run ("web-chart"): attempt 1 records steps 0..9 with loss = step / 
 steps 4 and 9 (0.5, 0.25), saves a checkpoint at step 5, and is resumed by attempt 2 from step 5,
 which records steps 6..11 with loss = 10 + step (so steps 6..9 of attempt 1 are superseded); its
 spend account (cap $10) committed $1.50 of a $2 hold and holds $0.25 pending. Its parent account
-is "team" (cap $100).
+is "team" (cap $100). A second run, "web-other" (uncapped), records steps 0 and 1 (loss 2.0, 1.0)
+and is done. The registry family "web-model" has versions 1 (from web-chart's step 5) and 2;
+version 1 was promoted (gate passed, "eval ok"), then 2 ("better"), then rolled back to 1
+("regression").
 """
 
 from __future__ import annotations
@@ -30,8 +33,8 @@ WHO = {"principal": "tests", "request_id": ""}
 class WebServer:
     """An in-process server with the dashboard: `address` (gRPC) and `url` (HTTP)."""
 
-    def __init__(self, database: str, *, auth: bool = False) -> None:
-        self.database, self.auth = database, auth
+    def __init__(self, database: str = "", *, auth: bool = False, ledger: Any = None) -> None:
+        self.database, self.auth, self.ledger = database, auth, ledger
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="web-server", daemon=True)
         self.server: Any = None
@@ -45,7 +48,9 @@ class WebServer:
         return self
 
     async def _start(self) -> Any:
-        server, _ = create_server("127.0.0.1:0", database=self.database, auth=self.auth, http="127.0.0.1:0")
+        server, _ = create_server(
+            "127.0.0.1:0", database=self.database, ledger=self.ledger, auth=self.auth, http="127.0.0.1:0"
+        )
         await server.start()
         return server
 
@@ -100,6 +105,14 @@ def record(client: LedgerClient) -> Recorded:
     attempt = client.start_attempt(run_id=other_id).attempt
     client.append_steps(run_id=other_id, attempt=attempt, steps=[0, 1], metrics={"loss": [2.0, 1.0]})
     client.finish_run(run_id=other_id, attempt=attempt, status="done", summary={"best": 1.0})
+    client.register(
+        family="web-model", artifact_uri="s3://m/1", digest="sha256:" + "a" * 64, source_run_id=run_id, source_step=5
+    )
+    client.register(family="web-model", artifact_uri="s3://m/2", digest="sha256:" + "b" * 64)
+    passed = {"passed": True, "reason": "eval ok", "stats": {"eval_loss": 0.5}}
+    client.promote(family="web-model", version=1, expected_current=0, verdict=passed)
+    client.promote(family="web-model", version=2, expected_current=1, verdict={**passed, "reason": "better"})
+    client.rollback(family="web-model", version=1, expected_current=2, reason="regression")
     return Recorded(run_id=run_id, other_run_id=other_id)
 
 

@@ -1,0 +1,351 @@
+"""The dashboard's pages over real HTTP: every page carries the stylesheet, the script, the nav and
+`main[data-page]`; the runs and run pages hold the DOM the charts and the browser tests rely on,
+with the values recorded (tests/web/conftest.py); stored text is escaped; filters are a GET form;
+a missing run is a 404 page; and `trainledger serve --http` serves it beside gRPC."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from clients import LedgerClient
+from services.server import StartupError, create_server
+from tests.web.conftest import Recorded, fresh_key
+
+VOID = {"meta", "link", "input", "br", "hr", "img", "col", "source"}
+
+
+class Element:
+    def __init__(self, tag: str, attrs: dict[str, str], parent: Element | None) -> None:
+        self.tag, self.attrs, self.parent = tag, attrs, parent
+        self.children: list[Element] = []
+        self.texts: list[str] = []
+
+    @property
+    def text(self) -> str:
+        return "".join(self.texts) + "".join(child.text for child in self.children)
+
+    def all(self, tag: str = "", **attrs: str) -> list[Element]:
+        """Every element under this one with the tag and attribute values (class: one of its classes)."""
+        found = []
+        for child in self.children:
+            if _matches(child, tag, attrs):
+                found.append(child)
+            found += child.all(tag, **attrs)
+        return found
+
+    def one(self, tag: str = "", **attrs: str) -> Element:
+        found = self.all(tag, **attrs)
+        assert len(found) == 1, f"{len(found)} <{tag} {attrs}>"
+        return found[0]
+
+
+def _matches(element: Element, tag: str, attrs: dict[str, str]) -> bool:
+    if tag and element.tag != tag:
+        return False
+    for name, value in attrs.items():
+        name = name.rstrip("_").replace("_", "-")
+        if name == "class":
+            if value not in element.attrs.get("class", "").split():
+                return False
+        elif element.attrs.get(name) != value:
+            return False
+    return True
+
+
+class Tree(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.root = self.at = Element("#root", {}, None)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        element = Element(tag, {k: v or "" for k, v in attrs}, self.at)
+        self.at.children.append(element)
+        if tag not in VOID:
+            self.at = element
+
+    def handle_endtag(self, tag: str) -> None:
+        at: Element | None = self.at
+        while at is not None and at.tag != tag:
+            at = at.parent
+        if at is not None and at.parent is not None:
+            self.at = at.parent
+
+    def handle_data(self, data: str) -> None:
+        self.at.texts.append(data)
+
+
+def page(http: httpx.Client, path: str, expect: int = 200, **params: Any) -> Element:
+    response = http.get(path, params=params) if params else http.get(path)
+    assert response.status_code == expect, response.text
+    assert response.headers["content-type"].startswith("text/html")
+    tree = Tree()
+    tree.feed(response.text)
+    root = tree.root
+    assert root.one("link", rel="stylesheet").attrs["href"] == "/static/style.css"
+    script = root.one("script")
+    assert (script.attrs["type"], script.attrs["src"]) == ("module", "/static/dashboard.js")
+    assert [a.text for a in root.one("nav").all("a")] == ["runs", "compare", "accounts", "registry", "events"]
+    return root
+
+
+@pytest.mark.parametrize(
+    ("path", "name"),
+    [
+        ("/", "runs"),
+        ("/compare", "compare"),
+        ("/accounts", "accounts"),
+        ("/registry", "registry"),
+        ("/registry/web-model", "family"),
+        ("/events", "events"),
+        ("/login", "login"),
+    ],
+)
+def test_every_page_has_the_layout(http: httpx.Client, recorded: Recorded, path: str, name: str) -> None:
+    assert page(http, path).one("main").attrs["data-page"] == name
+
+
+def test_runs_page_lists_runs_with_status_attempt_step_and_spend(http: httpx.Client, recorded: Recorded) -> None:
+    root = page(http, "/")
+    table = root.one("table", class_="runs")
+    rows = table.all("tr", data_run_id=recorded.run_id)
+    assert len(rows) == 1
+    row = rows[0]
+    assert row.one("td", data_field="status").text == "running"
+    assert row.one("td", data_field="attempt").text == "2"
+    assert row.one("td", data_field="last_step").text == "11"
+    spend = row.one("td", data_field="spend")
+    assert spend.one("div", class_="bar").one("div", class_="fill").attrs["style"] == "width:15%"
+    assert spend.text == "$1.500000 + $0.250000 held of $10.000000"
+    assert row.one("a").attrs["href"] == f"/runs/{recorded.run_id}"
+    checkbox = row.one("input", type="checkbox")
+    assert (checkbox.attrs["name"], checkbox.attrs["value"], checkbox.attrs["form"]) == (
+        "run",
+        recorded.run_id,
+        "compare",
+    )
+    other = table.one("tr", data_run_id=recorded.other_run_id)
+    assert other.one("td", data_field="status").text == "done"
+    assert other.one("td", data_field="spend").one("div", class_="fill").attrs["style"] == "width:0%"
+    compare = root.one("form", id="compare")
+    assert (compare.attrs["action"], compare.attrs["method"]) == ("/compare", "get")
+
+
+def test_runs_page_filters_with_a_get_form(http: httpx.Client, recorded: Recorded) -> None:
+    root = page(http, "/")
+    form = root.one("form", class_="filters")
+    assert form.attrs["method"] == "get"
+    assert [o.attrs["value"] for o in form.one("select", name="status").all("option")] == [
+        "",
+        "running",
+        "done",
+        "failed",
+        "stopped",
+    ]
+    assert {i.attrs["name"] for i in form.all("input")} == {"name", "account"}
+    done = page(http, "/", status="done")
+    assert [
+        r.attrs["data-run-id"] for r in done.one("table", class_="runs").all("tr", data_run_id=recorded.other_run_id)
+    ]
+    assert done.one("table", class_="runs").all("tr", data_run_id=recorded.run_id) == []
+    assert done.one("option", value="done").attrs.get("selected") == ""
+    by_account = page(http, "/", account="team").one("table", class_="runs")
+    assert [r.attrs["data-run-id"] for r in by_account.all("tr") if "data-run-id" in r.attrs] == [recorded.run_id]
+
+
+def test_runs_page_pages_with_a_link(http: httpx.Client, recorded: Recorded) -> None:
+    root = page(http, "/", limit=1, name="web-")
+    link = root.one("a", rel="next")
+    following = page(http, link.attrs["href"])
+    rows = following.one("table", class_="runs").all("tr")
+    assert [r.attrs["data-run-id"] for r in rows if "data-run-id" in r.attrs] == [recorded.run_id]
+
+
+def test_run_page_holds_the_charts_tables_spec_and_summary(http: httpx.Client, recorded: Recorded) -> None:
+    root = page(http, f"/runs/{recorded.run_id}")
+    main = root.one("main")
+    assert (main.attrs["data-page"], main.attrs["data-run-id"]) == ("run", recorded.run_id)
+    charts = main.all("figure", class_="chart")
+    assert [(f.attrs["data-metric"], f.attrs["data-sparse"], f.attrs["data-run-id"]) for f in charts] == [
+        ("eval_loss", "true", recorded.run_id),
+        ("loss", "false", recorded.run_id),
+    ]
+    assert [f.one("figcaption").text for f in charts] == ["eval_loss", "loss"]
+    assert main.one("figure", class_="spend-chart").attrs["data-run-id"] == recorded.run_id
+    assert main.one(data_field="status").text == "running"
+    assert main.one(data_field="last_step").text == "11"
+    attempts = main.one("table", class_="attempts").all("tr", data_attempt="1") + main.one(
+        "table", class_="attempts"
+    ).all("tr", data_attempt="2")
+    assert [[td.text for td in row.all("td")][1] for row in attempts] == ["first", "second"]
+    [checkpoint] = main.one("table", class_="checkpoints").all("tr", data_step="5")
+    assert "s3://ckpt/5" in checkpoint.text
+    assert main.one("pre", class_="spec").text == '{\n  "lr": 0.001,\n  "model": "tiny"\n}'
+    assert main.one("pre", class_="summary").text == "{}"
+    assert all(t.text.endswith(" UTC") for t in main.all("time"))
+
+
+def test_a_run_page_names_the_run_by_name(http: httpx.Client, recorded: Recorded) -> None:
+    assert page(http, "/runs/web-chart").one("main").attrs["data-run-id"] == recorded.run_id
+
+
+def test_stored_text_is_escaped(http: httpx.Client, grpc_client: LedgerClient) -> None:
+    name = '<script>alert("x")</script>'
+    run_id = grpc_client.open_run(run_key=fresh_key(), name=name, spec={"note": "</pre><b>bold</b>"}).state.run.run_id
+    response = http.get(f"/runs/{run_id}")
+    assert response.status_code == 200
+    assert "<script>alert" not in response.text
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in response.text
+    assert "<b>bold</b>" not in response.text
+    tree = Tree()
+    tree.feed(response.text)
+    assert tree.root.one("h1").text == name
+    assert "</pre><b>bold</b>" in tree.root.one("pre", class_="spec").text
+    assert "<script>alert" not in http.get("/").text
+
+
+def test_compare_page_holds_the_overlay_figure_and_a_form(http: httpx.Client, recorded: Recorded) -> None:
+    root = page(http, "/compare", run=["web-chart", recorded.other_run_id], metric="loss")
+    figure = root.one("figure", class_="compare")
+    assert "chart" in figure.attrs["class"].split()
+    assert (figure.attrs["data-metric"], figure.attrs["data-runs"]) == (
+        "loss",
+        f"{recorded.run_id},{recorded.other_run_id}",
+    )
+    form = root.one("form", class_="compare")
+    assert form.attrs["method"] == "get"
+    assert [i.attrs["value"] for i in form.all("input", name="run") if i.attrs.get("checked") == ""] == [
+        recorded.run_id,
+        recorded.other_run_id,
+    ]
+    assert form.one("input", name="metric").attrs["value"] == "loss"
+
+
+def test_accounts_page_shows_the_tree_in_dollars(http: httpx.Client, recorded: Recorded) -> None:
+    row = page(http, "/accounts").one("tr", data_account="team")
+    assert [td.text for td in row.all("td")][:6] == [
+        "team",
+        "$100.000000",
+        "$1.500000",
+        "$0.250000",
+        "$98.250000",
+        "$0.000000",
+    ]
+
+
+def test_registry_pages_show_families_versions_and_promotions(http: httpx.Client, recorded: Recorded) -> None:
+    row = page(http, "/registry").one("tr", data_family="web-model")
+    assert [td.text for td in row.all("td")] == ["web-model", "1", "2"]
+    family = page(http, "/registry/web-model")
+    history = family.one("table", class_="history").all("tr")[1:]
+    assert [[td.text for td in row.all("td")][1:] for row in history] == [
+        ["promote", "1", "-", "passed", "eval ok", "tests"],
+        ["promote", "2", "1", "passed", "better", "tests"],
+        ["rollback", "1", "2", "-", "regression", "tests"],
+    ]
+
+
+def test_events_page_filters_and_pages(http: httpx.Client, recorded: Recorded) -> None:
+    root = page(http, "/events", limit=2)
+    rows = root.one("table", class_="events").all("tr")[1:]
+    assert [row.attrs["data-position"] for row in rows] == ["1", "2"]
+    assert root.one("a", rel="next").attrs["href"] == "/events?from=3&limit=2"
+    saved = page(http, "/events", type="CheckpointSaved").one("table", class_="events").all("tr")[1:]
+    assert [[td.text for td in row.all("td")][2] for row in saved] == ["Run.CheckpointSaved"]
+
+
+def test_a_missing_run_is_a_404_page(http: httpx.Client) -> None:
+    root = page(http, "/runs/no-such-run", expect=404)
+    assert root.one("p", class_="error").attrs["data-reason"] == "RUN_NOT_FOUND"
+
+
+def test_a_bad_filter_is_a_400_page(http: httpx.Client) -> None:
+    root = page(http, "/?status=sleeping", expect=400)
+    assert root.one("p", class_="error").attrs["data-reason"] == "INVALID_PARAMETER"
+
+
+def test_static_files_are_served(http: httpx.Client) -> None:
+    response = http.get("/static/dashboard.js")
+    assert response.status_code == 200
+    assert "javascript" in response.headers["content-type"]
+    assert http.get("/static/../app.py").status_code == 404
+
+
+# Serving.
+
+
+def test_serve_prints_the_dashboard_address_and_serves_it(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "services.cli", "serve", "--db", str(tmp_path / "l.db")]
+    command += ["--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"]
+    root = Path(__file__).resolve().parents[2]
+    process = subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        serving = process.stdout.readline()
+        dashboard = process.stdout.readline()
+        assert serving.startswith("trainledger: serving on 127.0.0.1:"), serving
+        match = re.fullmatch(r"trainledger: dashboard on http://127\.0\.0\.1:(\d+)/\n", dashboard)
+        assert match, dashboard
+        response = httpx.get(f"http://127.0.0.1:{match.group(1)}/api/runs", timeout=10)
+        assert response.json() == {"runs": [], "next_page": None}
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_a_dashboard_port_in_use_is_refused_before_serving(tmp_path: Path) -> None:
+    import asyncio
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+
+        async def attempt() -> None:
+            create_server("127.0.0.1:0", database=str(tmp_path / "l.db"), http=f"127.0.0.1:{port}")
+
+        with pytest.raises(
+            StartupError, match=f"cannot serve the dashboard on 127.0.0.1:{port}: the address is already in use"
+        ):
+            asyncio.run(attempt())
+
+
+def test_a_dashboard_off_loopback_needs_authentication(tmp_path: Path) -> None:
+    import asyncio
+
+    async def attempt(**options: Any) -> None:
+        server, _ = create_server(
+            "127.0.0.1:0", database=str(tmp_path / "l.db"), http="0.0.0.0:0", **{"insecure": False, **options}
+        )
+        await server.stop(0)
+
+    with pytest.raises(StartupError, match="refusing to serve the dashboard on 0.0.0.0:0 without authentication"):
+        asyncio.run(attempt())
+    asyncio.run(attempt(insecure=True))
+    asyncio.run(attempt(auth=True))
+
+
+def test_serve_without_http_serves_no_dashboard(tmp_path: Path) -> None:
+    import asyncio
+
+    async def attempt() -> str:
+        server, _ = create_server("127.0.0.1:0", database=str(tmp_path / "l.db"))
+        address: str = server.http_address
+        await server.stop(0)
+        return address
+
+    assert asyncio.run(attempt()) == ""
+    assert os.path.exists(tmp_path / "l.db")
