@@ -379,8 +379,9 @@ class ChartReads:
                 else:
                     parts = [(start, floor, False), (floor + 1, end, True)]
                 exact[(attempt, bucket)] = parts
+        import numpy as np  # noqa: PLC0415 - only charts need numpy
+
         points: dict[str, Points] = {name: {} for name in names}
-        counts = dict.fromkeys(names, 0)
         for (attempt, _), parts in sorted(exact.items()):
             for start, end, superseded in parts:
                 for name, agg in self._aggregates(run_id, names, attempt, start, end, spans).items():
@@ -389,34 +390,56 @@ class ChartReads:
                         series[0].append(step)
                         series[1].append(value)
         first, last = low >> shift, high >> shift
-        step_count = 0
-        for name in (STEPS_METRIC, *names):
-            pieces: Points = {}
-            for bucket, attempt, count, *agg in self._rows(
+        for name in names:
+            rows = self._rows(
                 f"SELECT bucket, attempt, {ROLLUP_COLUMNS} FROM view_series_rollup WHERE run_id = ? AND metric = ?"
                 " AND level = ? AND bucket >= ? AND bucket <= ?",
                 (run_id, name, size, first, last),
-            ):
-                if name == STEPS_METRIC:
-                    step_count += count
-                    continue
-                counts[name] += count
-                if (attempt, bucket) in exact:
-                    continue
-                floor = floors.get(attempt)
-                for step, value in _agg_points((count, *agg)):
-                    series = pieces.setdefault((attempt, floor is not None and step > floor), ([], []))
-                    series[0].append(step)
-                    series[1].append(value)
-            if name != STEPS_METRIC:
-                for key, (steps, values) in pieces.items():
-                    into = points[name].setdefault(key, ([], []))
-                    into[0].extend(steps)
-                    into[1].extend(values)
-                for key, (steps, values) in points[name].items():
-                    order = sorted(range(len(steps)), key=steps.__getitem__)
-                    points[name][key] = ([steps[i] for i in order], [values[i] for i in order])
+            )
+            if not rows:
+                continue
+            # Columns: bucket, attempt, count, then (step, value) of first, last, min and max.
+            table = np.array(rows, dtype=np.float64)
+            keep = np.ones(len(table), dtype=bool)
+            for attempt, bucket in exact:
+                keep &= (table[:, 0] != bucket) | (table[:, 1] != attempt)
+            table = table[keep]
+            for attempt in np.unique(table[:, 1]).tolist():
+                rows_of = table[table[:, 1] == attempt]
+                # Each bucket's four points in step order; buckets come in order, so the points
+                # ascend, and a point that is two of the four (first and min...) comes once.
+                steps = rows_of[:, [3, 7, 9, 5]]
+                order = np.argsort(steps, axis=1, kind="stable")
+                steps = np.take_along_axis(steps, order, axis=1).ravel()
+                values = np.take_along_axis(rows_of[:, [4, 8, 10, 6]], order, axis=1).ravel()
+                distinct = np.ones(len(steps), dtype=bool)
+                distinct[1:] = steps[1:] != steps[:-1]
+                steps, values = steps[distinct].astype(np.int64), values[distinct]
+                floor = floors.get(int(attempt))
+                cut = len(steps) if floor is None else int(np.searchsorted(steps, floor, side="right"))
+                for superseded, (a, b) in ((False, (0, cut)), (True, (cut, len(steps)))):
+                    if a < b:
+                        series = points[name].setdefault((int(attempt), superseded), ([], []))
+                        series[0].extend(steps[a:b].tolist())
+                        series[1].extend(values[a:b].tolist())
+            for key, (steps_of, values_of) in points[name].items():
+                order_of = sorted(range(len(steps_of)), key=steps_of.__getitem__)
+                points[name][key] = ([steps_of[i] for i in order_of], [values_of[i] for i in order_of])
+        step_count, counts = self._counts(run_id, names, low, high)
         return points, step_count, counts
+
+    def _counts(self, run_id: str, names: Sequence[str], low: int, high: int) -> tuple[int, dict[str, int]]:
+        """How many steps, and values of each metric, the coarsest buckets overlapping [low, high]
+        hold: what tells a sparse metric from a dense one, a few rows each."""
+        totals = []
+        for name in (STEPS_METRIC, *names):
+            row = self._row(
+                "SELECT SUM(count) FROM view_series_rollup WHERE run_id = ? AND metric = ? AND level = ?"
+                " AND bucket >= ? AND bucket <= ?",
+                (run_id, name, 1 << _TOP, low >> _TOP, high >> _TOP),
+            )
+            totals.append(int(row[0] or 0) if row else 0)
+        return totals[0], dict(zip(names, totals[1:], strict=True))
 
     # Checkpoints, spend by hour, the account tree.
 
