@@ -1,32 +1,39 @@
-"""The `trainledger` command: `serve`, `project`, and read commands that open the database directly.
+"""The `trainledger` command: `serve`, `project`, read commands through a server or on a database
+file, and the writes operators make by hand.
 
-    trainledger serve [--db PATH | --database-url URL] [--listen HOST:PORT] [--no-project]
+    trainledger serve [--db PATH | --database-url URL] [--listen HOST:PORT] [--http HOST:PORT | --no-http]
     trainledger project --database-url URL      # a projection worker (PostgreSQL)
-    trainledger runs list | runs show RUN | spend show RUN_OR_ACCOUNT
-    trainledger registry list | registry show FAMILY | events export --from N | rebuild
-    trainledger backup --to FILE                # a consistent copy of a SQLite ledger, served or not
+    trainledger runs list [--status S] [--name TEXT] [--account A] | runs show RUN
+    trainledger spend show RUN_OR_ACCOUNT [--limit N] | spend cap RUN_OR_ACCOUNT AMOUNT|none
+    trainledger registry list | show FAMILY | promote FAMILY VERSION | rollback FAMILY [VERSION]
+    trainledger events export --from N | rebuild | backup --to FILE | verify | tokens ... | watch RUN
     trainledger spend pull | spend reconcile    # providers' bills, through a server (services.cli_bills)
 
-TRAINLEDGER_DATABASE_URL and --database-url override --db. Read commands print aligned tables,
-or JSON with --json. A database that cannot be opened is one line on stderr and exit status 2, and
-so is a listen address in use or not HOST:PORT, and a SQLite file another `serve` or `rebuild`
-holds (services.holder: one SQLite file has one serving process; read commands take no lock).
+Read commands (runs, spend show, registry list|show, events export) read through a server by
+default (services.remote: --address HOST:PORT, else TRAINLEDGER_ADDRESS, else 127.0.0.1:50051);
+--db PATH, --database-url URL or TRAINLEDGER_DATABASE_URL switch them to offline inspection of a
+database (services.reports). Both print the same tables (services.render), fitted to the terminal
+(--wide: values whole), or JSON with --json. A run is named by id, unique id prefix, name or part of
+one (services.remote.resolve_run). A server that does not answer, a database that cannot be opened,
+a listen address in use or a SQLite file another `serve` or `rebuild` holds is one line on stderr
+and exit status 2; an error the server answers is one line and exit status 1.
+
+Starting is cheap: the parser imports nothing heavy (grpc, the clients and the ledger are imported
+by the handler that needs them, and the parsers of other modules' commands only when that command
+is asked for), so `trainledger --help` and a read through a server start in a fraction of a second.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import logging
 import os
-import signal
 import sys
-import threading
 from collections.abc import Callable, Sequence
+from typing import Any
 
-from services import cli_bills, cli_tokens, cli_verify, cli_watch, reports
+from services import tables
+from services.remote import add_server_options
 from services.reports import Failure
-from services.tls import TLSError, add_arguments, from_arguments
 
 __all__ = ["main", "parser"]
 
@@ -36,15 +43,20 @@ HTTP_DEFAULT = "127.0.0.1:8080"
 
 
 def database_of(args: argparse.Namespace) -> str:
-    """The database a command opens ("" for the commands that talk to a server)."""
+    """The database a command opens ("" for the commands that talk to a server: a read command
+    given no --db, --database-url nor TRAINLEDGER_DATABASE_URL)."""
     if not hasattr(args, "db"):
         return ""
-    return args.database_url or os.environ.get("TRAINLEDGER_DATABASE_URL") or args.db
+    return args.database_url or os.environ.get("TRAINLEDGER_DATABASE_URL") or args.db or ""
 
 
 def serve(args: argparse.Namespace) -> None:
+    import asyncio
+    import logging
+
     from services.server import StartupError
     from services.server import serve as run_server
+    from services.tls import TLSError, from_arguments
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
@@ -67,6 +79,10 @@ def project(args: argparse.Namespace) -> None:
     """A projection worker: the projector loop over a PostgreSQL database until SIGTERM or
     SIGINT. Any number of workers and servers may project one database: each event is applied
     once (ledger.storage.postgres.storage locks the views' tracking rows)."""
+    import logging
+    import signal
+    import threading
+
     from ledger import Ledger
     from ledger.backend import is_postgres_url
     from services.describe import describe
@@ -116,6 +132,7 @@ def backup(args: argparse.Namespace) -> None:
 
 def rebuild(args: argparse.Namespace) -> None:
     """`reports.rebuild` while holding a SQLite database: never under a server that projects it."""
+    from services import reports
     from services.holder import HolderError, held
 
     if "://" not in args.database and not os.path.exists(args.database):
@@ -135,8 +152,77 @@ def _database_options(sub: argparse.ArgumentParser, *, read: bool = True) -> Non
         sub.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def parser() -> argparse.ArgumentParser:
+def _reader(name: str) -> Callable[[argparse.Namespace], None]:
+    """A read command's handler: through the server (services.remote), or on the database that
+    --db, --database-url or TRAINLEDGER_DATABASE_URL names (services.reports)."""
+
+    def read(args: argparse.Namespace) -> None:
+        if args.database:
+            from services import reports
+
+            getattr(reports, name)(args)
+        else:
+            from services import remote
+
+            getattr(remote, name)(args)
+
+    read.__name__ = name
+    return read
+
+
+def _writer(name: str) -> Callable[[argparse.Namespace], None]:
+    """A write command's handler: always through the server (services.remote)."""
+
+    def write(args: argparse.Namespace) -> None:
+        from services import remote
+
+        getattr(remote, name)(args)
+
+    write.__name__ = name
+    return write
+
+
+def _read_options(sub: argparse.ArgumentParser) -> None:
+    """A read command's options: the server's, or a database file's for offline inspection."""
+    add_server_options(sub)
+    sub.add_argument("--db", default="", metavar="PATH", help="read this SQLite file instead of a server")
+    sub.add_argument(
+        "--database-url", default="", metavar="URL", help="read this database (postgresql://) instead of a server"
+    )
+    sub.add_argument("--wide", action="store_true", help="show every value whole (default: fit the terminal)")
+
+
+class _Version(argparse.Action):
+    """--version: the installed distribution's version, looked up only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("trainledger")
+        except PackageNotFoundError:
+            number = "unknown (not installed)"
+        print(f"trainledger {number}")
+        parser.exit()
+
+
+# Commands whose parsers other modules add, with the help the top-level list shows; a module is
+# imported (with what it imports) only when its command is the one asked for.
+OTHERS = {
+    "verify": "recompute the hash chain over the log and check the snapshots and views",
+    "tokens": "bearer tokens: create, list, revoke",
+    "watch": "a live view of a run in the terminal, until it finishes",
+}
+
+
+def parser(asked: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser. `asked`: the command asked for, whose parser is built whole;
+    others' modules are not imported (None: build every command whole)."""
     top = argparse.ArgumentParser(prog="trainledger", description="An event-sourced ledger for training runs.")
+    top.add_argument("--version", action=_Version, help="print the version and exit")
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(
@@ -152,7 +238,23 @@ def parser() -> argparse.ArgumentParser:
         sub.set_defaults(handler=run)
         return sub
 
-    serve_parser = command("serve", serve, read=False, help="serve the gRPC API")
+    def reading(
+        name: str, parent: argparse._SubParsersAction[argparse.ArgumentParser], handler: str, help: str
+    ) -> argparse.ArgumentParser:
+        sub = parent.add_parser(name, help=help)
+        _read_options(sub)
+        sub.set_defaults(handler=_reader(handler))
+        return sub
+
+    def writing(
+        name: str, parent: argparse._SubParsersAction[argparse.ArgumentParser], handler: str, help: str
+    ) -> argparse.ArgumentParser:
+        sub = parent.add_parser(name, help=help)
+        add_server_options(sub)
+        sub.set_defaults(handler=_writer(handler))
+        return sub
+
+    serve_parser = command("serve", serve, read=False, help="serve the gRPC API and the web dashboard")
     serve_parser.add_argument("--listen", default=LISTEN_DEFAULT, metavar="HOST:PORT", help="(default: %(default)s)")
     serve_parser.add_argument(
         "--no-project",
@@ -171,31 +273,60 @@ def parser() -> argparse.ArgumentParser:
         help="serve the web dashboard and its JSON API here (default: %(default)s)",
     )
     serve_parser.add_argument("--no-http", action="store_true", help="serve no dashboard")
-    add_arguments(serve_parser)
+    if command_is(asked, "serve"):
+        from services.tls import add_arguments
+
+        add_arguments(serve_parser)
     command("project", project, read=False, help="run a projection worker until SIGTERM (PostgreSQL only)")
 
     runs = commands.add_parser("runs", help="training runs").add_subparsers(dest="action", required=True)
-    listed = command("list", reports.runs_list, runs, help="list runs, newest first")
+    listed = reading("list", runs, "runs_list", "list runs, newest first")
     listed.add_argument("--status", choices=("running", "done", "failed", "stopped"), default="")
-    listed.add_argument("--limit", type=int, default=100)
-    shown = command("show", reports.runs_show, runs, help="a run's state, attempts, checkpoints and last steps")
-    shown.add_argument("run", metavar="RUN", help="run id or run key")
-    shown.add_argument("--steps", type=int, default=10, help="how many of the last steps to show")
+    listed.add_argument("--name", default="", metavar="TEXT", help="runs whose name holds TEXT (any case)")
+    listed.add_argument("--account", default="", help="runs whose spend lies under this account")
+    listed.add_argument("--limit", type=_positive, default=100, help="at most this many (default: %(default)s)")
+    shown = reading("show", runs, "runs_show", "a run's state, spec, metrics, checkpoints, attempts and last steps")
+    shown.add_argument("run", metavar="RUN", help="run id, unique id prefix (4+ characters), name or part of one")
+    shown.add_argument("--steps", type=int, default=10, help="how many of the last steps to show (default: 10)")
 
     spend = commands.add_parser("spend", help="spend accounts").add_subparsers(dest="action", required=True)
-    command("show", reports.spend_show, spend, help="an account's reservations and totals").add_argument(
-        "account", metavar="RUN_OR_ACCOUNT"
-    )
-    cli_bills.add_parsers(spend)
+    spent = reading("show", spend, "spend_show", "an account's totals against its cap and its reservations")
+    spent.add_argument("account", metavar="RUN_OR_ACCOUNT")
+    spent.add_argument("--limit", type=_positive, default=50, help="reservations per page (default: %(default)s)")
+    spent.add_argument("--page", default="", metavar="TOKEN", help="the page a previous `spend show` pointed to")
+    capped = writing("cap", spend, "spend_cap", "set the cap of an account or a run, or lift it (none)")
+    capped.add_argument("account", metavar="RUN_OR_ACCOUNT")
+    capped.add_argument("amount", metavar="AMOUNT", help="dollars (25, 12.50) or none")
+    if command_is(asked, "spend"):
+        from services import cli_bills
+
+        cli_bills.add_parsers(spend)
 
     registry = commands.add_parser("registry", help="model registry").add_subparsers(dest="action", required=True)
-    command("list", reports.registry_list, registry, help="families and their current versions")
-    command("show", reports.registry_show, registry, help="a family's versions and history").add_argument(
+    reading("list", registry, "registry_list", "families and their current versions")
+    reading("show", registry, "registry_show", "a family's versions and promotion history").add_argument(
         "family", metavar="FAMILY"
     )
+    promoted = writing("promote", registry, "registry_promote", "make a version current through its gate")
+    promoted.add_argument("family", metavar="FAMILY")
+    promoted.add_argument("version", metavar="VERSION", type=_positive)
+    gate = promoted.add_mutually_exclusive_group(required=True)
+    gate.add_argument("--gate-json", default="", metavar="FILE", help='the verdict: {"passed", "reason", "stats"}')
+    gate.add_argument("--passed", action="store_true", default=None, help="the gate passed")
+    gate.add_argument("--failed", dest="passed", action="store_false", help="the gate failed (recorded, refused)")
+    promoted.add_argument("--reason", default="", help="the gate's reason")
+    promoted.add_argument("--stat", action="append", default=[], metavar="KEY=VALUE", help="a statistic of the gate")
+    _expected(promoted)
+    rolled = writing("rollback", registry, "registry_rollback", "make an earlier version current again")
+    rolled.add_argument("family", metavar="FAMILY")
+    rolled.add_argument(
+        "version", metavar="VERSION", type=_positive, nargs="?", default=None, help="(default: the previous current)"
+    )
+    rolled.add_argument("--reason", required=True, help="why (recorded)")
+    _expected(rolled)
 
     events = commands.add_parser("events", help="the event log").add_subparsers(dest="action", required=True)
-    exported = command("export", reports.events_export, events, read=False, help="events as JSON lines")
+    exported = reading("export", events, "events_export", "events as JSON lines")
     exported.add_argument("--from", dest="from_position", type=int, default=1, metavar="N")
     exported.add_argument("--types", nargs="*", default=[], metavar="TYPE")
 
@@ -205,18 +336,54 @@ def parser() -> argparse.ArgumentParser:
         read=False,
         help="drop every view and project it again from the log (stop servers on this database first)",
     )
-    cli_verify.add_parser(commands)
-    cli_tokens.add_parser(commands)
-    cli_watch.add_parser(commands)
+    for name, help in OTHERS.items():
+        if command_is(asked, name):
+            from importlib import import_module
+
+            import_module(f"services.cli_{name}").add_parser(commands)
+        else:
+            commands.add_parser(name, help=help, add_help=False)
     command("backup", backup, read=False, help="copy a SQLite ledger, served or not, to a new file").add_argument(
         "--to", required=True, metavar="FILE", help="the new file (never overwritten)"
     )
     return top
 
 
+def command_is(asked: str | None, name: str) -> bool:
+    """Whether the parser for `name` is built whole: it is the command asked for, or all are."""
+    return asked is None or asked == name
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number")
+    return value
+
+
+def _expected(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--expected-current",
+        type=int,
+        default=None,
+        metavar="VERSION",
+        help="refuse unless this version is current (compare-and-set; 0: none; default: the current one as read now)",
+    )
+
+
+def _command_of(argv: Sequence[str]) -> str:
+    """The command named in `argv` (its first word that is no option), "" for none."""
+    return next((word for word in argv if not word.startswith("-")), "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    args = parser(_command_of(words)).parse_args(words)
     args.database = database_of(args)
+    tables.fit_to(None if getattr(args, "wide", False) else tables.terminal_width())
     try:
         args.handler(args)
     except Failure as failure:
@@ -226,6 +393,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.close()
     except KeyboardInterrupt:
         return 130
+    finally:
+        tables.fit_to(None)
     return 0
 
 

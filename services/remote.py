@@ -17,14 +17,19 @@ same way.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from uuid import UUID, uuid5
 
+from services import render
+from services.render import status_text
 from services.reports import Failure
+from services.tables import to_json
 
 if TYPE_CHECKING:
     from clients import LedgerClient
@@ -39,7 +44,6 @@ __all__ = [
     "connect",
     "failure_of",
     "resolve_run",
-    "status_text",
     "talking",
 ]
 
@@ -108,9 +112,19 @@ def connect(args: argparse.Namespace) -> LedgerClient:
     elif getattr(args, "tls", False):
         tls = TLS()
     try:
-        return LedgerClient(address_of(args), token=token, tls=tls, timeout_s=10.0, retries=0)
+        return LedgerClient(address_of(args), principal=_user(), token=token, tls=tls, timeout_s=10.0, retries=0)
     except ValueError as error:  # A TLS file that cannot be read, an address that is not one.
         raise Failure(str(error)) from None
+
+
+def _user() -> str:
+    """Who runs the command, recorded on what it writes when no token says who (a token does)."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return ""
 
 
 def failure_of(error: Exception, address: str) -> Failure:
@@ -160,13 +174,6 @@ def resolve_run(client: LedgerClient, ref: str) -> str:
                 return
 
     return choose_run(ref, lister)
-
-
-def status_text(status: str, attempt: int) -> str:
-    """A run's status as people read it: a run opened with no attempt yet is not running."""
-    if status in ("", "running") and attempt == 0:
-        return "opened (no attempt yet)"
-    return status
 
 
 def choose_run(ref: str, runs: Lister) -> str:
@@ -225,3 +232,246 @@ def _ambiguous(ref: str, what: str, candidates: list[Candidate]) -> Failure:
     more = len(candidates) - CANDIDATES_SHOWN
     tail = f"; and {more}{'+' if len(candidates) >= MATCH_MAX else ''} more" if more > 0 else ""
     return Failure(f"{ref} is ambiguous: {len(candidates)} {what}: {shown}{tail}", status=1)
+
+
+# The read and write commands through a server. Each handler takes the parsed arguments.
+
+RUNS_PAGE = 500
+SERIES_PAGE_MAX = 10_000
+EVENTS_PAGE = 1_000
+
+
+def _emit(args: argparse.Namespace, value: Any, text: str | Callable[[], str]) -> None:
+    print(to_json(value) if args.json else (text if isinstance(text, str) else text()))
+
+
+def runs_list(args: argparse.Namespace) -> None:
+    """Runs newest first, filtered by status, part of the name and account; at most --limit."""
+    runs: list[Any] = []
+    more = False
+    with talking(args) as client:
+        token = ""
+        while len(runs) < args.limit:
+            page = client.list_runs(
+                page_size=min(RUNS_PAGE, args.limit - len(runs)),
+                page_token=token,
+                status=args.status,
+                name_contains=args.name,
+                account=args.account,
+            )
+            runs += page.runs
+            token = page.next_page_token
+            if not token:
+                break
+        more = bool(token)
+    hint = f"\n(more runs: --limit {args.limit * 2})" if more else ""
+    _emit(args, runs, lambda: (render.runs_table(runs) if runs else "(no run)") + hint)
+
+
+def runs_show(args: argparse.Namespace) -> None:
+    """A run's state, spec, metrics, checkpoints, attempts and last steps."""
+    with talking(args) as client:
+        run_id = resolve_run(client, args.run)
+        state = client.get_run_state(run_id=run_id)
+        position = state.position
+        metrics = client.get_metrics(run_id=run_id, min_position=position)
+        checkpoints: list[Any] = []
+        token = ""
+        while True:
+            page = client.list_checkpoints(run_id=run_id, page_token=token, min_position=position)
+            checkpoints += page.checkpoints
+            token = page.next_page_token
+            if not token:
+                break
+        series = _last_steps(client, run_id, state.last_step, args.steps, position)
+    value = {"state": state, "metrics": metrics, "checkpoints": checkpoints, "series": series}
+    _emit(args, value, lambda: render.run_text(state, metrics, checkpoints, series))
+
+
+def _last_steps(client: LedgerClient, run_id: str, last: int | None, count: int, position: int) -> Any:
+    """The last `count` steps of the run's live line (none when count is 0 or no step is)."""
+    from clients.models import SeriesPage
+
+    count = max(0, min(count, SERIES_PAGE_MAX))
+    if count == 0 or last is None:
+        return SeriesPage()
+    return client.get_series(run_id=run_id, from_step=max(0, last - count + 1), page_size=count, min_position=position)
+
+
+def _account(client: LedgerClient, ref: str) -> Any:
+    """The account `ref` names: an account, else a run's (any way resolve_run takes)."""
+    from clients import NotFound
+
+    try:
+        return client.get_account(account=ref)
+    except NotFound:
+        pass
+    try:
+        run_id = resolve_run(client, ref)
+    except Failure as failure:
+        if str(failure).startswith("no run"):
+            raise Failure(f"no account or run {ref}", status=1) from None
+        raise
+    return client.get_account(account=run_id)
+
+
+def spend_show(args: argparse.Namespace) -> None:
+    """An account's totals and a page of its reservations (--limit, --page)."""
+    with talking(args) as client:
+        account = _account(client, args.account)
+        page = client.list_reservations(account=account.account, page_size=args.limit, page_token=args.page)
+        if (
+            page.next_page_token
+            and not client.list_reservations(
+                account=account.account, page_size=1, page_token=page.next_page_token
+            ).reservations
+        ):
+            page = type(page)(reservations=page.reservations)  # A full last page: nothing follows.
+    more = (
+        f"(more reservations: trainledger spend show {args.account} --page {page.next_page_token})"
+        if page.next_page_token
+        else ""
+    )
+    value = {"account": account, "reservations": page.reservations, "next_page_token": page.next_page_token}
+    _emit(args, value, lambda: render.account_text(account, page.reservations, more))
+
+
+def spend_cap(args: argparse.Namespace) -> None:
+    """Set (or with "none" lift) the cap of an account or a run."""
+    cap = cap_of(args.amount)
+    with talking(args) as client:
+        account = _account(client, args.account)
+        receipt = client.set_cap(account=account.account, cap_usd_micro=cap)
+    after = receipt.account or account
+    _emit(args, receipt, lambda: render.cap_text(after, receipt.position))
+
+
+def cap_of(text: str) -> int | None:
+    """A cap as typed: dollars ("25", "12.50", "$1,000") to micro-dollars, "none" for no cap."""
+    from trainledger.bills import usd_micro_from_text
+
+    if text.strip().lower() in ("none", "no", "-"):
+        return None
+    try:
+        micro = usd_micro_from_text(text)
+    except ValueError as error:
+        raise Failure(f"{error} (a cap is dollars, like 25 or 12.50, or none)") from None
+    if micro < 0:
+        raise Failure(f"a cap cannot be negative: {text}")
+    return micro
+
+
+def registry_list(args: argparse.Namespace) -> None:
+    families: list[Any] = []
+    with talking(args) as client:
+        token = ""
+        while True:
+            page = client.list_families(page_token=token)
+            families += page.families
+            token = page.next_page_token
+            if not token:
+                break
+    _emit(args, families, lambda: render.families_table(families) if families else "(no family)")
+
+
+def _family(client: LedgerClient, family: str) -> tuple[int, list[Any], list[Any]]:
+    """(current, versions, history) of a family, every page."""
+    versions: list[Any] = []
+    history: list[Any] = []
+    token, current = "", 0
+    while True:
+        page = client.list_versions(family=family, page_token=token)
+        versions += page.versions
+        history += page.history
+        current = page.current
+        token = page.next_page_token
+        if not token:
+            return current, versions, history
+
+
+def registry_show(args: argparse.Namespace) -> None:
+    with talking(args) as client:
+        current, versions, history = _family(client, args.family)
+    if not versions:
+        raise Failure(f"no family {args.family}", status=1)
+    value = {"family": args.family, "current": current, "versions": versions, "history": history}
+    _emit(args, value, lambda: render.family_text(args.family, current, versions, history))
+
+
+def verdict_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The gate verdict a promotion sends: --gate-json FILE, or --passed/--failed, --reason and
+    --stat KEY=VALUE (values read as JSON when they are JSON: 0.91, true, "text")."""
+    if args.gate_json:
+        try:
+            with open(args.gate_json, encoding="utf-8") as file:
+                verdict = json.load(file)
+        except (OSError, ValueError) as error:
+            raise Failure(f"cannot read the gate verdict {args.gate_json}: {error}") from None
+        if not isinstance(verdict, dict) or not isinstance(verdict.get("passed"), bool):
+            raise Failure(f'{args.gate_json}: a gate verdict is {{"passed": true|false, "reason": ..., "stats": {{}}}}')
+        return verdict
+    stats: dict[str, Any] = {}
+    for pair in args.stat:
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            raise Failure(f"--stat takes KEY=VALUE, not {pair!r}")
+        try:
+            stats[key] = json.loads(text)
+        except ValueError:
+            stats[key] = text
+    return {"passed": bool(args.passed), "reason": args.reason, "stats": stats}
+
+
+def registry_promote(args: argparse.Namespace) -> None:
+    """Make a version current through its gate, by compare-and-set on the current version."""
+    verdict = verdict_of(args)
+    with talking(args) as client:
+        expected = args.expected_current
+        if expected is None:
+            expected = client.list_versions(family=args.family, page_size=1).current
+        receipt = client.promote(family=args.family, version=args.version, expected_current=expected, verdict=verdict)
+    _emit(
+        args,
+        receipt,
+        render.move_text(
+            "promoted", args.family, receipt.current, receipt.previous, receipt.position, receipt.duplicate
+        ),
+    )
+
+
+def registry_rollback(args: argparse.Namespace) -> None:
+    """Make an earlier version current again (default: the earlier version current most recently)."""
+    with talking(args) as client:
+        current, _, history = _family(client, args.family)
+        expected = current if args.expected_current is None else args.expected_current
+        version = args.version if args.version is not None else _earlier(history, current)
+        if version is None:
+            raise Failure(f"{args.family}: no earlier version was ever current; name the version", status=1)
+        receipt = client.rollback(family=args.family, version=version, expected_current=expected, reason=args.reason)
+    _emit(
+        args,
+        receipt,
+        render.move_text(
+            "rolled back", args.family, receipt.current, receipt.previous, receipt.position, receipt.duplicate
+        ),
+    )
+
+
+def _earlier(history: list[Any], current: int) -> int | None:
+    """The version below `current` that was current most recently (a rollback goes back only)."""
+    return next((p.version for p in reversed(history) if 0 < p.version < current), None)
+
+
+def events_export(args: argparse.Namespace) -> None:
+    """The log from --from as JSON lines, as the server sends it (each event with its digest),
+    page by page."""
+    with talking(args) as client:
+        position = max(1, args.from_position)
+        while True:
+            count = 0
+            for event in client.read_events(from_position=position, limit=EVENTS_PAGE, types=args.types):
+                sys.stdout.write(to_json(event, indent=None) + "\n")
+                position = event.position + 1
+                count += 1
+            if count < EVENTS_PAGE:
+                return

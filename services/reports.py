@@ -1,6 +1,12 @@
-"""The CLI's read commands: each opens the database directly (no server) and prints a table or
-JSON. A read never projects beside a server: it shows the views that the serving process has
-committed; with no process serving the file, it first brings the views up to the head of the log."""
+"""The CLI's read commands on a database file (`--db PATH`, `--database-url URL` or
+TRAINLEDGER_DATABASE_URL): offline inspection, no server. They print what services.remote prints
+through a server (services.render), naming runs the same way (services.remote.choose_run). A read
+never projects beside a server: it shows the views that the serving process has committed; with no
+process serving the file, it first brings the views up to the head of the log.
+
+The ledger is imported inside the handlers, so that the CLI starts without it when it talks to a
+server. `Failure` (a one-line problem and its exit status) and `emit` are shared by every command.
+"""
 
 from __future__ import annotations
 
@@ -10,17 +16,19 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
-from ledger import Ledger, LedgerError
-from ledger.domain.base import ledger_id
-from ledger.domain.topics import event_topics
-from ledger.views.models import Reservation, RunState, SeriesPage
-from services.describe import describe
-from services.tables import basis_text, fields, table, to_json, usd, when
+from services import render
+from services.tables import to_json
+
+if TYPE_CHECKING:
+    from ledger import Ledger
 
 __all__ = [
     "Failure",
+    "emit",
+    "opened",
     "runs_list",
     "runs_show",
     "spend_show",
@@ -46,6 +54,9 @@ class Failure(Exception):
 
 @contextmanager
 def opened(database: str, *, catch_up: bool = True) -> Iterator[Ledger]:
+    from ledger import Ledger, LedgerError
+    from services.describe import describe
+
     if "://" not in database and not os.path.exists(database):
         raise Failure(f"no database at {database}")
     try:
@@ -82,224 +93,114 @@ def emit(args: argparse.Namespace, value: Any, text: str) -> None:
     print(to_json(value) if args.json else text)
 
 
+def _lister(ledger: Ledger) -> Any:
+    """services.remote.choose_run's way to list runs, over the ledger's views."""
+    from services.remote import Candidate
+
+    def lister(prefix: str, contains: str) -> Iterator[Candidate]:
+        after = None
+        while True:
+            page = ledger.list_runs(limit=PAGE, after=after, run_id_prefix=prefix, name_contains=contains)
+            for run in page.runs:
+                yield Candidate(run.run_id, run.name, render.status_text(run.status, run.current_attempt))
+            after = page.after
+            if after is None:
+                return
+
+    return lister
+
+
+def run_id_of(ledger: Ledger, ref: str) -> str:
+    """The run `ref` names (services.remote.choose_run: id, prefix, name, key, part of a name)."""
+    from services.remote import choose_run
+
+    return choose_run(ref, _lister(ledger))
+
+
 def runs_list(args: argparse.Namespace) -> None:
     with opened(args.database) as ledger:
-        runs = ledger.list_runs(limit=args.limit, status=args.status).runs
-    emit(
-        args,
-        runs,
-        table(
-            ["run_id", "name", "status", "attempt", "last_step", "committed", "opened_at"],
-            [
-                (
-                    r.run_id,
-                    r.name,
-                    r.status,
-                    r.current_attempt,
-                    r.last_step,
-                    usd(r.committed_usd_micro),
-                    when(r.opened_at),
-                )
-                for r in runs
-            ],
-        ),
-    )
-
-
-def _run_state(ledger: Ledger, run: str) -> RunState:
-    """A run by id, else by run key."""
-    try:
-        return ledger.run_state(run)
-    except LedgerError:
-        pass
-    try:
-        return ledger.run_state(str(ledger_id("run", run)))
-    except LedgerError:
-        raise Failure(f"no run with id or key {run}", status=1) from None
-
-
-def _step_rows(series: SeriesPage) -> tuple[list[str], list[list[Any]]]:
-    """The metric names of a series page, and one row per record: step, attempt, tokens, cost and
-    each metric's value (None where a sparse metric has none)."""
-    columns = sorted(series.metrics, key=lambda column: column.name)
-    # A sparse column's values by the index of their record.
-    sparse = [dict(zip(column.index, column.values, strict=True)) if column.index else None for column in columns]
-    rows = []
-    for i, step in enumerate(series.steps):
-        values = [
-            column.values[i] if by_record is None else by_record.get(i)
-            for column, by_record in zip(columns, sparse, strict=True)
-        ]
-        rows.append([step, series.attempts[i], series.tokens[i], series.usd_micro[i], *values])
-    return [column.name for column in columns], rows
+        page = ledger.list_runs(limit=args.limit, status=args.status, name_contains=args.name, account=args.account)
+    runs = list(page.runs)
+    hint = f"\n(more runs: --limit {args.limit * 2})" if page.after is not None else ""
+    emit(args, runs, (render.runs_table(runs) if runs else "(no run)") + hint)
 
 
 def runs_show(args: argparse.Namespace) -> None:
+    from ledger.views.models import SeriesPage
+
     with opened(args.database) as ledger:
-        state = _run_state(ledger, args.run)
-        last = state.last_step
-        first = 0 if last is None else max(0, last - args.steps + 1)
-        series = ledger.series(state.run.run_id, from_step=first, limit=max(1, args.steps))
-    run, spend, resume = state.run, state.spend, state.resume
-    names, steps = _step_rows(series)
-    checkpoints = [
-        (
-            c.attempt,
-            c.step,
-            c.handle.backend,
-            c.handle.uri,
-            c.handle.fidelity,
-            when(c.saved_at),
-            when(c.expires_at),
-            "live" if c is state.checkpoint else "expired",
-        )
-        for c in ([state.checkpoint] if state.checkpoint else []) + list(state.expired_checkpoints)
-    ]
-    text = "\n\n".join(
-        [
-            fields(
-                [
-                    ("run", run.run_id),
-                    ("key", run.run_key),
-                    ("name", run.name),
-                    ("status", run.status),
-                    ("opened", when(run.opened_at)),
-                    ("finished", when(run.finished_at)),
-                    ("error", run.error or None),
-                    ("last step", last),
-                    (
-                        "resume",
-                        f"from step {resume.from_step} ({resume.handle.uri})"
-                        if resume.handle is not None
-                        else "no live checkpoint",
-                    ),
-                    (
-                        "spend",
-                        f"{usd(spend.committed_usd_micro)} committed, {usd(spend.pending_usd_micro)} pending,"
-                        f" cap {usd(spend.cap_usd_micro)}, remaining {usd(spend.remaining_usd_micro)},"
-                        f" overrun {usd(spend.overrun_usd_micro)}",
-                    ),
-                ]
-            ),
-            "attempts\n"
-            + table(
-                ["number", "label", "started_at", "resumed_from", "ended"],
-                [(a.number, a.label, when(a.started_at), a.resumed_from_step, a.ended) for a in state.attempts],
-            ),
-            "checkpoints\n"
-            + table(["attempt", "step", "backend", "uri", "fidelity", "saved_at", "expires_at", "state"], checkpoints),
-            "last steps\n" + table(["step", "attempt", "tokens", "usd_micro", *names], steps),
-        ]
-    )
-    emit(args, {"state": state, "series": series}, text)
+        run_id = run_id_of(ledger, args.run)
+        state = ledger.run_state(run_id)
+        metrics = ledger.metric_stats(run_id)
+        checkpoints = ledger.checkpoints(run_id, limit=PAGE * 10)
+        last, count = state.last_step, max(0, min(args.steps, PAGE * 10))
+        if last is None or count == 0:
+            series = SeriesPage(
+                steps=(), attempts=(), tokens=(), usd_micro=(), superseded=(), metrics=(), next_from_step=None
+            )
+        else:
+            series = ledger.series(run_id, from_step=max(0, last - count + 1), limit=count)
+    value = {"state": state, "metrics": metrics, "checkpoints": checkpoints, "series": series}
+    emit(args, value, render.run_text(state, metrics, checkpoints, series, datetime.now(UTC)))
+
+
+def _account(ledger: Ledger, ref: str) -> Any:
+    from ledger import LedgerError
+
+    try:
+        return ledger.account(ref)
+    except LedgerError:
+        pass
+    try:
+        run_id = run_id_of(ledger, ref)
+    except Failure as failure:
+        if str(failure).startswith("no run"):
+            raise Failure(f"no account or run {ref}", status=1) from None
+        raise
+    return ledger.account(run_id)
 
 
 def spend_show(args: argparse.Namespace) -> None:
+    """The account's totals and a page of its reservations: --limit of them after the position
+    that --page names (the previous page's last)."""
+    try:
+        after = int(args.page or 0)
+    except ValueError:
+        raise Failure(f"--page {args.page} is not a page this command printed") from None
     with opened(args.database) as ledger:
-        try:
-            account = ledger.account(args.account)
-        except LedgerError:
-            try:
-                account = ledger.account(str(ledger_id("run", args.account)))
-            except LedgerError:
-                raise Failure(f"no account or run {args.account}", status=1) from None
-        entries: list[Reservation] = []
-        after: int | None = 0
-        while after is not None:
-            page = ledger.reservations(account.account, limit=PAGE, after_position=after)
-            entries += page.reservations
-            after = page.after_position
-    text = "\n\n".join(
-        [
-            fields(
-                [
-                    ("account", account.account),
-                    ("parent", account.parent or None),
-                    ("cap", usd(account.cap_usd_micro)),
-                    ("committed", usd(account.committed_usd_micro)),
-                    ("pending", usd(account.pending_usd_micro)),
-                    ("remaining", usd(account.remaining_usd_micro)),
-                    ("overrun", usd(account.overrun_usd_micro)),
-                ]
-            ),
-            table(
-                ["id", "kind", "state", "amount", "actual", "overrun", "basis", "reason", "at", "settled_at"],
-                [
-                    (
-                        e.reservation_id,
-                        e.kind,
-                        e.state,
-                        usd(e.amount_usd_micro),
-                        usd(e.actual_usd_micro),
-                        usd(e.overrun_usd_micro),
-                        basis_text(e.actual_basis or e.basis),
-                        e.reason or None,
-                        when(e.reserved_at),
-                        when(e.settled_at),
-                    )
-                    for e in entries
-                ],
-            ),
-        ]
-    )
-    emit(args, {"account": account, "reservations": entries}, text)
+        account = _account(ledger, args.account)
+        page = ledger.reservations(account.account, limit=max(1, args.limit), after_position=after)
+        following = page.after_position
+        if (
+            following is not None
+            and not ledger.reservations(account.account, limit=1, after_position=following).reservations
+        ):
+            following = None  # A full last page: nothing follows.
+    token = "" if following is None else str(following)
+    more = f"(more reservations: trainledger spend show {args.account} --db ... --page {token})" if token else ""
+    value = {"account": account, "reservations": page.reservations, "next_page_token": token}
+    emit(args, value, render.account_text(account, page.reservations, more))
 
 
 def registry_list(args: argparse.Namespace) -> None:
     with opened(args.database) as ledger:
         families = ledger.families()
-    emit(
-        args,
-        families,
-        table(["family", "current", "versions"], [(f.family, f.current or None, f.version_count) for f in families]),
-    )
+    emit(args, families, render.families_table(families) if families else "(no family)")
 
 
 def registry_show(args: argparse.Namespace) -> None:
     with opened(args.database) as ledger:
         family = ledger.family(args.family)
-    text = "\n\n".join(
-        [
-            fields([("family", family.family), ("current", family.current or None)]),
-            "versions\n"
-            + table(
-                ["version", "artifact_uri", "digest", "source_run", "step", "registered_at"],
-                [
-                    (
-                        v.version,
-                        v.artifact_uri,
-                        v.digest[:12],
-                        v.source_run_id or None,
-                        v.source_step,
-                        when(v.registered_at),
-                    )
-                    for v in family.versions
-                ],
-            ),
-            "history\n"
-            + table(
-                ["at", "kind", "version", "previous", "principal", "reason"],
-                [
-                    (
-                        when(p.at),
-                        p.kind,
-                        p.version,
-                        p.previous or None,
-                        p.principal,
-                        p.reason or (p.verdict.reason if p.verdict is not None else None),
-                    )
-                    for p in family.history
-                ],
-            ),
-        ]
-    )
-    emit(args, family, text)
+    value = {"family": family.family, "current": family.current, "versions": family.versions, "history": family.history}
+    emit(args, value, render.family_text(family.family, family.current, family.versions, family.history))
 
 
 def _with_stored(ledger: Ledger, page: list[dict[str, Any]], types: list[str]) -> None:
     """Add to each event of a page what its digest covers that the decoded event does not show:
     its stored topic and its stored bytes (base64), so a checker can recompute the chain
     (ledger.storage.chain) without trainledger."""
+    from ledger.domain.topics import event_topics
+
     topics = [topic for name in types for topic in event_topics(name)]
     stored = ledger.recorder.select_notifications(page[0]["position"], len(page), topics=topics)
     by_position = {notification.id: notification for notification in stored}

@@ -7,7 +7,7 @@ from typing import Any
 
 import grpc
 
-from ledger.domain.errors import Invalid, LedgerError, NotFound
+from ledger.domain.errors import Invalid, LedgerError
 from ledger.domain.limits import PAGE_SIZE_MAX
 from ledger.domain.reasons import Reason
 from ledger.views.models import RunPage
@@ -193,9 +193,7 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
 
         def read() -> runs_pb2.ListCheckpointsResponse:
             self.ledger.wait(request.min_position, timeout_s)
-            every = self.ledger.checkpoints(request.run_id, limit=PAGE_SIZE_MAX)
-            if every is None:
-                raise NotFound(f"no run {request.run_id}", reason=Reason.RUN_NOT_FOUND, run_id=request.run_id)
+            every = self.ledger.checkpoints(request.run_id, limit=PAGE_SIZE_MAX)  # NotFound: RUN_NOT_FOUND.
             later = [c for c in every if after is None or (c.step, c.attempt) > after]
             page = later[:size]
             token = codec.encode_token([page[-1].step, page[-1].attempt]) if len(later) > size else ""

@@ -1,6 +1,12 @@
 """Plain-text output for the CLI: aligned tables, money, times, cost bases, and JSON (a read model
 as an object of its fields).
 
+Tables fit the terminal once the CLI asks them to (`fit_to`: the width of COLUMNS or of the
+terminal; none when the output is a pipe or file and COLUMNS is unset, so scripts see whole
+values): the widest text columns are cut, each keeping a start of its values and ending in "…",
+until the table fits; numbers, amounts and times are never cut. `--wide` leaves every value whole.
+Times print in UTC with their zone, amounts in dollars (trainledger.bills.usd_text).
+
 Every value a table or a field list shows is escaped where it is not printable (line breaks,
 terminal escapes, C1 controls, bidi overrides: `\\n`, `\\x1b`, `\\u202e`), with backslashes doubled,
 so no stored text can add a row, move the cursor or reorder what is shown.
@@ -9,15 +15,50 @@ so no stored text can add a row, move the cursor or reorder what is shown.
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import sys
 from collections.abc import Mapping, Sequence
-from datetime import datetime
-from typing import Any
-
-import msgspec
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from trainledger.bills import usd_text
 
-__all__ = ["table", "fields", "usd", "when", "basis_text", "to_json", "printable"]
+if TYPE_CHECKING:
+    import msgspec
+
+__all__ = [
+    "table",
+    "fields",
+    "usd",
+    "when",
+    "basis_text",
+    "to_json",
+    "printable",
+    "fit_to",
+    "terminal_width",
+    "ELLIPSIS",
+]
+
+ELLIPSIS = "…"
+# A cut column keeps at least this many characters (its header's, when longer).
+CUT_MIN = 8
+_width: list[int | None] = [None]  # The width tables fit; None: values whole (the library's default).
+
+
+def terminal_width() -> int | None:
+    """The width to fit: COLUMNS when set, else the terminal's when stdout is one, else None."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if sys.stdout is not None and sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None
+
+
+def fit_to(width: int | None) -> None:
+    """Fit every later table to `width` characters (None: show values whole)."""
+    _width[0] = width
 
 
 def usd(micro: int | None) -> str:
@@ -26,7 +67,12 @@ def usd(micro: int | None) -> str:
 
 
 def when(moment: datetime | None) -> str:
-    return "-" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
+    """A time in UTC with its zone, to the second: "2026-12-01 06:55:02 UTC"; None -> "-"."""
+    if moment is None:
+        return "-"
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 _ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -60,14 +106,63 @@ def _cell(value: Any) -> str:
     return printable(str(value))
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """An aligned table; numbers are right-aligned."""
+def table(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], *, keep: Sequence[int] = (), optional: Sequence[int] = ()
+) -> str:
+    """An aligned table; numbers are right-aligned. Fitted to the width `fit_to` set: text
+    columns are cut (never those in `keep`, nor numbers, amounts or times), and when that is not
+    enough the `optional` columns are left out, in that order."""
+    width = _width[0]
+    shown = list(range(len(headers)))
+    for dropped in range(len(optional) + 1):
+        shown = [i for i in range(len(headers)) if i not in optional[:dropped]]
+        if (
+            width is None
+            or _least_width(
+                [headers[i] for i in shown],
+                [[row[i] for i in shown] for row in rows],
+                [shown.index(i) for i in keep if i in shown],
+            )
+            <= width
+        ):
+            break
+    return _table(
+        [headers[i] for i in shown],
+        [[row[i] for i in shown] for row in rows],
+        [shown.index(i) for i in keep if i in shown],
+    )
+
+
+def _layout(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], keep: Sequence[int]
+) -> tuple[list[list[str]], list[bool], list[int], list[int]]:
+    """The cells, which columns are numeric, their whole widths and the columns that may be cut."""
     cells = [[_cell(value) for value in row] for row in rows]
     numeric = []
     for i in range(len(headers)):
         given = [row[i] for row in rows if row[i] is not None]
         numeric.append(bool(given) and all(isinstance(v, int | float) and not isinstance(v, bool) for v in given))
     widths = [max([len(h), *(len(row[i]) for row in cells)]) for i, h in enumerate(headers)]
+    cuttable = [
+        i
+        for i in range(len(headers))
+        if i not in keep and not numeric[i] and not all(_fixed(row[i]) for row in rows if row[i] is not None)
+    ]
+    return cells, numeric, widths, cuttable
+
+
+def _least_width(headers: Sequence[str], rows: Sequence[Sequence[Any]], keep: Sequence[int]) -> int:
+    """The narrowest the table can be cut to."""
+    _, _, widths, cuttable = _layout(headers, rows, keep)
+    least = [min(w, max(CUT_MIN, len(headers[i]))) if i in cuttable else w for i, w in enumerate(widths)]
+    return sum(least) + 2 * (len(least) - 1)
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], keep: Sequence[int]) -> str:
+    cells, numeric, widths, cuttable = _layout(headers, rows, keep)
+    if _width[0] is not None:
+        widths = _fit(widths, [len(h) for h in headers], cuttable, _width[0])
+        cells = [[_cut(value, widths[i]) for i, value in enumerate(row)] for row in cells]
 
     def line(values: Sequence[str]) -> str:
         cells = (v.rjust(w) if numeric[i] else v.ljust(w) for i, (v, w) in enumerate(zip(values, widths, strict=False)))
@@ -76,15 +171,47 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(row) for row in cells)])
 
 
+def _fixed(value: Any) -> bool:
+    """Whether a value is one that is never cut: a time or an amount."""
+    if isinstance(value, datetime):
+        return True
+    return isinstance(value, str) and (value.startswith(("$", "-$")) or value.endswith(" UTC") or value == "-")
+
+
+def _fit(widths: list[int], headers: list[int], cuttable: list[int], width: int) -> list[int]:
+    """Column widths that fit `width` (two spaces between columns), taking from the widest
+    cuttable column one character at a time, never below CUT_MIN or its header."""
+    widths = list(widths)
+    floor = {i: max(CUT_MIN, headers[i]) for i in cuttable}
+    total = sum(widths) + 2 * (len(widths) - 1)
+    while total > width:
+        candidates = [i for i in cuttable if widths[i] > floor[i]]
+        if not candidates:
+            break
+        widest = max(candidates, key=lambda i: widths[i])
+        widths[widest] -= 1
+        total -= 1
+    return widths
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + ELLIPSIS
+
+
 def fields(pairs: Sequence[tuple[str, Any]]) -> str:
     """Label: value lines, labels aligned."""
     width = max(len(label) for label, _ in pairs)
     return "\n".join(f"{label + ':':<{width + 1}} {_cell(value)}" for label, value in pairs)
 
 
-def basis_text(basis: Mapping[str, Any] | None) -> str:
-    """A cost basis on one line: what was priced, at what price, from which sheet."""
-    if not basis:
+def basis_text(basis: Mapping[str, Any] | msgspec.Struct | None) -> str:
+    """A cost basis on one line: what was priced, at what price, from which sheet. Takes the
+    ledger's (a dict) or the client's (clients.models.CostBasis)."""
+    if basis is not None and not isinstance(basis, Mapping):
+        import msgspec  # Here: the CLI's parser does not need it.
+
+        return basis_text(msgspec.to_builtins(basis))
+    if not basis or not (basis.get("tokens") or basis.get("gpu") or basis.get("price_sheet")):
         return "-"
     parts = [
         f"{line['tokens']:,} {line['token_class']} @ {usd(line['usd_micro_per_million_tokens'])}/M"
@@ -94,7 +221,7 @@ def basis_text(basis: Mapping[str, Any] | None) -> str:
     if gpu:
         hours = gpu["gpu_milliseconds"] / 3_600_000
         parts.append(
-            f"{hours:.4g} h x {gpu.get('gpu_count', 1)} {gpu.get('gpu_type') or 'GPU'}"
+            f"{hours:.4g} h x {gpu.get('gpu_count') or 1} {gpu.get('gpu_type') or 'GPU'}"
             f" @ {usd(gpu['usd_micro_per_gpu_hour'])}/h"
         )
     sheet = basis.get("price_sheet")
@@ -102,6 +229,8 @@ def basis_text(basis: Mapping[str, Any] | None) -> str:
 
 
 def _default(value: Any) -> Any:
+    import msgspec
+
     if isinstance(value, msgspec.Struct):  # A read model: its fields by name.
         return msgspec.structs.asdict(value)
     if isinstance(value, datetime):

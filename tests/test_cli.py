@@ -133,20 +133,31 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
 def test_runs_list_and_show(database: str, capsys: pytest.CaptureFixture[str]) -> None:
     listed = run_cli(capsys, "runs", "list", "--db", database)
     header, rule, row = listed.splitlines()
-    assert header.split() == ["run_id", "name", "status", "attempt", "last_step", "committed", "opened_at"]
-    assert set(rule.replace(" ", "")) == {"-"} and "demo" in row and "$0.001700" in row
-    assert header.index("name") == row.index("demo")  # aligned columns
+    assert header.split() == ["RUN", "NAME", "STATUS", "ATTEMPT", "LAST", "STEP", "SPEND", "HELD", "OPENED"]
+    assert set(rule.replace(" ", "")) == {"-"} and "demo" in row and "$0.001700 of $5.000000" in row
+    assert "$0.002000" in row and row.rstrip().endswith(" UTC")
+    assert header.index("NAME") == row.index("demo")  # aligned columns
     shown = run_cli(capsys, "runs", "show", "demo-key", "--db", database)
     for expected in (
-        "status:    running",
+        "status:    running (attempt 1)",
         "from step 29 (file:///ck/29)",
         "host-1",
         "tinker://ck/9",
         "expired",
         "eval_loss",
         "0.25",
+        "  lr: 0.0001",
     ):
         assert expected in shown
+    # Named by its name, a part of it or an id prefix, as through a server.
+    assert run_cli(capsys, "runs", "show", "DEM", "--db", database) == shown
+    as_json = json.loads(run_cli(capsys, "runs", "show", "demo", "--db", database, "--json"))
+    assert run_cli(capsys, "runs", "show", as_json["state"]["run"]["run_id"][:6], "--db", database) == shown
+    assert [c["step"] for c in as_json["checkpoints"]] == [9, 29]
+    assert {m["name"]: (m["count"], m["last"]) for m in as_json["metrics"]} == {
+        "eval_loss": (1, 0.25),
+        "loss": (30, 1 / 30),
+    }
     as_json = json.loads(run_cli(capsys, "runs", "show", "demo-key", "--db", database, "--json"))
     assert as_json["state"]["last_step"] == 29 and as_json["series"]["steps"][-1] == 29
     runs = json.loads(run_cli(capsys, "runs", "list", "--db", database, "--json"))
@@ -155,6 +166,12 @@ def test_runs_list_and_show(database: str, capsys: pytest.CaptureFixture[str]) -
 
 def test_spend_show(database: str, capsys: pytest.CaptureFixture[str]) -> None:
     shown = run_cli(capsys, "spend", "show", "demo-key", "--db", database)
+    first = run_cli(capsys, "spend", "show", "demo", "--db", database, "--limit", "1")
+    assert "call-1" in first and "call-2" not in first
+    hint = first.strip().splitlines()[-1]
+    assert hint.startswith("(more reservations: trainledger spend show demo --db ... --page ")
+    second = run_cli(capsys, "spend", "show", "demo", "--db", database, "--limit", "1", "--page", hint.split()[-1][:-1])
+    assert "call-2" in second and "call-1" not in second and "more reservations" not in second
     for expected in (
         "cap:       $5.000000",
         "committed: $0.001700",
@@ -178,7 +195,7 @@ def test_spend_show(database: str, capsys: pytest.CaptureFixture[str]) -> None:
 def test_registry_events_and_rebuild(database: str, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
     assert run_cli(capsys, "registry", "list", "--db", database).splitlines()[2].split() == ["tiny", "1", "1"]
     shown = run_cli(capsys, "registry", "show", "tiny", "--db", database)
-    assert "s3://models/1" in shown and "promote" in shown and "eval ok" in shown
+    assert "s3://models/1" in shown and "promote" in shown and "passed: eval ok" in shown
     assert json.loads(run_cli(capsys, "registry", "show", "tiny", "--db", database, "--json"))["current"] == 1
     lines = run_cli(capsys, "events", "export", "--from", "3", "--db", database).splitlines()
     events = [json.loads(line) for line in lines]
@@ -214,6 +231,15 @@ def test_events_export_streams_pages_bounded_by_bytes(tmp_path: Path, capfd: pyt
     assert [json.loads(line)["position"] for line in lines] == list(range(1, head + 1))
     # Over 12 MB of events stored (60 MB decoded) went out; the export held a page at a time.
     assert peak < 24 * 1024 * 1024, f"peak {peak / 2**20:.0f} MB"
+
+
+def test_the_version_and_an_unknown_run(database: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert re.fullmatch(r"trainledger \d+\.\d+\S*\n", capsys.readouterr().out)
+    assert main(["runs", "show", "nothing", "--db", database]) == 1
+    assert capsys.readouterr().err == "trainledger: no run nothing\n"
 
 
 def test_a_missing_database_is_reported_not_created(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
