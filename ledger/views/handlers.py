@@ -176,7 +176,8 @@ def _supersede_series(c: Cursor, e: Any, position: int) -> None:
 
 #: The rollup's levels: buckets of 2**shift steps, 64, 512, 4,096 and 32,768 wide.
 ROLLUP_SHIFTS = (6, 9, 12, 15)
-#: The rollup's name for the steps themselves: its rows count the steps of a bucket (values 0).
+#: The rollup's name for the steps themselves: its rows, at the coarsest level only, count the
+#: steps of a bucket (values 0) and give each attempt's first and last step.
 STEPS_METRIC = ""
 #: What one bucket holds: count, then (step, value) of the first, the last, the least and the
 #: greatest value (the earliest of equal extremes).
@@ -237,10 +238,11 @@ def merge(a: Aggregate | None, b: Aggregate) -> Aggregate:
     return (a[0] + b[0], *first, *last, *low, *high)
 
 
-def _bucketed(steps: list[int], values: list[float] | None) -> tuple[list[int], list[Aggregate]]:
-    """The buckets and aggregates of ascending `steps` over the finest level: one bisect and one
-    slice per bucket, the rest in C."""
-    shift = ROLLUP_SHIFTS[0]
+def _bucketed(
+    steps: list[int], values: list[float] | None, shift: int = ROLLUP_SHIFTS[0]
+) -> tuple[list[int], list[Aggregate]]:
+    """The buckets and aggregates of ascending `steps` over buckets of 2**shift steps: one bisect
+    and one slice per bucket, the rest in C."""
     buckets: list[int] = []
     aggregates: list[Aggregate] = []
     start, count = 0, len(steps)
@@ -283,15 +285,17 @@ def _coarser(buckets: list[int], aggregates: list[Aggregate], shift: int) -> tup
 
 def _steps_for_chart(c: Cursor, e: Any, position: int) -> None:
     run_id, attempt, steps = str(e.originator_id), e.attempt, e.steps
-    columns: list[tuple[str, list[int], list[float] | None]] = [(STEPS_METRIC, steps, None)]
+    top = ROLLUP_SHIFTS[-1]
+    rows: list[tuple[Any, ...]] = [
+        (run_id, STEPS_METRIC, 1 << top, bucket, attempt, *agg, position)
+        for bucket, agg in zip(*_bucketed(steps, None, top), strict=True)
+    ]
     for name, column in e.metrics.items():
         index = column["index"]
-        columns.append((name, steps if index is None else list(map(steps.__getitem__, index)), column["values"]))
-    rows: list[tuple[Any, ...]] = []
-    for name, metric_steps, values in columns:
+        metric_steps = steps if index is None else list(map(steps.__getitem__, index))
         if not metric_steps:
             continue
-        buckets, aggregates = _bucketed(metric_steps, values)
+        buckets, aggregates = _bucketed(metric_steps, column["values"])
         previous = ROLLUP_SHIFTS[0]
         for shift in ROLLUP_SHIFTS:
             if shift != previous:

@@ -111,7 +111,8 @@ TABLES: dict[str, Table] = {
     # One row per (metric, level, bucket, attempt): how many values the bucket holds and its first,
     # last, least and greatest (step, value); `level` is the bucket's width in steps (64, 512, 4096
     # or 32768) and `bucket` the step shifted right by its log2. The metric "" counts the steps
-    # themselves (no metric is named ""). Superseded steps are told apart at read, by attempt.
+    # themselves, at the coarsest level only (no metric is named ""). Superseded steps are told
+    # apart at read, by attempt.
     "view_series_rollup": Table(
         {
             "run_id": str,
