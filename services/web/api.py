@@ -58,6 +58,8 @@ T = TypeVar("T")
 
 RUNS_LIMIT_DEFAULT, RUNS_LIMIT_MAX = 50, 200
 EVENTS_LIMIT_DEFAULT, EVENTS_LIMIT_MAX = 100, 1_000
+# The stored bytes of one page of events (a step batch can hold megabytes): past it the page ends.
+EVENTS_BYTES_MAX = 256 * 1024
 RESERVATIONS_LIMIT_DEFAULT, RESERVATIONS_LIMIT_MAX = 200, 1_000
 CHECKPOINTS_MAX = 1_000
 WIDTH_DEFAULT, WIDTH_MIN, WIDTH_MAX = 800, 16, 4_000
@@ -498,15 +500,28 @@ async def read_events(web: Web, request: HTTPConnection) -> tuple[list[dict[str,
     if ref:
         run_id = await resolve_run(web, identity, ref)
         originators = [run_id, str(ledger_id("account", run_id))]
-    events = await web.call(
-        web.ledger.read_events,
-        from_position=start,
-        limit=limit,
-        types=[kind] if kind else [],
-        originator_ids=originators,
-    )
-    following = events[-1]["position"] + 1 if len(events) == limit else None
+    events, following = await web.call(_events_page, web.ledger, start, limit, [kind] if kind else [], originators)
     return [event_document(e) for e in events], following
+
+
+def _events_page(
+    ledger: Any, start: int, limit: int, types: list[str], originators: list[str]
+) -> tuple[list[dict[str, Any]], int | None]:
+    """A page of events bounded in count and stored bytes (a step batch can hold megabytes), and
+    the position the next page starts at (None when no matching event follows)."""
+    events: list[dict[str, Any]] = ledger.read_events(
+        from_position=start, limit=limit, types=types, originator_ids=originators, bytes_max=EVENTS_BYTES_MAX
+    )
+    if not events:
+        return events, None
+    following = events[-1]["position"] + 1
+    if len(events) < limit:  # The log ended, or the page reached its bytes: is there more?
+        more = ledger.read_events(
+            from_position=following, limit=1, types=types, originator_ids=originators, bytes_max=1
+        )
+        if not more:
+            return events, None
+    return events, following
 
 
 async def events(request: Request) -> Response:

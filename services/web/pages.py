@@ -117,7 +117,7 @@ def bar(used: int, cap: int | None) -> str:
 
 def spend_text(committed: int, pending: int, cap: int | None) -> str:
     held = f" + {usd(pending)} held" if pending else ""
-    return f"{e(usd(committed))}{e(held)} " + (f"of {e(usd(cap))}" if cap is not None else "(no cap)")
+    return f"{e(usd(committed))}{e(held)} of {e(usd(cap)) if cap is not None else 'no cap'}"
 
 
 def query(**values: Any) -> str:

@@ -317,3 +317,25 @@ def test_responses_carry_the_security_headers(http: httpx.Client) -> None:
     headers = http.get("/api/runs").headers
     assert headers["x-content-type-options"] == "nosniff"
     assert headers["x-frame-options"] == "DENY"
+
+
+def test_events_pages_end_at_a_byte_budget_and_go_on(http: httpx.Client, grpc_client: LedgerClient) -> None:
+    run_id = grpc_client.open_run(run_key=run_key({"web": "heavy"}), name="heavy").state.run.run_id
+    attempt = grpc_client.start_attempt(run_id=run_id).attempt
+    batches = 12
+    for b in range(batches):  # About 160 KB stored each: values that do not compress.
+        steps = list(range(b * 10_000, (b + 1) * 10_000))
+        values = [((s * 2_654_435_761) % 1_000_003) / 7.0 for s in steps]
+        grpc_client.append_steps(run_id=run_id, attempt=attempt, steps=steps, metrics={"a": values, "b": values[::-1]})
+    seen: list[str] = []
+    start, pages = 1, 0
+    while True:
+        body = ok(http, "/api/events", run=run_id, limit=1_000, **{"from": start})
+        pages += 1
+        seen += [e["type"] for e in body["events"]]
+        if body["next_from"] is None:
+            break
+        assert body["next_from"] == body["events"][-1]["position"] + 1
+        start = body["next_from"]
+    assert pages > 1  # 1,000 events were allowed: the bytes ended the first page.
+    assert seen == ["Account.Opened", "Run.Opened", "Run.AttemptStarted"] + ["Run.StepsRecorded"] * batches
