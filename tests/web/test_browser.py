@@ -283,6 +283,41 @@ def test_a_step_a_checkpoint_and_spend_appear_on_the_open_run_page(ledger: Ledge
         timeout=LIVE_WAIT_MS,
     )
     tab.wait_for_selector("figure.spend-chart rect.hold.committed", timeout=LIVE_WAIT_MS)
+    # Grown past twice the figure's width, the line is fetched again, downsampled by the server.
+    steps = list(range(12, 1_512))
+    client.append_steps(run_id=ledger.live, attempt=1, steps=steps, metrics={"loss": [1 / s for s in steps]})
+    tab.wait_for_function(
+        "() => { const f = document.querySelector('figure.chart[data-metric=\"loss\"]');"
+        " const line = f.querySelector('path.series.live[data-attempt=\"1\"]');"
+        " return f.dataset.lastStep === '1511' && !f.hasAttribute('aria-busy')"
+        " && Number(line.dataset.points) <= 2 * Number(f.querySelector('svg').getAttribute('width')); }",
+        timeout=LIVE_WAIT_MS,
+    )
+    assert int(figure.locator('path.series.live[data-attempt="1"]').get_attribute("data-points") or 0) < 1_512
+    assert watch.clear() == []
+
+
+def test_a_new_attempt_redraws_the_open_run_page_with_the_superseded_steps(
+    ledger: Ledger, page: tuple[Page, Watch]
+) -> None:
+    tab, watch = page
+    client = ledger.client
+    run_id = client.open_run(run_key="resumed", name="sft-resumed").state.run.run_id
+    client.start_attempt(run_id=run_id)
+    steps = list(range(10))
+    client.append_steps(run_id=run_id, attempt=1, steps=steps, metrics={"loss": [loss_at(s, 1) for s in steps]})
+    client.save_checkpoint(run_id=run_id, attempt=1, step=4, uri="s3://ckpt/resumed/4", backend="s3")
+    run_page(ledger, tab, run_id)
+    loss = 'figure.chart[data-metric="loss"]'
+    assert tab.locator(f"{loss} path.series.superseded").count() == 0
+    # Attempt 2 resumes from step 4: attempt 1's steps 5..9 are superseded, its 0..4 kept.
+    client.start_attempt(run_id=run_id, resume_from_step=4)
+    client.append_steps(run_id=run_id, attempt=2, steps=[5, 6, 7], metrics={"loss": [0.3, 0.29, 0.28]})
+    tab.wait_for_selector(f'{loss} path.series.superseded[data-attempt="1"][data-points="5"]', timeout=LIVE_WAIT_MS)
+    tab.wait_for_selector(f'{loss} path.series.live[data-attempt="2"][data-points="3"]', timeout=LIVE_WAIT_MS)
+    assert tab.locator(f'{loss} path.series.live[data-attempt="1"]').get_attribute("data-points") == "5"
+    assert attributes(tab, f"{loss} line.marker.attempt", "data-step") == ["0", "5"]
+    assert tab.locator('[data-field="attempt"]').first.inner_text().strip() == "2"
     assert watch.clear() == []
 
 

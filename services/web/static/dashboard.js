@@ -18,7 +18,9 @@
 // projector). Each chart figure gets data-ready="1" once first drawn and data-last-step as live
 // steps arrive (the browser tests and bench/dashboard.py wait on these).
 
-import { drawCompare, drawMetric, drawSpend } from "./chart.js";
+// chart.js is imported dynamically so that the page's API requests start at once, while it loads.
+let charts = null;
+const chartsLoaded = import("./chart.js").then((module) => (charts = module));
 
 const MIN_WIDTH = 16;
 const MAX_WIDTH = 4000;
@@ -27,6 +29,10 @@ const MAX_WIDTH = 4000;
 async function api(path) {
   const response = await fetch(path, { headers: { Accept: "application/json" }, credentials: "same-origin" });
   const body = await response.json().catch(() => null);
+  if (response.status === 401 && document.querySelector("main[data-page]")?.dataset.page !== "login") {
+    // The token expired or was revoked while the page was open: ask for one again.
+    location.assign(`/login?next=${encodeURIComponent(location.pathname + location.search)}`);
+  }
   if (!response.ok) {
     const error = new Error(body?.error?.message || `${response.status} ${response.statusText}`);
     error.reason = body?.error?.reason || String(response.status);
@@ -137,6 +143,7 @@ class MetricChart {
     this.width = figureWidth(figure);
     this.lastStep = null;
     this.fetches = 0; // the newest request wins
+    this.during = null;
     this.refetching = false;
     this.schedule = frameScheduler(() => this.draw());
     onResize(figure, () => {
@@ -156,22 +163,28 @@ class MetricChart {
 
   async load() {
     const ticket = ++this.fetches;
+    this.during = []; // steps that arrive while the line is fetched, applied again on top of it
     this.figure.setAttribute("aria-busy", "true");
     try {
-      const [chart, doc] = await Promise.all([api(this.url()), this.runDoc]);
+      const [chart, doc] = await Promise.all([api(this.url()), this.runDoc, chartsLoaded]);
       if (ticket !== this.fetches) return;
       const metric = chart.metrics.find((m) => m.name === this.metric) ?? { sparse: this.sparse, series: [] };
       this.sparse = Boolean(metric.sparse);
       this.figure.dataset.sparse = String(this.sparse);
       this.figure.dataset.resolution = String(chart.resolution);
       this.series = metric.series.map((s) => ({ ...s, steps: [...s.steps], values: [...s.values] }));
+      for (const event of this.during) this.extend(event);
+      this.during = null;
       if (this.applied !== doc) this.useRunDoc(doc);
       this.attempts = attemptMarkers(this.state, this.range ? [] : this.series).map((a) => this.keepStart(a));
       for (const s of this.series) if (!s.superseded && s.steps.length) this.seen(s.steps[s.steps.length - 1]);
       clearError(this.figure);
       this.draw();
     } catch (error) {
-      if (ticket === this.fetches) showError(this.figure, error);
+      if (ticket === this.fetches) {
+        this.during = null;
+        showError(this.figure, error);
+      }
     } finally {
       if (ticket === this.fetches) this.figure.removeAttribute("aria-busy");
     }
@@ -203,7 +216,8 @@ class MetricChart {
   }
 
   draw() {
-    drawMetric(
+    if (!charts) return;
+    charts.drawMetric(
       this.figure,
       {
         metric: this.metric,
@@ -231,6 +245,13 @@ class MetricChart {
   append(event) {
     if (!event.steps.length) return;
     this.seen(event.steps[event.steps.length - 1]);
+    this.during?.push(event);
+    this.extend(event);
+    this.schedule();
+  }
+
+  /** Appends an event's points to the live line of its attempt (those past its last step). */
+  extend(event) {
     const values = event.metrics?.[this.metric];
     if (values && !this.range) {
       let line = this.series.find((s) => s.attempt === event.attempt && !s.superseded);
@@ -251,7 +272,6 @@ class MetricChart {
         this.load().finally(() => (this.refetching = false));
       }
     }
-    this.schedule();
   }
 
   addCheckpoint(checkpoint) {
@@ -278,8 +298,8 @@ class SpendChart {
       this.again = true;
       return this.loading;
     }
-    this.loading = api(`/api/runs/${encodeURIComponent(this.runId)}/spend?limit=200`)
-      .then((doc) => {
+    this.loading = Promise.all([api(`/api/runs/${encodeURIComponent(this.runId)}/spend?limit=200`), chartsLoaded])
+      .then(([doc]) => {
         this.doc = doc;
         clearError(this.figure);
         this.draw();
@@ -297,9 +317,9 @@ class SpendChart {
 
   draw() {
     const doc = this.doc;
-    if (!doc) return;
+    if (!doc || !charts) return;
     const time = (text) => (text ? Date.parse(text) : null);
-    drawSpend(this.figure, {
+    charts.drawSpend(this.figure, {
       width: figureWidth(this.figure),
       now: Date.now(),
       cap: doc.cap_usd_micro,
@@ -339,22 +359,22 @@ function runPage(main) {
   const path = `/api/runs/${encodeURIComponent(runId)}`;
   const runDoc = api(path);
   runDoc.catch(() => {}); // each figure reports the failure it sees
-  const charts = [...document.querySelectorAll("figure.chart[data-metric]")].map((f) => new MetricChart(f, runId, runDoc));
+  const metricCharts = [...document.querySelectorAll("figure.chart[data-metric]")].map((f) => new MetricChart(f, runId, runDoc));
   const spendFigure = document.querySelector("figure.spend-chart");
   const spend = spendFigure ? new SpendChart(spendFigure, spendFigure.dataset.runId || runId) : null;
-  for (const chart of charts) chart.load();
+  for (const chart of metricCharts) chart.load();
   spend?.reload();
   let attempts = null;
 
   const source = new EventSource(`${path}/live`);
   source.addEventListener("steps", (message) => {
     const event = JSON.parse(message.data);
-    for (const chart of charts) chart.append(event);
+    for (const chart of metricCharts) chart.append(event);
     if (event.steps.length) setField("last_step", String(event.steps[event.steps.length - 1]));
   });
   source.addEventListener("checkpoint", (message) => {
     const checkpoint = JSON.parse(message.data);
-    for (const chart of charts) chart.addCheckpoint(checkpoint);
+    for (const chart of metricCharts) chart.addCheckpoint(checkpoint);
   });
   source.addEventListener("state", (message) => {
     const state = JSON.parse(message.data);
@@ -367,7 +387,7 @@ function runPage(main) {
       // A new attempt supersedes steps: every line is fetched again, with the new markers.
       const fresh = api(path);
       fresh.catch(() => {});
-      for (const chart of charts) chart.refresh(fresh);
+      for (const chart of metricCharts) chart.refresh(fresh);
     }
     attempts = count;
   });
@@ -425,10 +445,10 @@ function comparePage() {
     const width = figureWidth(figure);
     const params = new URLSearchParams({ metric: figure.dataset.metric, width: String(width) });
     for (const run of runs) params.append("run", run);
-    api(`/api/compare?${params}`)
-      .then((doc) => {
+    Promise.all([api(`/api/compare?${params}`), chartsLoaded])
+      .then(([doc]) => {
         const draw = () => {
-          drawCompare(figure, { metric: doc.metric, width: figureWidth(figure), runs: doc.runs });
+          charts.drawCompare(figure, { metric: doc.metric, width: figureWidth(figure), runs: doc.runs });
           figure.dataset.ready = "1";
         };
         draw();
