@@ -20,13 +20,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.web.browser import Served, Watch, attributes, chromium, missing_browser, serve, wait_ready
+from tests.web.browser import (
+    Served,
+    Watch,
+    attributes,
+    chromium,
+    missing_browser,
+    serve,
+    wait_ready,
+)
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page, ViewportSize
@@ -335,6 +344,73 @@ def test_the_runs_page_follows_a_run_live(ledger: Ledger, page: tuple[Page, Watc
     )
     assert tab.locator(f'{row} [data-field="spend"] .bar .fill').count() == 1
     assert watch.clear() == []
+
+
+@dataclass
+class Guarded:
+    served: Served
+    admin: LedgerClient
+    team_token: str
+    team_run: str
+    lab_run: str
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Guarded]:
+    """A second server, with authentication on: an admin token records a run in the account
+    "team" (loss on steps 0..19) and one in "lab"; an operator token is scoped to "team"."""
+    from clients import LedgerClient
+    from ledger import Ledger as LedgerCore
+
+    directory = tmp_path_factory.mktemp("guarded")
+    database = directory / "ledger.db"
+    with closing(LedgerCore.open(str(database))) as core:  # before serving: the server holds the file
+        for account in ("team", "lab"):
+            core.open_account(account=account, cap_usd_micro=10_000_000)
+        admin_token = core.issue_token(holder="root", role="admin").bearer
+        team_token = core.issue_token(holder="ops", role="operator", account="team").bearer
+    served = serve(database, directory, "--auth")
+    admin = LedgerClient(served.grpc, token=admin_token, timeout_s=10.0)
+    try:
+        admin.wait_ready()
+        runs = []
+        for account in ("team", "lab"):
+            run_id = admin.open_run(run_key=account, name=f"{account}-run", parent_account=account).state.run.run_id
+            admin.start_attempt(run_id=run_id)
+            steps = list(range(20))
+            admin.append_steps(run_id=run_id, attempt=1, steps=steps, metrics={"loss": [loss_at(s, 1) for s in steps]})
+            runs.append(run_id)
+        yield Guarded(served, admin, team_token, runs[0], runs[1])
+    finally:
+        admin.close()
+        served.stop()
+
+
+def test_with_authentication_the_dashboard_asks_for_a_token_and_shows_what_it_may_read(
+    ledger: Ledger, guarded: Guarded, tmp_path: Path
+) -> None:
+    context = ledger.browser.new_context(viewport=VIEWPORT)
+    try:
+        tab = context.new_page()
+        watch = Watch().attach(tab)
+        tab.goto(f"{guarded.served.base}/runs/{guarded.team_run}", wait_until="load")
+        assert tab.locator('main[data-page="login"]').count() == 1
+        watch.clear()  # the redirect from the page itself
+        tab.fill('input[name="token"]', guarded.team_token)
+        tab.click('form.login button[type="submit"]')
+        tab.wait_for_url(f"**/runs/{guarded.team_run}")
+        wait_ready(tab)
+        loss = 'figure.chart[data-metric="loss"]'
+        assert tab.locator(f'{loss} path.series.live[data-attempt="1"]').get_attribute("data-points") == "20"
+        # The live stream rides on the same cookie.
+        guarded.admin.append_steps(run_id=guarded.team_run, attempt=1, steps=[20], metrics={"loss": [0.2]})
+        tab.wait_for_function(f"() => document.querySelector('{loss}').dataset.lastStep === '20'", timeout=LIVE_WAIT_MS)
+        tab.goto(guarded.served.base + "/", wait_until="load")
+        assert attributes(tab, "table.runs tr[data-run-id]", "data-run-id") == [guarded.team_run]
+        tab.screenshot(path=str(tmp_path / "runs-scoped.png"), full_page=True)
+        assert watch.clear() == []
+    finally:
+        context.close()
 
 
 def test_the_readme_screenshot_is_a_small_png() -> None:
