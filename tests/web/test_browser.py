@@ -343,6 +343,12 @@ def test_the_runs_page_follows_a_run_live(ledger: Ledger, page: tuple[Page, Watc
         timeout=LIVE_WAIT_MS,
     )
     assert tab.locator(f'{row} [data-field="spend"] .bar .fill').count() == 1
+    # A call that cost more than its hold commits past the $5 cap: the bar fills and turns red.
+    hold = ledger.client.reserve(account=ledger.live, amount_usd_micro=1_000_000, attempt=1)
+    ledger.client.commit(account=ledger.live, reservation_id=hold.reservation_id, actual_usd_micro=6_000_000)
+    tab.wait_for_selector(f'{row} [data-field="spend"] .bar.over', timeout=LIVE_WAIT_MS)
+    assert tab.locator(f'{row} [data-field="spend"] .bar .fill').get_attribute("style") == "width: 100%;"
+    assert tab.locator(f'{row} [data-field="spend"] .amount').inner_text().endswith(" of $5.000000")
     assert watch.clear() == []
 
 
