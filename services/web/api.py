@@ -381,7 +381,7 @@ async def get_spend(request: Request) -> Response:
 async def compare(request: Request) -> Response:
     web = web_of(request)
     identity = await identify(request, "run")
-    refs = list(dict.fromkeys(request.query_params.getlist("run")))
+    refs = list(dict.fromkeys(r.strip() for r in request.query_params.getlist("run") if r.strip()))
     if not refs:
         raise invalid("run", "name at least one run to compare")
     if len(refs) > COMPARE_RUNS_MAX:
@@ -390,7 +390,7 @@ async def compare(request: Request) -> Response:
     if len(names) != 1:
         raise invalid("metric", "name one metric to compare")
     _, _, width = step_range(request)
-    run_ids = [await resolve_run(web, identity, ref) for ref in refs]
+    run_ids = list(dict.fromkeys([await resolve_run(web, identity, ref) for ref in refs]))
     return json_response(await web.call(_compare_document, web.ledger, run_ids, names[0], width))
 
 

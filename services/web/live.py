@@ -314,8 +314,9 @@ class RunStream:
     async def _hand_out(self, page: list[dict[str, Any]]) -> None:
         changes = [event["position"] for event in page if not event["type"].endswith("StepsRecorded")]
         state = await self._state(changes[-1]) if changes else None
-        chunks = await asyncio.to_thread(_chunks, self.run_id, page, state) if len(page) > 8 else None
-        for position, chunk in chunks if chunks is not None else _chunks(self.run_id, page, state):
+        # Encoded once for every follower, in a worker thread (a page can hold megabytes of steps).
+        chunks = await self.edge.call(_chunks, self.run_id, page, state)
+        for position, chunk in chunks:
             for follower in self.followers:
                 if position >= follower.start:
                     follower.push(chunk, position)

@@ -286,10 +286,11 @@ async def run(request: Request) -> Response:
 async def compare(request: Request) -> Response:
     web = api.web_of(request)
     identity = await api.identify(request, "run")
-    refs = list(dict.fromkeys(request.query_params.getlist("run")))[: api.COMPARE_RUNS_MAX]
+    refs = list(dict.fromkeys(r.strip() for r in request.query_params.getlist("run") if r.strip()))
+    refs = refs[: api.COMPARE_RUNS_MAX]
     names = api.metric_names(request)
     metric = names[0] if names else "loss"
-    run_ids = [await api.resolve_run(web, identity, ref) for ref in refs]
+    run_ids = list(dict.fromkeys([await api.resolve_run(web, identity, ref) for ref in refs]))
     inputs = "".join(
         f'<label><input type="checkbox" name="run" value="{e(r)}" checked> <code>{e(r)}</code></label>' for r in run_ids
     )
