@@ -290,11 +290,14 @@ export function drawMetric(figure, view, handlers) {
   for (const s of ordered) {
     const kind = s.superseded ? "superseded" : "live";
     if (view.sparse) {
-      const g = el("g", { class: `series points ${kind}`, "data-attempt": s.attempt, "data-metric": view.metric, "data-points": s.steps.length, fill: s.color }, plot);
+      // Points, joined by a faint line; smaller where they crowd (an eval every few pixels).
+      const dense = s.steps.length > width / 6;
+      el("path", { class: `points-link ${kind}`, stroke: s.color, d: linePath(s.steps, s.values, x, y) }, plot);
+      const g = el("g", { class: `series points ${kind}${dense ? " dense" : ""}`, "data-attempt": s.attempt, "data-metric": view.metric, "data-points": s.steps.length, fill: s.color }, plot);
       for (let i = 0; i < s.steps.length; i++) {
         const v = s.values[i];
         if (v === null || !Number.isFinite(v)) continue;
-        el("circle", { cx: x(s.steps[i]).toFixed(1), cy: y(v).toFixed(1), r: 2.6 }, g);
+        el("circle", { cx: x(s.steps[i]).toFixed(1), cy: y(v).toFixed(1), r: dense ? 1.3 : 2.6 }, g);
       }
     } else {
       el("path", { class: `series ${kind}`, "data-attempt": s.attempt, "data-metric": view.metric, "data-points": s.steps.length, stroke: s.color, d: linePath(s.steps, s.values, x, y) }, plot);
@@ -382,7 +385,7 @@ export function drawSpend(figure, view) {
   // From the first hour or hold to now, at least the last quarter hour.
   const t1 = view.now;
   const t0 = Math.min(t1 - 15 * 60e3, ...points.map((p) => p.t), ...view.holds.map((h) => h.start));
-  const top = Math.max(total + pendingTotal, view.cap ?? 0, 1);
+  const top = Math.max(total + pendingTotal, view.cap ?? 0) || 1_000_000; // $1 while nothing is spent
   const x = scale(t0, t1, MARGIN.left, width - MARGIN.right);
   const y = scale(0, top * 1.08, HEIGHT - MARGIN.bottom, MARGIN.top);
   const span = t1 - t0;
