@@ -217,7 +217,7 @@ def test_projection_is_exactly_once_with_two_projectors(url: str, replicas: tupl
     # Totals are sums of increments: an event applied twice would show.
     assert first.account("shared").pending_usd_micro == len(runs) * batches * 10
     assert second.storage.tracking_positions() == {
-        view: head for view in ("runs", "series", "spend", "registry", "bill")
+        view: head for view in ("runs", "series", "spend", "registry", "bill", "chart")
     }
     for run_id in runs:
         assert second.run_state(run_id).last_step == batches * size - 1
