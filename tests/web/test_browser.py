@@ -7,8 +7,10 @@ One server per module. Its ledger holds:
   (so attempt 1's steps 50..79 are superseded) and logs steps 50..119, checkpointing step 99; one
   reservation committed, one released and one still pending;
 - "sft-beta" (for compare): loss on steps 0..99;
-- "sft-live": steps 0..9, then more appended while its page is open;
-- the registry family "sft-alpha" with a version promoted through a passing gate.
+- "sft-live" (cap $5): steps 0..9, then more appended while its page is open;
+- the registry family "sft-alpha" with a version promoted through a passing gate;
+and the tests of live updates open runs of their own ("sft-resumed", "sft-row"). A second server,
+with authentication on, serves the test of logging in (fixture `guarded`).
 
 Every page loads without a console error or a failed request, and its screenshot is written
 under the test's tmp_path (the run page's also to $TRAINLEDGER_DOCS_SCREENSHOT when set, which is
@@ -332,23 +334,34 @@ def test_a_new_attempt_redraws_the_open_run_page_with_the_superseded_steps(
 
 def test_the_runs_page_follows_a_run_live(ledger: Ledger, page: tuple[Page, Watch]) -> None:
     tab, watch = page
+    client = ledger.client
+    run_id = client.open_run(run_key="row", name="sft-row", cap_usd_micro=5_000_000).state.run.run_id
+    client.start_attempt(run_id=run_id)
+    client.append_steps(run_id=run_id, attempt=1, steps=[0, 1, 2], metrics={"loss": [1.0, 0.9, 0.8]})
     tab.goto(ledger.served.base + "/", wait_until="load")
-    row = f'table.runs tr[data-run-id="{ledger.live}"]'
-    assert tab.locator(row).count() == 1
-    before = tab.locator(f'{row} [data-field="last_step"]').inner_text().strip()
-    step = int(before) + 1
-    ledger.client.append_steps(run_id=ledger.live, attempt=1, steps=[step], metrics={"loss": [0.4]})
+    row = f'table.runs tr[data-run-id="{run_id}"]'
+    assert tab.locator(f'{row} [data-field="last_step"]').inner_text().strip() == "2"
+    client.append_steps(run_id=run_id, attempt=1, steps=[3], metrics={"loss": [0.7]})
     tab.wait_for_function(
-        f"() => document.querySelector('{row} [data-field=\"last_step\"]').textContent.trim() === '{step}'",
+        f"() => document.querySelector('{row} [data-field=\"last_step\"]').textContent.trim() === '3'",
         timeout=LIVE_WAIT_MS,
     )
-    assert tab.locator(f'{row} [data-field="spend"] .bar .fill').count() == 1
-    # A call that cost more than its hold commits past the $5 cap: the bar fills and turns red.
-    hold = ledger.client.reserve(account=ledger.live, amount_usd_micro=1_000_000, attempt=1)
-    ledger.client.commit(account=ledger.live, reservation_id=hold.reservation_id, actual_usd_micro=6_000_000)
+    assert tab.locator(f'{row} [data-field="spend"] .bar .fill').get_attribute("style") == "width:0%"
+    # $2 of the $5 cap: the bar fills to 40%, its text follows.
+    hold = client.reserve(account=run_id, amount_usd_micro=2_000_000, attempt=1)
+    client.commit(account=run_id, reservation_id=hold.reservation_id, actual_usd_micro=2_000_000)
+    tab.wait_for_function(
+        f"() => document.querySelector('{row} [data-field=\"spend\"] .fill').style.width === '40%'",
+        timeout=LIVE_WAIT_MS,
+    )
+    assert tab.locator(f'{row} [data-field="spend"] .amount').inner_text() == "$2.000000 of $5.000000"
+    assert tab.locator(f'{row} [data-field="spend"] .bar.over').count() == 0
+    # A call that cost more than its hold commits past the cap: the bar fills and turns red.
+    hold = client.reserve(account=run_id, amount_usd_micro=1_000_000, attempt=1)
+    client.commit(account=run_id, reservation_id=hold.reservation_id, actual_usd_micro=4_000_000)
     tab.wait_for_selector(f'{row} [data-field="spend"] .bar.over', timeout=LIVE_WAIT_MS)
     assert tab.locator(f'{row} [data-field="spend"] .bar .fill').get_attribute("style") == "width: 100%;"
-    assert tab.locator(f'{row} [data-field="spend"] .amount').inner_text().endswith(" of $5.000000")
+    assert tab.locator(f'{row} [data-field="spend"] .amount').inner_text() == "$6.000000 of $5.000000"
     assert watch.clear() == []
 
 
