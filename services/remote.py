@@ -3,15 +3,23 @@
 A command that talks to a server takes `--address HOST:PORT` (else TRAINLEDGER_ADDRESS, else
 127.0.0.1:50051); its token and TLS settings come from the options `--token-file`, `--tls`,
 `--ca-file` or, like every clients.LedgerClient, from the environment (TRAINLEDGER_TOKEN,
-TRAINLEDGER_TLS, TRAINLEDGER_CA_FILE, ...). Calls are not retried: a person is waiting, so a server
-that does not answer is one line on stderr naming the address (exit status 2), and an error the
-server answers is its message and reason on one line (exit status 1), both as `Failure`.
+TRAINLEDGER_TLS, TRAINLEDGER_CA_FILE, ...). A person is waiting, so a server that does not answer
+is tried again for OUTAGE_S only, then is one line on stderr naming the address (exit status 2);
+an error the server answers is its message and reason on one line (exit status 1), both as
+`Failure`.
 
 Runs are named the way people remember them (`resolve_run`): a run id, a unique prefix of one (at
 least 4 characters), a run name (exact; else a unique case-insensitive part of one) or the run key
 it was opened with. The matching itself (`choose_run`) only needs a way to list runs by id prefix
 and by part of the name, so offline inspection of a database (services.reports) names runs the
 same way.
+
+The commands through a server: the reads (`runs_list`, `runs_show`, `spend_show`,
+`registry_list`, `registry_show`, `events_export`) print what services.reports prints from a
+database file (services.render), and the writes operators make by hand (`spend_cap`,
+`registry_promote`, `registry_rollback`) are recorded with the operating-system user as principal
+unless a token names one. Promote and rollback are compare-and-set on the current version
+(--expected-current; by default the current version as read just before).
 """
 
 from __future__ import annotations
@@ -45,9 +53,22 @@ __all__ = [
     "failure_of",
     "resolve_run",
     "talking",
+    "runs_list",
+    "runs_show",
+    "spend_show",
+    "spend_cap",
+    "registry_list",
+    "registry_show",
+    "registry_promote",
+    "registry_rollback",
+    "events_export",
 ]
 
 ADDRESS_DEFAULT = "127.0.0.1:50051"
+# Each call's deadline, and how long a server that does not answer is tried again: a person is
+# waiting, so a restart of a second or two is ridden out and nothing longer.
+TIMEOUT_S = 10.0
+OUTAGE_S = 2.0
 # A shorter prefix of a uuid would match too much to mean one run.
 PREFIX_MIN = 4
 # The candidates an ambiguous name lists before "and N more".
@@ -96,7 +117,7 @@ def add_server_options(sub: argparse.ArgumentParser, *, json: bool = True) -> No
 
 
 def connect(args: argparse.Namespace) -> LedgerClient:
-    """A client of the server the options name (no retries: a person is waiting)."""
+    """A client of the server the options name, who runs the command as its principal."""
     from clients import TLS, LedgerClient
 
     token: str | None = None
@@ -112,7 +133,9 @@ def connect(args: argparse.Namespace) -> LedgerClient:
     elif getattr(args, "tls", False):
         tls = TLS()
     try:
-        return LedgerClient(address_of(args), principal=_user(), token=token, tls=tls, timeout_s=10.0, retries=0)
+        return LedgerClient(
+            address_of(args), principal=_user(), token=token, tls=tls, timeout_s=TIMEOUT_S, outage_budget_s=OUTAGE_S
+        )
     except ValueError as error:  # A TLS file that cannot be read, an address that is not one.
         raise Failure(str(error)) from None
 

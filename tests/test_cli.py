@@ -242,6 +242,13 @@ def test_the_version_and_an_unknown_run(database: str, capsys: pytest.CaptureFix
     assert capsys.readouterr().err == "trainledger: no run nothing\n"
 
 
+def test_run_keys_name_runs_without_loading_the_ledger() -> None:
+    from ledger.domain.base import NAMESPACE
+    from services.remote import RUN_ID_NAMESPACE
+
+    assert RUN_ID_NAMESPACE == NAMESPACE
+
+
 def test_a_missing_database_is_reported_not_created(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nothing.db"
     assert main(["runs", "list", "--db", str(missing)]) == 2
