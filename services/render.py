@@ -64,8 +64,8 @@ def spec_lines(document: Mapping[str, Any] | None, indent: str = "  ") -> str:
 def runs_table(runs: Sequence[Any]) -> str:
     """The runs list: id, name, status, attempt, last step, spend against the cap, what holds
     keep pending, the account the run's spend lies under (when any run has one), opened. On a
-    narrow terminal the account, the time opened, the holds and the attempt are left out, in
-    that order, before names and ids are cut further."""
+    narrow terminal ids and statuses are cut first, then names; when that is not enough the
+    account, the time opened, the holds and the attempt are left out, in that order."""
     accounts = any(r.parent_account for r in runs)
     headers = ["RUN", "NAME", "STATUS", "ATTEMPT", "LAST STEP", "SPEND", "HELD"]
     headers += ["ACCOUNT"] * accounts + ["OPENED"]
@@ -87,6 +87,7 @@ def runs_table(runs: Sequence[Any]) -> str:
         ],
         keep=(5,),
         optional=[headers.index(name) for name in ("ACCOUNT", "OPENED", "HELD", "ATTEMPT") if name in headers],
+        first=(0, 2),  # A few characters of an id still name the run (a prefix); names are kept longer.
     )
 
 
@@ -144,8 +145,8 @@ def run_text(
                 ("key", run.run_key),
                 ("status", status),
                 ("opened", when(run.opened_at)),
-                ("finished", when(run.finished_at) if run.finished_at else None),
-                ("error", run.error or None),
+                *([("finished", when(run.finished_at))] if run.finished_at else []),
+                *([("error", run.error)] if run.error else []),
                 ("last step", state.last_step),
                 (
                     "resume",

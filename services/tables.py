@@ -107,11 +107,17 @@ def _cell(value: Any) -> str:
 
 
 def table(
-    headers: Sequence[str], rows: Sequence[Sequence[Any]], *, keep: Sequence[int] = (), optional: Sequence[int] = ()
+    headers: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    keep: Sequence[int] = (),
+    optional: Sequence[int] = (),
+    first: Sequence[int] = (),
 ) -> str:
     """An aligned table; numbers are right-aligned. Fitted to the width `fit_to` set: text
-    columns are cut (never those in `keep`, nor numbers, amounts or times), and when that is not
-    enough the `optional` columns are left out, in that order."""
+    columns are cut (never those in `keep`, nor numbers, amounts or times; those in `first` as
+    far as they go before the others, then the widest first), and when that is not enough the
+    `optional` columns are left out, in that order."""
     width = _width[0]
     shown = list(range(len(headers)))
     for dropped in range(len(optional) + 1):
@@ -130,6 +136,7 @@ def table(
         [headers[i] for i in shown],
         [[row[i] for i in shown] for row in rows],
         [shown.index(i) for i in keep if i in shown],
+        [shown.index(i) for i in first if i in shown],
     )
 
 
@@ -158,10 +165,12 @@ def _least_width(headers: Sequence[str], rows: Sequence[Sequence[Any]], keep: Se
     return sum(least) + 2 * (len(least) - 1)
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], keep: Sequence[int]) -> str:
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], keep: Sequence[int], first: Sequence[int]) -> str:
     cells, numeric, widths, cuttable = _layout(headers, rows, keep)
     if _width[0] is not None:
-        widths = _fit(widths, [len(h) for h in headers], cuttable, _width[0])
+        floors = [len(h) for h in headers]
+        widths = _fit(widths, floors, [i for i in first if i in cuttable], _width[0])
+        widths = _fit(widths, floors, cuttable, _width[0])
         cells = [[_cut(value, widths[i]) for i, value in enumerate(row)] for row in cells]
 
     def line(values: Sequence[str]) -> str:
