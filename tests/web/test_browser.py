@@ -362,6 +362,18 @@ def test_the_runs_page_follows_a_run_live(ledger: Ledger, page: tuple[Page, Watc
     tab.wait_for_selector(f'{row} [data-field="spend"] .bar.over', timeout=LIVE_WAIT_MS)
     assert tab.locator(f'{row} [data-field="spend"] .bar .fill').get_attribute("style") == "width: 100%;"
     assert tab.locator(f'{row} [data-field="spend"] .amount').inner_text() == "$6.000000 of $5.000000"
+    # A run opened meanwhile gets a row on top, laid out as the server's.
+    fresh = client.open_run(run_key="fresh", name="sft-fresh", cap_usd_micro=1_000_000).state.run.run_id
+    client.start_attempt(run_id=fresh)
+    client.append_steps(run_id=fresh, attempt=1, steps=[0], metrics={"loss": [1.0]})
+    first = "table.runs tbody tr:first-child"
+    tab.wait_for_selector(
+        f'{first}[data-run-id="{fresh}"] td[data-field="last_step"]:text-is("0")', timeout=LIVE_WAIT_MS
+    )
+    assert tab.locator(f'{first} [data-field="name"] a').inner_text() == "sft-fresh"
+    assert tab.locator(f'{first} [data-field="name"] a').get_attribute("href") == f"/runs/{fresh}"
+    assert tab.locator(f'{first} [data-field="spend"] .amount').inner_text() == "$0.000000 of $1.000000"
+    assert tab.locator(f"{first} td").count() == tab.locator(f"{row} td").count()
     assert watch.clear() == []
 
 

@@ -11,7 +11,8 @@
 //   downsampled), `checkpoint` adds a marker, `state` and `spend` update the status, last-step and
 //   spend cells (a new attempt refetches the charts: the steps it supersedes change). Dragging a
 //   range zooms (refetches that range at full width); a double-click resets.
-// - Runs page: one EventSource on /api/live; each `run` event updates that row's cells and bar.
+// - Runs page: one EventSource on /api/live; each `run` event updates that row's cells and bar (a
+//   run opened meanwhile gets a row on top of an unfiltered first page).
 // - Compare page: `figure.chart.compare` draws one line per run from /api/compare.
 //
 // Nothing polls: every update is pushed by the server (server-sent events fed by the ledger's
@@ -400,16 +401,67 @@ function runPage(main) {
 function runsPage() {
   const table = document.querySelector("table.runs");
   if (!table) return;
+  // A run opened while the page is open is added on top, on the first page of an unfiltered list
+  // (the newest runs come first); a filtered list or a later page only updates its rows.
+  const params = new URLSearchParams(location.search);
+  const showsNewRuns = ["status", "name", "account", "page"].every((name) => !params.get(name));
   const source = new EventSource("/api/live");
   source.addEventListener("run", (message) => {
     const run = JSON.parse(message.data);
-    const row = table.querySelector(`tr[data-run-id="${CSS.escape(run.run_id)}"]`);
-    if (!row) return;
+    let row = table.querySelector(`tr[data-run-id="${CSS.escape(run.run_id)}"]`);
+    if (!row) {
+      if (!showsNewRuns) return;
+      row = newRunRow(run);
+      table.tBodies[0].prepend(row);
+      document.querySelector("main p.empty")?.remove();
+    }
     setField("status", run.status, row);
     setField("attempt", String(run.current_attempt), row);
     setField("last_step", run.last_step === null || run.last_step === undefined ? "-" : String(run.last_step), row);
     updateSpendCells(row, run);
   });
+}
+
+/** A row of the runs table for a run the page has not listed, laid out as the server's rows. */
+function newRunRow(run) {
+  const row = document.createElement("tr");
+  row.dataset.runId = run.run_id;
+  const cell = (field, ...children) => {
+    const td = document.createElement("td");
+    if (field) td.dataset.field = field;
+    td.append(...children);
+    row.appendChild(td);
+    return td;
+  };
+  const pick = document.createElement("input");
+  Object.assign(pick, { type: "checkbox", name: "run", value: run.run_id });
+  pick.setAttribute("form", "compare");
+  pick.setAttribute("aria-label", "compare");
+  cell("", pick);
+  const link = document.createElement("a");
+  link.href = `/runs/${encodeURIComponent(run.run_id)}`;
+  link.textContent = run.name || run.run_id;
+  cell("name", link);
+  cell("status", run.status).dataset.status = run.status;
+  cell("attempt", String(run.current_attempt));
+  cell("last_step", run.last_step === null || run.last_step === undefined ? "-" : String(run.last_step));
+  const bar = document.createElement("div");
+  bar.className = "bar";
+  const fill = document.createElement("div");
+  fill.className = "fill";
+  fill.style.width = "0%";
+  bar.appendChild(fill);
+  const amount = document.createElement("span");
+  amount.className = "amount";
+  const spend = cell("spend", bar, amount);
+  if (run.cap_usd_micro !== null && run.cap_usd_micro !== undefined) spend.dataset.capUsdMicro = String(run.cap_usd_micro);
+  cell("account", run.parent_account || "-");
+  const opened = document.createElement("time");
+  opened.dateTime = run.opened_at;
+  opened.textContent = run.opened_at ? `${run.opened_at.slice(0, 19).replace("T", " ")} UTC` : "-";
+  cell("opened_at", opened);
+  row.classList.add("new");
+  return row;
 }
 
 /** Spend cells (a run's row, the run page's facts): the amount text and the bar, red past the cap. */
