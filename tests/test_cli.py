@@ -254,3 +254,28 @@ def test_a_missing_database_is_reported_not_created(tmp_path: Path, capsys: pyte
     assert main(["runs", "list", "--db", str(missing)]) == 2
     assert capsys.readouterr().err.strip() == f"trainledger: no database at {missing}"
     assert not missing.exists()
+
+
+def test_tables_fit_a_width_cutting_text_never_amounts_or_times() -> None:
+    from services.tables import fit_to, table, usd, when
+
+    moment = datetime(2026, 12, 1, 6, 55, 2, tzinfo=UTC)
+    rows = [("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "a-rather-long-run-name", usd(12_500_000), when(moment), 7)]
+    headers = ["RUN", "NAME", "SPEND", "AT", "N"]
+    try:
+        fit_to(60)
+        fitted = table(headers, rows).splitlines()
+        assert max(len(line) for line in fitted) <= 60
+        assert fitted[2].split() == ["0f1e2d3c…", "a-rather…", "$12.500000", "2026-12-01", "06:55:02", "UTC", "7"]
+        # Not enough room even cut: the optional columns go, in the order given.
+        fit_to(40)
+        assert table(headers, rows, optional=(3, 4)).splitlines()[0].split() == ["RUN", "NAME", "SPEND", "N"]
+        fit_to(30)
+        assert table(headers, rows, optional=(3, 4)).splitlines()[0].split() == ["RUN", "NAME", "SPEND"]
+        # A column cut first gives way before the widest one.
+        fit_to(60)
+        assert table(headers, rows, first=(0,)).splitlines()[2].split()[:2] == ["0f1e2d3…", "a-rather-…"]
+    finally:
+        fit_to(None)
+    whole = table(headers, rows).splitlines()[2]
+    assert "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0  a-rather-long-run-name  $12.500000" in whole
