@@ -127,7 +127,9 @@ function linePath(steps, values, x, y) {
 
 function frame(figure, width) {
   for (const old of figure.querySelectorAll(":scope > svg, :scope > .legend")) old.remove();
-  const svg = el("svg", { width, height: HEIGHT, viewBox: `0 0 ${width} ${HEIGHT}`, class: "plot" });
+  const svg = el("svg", { width, height: HEIGHT, viewBox: `0 0 ${width} ${HEIGHT}`, class: "plot", role: "img" });
+  const label = figure.querySelector("figcaption")?.textContent || figure.dataset.metric || "chart";
+  svg.setAttribute("aria-label", figure.classList.contains("spend-chart") ? "spend over time against the cap" : `${label} by step`);
   const caption = figure.querySelector("figcaption");
   figure.insertBefore(svg, caption ? caption.nextSibling : figure.firstChild);
   return svg;
