@@ -23,7 +23,7 @@ from ledger.domain.errors import Invalid, NotFound
 from ledger.domain.reasons import Reason
 from ledger.views.models import Chart, ChartSeries
 from tests.conftest import BACKENDS, POSTGRES_URL, _drop_schema
-from tests.ledger.conftest import FakeClock
+from tests.ledger.conftest import FakeClock, dump_views
 
 BATCH = 10_000
 RESUME = 100_000  # attempt 2 resumes here; attempt 1 went on to 119,999
@@ -329,3 +329,33 @@ def test_a_ledger_made_before_the_chart_view_projects_it_when_opened(sqlite_data
 
 def _points(chart: Chart) -> int:
     return max(len(series.steps) for metric in chart.metrics for series in metric.series)
+
+
+def test_the_chart_view_rebuilds_alone_to_the_same_rows(ledger: Ledger) -> None:
+    run_id = ledger.open_run(run_key="rebuilt", name="r", spec={}).run_id
+    ledger.start_attempt(run_id=run_id, label="a1")
+    for steps, metrics in _batches(1, 0, 25_000):
+        ledger.append_steps(run_id=run_id, attempt=1, steps=steps, metrics=metrics)
+    ledger.save_checkpoint(run_id=run_id, attempt=1, step=12_000, backend="local", uri="file:///c")
+    ledger.start_attempt(run_id=run_id, label="a2", resume_from_step=12_000)
+    for steps, metrics in _batches(2, 12_001, 30_000):
+        ledger.append_steps(run_id=run_id, attempt=2, steps=steps, metrics=metrics)
+    ledger.wait(ledger.head())
+    before = dump_views(ledger)
+    # One row per metric, bucket width, bucket and attempt (buckets that two batches share, as
+    # 9,984..10,047 of attempt 1, merged into one), and one per 32,768 steps counting the steps.
+    lines = {1: range(0, 25_001), 2: range(12_001, 30_001)}
+    expected = 0
+    for steps in lines.values():
+        evals = [step for step in steps if step % EVAL_EVERY == 0]
+        expected += sum(
+            len({step >> shift for step in metric}) for metric in (steps, evals) for shift in (6, 9, 12, 15)
+        )
+        expected += len({step >> 15 for step in steps})
+    assert len(before["view_series_rollup"]) == expected
+    stats = ledger.metric_stats(run_id)
+    ledger.projector.rebuild(("chart",))
+    assert dump_views(ledger) == before
+    assert ledger.metric_stats(run_id) == stats
+    (loss,) = [s for s in stats if s.name == "loss"]
+    assert (loss.count, loss.first_step, loss.last_step) == (30_001, 0, 30_000)
