@@ -329,6 +329,8 @@ def test_a_new_attempt_redraws_the_open_run_page_with_the_superseded_steps(
     assert tab.locator(f'{loss} path.series.live[data-attempt="1"]').get_attribute("data-points") == "5"
     assert attributes(tab, f"{loss} line.marker.attempt", "data-step") == ["0", "5"]
     assert tab.locator('[data-field="attempt"]').first.inner_text().strip() == "2"
+    assert tab.locator(loss).get_attribute("data-last-step") == "7"
+    assert tab.locator('[data-field="last_step"]').first.inner_text().strip() == "7"
     assert watch.clear() == []
 
 

@@ -178,7 +178,9 @@ class MetricChart {
       this.during = null;
       if (this.applied !== doc) this.useRunDoc(doc);
       this.attempts = attemptMarkers(this.state, this.range ? [] : this.series).map((a) => this.keepStart(a));
-      for (const s of this.series) if (!s.superseded && s.steps.length) this.seen(s.steps[s.steps.length - 1]);
+      if (this.lastStep === null) {
+        for (const s of this.series) if (!s.superseded && s.steps.length) this.seen(s.steps[s.steps.length - 1]);
+      }
       clearError(this.figure);
       this.draw();
     } catch (error) {
@@ -209,11 +211,21 @@ class MetricChart {
     this.applied = doc;
     this.state = doc.state;
     this.checkpoints = doc.checkpoints ?? [];
-    if (doc.state?.last_step !== null && doc.state?.last_step !== undefined) this.seen(doc.state.last_step);
+    // The run's last step as of the page's load; from then on the live steps events move it.
+    if (this.lastStep === null && doc.state?.last_step !== null && doc.state?.last_step !== undefined) {
+      this.lastStep = doc.state.last_step;
+    }
   }
 
   seen(step) {
     if (this.lastStep === null || step > this.lastStep) this.lastStep = step;
+  }
+
+  /** The last step drawn: the run's (every chart of a run on the same steps) or the data's. */
+  lastDrawn() {
+    let last = this.lastStep ?? -Infinity;
+    for (const s of this.series) if (s.steps.length) last = Math.max(last, s.steps[s.steps.length - 1]);
+    return last === -Infinity ? null : last;
   }
 
   draw() {
@@ -225,7 +237,7 @@ class MetricChart {
         sparse: this.sparse,
         series: this.series,
         from: this.range?.from ?? null,
-        to: this.range?.to ?? this.lastStep, // every chart of the run on the same steps
+        to: this.range?.to ?? this.lastDrawn(),
         width: this.width,
         attempts: this.attempts,
         checkpoints: this.checkpoints,
@@ -245,7 +257,7 @@ class MetricChart {
   /** A `steps` event: {attempt, steps, metrics: {name: [value or null per step]}}. */
   append(event) {
     if (!event.steps.length) return;
-    this.seen(event.steps[event.steps.length - 1]);
+    this.lastStep = event.steps[event.steps.length - 1]; // after a resume it may be below the last
     this.during?.push(event);
     this.extend(event);
     this.schedule();
