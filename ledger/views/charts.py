@@ -8,7 +8,9 @@ view_series_rollup: per metric, attempt and bucket of 64, 512, 4,096 and 32,768 
 and the first, last, least and greatest (step, value). A chart picks the finest level whose number
 of buckets in its range is at most RAW_FACTOR times its width (raw steps when the range holds no
 more steps than that), takes each bucket's four points, and downsamples each series to the width
-with tsdownsample's MinMaxLTTB (the least and greatest points always kept).
+with tsdownsample's MinMaxLTTB (the least and greatest points always kept). A metric is sparse
+when the coarsest buckets over the range (or, raw, the range itself) hold fewer of its values than
+steps; the rollup's metric "" counts the steps.
 
 Superseded steps (recorded by an attempt above a later attempt's resume point) are told apart at
 read: attempt a's steps above its floor, the lowest resume point of the attempts after it (-1 for
