@@ -129,7 +129,8 @@ function frame(figure, width) {
   for (const old of figure.querySelectorAll(":scope > svg, :scope > .legend")) old.remove();
   const svg = el("svg", { width, height: HEIGHT, viewBox: `0 0 ${width} ${HEIGHT}`, class: "plot", role: "img" });
   const label = figure.querySelector("figcaption")?.textContent || figure.dataset.metric || "chart";
-  svg.setAttribute("aria-label", figure.classList.contains("spend-chart") ? "spend over time against the cap" : `${label} by step`);
+  const spend = figure.classList.contains("spend-chart");
+  svg.setAttribute("aria-label", spend ? "spend over time against the cap" : `${label} by step`);
   const caption = figure.querySelector("figcaption");
   figure.insertBefore(svg, caption ? caption.nextSibling : figure.firstChild);
   return svg;
@@ -197,7 +198,14 @@ function interact(figure, svg, seriesList, x, y, width, describe, handlers) {
   const plotW = width - MARGIN.left - MARGIN.right;
   const plotH = HEIGHT - MARGIN.top - MARGIN.bottom;
   const dot = el("circle", { class: "hover-dot", r: 3.5, cx: 0, cy: 0, visibility: "hidden" }, svg);
-  const guide = el("line", { class: "hover-guide", y1: MARGIN.top, y2: HEIGHT - MARGIN.bottom, x1: 0, x2: 0, visibility: "hidden" }, svg);
+  const guide = el("line", {
+    class: "hover-guide",
+    y1: MARGIN.top,
+    y2: HEIGHT - MARGIN.bottom,
+    x1: 0,
+    x2: 0,
+    visibility: "hidden",
+  }, svg);
   const band = el("rect", { class: "zoom-band", y: MARGIN.top, height: plotH, x: 0, width: 0, visibility: "hidden" }, svg);
   const overlay = el("rect", { class: "overlay", x: MARGIN.left, y: MARGIN.top, width: plotW, height: plotH }, svg);
   const box = readout(figure);
@@ -206,7 +214,7 @@ function interact(figure, svg, seriesList, x, y, width, describe, handlers) {
   const local = (event) => {
     const r = svg.getBoundingClientRect();
     const px = Math.min(width - MARGIN.right, Math.max(MARGIN.left, ((event.clientX - r.left) * width) / r.width));
-    return [px, event.clientY - r.top];
+    return [px, ((event.clientY - r.top) * HEIGHT) / r.height];
   };
   overlay.addEventListener("pointermove", (event) => {
     const [px, py] = local(event);
@@ -269,7 +277,12 @@ export function drawMetric(figure, view, handlers) {
   const xTicks = ticks(s0, s1, Math.max(2, Math.floor(width / 90))).filter((t) => Number.isInteger(t));
   axes(svg, x, y, xTicks, ticks(v0, v1, 6), width);
   el("clipPath", { id: clipId(figure) }, el("defs", {}, svg)).appendChild(
-    el("rect", { x: MARGIN.left, y: MARGIN.top - 4, width: width - MARGIN.left - MARGIN.right, height: HEIGHT - MARGIN.top - MARGIN.bottom + 8 }),
+    el("rect", {
+      x: MARGIN.left,
+      y: MARGIN.top - 4,
+      width: width - MARGIN.left - MARGIN.right,
+      height: HEIGHT - MARGIN.top - MARGIN.bottom + 8,
+    }),
   );
   const plot = el("g", { "clip-path": `url(#${clipId(figure)})` }, svg);
   const inRange = (step) => step >= s0 && step <= s1;
@@ -277,13 +290,27 @@ export function drawMetric(figure, view, handlers) {
   for (const a of view.attempts) {
     if (a.step === null || a.step === undefined || !inRange(a.step)) continue;
     const px = x(a.step).toFixed(1);
-    const line = el("line", { class: "marker attempt", "data-step": a.step, "data-attempt": a.number, x1: px, x2: px, y1: MARGIN.top, y2: HEIGHT - MARGIN.bottom, stroke: colorOf(a.number) }, markers);
+    const line = el("line", {
+      class: "marker attempt",
+      "data-step": a.step,
+      "data-attempt": a.number,
+      x1: px,
+      x2: px,
+      y1: MARGIN.top,
+      y2: HEIGHT - MARGIN.bottom,
+      stroke: colorOf(a.number),
+    }, markers);
     el("title", {}, line).textContent = `attempt ${a.number} starts at step ${a.step}`;
   }
   for (const c of view.checkpoints) {
     if (!inRange(c.step)) continue;
     const px = x(c.step);
-    const g = el("g", { class: `marker checkpoint${c.superseded ? " superseded" : ""}`, "data-step": c.step, "data-attempt": c.attempt, transform: `translate(${px.toFixed(1)} ${HEIGHT - MARGIN.bottom})` }, markers);
+    const g = el("g", {
+      class: `marker checkpoint${c.superseded ? " superseded" : ""}`,
+      "data-step": c.step,
+      "data-attempt": c.attempt,
+      transform: `translate(${px.toFixed(1)} ${HEIGHT - MARGIN.bottom})`,
+    }, markers);
     el("path", { d: "M0 0 L-4 -7 L4 -7 Z", fill: colorOf(c.attempt) }, g);
     el("title", {}, g).textContent = `checkpoint at step ${c.step} (attempt ${c.attempt}${c.superseded ? ", superseded" : ""})`;
   }
@@ -295,18 +322,32 @@ export function drawMetric(figure, view, handlers) {
       // Points, joined by a faint line; smaller where they crowd (an eval every few pixels).
       const dense = s.steps.length > width / 6;
       el("path", { class: `points-link ${kind}`, stroke: s.color, d: linePath(s.steps, s.values, x, y) }, plot);
-      const g = el("g", { class: `series points ${kind}${dense ? " dense" : ""}`, "data-attempt": s.attempt, "data-metric": view.metric, "data-points": s.steps.length, fill: s.color }, plot);
+      const g = el("g", {
+        class: `series points ${kind}${dense ? " dense" : ""}`,
+        "data-attempt": s.attempt,
+        "data-metric": view.metric,
+        "data-points": s.steps.length,
+        fill: s.color,
+      }, plot);
       for (let i = 0; i < s.steps.length; i++) {
         const v = s.values[i];
         if (v === null || !Number.isFinite(v)) continue;
         el("circle", { cx: x(s.steps[i]).toFixed(1), cy: y(v).toFixed(1), r: dense ? 1.3 : 2.6 }, g);
       }
     } else {
-      el("path", { class: `series ${kind}`, "data-attempt": s.attempt, "data-metric": view.metric, "data-points": s.steps.length, stroke: s.color, d: linePath(s.steps, s.values, x, y) }, plot);
+      el("path", {
+        class: `series ${kind}`,
+        "data-attempt": s.attempt,
+        "data-metric": view.metric,
+        "data-points": s.steps.length,
+        stroke: s.color,
+        d: linePath(s.steps, s.values, x, y),
+      }, plot);
     }
   }
   const describe = (hit) =>
-    `step ${hit.step} · ${view.metric} ${fullNumber(hit.value)} · attempt ${hit.series.attempt}${hit.series.superseded ? " (superseded)" : ""}`;
+    `step ${hit.step} · ${view.metric} ${fullNumber(hit.value)} · attempt ${hit.series.attempt}` +
+    (hit.series.superseded ? " (superseded)" : "");
   interact(figure, svg, series, x, y, width, describe, handlers);
 }
 
@@ -338,7 +379,15 @@ export function drawCompare(figure, view) {
   const y = scale(v0, v1, HEIGHT - MARGIN.bottom, MARGIN.top);
   axes(svg, x, y, ticks(s0, s1, Math.max(2, Math.floor(width / 90))).filter((t) => Number.isInteger(t)), ticks(v0, v1, 6), width);
   for (const s of all) {
-    el("path", { class: "series live", "data-run-id": s.run_id, "data-attempts": s.attempts, "data-metric": view.metric, "data-points": s.steps.length, stroke: s.color, d: linePath(s.steps, s.values, x, y) }, svg);
+    el("path", {
+      class: "series live",
+      "data-run-id": s.run_id,
+      "data-attempts": s.attempts,
+      "data-metric": view.metric,
+      "data-points": s.steps.length,
+      stroke: s.color,
+      d: linePath(s.steps, s.values, x, y),
+    }, svg);
   }
   const legend = document.createElement("div");
   legend.className = "legend";
@@ -354,7 +403,8 @@ export function drawCompare(figure, view) {
     legend.appendChild(item);
   });
   figure.appendChild(legend);
-  const describe = (hit) => `${hit.series.name || hit.series.run_id.slice(0, 8)} · step ${hit.step} · ${view.metric} ${fullNumber(hit.value)}`;
+  const describe = (hit) =>
+    `${hit.series.name || hit.series.run_id.slice(0, 8)} · step ${hit.step} · ${view.metric} ${fullNumber(hit.value)}`;
   interact(figure, svg, all, x, y, width, describe, null);
 }
 
@@ -393,7 +443,8 @@ export function drawSpend(figure, view) {
   const span = t1 - t0;
   const timeLabel = (t) => {
     const d = new Date(t);
-    return span > 2 * 86400e3 ? `${d.getUTCMonth() + 1}/${d.getUTCDate()}` : `${String(d.getUTCHours()).padStart(2, "0")}:${String(d.getUTCMinutes()).padStart(2, "0")}`;
+    const two = (n) => String(n).padStart(2, "0");
+    return span > 2 * 86400e3 ? `${d.getUTCMonth() + 1}/${d.getUTCDate()}` : `${two(d.getUTCHours())}:${two(d.getUTCMinutes())}`;
   };
   const timeTicks = timeTicksOf(t0, t1, Math.max(2, Math.floor(width / 110)));
   axes(svg, x, y, timeTicks, ticks(0, top * 1.08, 4), width, timeLabel, (v) => view.usdShort(v));
@@ -412,20 +463,33 @@ export function drawSpend(figure, view) {
   if (view.cap !== null && view.cap !== undefined) {
     const py = y(view.cap).toFixed(1);
     el("line", { class: "cap", x1: MARGIN.left, x2: width - MARGIN.right, y1: py, y2: py }, svg);
-    el("text", { class: "cap-label", x: width - MARGIN.right - 4, y: Number(py) - 4, "text-anchor": "end" }, svg).textContent = `cap ${view.usd(view.cap)}`;
+    const label = el("text", { class: "cap-label", x: width - MARGIN.right - 4, y: Number(py) - 4, "text-anchor": "end" }, svg);
+    label.textContent = `cap ${view.usd(view.cap)}`;
   }
   let base = total;
   for (const h of pending) {
     const x0 = x(h.start);
     const w = Math.max(6, x(view.now) - x0);
-    const rect = el("rect", { class: "hold pending", x: (x(view.now) - w).toFixed(1), width: w.toFixed(1), y: y(base + h.amount).toFixed(1), height: Math.max(1, y(base) - y(base + h.amount)).toFixed(1) }, svg);
+    const rect = el("rect", {
+      class: "hold pending",
+      x: (x(view.now) - w).toFixed(1),
+      width: w.toFixed(1),
+      y: y(base + h.amount).toFixed(1),
+      height: Math.max(1, y(base) - y(base + h.amount)).toFixed(1),
+    }, svg);
     el("title", {}, rect).textContent = `pending hold ${view.usd(h.amount)}`;
     base += h.amount;
   }
   for (const h of view.holds) {
     if (h.state === "pending") continue;
     const at = x(h.end ?? h.start);
-    const rect = el("rect", { class: `hold ${h.state}`, x: (at - 1).toFixed(1), width: 2, y: HEIGHT - MARGIN.bottom - 8, height: 8 }, svg);
+    const rect = el("rect", {
+      class: `hold ${h.state}`,
+      x: (at - 1).toFixed(1),
+      width: 2,
+      y: HEIGHT - MARGIN.bottom - 8,
+      height: 8,
+    }, svg);
     el("title", {}, rect).textContent = `${h.state} hold ${view.usd(h.amount)}`;
   }
 }

@@ -122,10 +122,11 @@ function attemptMarkers(state, series) {
     const known = firstStep.get(s.attempt);
     if (known === undefined || s.steps[0] < known) firstStep.set(s.attempt, s.steps[0]);
   }
-  return (state?.attempts ?? []).map((a) => ({
-    number: a.number,
-    step: a.resumed_from_step !== null && a.resumed_from_step !== undefined ? a.resumed_from_step + 1 : firstStep.get(a.number) ?? null,
-  }));
+  return (state?.attempts ?? []).map((a) => {
+    const resumed = a.resumed_from_step;
+    const step = resumed !== null && resumed !== undefined ? resumed + 1 : firstStep.get(a.number) ?? null;
+    return { number: a.number, step };
+  });
 }
 
 /** One metric of a run: its data, zoom range and live tail. */
@@ -288,7 +289,8 @@ class MetricChart {
   }
 
   addCheckpoint(checkpoint) {
-    this.checkpoints = [...this.checkpoints.filter((c) => !(c.step === checkpoint.step && c.attempt === checkpoint.attempt)), checkpoint];
+    const same = (c) => c.step === checkpoint.step && c.attempt === checkpoint.attempt;
+    this.checkpoints = [...this.checkpoints.filter((c) => !same(c)), checkpoint];
     this.schedule();
   }
 }
@@ -372,7 +374,9 @@ function runPage(main) {
   const path = `/api/runs/${encodeURIComponent(runId)}`;
   const runDoc = api(path);
   runDoc.catch(() => {}); // each figure reports the failure it sees
-  const metricCharts = [...document.querySelectorAll("figure.chart[data-metric]")].map((f) => new MetricChart(f, runId, runDoc));
+  const metricCharts = [...document.querySelectorAll("figure.chart[data-metric]")].map(
+    (figure) => new MetricChart(figure, runId, runDoc),
+  );
   const spendFigure = document.querySelector("figure.spend-chart");
   const spend = spendFigure ? new SpendChart(spendFigure, spendFigure.dataset.runId || runId) : null;
   for (const chart of metricCharts) chart.load();
@@ -466,7 +470,9 @@ function newRunRow(run) {
   const amount = document.createElement("span");
   amount.className = "amount";
   const spend = cell("spend", bar, amount);
-  if (run.cap_usd_micro !== null && run.cap_usd_micro !== undefined) spend.dataset.capUsdMicro = String(run.cap_usd_micro);
+  if (run.cap_usd_micro !== null && run.cap_usd_micro !== undefined) {
+    spend.dataset.capUsdMicro = String(run.cap_usd_micro);
+  }
   cell("account", run.parent_account || "-");
   const opened = document.createElement("time");
   opened.dateTime = run.opened_at;
@@ -490,7 +496,8 @@ function updateSpendCells(root, spend) {
     const bar = cell.querySelector(".bar");
     if (!bar) continue;
     const fill = bar.querySelector(".fill");
-    const share = capped ? (cap > 0 ? (spend.committed_usd_micro / cap) * 100 : spend.committed_usd_micro > 0 ? 100 : 0) : 0;
+    const committed = spend.committed_usd_micro;
+    const share = !capped ? 0 : cap > 0 ? (committed / cap) * 100 : committed > 0 ? 100 : 0;
     if (fill) fill.style.width = `${Math.min(100, Math.max(0, share)).toFixed(1)}%`;
     markBar(bar, spend.committed_usd_micro, capped ? cap : null);
   }
