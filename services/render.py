@@ -63,11 +63,11 @@ def spec_lines(document: Mapping[str, Any] | None, indent: str = "  ") -> str:
 
 def runs_table(runs: Sequence[Any]) -> str:
     """The runs list: id, name, status, attempt, last step, spend against the cap, what holds
-    keep pending, the account the run's spend lies under (when any run has one), opened. On a
-    narrow terminal ids and statuses are cut first, then names; when that is not enough the
-    account, the time opened, the holds and the attempt are left out, in that order."""
-    accounts = any(r.parent_account for r in runs)
-    headers = ["RUN", "NAME", "STATUS", "ATTEMPT", "LAST STEP", "SPEND", "HELD"]
+    keep pending and the account the run's spend lies under (each when any run has one), opened.
+    On a narrow terminal ids and statuses are cut first; then the account, the time opened, the
+    holds and the attempt are left out, in that order, before names are cut."""
+    accounts, held = any(r.parent_account for r in runs), any(r.pending_usd_micro for r in runs)
+    headers = ["RUN", "NAME", "STATUS", "ATTEMPT", "LAST STEP", "SPEND"] + ["HELD"] * held
     headers += ["ACCOUNT"] * accounts + ["OPENED"]
     return table(
         headers,
@@ -79,7 +79,7 @@ def runs_table(runs: Sequence[Any]) -> str:
                 r.current_attempt or None,
                 r.last_step,
                 spend_text(r.committed_usd_micro, r.cap_usd_micro),
-                usd(r.pending_usd_micro) if r.pending_usd_micro else None,
+                *([usd(r.pending_usd_micro) if r.pending_usd_micro else None] if held else []),
                 *([r.parent_account or None] if accounts else []),
                 when(r.opened_at),
             )
@@ -285,7 +285,7 @@ def family_text(family: str, current: int, versions: Sequence[Any], history: Seq
                     (
                         v.version,
                         v.artifact_uri,
-                        v.digest[:12],
+                        v.digest.rpartition(":")[2][:12],
                         v.source_run_id or None,
                         v.source_step,
                         when(v.registered_at),

@@ -116,21 +116,17 @@ def table(
 ) -> str:
     """An aligned table; numbers are right-aligned. Fitted to the width `fit_to` set: text
     columns are cut (never those in `keep`, nor numbers, amounts or times; those in `first` as
-    far as they go before the others, then the widest first), and when that is not enough the
-    `optional` columns are left out, in that order."""
+    far as they go before the others, then the widest first). The `optional` columns are left
+    out, in that order, while cutting only the `first` columns cannot make the table fit."""
     width = _width[0]
     shown = list(range(len(headers)))
     for dropped in range(len(optional) + 1):
         shown = [i for i in range(len(headers)) if i not in optional[:dropped]]
-        if (
-            width is None
-            or _least_width(
-                [headers[i] for i in shown],
-                [[row[i] for i in shown] for row in rows],
-                [shown.index(i) for i in keep if i in shown],
-            )
-            <= width
-        ):
+        if width is None:
+            break
+        # Optional columns go before any column but those in `first` is cut.
+        whole = [shown.index(i) for i in shown if i not in first]
+        if _least_width([headers[i] for i in shown], [[row[i] for i in shown] for row in rows], whole) <= width:
             break
     return _table(
         [headers[i] for i in shown],

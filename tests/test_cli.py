@@ -267,10 +267,12 @@ def test_tables_fit_a_width_cutting_text_never_amounts_or_times() -> None:
         fitted = table(headers, rows).splitlines()
         assert max(len(line) for line in fitted) <= 60
         assert fitted[2].split() == ["0f1e2d3c…", "a-rather…", "$12.500000", "2026-12-01", "06:55:02", "UTC", "7"]
-        # Not enough room even cut: the optional columns go, in the order given.
+        # Optional columns go, in the order given, before any column but those cut first is cut.
+        fit_to(60)
+        kept = table(headers, rows, optional=(3, 4), first=(0,)).splitlines()
+        assert kept[0].split() == ["RUN", "NAME", "SPEND", "N"] and max(len(line) for line in kept) == 60
+        assert kept[2].split() == ["0f1e2d3c-4b5a-6978-8…", "a-rather-long-run-name", "$12.500000", "7"]
         fit_to(40)
-        assert table(headers, rows, optional=(3, 4)).splitlines()[0].split() == ["RUN", "NAME", "SPEND", "N"]
-        fit_to(30)
         assert table(headers, rows, optional=(3, 4)).splitlines()[0].split() == ["RUN", "NAME", "SPEND"]
         # A column cut first gives way before the widest one.
         fit_to(60)

@@ -66,7 +66,7 @@ def record(client: LedgerClient) -> dict[str, str]:
     client.save_checkpoint(run_id=sft, attempt=2, step=24, uri="s3://ck/sft/24", backend="s3")
     client.reserve(account=sft, reservation_id="call-1", amount_usd_micro=2_500_000)
     client.commit(account=sft, reservation_id="call-1", actual_usd_micro=2_250_000)
-    client.reserve(account=sft, reservation_id="call-2", amount_usd_micro=1_000_000)
+    client.reserve(account=sft, reservation_id="call-2", amount_usd_micro=1_000_000, ttl_s=3_600)
     big = client.open_run(run_key="key-70b", name="sft-llama-70b", spec={"lr": 0.00002}).state.run.run_id
     dpo = client.open_run(run_key="key-dpo", name="dpo-mistral", spec={"beta": 0.1}).state.run.run_id
     client.start_attempt(run_id=dpo)
@@ -386,3 +386,21 @@ def _section(text: str, title: str) -> list[str]:
     start = lines.index(title) + 1
     end = next((i for i in range(start, len(lines)) if not lines[i].strip()), len(lines))
     return lines[start:end]
+
+
+def test_list_checkpoints_pages_in_step_order(world: World) -> None:
+    from clients import InvalidArgument, NotFound
+
+    with LedgerClient(world.address) as client:
+        first = client.list_checkpoints(run_id=world.ids["sft"], page_size=2)
+        assert [(c.step, c.attempt, c.superseded) for c in first.checkpoints] == [(9, 1, False), (14, 1, True)]
+        assert first.checkpoints[0].handle is not None and first.checkpoints[0].handle.uri == "s3://ck/sft/9"
+        second = client.list_checkpoints(run_id=world.ids["sft"], page_size=2, page_token=first.next_page_token)
+        assert [(c.step, c.attempt) for c in second.checkpoints] == [(24, 2)] and second.next_page_token == ""
+        assert client.list_checkpoints(run_id=world.ids["70b"]).checkpoints == []
+        with pytest.raises(NotFound) as unknown:
+            client.list_checkpoints(run_id="00000000-0000-0000-0000-000000000000")
+        assert unknown.value.reason == "RUN_NOT_FOUND"
+        with pytest.raises(InvalidArgument) as bad:
+            client.list_checkpoints(run_id=world.ids["sft"], page_token="bm90IGEgdG9rZW4")
+        assert bad.value.reason == "INVALID_PAGE_TOKEN"
