@@ -214,3 +214,26 @@ def test_streams_end_when_the_server_shuts_down(tmp_path) -> None:
             server.stop()
         else:
             stopping.join(30)
+
+
+def test_the_runs_page_stream_reads_once_for_all_followers(
+    served: WebServer, sse: httpx.Client, grpc_client: LedgerClient
+) -> None:
+    run_id, attempt = new_run(grpc_client, "live-list-many")
+    live = served.server.dashboard.config.app.state.web.live
+    with (
+        sse.stream("GET", "/api/live") as first,
+        sse.stream("GET", "/api/live") as second,
+        sse.stream("GET", "/api/live") as third,
+    ):
+        followers = [events(response) for response in (first, second, third)]
+        for follower in followers:
+            assert next(follower) == ("comment", "", "live")
+        before = live.reads
+        grpc_client.append_steps(run_id=run_id, attempt=attempt, steps=[7], metrics={"loss": [1.0]})
+        for follower in followers:
+            for kind, _, run in follower:
+                if kind == "run" and run["run_id"] == run_id:
+                    break
+            assert run["last_step"] == 7
+        assert live.reads - before <= 2  # One read for the three (a chunk may wake it twice).

@@ -13,7 +13,7 @@ import pytest
 
 from clients import LedgerClient
 from ledger import Ledger
-from tests.web.conftest import Recorded, WebServer, record
+from tests.web.conftest import Recorded, WebServer, fresh_key, record
 
 
 @dataclass
@@ -183,3 +183,27 @@ def test_login_goes_back_only_to_this_site(http: httpx.Client, setup: Setup) -> 
         response = http.post("/login", data={"token": setup.admin, "next": target})
         assert response.status_code == 303
         assert response.headers["location"] == "/"
+
+
+def test_a_scoped_token_follows_only_the_runs_in_its_scope(setup: Setup) -> None:
+    from tests.web.test_live import events
+
+    recorded = setup.recorded
+    headers = {"authorization": f"Bearer {setup.team_operator}"}
+    with (
+        httpx.Client(base_url=setup.server.url, timeout=10.0) as http,
+        LedgerClient(setup.server.address, token=setup.admin, timeout_s=10.0) as client,
+        http.stream("GET", "/api/live", headers=headers) as response,
+    ):
+        assert response.status_code == 200
+        stream = events(response)
+        assert next(stream) == ("comment", "", "live")
+        elsewhere = client.open_run(run_key=fresh_key(), name="elsewhere", parent_account="lab").state.run.run_id
+        outside = client.start_attempt(run_id=elsewhere).attempt
+        client.append_steps(run_id=elsewhere, attempt=outside, steps=[50], metrics={"loss": [0.1]})
+        inside = client.get_run_state(run_id=recorded.run_id).current_attempt
+        client.append_steps(run_id=recorded.run_id, attempt=inside, steps=[50], metrics={"loss": [0.1]})
+        for kind, _, data in stream:
+            if kind == "run":
+                assert (data["run_id"], data["last_step"]) == (recorded.run_id, 50)
+                break
