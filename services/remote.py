@@ -32,7 +32,6 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
-from uuid import UUID, uuid5
 
 from services import render
 from services.render import status_text
@@ -79,7 +78,7 @@ MATCH_MAX = 5_000
 _ID_PREFIX = re.compile(r"[0-9a-fA-F-]+")
 # ledger.domain.base.NAMESPACE (a test keeps them equal), here so that naming a run by its key
 # does not load the ledger.
-RUN_ID_NAMESPACE = UUID("6f1d3c52-8a4e-5b7a-9c3d-2e8f4a1b7c60")
+RUN_ID_NAMESPACE = "6f1d3c52-8a4e-5b7a-9c3d-2e8f4a1b7c60"
 
 
 class Candidate(NamedTuple):
@@ -234,7 +233,9 @@ def choose_run(ref: str, runs: Lister) -> str:
 
 def _by_key(ref: str, runs: Lister) -> str | None:
     """The run opened with run key `ref`, if any (its id is the uuid5 of the key)."""
-    run_id = str(uuid5(RUN_ID_NAMESPACE, f"run:{ref}"))
+    from uuid import UUID, uuid5  # Here: the parser does not need it.
+
+    run_id = str(uuid5(UUID(RUN_ID_NAMESPACE), f"run:{ref}"))
     for run in runs(run_id, ""):
         if run.run_id == run_id:
             return run_id

@@ -246,7 +246,7 @@ def test_run_keys_name_runs_without_loading_the_ledger() -> None:
     from ledger.domain.base import NAMESPACE
     from services.remote import RUN_ID_NAMESPACE
 
-    assert RUN_ID_NAMESPACE == NAMESPACE
+    assert RUN_ID_NAMESPACE == str(NAMESPACE)
 
 
 def test_a_missing_database_is_reported_not_created(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
