@@ -23,6 +23,7 @@ from clients.errors import (
     SpendCapExceeded,
     Unauthenticated,
     Unavailable,
+    WatcherTooSlow,
     error_from_rpc,
 )
 from clients.recorder import Hold, RunRecorder, exit_status
@@ -60,5 +61,6 @@ __all__ = [
     "RunFinished",
     "RunEnded",
     "CurrentVersionMoved",
+    "WatcherTooSlow",
     "GateNotPassed",
 ]

@@ -38,6 +38,7 @@ __all__ = [
     "RunFinished",
     "RunEnded",
     "CurrentVersionMoved",
+    "WatcherTooSlow",
     "GateNotPassed",
     "REASONS",
     "BY_REASON",
@@ -192,6 +193,11 @@ class CurrentVersionMoved(Aborted):
     """A promotion lost its compare-and-set: another version became current first."""
 
 
+class WatcherTooSlow(ResourceExhausted):
+    """A watch of a run fell too far behind the run and was dropped; `metadata["next_position"]`
+    is the position to watch again from."""
+
+
 # Every reason the server can send in ErrorInfo, by area. A reason is stable: it is part of the
 # wire protocol. A reason missing here, or one the server no longer sends, fails the contract test.
 REASONS: frozenset[str] = frozenset(
@@ -302,6 +308,7 @@ BY_REASON: dict[str, type[LedgerClientError]] = {
     "RUN_FINISHED": RunFinished,
     "GATE_NOT_PASSED": GateNotPassed,
     "CURRENT_VERSION_MOVED": CurrentVersionMoved,
+    "WATCHER_TOO_SLOW": WatcherTooSlow,
 }
 
 _BY_CODE: dict[grpc.StatusCode, type[LedgerClientError]] = {

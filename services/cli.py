@@ -268,9 +268,9 @@ def parser(asked: str | None = None) -> argparse.ArgumentParser:
     )
     serve_parser.add_argument(
         "--http",
-        default=HTTP_DEFAULT,
+        default=os.environ.get("TRAINLEDGER_HTTP") or HTTP_DEFAULT,
         metavar="HOST:PORT",
-        help="serve the web dashboard and its JSON API here (default: %(default)s)",
+        help="serve the web dashboard and its JSON API here (default: TRAINLEDGER_HTTP, else %(default)s)",
     )
     serve_parser.add_argument("--no-http", action="store_true", help="serve no dashboard")
     if command_is(asked, "serve"):

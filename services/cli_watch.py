@@ -431,7 +431,9 @@ class Tail(threading.Thread):
         self.stopping = threading.Event()
 
     def run(self) -> None:
-        from clients import LedgerClientError, Unavailable
+        import grpc
+
+        from clients import LedgerClientError, Unavailable, WatcherTooSlow
 
         lost_at: float | None = None
         while not self.stopping.is_set():
@@ -444,7 +446,7 @@ class Tail(threading.Thread):
             except LedgerClientError as error:
                 if self.stopping.is_set():
                     return
-                if error.reason == "WATCHER_TOO_SLOW" and error.metadata.get("next_position", "").isdigit():
+                if isinstance(error, WatcherTooSlow) and error.metadata.get("next_position", "").isdigit():
                     self.next_position = int(error.metadata["next_position"])
                     continue
                 if not isinstance(error, Unavailable):
@@ -456,7 +458,8 @@ class Tail(threading.Thread):
             now = time.monotonic()
             lost_at = now if lost_at is None else lost_at
             if now - lost_at > RECONNECT_S:
-                self.items.put(("error", Unavailable("UNAVAILABLE", f"{why}, and did not come back")))
+                lost = Unavailable(grpc.StatusCode.UNAVAILABLE.name, f"{why}, and did not come back")
+                self.items.put(("error", lost))
                 return
             self.items.put(("notice", f"reconnecting: {why}"))
             self.stopping.wait(RECONNECT_PAUSE_S)
@@ -559,7 +562,7 @@ def follow(view: Follow, items: queue.Queue[Item], screen: Plain | Screen) -> No
 
 def watch(args: argparse.Namespace) -> None:
     """Follow a run until it finishes; see the module's docstring."""
-    from clients import LedgerClientError
+    from clients import DeadlineExceeded, LedgerClientError, Unavailable
 
     terminal = sys.stdout.isatty()
     with remote.talking(args) as client:
@@ -569,7 +572,7 @@ def watch(args: argparse.Namespace) -> None:
         try:
             view.seed_metrics(client.get_metrics(run_id=run_id, min_position=state.position))
         except LedgerClientError as error:
-            if error.code.name in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
+            if isinstance(error, Unavailable | DeadlineExceeded):
                 raise
             # A server without the metrics read: the metrics are those the stream brings.
         view.seed_checkpoints(_checkpoints(client, run_id, state.position))

@@ -155,7 +155,7 @@ def failure_of(error: Exception, address: str) -> Failure:
     and reason (exit status 1)."""
     from clients import DeadlineExceeded, LedgerClientError, Unavailable
 
-    if isinstance(error, Unavailable | DeadlineExceeded) and error.reason in ("", "UNAVAILABLE", "DEADLINE_EXCEEDED"):
+    if isinstance(error, Unavailable | DeadlineExceeded) and error.reason in ("", error.code.name):
         return Failure(
             f"no ledger answers at {address} ({error.message or error.reason});"
             " start one with `trainledger serve`, pass --address HOST:PORT, or read a database file with --db PATH"

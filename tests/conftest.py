@@ -10,6 +10,9 @@ from collections.abc import Iterator
 import pytest
 
 POSTGRES_URL = os.environ.get("TRAINLEDGER_TEST_DATABASE_URL", "")
+# Every `trainledger serve` a test starts serves its dashboard on a free port: tests run servers
+# side by side, and the default 127.0.0.1:8080 would let only one of them start.
+os.environ.setdefault("TRAINLEDGER_HTTP", "127.0.0.1:0")
 BACKENDS = ["sqlite", "postgres"] if POSTGRES_URL else ["sqlite"]
 
 

@@ -35,6 +35,7 @@ from ledger.domain.errors import (
     Unauthenticated,
     Unavailable,
 )
+from ledger.domain.reasons import Reason
 from services.auth import Gate, Identity
 
 __all__ = [
@@ -102,7 +103,7 @@ def from_ledger(error: LedgerError) -> WebError:
             400, "INVALID_PARAMETER", error.message, field=str(metadata.get("field", "")), detail=str(error.reason)
         )
     if status == 500:
-        return WebError(500, "INTERNAL", "internal error")
+        return WebError(500, Reason.INTERNAL, "internal error")
     return WebError(status, str(error.reason), error.message, **{k: v for k, v in metadata.items() if k != "reason"})
 
 

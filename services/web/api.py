@@ -29,6 +29,7 @@ from starlette.responses import Response
 from ledger.domain.base import ledger_id
 from ledger.domain.errors import LedgerError
 from ledger.domain.limits import ID_LENGTH_MAX, check_text
+from ledger.domain.reasons import Reason
 from ledger.domain.topics import event_topics
 from ledger.views import models
 from services.auth import Identity
@@ -236,7 +237,7 @@ async def resolve_run(web: Web, identity: Identity, ref: str) -> str:
     try:
         check_text(ref, "run", limit=1_024)
     except LedgerError:
-        raise WebError(404, "RUN_NOT_FOUND", "no such run", run=ref[:64]) from None
+        raise WebError(404, Reason.RUN_NOT_FOUND, "no such run", run=ref[:64]) from None
     run_id, candidates = await web.call(_choose, web.ledger, ref)
     scope = web.access.scope(identity)
     if run_id is None and candidates and scope:  # A scoped token only hears of runs it may read.
@@ -254,8 +255,8 @@ async def resolve_run(web: Web, identity: Identity, ref: str) -> str:
         )
     if run_id is None:
         if scope:
-            raise WebError(403, "OUTSIDE_SCOPE", f"outside the token's scope (account {scope})", scope=scope)
-        raise WebError(404, "RUN_NOT_FOUND", f"no run {ref}", run=ref[:64])
+            raise WebError(403, Reason.OUTSIDE_SCOPE, f"outside the token's scope (account {scope})", scope=scope)
+        raise WebError(404, Reason.RUN_NOT_FOUND, f"no run {ref}", run=ref[:64])
     await web.access.authorize("run", identity, Subject(run_id=run_id))
     return run_id
 
@@ -302,7 +303,7 @@ async def runs_page(web: Web, request: HTTPConnection, identity: Identity) -> mo
     scope = web.access.scope(identity)
     if scope:
         if account and not await web.access.within(identity, account):
-            raise WebError(403, "OUTSIDE_SCOPE", f"outside the token's scope (account {scope})", scope=scope)
+            raise WebError(403, Reason.OUTSIDE_SCOPE, f"outside the token's scope (account {scope})", scope=scope)
         account = account or scope
     return await web.call(
         web.ledger.list_runs, limit=limit, after=after, status=wanted_status, name_contains=name, account=account
@@ -458,7 +459,7 @@ async def read_family(web: Web, request: HTTPConnection) -> models.Family:
     try:
         check_text(name, "family", limit=1_024)
     except LedgerError:
-        raise WebError(404, "FAMILY_NOT_FOUND", "no such family") from None
+        raise WebError(404, Reason.FAMILY_NOT_FOUND, "no such family") from None
     family: models.Family = await web.call(web.ledger.family, name)
     return family
 

@@ -31,6 +31,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ledger.domain.errors import LedgerError
+from ledger.domain.reasons import Reason
 from services.auth import Gate
 from services.edge import CLIENT, Edge
 from services.web import api, pages
@@ -106,7 +107,7 @@ async def _http_error(request: Request, error: Exception) -> Response:
 
 async def _unexpected(request: Request, error: Exception) -> Response:
     log.error("unexpected error serving %s", request.url.path, exc_info=error)
-    return _respond(request, WebError(500, "INTERNAL", "internal error"))
+    return _respond(request, WebError(500, Reason.INTERNAL, "internal error"))
 
 
 def _last_event_id(request: Request) -> int:

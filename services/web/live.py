@@ -35,6 +35,7 @@ from uuid import UUID
 
 from ledger.domain.base import ledger_id
 from ledger.domain.errors import LedgerError
+from ledger.domain.reasons import Reason
 from services.edge import READ_TIMEOUT_MAX_S, Edge
 from services.watch import BACKLOG_BYTES_MAX, BACKLOG_MESSAGES_MAX, WATCHERS_MAX, WATCHERS_PER_CALLER_MAX
 from services.web.access import WebError
@@ -86,7 +87,7 @@ class Follower:
                     sse(
                         "error",
                         {
-                            "reason": "WATCHER_TOO_SLOW",
+                            "reason": Reason.WATCHER_TOO_SLOW,
                             "message": f"this stream fell more than {self.messages_max} events or "
                             f"{self.bytes_max} bytes behind: reconnect",
                             "next_position": resume,
@@ -134,7 +135,7 @@ class _Bounds:
                 ("caller", self.per_caller_max) if self.per_caller[key] >= self.per_caller_max else ("server", self.max)
             )
             raise WebError(
-                429, "TOO_MANY_WATCHERS", f"too many live streams: {limit} per {scope}", scope=scope, limit=limit
+                429, Reason.TOO_MANY_WATCHERS, f"too many live streams: {limit} per {scope}", scope=scope, limit=limit
             )
 
     def enter(self, key: str) -> Follower:
@@ -267,7 +268,7 @@ class RunStream:
             raise
         except Exception:  # Storage, projection: the followers end, and reconnect.
             for follower in self.followers:
-                follower.push(sse("error", {"reason": "UNAVAILABLE", "message": "the ledger could not be read"}))
+                follower.push(sse("error", {"reason": Reason.UNAVAILABLE, "message": "the ledger could not be read"}))
             self.close()
         else:
             self.close()

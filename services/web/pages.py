@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from ledger.domain.errors import LedgerError
+from ledger.domain.reasons import Reason
 from ledger.views import models
 from services.codec import pages as tokens
 from services.tables import usd
@@ -475,7 +476,7 @@ async def _form(request: Request) -> dict[str, str]:
     async for chunk in request.stream():
         body += chunk
         if len(body) > FORM_BYTES_MAX:
-            raise WebError(413, "REQUEST_TOO_LARGE", f"a form is at most {FORM_BYTES_MAX} bytes")
+            raise WebError(413, Reason.REQUEST_TOO_LARGE, f"a form is at most {FORM_BYTES_MAX} bytes")
     try:
         pairs = parse_qsl(body.decode(), keep_blank_values=True, max_num_fields=8)
     except (UnicodeDecodeError, ValueError):

@@ -46,6 +46,7 @@ BRANCHED = [
     ("RUN_FINISHED", client_errors.RunFinished, grpc.StatusCode.FAILED_PRECONDITION),
     ("GATE_NOT_PASSED", client_errors.GateNotPassed, grpc.StatusCode.FAILED_PRECONDITION),
     ("CURRENT_VERSION_MOVED", client_errors.CurrentVersionMoved, grpc.StatusCode.ABORTED),
+    ("WATCHER_TOO_SLOW", client_errors.WatcherTooSlow, grpc.StatusCode.RESOURCE_EXHAUSTED),
 ]
 STATUS_CLASS = {
     grpc.StatusCode.RESOURCE_EXHAUSTED: client_errors.ResourceExhausted,

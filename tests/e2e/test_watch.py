@@ -346,11 +346,6 @@ def test_the_step_count_comes_from_the_spec(spec: dict[str, object], total: int 
     assert total_steps(spec) == total
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="services/__init__.py imports services.server, so every `trainledger` command, watch included,"
-    " imports grpc and the ledger (sqlite_utils, pandas) before it parses its arguments",
-)
 def test_the_watch_command_starts_without_importing_the_server_or_the_ledger() -> None:
     probe = (
         "import sys\n"
