@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository r
 from clients import LedgerClient, RunEnded, SpendCapExceeded, Unavailable  # noqa: E402
 from clients.integrations.pricing import TokenPrices  # noqa: E402
 from clients.integrations.tinker import LedgeredServiceClient, ResumeReason, ResumeRefused  # noqa: E402
+from trainledger.bills import usd_text  # noqa: E402
 
 # Micro-dollars per million tokens. PLACEHOLDERS: copy the figures of your own price sheet.
 PRICES = TokenPrices(
@@ -128,13 +129,13 @@ def main() -> int:
                         ).result()
                         print(f"  checkpoint {paths['path']}")
         except SpendCapExceeded as refused:
-            print(f"stopped: the cap refused a hold ({refused.remaining_usd_micro} micro-dollars left)")
+            print(f"stopped: the cap refused a hold ({usd_text(refused.remaining_usd_micro or 0)} left)")
         except Unavailable as away:  # the ledger stayed away past the outage budget: no call without a hold
             print(f"failed: the ledger cannot be reached ({away.message}); rerun with --reopen to resume")
             return 1
         position = tc.recorder.state.position if tc.recorder.state is not None else 0
         state = ledger.get_run_state(run_id=tc.run_id, min_position=position)
-        print(f"run {state.run.status}: {state.spend.committed_usd_micro} micro-dollars committed")
+        print(f"run {state.run.status}: {usd_text(state.spend.committed_usd_micro)} committed")
     return 0
 
 

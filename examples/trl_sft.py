@@ -35,6 +35,7 @@ from clients import LedgerClient, RunEnded  # noqa: E402
 from clients.integrations.pricing import GpuPrice  # noqa: E402
 from clients.integrations.transformers import LedgerCallback, ResumeRefused, spec_for  # noqa: E402
 from clients.runkey import file_digest  # noqa: E402
+from trainledger.bills import usd_text  # noqa: E402
 
 
 def start_local_ledger(directory: str) -> tuple[subprocess.Popen[str], str]:
@@ -175,8 +176,8 @@ def main() -> int:
         print(
             f"run {state.run.run_id}: {state.run.status}, attempt {state.current_attempt}, "
             f"last step {state.last_step}, checkpoint {checkpoint.step if checkpoint is not None else None}, "
-            f"spent {spend.committed_usd_micro / 1e6:.6f} USD"
-            + (f" of {spend.cap_usd_micro / 1e6:.2f}" if spend.cap_usd_micro is not None else "")
+            f"spent {usd_text(spend.committed_usd_micro)}"
+            + (f" of {usd_text(spend.cap_usd_micro)}" if spend.cap_usd_micro is not None else "")
         )
         print(f"summary: {state.run.summary}")
         print(f"recorder counters: {callback.recorder.counters}")
