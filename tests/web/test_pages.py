@@ -198,6 +198,14 @@ def test_a_run_page_names_the_run_by_name(http: httpx.Client, recorded: Recorded
     assert page(http, "/runs/web-chart").one("main").attrs["data-run-id"] == recorded.run_id
 
 
+def test_a_run_with_no_attempt_yet_reads_as_opened_not_running(http: httpx.Client, grpc_client: LedgerClient) -> None:
+    run_id = grpc_client.open_run(run_key=fresh_key(), name="web-not-started").state.run.run_id
+    cell = page(http, "/runs/" + run_id).one(data_field="status")
+    assert (cell.text, cell.attrs["data-status"]) == ("opened (no attempt yet)", "running")
+    row = page(http, "/", name="web-not-started").one("tr", data_run_id=run_id)
+    assert row.one(data_field="status").text == "opened (no attempt yet)"
+
+
 def test_stored_text_is_escaped(http: httpx.Client, grpc_client: LedgerClient) -> None:
     name = '<script>alert("x")</script>'
     run_id = grpc_client.open_run(run_key=fresh_key(), name=name, spec={"note": "</pre><b>bold</b>"}).state.run.run_id
