@@ -25,6 +25,7 @@ from ledger.domain.errors import LedgerError
 from ledger.domain.reasons import Reason
 from ledger.views import models
 from services.codec import pages as tokens
+from services.render import status_text
 from services.tables import usd
 from services.web import api
 from services.web.access import METHODS, TOKEN_COOKIE, Subject, WebError
@@ -137,7 +138,7 @@ def run_row(run: models.RunSummary) -> str:
         f'<tr data-run-id="{e(run.run_id)}">'
         f'<td><input type="checkbox" name="run" value="{e(run.run_id)}" form="compare" aria-label="compare"></td>'
         f'<td data-field="name"><a href="/runs/{e(run.run_id)}">{e(run.name or run.run_id)}</a></td>'
-        f'<td data-field="status" data-status="{e(run.status)}">{e(run.status)}</td>'
+        f'<td data-field="status" data-status="{e(run.status)}">{e(status_text(run.status, run.current_attempt))}</td>'
         f'<td data-field="attempt">{e(run.current_attempt)}</td>'
         f'<td data-field="last_step">{e(run.last_step)}</td>'
         f'<td data-field="spend" data-committed-usd-micro="{run.committed_usd_micro}"'
@@ -246,7 +247,8 @@ async def run(request: Request) -> Response:
     )
     facts = (
         '<dl class="facts">'
-        f'<dt>status</dt><dd data-field="status" data-status="{e(info.status)}">{e(info.status)}</dd>'
+        f'<dt>status</dt><dd data-field="status" data-status="{e(info.status)}">'
+        f"{e(status_text(info.status, state.current_attempt))}</dd>"
         f'<dt>attempt</dt><dd data-field="attempt">{e(state.current_attempt)}</dd>'
         f'<dt>last step</dt><dd data-field="last_step">{e(state.last_step)}</dd>'
         f'<dt>spend</dt><dd data-field="spend">{bar(spend.committed_usd_micro, spend.cap_usd_micro)}'

@@ -110,8 +110,18 @@ function onResize(figure, redraw) {
 function setField(name, text, root = document) {
   for (const cell of root.querySelectorAll(`[data-field="${name}"]`)) {
     if (cell.textContent !== text) cell.textContent = text;
-    if (name === "status") cell.dataset.status = text;
   }
+}
+
+// A run's status as people read it (services/render.py status_text): a run opened with no attempt
+// yet is not running.
+function statusText(status, attempt) {
+  return (status === "running" || status === "") && attempt === 0 ? "opened (no attempt yet)" : status;
+}
+
+function setStatus(status, attempt, root = document) {
+  setField("status", statusText(status, attempt), root);
+  for (const cell of root.querySelectorAll('[data-field="status"]')) cell.dataset.status = status;
 }
 
 /** The attempt-start markers: a resumed attempt starts after its checkpoint's step. */
@@ -395,7 +405,7 @@ function runPage(main) {
   });
   source.addEventListener("state", (message) => {
     const state = JSON.parse(message.data);
-    setField("status", state.run.status);
+    setStatus(state.run.status, state.current_attempt ?? -1);
     if (state.last_step !== null && state.last_step !== undefined) setField("last_step", String(state.last_step));
     if (state.spend) updateSpendCells(document, state.spend);
     setField("attempt", String(state.current_attempt));
@@ -431,7 +441,7 @@ function runsPage() {
       table.tBodies[0].prepend(row);
       document.querySelector("main p.empty")?.remove();
     }
-    setField("status", run.status, row);
+    setStatus(run.status, run.current_attempt, row);
     setField("attempt", String(run.current_attempt), row);
     setField("last_step", run.last_step === null || run.last_step === undefined ? "-" : String(run.last_step), row);
     updateSpendCells(row, run);
@@ -458,7 +468,7 @@ function newRunRow(run) {
   link.href = `/runs/${encodeURIComponent(run.run_id)}`;
   link.textContent = run.name || run.run_id;
   cell("name", link);
-  cell("status", run.status).dataset.status = run.status;
+  cell("status", statusText(run.status, run.current_attempt)).dataset.status = run.status;
   cell("attempt", String(run.current_attempt));
   cell("last_step", run.last_step === null || run.last_step === undefined ? "-" : String(run.last_step));
   const bar = document.createElement("div");
