@@ -92,6 +92,14 @@ def test_a_trainer_token_with_x_principal_bob_still_records_the_tokens_principal
     assert principals(served, admin) == ["alice"]
 
 
+def test_a_token_works_as_soon_as_it_is_issued(served: Served) -> None:
+    admin = served.ledger.issue_token(holder="root", role="admin", **WHO).bearer
+    open_run(served, bearer(admin))  # The server has just read its token book.
+    trainer = served.ledger.issue_token(holder="alice", role="trainer", **WHO).bearer
+    assert open_run(served, bearer(trainer)).position > 0
+    assert principals(served, admin)[-1] == "alice"
+
+
 def test_once_a_token_exists_calls_without_a_good_one_are_unauthenticated(served: Served) -> None:
     issued = served.ledger.issue_token(holder="alice", role="trainer", **WHO)
     token_id = issued.token.token_id
