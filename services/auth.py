@@ -20,7 +20,10 @@ or expired: revoking the last admin token locks the ledger (a new admin token is
   outside every scope, so a scoped token cannot learn whether it exists.
 
 The book is read from storage at most once per CACHE_S per server, so a revocation written by any
-process (another replica, `trainledger tokens revoke`) is refused everywhere within that time.
+process (another replica, `trainledger tokens revoke`) is refused everywhere within that time. A
+token the book does not hold makes it read again (one read at a time, shared by every call waiting
+for it, so unknown tokens cannot make the server read storage once per call): a token works as
+soon as it is issued.
 """
 
 from __future__ import annotations
@@ -156,20 +159,25 @@ class Gate:
         self._lock = asyncio.Lock()
         self._warned: set[tuple[str, str]] = set()
 
-    async def book(self) -> dict[str, Token]:
-        """The token book, read from storage when the copy in memory is older than CACHE_S."""
-        if self.clock() - self._read_at < CACHE_S:
+    async def book(self, *, since: float | None = None) -> dict[str, Token]:
+        """The token book, read from storage when the copy in memory is older than CACHE_S, or
+        (with `since`, a time of self.clock) when it was read before that time. Reads are one at
+        a time: callers waiting meanwhile share the read that ends their wait."""
+        if since is None and self.clock() - self._read_at < CACHE_S:
             return self._book
         async with self._lock:
-            if self.clock() - self._read_at >= CACHE_S:
+            stale = self.clock() - self._read_at >= CACHE_S if since is None else self._read_at < since
+            if stale:
+                started = self.clock()  # The book holds every token issued before its read began.
                 self._book = await self.edge.call(self.edge.ledger.token_book)
-                self._read_at = self.clock()
+                self._read_at = started
         return self._book
 
     async def authenticate(self, method: str, metadata: Mapping[str, str]) -> Identity:
         """The caller's identity. Raises Unauthenticated, PermissionDenied (ROLE_NOT_ALLOWED)."""
         if method.startswith(OPEN_PREFIXES):
             return Identity(None)
+        arrived = self.clock()
         book = await self.book()
         if not book and not self.required:
             return Identity(None)
@@ -183,6 +191,8 @@ class Gate:
             raise Unauthenticated("the authorization is not a bearer token", reason=Reason.TOKEN_INVALID)
         token_id, secret = parse_bearer(credential.strip())
         token = book.get(token_id)
+        if token is None:  # Perhaps issued since the book was read: read it again.
+            token = (await self.book(since=arrived)).get(token_id)
         if token is None:
             raise Unauthenticated("the bearer token is not valid", reason=Reason.TOKEN_INVALID)
         token.check(secret, self.edge.ledger.clock())
