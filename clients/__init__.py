@@ -1,7 +1,10 @@
 """The Python client of trainledger: sync and asyncio clients side by side, the trainer-facing
 RunRecorder, and run keys. Talks to a server over gRPC only; never imports ledger/ or services/."""
 
-from clients.aio import AsyncLedgerClient
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from clients.client import LedgerClient
 from clients.errors import (
     Aborted,
@@ -26,7 +29,6 @@ from clients.errors import (
     WatcherTooSlow,
     error_from_rpc,
 )
-from clients.recorder import Hold, RunRecorder, exit_status
 from clients.retry import RetryPolicy
 from clients.runkey import dataset_digest, file_digest, run_key
 from clients.tls import TLS
@@ -64,3 +66,27 @@ __all__ = [
     "WatcherTooSlow",
     "GateNotPassed",
 ]
+
+if TYPE_CHECKING:
+    from clients.aio import AsyncLedgerClient
+    from clients.recorder import Hold, RunRecorder, exit_status
+
+# Imported on first use: the asyncio client and the recorder cost a command-line read their
+# import time (asyncio, threads) and it needs neither.
+_LAZY = {
+    "AsyncLedgerClient": "clients.aio",
+    "Hold": "clients.recorder",
+    "RunRecorder": "clients.recorder",
+    "exit_status": "clients.recorder",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
