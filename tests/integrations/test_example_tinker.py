@@ -42,8 +42,9 @@ def test_a_dry_run_with_a_cap_never_commits_beyond_it(server: ServerThread, clie
     ]
     assert len(refused) == 1
     # What the example says agrees with the ledger.
-    committed = re.search(r"run stopped: (\d+) micro-dollars committed", done.stdout)
-    assert committed is not None and int(committed.group(1)) == spend.committed_usd_micro
+    committed = re.search(r"run stopped: \$(\d+)\.(\d{6}) committed", done.stdout)
+    assert committed is not None, done.stdout
+    assert int(committed.group(1)) * 1_000_000 + int(committed.group(2)) == spend.committed_usd_micro
 
     # Run again, the stopped run is not resumed unless asked to.
     again = run_example("--cap-usd", "0.0005", "--ledger", server.address)
@@ -55,6 +56,6 @@ def test_a_dry_run_with_a_cap_never_commits_beyond_it(server: ServerThread, clie
 def test_a_dry_run_on_its_own_ledger_stays_under_its_cap() -> None:
     done = run_example("--cap-usd", "0.0005")
     assert done.returncode == 0, done.stderr[-3000:]
-    committed = re.search(r"run (\w+): (\d+) micro-dollars committed", done.stdout)
+    committed = re.search(r"run (\w+): \$0\.(\d{6}) committed", done.stdout)
     assert committed is not None, done.stdout
     assert committed.group(1) == "stopped" and int(committed.group(2)) <= 500
