@@ -188,11 +188,16 @@ class RunsMethods(Transport):
 
     def get_metrics(self, *, run_id: str, min_position: int = 0, timeout_s: float | None = None) -> list[MetricStats]:
         """Every metric of the run's live line of steps, by name: count, first and last step, the
-        last value, min and max."""
-        request = runs_pb2.GetMetricsRequest(run_id=run_id, min_position=min_position)
-        return self._ask(
-            "Runs", "GetMetrics", request, lambda response: reply(RunMetrics)(response).metrics, timeout_s=timeout_s
-        )
+        last value, min and max (read a page at a time, each within the deadline)."""
+        metrics: list[MetricStats] = []
+        token = ""
+        while True:
+            request = runs_pb2.GetMetricsRequest(run_id=run_id, min_position=min_position, page_token=token)
+            page = self._ask("Runs", "GetMetrics", request, reply(RunMetrics), timeout_s=timeout_s)
+            metrics += page.metrics
+            token = page.next_page_token
+            if not token:
+                return metrics
 
     def list_checkpoints(
         self,

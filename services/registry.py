@@ -13,7 +13,7 @@ from ledger.domain.reasons import Reason
 from ledger.views.models import Family, FamilyPage, FamilySummary
 from services import codec
 from services.codec import messages
-from services.codec.pages import families_after, families_token, versions_after, versions_token
+from services.codec.pages import name_after, name_token, versions_after, versions_token
 from services.edge import Edge
 from services.interceptors import audit
 from trainledger.v1 import registry_pb2, registry_pb2_grpc
@@ -125,7 +125,7 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         self, request: registry_pb2.ListFamiliesRequest, context: Context
     ) -> registry_pb2.ListFamiliesResponse:
         size = codec.page_size(request.page_size, FAMILIES_PAGE_DEFAULT)
-        after = families_after(request.page_token)
+        after = name_after(request.page_token)
         timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
 
         def read() -> list[FamilySummary]:
@@ -139,5 +139,5 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
                 registry_pb2.FamilySummary(family=f.family, current=f.current, version_count=f.version_count)
                 for f in page
             ],
-            next_page_token=families_token(page[-1].family) if len(found) > size else "",
+            next_page_token=name_token(page[-1].family) if len(found) > size else "",
         )

@@ -10,9 +10,11 @@ import grpc
 from ledger.domain.errors import Invalid, LedgerError
 from ledger.domain.limits import PAGE_SIZE_MAX
 from ledger.domain.reasons import Reason
+from ledger.views.charts import METRICS_LISTED_MAX
 from ledger.views.models import RunPage
 from services import codec
 from services.codec import messages
+from services.codec.pages import name_after, name_token
 from services.edge import Edge
 from services.interceptors import audit
 from services.watch import Watchers, caller
@@ -172,11 +174,18 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
         )
 
     async def GetMetrics(self, request: runs_pb2.GetMetricsRequest, context: Context) -> runs_pb2.GetMetricsResponse:
+        size = codec.page_size(request.page_size, METRICS_LISTED_MAX)
+        after = name_after(request.page_token)
         timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
 
         def read() -> runs_pb2.GetMetricsResponse:
-            stats = self.ledger.metric_stats(request.run_id, min_position=request.min_position, timeout_s=timeout_s)
-            return runs_pb2.GetMetricsResponse(metrics=[messages.metric_stats(s) for s in stats])
+            stats = self.ledger.metric_stats(
+                request.run_id, after=after, limit=size + 1, min_position=request.min_position, timeout_s=timeout_s
+            )
+            return runs_pb2.GetMetricsResponse(
+                metrics=[messages.metric_stats(s) for s in stats[:size]],
+                next_page_token=name_token(stats[size - 1].name) if len(stats) > size else "",
+            )
 
         return await self.edge.call(read)
 

@@ -147,9 +147,10 @@ class MetricStats(Model, frozen=True, kw_only=True):
 
 
 class RunMetrics(Model, frozen=True, kw_only=True):
-    """get_metrics: every metric of a run's live line of steps, by name."""
+    """A page of a run's metrics, by name; `next_page_token` continues it ("" after the last)."""
 
     metrics: list[MetricStats] = msgspec.field(default_factory=empty_list)
+    next_page_token: str = ""
 
 
 class SeriesPage(Model, frozen=True, kw_only=True):

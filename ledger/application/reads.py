@@ -26,6 +26,7 @@ from ledger.domain.limits import (
 from ledger.domain.reasons import Reason
 from ledger.domain.topics import event_topics
 from ledger.views import models
+from ledger.views.charts import METRICS_LISTED_MAX
 
 __all__ = ["Reads"]
 
@@ -77,13 +78,21 @@ class Reads(Kernel):
 
     @storage_read
     def metric_stats(
-        self, run_id: str, *, min_position: int = 0, timeout_s: float = 5.0
+        self,
+        run_id: str,
+        *,
+        after: str = "",
+        limit: int = METRICS_LISTED_MAX,
+        min_position: int = 0,
+        timeout_s: float = 5.0,
     ) -> tuple[models.MetricStats, ...]:
-        """Every metric of the run's live line of steps, by name (ViewReader.metric_stats).
-        Raises NotFound."""
+        """At most `limit` metrics of the run's live line of steps, by name after `after`
+        (ViewReader.metric_stats). Raises NotFound."""
         check_reference(run_id, "run_id")
+        check_int(limit, "limit", minimum=1, maximum=PAGE_SIZE_MAX + 1)
+        check_text(after, "after", limit=ID_LENGTH_MAX)
         self.wait(min_position, timeout_s)
-        stats = self.views.metric_stats(run_id)
+        stats = self.views.metric_stats(run_id, after=after, limit=limit)
         if stats is None:
             raise NotFound(f"no run {run_id}", reason=Reason.RUN_NOT_FOUND, run_id=run_id)
         return stats

@@ -43,10 +43,14 @@ from ledger.views.models import (
 )
 from ledger.views.rows import CHECKPOINT_COLUMNS, remaining, to_checkpoint, utc_time
 
-__all__ = ["RAW_FACTOR", "ChartReads"]
+__all__ = ["RAW_FACTOR", "METRICS_LISTED_MAX", "CHART_METRICS_MAX", "ChartReads"]
 
 #: A chart reads at most about this many buckets (or raw steps) per point of its width.
 RAW_FACTOR = 4
+# A run may hold any number of metrics: metric_stats answers a page of them, and a chart that names
+# none draws the first CHART_METRICS_MAX by name.
+METRICS_LISTED_MAX = 1_000
+CHART_METRICS_MAX = 64
 #: Past every step (STEP_MAX is 2**53): the end of the range of an attempt nothing superseded.
 _END = 2**53 - 1
 _TOP = ROLLUP_SHIFTS[-1]
@@ -134,11 +138,10 @@ class ChartReads:
             lowest = floor if lowest is None else min(lowest, floor)
         return floors
 
-    def _metric_names(self, run_id: str) -> list[str]:
-        """The run's metrics by name: one index seek each."""
+    def _metric_names(self, run_id: str, *, after: str = STEPS_METRIC, limit: int) -> list[str]:
+        """At most `limit` of the run's metrics by name, after `after`: one index seek each."""
         names: list[str] = []
-        after = STEPS_METRIC
-        while True:
+        while len(names) < limit:
             row = self._row(
                 "SELECT metric FROM view_series_rollup WHERE run_id = ? AND metric > ? ORDER BY metric LIMIT 1",
                 (run_id, after),
@@ -147,6 +150,7 @@ class ChartReads:
                 return names
             after = row[0]
             names.append(after)
+        return names
 
     def _spans(self, run_id: str) -> dict[int, tuple[int, int]]:
         """Each attempt's first and last recorded step."""
@@ -261,12 +265,16 @@ class ChartReads:
                         out[name] = merge(out.get(name), one)
         return out
 
-    def metric_stats(self, run_id: str) -> tuple[MetricStats, ...] | None:
-        """Every metric over the run's live line of steps, exact, by name; None for an unknown run."""
+    def metric_stats(
+        self, run_id: str, *, after: str = "", limit: int = METRICS_LISTED_MAX
+    ) -> tuple[MetricStats, ...] | None:
+        """At most `limit` metrics over the run's live line of steps, exact, by name after `after`
+        (a run may hold any number of metrics: they are read a page at a time); None for an
+        unknown run."""
         floors = self._floors(run_id)
         if floors is None:
             return None
-        names = self._metric_names(run_id)
+        names = self._metric_names(run_id, after=after or STEPS_METRIC, limit=limit)
         spans = self._spans(run_id)
         totals: dict[str, Aggregate] = {}
         for attempt, floor in floors.items():
@@ -300,12 +308,13 @@ class ChartReads:
         to_step: int | None = None,
         width: int = 800,
     ) -> Chart | None:
-        """The run's metrics (all when none are named) over [from_step, to_step] (default: every
-        recorded step), at most about `width` points a series; None for an unknown run."""
+        """The run's metrics (the first CHART_METRICS_MAX by name when none are named) over
+        [from_step, to_step] (default: every recorded step), at most about `width` points a
+        series; None for an unknown run."""
         floors = self._floors(run_id)
         if floors is None:
             return None
-        names = list(dict.fromkeys(metrics)) or self._metric_names(run_id)
+        names = list(dict.fromkeys(metrics)) or self._metric_names(run_id, limit=CHART_METRICS_MAX)
         spans = self._spans(run_id)
         low = min((span[0] for span in spans.values()), default=0) if from_step is None else from_step
         high = max((span[1] for span in spans.values()), default=low) if to_step is None else to_step

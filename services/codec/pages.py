@@ -26,8 +26,8 @@ __all__ = [
     "position_after",
     "versions_token",
     "versions_after",
-    "families_token",
-    "families_after",
+    "name_token",
+    "name_after",
 ]
 
 
@@ -122,13 +122,13 @@ def versions_after(token: str) -> tuple[int, int]:
     return value[0], value[1]
 
 
-def families_token(family: str) -> str:
-    """The ListFamilies token after a page: its last family's name."""
-    return encode_token([family])
+def name_token(name: str) -> str:
+    """The token after a page of things listed by name (ListFamilies, GetMetrics): its last name."""
+    return encode_token([name])
 
 
-def families_after(token: str) -> str:
-    """The family name a ListFamilies page follows; "" for the first page."""
+def name_after(token: str) -> str:
+    """The name a page of things listed by name follows; "" for the first page."""
     if not token:
         return ""
     value = decode_token(token)

@@ -404,3 +404,25 @@ def test_list_checkpoints_pages_in_step_order(world: World) -> None:
         with pytest.raises(InvalidArgument) as bad:
             client.list_checkpoints(run_id=world.ids["sft"], page_token="bm90IGEgdG9rZW4")
         assert bad.value.reason == "INVALID_PAGE_TOKEN"
+
+
+def test_get_metrics_pages_by_name(world: World) -> None:
+    import grpc
+
+    from trainledger.v1 import runs_pb2, runs_pb2_grpc
+
+    with grpc.insecure_channel(world.address) as channel:
+        stub = runs_pb2_grpc.RunsStub(channel)
+        first = stub.GetMetrics(runs_pb2.GetMetricsRequest(run_id=world.ids["sft"], page_size=1))
+        assert [m.name for m in first.metrics] == ["eval_loss"] and first.next_page_token
+        second = stub.GetMetrics(
+            runs_pb2.GetMetricsRequest(run_id=world.ids["sft"], page_size=1, page_token=first.next_page_token)
+        )
+        assert [m.name for m in second.metrics] == ["loss"] and second.next_page_token == ""
+    with LedgerClient(world.address) as client:
+        metrics = client.get_metrics(run_id=world.ids["sft"])
+    # The live line: attempt 1's steps 0..9, then attempt 2's 10..24.
+    assert [(m.name, m.count, m.first_step, m.last_step, m.last) for m in metrics] == [
+        ("eval_loss", 1, 9, 9, 1.5),
+        ("loss", 25, 0, 24, 0.125),
+    ]

@@ -359,3 +359,17 @@ def test_the_chart_view_rebuilds_alone_to_the_same_rows(ledger: Ledger) -> None:
     assert ledger.metric_stats(run_id) == stats
     (loss,) = [s for s in stats if s.name == "loss"]
     assert (loss.count, loss.first_step, loss.last_step) == (30_001, 0, 30_000)
+
+
+def test_a_run_with_many_metrics_is_read_a_page_at_a_time(ledger: Ledger) -> None:
+    run_id = ledger.open_run(run_key="many-metrics", name="m", spec={}).run_id
+    ledger.start_attempt(run_id=run_id, label="a1")
+    names = [f"m{index:03d}" for index in range(70)]
+    ledger.append_steps(run_id=run_id, attempt=1, steps=[0, 1], metrics={name: [1.0, 2.0] for name in names})
+    ledger.wait(ledger.head())
+    first = ledger.metric_stats(run_id, limit=50)
+    rest = ledger.metric_stats(run_id, after=first[-1].name, limit=50)
+    assert [s.name for s in first] == names[:50] and [s.name for s in rest] == names[50:]
+    assert {(s.count, s.min, s.max, s.last) for s in (*first, *rest)} == {(2, 1.0, 2.0, 2.0)}
+    # A chart that names no metric draws the first 64 by name.
+    assert [m.name for m in ledger.chart(run_id).metrics] == names[:64]

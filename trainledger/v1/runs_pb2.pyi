@@ -413,18 +413,24 @@ class LinkSessionResponse(_message.Message):
     def __init__(self, position: _Optional[int] = ..., duplicate: _Optional[bool] = ...) -> None: ...
 
 class GetMetricsRequest(_message.Message):
-    __slots__ = ("run_id", "min_position")
+    __slots__ = ("run_id", "min_position", "page_size", "page_token")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     MIN_POSITION_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     min_position: int
-    def __init__(self, run_id: _Optional[str] = ..., min_position: _Optional[int] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    def __init__(self, run_id: _Optional[str] = ..., min_position: _Optional[int] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class GetMetricsResponse(_message.Message):
-    __slots__ = ("metrics",)
+    __slots__ = ("metrics", "next_page_token")
     METRICS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     metrics: _containers.RepeatedCompositeFieldContainer[MetricStats]
-    def __init__(self, metrics: _Optional[_Iterable[_Union[MetricStats, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, metrics: _Optional[_Iterable[_Union[MetricStats, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class MetricStats(_message.Message):
     __slots__ = ("name", "count", "first_step", "last_step", "last", "min", "max")
