@@ -11,6 +11,7 @@ from clients.errors import (
     AlreadyExists,
     AttemptSuperseded,
     Cancelled,
+    CheckpointProtected,
     CurrentVersionMoved,
     DeadlineExceeded,
     FailedPrecondition,
@@ -23,6 +24,7 @@ from clients.errors import (
     ResourceExhausted,
     RunEnded,
     RunFinished,
+    RunRetracted,
     SpendCapExceeded,
     Unauthenticated,
     Unavailable,
@@ -64,6 +66,8 @@ __all__ = [
     "RunEnded",
     "CurrentVersionMoved",
     "WatcherTooSlow",
+    "RunRetracted",
+    "CheckpointProtected",
     "GateNotPassed",
 ]
 

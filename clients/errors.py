@@ -40,6 +40,8 @@ __all__ = [
     "CurrentVersionMoved",
     "WatcherTooSlow",
     "GateNotPassed",
+    "RunRetracted",
+    "CheckpointProtected",
     "REASONS",
     "BY_REASON",
     "error_from_rpc",
@@ -193,6 +195,15 @@ class CurrentVersionMoved(Aborted):
     """A promotion lost its compare-and-set: another version became current first."""
 
 
+class RunRetracted(FailedPrecondition):
+    """A write to a run an operator retracted: the run takes no more writes (its history stays)."""
+
+
+class CheckpointProtected(FailedPrecondition):
+    """A checkpoint deletion was refused: the checkpoint is the live resume point, the best on the
+    run's objective or a registered version's source (`metadata["protected_by"]` says which)."""
+
+
 class WatcherTooSlow(ResourceExhausted):
     """A watch of a run fell too far behind the run and was dropped; `metadata["next_position"]`
     is the position to watch again from."""
@@ -256,6 +267,7 @@ REASONS: frozenset[str] = frozenset(
         "PARENT_TOO_DEEP",
         "ACCOUNT_NAME_RESERVED",
         "CHECKPOINT_ALREADY_EXPIRED",
+        "MAX_STEPS_BELOW_LAST_STEP",
         # Unknown things (NotFound).
         "RUN_NOT_FOUND",
         "ATTEMPT_NOT_FOUND",
@@ -264,6 +276,7 @@ REASONS: frozenset[str] = frozenset(
         "RESERVATION_NOT_FOUND",
         "FAMILY_NOT_FOUND",
         "VERSION_NOT_FOUND",
+        "NO_SCORED_CHECKPOINT",
         # The same id with a different payload (AlreadyExists).
         "EXISTS_WITH_DIFFERENT_PAYLOAD",
         "STEP_ALREADY_RECORDED",
@@ -271,6 +284,11 @@ REASONS: frozenset[str] = frozenset(
         "RUN_FINISHED",
         "ATTEMPT_SUPERSEDED",
         "CHECKPOINT_EXPIRED",
+        "CHECKPOINT_DELETED",
+        "CHECKPOINT_PROTECTED",
+        "CHECKPOINT_DIGEST_MISMATCH",
+        "RUN_RETRACTED",
+        "OBJECTIVE_DIFFERS",
         "RUN_ACCOUNT_TAKEN",
         "PARENT_ACCOUNT_DIFFERS",
         "CAP_BELOW_SPEND",
@@ -309,6 +327,8 @@ BY_REASON: dict[str, type[LedgerClientError]] = {
     "GATE_NOT_PASSED": GateNotPassed,
     "CURRENT_VERSION_MOVED": CurrentVersionMoved,
     "WATCHER_TOO_SLOW": WatcherTooSlow,
+    "RUN_RETRACTED": RunRetracted,
+    "CHECKPOINT_PROTECTED": CheckpointProtected,
 }
 
 _BY_CODE: dict[grpc.StatusCode, type[LedgerClientError]] = {

@@ -102,6 +102,10 @@ class Reason(enum.StrEnum):
         "CHECKPOINT_ALREADY_EXPIRED",
         "A checkpoint was saved with an expiry that has already passed: it could never be resumed from.",
     )
+    MAX_STEPS_BELOW_LAST_STEP = (
+        "MAX_STEPS_BELOW_LAST_STEP",
+        "A run's planned max_steps is below the step it has already reached (or the attempt's resume point).",
+    )
 
     # Unknown things (NotFound).
     RUN_NOT_FOUND = "RUN_NOT_FOUND", "No run has this id."
@@ -111,6 +115,10 @@ class Reason(enum.StrEnum):
     RESERVATION_NOT_FOUND = "RESERVATION_NOT_FOUND", "The account has no reservation of this id."
     FAMILY_NOT_FOUND = "FAMILY_NOT_FOUND", "No registry family has this name."
     VERSION_NOT_FOUND = "VERSION_NOT_FOUND", "The family has no version of this number."
+    NO_SCORED_CHECKPOINT = (
+        "NO_SCORED_CHECKPOINT",
+        "No usable checkpoint of the run has a score on the metric (or the run has no objective).",
+    )
 
     # Ids used twice (Conflict): the same id with a different payload.
     EXISTS_WITH_DIFFERENT_PAYLOAD = (
@@ -129,6 +137,23 @@ class Reason(enum.StrEnum):
         "A newer attempt of the run has started; this one may no longer write (and its holds were released).",
     )
     CHECKPOINT_EXPIRED = "CHECKPOINT_EXPIRED", "The checkpoint to resume from has expired."
+    CHECKPOINT_DELETED = (
+        "CHECKPOINT_DELETED",
+        "The checkpoint's state was deleted: it cannot be resumed from or registered.",
+    )
+    CHECKPOINT_PROTECTED = (
+        "CHECKPOINT_PROTECTED",
+        "The checkpoint is the live resume point, the best on the run's objective or a registered version's source.",
+    )
+    CHECKPOINT_DIGEST_MISMATCH = (
+        "CHECKPOINT_DIGEST_MISMATCH",
+        "The digest named for a source checkpoint is not the digest the checkpoint was saved with.",
+    )
+    RUN_RETRACTED = "RUN_RETRACTED", "The run was retracted by an operator: it takes no more writes."
+    OBJECTIVE_DIFFERS = (
+        "OBJECTIVE_DIFFERS",
+        "The run was opened with another objective: a run's objective never changes.",
+    )
 
     # Accounts and reservations (Refused).
     RUN_ACCOUNT_TAKEN = "RUN_ACCOUNT_TAKEN", "The run's account name is taken by an account that is not the run's."

@@ -46,6 +46,8 @@ class Family(LedgerAggregate):
         source_run_id: str
         source_step: int
         metadata: dict[str, Any]
+        # {"run_id", "step", "attempt", "checkpoint_digest"} of the checkpoint it was made from.
+        source_checkpoint: dict[str, Any] | None = None
 
         def apply(self, family: Family) -> None:
             family.versions.append(
@@ -56,6 +58,7 @@ class Family(LedgerAggregate):
                     "source_run_id": self.source_run_id,
                     "source_step": self.source_step,
                     "metadata": self.metadata,
+                    "source_checkpoint": self.source_checkpoint,
                     "registered_version": self.originator_version,
                 }
             )
@@ -85,7 +88,8 @@ class Family(LedgerAggregate):
         registration or None). The digest identifies the artifact."""
         for existing in self.versions:
             if existing["digest"] == version_fields["digest"]:
-                if all(existing[key] == value for key, value in version_fields.items()):
+                # .get: versions in snapshots taken before a field existed lack it (None).
+                if all(existing.get(key) == value for key, value in version_fields.items()):
                     return int(existing["version"]), int(existing["registered_version"])
                 raise Conflict(
                     f"digest {version_fields['digest']} is registered as version {existing['version']} "

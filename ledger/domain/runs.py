@@ -1,9 +1,15 @@
-"""The Run aggregate: attempts with fencing, step batches, checkpoints, finish and summary.
+"""The Run aggregate: attempts with fencing, step batches, checkpoints, finish and summary; the
+run's plan (max_steps) and objective, scored checkpoints, datasets, checkpoint deletions and the
+registry versions made from its checkpoints, and its retraction.
 
 Steps stay out of the aggregate's state: a StepsRecorded event carries a whole batch
 column-wise, and the aggregate keeps only what its invariants need (the last step of the
 current attempt and a bounded window of batch fingerprints for idempotent retries). Loading a
 run therefore costs the same at step 1,000,000 as at step 1.
+
+Fields added to events after runs were first recorded carry a default (None), and state added
+after snapshots were first taken is read with a default (`getattr`), so every stored run still
+loads: see ledger.storage.transcoder for the rules.
 """
 
 from __future__ import annotations
@@ -18,11 +24,15 @@ from ledger.domain.errors import Conflict, Invalid, NotFound, Refused
 from ledger.domain.limits import SUMMARY_BYTES_MAX, check_document_bytes
 from ledger.domain.reasons import Reason
 
-__all__ = ["Run", "RUN_STATUSES", "FINISH_STATUSES", "FIDELITIES"]
+__all__ = ["Run", "RUN_STATUSES", "FINISH_STATUSES", "FIDELITIES", "OBJECTIVE_MODES", "DATASET_ROLES"]
 
 RUN_STATUSES = ("running", "done", "failed", "stopped")
 FINISH_STATUSES = ("done", "failed", "stopped")
 FIDELITIES = ("weights", "weights+optimizer")
+OBJECTIVE_MODES = ("min", "max")
+DATASET_ROLES = ("train", "eval")
+# How many datasets one run may record (each RunState lists them all).
+DATASETS_MAX = 64
 # How many batch fingerprints of the current attempt are kept in the state for exact-retry
 # answers; older batches are recalled from the keys index (ledger.storage.keys), so a retry at any
 # distance is answered as the duplicate it is.
@@ -52,6 +62,10 @@ class Run(LedgerAggregate):
         fenced_batches: list[list[Any]]
         finished_version: int
         sessions: dict[str, int]  # "provider/session id" -> version of its link (absent before the first)
+        # Read through the properties below: absent in snapshots taken before they existed.
+        # max_steps: int | None; objective: {"metric", "mode"} | None; retraction: {"reason",
+        # "principal", "at", "version"} | None; datasets: [{role, digest, ..., "version"}];
+        # registered: [{"family", "version", "attempt", "step", "event_version"}].
 
     def __init__(self) -> None:
         pass
@@ -60,8 +74,12 @@ class Run(LedgerAggregate):
         run_key: str
         name: str
         spec: dict[str, Any]
+        max_steps: int | None = None
+        objective: dict[str, str] | None = None
 
         def apply(self, run: Run) -> None:
+            run.__dict__["max_steps"] = self.max_steps
+            run.__dict__["objective"] = self.objective
             run.run_key = self.run_key
             run.name = self.name
             run.spec = self.spec
@@ -79,8 +97,11 @@ class Run(LedgerAggregate):
         attempt_id: str
         label: str
         resumed_from_step: int | None
+        max_steps: int | None = None  # None leaves the run's plan as it was
 
         def apply(self, run: Run) -> None:
+            if self.max_steps is not None:
+                run.__dict__["max_steps"] = self.max_steps
             for attempt in run.attempts:
                 attempt["ended"] = True
             run.attempts.append(
@@ -130,6 +151,7 @@ class Run(LedgerAggregate):
         final: bool
         expires_at: datetime | None
         digest: str
+        scores: dict[str, float] | None = None
 
         def apply(self, run: Run) -> None:
             run.checkpoints.append(
@@ -143,8 +165,10 @@ class Run(LedgerAggregate):
                     "final": self.final,
                     "expires_at": self.expires_at,
                     "digest": self.digest,
+                    "scores": self.scores or {},
                     "saved_at": self.timestamp,
                     "superseded": False,
+                    "deleted_at": None,
                     "version": self.originator_version,
                 }
             )
@@ -181,6 +205,88 @@ class Run(LedgerAggregate):
         def apply(self, run: Run) -> None:
             run.summary = {**run.summary, **self.summary}
 
+    class PlanChanged(LedgerAggregate.Event):
+        """The run's planned number of steps changed (an OpenRun of the run with another max_steps)."""
+
+        max_steps: int
+
+        def apply(self, run: Run) -> None:
+            run.__dict__["max_steps"] = self.max_steps
+
+    class DatasetRecorded(LedgerAggregate.Event):
+        """A dataset the run trains (role "train") or evaluates (role "eval") on, by content digest,
+        with the export report that produced it."""
+
+        role: str
+        digest: str
+        format: str
+        rows: int
+        tokens: int | None
+        source_uri: str
+        report: dict[str, Any]
+
+        def apply(self, run: Run) -> None:
+            datasets = run.__dict__.setdefault("datasets", [])
+            datasets.append(
+                {
+                    "role": self.role,
+                    "digest": self.digest,
+                    "format": self.format,
+                    "rows": self.rows,
+                    "tokens": self.tokens,
+                    "source_uri": self.source_uri,
+                    "report": self.report,
+                    "recorded_at": self.timestamp,
+                    "version": self.originator_version,
+                }
+            )
+
+    class CheckpointDeleted(LedgerAggregate.Event):
+        """The state of a checkpoint was deleted from its storage: never offered for resume again."""
+
+        attempt: int
+        step: int
+        reason: str
+
+        def apply(self, run: Run) -> None:
+            for checkpoint in run.checkpoints:
+                if checkpoint["attempt"] == self.attempt and checkpoint["step"] == self.step:
+                    checkpoint["deleted_at"] = self.timestamp
+                    checkpoint["deleted_version"] = self.originator_version
+
+    class CheckpointRegistered(LedgerAggregate.Event):
+        """A registry version was made from one of the run's checkpoints: it is kept from deletion."""
+
+        family: str
+        version: int
+        attempt: int
+        step: int
+
+        def apply(self, run: Run) -> None:
+            registered = run.__dict__.setdefault("registered", [])
+            registered.append(
+                {
+                    "family": self.family,
+                    "version": self.version,
+                    "attempt": self.attempt,
+                    "step": self.step,
+                    "event_version": self.originator_version,
+                }
+            )
+
+    class Retracted(LedgerAggregate.Event):
+        """An operator retracted the run: hidden from lists, refused writes; its history stays."""
+
+        reason: str
+
+        def apply(self, run: Run) -> None:
+            run.__dict__["retraction"] = {
+                "reason": self.reason,
+                "principal": self.principal,
+                "at": self.timestamp,
+                "version": self.originator_version,
+            }
+
     # Commands. Each validates against the current state, then records one event, or answers
     # with the version of the event that already recorded the same request (an idempotent retry).
 
@@ -188,9 +294,71 @@ class Run(LedgerAggregate):
     def current_attempt(self) -> int:
         return self.attempts[-1]["number"] if self.attempts else 0
 
-    def start_attempt(self, audit: Audit, *, attempt_id: str, label: str, resume_from_step: int | None) -> int | None:
+    @property
+    def max_steps(self) -> int | None:
+        value: int | None = self.__dict__.get("max_steps")
+        return value
+
+    @property
+    def objective(self) -> dict[str, str] | None:
+        value: dict[str, str] | None = self.__dict__.get("objective")
+        return value
+
+    @property
+    def retraction(self) -> dict[str, Any] | None:
+        value: dict[str, Any] | None = self.__dict__.get("retraction")
+        return value
+
+    @property
+    def datasets(self) -> list[dict[str, Any]]:
+        value: list[dict[str, Any]] = self.__dict__.get("datasets", [])
+        return value
+
+    @property
+    def registered(self) -> list[dict[str, Any]]:
+        value: list[dict[str, Any]] = self.__dict__.get("registered", [])
+        return value
+
+    def check_not_retracted(self) -> None:
+        """A retracted run takes no more writes (RUN_RETRACTED)."""
+        retraction = self.retraction
+        if retraction is not None:
+            raise Refused(
+                f"the run was retracted: {retraction['reason']}",
+                reason=Reason.RUN_RETRACTED,
+                retraction_reason=retraction["reason"],
+            )
+
+    def check_max_steps(self, max_steps: int, floor: int | None) -> None:
+        """A plan may not end before the step the run (or the attempt's resume point) has reached."""
+        if floor is not None and max_steps < floor:
+            raise Invalid(
+                f"max_steps {max_steps} is below step {floor} the run has reached",
+                reason=Reason.MAX_STEPS_BELOW_LAST_STEP,
+                max_steps=max_steps,
+                last_step=floor,
+            )
+
+    def change_plan(self, audit: Audit, *, max_steps: int | None) -> None:
+        """An OpenRun of this run with a max_steps: records the new plan when it differs."""
+        if max_steps is None or max_steps == self.max_steps:
+            return
+        self.check_not_retracted()
+        self.check_max_steps(max_steps, self.last_step)
+        self.record(self.PlanChanged, audit, max_steps=max_steps)
+
+    def start_attempt(
+        self,
+        audit: Audit,
+        *,
+        attempt_id: str,
+        label: str,
+        resume_from_step: int | None,
+        max_steps: int | None = None,
+    ) -> int | None:
         """Start attempt n+1, fencing attempt n. Returns the version of an earlier identical
-        start (a retry), or None when a new event was recorded."""
+        start (a retry), or None when a new event was recorded. `max_steps` (when given) is the
+        run's plan from now on; it may not be below the resume point."""
         for attempt in self.attempts:
             if attempt_id and attempt["attempt_id"] == attempt_id:
                 if attempt["resumed_from_step"] != resume_from_step or attempt["label"] != label:
@@ -199,10 +367,14 @@ class Run(LedgerAggregate):
                         reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
                     )
                 return int(attempt["version"])
+        self.check_not_retracted()
         if self.status == "done":
             raise Refused("the run is done", reason=Reason.RUN_FINISHED, status=self.status)
         if resume_from_step is not None:
             self.resumable_checkpoint(resume_from_step, audit.now)
+        if max_steps is not None:
+            self.check_max_steps(max_steps, resume_from_step)
+        fields: dict[str, Any] = {} if max_steps is None else {"max_steps": max_steps}
         self.record(
             self.AttemptStarted,
             audit,
@@ -210,6 +382,7 @@ class Run(LedgerAggregate):
             attempt_id=attempt_id,
             label=label,
             resumed_from_step=resume_from_step,
+            **fields,
         )
         return None
 
@@ -218,6 +391,10 @@ class Run(LedgerAggregate):
         checkpoint: dict[str, Any]
         for checkpoint in reversed(self.checkpoints):
             if checkpoint["step"] == step and not checkpoint["superseded"]:
+                if checkpoint.get("deleted_at") is not None:
+                    raise Refused(
+                        f"the checkpoint at step {step} was deleted", reason=Reason.CHECKPOINT_DELETED, step=step
+                    )
                 expires_at = checkpoint["expires_at"]
                 if expires_at is not None and expires_at <= now:
                     raise Refused(
@@ -229,7 +406,8 @@ class Run(LedgerAggregate):
         raise NotFound(f"no checkpoint at step {step} to resume from", reason=Reason.CHECKPOINT_NOT_FOUND, step=step)
 
     def check_writer(self, attempt: int) -> None:
-        """Only the current attempt of a running run may append."""
+        """Only the current attempt of a running run that was not retracted may append."""
+        self.check_not_retracted()
         current = self.current_attempt
         if attempt < 1 or attempt > current:
             raise NotFound(f"attempt {attempt} was never started", reason=Reason.ATTEMPT_NOT_FOUND, attempt=attempt)
@@ -373,6 +551,7 @@ class Run(LedgerAggregate):
         """Merge notes into the summary; allowed after finish (a correction keeps the status)."""
         if all(self.summary.get(key) == value for key, value in summary.items()):
             return self.version
+        self.check_not_retracted()
         self._check_summary(summary)
         self.record(self.SummaryNoted, audit, summary=summary)
         return None
@@ -381,3 +560,105 @@ class Run(LedgerAggregate):
         """The summary these notes would merge into stays within SUMMARY_BYTES_MAX, since every
         RunState carries it whole (SUMMARY_TOO_LARGE)."""
         check_document_bytes({**self.summary, **notes}, "summary", SUMMARY_BYTES_MAX, Reason.SUMMARY_TOO_LARGE)
+
+    # Datasets, retraction, checkpoint deletion and registration.
+
+    def record_dataset(self, audit: Audit, *, dataset: dict[str, Any]) -> int | None:
+        """Record a dataset (role, digest, format, rows, tokens, source_uri, report). The same
+        role and digest again answers with the first record's version when the payload is the
+        same, else EXISTS_WITH_DIFFERENT_PAYLOAD. Allowed before the first attempt and after the
+        finish (provenance may come late), refused on a retracted run; at most DATASETS_MAX."""
+        for recorded in self.datasets:
+            if recorded["role"] == dataset["role"] and recorded["digest"] == dataset["digest"]:
+                if all(recorded[key] == value for key, value in dataset.items()):
+                    return int(recorded["version"])
+                raise Conflict(
+                    f"the {dataset['role']} dataset {dataset['digest']} was recorded with another payload",
+                    reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
+                    digest=dataset["digest"],
+                )
+        self.check_not_retracted()
+        if len(self.datasets) >= DATASETS_MAX:
+            raise Invalid(
+                f"the run has {DATASETS_MAX} datasets recorded already", reason=Reason.MAP_TOO_LARGE, limit=DATASETS_MAX
+            )
+        self.record(self.DatasetRecorded, audit, **dataset)
+        return None
+
+    def retract(self, audit: Audit, *, reason: str) -> int | None:
+        """Retract the run. Retracting again with the same reason answers with the first
+        retraction's version; with another reason it is EXISTS_WITH_DIFFERENT_PAYLOAD."""
+        retraction = self.retraction
+        if retraction is not None:
+            if retraction["reason"] == reason:
+                return int(retraction["version"])
+            raise Conflict(
+                f"the run was retracted with another reason: {retraction['reason']}",
+                reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
+            )
+        self.record(self.Retracted, audit, reason=reason)
+        return None
+
+    def checkpoint_at(self, step: int, attempt: int = 0) -> dict[str, Any]:
+        """The checkpoint saved at `step` by `attempt`; attempt 0 means the one a resume at that
+        step would use (not superseded), else the latest saved at that step. CHECKPOINT_NOT_FOUND."""
+        found: dict[str, Any] | None = None
+        for checkpoint in self.checkpoints:
+            if checkpoint["step"] != step:
+                continue
+            if attempt:
+                if checkpoint["attempt"] == attempt:
+                    return checkpoint
+            elif found is None or found["superseded"] or not checkpoint["superseded"]:
+                found = checkpoint
+        if found is None:
+            where = f" by attempt {attempt}" if attempt else ""
+            raise NotFound(
+                f"the run has no checkpoint at step {step}{where}", reason=Reason.CHECKPOINT_NOT_FOUND, step=step
+            )
+        return found
+
+    def delete_checkpoint(self, audit: Audit, *, attempt: int, step: int, reason: str) -> int | None:
+        """Record that a checkpoint's state was deleted. Refused (CHECKPOINT_PROTECTED) for the
+        live resume point, the best checkpoint on the run's objective and a registered version's
+        source (ledger.domain.retention). Deleting it again answers with the first record's version."""
+        from ledger.domain.retention import protections
+
+        checkpoint = self.checkpoint_at(step, attempt)
+        if checkpoint.get("deleted_at") is not None:
+            return int(checkpoint["deleted_version"])
+        self.check_not_retracted()
+        kept = protections(self, audit.now).get((checkpoint["attempt"], step), ())
+        if kept:
+            raise Refused(
+                f"the checkpoint at step {step} is protected ({', '.join(kept)})",
+                reason=Reason.CHECKPOINT_PROTECTED,
+                step=step,
+                protected_by=",".join(kept),
+            )
+        self.record(self.CheckpointDeleted, audit, attempt=checkpoint["attempt"], step=step, reason=reason)
+        return None
+
+    def source_checkpoint(self, *, step: int, attempt: int, digest: str) -> dict[str, Any]:
+        """The checkpoint a registry version is made from: it exists, was not deleted and was
+        saved with `digest` (CHECKPOINT_NOT_FOUND, CHECKPOINT_DELETED, CHECKPOINT_DIGEST_MISMATCH).
+        A retracted run is no source (RUN_RETRACTED)."""
+        self.check_not_retracted()
+        checkpoint = self.checkpoint_at(step, attempt)
+        if checkpoint.get("deleted_at") is not None:
+            raise Refused(f"the checkpoint at step {step} was deleted", reason=Reason.CHECKPOINT_DELETED, step=step)
+        if checkpoint["digest"] != digest:
+            raise Refused(
+                f"the checkpoint at step {step} was saved with digest {checkpoint['digest'] or '(none)'}, not {digest}",
+                reason=Reason.CHECKPOINT_DIGEST_MISMATCH,
+                step=step,
+                checkpoint_digest=checkpoint["digest"],
+            )
+        return checkpoint
+
+    def note_registered(self, audit: Audit, *, family: str, version: int, attempt: int, step: int) -> None:
+        """Keep the checkpoint a registry version was made from (recorded with the registration)."""
+        for entry in self.registered:
+            if (entry["family"], entry["version"]) == (family, version):
+                return
+        self.record(self.CheckpointRegistered, audit, family=family, version=version, attempt=attempt, step=step)

@@ -47,6 +47,8 @@ BRANCHED = [
     ("GATE_NOT_PASSED", client_errors.GateNotPassed, grpc.StatusCode.FAILED_PRECONDITION),
     ("CURRENT_VERSION_MOVED", client_errors.CurrentVersionMoved, grpc.StatusCode.ABORTED),
     ("WATCHER_TOO_SLOW", client_errors.WatcherTooSlow, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    ("RUN_RETRACTED", client_errors.RunRetracted, grpc.StatusCode.FAILED_PRECONDITION),
+    ("CHECKPOINT_PROTECTED", client_errors.CheckpointProtected, grpc.StatusCode.FAILED_PRECONDITION),
 ]
 STATUS_CLASS = {
     grpc.StatusCode.RESOURCE_EXHAUSTED: client_errors.ResourceExhausted,

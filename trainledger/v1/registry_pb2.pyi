@@ -11,7 +11,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ModelVersion(_message.Message):
-    __slots__ = ("family", "version", "artifact_uri", "digest", "source_run_id", "source_step", "metadata", "registered_at")
+    __slots__ = ("family", "version", "artifact_uri", "digest", "source_run_id", "source_step", "metadata", "registered_at", "source_checkpoint", "source_retracted")
     FAMILY_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     ARTIFACT_URI_FIELD_NUMBER: _ClassVar[int]
@@ -20,6 +20,8 @@ class ModelVersion(_message.Message):
     SOURCE_STEP_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
     REGISTERED_AT_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_RETRACTED_FIELD_NUMBER: _ClassVar[int]
     family: str
     version: int
     artifact_uri: str
@@ -28,7 +30,9 @@ class ModelVersion(_message.Message):
     source_step: int
     metadata: _struct_pb2.Struct
     registered_at: _timestamp_pb2.Timestamp
-    def __init__(self, family: _Optional[str] = ..., version: _Optional[int] = ..., artifact_uri: _Optional[str] = ..., digest: _Optional[str] = ..., source_run_id: _Optional[str] = ..., source_step: _Optional[int] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., registered_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    source_checkpoint: SourceCheckpoint
+    source_retracted: bool
+    def __init__(self, family: _Optional[str] = ..., version: _Optional[int] = ..., artifact_uri: _Optional[str] = ..., digest: _Optional[str] = ..., source_run_id: _Optional[str] = ..., source_step: _Optional[int] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., registered_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., source_checkpoint: _Optional[_Union[SourceCheckpoint, _Mapping]] = ..., source_retracted: _Optional[bool] = ...) -> None: ...
 
 class GateVerdict(_message.Message):
     __slots__ = ("passed", "reason", "stats")
@@ -61,20 +65,22 @@ class Promotion(_message.Message):
     def __init__(self, version: _Optional[int] = ..., previous: _Optional[int] = ..., kind: _Optional[str] = ..., verdict: _Optional[_Union[GateVerdict, _Mapping]] = ..., reason: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., principal: _Optional[str] = ..., position: _Optional[int] = ...) -> None: ...
 
 class RegisterRequest(_message.Message):
-    __slots__ = ("family", "artifact_uri", "digest", "source_run_id", "source_step", "metadata")
+    __slots__ = ("family", "artifact_uri", "digest", "source_run_id", "source_step", "metadata", "source_checkpoint")
     FAMILY_FIELD_NUMBER: _ClassVar[int]
     ARTIFACT_URI_FIELD_NUMBER: _ClassVar[int]
     DIGEST_FIELD_NUMBER: _ClassVar[int]
     SOURCE_RUN_ID_FIELD_NUMBER: _ClassVar[int]
     SOURCE_STEP_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
     family: str
     artifact_uri: str
     digest: str
     source_run_id: str
     source_step: int
     metadata: _struct_pb2.Struct
-    def __init__(self, family: _Optional[str] = ..., artifact_uri: _Optional[str] = ..., digest: _Optional[str] = ..., source_run_id: _Optional[str] = ..., source_step: _Optional[int] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    source_checkpoint: SourceCheckpoint
+    def __init__(self, family: _Optional[str] = ..., artifact_uri: _Optional[str] = ..., digest: _Optional[str] = ..., source_run_id: _Optional[str] = ..., source_step: _Optional[int] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., source_checkpoint: _Optional[_Union[SourceCheckpoint, _Mapping]] = ...) -> None: ...
 
 class RegisterResponse(_message.Message):
     __slots__ = ("position", "version", "duplicate")
@@ -199,3 +205,15 @@ class FamilySummary(_message.Message):
     current: int
     version_count: int
     def __init__(self, family: _Optional[str] = ..., current: _Optional[int] = ..., version_count: _Optional[int] = ...) -> None: ...
+
+class SourceCheckpoint(_message.Message):
+    __slots__ = ("run_id", "step", "attempt", "checkpoint_digest")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_DIGEST_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    step: int
+    attempt: int
+    checkpoint_digest: str
+    def __init__(self, run_id: _Optional[str] = ..., step: _Optional[int] = ..., attempt: _Optional[int] = ..., checkpoint_digest: _Optional[str] = ...) -> None: ...

@@ -5,6 +5,7 @@ from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from trainledger.v1 import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
@@ -12,19 +13,41 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class ObjectiveMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    OBJECTIVE_MODE_UNSPECIFIED: _ClassVar[ObjectiveMode]
+    OBJECTIVE_MODE_MIN: _ClassVar[ObjectiveMode]
+    OBJECTIVE_MODE_MAX: _ClassVar[ObjectiveMode]
+
+class DatasetRole(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DATASET_ROLE_UNSPECIFIED: _ClassVar[DatasetRole]
+    DATASET_ROLE_TRAIN: _ClassVar[DatasetRole]
+    DATASET_ROLE_EVAL: _ClassVar[DatasetRole]
+OBJECTIVE_MODE_UNSPECIFIED: ObjectiveMode
+OBJECTIVE_MODE_MIN: ObjectiveMode
+OBJECTIVE_MODE_MAX: ObjectiveMode
+DATASET_ROLE_UNSPECIFIED: DatasetRole
+DATASET_ROLE_TRAIN: DatasetRole
+DATASET_ROLE_EVAL: DatasetRole
+
 class OpenRunRequest(_message.Message):
-    __slots__ = ("run_key", "name", "spec", "cap_usd_micro", "parent_account")
+    __slots__ = ("run_key", "name", "spec", "cap_usd_micro", "parent_account", "max_steps", "objective")
     RUN_KEY_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     SPEC_FIELD_NUMBER: _ClassVar[int]
     CAP_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
     PARENT_ACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    MAX_STEPS_FIELD_NUMBER: _ClassVar[int]
+    OBJECTIVE_FIELD_NUMBER: _ClassVar[int]
     run_key: str
     name: str
     spec: _struct_pb2.Struct
     cap_usd_micro: int
     parent_account: str
-    def __init__(self, run_key: _Optional[str] = ..., name: _Optional[str] = ..., spec: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., cap_usd_micro: _Optional[int] = ..., parent_account: _Optional[str] = ...) -> None: ...
+    max_steps: int
+    objective: Objective
+    def __init__(self, run_key: _Optional[str] = ..., name: _Optional[str] = ..., spec: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., cap_usd_micro: _Optional[int] = ..., parent_account: _Optional[str] = ..., max_steps: _Optional[int] = ..., objective: _Optional[_Union[Objective, _Mapping]] = ...) -> None: ...
 
 class OpenRunResponse(_message.Message):
     __slots__ = ("state", "created", "position")
@@ -37,16 +60,18 @@ class OpenRunResponse(_message.Message):
     def __init__(self, state: _Optional[_Union[RunState, _Mapping]] = ..., created: _Optional[bool] = ..., position: _Optional[int] = ...) -> None: ...
 
 class StartAttemptRequest(_message.Message):
-    __slots__ = ("run_id", "attempt_id", "label", "resume_from_step")
+    __slots__ = ("run_id", "attempt_id", "label", "resume_from_step", "max_steps")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
     LABEL_FIELD_NUMBER: _ClassVar[int]
     RESUME_FROM_STEP_FIELD_NUMBER: _ClassVar[int]
+    MAX_STEPS_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     attempt_id: str
     label: str
     resume_from_step: int
-    def __init__(self, run_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., label: _Optional[str] = ..., resume_from_step: _Optional[int] = ...) -> None: ...
+    max_steps: int
+    def __init__(self, run_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., label: _Optional[str] = ..., resume_from_step: _Optional[int] = ..., max_steps: _Optional[int] = ...) -> None: ...
 
 class StartAttemptResponse(_message.Message):
     __slots__ = ("attempt", "position", "duplicate", "state")
@@ -97,7 +122,14 @@ class RecordStepsResponse(_message.Message):
     def __init__(self, sequence: _Optional[int] = ..., position: _Optional[int] = ..., duplicate: _Optional[bool] = ..., last_step: _Optional[int] = ...) -> None: ...
 
 class SaveCheckpointRequest(_message.Message):
-    __slots__ = ("run_id", "attempt", "step", "handle", "sampler_uri", "final", "expires_at", "digest")
+    __slots__ = ("run_id", "attempt", "step", "handle", "sampler_uri", "final", "expires_at", "digest", "scores")
+    class ScoresEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
@@ -106,6 +138,7 @@ class SaveCheckpointRequest(_message.Message):
     FINAL_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     DIGEST_FIELD_NUMBER: _ClassVar[int]
+    SCORES_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     attempt: int
     step: int
@@ -114,7 +147,8 @@ class SaveCheckpointRequest(_message.Message):
     final: bool
     expires_at: _timestamp_pb2.Timestamp
     digest: str
-    def __init__(self, run_id: _Optional[str] = ..., attempt: _Optional[int] = ..., step: _Optional[int] = ..., handle: _Optional[_Union[_common_pb2.StateHandle, _Mapping]] = ..., sampler_uri: _Optional[str] = ..., final: _Optional[bool] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., digest: _Optional[str] = ...) -> None: ...
+    scores: _containers.ScalarMap[str, float]
+    def __init__(self, run_id: _Optional[str] = ..., attempt: _Optional[int] = ..., step: _Optional[int] = ..., handle: _Optional[_Union[_common_pb2.StateHandle, _Mapping]] = ..., sampler_uri: _Optional[str] = ..., final: _Optional[bool] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., digest: _Optional[str] = ..., scores: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class SaveCheckpointResponse(_message.Message):
     __slots__ = ("position", "duplicate")
@@ -173,7 +207,7 @@ class GetRunStateResponse(_message.Message):
     def __init__(self, state: _Optional[_Union[RunState, _Mapping]] = ...) -> None: ...
 
 class RunState(_message.Message):
-    __slots__ = ("run", "attempts", "current_attempt", "checkpoint", "expired_checkpoints", "resume", "last_step", "spend", "position", "expired_checkpoint_count")
+    __slots__ = ("run", "attempts", "current_attempt", "checkpoint", "expired_checkpoints", "resume", "last_step", "spend", "position", "expired_checkpoint_count", "best_checkpoint", "progress", "datasets")
     RUN_FIELD_NUMBER: _ClassVar[int]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     CURRENT_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
@@ -184,6 +218,9 @@ class RunState(_message.Message):
     SPEND_FIELD_NUMBER: _ClassVar[int]
     POSITION_FIELD_NUMBER: _ClassVar[int]
     EXPIRED_CHECKPOINT_COUNT_FIELD_NUMBER: _ClassVar[int]
+    BEST_CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    DATASETS_FIELD_NUMBER: _ClassVar[int]
     run: RunInfo
     attempts: _containers.RepeatedCompositeFieldContainer[Attempt]
     current_attempt: int
@@ -194,10 +231,13 @@ class RunState(_message.Message):
     spend: SpendTotals
     position: int
     expired_checkpoint_count: int
-    def __init__(self, run: _Optional[_Union[RunInfo, _Mapping]] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., current_attempt: _Optional[int] = ..., checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., expired_checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., resume: _Optional[_Union[Resume, _Mapping]] = ..., last_step: _Optional[int] = ..., spend: _Optional[_Union[SpendTotals, _Mapping]] = ..., position: _Optional[int] = ..., expired_checkpoint_count: _Optional[int] = ...) -> None: ...
+    best_checkpoint: Checkpoint
+    progress: Progress
+    datasets: _containers.RepeatedCompositeFieldContainer[Dataset]
+    def __init__(self, run: _Optional[_Union[RunInfo, _Mapping]] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., current_attempt: _Optional[int] = ..., checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., expired_checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., resume: _Optional[_Union[Resume, _Mapping]] = ..., last_step: _Optional[int] = ..., spend: _Optional[_Union[SpendTotals, _Mapping]] = ..., position: _Optional[int] = ..., expired_checkpoint_count: _Optional[int] = ..., best_checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., datasets: _Optional[_Iterable[_Union[Dataset, _Mapping]]] = ...) -> None: ...
 
 class RunInfo(_message.Message):
-    __slots__ = ("run_id", "run_key", "name", "status", "spec", "summary", "error", "opened_at", "finished_at")
+    __slots__ = ("run_id", "run_key", "name", "status", "spec", "summary", "error", "opened_at", "finished_at", "objective", "retraction")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     RUN_KEY_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -207,6 +247,8 @@ class RunInfo(_message.Message):
     ERROR_FIELD_NUMBER: _ClassVar[int]
     OPENED_AT_FIELD_NUMBER: _ClassVar[int]
     FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
+    OBJECTIVE_FIELD_NUMBER: _ClassVar[int]
+    RETRACTION_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     run_key: str
     name: str
@@ -216,7 +258,9 @@ class RunInfo(_message.Message):
     error: str
     opened_at: _timestamp_pb2.Timestamp
     finished_at: _timestamp_pb2.Timestamp
-    def __init__(self, run_id: _Optional[str] = ..., run_key: _Optional[str] = ..., name: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.RunStatus, str]] = ..., spec: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., summary: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[str] = ..., opened_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    objective: Objective
+    retraction: Retraction
+    def __init__(self, run_id: _Optional[str] = ..., run_key: _Optional[str] = ..., name: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.RunStatus, str]] = ..., spec: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., summary: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[str] = ..., opened_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., objective: _Optional[_Union[Objective, _Mapping]] = ..., retraction: _Optional[_Union[Retraction, _Mapping]] = ...) -> None: ...
 
 class Attempt(_message.Message):
     __slots__ = ("number", "attempt_id", "label", "started_at", "resumed_from_step", "ended")
@@ -235,7 +279,14 @@ class Attempt(_message.Message):
     def __init__(self, number: _Optional[int] = ..., attempt_id: _Optional[str] = ..., label: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., resumed_from_step: _Optional[int] = ..., ended: _Optional[bool] = ...) -> None: ...
 
 class Checkpoint(_message.Message):
-    __slots__ = ("attempt", "step", "handle", "sampler_uri", "final", "saved_at", "expires_at", "digest", "superseded")
+    __slots__ = ("attempt", "step", "handle", "sampler_uri", "final", "saved_at", "expires_at", "digest", "superseded", "scores", "deleted_at", "expired")
+    class ScoresEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
     HANDLE_FIELD_NUMBER: _ClassVar[int]
@@ -245,6 +296,9 @@ class Checkpoint(_message.Message):
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     DIGEST_FIELD_NUMBER: _ClassVar[int]
     SUPERSEDED_FIELD_NUMBER: _ClassVar[int]
+    SCORES_FIELD_NUMBER: _ClassVar[int]
+    DELETED_AT_FIELD_NUMBER: _ClassVar[int]
+    EXPIRED_FIELD_NUMBER: _ClassVar[int]
     attempt: int
     step: int
     handle: _common_pb2.StateHandle
@@ -254,7 +308,10 @@ class Checkpoint(_message.Message):
     expires_at: _timestamp_pb2.Timestamp
     digest: str
     superseded: bool
-    def __init__(self, attempt: _Optional[int] = ..., step: _Optional[int] = ..., handle: _Optional[_Union[_common_pb2.StateHandle, _Mapping]] = ..., sampler_uri: _Optional[str] = ..., final: _Optional[bool] = ..., saved_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., digest: _Optional[str] = ..., superseded: _Optional[bool] = ...) -> None: ...
+    scores: _containers.ScalarMap[str, float]
+    deleted_at: _timestamp_pb2.Timestamp
+    expired: bool
+    def __init__(self, attempt: _Optional[int] = ..., step: _Optional[int] = ..., handle: _Optional[_Union[_common_pb2.StateHandle, _Mapping]] = ..., sampler_uri: _Optional[str] = ..., final: _Optional[bool] = ..., saved_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., digest: _Optional[str] = ..., superseded: _Optional[bool] = ..., scores: _Optional[_Mapping[str, float]] = ..., deleted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expired: _Optional[bool] = ...) -> None: ...
 
 class Resume(_message.Message):
     __slots__ = ("available", "from_step", "handle", "sampler_uri", "spend_committed_usd_micro")
@@ -287,7 +344,7 @@ class SpendTotals(_message.Message):
     def __init__(self, cap_usd_micro: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., pending_usd_micro: _Optional[int] = ..., remaining_usd_micro: _Optional[int] = ..., overrun_usd_micro: _Optional[int] = ..., bill: _Optional[_Union[_common_pb2.BillTotals, _Mapping]] = ...) -> None: ...
 
 class ListRunsRequest(_message.Message):
-    __slots__ = ("page_size", "page_token", "status", "min_position", "name_contains", "run_id_prefix", "account")
+    __slots__ = ("page_size", "page_token", "status", "min_position", "name_contains", "run_id_prefix", "account", "include_retracted")
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -295,6 +352,7 @@ class ListRunsRequest(_message.Message):
     NAME_CONTAINS_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_PREFIX_FIELD_NUMBER: _ClassVar[int]
     ACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_RETRACTED_FIELD_NUMBER: _ClassVar[int]
     page_size: int
     page_token: str
     status: _common_pb2.RunStatus
@@ -302,7 +360,8 @@ class ListRunsRequest(_message.Message):
     name_contains: str
     run_id_prefix: str
     account: str
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.RunStatus, str]] = ..., min_position: _Optional[int] = ..., name_contains: _Optional[str] = ..., run_id_prefix: _Optional[str] = ..., account: _Optional[str] = ...) -> None: ...
+    include_retracted: bool
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.RunStatus, str]] = ..., min_position: _Optional[int] = ..., name_contains: _Optional[str] = ..., run_id_prefix: _Optional[str] = ..., account: _Optional[str] = ..., include_retracted: _Optional[bool] = ...) -> None: ...
 
 class ListRunsResponse(_message.Message):
     __slots__ = ("runs", "next_page_token")
@@ -313,7 +372,7 @@ class ListRunsResponse(_message.Message):
     def __init__(self, runs: _Optional[_Iterable[_Union[RunSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class RunSummary(_message.Message):
-    __slots__ = ("run_id", "name", "status", "current_attempt", "last_step", "committed_usd_micro", "opened_at", "parent_account", "cap_usd_micro", "pending_usd_micro")
+    __slots__ = ("run_id", "name", "status", "current_attempt", "last_step", "committed_usd_micro", "opened_at", "parent_account", "cap_usd_micro", "pending_usd_micro", "progress", "retracted")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -324,6 +383,8 @@ class RunSummary(_message.Message):
     PARENT_ACCOUNT_FIELD_NUMBER: _ClassVar[int]
     CAP_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
     PENDING_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    RETRACTED_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     name: str
     status: _common_pb2.RunStatus
@@ -334,7 +395,9 @@ class RunSummary(_message.Message):
     parent_account: str
     cap_usd_micro: int
     pending_usd_micro: int
-    def __init__(self, run_id: _Optional[str] = ..., name: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.RunStatus, str]] = ..., current_attempt: _Optional[int] = ..., last_step: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., opened_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., parent_account: _Optional[str] = ..., cap_usd_micro: _Optional[int] = ..., pending_usd_micro: _Optional[int] = ...) -> None: ...
+    progress: Progress
+    retracted: bool
+    def __init__(self, run_id: _Optional[str] = ..., name: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.RunStatus, str]] = ..., current_attempt: _Optional[int] = ..., last_step: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., opened_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., parent_account: _Optional[str] = ..., cap_usd_micro: _Optional[int] = ..., pending_usd_micro: _Optional[int] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., retracted: _Optional[bool] = ...) -> None: ...
 
 class GetSeriesRequest(_message.Message):
     __slots__ = ("run_id", "from_step", "page_size", "metrics", "include_superseded", "min_position")
@@ -469,3 +532,161 @@ class ListCheckpointsResponse(_message.Message):
     checkpoints: _containers.RepeatedCompositeFieldContainer[Checkpoint]
     next_page_token: str
     def __init__(self, checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class Objective(_message.Message):
+    __slots__ = ("metric", "mode")
+    METRIC_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    metric: str
+    mode: ObjectiveMode
+    def __init__(self, metric: _Optional[str] = ..., mode: _Optional[_Union[ObjectiveMode, str]] = ...) -> None: ...
+
+class Progress(_message.Message):
+    __slots__ = ("max_steps", "step", "fraction", "steps_per_second", "eta")
+    MAX_STEPS_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    FRACTION_FIELD_NUMBER: _ClassVar[int]
+    STEPS_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    ETA_FIELD_NUMBER: _ClassVar[int]
+    max_steps: int
+    step: int
+    fraction: float
+    steps_per_second: float
+    eta: _timestamp_pb2.Timestamp
+    def __init__(self, max_steps: _Optional[int] = ..., step: _Optional[int] = ..., fraction: _Optional[float] = ..., steps_per_second: _Optional[float] = ..., eta: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class Retraction(_message.Message):
+    __slots__ = ("reason", "retracted_at", "principal")
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    RETRACTED_AT_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    reason: str
+    retracted_at: _timestamp_pb2.Timestamp
+    principal: str
+    def __init__(self, reason: _Optional[str] = ..., retracted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., principal: _Optional[str] = ...) -> None: ...
+
+class Dataset(_message.Message):
+    __slots__ = ("role", "digest", "format", "rows", "tokens", "source_uri", "report", "recorded_at")
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    DIGEST_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_URI_FIELD_NUMBER: _ClassVar[int]
+    REPORT_FIELD_NUMBER: _ClassVar[int]
+    RECORDED_AT_FIELD_NUMBER: _ClassVar[int]
+    role: DatasetRole
+    digest: str
+    format: str
+    rows: int
+    tokens: int
+    source_uri: str
+    report: _struct_pb2.Struct
+    recorded_at: _timestamp_pb2.Timestamp
+    def __init__(self, role: _Optional[_Union[DatasetRole, str]] = ..., digest: _Optional[str] = ..., format: _Optional[str] = ..., rows: _Optional[int] = ..., tokens: _Optional[int] = ..., source_uri: _Optional[str] = ..., report: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., recorded_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class BestCheckpointRequest(_message.Message):
+    __slots__ = ("run_id", "objective", "include_superseded", "min_position")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    OBJECTIVE_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_SUPERSEDED_FIELD_NUMBER: _ClassVar[int]
+    MIN_POSITION_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    objective: Objective
+    include_superseded: bool
+    min_position: int
+    def __init__(self, run_id: _Optional[str] = ..., objective: _Optional[_Union[Objective, _Mapping]] = ..., include_superseded: _Optional[bool] = ..., min_position: _Optional[int] = ...) -> None: ...
+
+class BestCheckpointResponse(_message.Message):
+    __slots__ = ("checkpoint", "score", "objective")
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    OBJECTIVE_FIELD_NUMBER: _ClassVar[int]
+    checkpoint: Checkpoint
+    score: float
+    objective: Objective
+    def __init__(self, checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., score: _Optional[float] = ..., objective: _Optional[_Union[Objective, _Mapping]] = ...) -> None: ...
+
+class RetractRunRequest(_message.Message):
+    __slots__ = ("run_id", "reason")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    reason: str
+    def __init__(self, run_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class RetractRunResponse(_message.Message):
+    __slots__ = ("position", "duplicate")
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    position: int
+    duplicate: bool
+    def __init__(self, position: _Optional[int] = ..., duplicate: _Optional[bool] = ...) -> None: ...
+
+class RecordDatasetRequest(_message.Message):
+    __slots__ = ("run_id", "dataset")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    dataset: Dataset
+    def __init__(self, run_id: _Optional[str] = ..., dataset: _Optional[_Union[Dataset, _Mapping]] = ...) -> None: ...
+
+class RecordDatasetResponse(_message.Message):
+    __slots__ = ("position", "duplicate")
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    position: int
+    duplicate: bool
+    def __init__(self, position: _Optional[int] = ..., duplicate: _Optional[bool] = ...) -> None: ...
+
+class PlanPruneRequest(_message.Message):
+    __slots__ = ("run_id", "keep_last", "page_size", "page_token", "min_position")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    KEEP_LAST_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    MIN_POSITION_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    keep_last: int
+    page_size: int
+    page_token: str
+    min_position: int
+    def __init__(self, run_id: _Optional[str] = ..., keep_last: _Optional[int] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., min_position: _Optional[int] = ...) -> None: ...
+
+class PruneEntry(_message.Message):
+    __slots__ = ("checkpoint", "delete", "kept_because")
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    DELETE_FIELD_NUMBER: _ClassVar[int]
+    KEPT_BECAUSE_FIELD_NUMBER: _ClassVar[int]
+    checkpoint: Checkpoint
+    delete: bool
+    kept_because: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., delete: _Optional[bool] = ..., kept_because: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PlanPruneResponse(_message.Message):
+    __slots__ = ("entries", "next_page_token")
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[PruneEntry]
+    next_page_token: str
+    def __init__(self, entries: _Optional[_Iterable[_Union[PruneEntry, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class DeleteCheckpointRequest(_message.Message):
+    __slots__ = ("run_id", "attempt", "step", "reason")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    attempt: int
+    step: int
+    reason: str
+    def __init__(self, run_id: _Optional[str] = ..., attempt: _Optional[int] = ..., step: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class DeleteCheckpointResponse(_message.Message):
+    __slots__ = ("position", "duplicate")
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    position: int
+    duplicate: bool
+    def __init__(self, position: _Optional[int] = ..., duplicate: _Optional[bool] = ...) -> None: ...

@@ -105,6 +105,31 @@ class RunsStub:
                 request_serializer=trainledger_dot_v1_dot_runs__pb2.ListCheckpointsRequest.SerializeToString,
                 response_deserializer=trainledger_dot_v1_dot_runs__pb2.ListCheckpointsResponse.FromString,
                 _registered_method=True)
+        self.BestCheckpoint = channel.unary_unary(
+                '/trainledger.v1.Runs/BestCheckpoint',
+                request_serializer=trainledger_dot_v1_dot_runs__pb2.BestCheckpointRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_runs__pb2.BestCheckpointResponse.FromString,
+                _registered_method=True)
+        self.RetractRun = channel.unary_unary(
+                '/trainledger.v1.Runs/RetractRun',
+                request_serializer=trainledger_dot_v1_dot_runs__pb2.RetractRunRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_runs__pb2.RetractRunResponse.FromString,
+                _registered_method=True)
+        self.RecordDataset = channel.unary_unary(
+                '/trainledger.v1.Runs/RecordDataset',
+                request_serializer=trainledger_dot_v1_dot_runs__pb2.RecordDatasetRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_runs__pb2.RecordDatasetResponse.FromString,
+                _registered_method=True)
+        self.PlanPrune = channel.unary_unary(
+                '/trainledger.v1.Runs/PlanPrune',
+                request_serializer=trainledger_dot_v1_dot_runs__pb2.PlanPruneRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_runs__pb2.PlanPruneResponse.FromString,
+                _registered_method=True)
+        self.DeleteCheckpoint = channel.unary_unary(
+                '/trainledger.v1.Runs/DeleteCheckpoint',
+                request_serializer=trainledger_dot_v1_dot_runs__pb2.DeleteCheckpointRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_runs__pb2.DeleteCheckpointResponse.FromString,
+                _registered_method=True)
 
 
 class RunsServicer:
@@ -210,6 +235,41 @@ class RunsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def BestCheckpoint(self, request, context):
+        """The usable checkpoint that scores best on a metric, across every attempt of a run.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RetractRun(self, request, context):
+        """Retracts a run (operators): hidden from lists, refused further writes, its history kept.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RecordDataset(self, request, context):
+        """Records a dataset a run trains or evaluates on, with its export report.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PlanPrune(self, request, context):
+        """Lists a run's checkpoints with what retention would do to each (pages in step order).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteCheckpoint(self, request, context):
+        """Records that a checkpoint's state was deleted; refused for a protected checkpoint.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RunsServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -282,6 +342,31 @@ def add_RunsServicer_to_server(servicer, server):
                     servicer.ListCheckpoints,
                     request_deserializer=trainledger_dot_v1_dot_runs__pb2.ListCheckpointsRequest.FromString,
                     response_serializer=trainledger_dot_v1_dot_runs__pb2.ListCheckpointsResponse.SerializeToString,
+            ),
+            'BestCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.BestCheckpoint,
+                    request_deserializer=trainledger_dot_v1_dot_runs__pb2.BestCheckpointRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_runs__pb2.BestCheckpointResponse.SerializeToString,
+            ),
+            'RetractRun': grpc.unary_unary_rpc_method_handler(
+                    servicer.RetractRun,
+                    request_deserializer=trainledger_dot_v1_dot_runs__pb2.RetractRunRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_runs__pb2.RetractRunResponse.SerializeToString,
+            ),
+            'RecordDataset': grpc.unary_unary_rpc_method_handler(
+                    servicer.RecordDataset,
+                    request_deserializer=trainledger_dot_v1_dot_runs__pb2.RecordDatasetRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_runs__pb2.RecordDatasetResponse.SerializeToString,
+            ),
+            'PlanPrune': grpc.unary_unary_rpc_method_handler(
+                    servicer.PlanPrune,
+                    request_deserializer=trainledger_dot_v1_dot_runs__pb2.PlanPruneRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_runs__pb2.PlanPruneResponse.SerializeToString,
+            ),
+            'DeleteCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteCheckpoint,
+                    request_deserializer=trainledger_dot_v1_dot_runs__pb2.DeleteCheckpointRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_runs__pb2.DeleteCheckpointResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -663,6 +748,141 @@ class Runs:
             '/trainledger.v1.Runs/ListCheckpoints',
             trainledger_dot_v1_dot_runs__pb2.ListCheckpointsRequest.SerializeToString,
             trainledger_dot_v1_dot_runs__pb2.ListCheckpointsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BestCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainledger.v1.Runs/BestCheckpoint',
+            trainledger_dot_v1_dot_runs__pb2.BestCheckpointRequest.SerializeToString,
+            trainledger_dot_v1_dot_runs__pb2.BestCheckpointResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RetractRun(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainledger.v1.Runs/RetractRun',
+            trainledger_dot_v1_dot_runs__pb2.RetractRunRequest.SerializeToString,
+            trainledger_dot_v1_dot_runs__pb2.RetractRunResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RecordDataset(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainledger.v1.Runs/RecordDataset',
+            trainledger_dot_v1_dot_runs__pb2.RecordDatasetRequest.SerializeToString,
+            trainledger_dot_v1_dot_runs__pb2.RecordDatasetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PlanPrune(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainledger.v1.Runs/PlanPrune',
+            trainledger_dot_v1_dot_runs__pb2.PlanPruneRequest.SerializeToString,
+            trainledger_dot_v1_dot_runs__pb2.PlanPruneResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainledger.v1.Runs/DeleteCheckpoint',
+            trainledger_dot_v1_dot_runs__pb2.DeleteCheckpointRequest.SerializeToString,
+            trainledger_dot_v1_dot_runs__pb2.DeleteCheckpointResponse.FromString,
             options,
             channel_credentials,
             insecure,
