@@ -627,7 +627,7 @@ class Run(LedgerAggregate):
         checkpoint = self.checkpoint_at(step, attempt)
         if checkpoint.get("deleted_at") is not None:
             return int(checkpoint["deleted_version"])
-        self.check_not_retracted()
+        # Allowed on a retracted run: reclaiming its storage is housekeeping, not a training record.
         kept = protections(self, audit.now).get((checkpoint["attempt"], step), ())
         if kept:
             raise Refused(
