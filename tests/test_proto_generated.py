@@ -29,6 +29,11 @@ SERVICES = {
         "LinkSession",
         "GetMetrics",
         "ListCheckpoints",
+        "BestCheckpoint",
+        "RetractRun",
+        "RecordDataset",
+        "PlanPrune",
+        "DeleteCheckpoint",
     ],
     ("spend", "Spend"): [
         "OpenAccount",

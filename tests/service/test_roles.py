@@ -40,6 +40,11 @@ MATRIX = [
     ("Runs/LinkSession", "++S", "++S", "RRR", "++S"),
     ("Runs/GetMetrics", "++S", "++S", "++S", "++S"),
     ("Runs/ListCheckpoints", "++S", "++S", "++S", "++S"),
+    ("Runs/BestCheckpoint", "++S", "++S", "++S", "++S"),
+    ("Runs/RetractRun", "RRR", "++S", "RRR", "++S"),
+    ("Runs/RecordDataset", "++S", "++S", "RRR", "++S"),
+    ("Runs/PlanPrune", "++S", "++S", "++S", "++S"),
+    ("Runs/DeleteCheckpoint", "++S", "++S", "RRR", "++S"),
     ("Spend/OpenAccount", "RRR", "++S", "RRR", "++S"),
     ("Spend/SetCap", "RRR", "++S", "RRR", "++S"),
     ("Spend/Reserve", "++S", "++S", "RRR", "++S"),
@@ -79,12 +84,17 @@ class World:
         for team in ("team-a", "team-b"):
             self.ledger.open_account(account=team, **who)
         self.runs = {}
+        self.spare_runs = {}  # Retracted by the RetractRun cells: the other cells' run stays writable.
         for team in ("team-a", "team-b"):
             receipt = self.ledger.open_run(
                 run_key=f"run-{team}", name=team, spec={}, parent_account=team, cap_usd_micro=None, **who
             )
             self.ledger.start_attempt(run_id=receipt.run_id, attempt_id=f"attempt-{team}", label="", **who)
             self.runs[team] = receipt.run_id
+            spare = self.ledger.open_run(
+                run_key=f"spare-{team}", name=team, spec={}, parent_account=team, cap_usd_micro=None, **who
+            )
+            self.spare_runs[team] = spare.run_id
         self.tokens = {}
         for role in ROLES:
             self.tokens[role, "unscoped"] = self.ledger.issue_token(holder=f"{role}-all", role=role, **who).bearer
@@ -110,7 +120,7 @@ def _unique() -> str:
     return uuid.uuid4().hex[:12]
 
 
-def _calls(stubs: Stubs, team: str, run_id: str) -> dict[str, Callable[[Any], Any]]:
+def _calls(stubs: Stubs, team: str, run_id: str, spare_run_id: str) -> dict[str, Callable[[Any], Any]]:
     """One call per method about `team`'s things; each takes the call's metadata."""
     basis = common_pb2.CostBasis(price_sheet="test")
     batch = common_pb2.StepBatch(run_id=run_id, attempt=1, steps=[1], tokens=[1])
@@ -154,6 +164,23 @@ def _calls(stubs: Stubs, team: str, run_id: str) -> dict[str, Callable[[Any], An
         "Runs/WatchRun": lambda m: stream(r.WatchRun, runs_pb2.WatchRunRequest(run_id=run_id), m),
         "Runs/GetMetrics": lambda m: r.GetMetrics(runs_pb2.GetMetricsRequest(run_id=run_id), metadata=m),
         "Runs/ListCheckpoints": lambda m: r.ListCheckpoints(runs_pb2.ListCheckpointsRequest(run_id=run_id), metadata=m),
+        "Runs/BestCheckpoint": lambda m: r.BestCheckpoint(runs_pb2.BestCheckpointRequest(run_id=run_id), metadata=m),
+        "Runs/RetractRun": lambda m: r.RetractRun(
+            runs_pb2.RetractRunRequest(run_id=spare_run_id, reason="a test of roles"), metadata=m
+        ),
+        "Runs/RecordDataset": lambda m: r.RecordDataset(
+            runs_pb2.RecordDatasetRequest(
+                run_id=run_id,
+                dataset=runs_pb2.Dataset(
+                    role=runs_pb2.DATASET_ROLE_TRAIN, digest="sha256:" + "1" * 64, format="sft", rows=1
+                ),
+            ),
+            metadata=m,
+        ),
+        "Runs/PlanPrune": lambda m: r.PlanPrune(runs_pb2.PlanPruneRequest(run_id=run_id), metadata=m),
+        "Runs/DeleteCheckpoint": lambda m: r.DeleteCheckpoint(
+            runs_pb2.DeleteCheckpointRequest(run_id=run_id, attempt=1, step=1), metadata=m
+        ),
         "Runs/LinkSession": lambda m: r.LinkSession(
             runs_pb2.LinkSessionRequest(run_id=run_id, provider="tinker", session_id=_unique()), metadata=m
         ),
@@ -228,7 +255,7 @@ def test_the_matrix_lists_every_rpc_of_every_service() -> None:
 @pytest.mark.parametrize("method,role,variant,cell", CELLS, ids=[f"{m}-{r}-{v}" for m, r, v, _ in CELLS])
 def test_role_matrix(world: World, method: str, role: str, variant: str, cell: str) -> None:
     team = "team-b" if variant == "out-of-scope" else "team-a"
-    call = _calls(world.served.stubs, team, world.runs[team])[method]
+    call = _calls(world.served.stubs, team, world.runs[team], world.spare_runs[team])[method]
     metadata = (("authorization", f"Bearer {world.tokens[role, variant]}"),)
     try:
         call(metadata)
