@@ -281,3 +281,24 @@ def test_tables_fit_a_width_cutting_text_never_amounts_or_times() -> None:
         fit_to(None)
     whole = table(headers, rows).splitlines()[2]
     assert "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0  a-rather-long-run-name  $12.500000" in whole
+
+
+@pytest.mark.parametrize("command", [["serve", "--listen", "127.0.0.1:0", "--no-http"], ["project"], ["runs", "list"]])
+def test_postgresql_without_psycopg_names_the_extra_in_one_line(command: list[str]) -> None:
+    """An install without the [postgres] extra: psycopg cannot be imported (held off here), and a
+    PostgreSQL URL is refused in one line saying what to install."""
+    program = (
+        "import sys; sys.modules['psycopg'] = None; sys.modules['psycopg_pool'] = None\n"
+        "from services.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program, *command, "--database-url", "postgresql://u:secret@127.0.0.1:1/ledger"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "pip install -e '.[postgres]'" in done.stderr
+    assert "secret" not in done.stderr
