@@ -31,6 +31,7 @@ from clients.errors import (
     WatcherTooSlow,
     error_from_rpc,
 )
+from clients.models import SourceCheckpoint
 from clients.retry import RetryPolicy
 from clients.runkey import dataset_digest, file_digest, run_key
 from clients.tls import TLS
@@ -44,6 +45,7 @@ __all__ = [
     "exit_status",
     "RetryPolicy",
     "run_key",
+    "SourceCheckpoint",
     "file_digest",
     "dataset_digest",
     "error_from_rpc",

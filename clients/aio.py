@@ -9,13 +9,13 @@ clients.retry.Tries; this module adds the awaited waits.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
 
 import grpc
 
 from clients.errors import error_from_rpc
-from clients.methods import Decode
+from clients.methods import Decode, next_page
 from clients.methods_spend import LedgerMethods
 from clients.models import StepAck
 from clients.retry import RetryPolicy, Tries
@@ -132,6 +132,24 @@ class AsyncLedgerClient(LedgerMethods):
             if delay_s is None or self._closed:
                 raise explained(error, secure=self.tls is not None)
             await asyncio.sleep(delay_s)
+
+    async def _unary_pages(
+        self,
+        service: str,
+        method: str,
+        request: Any,
+        *,
+        decode: Decode[Any],
+        items: Callable[[Any], Sequence[Any]],
+        timeout_s: float | None,
+    ) -> list[Any]:
+        found: list[Any] = []
+        while True:
+            page = await self._unary(service, method, request, decode=decode, timeout_s=timeout_s)
+            found += items(page)
+            if not page.next_page_token:
+                return found
+            request = next_page(request, page.next_page_token)
 
     async def _server_stream(
         self, service: str, method: str, request: Any, *, decode: Decode[Any], timeout_s: float | None

@@ -83,15 +83,22 @@ def start_attempt(
     outbox_dir: str | os.PathLike[str] | None,
     run_key: str = "",
     attempt_id: str | None = None,
+    max_steps: int | None = None,
 ) -> tuple[StartAttemptReceipt, dict[str, int]]:
     """Replay the run's earlier attempts from the outbox (if any; with `run_key`, also those noted
     as pending by processes that died before the ledger answered) and start a new attempt,
     labelled "host:pid" unless `label` is given, with `attempt_id` when given (a deferred open
-    made it earlier): its StartAttempt answer, and the replay's counters. Raises LedgerClientError."""
+    made it earlier), with the run's plan `max_steps` when given: its StartAttempt answer, and the
+    replay's counters. Raises LedgerClientError."""
     label = label if label is not None else f"{socket.gethostname()}:{os.getpid()}"
+    plan = {} if max_steps is None else {"max_steps": max_steps}
     if not outbox_dir:
         started = client.start_attempt(
-            run_id=run_id, attempt_id=attempt_id or str(uuid.uuid4()), label=label, resume_from_step=resume_from_step
+            run_id=run_id,
+            attempt_id=attempt_id or str(uuid.uuid4()),
+            label=label,
+            resume_from_step=resume_from_step,
+            **plan,
         )
         return started, {}
     outbox = SqliteOutbox(outbox_dir, run_id)
@@ -105,12 +112,12 @@ def start_attempt(
         if attempt_id is None:
             attempt_id = outbox.attempt_id(label, resume_from_step, str(uuid.uuid4()))
             started = client.start_attempt(
-                run_id=run_id, attempt_id=attempt_id, label=label, resume_from_step=resume_from_step
+                run_id=run_id, attempt_id=attempt_id, label=label, resume_from_step=resume_from_step, **plan
             )
             outbox.attempt_started(attempt_id, started.attempt)
         else:  # A deferred open's attempt: its sender adopts its batches and records it.
             started = client.start_attempt(
-                run_id=run_id, attempt_id=attempt_id, label=label, resume_from_step=resume_from_step
+                run_id=run_id, attempt_id=attempt_id, label=label, resume_from_step=resume_from_step, **plan
             )
         return started, counters
     finally:

@@ -3,8 +3,10 @@
 In: plain values (ints, str, dicts, datetimes, lists); money is int micro-dollars. Out: the typed
 results of clients.models, decoded generically by `decode` from `to_dict`: dicts keyed by the
 proto field names, with Timestamps as aware datetimes, unset optional fields and unset messages as
-None, Structs as dicts (whole numbers as ints, by trainledger.structs, the rule the server shares)
-and RunStatus as "running" | "done" | "failed" | "stopped".
+None, Structs as dicts (whole numbers as ints, by trainledger.structs, the rule the server shares),
+maps as dicts, and the enums as the words they name: RunStatus as "running" | "done" | "failed" |
+"stopped", ObjectiveMode as "min" | "max", DatasetRole as "train" | "eval" ("" when unspecified;
+`status`, `objective_mode` and `dataset_role` encode them, refusing any other word with ValueError).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from google.protobuf import duration_pb2, json_format, struct_pb2, timestamp_pb2
 from google.protobuf.message import Message
 
 from trainledger.structs import integral
-from trainledger.v1 import common_pb2, registry_pb2
+from trainledger.v1 import common_pb2, registry_pb2, runs_pb2
 
 __all__ = [
     "to_dict",
@@ -28,6 +30,10 @@ __all__ = [
     "timestamp",
     "duration",
     "status",
+    "objective_mode",
+    "objective",
+    "dataset_role",
+    "source_checkpoint",
     "basis",
     "verdict",
     "step_batch",
@@ -36,6 +42,8 @@ __all__ = [
 ]
 
 _STATUS_PREFIX = "RUN_STATUS_"
+# The enums decoded as words: each enum's name and the prefix its values' names carry.
+_ENUM_PREFIXES = {"RunStatus": _STATUS_PREFIX, "ObjectiveMode": "OBJECTIVE_MODE_", "DatasetRole": "DATASET_ROLE_"}
 T = TypeVar("T")
 
 
@@ -70,6 +78,39 @@ def duration(seconds: float | timedelta | None) -> duration_pb2.Duration | None:
 def status(name: str) -> common_pb2.RunStatus:
     """A RunStatus from "done" | "failed" | "stopped" | "running" ("" = unspecified)."""
     return cast(common_pb2.RunStatus, common_pb2.RunStatus.Value(_STATUS_PREFIX + (name.upper() or "UNSPECIFIED")))
+
+
+def _enum(enum: Any, prefix: str, name: str, words: tuple[str, ...]) -> int:
+    if name not in words:
+        raise ValueError(f"{name!r} is not one of {', '.join(repr(word) for word in words if word)}")
+    return int(enum.Value(prefix + (name.upper() or "UNSPECIFIED")))
+
+
+def objective_mode(name: str) -> runs_pb2.ObjectiveMode:
+    """An ObjectiveMode from "min" | "max" ("" = unspecified)."""
+    return cast(runs_pb2.ObjectiveMode, _enum(runs_pb2.ObjectiveMode, "OBJECTIVE_MODE_", name, ("", "min", "max")))
+
+
+def objective(value: tuple[str, str] | None) -> runs_pb2.Objective | None:
+    """An Objective from (metric, mode), mode "min" | "max"; None stays unset."""
+    if value is None:
+        return None
+    metric, mode = value
+    return runs_pb2.Objective(metric=metric, mode=objective_mode(mode))
+
+
+def dataset_role(name: str) -> runs_pb2.DatasetRole:
+    """A DatasetRole from "train" | "eval" ("" = unspecified)."""
+    return cast(runs_pb2.DatasetRole, _enum(runs_pb2.DatasetRole, "DATASET_ROLE_", name, ("", "train", "eval")))
+
+
+def source_checkpoint(value: Any) -> registry_pb2.SourceCheckpoint | None:
+    """A SourceCheckpoint message from its model (clients.models.SourceCheckpoint); None stays unset."""
+    if value is None:
+        return None
+    return registry_pb2.SourceCheckpoint(
+        run_id=value.run_id, step=value.step, attempt=value.attempt, checkpoint_digest=value.checkpoint_digest
+    )
 
 
 def basis(value: Mapping[str, Any] | common_pb2.CostBasis | None) -> common_pb2.CostBasis | None:
@@ -153,7 +194,11 @@ def to_dict(message: Message, *, omit_unset: bool = False) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for field in message.DESCRIPTOR.fields:
         value = getattr(message, field.name)
-        if field.is_repeated:
+        if _is_map(field):
+            entry: Any = field.message_type
+            entry = entry.fields_by_name["value"]
+            result[field.name] = {key: _value(entry, item, omit_unset) for key, item in value.items()}
+        elif field.is_repeated:
             result[field.name] = [_value(field, item, omit_unset) for item in value]
         elif field.has_presence and not message.HasField(field.name):
             if _is_struct(field):
@@ -172,6 +217,10 @@ def decode(message: Message, model: type[T], **extra: Any) -> T:
     return msgspec.convert({**to_dict(message, omit_unset=True), **extra}, model)
 
 
+def _is_map(field: Any) -> bool:
+    return field.message_type is not None and bool(field.message_type.GetOptions().map_entry)
+
+
 def _is_struct(field: Any) -> bool:
     return field.message_type is not None and field.message_type.full_name == "google.protobuf.Struct"
 
@@ -186,8 +235,11 @@ def _value(field: Any, value: Any, omit_unset: bool = False) -> Any:
         return integral(json_format.MessageToDict(value))
     if kind:
         return to_dict(value, omit_unset=omit_unset)
-    if field.enum_type is not None and field.enum_type.name == "RunStatus":
-        name = common_pb2.RunStatus.Name(value).removeprefix(_STATUS_PREFIX).lower()
+    if field.enum_type is not None and field.enum_type.name in _ENUM_PREFIXES:
+        known = field.enum_type.values_by_number.get(value)
+        if known is None:  # A value a newer server names: no word for it here.
+            return ""
+        name = str(known.name).removeprefix(_ENUM_PREFIXES[field.enum_type.name]).lower()
         return "" if name == "unspecified" else name
     if field.name == "data_json":
         return json.loads(value) if value else {}

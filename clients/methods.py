@@ -4,24 +4,28 @@ Each method builds its request from keyword-only Python values and hands it to t
 the typed result (clients.models) to decode the answer into: `LedgerClient` answers with that
 result, `AsyncLedgerClient` with an awaitable of it (and async iterators for the streams).
 Client-made ids (attempt_id, reservation_id, charge_id) are made here when the caller gives none,
-before the first send, so every retry carries the same id.
+before the first send, so every retry carries the same id. A read that answers in pages and whose
+method returns the whole list (get_metrics, plan_prune) reads page after page with `_all_pages`,
+each page a call of its own within the deadline.
 """
 
 from __future__ import annotations
 
+import copy
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 from google.protobuf.message import Message
 
 from clients import codec
 
-__all__ = ["Transport", "Doc", "Decode", "new_id", "reply", "field_of"]
+__all__ = ["Transport", "Doc", "Decode", "new_id", "reply", "field_of", "next_page"]
 
 Doc = Mapping[str, Any]
 T = TypeVar("T")
+P = TypeVar("P")
 Decode = Callable[[Any], T]
 
 
@@ -42,6 +46,14 @@ def field_of(name: str, model: type[T]) -> Decode[T | None]:
         return codec.decode(getattr(response, name), model) if response.HasField(name) else None
 
     return decode
+
+
+def next_page(request: Message, token: str) -> Any:
+    """A copy of a paged read's request asking for the page after `token` (the one sent stays as
+    it was, for a retry of it)."""
+    following: Any = copy.deepcopy(request)
+    following.page_token = token
+    return following
 
 
 class Transport:
@@ -79,6 +91,40 @@ class Transport:
     ) -> T:
         """A unary call answering `decode(response)` (an awaitable of it on the asyncio client)."""
         return cast(T, self._unary(service, method, request, decode=decode, idempotent=idempotent, timeout_s=timeout_s))
+
+    def _all_pages(
+        self,
+        service: str,
+        method: str,
+        request: Any,
+        decode: Decode[P],
+        items: Callable[[P], Sequence[T]],
+        *,
+        timeout_s: float | None = None,
+    ) -> list[T]:
+        """The `items` of every page of a paged read, in order, from `request` on, each next page
+        asked for with the last one's next_page_token (an awaitable of the list on asyncio)."""
+        return cast(
+            list[T], self._unary_pages(service, method, request, decode=decode, items=items, timeout_s=timeout_s)
+        )
+
+    def _unary_pages(
+        self,
+        service: str,
+        method: str,
+        request: Any,
+        *,
+        decode: Decode[Any],
+        items: Callable[[Any], Sequence[Any]],
+        timeout_s: float | None,
+    ) -> Any:
+        found: list[Any] = []
+        while True:
+            page = self._unary(service, method, request, decode=decode, timeout_s=timeout_s)
+            found += items(page)
+            if not page.next_page_token:
+                return found
+            request = next_page(request, page.next_page_token)
 
     def _stream(
         self, service: str, method: str, request: Any, decode: Decode[T], timeout_s: float | None

@@ -1,10 +1,13 @@
 """The Runs RPCs as client methods (see clients.methods); each takes `timeout_s`, the per-try
-deadline (the client's default when None), and answers with a typed result of clients.models."""
+deadline (the client's default when None), and answers with a typed result of clients.models.
+
+A run's objective is given as a (metric, mode) tuple, mode "min" (lower is better) or "max"; a
+dataset's role as "train" or "eval". Scores are a dict of metric name to a finite float."""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -14,12 +17,18 @@ from clients import codec
 from clients.methods import Doc, Transport, field_of, new_id, reply
 from clients.models import (
     AppendReceipt,
+    BestCheckpoint,
     CheckpointPage,
     CheckpointReceipt,
+    DatasetReceipt,
+    DeleteCheckpointReceipt,
     FinishReceipt,
     LinkSessionReceipt,
     MetricStats,
     OpenRunReceipt,
+    PruneEntry,
+    PrunePage,
+    RetractReceipt,
     RunMetrics,
     RunPage,
     RunState,
@@ -44,15 +53,22 @@ class RunsMethods(Transport):
         spec: Doc | None = None,
         cap_usd_micro: int | None = None,
         parent_account: str = "",
+        max_steps: int | None = None,
+        objective: tuple[str, str] | None = None,
         timeout_s: float | None = None,
     ) -> OpenRunReceipt:
-        """Open a run by its key, or find the existing one: its state, whether it was created, the position."""
+        """Open a run by its key, or find the existing one: its state, whether it was created, the
+        position. `max_steps` is the run's plan (a new value for an existing run changes it);
+        `objective` (metric, "min" | "max") ranks its checkpoints and never changes (another one
+        for an existing run: OBJECTIVE_DIFFERS); None leaves either as it is."""
         request = runs_pb2.OpenRunRequest(
             run_key=run_key,
             name=name,
             spec=codec.struct(spec or {}),
             cap_usd_micro=cap_usd_micro,
             parent_account=parent_account,
+            max_steps=max_steps,
+            objective=codec.objective(objective),
         )
         return self._ask("Runs", "OpenRun", request, reply(OpenRunReceipt), timeout_s=timeout_s)
 
@@ -63,11 +79,17 @@ class RunsMethods(Transport):
         attempt_id: str | None = None,
         label: str = "",
         resume_from_step: int | None = None,
+        max_steps: int | None = None,
         timeout_s: float | None = None,
     ) -> StartAttemptReceipt:
-        """Start a new attempt (fencing the previous one): its number, position, duplicate and the state."""
+        """Start a new attempt (fencing the previous one): its number, position, duplicate and the
+        state. `max_steps` is the run's plan from now on (None leaves it)."""
         request = runs_pb2.StartAttemptRequest(
-            run_id=run_id, attempt_id=attempt_id or new_id(), label=label, resume_from_step=resume_from_step
+            run_id=run_id,
+            attempt_id=attempt_id or new_id(),
+            label=label,
+            resume_from_step=resume_from_step,
+            max_steps=max_steps,
         )
         return self._ask("Runs", "StartAttempt", request, reply(StartAttemptReceipt), timeout_s=timeout_s)
 
@@ -107,9 +129,11 @@ class RunsMethods(Transport):
         final: bool = False,
         expires_at: datetime | None = None,
         digest: str = "",
+        scores: Mapping[str, float] | None = None,
         timeout_s: float | None = None,
     ) -> CheckpointReceipt:
-        """Record a durable checkpoint: position, duplicate."""
+        """Record a durable checkpoint: position, duplicate. `scores` are the evaluation scores
+        measured at it (name -> finite value), part of what a retry must repeat."""
         request = runs_pb2.SaveCheckpointRequest(
             run_id=run_id,
             attempt=attempt,
@@ -119,6 +143,7 @@ class RunsMethods(Transport):
             digest=digest,
             handle={"backend": backend, "uri": uri, "fidelity": fidelity},
             expires_at=codec.timestamp(expires_at),
+            scores=scores or {},
         )
         return self._ask("Runs", "SaveCheckpoint", request, reply(CheckpointReceipt), timeout_s=timeout_s)
 
@@ -169,12 +194,13 @@ class RunsMethods(Transport):
         name_contains: str = "",
         run_id_prefix: str = "",
         account: str = "",
+        include_retracted: bool = False,
         min_position: int = 0,
         timeout_s: float | None = None,
     ) -> RunPage:
         """A page of runs, newest first; pass next_page_token back for the next page. Filters:
         status, a part of the name (case-insensitive), an id prefix, an account the runs' spend
-        accounts lie under."""
+        accounts lie under. Retracted runs are left out unless `include_retracted`."""
         request = runs_pb2.ListRunsRequest(
             page_size=page_size,
             page_token=page_token,
@@ -182,6 +208,7 @@ class RunsMethods(Transport):
             name_contains=name_contains,
             run_id_prefix=run_id_prefix,
             account=account,
+            include_retracted=include_retracted,
             min_position=min_position,
         )
         return self._ask("Runs", "ListRuns", request, reply(RunPage), timeout_s=timeout_s)
@@ -189,15 +216,8 @@ class RunsMethods(Transport):
     def get_metrics(self, *, run_id: str, min_position: int = 0, timeout_s: float | None = None) -> list[MetricStats]:
         """Every metric of the run's live line of steps, by name: count, first and last step, the
         last value, min and max (read a page at a time, each within the deadline)."""
-        metrics: list[MetricStats] = []
-        token = ""
-        while True:
-            request = runs_pb2.GetMetricsRequest(run_id=run_id, min_position=min_position, page_token=token)
-            page = self._ask("Runs", "GetMetrics", request, reply(RunMetrics), timeout_s=timeout_s)
-            metrics += page.metrics
-            token = page.next_page_token
-            if not token:
-                return metrics
+        request = runs_pb2.GetMetricsRequest(run_id=run_id, min_position=min_position)
+        return self._all_pages("Runs", "GetMetrics", request, reply(RunMetrics), _metrics_of_page, timeout_s=timeout_s)
 
     def list_checkpoints(
         self,
@@ -215,6 +235,84 @@ class RunsMethods(Transport):
             run_id=run_id, page_size=page_size, page_token=page_token, min_position=min_position
         )
         return self._ask("Runs", "ListCheckpoints", request, reply(CheckpointPage), timeout_s=timeout_s)
+
+    def best_checkpoint(
+        self,
+        *,
+        run_id: str,
+        metric: str = "",
+        mode: str = "",
+        include_superseded: bool = False,
+        min_position: int = 0,
+        timeout_s: float | None = None,
+    ) -> BestCheckpoint:
+        """The usable checkpoint (live, not deleted, not expired) that scores best on `metric`
+        ("min" or "max" is better), across every attempt: checkpoint, score, metric, mode. No
+        metric means the run's own objective. Superseded checkpoints count with
+        `include_superseded`. Raises NotFound (NO_SCORED_CHECKPOINT) when none has the score."""
+        request = runs_pb2.BestCheckpointRequest(
+            run_id=run_id,
+            objective=codec.objective((metric, mode)) if metric or mode else None,
+            include_superseded=include_superseded,
+            min_position=min_position,
+        )
+        return self._ask("Runs", "BestCheckpoint", request, _best, timeout_s=timeout_s)
+
+    def retract_run(self, *, run_id: str, reason: str, timeout_s: float | None = None) -> RetractReceipt:
+        """Retract a run (operators): left out of lists, refused every further write (RunRetracted),
+        its history kept. Retracting again with the same reason is a duplicate."""
+        request = runs_pb2.RetractRunRequest(run_id=run_id, reason=reason)
+        return self._ask("Runs", "RetractRun", request, reply(RetractReceipt), timeout_s=timeout_s)
+
+    def record_dataset(
+        self,
+        *,
+        run_id: str,
+        role: str,
+        digest: str,
+        format: str,
+        rows: int,
+        tokens: int | None = None,
+        source_uri: str = "",
+        report: Doc | None = None,
+        timeout_s: float | None = None,
+    ) -> DatasetReceipt:
+        """Record a dataset the run trains ("train") or evaluates ("eval") on: the digest of its
+        rows ("sha256:" + 64 hex), its format ("sft", "dpo", "chat" ...), row and token counts,
+        where it came from and the export report (at most 64 KiB as JSON). The same role and
+        digest again is a duplicate."""
+        request = runs_pb2.RecordDatasetRequest(
+            run_id=run_id,
+            dataset=runs_pb2.Dataset(
+                role=codec.dataset_role(role),
+                digest=digest,
+                format=format,
+                rows=rows,
+                tokens=tokens,
+                source_uri=source_uri,
+                report=codec.struct(report),
+            ),
+        )
+        return self._ask("Runs", "RecordDataset", request, reply(DatasetReceipt), timeout_s=timeout_s)
+
+    def plan_prune(
+        self, *, run_id: str, keep_last: int = 0, min_position: int = 0, timeout_s: float | None = None
+    ) -> list[PruneEntry]:
+        """What checkpoint retention would do with each of the run's checkpoints, in (step,
+        attempt) order: delete it, or why it is kept (the live resume point, the best on the run's
+        objective, a registered version's source, within the newest `keep_last`, already deleted,
+        expired). Every page is read, each within the deadline."""
+        request = runs_pb2.PlanPruneRequest(run_id=run_id, keep_last=keep_last, min_position=min_position)
+        return self._all_pages("Runs", "PlanPrune", request, reply(PrunePage), _entries_of_page, timeout_s=timeout_s)
+
+    def delete_checkpoint(
+        self, *, run_id: str, attempt: int, step: int, reason: str = "", timeout_s: float | None = None
+    ) -> DeleteCheckpointReceipt:
+        """Record that a checkpoint's state was deleted from its storage (after deleting it): it
+        is never offered for resume again. Raises CheckpointProtected for a protected checkpoint
+        (`metadata["protected_by"]`); deleting it again is a duplicate."""
+        request = runs_pb2.DeleteCheckpointRequest(run_id=run_id, attempt=attempt, step=step, reason=reason)
+        return self._ask("Runs", "DeleteCheckpoint", request, reply(DeleteCheckpointReceipt), timeout_s=timeout_s)
 
     def get_series(
         self,
@@ -249,6 +347,21 @@ class RunsMethods(Transport):
         metadata["next_position"] is where to watch again from."""
         request = runs_pb2.WatchRunRequest(run_id=run_id, from_position=from_position)
         return self._stream("Runs", "WatchRun", request, _WatchedState().apply, timeout_s=timeout_s)
+
+
+def _metrics_of_page(page: RunMetrics) -> list[MetricStats]:
+    return page.metrics
+
+
+def _entries_of_page(page: PrunePage) -> list[PruneEntry]:
+    return page.entries
+
+
+def _best(response: runs_pb2.BestCheckpointResponse) -> BestCheckpoint:
+    """BestCheckpoint's answer with its objective's metric and mode beside the checkpoint."""
+    answer = codec.to_dict(response, omit_unset=True)
+    objective = answer.pop("objective", None) or {}
+    return msgspec.convert({**answer, **objective}, BestCheckpoint)
 
 
 def _state(response: runs_pb2.GetRunStateResponse) -> RunState:

@@ -31,6 +31,7 @@ from clients.models import (
     ReserveReceipt,
     RollbackReceipt,
     SetCapReceipt,
+    SourceCheckpoint,
     Verification,
 )
 from trainledger.v1 import events_pb2, registry_pb2, spend_pb2
@@ -193,8 +194,13 @@ class LedgerMethods(RunsMethods, Transport):
         source_run_id: str = "",
         source_step: int = 0,
         metadata: Doc | None = None,
+        source_checkpoint: SourceCheckpoint | None = None,
         timeout_s: float | None = None,
     ) -> RegisterReceipt:
+        """Register an immutable version of a family (idempotent by digest): version, position,
+        duplicate. With `source_checkpoint` the ledger checks the run's checkpoint exists, was not
+        deleted and was saved with `checkpoint_digest` (source_run_id and source_step are filled
+        from it), and keeps that checkpoint from retention."""
         request = registry_pb2.RegisterRequest(
             family=family,
             artifact_uri=artifact_uri,
@@ -202,6 +208,7 @@ class LedgerMethods(RunsMethods, Transport):
             source_run_id=source_run_id,
             source_step=source_step,
             metadata=codec.struct(metadata or {}),
+            source_checkpoint=codec.source_checkpoint(source_checkpoint),
         )
         return self._ask("Registry", "Register", request, reply(RegisterReceipt), timeout_s=timeout_s)
 

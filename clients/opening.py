@@ -131,7 +131,7 @@ def open_and_start(
     reopen: bool = False,
 ) -> tuple[StartAttemptReceipt, dict[str, int]]:
     """OpenRun, the ended-run check, then the outbox replay and StartAttempt
-    (clients.attempts.start_attempt)."""
+    (clients.attempts.start_attempt), the attempt taking the run's plan (`max_steps`) too."""
     opened = client.open_run(**open_args)
     refuse_ended(opened.state, reopen=reopen)
     run_id = opened.state.run.run_id
@@ -146,4 +146,5 @@ def open_and_start(
         outbox_dir=outbox_dir,
         run_key=open_args["run_key"],
         attempt_id=attempt_id,
+        max_steps=open_args.get("max_steps"),
     )

@@ -30,7 +30,7 @@ import grpc
 from clients.batcher import Batcher, make_row
 from clients.client import LedgerClient
 from clients.errors import LedgerClientError, Unavailable
-from clients.models import CheckpointReceipt, FinishReceipt, RunState, StartAttemptReceipt
+from clients.models import CheckpointReceipt, DatasetReceipt, FinishReceipt, RunState, StartAttemptReceipt
 from clients.opening import Opening, first_try, open_and_start
 from clients.outbox import MemoryOutbox, SqliteOutbox, check_outbox, pending_run_id
 from clients.retry import REFUSAL_CODES
@@ -126,6 +126,8 @@ class RunRecorder:
         defer: bool = False,
         reopen: bool = False,
         stop_on_sigterm: bool = False,
+        max_steps: int | None = None,
+        objective: tuple[str, str] | None = None,
         **options: Any,
     ) -> RunRecorder:
         """Open (or find) the run, replay what an earlier process left in the outbox for it, and
@@ -139,9 +141,18 @@ class RunRecorder:
         main thread until the recorder is closed, so the block ends the run "stopped".
         Raises LedgerClientError (Unavailable when the ledger is unreachable). With `defer=True` an
         unreachable ledger (any error but a refusal) does not raise: the recorder opens in the
-        background (see clients.opening, `opened`, `wait_open`); "latest" needs the ledger."""
+        background (see clients.opening, `opened`, `wait_open`); "latest" needs the ledger.
+        `max_steps` (the trainer's plan) goes with the open and the new attempt, `objective`
+        (metric, "min" | "max": what ranks the run's checkpoints) with the open; None leaves each
+        as the run has it."""
         open_args = dict(
-            run_key=run_key, name=name, spec=spec, cap_usd_micro=cap_usd_micro, parent_account=parent_account
+            run_key=run_key,
+            name=name,
+            spec=spec,
+            cap_usd_micro=cap_usd_micro,
+            parent_account=parent_account,
+            max_steps=max_steps,
+            objective=objective,
         )
         label = attempt_label if attempt_label is not None else f"{socket.gethostname()}:{os.getpid()}"
         attempt_id = str(uuid.uuid4()) if defer else None
@@ -292,10 +303,11 @@ class RunRecorder:
         final: bool = False,
         expires_at: datetime | None = None,
         digest: str = "",
+        scores: Mapping[str, float] | None = None,
     ) -> CheckpointReceipt:
-        """Record a durable checkpoint after flushing the steps logged before it. Raises
-        LedgerClientError when it cannot be recorded (Unavailable while a deferred open still
-        waits for the ledger after `flush_timeout_s`)."""
+        """Record a durable checkpoint, with the evaluation `scores` measured at it, after
+        flushing the steps logged before it. Raises LedgerClientError when it cannot be recorded
+        (Unavailable while a deferred open still waits for the ledger after `flush_timeout_s`)."""
         self.require_open(self.flush_timeout_s)
         self.flush()
         return self.client.save_checkpoint(
@@ -309,6 +321,33 @@ class RunRecorder:
             final=final,
             expires_at=expires_at,
             digest=digest,
+            scores=scores,
+        )
+
+    def record_dataset(
+        self,
+        *,
+        role: str,
+        digest: str,
+        format: str,
+        rows: int,
+        tokens: int | None = None,
+        source_uri: str = "",
+        report: Mapping[str, Any] | None = None,
+    ) -> DatasetReceipt:
+        """Record a dataset this run trains ("train") or evaluates ("eval") on (see
+        LedgerClient.record_dataset). Raises LedgerClientError when it cannot be recorded
+        (Unavailable while a deferred open still waits for the ledger after `flush_timeout_s`)."""
+        self.require_open(self.flush_timeout_s)
+        return self.client.record_dataset(
+            run_id=self._run_id,
+            role=role,
+            digest=digest,
+            format=format,
+            rows=rows,
+            tokens=tokens,
+            source_uri=source_uri,
+            report=report,
         )
 
     def finish(self, status: str = "done", summary: Mapping[str, Any] | None = None, error: str = "") -> FinishReceipt:

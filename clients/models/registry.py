@@ -1,5 +1,7 @@
-"""The typed results of registry.proto: model versions, promotions with their gate verdicts, a
-family's page of versions and history, and the receipts of register, promote and rollback.
+"""The typed results of registry.proto: model versions (with the checkpoint each was made from),
+promotions with their gate verdicts, a family's page of versions and history, and the receipts of
+register, promote and rollback. SourceCheckpoint is also what register takes to name a version's
+source checkpoint.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import msgspec
 from clients.models.base import Model, empty_dict, empty_list
 
 __all__ = [
+    "SourceCheckpoint",
     "GateVerdict",
     "ModelVersion",
     "Promotion",
@@ -28,7 +31,19 @@ class GateVerdict(Model, frozen=True, kw_only=True):
     stats: dict[str, Any] = msgspec.field(default_factory=empty_dict)
 
 
+class SourceCheckpoint(Model, frozen=True, kw_only=True):
+    """A run's checkpoint a version is made from: `attempt` 0 names the usable one at `step`;
+    `checkpoint_digest` must be the digest the checkpoint was saved with."""
+
+    run_id: str = ""
+    step: int = 0
+    attempt: int = 0
+    checkpoint_digest: str = ""
+
+
 class ModelVersion(Model, frozen=True, kw_only=True):
+    """A registered version; `source_retracted` when the run it was made from was retracted."""
+
     family: str = ""
     version: int = 0
     artifact_uri: str = ""
@@ -37,6 +52,8 @@ class ModelVersion(Model, frozen=True, kw_only=True):
     source_step: int = 0
     metadata: dict[str, Any] = msgspec.field(default_factory=empty_dict)
     registered_at: datetime | None = None
+    source_checkpoint: SourceCheckpoint | None = None
+    source_retracted: bool = False
 
 
 class Promotion(Model, frozen=True, kw_only=True):

@@ -1,6 +1,10 @@
 """The typed results of runs.proto: a run's info, attempts, checkpoints, resume point and spend
 totals gathered in RunState, the pages of list_runs and get_series, the receipts of the run
-commands, and the updates of watch_run.
+commands, and the updates of watch_run; a run's objective, progress, datasets and retraction, the
+best checkpoint on a metric and a retention plan's entries.
+
+The enums a user writes become the words they name: a RunStatus "running" | "done" | "failed" |
+"stopped", an ObjectiveMode "min" | "max", a DatasetRole "train" | "eval" ("" when unspecified).
 """
 
 from __future__ import annotations
@@ -33,9 +37,62 @@ __all__ = [
     "FinishReceipt",
     "SummaryReceipt",
     "WatchUpdate",
+    "ObjectiveMode",
+    "DatasetRole",
+    "Objective",
+    "Progress",
+    "Retraction",
+    "Dataset",
+    "BestCheckpoint",
+    "PruneEntry",
+    "PrunePage",
+    "RetractReceipt",
+    "DatasetReceipt",
+    "DeleteCheckpointReceipt",
 ]
 
 RunStatus = Literal["", "running", "done", "failed", "stopped"]
+ObjectiveMode = Literal["", "min", "max"]
+DatasetRole = Literal["", "train", "eval"]
+
+
+class Objective(Model, frozen=True, kw_only=True):
+    """The metric that ranks a run's checkpoints and which way is better ("min": lower)."""
+
+    metric: str = ""
+    mode: ObjectiveMode = ""
+
+
+class Retraction(Model, frozen=True, kw_only=True):
+    """Why, when and by whom an operator retracted a run."""
+
+    reason: str = ""
+    retracted_at: datetime | None = None
+    principal: str = ""
+
+
+class Progress(Model, frozen=True, kw_only=True):
+    """How far a run has come against its plan: `fraction` is step / max_steps, `eta` when it
+    should reach max_steps at the recent `steps_per_second` (None unless running with both)."""
+
+    max_steps: int | None = None
+    step: int | None = None
+    fraction: float | None = None
+    steps_per_second: float | None = None
+    eta: datetime | None = None
+
+
+class Dataset(Model, frozen=True, kw_only=True):
+    """A dataset a run trains or evaluates on, by the digest of its rows, with its export report."""
+
+    role: DatasetRole = ""
+    digest: str = ""
+    format: str = ""
+    rows: int = 0
+    tokens: int | None = None
+    source_uri: str = ""
+    report: dict[str, Any] = msgspec.field(default_factory=empty_dict)
+    recorded_at: datetime | None = None
 
 
 class RunInfo(Model, frozen=True, kw_only=True):
@@ -48,6 +105,8 @@ class RunInfo(Model, frozen=True, kw_only=True):
     error: str = ""
     opened_at: datetime | None = None
     finished_at: datetime | None = None
+    objective: Objective | None = None
+    retraction: Retraction | None = None
 
 
 class Attempt(Model, frozen=True, kw_only=True):
@@ -69,6 +128,35 @@ class Checkpoint(Model, frozen=True, kw_only=True):
     expires_at: datetime | None = None
     digest: str = ""
     superseded: bool = False
+    scores: dict[str, float] = msgspec.field(default_factory=empty_dict)
+    deleted_at: datetime | None = None
+    expired: bool = False
+
+
+class BestCheckpoint(Model, frozen=True, kw_only=True):
+    """The usable checkpoint that scores best on `metric` ("min" or "max" is better) and its score."""
+
+    checkpoint: Checkpoint = msgspec.field(default_factory=Checkpoint)
+    score: float = 0.0
+    metric: str = ""
+    mode: ObjectiveMode = ""
+
+
+class PruneEntry(Model, frozen=True, kw_only=True):
+    """A checkpoint in a retention plan: `delete` when its state may go, else `kept_because`
+    ("resume", "best", "registered", "recent", "deleted", "expired")."""
+
+    checkpoint: Checkpoint = msgspec.field(default_factory=Checkpoint)
+    delete: bool = False
+    kept_because: list[str] = msgspec.field(default_factory=empty_list)
+
+
+class PrunePage(Model, frozen=True, kw_only=True):
+    """A page of a retention plan in (step, attempt) order ("" after the last); plan_prune reads
+    every page."""
+
+    entries: list[PruneEntry] = msgspec.field(default_factory=empty_list)
+    next_page_token: str = ""
 
 
 class CheckpointPage(Model, frozen=True, kw_only=True):
@@ -99,7 +187,8 @@ class SpendTotals(Model, frozen=True, kw_only=True):
 
 
 class RunState(Model, frozen=True, kw_only=True):
-    """A run as it stands. The server always sends `run`, `resume` and `spend`."""
+    """A run as it stands. The server always sends `run`, `resume`, `spend` and `progress`;
+    `best_checkpoint` is None unless the run has an objective and a usable checkpoint scored on it."""
 
     run: RunInfo = msgspec.field(default_factory=RunInfo)
     attempts: list[Attempt] = msgspec.field(default_factory=empty_list)
@@ -111,6 +200,9 @@ class RunState(Model, frozen=True, kw_only=True):
     spend: SpendTotals = msgspec.field(default_factory=SpendTotals)
     position: int = 0
     expired_checkpoint_count: int = 0
+    best_checkpoint: Checkpoint | None = None
+    progress: Progress = msgspec.field(default_factory=Progress)
+    datasets: list[Dataset] = msgspec.field(default_factory=empty_list)
 
 
 class RunSummary(Model, frozen=True, kw_only=True):
@@ -124,6 +216,8 @@ class RunSummary(Model, frozen=True, kw_only=True):
     parent_account: str = ""
     cap_usd_micro: int | None = None
     pending_usd_micro: int = 0
+    progress: Progress = msgspec.field(default_factory=Progress)
+    retracted: bool = False
 
 
 class RunPage(Model, frozen=True, kw_only=True):
@@ -217,5 +311,26 @@ class WatchUpdate(Model, frozen=True, kw_only=True):
 
 
 class LinkSessionReceipt(Model, frozen=True, kw_only=True):
+    position: int = 0
+    duplicate: bool = False
+
+
+class RetractReceipt(Model, frozen=True, kw_only=True):
+    """RetractRun's answer; `duplicate` when the run was retracted before with the same reason."""
+
+    position: int = 0
+    duplicate: bool = False
+
+
+class DatasetReceipt(Model, frozen=True, kw_only=True):
+    """RecordDataset's answer; `duplicate` when the same dataset was recorded before."""
+
+    position: int = 0
+    duplicate: bool = False
+
+
+class DeleteCheckpointReceipt(Model, frozen=True, kw_only=True):
+    """DeleteCheckpoint's answer; `duplicate` when the checkpoint was recorded as deleted before."""
+
     position: int = 0
     duplicate: bool = False

@@ -41,6 +41,12 @@ RESPONSES: list[tuple[Descriptor, type[models.Model], set[str], set[str]]] = [
     (spend_pb2.ReconcileResponse.DESCRIPTOR, models.ReconcileReport, set(), set()),
     (spend_pb2.AdjustToBillResponse.DESCRIPTOR, models.AdjustReceipt, set(), set()),
     (runs_pb2.LinkSessionResponse.DESCRIPTOR, models.LinkSessionReceipt, set(), set()),
+    (runs_pb2.RetractRunResponse.DESCRIPTOR, models.RetractReceipt, set(), set()),
+    (runs_pb2.RecordDatasetResponse.DESCRIPTOR, models.DatasetReceipt, set(), set()),
+    (runs_pb2.DeleteCheckpointResponse.DESCRIPTOR, models.DeleteCheckpointReceipt, set(), set()),
+    (runs_pb2.PlanPruneResponse.DESCRIPTOR, models.PrunePage, set(), set()),
+    # The objective's metric and mode sit beside the checkpoint and its score.
+    (runs_pb2.BestCheckpointResponse.DESCRIPTOR, models.BestCheckpoint, {"metric", "mode"}, {"objective"}),
     (registry_pb2.ModelVersion.DESCRIPTOR, models.ModelVersion, set(), set()),
     (registry_pb2.RegisterResponse.DESCRIPTOR, models.RegisterReceipt, set(), set()),
     (registry_pb2.PromoteResponse.DESCRIPTOR, models.PromoteReceipt, set(), set()),
@@ -71,6 +77,8 @@ def _mismatches(descriptor: Descriptor, model: type[Any], extra: set[str], left_
     for field in descriptor.fields:
         kind = field.message_type
         if field.name in left_out or kind is None or kind.full_name.startswith("google.protobuf."):
+            continue
+        if kind.GetOptions().map_entry:  # A map of scalars: a dict.
             continue
         nested = _nested(model, field.name)
         if nested is None:
@@ -151,3 +159,46 @@ def test_an_event_decodes_its_data() -> None:
     event = codec.decode(message, models.Event)
     assert (event.position, event.data_json, event.recorded_at) == (3, {"name": "n", "cap": 5}, None)
     assert codec.decode(events_pb2.Event(position=4), models.Event).data_json == {}
+
+
+def test_scores_objective_progress_datasets_and_retraction_decode_as_words_and_dicts() -> None:
+    state = _state_message()
+    state.run.objective.CopyFrom(runs_pb2.Objective(metric="eval_loss", mode=runs_pb2.OBJECTIVE_MODE_MIN))
+    state.run.retraction.CopyFrom(runs_pb2.Retraction(reason="leaked eval set", principal="ops"))
+    state.best_checkpoint.CopyFrom(runs_pb2.Checkpoint(attempt=1, step=20, scores={"eval_loss": 0.25, "acc": 0.5}))
+    state.progress.CopyFrom(runs_pb2.Progress(max_steps=100, step=20, fraction=0.2))
+    state.datasets.add(role=runs_pb2.DATASET_ROLE_EVAL, digest="sha256:" + "a" * 64, format="sft", rows=3)
+    decoded = codec.decode(state, models.RunState)
+    assert decoded.run.objective == models.Objective(metric="eval_loss", mode="min")
+    assert decoded.run.retraction is not None and decoded.run.retraction.reason == "leaked eval set"
+    assert decoded.best_checkpoint is not None
+    assert decoded.best_checkpoint.scores == {"eval_loss": 0.25, "acc": 0.5}
+    assert decoded.best_checkpoint.deleted_at is None and decoded.best_checkpoint.expired is False
+    assert decoded.progress == models.Progress(max_steps=100, step=20, fraction=0.2)
+    assert [(d.role, d.rows, d.tokens, d.report) for d in decoded.datasets] == [("eval", 3, None, {})]
+    # Unset: no objective, no retraction, an empty progress; a role or mode no word names is "".
+    empty = codec.decode(_state_message(), models.RunState)
+    assert (empty.run.objective, empty.run.retraction, empty.best_checkpoint) == (None, None, None)
+    assert empty.progress == models.Progress() and empty.datasets == []
+    assert codec.decode(runs_pb2.Dataset(role=7), models.Dataset).role == ""
+    assert codec.decode(runs_pb2.Objective(metric="m"), models.Objective).mode == ""
+
+
+def test_objective_and_role_words_encode_and_other_words_are_refused() -> None:
+    assert codec.objective(("reward", "max")) == runs_pb2.Objective(metric="reward", mode=runs_pb2.OBJECTIVE_MODE_MAX)
+    assert codec.objective(None) is None
+    assert codec.dataset_role("train") == runs_pb2.DATASET_ROLE_TRAIN
+    with pytest.raises(ValueError, match="'minimum'"):
+        codec.objective(("loss", "minimum"))
+    with pytest.raises(ValueError, match="'test'"):
+        codec.dataset_role("test")
+
+
+def test_a_source_checkpoint_encodes_field_for_field() -> None:
+    source = models.SourceCheckpoint(run_id="r", step=40, attempt=2, checkpoint_digest="sha256:" + "b" * 64)
+    assert codec.source_checkpoint(source) == registry_pb2.SourceCheckpoint(
+        run_id="r", step=40, attempt=2, checkpoint_digest="sha256:" + "b" * 64
+    )
+    version = registry_pb2.ModelVersion(family="f", source_retracted=True)
+    version.source_checkpoint.CopyFrom(codec.source_checkpoint(source))
+    assert codec.decode(version, models.ModelVersion).source_checkpoint == source
