@@ -42,6 +42,7 @@ from ledger.views.models import (
     SpendHour,
 )
 from ledger.views.rows import CHECKPOINT_COLUMNS, remaining, to_checkpoint, utc_time
+from ledger.views.series import decode_batch, decode_metric
 
 __all__ = ["RAW_FACTOR", "METRICS_LISTED_MAX", "CHART_METRICS_MAX", "ChartReads"]
 
@@ -56,15 +57,6 @@ _END = 2**53 - 1
 _TOP = ROLLUP_SHIFTS[-1]
 _NAMES_PER_QUERY = 200
 
-
-class _Column(msgspec.Struct):
-    values: list[float]
-    index: list[int] | None = None
-
-
-_decode_steps = msgspec.msgpack.Decoder(list[int]).decode
-_decode_metrics = msgspec.msgpack.Decoder(dict[str, msgspec.Raw]).decode
-_decode_column = msgspec.msgpack.Decoder(_Column).decode
 
 # (attempt, superseded) -> (steps, values), each ascending.
 Points = dict[tuple[int, bool], tuple[list[int], list[float]]]
@@ -114,10 +106,11 @@ def _downsample(steps: list[int], values: list[float], width: int) -> tuple[tupl
 
 class ChartReads:
     """Charts, metric stats, checkpoints, spend by hour and the account tree (mixed into
-    ViewReader, which provides `_rows`, `_row`, `connect` and `bill_totals`)."""
+    ViewReader, which provides `_rows`, `_row`, `_with_columns`, `connect` and `bill_totals`)."""
 
     _rows: Callable[..., list[Any]]
     _row: Callable[..., Any]
+    _with_columns: Callable[[str], str]
     bill_totals: Callable[..., BillTotals | None]
 
     # Runs' attempts and metrics.
@@ -166,9 +159,9 @@ class ChartReads:
     # Raw steps.
 
     def _batches(self, run_id: str, attempt: int | None, low: int, high: int, spans: dict[int, tuple[int, int]]) -> Any:
-        """The batch rows (first_step, attempt, steps, metrics) holding steps in [low, high], of
-        one attempt or (None) all, in (first_step, attempt) order: those starting in the range,
-        after, for each attempt, the one batch that starts before it and may reach into it."""
+        """The batch rows (first_step, attempt, event state) holding steps in [low, high], of one
+        attempt or (None) all, in (first_step, attempt) order: those starting in the range, after,
+        for each attempt, the one batch that starts before it and may reach into it."""
         attempts = [attempt] if attempt is not None else sorted(spans)
         before = []
         for number in attempts:
@@ -176,20 +169,22 @@ class ChartReads:
             if span is None or span[0] >= low or span[1] < low:
                 continue
             row = self._row(
-                "SELECT first_step, attempt, last_step, steps, metrics FROM view_series WHERE run_id = ?"
-                " AND first_step < ? AND attempt = ? ORDER BY first_step DESC LIMIT 1",
+                self._with_columns(
+                    "SELECT s.first_step, s.attempt, s.last_step FROM view_series s WHERE s.run_id = ?"
+                    " AND s.first_step < ? AND s.attempt = ? ORDER BY s.first_step DESC LIMIT 1"
+                ),
                 (run_id, low, number),
             )
             if row is not None and row[2] >= low:
-                before.append((row[0], row[1], row[3], row[4]))
+                before.append((row[0], row[1], row[3]))
         before.sort(key=lambda row: (row[0], row[1]))
-        sql = "SELECT first_step, attempt, steps, metrics FROM view_series WHERE run_id = ? AND first_step >= ?"
-        sql += " AND first_step <= ?"
+        sql = "SELECT s.first_step, s.attempt FROM view_series s WHERE s.run_id = ? AND s.first_step >= ?"
+        sql += " AND s.first_step <= ?"
         params: tuple[Any, ...] = (run_id, low, high)
         if attempt is not None:
-            sql += " AND attempt = ?"
+            sql += " AND s.attempt = ?"
             params += (attempt,)
-        return before + self._rows(sql + " ORDER BY first_step, attempt", params)
+        return before + self._rows(self._with_columns(sql + " ORDER BY s.first_step, s.attempt"), params)
 
     def _raw(
         self,
@@ -206,17 +201,17 @@ class ChartReads:
         points: dict[str, Points] = {name: {} for name in names}
         counts = dict.fromkeys(names, 0)
         step_count = 0
-        for _, number, steps_blob, metrics_blob in self._batches(run_id, attempt, low, high, spans):
-            steps = _decode_steps(steps_blob)
+        for _, number, state in self._batches(run_id, attempt, low, high, spans):
+            batch = decode_batch(state)
+            steps = batch.steps
             floor = floors.get(number)
             start, end = bisect_left(steps, low), bisect_right(steps, high)
             step_count += end - start
-            columns = _decode_metrics(metrics_blob)
             for name in names:
-                raw = columns.get(name)
+                raw = batch.metrics.get(name)
                 if raw is None:
                     continue
-                column = _decode_column(raw)
+                column = decode_metric(raw)
                 metric_steps = steps if column.index is None else list(map(steps.__getitem__, column.index))
                 start, end = bisect_left(metric_steps, low), bisect_right(metric_steps, high)
                 if start == end:

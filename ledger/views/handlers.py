@@ -4,24 +4,27 @@
 projector's transaction. The SQL is portable between SQLite and PostgreSQL (`?` placeholders are
 rewritten by the PostgreSQL connection wrapper). Account and family events carry the aggregate
 id, not the name: the Opened/Created handlers record the name in view_names, and `names` (each
-projector has its own) keeps those names in memory for the events that follow.
+projector has its own) keeps those names in memory for the events that follow. A handler may
+instead gather a chunk's events and write them once at its end (`Gathered`: the chart view's
+rollup, ledger.views.rollup), so a chunk of many batches costs one write per bucket.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from operator import itemgetter
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
+
+from ledger.views.rollup import ROLLUP_COLUMNS, ROLLUP_SHIFTS, STEPS_METRIC, Aggregate, ChartRollup, aggregate, merge
 
 __all__ = [
     "ROLLUP_COLUMNS",
     "ROLLUP_SHIFTS",
     "STEPS_METRIC",
     "Aggregate",
+    "Gathered",
     "Handler",
     "Names",
     "aggregate",
@@ -33,7 +36,6 @@ __all__ = [
 
 _json = msgspec.json.Encoder()
 _json_decode = msgspec.json.decode
-_pack = msgspec.msgpack.Encoder().encode
 
 # A log written before ids were indexed for good may hold a second event for an id: its row then
 # shows the latest event (the totals count both, as the aggregate did), so the log still projects.
@@ -56,6 +58,20 @@ def _dump(value: Any) -> str:
 
 Cursor = Any
 Handler = Callable[[Cursor, Any, int], None]
+
+
+class Gathered(Protocol):
+    """A handler that gathers the events of a chunk (`add`) and writes them once, at the end of the
+    chunk (`flush`, in the chunk's transaction). Only a view whose rows no other handler of the
+    view reads or writes may have one (its writes come after the view's other handlers')."""
+
+    gathered: bool
+
+    def add(self, event: Any, position: int) -> None: ...
+
+    def flush(self, cursor: Cursor) -> None: ...
+
+    def clear(self) -> None: ...
 
 
 # runs view
@@ -141,23 +157,13 @@ def _summary_noted(c: Cursor, e: Any, position: int) -> None:
 
 
 def _steps_for_series(c: Cursor, e: Any, position: int) -> None:
-    # One row per batch, column-wise as in the event: projecting costs the same for a batch of
-    # one step or ten thousand, and a read decodes only the batches its page needs.
+    # One row per batch, naming the event that holds its columns (a page reads them from the log,
+    # ledger.views.series): projecting costs the same for a batch of one step or ten thousand, and
+    # the steps are stored once.
     c.execute(
-        "INSERT INTO view_series (run_id, first_step, attempt, last_step, superseded_above, count, steps, tokens,"
-        " usd_micro, metrics, position) VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?)",
-        (
-            str(e.originator_id),
-            e.steps[0],
-            e.attempt,
-            e.steps[-1],
-            len(e.steps),
-            _pack(e.steps),
-            _pack(e.tokens),
-            _pack(e.usd_micro),
-            _pack(e.metrics),
-            position,
-        ),
+        "INSERT INTO view_series (run_id, first_step, attempt, last_step, superseded_above, count, position)"
+        " VALUES (?, ?, ?, ?, NULL, ?, ?)",
+        (str(e.originator_id), e.steps[0], e.attempt, e.steps[-1], len(e.steps), position),
     )
 
 
@@ -172,141 +178,8 @@ def _supersede_series(c: Cursor, e: Any, position: int) -> None:
     )
 
 
-# chart view: the min/max rollup of each metric (ledger.views.charts reads it).
-
-#: The rollup's levels: buckets of 2**shift steps, 64, 512, 4,096 and 32,768 wide.
-ROLLUP_SHIFTS = (6, 9, 12, 15)
-#: The rollup's name for the steps themselves: its rows, at the coarsest level only, count the
-#: steps of a bucket (values 0) and give each attempt's first and last step.
-STEPS_METRIC = ""
-#: What one bucket holds: count, then (step, value) of the first, the last, the least and the
-#: greatest value (the earliest of equal extremes).
-Aggregate = tuple[int, int, float, int, float, int, float, int, float]
-ROLLUP_COLUMNS = "count, first_step, first_value, last_step, last_value, min_step, min_value, max_step, max_value"
-_T = "view_series_rollup"
-# Several batches may fall into one bucket: the database merges them, so projecting a batch never
-# reads a row back.
-_ROLLUP_UPSERT = (
-    f"INSERT INTO {_T} (run_id, metric, level, bucket, attempt, {ROLLUP_COLUMNS}, position)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-    " ON CONFLICT (run_id, metric, level, bucket, attempt) DO UPDATE SET"
-    f" count = {_T}.count + excluded.count,"
-    f" first_step = CASE WHEN excluded.first_step < {_T}.first_step THEN excluded.first_step ELSE {_T}.first_step END,"
-    f" first_value = CASE WHEN excluded.first_step < {_T}.first_step THEN excluded.first_value"
-    f" ELSE {_T}.first_value END,"
-    f" last_step = CASE WHEN excluded.last_step > {_T}.last_step THEN excluded.last_step ELSE {_T}.last_step END,"
-    f" last_value = CASE WHEN excluded.last_step > {_T}.last_step THEN excluded.last_value ELSE {_T}.last_value END,"
-    f" min_step = CASE WHEN excluded.min_value < {_T}.min_value"
-    f" OR (excluded.min_value = {_T}.min_value AND excluded.min_step < {_T}.min_step)"
-    f" THEN excluded.min_step ELSE {_T}.min_step END,"
-    f" min_value = CASE WHEN excluded.min_value < {_T}.min_value THEN excluded.min_value ELSE {_T}.min_value END,"
-    f" max_step = CASE WHEN excluded.max_value > {_T}.max_value"
-    f" OR (excluded.max_value = {_T}.max_value AND excluded.max_step < {_T}.max_step)"
-    f" THEN excluded.max_step ELSE {_T}.max_step END,"
-    f" max_value = CASE WHEN excluded.max_value > {_T}.max_value THEN excluded.max_value ELSE {_T}.max_value END,"
-    " position = excluded.position"
-)
-
-
-def aggregate(steps: list[int], values: list[float] | None) -> Aggregate:
-    """The aggregate of ascending `steps` (at least one) with their values (None: the steps
-    alone, values 0). min/max/index run in C over the list: no Python loop per value."""
-    if values is None:
-        return (len(steps), steps[0], 0.0, steps[-1], 0.0, steps[0], 0.0, steps[0], 0.0)
-    low, high = min(values), max(values)
-    return (
-        len(steps),
-        steps[0],
-        values[0],
-        steps[-1],
-        values[-1],
-        steps[values.index(low)],
-        low,
-        steps[values.index(high)],
-        high,
-    )
-
-
-def merge(a: Aggregate | None, b: Aggregate) -> Aggregate:
-    """Two aggregates of disjoint steps as one (equal extremes: the earlier step's)."""
-    if a is None:
-        return b
-    first = a[1:3] if a[1] <= b[1] else b[1:3]
-    last = a[3:5] if a[3] >= b[3] else b[3:5]
-    low = a[5:7] if (a[6], a[5]) <= (b[6], b[5]) else b[5:7]
-    high = a[7:9] if (a[8], -a[7]) >= (b[8], -b[7]) else b[7:9]
-    return (a[0] + b[0], *first, *last, *low, *high)
-
-
-def _bucketed(
-    steps: list[int], values: list[float] | None, shift: int = ROLLUP_SHIFTS[0]
-) -> tuple[list[int], list[Aggregate]]:
-    """The buckets and aggregates of ascending `steps` over buckets of 2**shift steps: one bisect
-    and one slice per bucket, the rest in C."""
-    buckets: list[int] = []
-    aggregates: list[Aggregate] = []
-    start, count = 0, len(steps)
-    while start < count:
-        bucket = steps[start] >> shift
-        end = bisect_left(steps, (bucket + 1) << shift, start)
-        buckets.append(bucket)
-        aggregates.append(aggregate(steps[start:end], None if values is None else values[start:end]))
-        start = end
-    return buckets, aggregates
-
-
-_count_of = itemgetter(0)
-_least_of = itemgetter(6)
-_greatest_of = itemgetter(8)
-
-
-def _coarser(buckets: list[int], aggregates: list[Aggregate], shift: int) -> tuple[list[int], list[Aggregate]]:
-    """The level `shift` bits coarser, from this one: each group of buckets merged at once (min and
-    max with a key keep the first of equal extremes, the earliest step, as `merge` does)."""
-    out_buckets: list[int] = []
-    out: list[Aggregate] = []
-    start, count = 0, len(buckets)
-    while start < count:
-        bucket = buckets[start] >> shift
-        end = bisect_left(buckets, (bucket + 1) << shift, start)
-        if end - start == 1:
-            out.append(aggregates[start])
-        else:
-            group = aggregates[start:end]
-            first, last = group[0], group[-1]
-            low, high = min(group, key=_least_of), max(group, key=_greatest_of)
-            out.append(
-                (sum(map(_count_of, group)), first[1], first[2], last[3], last[4], low[5], low[6], high[7], high[8])
-            )
-        out_buckets.append(bucket)
-        start = end
-    return out_buckets, out
-
-
-def _steps_for_chart(c: Cursor, e: Any, position: int) -> None:
-    run_id, attempt, steps = str(e.originator_id), e.attempt, e.steps
-    top = ROLLUP_SHIFTS[-1]
-    rows: list[tuple[Any, ...]] = [
-        (run_id, STEPS_METRIC, 1 << top, bucket, attempt, *agg, position)
-        for bucket, agg in zip(*_bucketed(steps, None, top), strict=True)
-    ]
-    for name, column in e.metrics.items():
-        index = column["index"]
-        metric_steps = steps if index is None else list(map(steps.__getitem__, index))
-        if not metric_steps:
-            continue
-        buckets, aggregates = _bucketed(metric_steps, column["values"])
-        previous = ROLLUP_SHIFTS[0]
-        for shift in ROLLUP_SHIFTS:
-            if shift != previous:
-                buckets, aggregates = _coarser(buckets, aggregates, shift - previous)
-                previous = shift
-            width = 1 << shift
-            rows += [
-                (run_id, name, width, bucket, attempt, *agg, position)
-                for bucket, agg in zip(buckets, aggregates, strict=True)
-            ]
-    c.executemany(_ROLLUP_UPSERT, rows)
+# chart view: the min/max rollup of each metric, gathered per chunk (ledger.views.rollup computes
+# and writes it; ledger.views.charts reads it).
 
 
 # spend view
@@ -632,7 +505,7 @@ class Names:
         return name
 
 
-def handlers(names: Names) -> dict[str, dict[type, Handler]]:
+def handlers(names: Names) -> dict[str, dict[type, Handler | Gathered]]:
     """view -> event class -> handler(cursor, event, position); account and family names are
     recorded in and looked up through `names`."""
     from ledger.domain.accounts import Account
@@ -667,7 +540,7 @@ def handlers(names: Names) -> dict[str, dict[type, Handler]]:
             Run.SummaryNoted: _summary_noted,
         },
         "series": {Run.StepsRecorded: _steps_for_series, Run.AttemptStarted: _supersede_series},
-        "chart": {Run.StepsRecorded: _steps_for_chart},
+        "chart": {Run.StepsRecorded: ChartRollup()},
         "spend": {
             Account.Opened: naming(_account_opened),
             Account.CapSet: named(_cap_set),
@@ -698,9 +571,26 @@ def handlers(names: Names) -> dict[str, dict[type, Handler]]:
     }
 
 
-def apply_events(cursor: Cursor, view_handlers: dict[type, Handler], events: Iterable[tuple[int, Any]]) -> None:
-    """Apply (position, event) pairs to one view inside the caller's transaction."""
-    for position, event in events:
-        handler = view_handlers.get(type(event))
-        if handler is not None:
-            handler(cursor, event, position)
+def apply_events(
+    cursor: Cursor, view_handlers: dict[type, Handler | Gathered], events: Iterable[tuple[int, Any]]
+) -> None:
+    """Apply (position, event) pairs to one view inside the caller's transaction; gathered
+    handlers write once, after the rest."""
+    gathering: list[Gathered] = []
+    try:
+        for position, event in events:
+            handler = view_handlers.get(type(event))
+            if handler is None:
+                continue
+            if getattr(handler, "gathered", False):
+                gathered: Gathered = handler  # type: ignore[assignment]
+                gathered.add(event, position)
+                if gathered not in gathering:
+                    gathering.append(gathered)
+            else:
+                handler(cursor, event, position)  # type: ignore[operator]
+        for gathered in gathering:
+            gathered.flush(cursor)
+    finally:
+        for gathered in gathering:
+            gathered.clear()

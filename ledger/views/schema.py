@@ -2,7 +2,8 @@
 
 The views, each with its own tracking position so each can be dropped and rebuilt alone:
 - runs: runs, attempts and checkpoints (everything resume needs);
-- series: one row per recorded batch of steps, superseded ones marked;
+- series: one row per recorded batch of steps (its columns stay in its event, read by position),
+  superseded ones marked;
 - chart: the min/max rollup of every metric of a run over buckets of 64, 512, 4,096 and 32,768
   steps, per attempt, which charts and metric stats read at any length (ledger.views.charts);
 - spend: accounts and every reservation, refusal and charge (the audit trail);
@@ -96,16 +97,14 @@ TABLES: dict[str, Table] = {
             "last_step": int,
             "superseded_above": int,
             "count": int,
-            "steps": bytes,
-            "tokens": bytes,
-            "usd_micro": bytes,
-            "metrics": bytes,
             "position": int,
         },
         # Series pages read the rows nothing superseded, and those straddling a resume point, by
         # index: never the rows whose steps were all superseded.
         ("run_id", "first_step", "attempt"),
         [("run_id", "superseded_above", "first_step", "attempt")],
+        # A row names its batch's event by position: a page reads the steps, tokens, cost and
+        # metrics from the log, where they are stored once.
         "series",
     ),
     # One row per (metric, level, bucket, attempt): how many values the bucket holds and its first,

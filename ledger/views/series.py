@@ -1,9 +1,11 @@
 """Series pages of the views: a run's recorded steps, column-wise, a page at a time.
 
-The series view holds one row per recorded batch, column-wise as in its event; a page decodes
-only the batches it needs, so a page costs the same however many superseded steps lie behind it,
-and it is bounded in count and in bytes (PAGE_BYTES_MAX). SeriesReads also holds the row helpers
-that every read of ledger.views.queries uses.
+The series view holds one row per recorded batch: its run, attempt, step range, what superseded it
+and the position of its event. The batch's columns (steps, tokens, cost, metrics) are stored once,
+in that event: a page joins the rows it needs with the log by position and decodes only their
+columns, so a step costs its event's bytes and no more, and a page costs the same however many
+superseded steps lie behind it. A page is bounded in count and in bytes (PAGE_BYTES_MAX).
+SeriesReads also holds the row helpers that every read of ledger.views.queries uses.
 """
 
 from __future__ import annotations
@@ -19,25 +21,48 @@ from ledger.views.models import MetricColumn, SeriesPage
 
 __all__ = ["SeriesReads"]
 
-_unpack = msgspec.msgpack.decode
+
+class BatchColumns(msgspec.Struct):
+    """The columns of a StepsRecorded event as the log stores them (ledger.storage.transcoder);
+    its other fields are skipped unread."""
+
+    steps: list[int]
+    tokens: list[int] | None = None
+    usd_micro: list[int] | None = None
+    metrics: dict[str, msgspec.Raw] = {}
+
+
+class MetricColumnStored(msgspec.Struct):
+    values: list[float]
+    index: list[int] | None = None
+
+
+def _no_extension(code: int, data: memoryview) -> None:
+    return None  # Only fields left unread hold extensions (ids, times).
+
+
+decode_batch = msgspec.msgpack.Decoder(BatchColumns, ext_hook=_no_extension).decode
+decode_metric = msgspec.msgpack.Decoder(MetricColumnStored).decode
 # One step of a series page: step, attempt, tokens, usd_micro, superseded, metric values.
 Record = tuple[int, int, int, int, bool, dict[str, float]]
 
 
 def _unpack_batch(
-    attempt: int, floor: int | None, columns: list[bytes], from_step: int, wanted: set[str], include_superseded: bool
+    attempt: int, floor: int | None, state: bytes, from_step: int, wanted: set[str], include_superseded: bool
 ) -> list[Record]:
-    steps, tokens, usd, metrics = (_unpack(column) for column in columns)
+    batch = decode_batch(state)
+    steps = batch.steps
     count = len(steps)
     per_step: list[dict[str, float]] = [{} for _ in range(count)]
-    for name, column in metrics.items():
+    for name, raw in batch.metrics.items():
         if wanted and name not in wanted:
             continue
-        index = column["index"] if column["index"] is not None else range(count)
-        for at, value in zip(index, column["values"], strict=False):
+        column = decode_metric(raw)
+        index = column.index if column.index is not None else range(count)
+        for at, value in zip(index, column.values, strict=False):
             per_step[at][name] = value
-    tokens = tokens or [0] * count
-    usd = usd or [0] * count
+    tokens = batch.tokens or [0] * count
+    usd = batch.usd_micro or [0] * count
     out = []
     for step, token, cost, values in zip(steps, tokens, usd, per_step, strict=False):
         superseded = floor is not None and step > floor
@@ -87,8 +112,22 @@ def _metric_columns(records: list[Record]) -> tuple[MetricColumn, ...]:
 class SeriesReads:
     """Series pages, and row access over `connect()` (this thread's connection)."""
 
+    #: The log's table, as the views' connections name it, and its column of positions (SQLite's
+    #: defaults; the PostgreSQL storage sets its own).
+    events_table = "stored_events"
+    events_position = "rowid"
+
     def __init__(self, connect: Callable[[], Any]) -> None:
         self.connect = connect
+
+    def _with_columns(self, select: str) -> str:
+        """`select` (of view_series rows, aliased s) joined with the events holding their columns,
+        as `state` after the selected columns."""
+        head, _, tail = select.partition(" FROM view_series s")
+        return (
+            f"{head}, e.state FROM view_series s JOIN {self.events_table} e"
+            f" ON e.{self.events_position} = s.position{tail}"
+        )
 
     def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
         cursor = self.connect().cursor()
@@ -123,13 +162,13 @@ class SeriesReads:
         try:
             # Rows come in first-step order, so once the page is full and the next batch starts
             # after the first step left out of it, no later batch can hold a step of the page.
-            for first, attempt, floor, *columns in self._series_rows(cursor, run_id, from_step, include_superseded):
+            for first, attempt, floor, state in self._series_rows(cursor, run_id, from_step, include_superseded):
                 if len(records) > limit or estimate > PAGE_BYTES_MAX:
                     records.sort(key=lambda record: (record[0], record[1]))
                     end = _page_end(records, limit)
                     if end < len(records) and first > records[end][0]:
                         break
-                batch = _unpack_batch(attempt, floor, columns, from_step, wanted, include_superseded)
+                batch = _unpack_batch(attempt, floor, state, from_step, wanted, include_superseded)
                 records.extend(batch)
                 estimate += sum(_record_bytes(record[5], names) for record in batch)
         finally:
@@ -157,18 +196,22 @@ class SeriesReads:
         superseded steps left out, a row whose steps are all superseded is never read: the page
         comes from the rows that nothing superseded (their step ranges are disjoint, so the one
         holding `from_step` is found by an index seek) and the few that straddle a resume point."""
-        columns = "first_step, attempt, superseded_above, steps, tokens, usd_micro, metrics"
+        columns = "SELECT s.first_step, s.attempt, s.superseded_above FROM view_series s"
         if include_superseded:
             cursor.execute(
-                f"SELECT {columns} FROM view_series WHERE run_id = ? AND last_step >= ? ORDER BY first_step, attempt",
+                self._with_columns(
+                    f"{columns} WHERE s.run_id = ? AND s.last_step >= ? ORDER BY s.first_step, s.attempt"
+                ),
                 (run_id, from_step),
             )
             return iter(cursor)
         straddling = self._rows(
-            "SELECT s.first_step, s.attempt, s.superseded_above, s.steps, s.tokens, s.usd_micro, s.metrics"
-            " FROM (SELECT DISTINCT resumed_from_step AS floor FROM view_attempts WHERE run_id = ?"
-            " AND resumed_from_step IS NOT NULL) f JOIN view_series s ON s.run_id = ?"
-            " AND s.superseded_above = f.floor AND s.first_step <= f.floor WHERE s.last_step >= ?",
+            self._with_columns(
+                "SELECT s.first_step, s.attempt, s.superseded_above FROM view_series s"
+                " JOIN (SELECT DISTINCT resumed_from_step AS floor FROM view_attempts WHERE run_id = ?"
+                " AND resumed_from_step IS NOT NULL) f ON s.run_id = ?"
+                " AND s.superseded_above = f.floor AND s.first_step <= f.floor WHERE s.last_step >= ?"
+            ),
             (run_id, run_id, from_step),
         )
         straddling.sort(key=lambda row: (row[0], row[1]))
@@ -178,8 +221,10 @@ class SeriesReads:
             (run_id, from_step),
         )
         cursor.execute(
-            f"SELECT {columns} FROM view_series WHERE run_id = ? AND superseded_above IS NULL"
-            " AND first_step >= ? AND last_step >= ? ORDER BY first_step, attempt",
+            self._with_columns(
+                f"{columns} WHERE s.run_id = ? AND s.superseded_above IS NULL"
+                " AND s.first_step >= ? AND s.last_step >= ? ORDER BY s.first_step, s.attempt"
+            ),
             (run_id, from_step if start is None else start[0], from_step),
         )
         return heapq.merge(straddling, cursor, key=lambda row: (row[0], row[1]))

@@ -236,12 +236,11 @@ def test_a_view_row_deleted(written: tuple[str, Store]) -> None:
 
 def test_a_view_cell_of_megabytes_is_quoted_in_a_few_hundred_bytes(written: tuple[str, Store]) -> None:
     database, store = written
-    store.sql(
-        "UPDATE view_series SET metrics = ?, steps = ? WHERE first_step = 77", (b"m" * 2_000_000, b"s" * 2_000_000)
-    )
+    store.sql("UPDATE view_runs SET spec = ?, summary = ?", ("m" * 2_000_000, "s" * 2_000_000))
     result = verify(database)
-    assert (result.ok, result.broken_at, result.problem) == (False, 80, "VIEW_DISAGREES")
-    assert "view_series" in result.detail and "metrics" in result.detail and "steps" in result.detail
+    # The run's row names the run's last event, at 203.
+    assert (result.ok, result.broken_at, result.problem) == (False, 203, "VIEW_DISAGREES")
+    assert "view_runs" in result.detail and "spec" in result.detail and "summary" in result.detail
     assert len(result.detail.encode()) < 1_000
 
 
