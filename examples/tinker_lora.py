@@ -13,8 +13,8 @@ The cap goes with every open of the run (the resume that may create it, the fres
 rerun with another --cap-usd). A run that ended "stopped" (the cap refused a hold, or Ctrl-C) or
 "failed" is resumed only with --reopen; a "done" run is never: change the spec for a new run.
 
-A dry run with nothing real (the tests' loopback fake Tinker and an in-process ledger on a
-temporary database; from the repository root):
+A dry run with nothing real (the package's loopback Tinker, clients.integrations.tinker.loopback,
+and an in-process ledger on a temporary database; from any directory):
 
     .venv/bin/python examples/tinker_lora.py --dry-run [--cap-usd 0.0005]
 
@@ -31,16 +31,13 @@ import os
 import sys
 import tempfile
 from contextlib import ExitStack
-from pathlib import Path
 
 from tinker import types
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, when run as a script
-
-from clients import LedgerClient, RunEnded, SpendCapExceeded, Unavailable  # noqa: E402
-from clients.integrations.pricing import TokenPrices  # noqa: E402
-from clients.integrations.tinker import LedgeredServiceClient, ResumeReason, ResumeRefused  # noqa: E402
-from trainledger.bills import usd_text  # noqa: E402
+from clients import LedgerClient, RunEnded, SpendCapExceeded, Unavailable
+from clients.integrations.pricing import TokenPrices
+from clients.integrations.tinker import LedgeredServiceClient, ResumeReason, ResumeRefused
+from trainledger.bills import usd_text
 
 # Micro-dollars per million tokens. PLACEHOLDERS: copy the figures of your own price sheet.
 PRICES = TokenPrices(
@@ -140,10 +137,10 @@ def main() -> int:
 
 
 def dry_run(stack: ExitStack, ledger_address: str | None) -> tuple[str, str, str]:
-    """The tests' fake Tinker, and the ledger at `ledger_address` or else a ledger server in this
-    process on a temporary database."""
-    from tests.client.server_thread import ServerThread
-    from tests.fakes.tinker_server import FakeTinkerServer
+    """The package's loopback Tinker, and the ledger at `ledger_address` or else a ledger server
+    in this process on a temporary database."""
+    from clients.integrations.tinker.loopback import FakeTinkerServer
+    from services.embedded import ServerThread
 
     fake = stack.enter_context(FakeTinkerServer())
     if ledger_address is None:

@@ -13,9 +13,10 @@ superseded. With a price and a cap, GPU time is held per interval and training s
 run it again with a larger --cap-usd and --reopen to go on. Ctrl-C ends the run "stopped", an
 exception "failed"; such a run is resumed only with --reopen (a "done" one never).
 
-By default the model, tokenizer and data are the tiny offline ones of tests/trainers/tiny.py (an
-81k-parameter Llama, no hub needed); with --model a hub id or a local path, and --data a JSONL file
-of {"messages": [...]} rows.
+By default the model, tokenizer and data are the tiny offline ones of clients.integrations.tiny
+(an 81k-parameter Llama, no hub needed; the package with its trl extra runs it from any
+directory); with --model a hub id or a local path, and --data a JSONL file of {"messages": [...]}
+rows.
 """
 
 from __future__ import annotations
@@ -26,23 +27,18 @@ import re
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from clients import LedgerClient, RunEnded  # noqa: E402
-from clients.integrations.pricing import GpuPrice  # noqa: E402
-from clients.integrations.transformers import LedgerCallback, ResumeRefused, spec_for  # noqa: E402
-from clients.runkey import file_digest  # noqa: E402
-from trainledger.bills import usd_text  # noqa: E402
+from clients import LedgerClient, RunEnded
+from clients.integrations.pricing import GpuPrice
+from clients.integrations.transformers import LedgerCallback, ResumeRefused, spec_for
+from clients.runkey import file_digest
+from trainledger.bills import usd_text
 
 
 def start_local_ledger(directory: str) -> tuple[subprocess.Popen[str], str]:
     """`trainledger serve` on a free port with its database in `directory`."""
     process = subprocess.Popen(
         [sys.executable, "-m", "services.cli", "serve", "--db", f"{directory}/ledger.db", "--listen", "127.0.0.1:0"],
-        cwd=REPO,
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -74,7 +70,7 @@ def build(opts: argparse.Namespace):
         activation_checkpointing=False,
     )
     if opts.model is None:
-        from tests.trainers import tiny
+        from clients.integrations import tiny
 
         tokenizer = tiny.build_tokenizer()
         return (
@@ -84,7 +80,7 @@ def build(opts: argparse.Namespace):
             lora,
             config,
             tiny.build_dataset(),
-            "tiny-llama-81k (tests/trainers/tiny.py)",
+            f"{tiny.MODEL_ID} (clients.integrations.tiny)",
             "seed-0",
         )
     from datasets import load_dataset

@@ -1,12 +1,16 @@
-"""examples/tinker_lora.py as a user runs it: a process of its own, the real Tinker SDK against the
-loopback fake (--dry-run), reporting to a real ledger server. The cap it is given binds from the
-first call: the example opens its run through resume() first, and every open carries the cap."""
+"""examples/tinker_lora.py as a user runs it: a process of its own, from another directory than the
+repository (what it needs comes from the installed package, never from tests/), the real Tinker
+SDK against the package's loopback Tinker (--dry-run), reporting to a real ledger server. The cap
+it is given binds from the first call: the example opens its run through resume() first, and
+every open carries the cap."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,10 +24,21 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "tinker_lora.py"
 
 
+def elsewhere() -> dict[str, str]:
+    """The environment of a user's shell: no PYTHONPATH pointing into the repository."""
+    return {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+
+
 def run_example(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(EXAMPLE), "--dry-run", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
+    with tempfile.TemporaryDirectory() as directory:  # not the repository: tests/ is not importable
+        return subprocess.run(
+            [sys.executable, str(EXAMPLE), "--dry-run", *args],
+            cwd=directory,
+            env=elsewhere(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
 
 def test_a_dry_run_with_a_cap_never_commits_beyond_it(server: ServerThread, client: LedgerClient) -> None:

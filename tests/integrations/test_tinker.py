@@ -27,9 +27,9 @@ from clients.integrations.tinker import (  # noqa: E402
     RunDone,
     tinker_spec,
 )
+from clients.integrations.tinker.loopback import FakeTinkerServer, Served  # noqa: E402
 from clients.models import Reservation  # noqa: E402
 from tests.client.server_thread import ServerThread  # noqa: E402
-from tests.fakes.tinker_server import FakeTinkerServer, Served  # noqa: E402
 
 MODEL = FakeTinkerServer.BASE_MODEL
 HYPERPARAMETERS = {"learning_rate": 1e-4, "batch_size": 2}

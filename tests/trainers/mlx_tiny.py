@@ -24,52 +24,14 @@ from typing import Any
 
 os.environ.setdefault("MLX_DISABLE_COMPILE", "1")
 
-from tests.trainers import tiny  # noqa: E402  (the word-level tokenizer and the synthetic conversations)
+from clients.integrations import tiny  # noqa: E402  (the tokenizer, the rows, the tiny mlx llama)
 
-LORA_PARAMETERS = {"rank": 8, "scale": 20.0, "dropout": 0.0, "keys": ["self_attn.q_proj", "self_attn.v_proj"]}
-NUM_LORA_LAYERS = 2
-
-
-def build_mlx_model(vocab_size: int, seed: int = 0):
-    """Same shape as tiny.build_model: hidden 64, intermediate 128, 2 layers, 4 heads, 2 kv heads."""
-    import mlx.core as mx
-    from mlx_lm.models import llama
-
-    mx.random.seed(seed)
-    args = llama.ModelArgs(
-        model_type="llama",
-        hidden_size=64,
-        num_hidden_layers=2,
-        intermediate_size=128,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        rms_norm_eps=1e-5,
-        vocab_size=vocab_size,
-        max_position_embeddings=128,
-        tie_word_embeddings=True,
-    )
-    model = llama.Model(args)
-    mx.eval(model.parameters())
-    return model
-
-
-def add_lora(model) -> None:
-    from mlx_lm.tuner.utils import linear_to_lora_layers
-
-    model.freeze()
-    linear_to_lora_layers(model, NUM_LORA_LAYERS, LORA_PARAMETERS)
-
-
-def build_mlx_dataset(tokenizer, n_rows: int = 64, seed: int = 0):
-    from mlx_lm.tuner.datasets import CacheDataset, ChatDataset
-
-    rows = list(tiny.build_dataset(n_rows, seed, conversational=True))
-    return CacheDataset(ChatDataset(rows, tokenizer, chat_key="messages", mask_prompt=True))
-
-
-def adapter_config(iters: int) -> dict[str, Any]:
-    """What mlx_lm.utils.load_adapters() reads from adapter_config.json."""
-    return {"fine_tune_type": "lora", "num_layers": NUM_LORA_LAYERS, "lora_parameters": LORA_PARAMETERS, "iters": iters}
+LORA_PARAMETERS = tiny.MLX_LORA_PARAMETERS
+NUM_LORA_LAYERS = tiny.MLX_LORA_LAYERS
+build_mlx_model = tiny.build_mlx_model
+add_lora = tiny.add_mlx_lora
+build_mlx_dataset = tiny.build_mlx_dataset
+adapter_config = tiny.mlx_adapter_config
 
 
 @dataclass

@@ -2,13 +2,14 @@
 
 Nothing here touches a model hub: the tokenizer is trained in-process on synthetic
 sentences, the model is a randomly initialised (seeded) 2-layer Llama, and the
-dataset is generated from word lists.
+dataset is generated from word lists (clients.integrations.tiny, re-exported here).
 
 Public API::
 
     build_tokenizer(seed=0) -> PreTrainedTokenizerFast
     build_model(tokenizer, seed=0) -> LlamaForCausalLM
     build_dataset(n_rows=64, seed=0, conversational=True) -> datasets.Dataset
+    build_rows(n_rows=64, seed=0, conversational=True) -> list[dict] (the same rows)
     lora_config() -> peft.LoraConfig
     make_sft_trainer(output_dir, *, max_steps=20, save_steps=5, callbacks=(), seed=0,
                      learning_rate=5e-3, batch_size=4, save_total_limit=None,
@@ -28,161 +29,23 @@ from __future__ import annotations
 
 import hashlib
 import os
-import random
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-# Never reach for a hub; keep tokenizers from forking threads under pytest.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
-
-PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
-ROLE_TOKENS = ("<|system|>", "<|user|>", "<|assistant|>")
-SPECIAL_TOKENS = [PAD, UNK, BOS, EOS, *ROLE_TOKENS]
-
-# A Llama-ish chat template. Assistant turns are wrapped in {% generation %} so
-# SFTConfig(assistant_only_loss=True) works too.
-CHAT_TEMPLATE = (
-    "{{ bos_token }}"
-    "{% for message in messages %}"
-    "{% if message['role'] == 'assistant' %}"
-    "<|assistant|> {% generation %}{{ message['content'] }} {{ eos_token }}{% endgeneration %} "
-    "{% else %}"
-    "<|{{ message['role'] }}|> {{ message['content'] }} "
-    "{% endif %}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}<|assistant|> {% endif %}"
+# The tokenizer, model and rows live in the package (dry runs of the examples use them too);
+# importing it sets the offline environment before transformers is imported.
+from clients.integrations.tiny import (
+    CHAT_TEMPLATE,
+    SPECIAL_TOKENS,
+    build_dataset,
+    build_model,
+    build_rows,
+    build_tokenizer,
+    lora_config,
+    synthetic_sentences,
 )
-
-_THINGS = ["apple", "sky", "grass", "sun", "sea", "snow", "cherry", "lemon", "coal", "cloud", "rose", "leaf"]
-_COLORS = {
-    "apple": "red",
-    "sky": "blue",
-    "grass": "green",
-    "sun": "yellow",
-    "sea": "blue",
-    "snow": "white",
-    "cherry": "red",
-    "lemon": "yellow",
-    "coal": "black",
-    "cloud": "white",
-    "rose": "red",
-    "leaf": "green",
-}
-_NAMES = ["alice", "bob", "carol", "dave", "erin", "frank"]
-_VERBS = ["likes", "sees", "paints", "draws", "finds", "wants"]
-_NUMBERS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
-
-
-def _qa(rng: random.Random) -> tuple[str, str]:
-    kind = rng.randrange(3)
-    if kind == 0:
-        thing = rng.choice(_THINGS)
-        return f"what color is the {thing} ?", f"the {thing} is {_COLORS[thing]} ."
-    if kind == 1:
-        a, b = rng.randrange(5), rng.randrange(5)
-        return (
-            f"what is {_NUMBERS[a]} plus {_NUMBERS[b]} ?",
-            f"{_NUMBERS[a]} plus {_NUMBERS[b]} is {_NUMBERS[a + b]} .",
-        )
-    name, verb, thing = rng.choice(_NAMES), rng.choice(_VERBS), rng.choice(_THINGS)
-    return f"what does {name} do ?", f"{name} {verb} the {_COLORS[thing]} {thing} ."
-
-
-def synthetic_sentences(n: int = 200, seed: int = 0) -> list[str]:
-    """n deterministic sentences covering the whole vocabulary used by build_dataset."""
-    rng = random.Random(seed)
-    out: list[str] = []
-    # Make sure every word appears at least once, whatever n is.
-    out.append(" ".join(_THINGS + list(_COLORS.values()) + _NAMES + _VERBS + _NUMBERS))
-    out.append("what color is the ? plus do does . a system you are helpful assistant answer briefly")
-    while len(out) < n:
-        q, a = _qa(rng)
-        out.append(q if rng.random() < 0.5 else a)
-    return out
-
-
-def build_tokenizer(seed: int = 0):
-    """Word-level tokenizer trained in-process, wrapped in PreTrainedTokenizerFast."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.WordLevel(unk_token=UNK))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    trainer = trainers.WordLevelTrainer(special_tokens=SPECIAL_TOKENS, min_frequency=1)
-    tok.train_from_iterator(synthetic_sentences(200, seed), trainer=trainer)
-    # Plain-text encodes get no BOS/EOS added implicitly: the chat template adds them.
-    tok.post_processor = processors.TemplateProcessing(single="$A", pair="$A $B")
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        unk_token=UNK,
-        pad_token=PAD,
-        bos_token=BOS,
-        eos_token=EOS,
-        additional_special_tokens=list(ROLE_TOKENS),
-        padding_side="right",
-        model_max_length=128,
-    )
-    fast.chat_template = CHAT_TEMPLATE
-    return fast
-
-
-def build_model(tokenizer, seed: int = 0):
-    """A ~81k-parameter Llama (hidden 64, intermediate 128, 2 layers, 4 heads, 2 kv heads), seeded."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        tie_word_embeddings=True,
-    )
-    torch.manual_seed(seed)
-    model = LlamaForCausalLM(config)
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    return model
-
-
-def build_dataset(n_rows: int = 64, seed: int = 0, conversational: bool = True):
-    """n_rows deterministic rows: {"messages": [...]} if conversational else {"text": "..."}."""
-    from datasets import Dataset
-
-    rng = random.Random(seed + 1)
-    rows: list[dict[str, Any]] = []
-    for _ in range(n_rows):
-        q, a = _qa(rng)
-        if conversational:
-            rows.append({"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]})
-        else:
-            rows.append({"text": f"{q} {a}"})
-    return Dataset.from_list(rows)
-
-
-def lora_config():
-    from peft import LoraConfig
-
-    return LoraConfig(
-        r=8,
-        lora_alpha=16,
-        lora_dropout=0.0,
-        target_modules=["q_proj", "v_proj"],
-        bias="none",
-        task_type="CAUSAL_LM",
-    )
 
 
 def make_sft_config(
@@ -327,6 +190,7 @@ __all__: Sequence[str] = [
     "build_tokenizer",
     "build_model",
     "build_dataset",
+    "build_rows",
     "lora_config",
     "make_sft_config",
     "make_sft_trainer",

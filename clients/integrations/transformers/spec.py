@@ -4,12 +4,11 @@ a spec describes the trainer it is attached to (SpecMismatch)."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
 from typing import Any
 
-from clients.runkey import canonical_json, run_key
+from clients.runkey import rows_digest, run_key
 
 __all__ = [
     "RUN_DEFINING_ARGS",
@@ -120,13 +119,9 @@ def hyperparameters_from_args(args: Any, names: Iterable[str] = RUN_DEFINING_ARG
 
 
 def dataset_content_digest(dataset: Iterable[Mapping[str, Any]]) -> str:
-    """ "sha256:<hex>" of a dataset's rows in order (each row as canonical JSON): for in-memory
+    """ "sha256:<hex>" of a dataset's rows in order: clients.runkey.rows_digest, for in-memory
     datasets (datasets.Dataset, a list of dicts). For files use clients.runkey.dataset_digest."""
-    digest = hashlib.sha256()
-    for row in dataset:
-        digest.update(canonical_json(jsonable(dict(row))).encode("utf-8"))
-        digest.update(b"\n")
-    return "sha256:" + digest.hexdigest()
+    return rows_digest(dataset)
 
 
 def spec_for(

@@ -1,8 +1,11 @@
-"""A loopback fake of Tinker's HTTP API, good enough for the real ``tinker`` SDK (0.38.x).
+"""A loopback stand-in for Tinker's HTTP API, good enough for the real ``tinker`` SDK (0.38.x):
+what a dry run of a Tinker training loop talks to (examples/tinker_lora.py --dry-run) and what
+the integration's tests run the real SDK against.
 
-The real SDK talks real HTTP to this server (no mocks inside the SDK, no httpx
-MockTransport). Stdlib only, plus the SDK's own protobuf module for the
-forward_backward request/response bodies.
+The real SDK talks real HTTP to this server on 127.0.0.1 (no mocks inside the SDK, no httpx
+MockTransport). Stdlib only, plus the SDK's own protobuf module for the forward_backward
+request/response bodies. Nothing is trained: losses are made up, checkpoints are names in
+memory, and everything is gone when the server stops.
 
     server = FakeTinkerServer().start()
     client = tinker.ServiceClient(base_url=server.base_url, api_key=FakeTinkerServer.API_KEY,
@@ -688,7 +691,9 @@ class FakeTinkerServer:
         except KeyError:
             raise _HTTPError(404, f"unknown session {session_id!r}") from None
 
-    def _load_weights(self, rec: Served, body: dict[str, Any], failure: Failure | None):
+    def _load_weights(
+        self, rec: Served, body: dict[str, Any], failure: Failure | None
+    ) -> tuple[int, bytes, str, dict[str, str]]:
         path = body["path"]
         with self._lock:
             ckpt = self.checkpoints.get(path)
@@ -718,7 +723,7 @@ class FakeTinkerServer:
         rec.request_id = fut["request_id"]
         return self._reply(rec, fut)
 
-    def _retrieve(self, rec: Served, body: dict[str, Any]):
+    def _retrieve(self, rec: Served, body: dict[str, Any]) -> tuple[int, bytes, str, dict[str, str]]:
         request_id = body.get("request_id")
         with self._lock:
             fut = self._futures.get(str(request_id))
@@ -854,7 +859,7 @@ def _decode_body(raw: bytes, headers: dict[str, str]) -> bytes:
     return raw
 
 
-def _decode_fwdbwd(raw: bytes):
+def _decode_fwdbwd(raw: bytes) -> Any:
     from tinker.proto import tinker_public_pb2 as pb
 
     msg = pb.ForwardBackwardRequest()
@@ -862,7 +867,7 @@ def _decode_fwdbwd(raw: bytes):
     return msg
 
 
-def _datum_tokens(datum) -> int:
+def _datum_tokens(datum: Any) -> int:
     n = 0
     for chunk in datum.model_input:
         if chunk.WhichOneof("chunk") == "encoded_text":
@@ -870,7 +875,7 @@ def _datum_tokens(datum) -> int:
     return n
 
 
-def _target_count(datum) -> int:
+def _target_count(datum: Any) -> int:
     import numpy as np
 
     if "target_tokens" in datum.loss_fn_inputs:
@@ -881,7 +886,7 @@ def _target_count(datum) -> int:
     return _datum_tokens(datum)
 
 
-def _summarize_fwdbwd(req) -> dict[str, Any]:
+def _summarize_fwdbwd(req: Any) -> dict[str, Any]:
     if isinstance(req, (bytes, bytearray)):
         req = _decode_fwdbwd(bytes(req))
     return {
@@ -895,7 +900,7 @@ def _summarize_fwdbwd(req) -> dict[str, Any]:
     }
 
 
-def _fwdbwd_output(req, loss_per_token: float) -> bytes:
+def _fwdbwd_output(req: Any, loss_per_token: float) -> bytes:
     """ForwardBackwardOutput proto: metrics loss:sum, and per-datum 'logprobs' (float32)."""
     import numpy as np
     from tinker.proto import tinker_public_pb2 as pb
