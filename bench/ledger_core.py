@@ -2,8 +2,11 @@
 
 Run:  .venv/bin/python bench/ledger_core.py [--batches 300] [--pairs 2000]
 Prints each figure as it goes; the LAST line is one JSON object with steps_per_s,
-reserve_commit_per_s, run_state_p99_ms_1k_steps, run_state_p99_ms_1m_steps, rebuild_steps_per_s.
+reserve_commit_per_s, reserve_commit_per_s_32_writers (--writers threads at once, each on its own
+run account: the pairs the ledger gathers into shared durable commits), run_state_p99_ms_1k_steps,
+run_state_p99_ms_1m_steps, rebuild_steps_per_s.
 Targets (goals, never test assertions): steps_per_s >= 500,000; reserve_commit_per_s >= 2,000;
+reserve_commit_per_s_32_writers >= 10,000;
 run_state p99 <= 2 ms at both sizes; rebuild_steps_per_s >= 200,000.
 """
 
@@ -14,6 +17,7 @@ import json
 import random
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -58,10 +62,42 @@ def grow(ledger: Ledger, run_id: str, first: int, batches: int) -> tuple[int, fl
     return step, time.perf_counter() - started
 
 
+def reserve_commit_writers(ledger: Ledger, writers: int, pairs: int) -> float:
+    """reserve_commit_per_s_32_writers: `writers` threads at once, each reserving and committing
+    `pairs` pairs one at a time on its own capped run account (a team server with many trainers
+    reserving together). Returns pairs per second over the wall time of them all."""
+    accounts = [ledger.open_run(run_key=f"bench-writer-{n}", cap_usd_micro=10**12).run_id for n in range(writers)]
+    barrier = threading.Barrier(writers + 1)
+    failures: list[BaseException] = []
+
+    def writer(account: str) -> None:
+        barrier.wait()
+        try:
+            for i in range(pairs):
+                ledger.reserve(account=account, reservation_id=f"w{i}", amount_usd_micro=500)
+                ledger.commit(account=account, reservation_id=f"w{i}", actual_usd_micro=400)
+        except BaseException as error:  # Reported below: a figure from failed writers is no figure.
+            failures.append(error)
+
+    threads = [threading.Thread(target=writer, args=(account,)) for account in accounts]
+    for thread in threads:
+        thread.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    if failures:
+        raise failures[0]
+    return writers * pairs / elapsed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--batches", type=int, default=300, help="1,000-step batches for steps_per_s")
     parser.add_argument("--pairs", type=int, default=2_000, help="reserve+commit pairs")
+    parser.add_argument("--writers", type=int, default=32, help="concurrent writers of reserve+commit pairs")
+    parser.add_argument("--writer-pairs", type=int, default=200, help="reserve+commit pairs per concurrent writer")
     parser.add_argument("--grow-to", type=int, default=1_000_000, help="steps of the large run")
     args = parser.parse_args()
     command = "python bench/ledger_core.py " + " ".join(sys.argv[1:])
@@ -99,6 +135,9 @@ def main() -> None:
             print(
                 f"reserve+commit: {args.pairs} pairs in {elapsed:.2f} s -> {figures['reserve_commit_per_s']:,} pairs/s"
             )
+            per_s = reserve_commit_writers(ledger, args.writers, args.writer_pairs)
+            figures[f"reserve_commit_per_s_{args.writers}_writers"] = round(per_s)
+            print(f"reserve+commit: {args.writers} writers x {args.writer_pairs} pairs at once -> {per_s:,.0f} pairs/s")
 
             # RunState on a run of 1,000 steps, then the same run grown to --grow-to steps.
             state_run = ledger.open_run(run_key="bench-state")

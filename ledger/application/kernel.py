@@ -2,9 +2,18 @@
 
 `Kernel` is the eventsourcing Application: it opens the backend that ledger.backend chooses,
 saves aggregates with the keys index (ledger.storage.keys) and snapshots, runs each command's
-decision in the write loop (retries with back-off when another process wrote first), recalls ids
-that have left an aggregate's window, loads the aggregates commands act on, and answers with a
-Receipt. The bounded contexts (runs, spend, registry, reads) are written over it.
+decision in the write loop, recalls ids that have left an aggregate's window, loads the
+aggregates commands act on, and answers with a Receipt. The bounded contexts (runs, spend,
+registry, reads) are written over it.
+
+The write loop is a group commit (ledger.application.gather): the commands that queue while a
+transaction is in flight are decided one after the other, each on the state the previous ones
+left in the cached aggregates, and all their events are saved in the next transaction, with one
+sync to disk. Each caller is answered once that transaction is durable, with its own result and
+the position of its own events, or with its own refusal: a refused command changes nothing
+(`Gathered.roll_back`), and a refusal that is itself recorded for audit raises `Recorded`. A
+group whose transaction loses a version race with another process (a PostgreSQL replica) is
+decided again, after a random back-off, on aggregates read afresh.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError, Recording
 
+from ledger.application.gather import GROUP_COMMANDS_MAX, Command, Gathered, WriteQueue
 from ledger.backend import open_storage, persistence_env
 from ledger.domain.accounts import Account, Recall
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
@@ -36,7 +46,7 @@ from ledger.storage import transcoder
 from ledger.storage.base import Storage
 from ledger.storage.keys import batch_key, event_keys, spend_key
 
-__all__ = ["Kernel", "Receipt", "storage_read", "utc_now"]
+__all__ = ["Kernel", "Receipt", "Recorded", "storage_read", "utc_now"]
 
 T = TypeVar("T")
 K = TypeVar("K", bound="Kernel")
@@ -68,6 +78,16 @@ class Receipt:
     run_id: str = ""
     expires_at: datetime | None = None
     last_step: int | None = None
+
+
+class Recorded(Exception):
+    """Raised by a decision that refuses its command but records the refusal itself (for audit):
+    the events it triggered are saved with its group, and the caller gets `error` once they are
+    durable."""
+
+    def __init__(self, error: LedgerError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def storage_read(method: Callable[Concatenate[K, P], T]) -> Callable[Concatenate[K, P], T]:
@@ -124,6 +144,11 @@ class Kernel(Application[UUID]):
             raise Unavailable(f"storage is unavailable: {error}") from None
         self.clock = clock
         self._lock = threading.RLock()
+        # Group commit needs the commands of a group to share the aggregates they change: with no
+        # cache, or a copy per load, each command is its own group.
+        cache = self.repository.cache
+        shared = cache is not None and not self.repository.deepcopy_from_cache
+        self._writes = WriteQueue(self._commit_group, group_max=GROUP_COMMANDS_MAX if shared else 1)
         try:
             self.storage: Storage = open_storage(self)
         except BaseException:
@@ -203,41 +228,126 @@ class Kernel(Application[UUID]):
 
     def _write(self, decide: Callable[[list[LedgerAggregate]], T]) -> tuple[T, int | None]:
         """Run `decide` (which loads aggregates into the list it is given and triggers events on
-        them) and save everything it touched in one transaction. Version clashes (another
+        them) in the next group commit (ledger.application.gather): it sees the state its
+        predecessors in the group left, and its events are saved with theirs in one transaction.
+        Answers once that transaction is durable: what `decide` returned and the position of its
+        events (None when it recorded none), or raises what it raised. Version clashes (another
         process wrote first) evict the stale aggregates and decide again; so does a refusal when
         other processes share the storage, since it may have been decided on stale state."""
-        refreshed = not self.storage.shared
-        for attempt in range(WRITE_RETRIES):
-            if attempt and self.storage.shared:
-                time.sleep(random.uniform(0, min(WRITE_BACKOFF_MAX_S, WRITE_BACKOFF_S * 2**attempt)))
+        command = Command(decide)
+        self._writes.submit(command)
+        if command.error is not None:
+            raise command.error
+        result: T = command.result
+        return result, command.position
+
+    def _commit_group(self, group: list[Command]) -> list[Command]:
+        """Decide `group` in order and save every event it recorded in one transaction; answers
+        the commands it settles and returns those to decide again in the next group."""
+        if self.storage.shared and group[0].tries:
+            # Racing replicas spread out instead of colliding again in lockstep (the commands
+            # that lost a race are at the front of the queue).
+            time.sleep(random.uniform(0, min(WRITE_BACKOFF_MAX_S, WRITE_BACKOFF_S * 2 ** group[0].tries)))
+        with self._lock:
+            gathered = Gathered()
+            try:
+                for index, command in enumerate(group):
+                    if not self._decide(command, gathered):
+                        # It changed an aggregate of the group and was refused: it and those
+                        # behind it are decided again in the next group, once this one commits.
+                        return self._settle(gathered) + group[index:]
+                return self._settle(gathered)
+            except BaseException:
+                # Interrupted: nothing of the group is saved, so nothing it changed may stay cached.
+                self._evict([*gathered.aggregates.values(), *gathered.stale])
+                raise
+
+    def _decide(self, command: Command, gathered: Gathered) -> bool:
+        """Decide one command of a group on the state its predecessors left. False when it
+        cannot be settled in this group (see Gathered.roll_back)."""
+        while True:
             touched: list[LedgerAggregate] = []
-            with self._lock:
-                try:
-                    result = decide(touched)
-                    pending = [a for a in touched if a.pending_events]
-                    # The first aggregate touched is the one the command is about: it is saved
-                    # last, so the answer (the transaction's highest position) is its event,
-                    # which is the position an identical retry answers with (see _receipt).
-                    recordings = self.save(*reversed(pending)) if pending else []
-                except IntegrityError:
-                    self._evict(touched)
-                    continue
-                except LedgerError:
-                    self._evict(touched if not refreshed else [a for a in touched if a.pending_events])
-                    if refreshed:
-                        raise
-                    refreshed = True
-                    continue
-                except BaseException as error:
-                    self._evict(touched)
-                    if isinstance(error, self.storage.outage_errors):
-                        raise outage(error) from error
+            try:
+                result = command.decide(touched)
+            except Recorded as recorded:
+                gathered.keep(command, touched, error=recorded.error)
+                return True
+            except BaseException as error:
+                if not gathered.roll_back(command, touched, self._evict):
+                    return False
+                if not isinstance(error, Exception):
                     raise
-            if not recordings:
-                return result, None
+                if isinstance(error, LedgerError) and self.storage.shared and not command.refreshed:
+                    # Other processes write too: a refusal is decided again on fresh state.
+                    command.refreshed = True
+                    self._evict([a for a in touched if a.id not in gathered.aggregates])
+                    continue
+                if isinstance(error, self.storage.outage_errors):
+                    error = outage(error)
+                gathered.refuse(command, touched, error)
+                return True
+            gathered.keep(command, touched, result=result)
+            self._cache_created(touched)
+            return True
+
+    def _cache_created(self, touched: list[LedgerAggregate]) -> None:
+        # An aggregate created in a group is found by the commands after it in the same group.
+        cache = self.repository.cache
+        if cache is not None:
+            for aggregate in touched:
+                if aggregate.version == len(aggregate.pending_events):
+                    cache.put(aggregate.id, aggregate)
+
+    def _settle(self, gathered: Gathered) -> list[Command]:
+        """Save the group's events in one transaction and answer its commands; those that were
+        decided on state another process had changed meanwhile are returned, to decide again."""
+        processing_event = self._processing_event(gathered)
+        recordings: list[Recording[UUID]] = []
+        if processing_event.events:
+            try:
+                recordings = self._record(processing_event)
+            except IntegrityError:
+                self._evict([*gathered.aggregates.values(), *gathered.stale])
+                return self._conflicted(gathered)
+            except BaseException as error:
+                self._evict([*gathered.aggregates.values(), *gathered.stale])
+                gathered.fail(outage(error) if isinstance(error, self.storage.outage_errors) else error)
+                return []
+            self._take_snapshots(processing_event)
             self.projector.wake()
-            return result, max(recording.notification.id for recording in recordings)
-        raise Contended("the write kept conflicting with concurrent writers", reason=Reason.WRITE_CONFLICT)
+        gathered.answer([recording.notification.id for recording in recordings])
+        self._evict(gathered.stale)
+        return []
+
+    def _processing_event(self, gathered: Gathered) -> ProcessingEvent[UUID]:
+        processing_event: ProcessingEvent[UUID] = ProcessingEvent()
+        processing_event.events.extend(gathered.events())
+        processing_event.aggregates.update(gathered.aggregates)
+        # Client-made ids are indexed for good in the same transaction (ledger.storage.keys).
+        keys = [
+            (event.originator_id, key, event.originator_version)
+            for event in processing_event.events
+            for key in event_keys(event)
+        ]
+        if keys:
+            # In one order, so concurrent writers (PostgreSQL replicas) never lock rows crosswise.
+            processing_event.saved_kwargs["keys"] = sorted(keys)
+        return processing_event
+
+    @staticmethod
+    def _conflicted(gathered: Gathered) -> list[Command]:
+        """The commands of a group whose transaction lost a version race: decided again in the
+        next group, or refused when they kept losing."""
+        again = []
+        for command, *_ in gathered.decided:
+            command.tries += 1
+            if command.tries < WRITE_RETRIES:
+                again.append(command)
+            else:
+                command.answer(
+                    error=Contended("the write kept conflicting with concurrent writers", reason=Reason.WRITE_CONFLICT)
+                )
+        return again
 
     def _receipt(self, aggregate_id: UUID, repeated: int | None, position: int | None, **decided: Any) -> Receipt:
         """The answer of a command about `aggregate_id`: the position of its fresh write, or, for

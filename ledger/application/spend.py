@@ -19,7 +19,7 @@ from ledger.application.commands import (
     Reserve,
     SetCap,
 )
-from ledger.application.kernel import Receipt, storage_read
+from ledger.application.kernel import Receipt, Recorded, storage_read
 from ledger.application.reads import Reads
 from ledger.domain import spending as spend
 from ledger.domain.accounts import Account
@@ -118,13 +118,9 @@ class SpendCommands(Reads):
                     attempt=attempt,
                     recall=self._recall_spend(holder),
                 )
-            except LedgerError:
+            except LedgerError as error:
                 # The refusal is itself recorded for audit, with any expiries found on the way.
-                pending = [a for a in touched if a.pending_events]
-                if pending:
-                    self.save(*pending)
-                    self.projector.wake()
-                raise
+                raise Recorded(error) from error
             entry = holder.entry(reservation_id, self._recall_spend(holder)) or {}
             expires: datetime | None = entry.get("expires_at")
             return version, expires

@@ -1,0 +1,222 @@
+"""Group commit: the writes that arrive while a commit is in flight are gathered into the next one.
+
+Every command of the ledger ends in one durable transaction, and on a durable store the cost of
+a transaction is its sync to disk (SQLite's fsync of the write-ahead log, PostgreSQL's WAL flush),
+not the few rows it writes. So writers queue here (`WriteQueue.submit`) and one of them, the
+leader, takes everything queued at that moment (at most GROUP_COMMANDS_MAX) and hands the group
+to the kernel (ledger.application.kernel), which decides each command in order on the state its
+predecessors left and commits all their events in one transaction. The others wait on a lock of
+their own until their command is answered, or until they are made the next leader.
+
+There is no fixed wait: a lone writer finds the queue empty and commits at once; writers that
+arrive while it commits queue up behind it and go together in the next group (the leader of that
+group is the first of them, promoted when the previous group is answered). A command the group
+could not settle (a version conflict with another process, a refusal that left an aggregate that
+its predecessors changed in a state that must be reloaded) goes back to the front of the queue,
+in its order, and is decided again in the next group.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+from uuid import UUID
+
+from ledger.domain.base import LedgerAggregate
+
+__all__ = ["GROUP_COMMANDS_MAX", "Command", "Gathered", "WriteQueue"]
+
+# The commands of one group at most: a bound on one transaction's size (a command saves a few
+# events; a step batch is one event of up to 10,000 steps).
+GROUP_COMMANDS_MAX = 128
+
+
+class Command:
+    """One queued write: its decision, and, once answered, its result or its error and the log
+    position of its events (None when it recorded none)."""
+
+    __slots__ = ("decide", "result", "error", "position", "done", "tries", "refreshed", "_waiter")
+
+    def __init__(self, decide: Callable[[list[LedgerAggregate]], Any]) -> None:
+        self.decide = decide
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.position: int | None = None
+        self.done = False
+        # Groups whose transaction this command was in and that conflicted with another process.
+        self.tries = 0
+        # Whether a refusal was already decided again on state read afresh from storage.
+        self.refreshed = False
+        self._waiter = threading.Lock()
+        self._waiter.acquire()
+
+    def answer(self, result: Any = None, position: int | None = None, error: BaseException | None = None) -> None:
+        """Settle the command (its thread is woken by the queue)."""
+        self.result, self.position, self.error, self.done = result, position, error, True
+
+    def wake(self) -> None:
+        self._waiter.release()
+
+    def wait(self) -> None:
+        self._waiter.acquire()
+
+
+class WriteQueue:
+    """Writers in arrival order; whoever is at the front while no group is committing commits the
+    queued commands with `commit`, which answers those it settles and returns those to decide
+    again (they go back to the front of the queue)."""
+
+    def __init__(self, commit: Callable[[list[Command]], list[Command]], *, group_max: int = GROUP_COMMANDS_MAX):
+        self._commit = commit
+        self.group_max = group_max
+        self._mutex = threading.Lock()
+        self._queue: collections.deque[Command] = collections.deque()
+        self._leading = False
+        # How many writers the last group answered (other than its leader).
+        self._answered = 0
+
+    @property
+    def queued(self) -> int:
+        """Commands waiting for a group (not counting one being committed)."""
+        return len(self._queue)
+
+    def submit(self, command: Command) -> None:
+        """Queue `command` and return once it is answered (command.done)."""
+        with self._mutex:
+            self._queue.append(command)
+            lead = not self._leading
+            self._leading = True
+        if not lead:
+            command.wait()  # Answered, or promoted to lead the next group.
+            if command.done:
+                return
+        self._lead(command)
+
+    def _lead(self, own: Command) -> None:
+        try:
+            while not own.done:  # Its own command is in the first group it takes.
+                if len(self._queue) < self._answered:
+                    # The writers the last group answered are likely writing again: let them
+                    # queue first (a yield of the processor, not a timed wait).
+                    time.sleep(0)
+                with self._mutex:
+                    group = [self._queue.popleft() for _ in range(min(self.group_max, len(self._queue)))]
+                try:
+                    retry = self._commit(group)
+                except BaseException as error:
+                    # The leader's thread was interrupted: what it held is answered with the error.
+                    for command in group:
+                        if not command.done:
+                            command.answer(error=error)
+                        if command is not own:
+                            command.wake()
+                    raise
+                with self._mutex:
+                    self._queue.extendleft(reversed(retry))
+                self._answered = 0
+                for command in group:
+                    if command.done and command is not own:
+                        command.wake()
+                        self._answered += 1
+        finally:
+            with self._mutex:
+                if self._queue:
+                    self._queue[0].wake()  # Promoted: the next leader (never taken, so not answered).
+                else:
+                    self._leading = False
+
+
+class Gathered:
+    """The commands of one group as they are decided, and the events they recorded.
+
+    A decision loads aggregates from the application's cache and triggers events on them, so
+    the commands after it see its effects. One that is refused must change nothing: events it
+    triggered on an aggregate that no predecessor in the group changed are undone by evicting the
+    aggregate (the next load reads it from storage); on an aggregate the group already changed
+    they are cut from its pending events, and the aggregate, whose state in memory still holds
+    them, is reloaded after the group commits (`stale`), before anything else decides on it.
+    """
+
+    def __init__(self) -> None:
+        # The aggregates with events pending in this group, and how many are pending on each
+        # after the last decision that kept its events.
+        self.aggregates: dict[UUID, LedgerAggregate] = {}
+        self._pending: dict[UUID, int] = {}
+        # (command, its events in saving order, what it returned, what it raised)
+        self.decided: list[tuple[Command, list[Any], Any, BaseException | None]] = []
+        self.stale: list[LedgerAggregate] = []
+
+    def _base(self, aggregate: LedgerAggregate) -> int:
+        """How many of the aggregate's pending events the group's earlier decisions triggered."""
+        return self._pending.get(aggregate.id, 0) if self.aggregates.get(aggregate.id) is aggregate else 0
+
+    @staticmethod
+    def _unique(touched: list[LedgerAggregate]) -> list[LedgerAggregate]:
+        return list({id(aggregate): aggregate for aggregate in touched}.values())
+
+    def keep(
+        self,
+        command: Command,
+        touched: list[LedgerAggregate],
+        *,
+        result: Any = None,
+        error: BaseException | None = None,
+    ) -> None:
+        """The decision stands: its events are saved with the group's. The first aggregate
+        touched is the one the command is about: its events come last, so the command's answer
+        (the highest position of its events) is its event, which is the position an identical
+        retry answers with."""
+        events: list[Any] = []
+        aggregates = self._unique(touched)
+        for aggregate in reversed(aggregates):
+            events.extend(aggregate.pending_events[self._base(aggregate) :])
+        for aggregate in aggregates:
+            if len(aggregate.pending_events) > self._base(aggregate):
+                self.aggregates[aggregate.id] = aggregate
+                self._pending[aggregate.id] = len(aggregate.pending_events)
+        self.decided.append((command, events, result, error))
+
+    def refuse(self, command: Command, touched: list[LedgerAggregate], error: BaseException) -> None:
+        """The command is refused (after roll_back). A refusal decided on what the group changed
+        shares the group's fate (a conflict decides it again); any other is answered now."""
+        if any(self.aggregates.get(aggregate.id) is aggregate for aggregate in touched):
+            self.decided.append((command, [], None, error))
+        else:
+            command.answer(error=error)
+
+    def roll_back(
+        self, command: Command, touched: list[LedgerAggregate], evict: Callable[[list[LedgerAggregate]], None]
+    ) -> bool:
+        """Undo what a refused decision triggered. False when it changed an aggregate that the
+        group had changed before it: that aggregate is stale, and the group must end before it."""
+        changed = [a for a in self._unique(touched) if len(a.pending_events) > self._base(a)]
+        fresh = [a for a in changed if self.aggregates.get(a.id) is not a]
+        evict(fresh)
+        stale = [a for a in changed if self.aggregates.get(a.id) is a]
+        for aggregate in stale:
+            del aggregate.pending_events[self._base(aggregate) :]
+        self.stale += stale
+        return not stale
+
+    def events(self) -> list[Any]:
+        """Every event of the group, in saving order."""
+        return [event for _, events, _, _ in self.decided for event in events]
+
+    def answer(self, positions: list[int]) -> None:
+        """The group is durable: answer each decided command with its result or its refusal,
+        and the highest position of its events. `positions` are the events' in saving order."""
+        offset = 0
+        for command, events, result, error in self.decided:
+            count = len(events)
+            command.answer(result, max(positions[offset : offset + count]) if count else None, error)
+            offset += count
+        for aggregate in self.aggregates.values():
+            aggregate.pending_events.clear()
+
+    def fail(self, error: BaseException) -> None:
+        """The group's transaction failed: every decided command is answered with `error`."""
+        for command, *_ in self.decided:
+            command.answer(error=error)
