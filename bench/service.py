@@ -5,7 +5,9 @@
 
 Figures: RecordSteps (one stream, 1,000-step batches, ack per batch), AppendSteps (unary, one at
 a time, 1,000-step batches, growing one run to --run-steps), Reserve latency (Reserve then Commit,
-one pair at a time), GetRunState latency on the run of --run-steps steps. With --database-url also
+one pair at a time), GetRunState latency on the run of --run-steps steps, and --clients trainers
+reserving at once (a channel each, each on its own run: reserve_pairs_per_s_32_clients and the
+p99 of their Reserves, reserve_p99_ms_32_clients). With --database-url also
 grpc_steps_per_s_two_replicas: a second `trainledger serve` on the same database, and two clients
 (threads, a channel each), one per replica, each streaming --batches batches to its own run at the
 same time; the figure is all their steps over the wall time. The last line printed is one JSON
@@ -190,6 +192,59 @@ def bench(channel: grpc.Channel, args: argparse.Namespace, metadata: tuple[tuple
     return figures
 
 
+def many_clients(address: str, args: argparse.Namespace, security: Security) -> dict[str, float]:
+    """reserve_pairs_per_s_32_clients and reserve_p99_ms_32_clients: --clients trainers at once
+    (threads, a channel each, so a connection each), each reserving and committing
+    --client-pairs pairs one at a time on its own capped run; pairs over the wall time, and the
+    p99 of every Reserve's latency."""
+    metadata = security.metadata
+    channels = [security.channel(address) for address in [address] * args.clients]
+    try:
+        accounts = [new_run(runs_pb2_grpc.RunsStub(channel), metadata, cap=10**12) for channel in channels]
+        barrier = threading.Barrier(args.clients + 1)
+        latencies: list[list[float]] = [[] for _ in channels]
+
+        def trainer(index: int) -> None:
+            spend = spend_pb2_grpc.SpendStub(channels[index])
+            account = accounts[index]
+            barrier.wait()
+            for n in range(args.client_pairs):
+                t0 = time.perf_counter()
+                spend.Reserve(
+                    spend_pb2.ReserveRequest(account=account, reservation_id=f"r{n}", amount_usd_micro=1_000),
+                    timeout=60,
+                    metadata=metadata,
+                )
+                latencies[index].append((time.perf_counter() - t0) * 1000)
+                spend.Commit(
+                    spend_pb2.CommitRequest(account=account, reservation_id=f"r{n}", actual_usd_micro=900),
+                    timeout=60,
+                    metadata=metadata,
+                )
+
+        threads = [threading.Thread(target=trainer, args=(index,)) for index in range(args.clients)]
+        for thread in threads:
+            thread.start()
+        barrier.wait()
+        started = time.perf_counter()
+        for thread in threads:
+            thread.join()
+        elapsed = time.perf_counter() - started
+    finally:
+        for channel in channels:
+            channel.close()
+    reserves = [latency for mine in latencies for latency in mine]
+    assert len(reserves) == args.clients * args.client_pairs, len(reserves)
+    print(
+        f"Reserve+Commit: {args.clients} clients x {args.client_pairs} pairs at once in {elapsed:.2f} s",
+        file=sys.stderr,
+    )
+    return {
+        f"reserve_pairs_per_s_{args.clients}_clients": round(len(reserves) / elapsed),
+        f"reserve_p99_ms_{args.clients}_clients": round(percentile(reserves, 0.99), 3),
+    }
+
+
 def two_replicas(addresses: list[str], args: argparse.Namespace, security: Security) -> dict[str, float]:
     """RecordSteps from two clients at once, each to its own replica and run."""
     channels = [security.channel(address) for address in addresses]
@@ -260,6 +315,8 @@ def run_all(args: argparse.Namespace, directory: str) -> dict[str, float]:
     try:
         with security.channel(f"127.0.0.1:{port}") as channel:
             figures = bench(channel, args, security.metadata)
+        if args.clients:
+            figures.update(many_clients(f"127.0.0.1:{port}", args, security))
         if args.database_url:
             second, second_port = start_server("", args.database_url, security)
             try:
@@ -277,6 +334,8 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=200, help="RecordSteps batches of 1,000 steps")
     parser.add_argument("--run-steps", type=int, default=1_000_000, help="steps grown via AppendSteps")
     parser.add_argument("--pairs", type=int, default=500, help="Reserve + Commit pairs")
+    parser.add_argument("--clients", type=int, default=32, help="trainers reserving at once (0: leave out)")
+    parser.add_argument("--client-pairs", type=int, default=100, help="Reserve + Commit pairs per trainer at once")
     parser.add_argument("--reads", type=int, default=500, help="GetRunState calls")
     parser.add_argument("--tls", action="store_true", help="serve and connect with TLS (a CA made for the run)")
     parser.add_argument("--auth", action="store_true", help="serve with --auth and call with an admin token")
