@@ -3,13 +3,17 @@ file, and the writes operators make by hand.
 
     trainledger serve [--db PATH | --database-url URL] [--listen HOST:PORT] [--http HOST:PORT | --no-http]
     trainledger project --database-url URL      # a projection worker (PostgreSQL)
-    trainledger runs list [--status S] [--name TEXT] [--account A] | runs show RUN
+    trainledger runs list [--status S] [--name TEXT] [--account A] [--include-retracted] | runs show RUN
+    trainledger runs retract RUN --reason TEXT    # operators: hidden from lists, refused new writes
+    trainledger checkpoints list RUN | checkpoints prune RUN|--all [--keep-last N] [--dry-run]
     trainledger spend show RUN_OR_ACCOUNT [--limit N] | spend cap RUN_OR_ACCOUNT AMOUNT|none
-    trainledger registry list | show FAMILY | promote FAMILY VERSION | rollback FAMILY [VERSION]
+    trainledger registry list | show FAMILY | register FAMILY URI --digest D [--from-checkpoint RUN:STEP]
+    trainledger registry promote FAMILY VERSION | rollback FAMILY [VERSION]
     trainledger events export --from N | rebuild | backup --to FILE | verify | tokens ... | watch RUN
     trainledger spend pull | spend reconcile    # providers' bills, through a server (services.cli_bills)
 
-Read commands (runs, spend show, registry list|show, events export) read through a server by
+Read commands (runs, spend show, registry list|show, events export, checkpoints) and the
+operator's `runs retract` and `checkpoints prune` go through a server by
 default (services.remote: --address HOST:PORT, else TRAINLEDGER_ADDRESS, else 127.0.0.1:50051);
 --db PATH, --database-url URL or TRAINLEDGER_DATABASE_URL switch them to offline inspection of a
 database (services.reports). Both print the same tables (services.render), fitted to the terminal
@@ -182,7 +186,7 @@ def _writer(name: str) -> Callable[[argparse.Namespace], None]:
     return write
 
 
-def _read_options(sub: argparse.ArgumentParser) -> None:
+def read_options(sub: argparse.ArgumentParser) -> None:
     """A read command's options: the server's, or a database file's for offline inspection."""
     add_server_options(sub)
     sub.add_argument("--db", default="", metavar="PATH", help="read this SQLite file instead of a server")
@@ -215,6 +219,7 @@ OTHERS = {
     "verify": "recompute the hash chain over the log and check the snapshots and views",
     "tokens": "bearer tokens: create, list, revoke",
     "watch": "a live view of a run in the terminal, until it finishes",
+    "checkpoints": "a run's checkpoints: the retention plan, and pruning what it offers",
 }
 
 
@@ -242,7 +247,7 @@ def parser(asked: str | None = None) -> argparse.ArgumentParser:
         name: str, parent: argparse._SubParsersAction[argparse.ArgumentParser], handler: str, help: str
     ) -> argparse.ArgumentParser:
         sub = parent.add_parser(name, help=help)
-        _read_options(sub)
+        read_options(sub)
         sub.set_defaults(handler=_reader(handler))
         return sub
 
@@ -285,9 +290,13 @@ def parser(asked: str | None = None) -> argparse.ArgumentParser:
     listed.add_argument("--name", default="", metavar="TEXT", help="runs whose name holds TEXT (any case)")
     listed.add_argument("--account", default="", help="runs whose spend lies under this account")
     listed.add_argument("--limit", type=_positive, default=100, help="at most this many (default: %(default)s)")
+    listed.add_argument("--include-retracted", action="store_true", help="list retracted runs too (marked)")
     shown = reading("show", runs, "runs_show", "a run's state, spec, metrics, checkpoints, attempts and last steps")
     shown.add_argument("run", metavar="RUN", help="run id, unique id prefix (4+ characters), name or part of one")
     shown.add_argument("--steps", type=int, default=10, help="how many of the last steps to show (default: 10)")
+    retracted = reading("retract", runs, "runs_retract", "retract a run: hidden from lists, refused new writes")
+    retracted.add_argument("run", metavar="RUN", help="run id, unique id prefix (4+ characters), name or part of one")
+    retracted.add_argument("--reason", required=True, help="why (recorded; retracting again takes the same reason)")
 
     spend = commands.add_parser("spend", help="spend accounts").add_subparsers(dest="action", required=True)
     spent = reading("show", spend, "spend_show", "an account's totals against its cap and its reservations")
@@ -307,6 +316,28 @@ def parser(asked: str | None = None) -> argparse.ArgumentParser:
     reading("show", registry, "registry_show", "a family's versions and promotion history").add_argument(
         "family", metavar="FAMILY"
     )
+    registered = writing("register", registry, "registry_register", "register a version of a family")
+    registered.add_argument("family", metavar="FAMILY")
+    registered.add_argument("artifact_uri", metavar="ARTIFACT_URI", help="where the model's files are")
+    registered.add_argument(
+        "--digest", required=True, help="the artifact's digest (sha256:...); the version's identity"
+    )
+    source = registered.add_mutually_exclusive_group()
+    source.add_argument(
+        "--from-checkpoint",
+        default="",
+        metavar="RUN:STEP",
+        help="the run's checkpoint it was made from (checked, and kept from retention)",
+    )
+    source.add_argument("--source-run", default="", metavar="RUN", help="the run it came from (not checked)")
+    registered.add_argument("--source-step", type=int, default=0, metavar="STEP", help="with --source-run")
+    registered.add_argument(
+        "--checkpoint-digest",
+        default="",
+        metavar="DIGEST",
+        help="with --from-checkpoint: the digest the checkpoint must have (default: the one it was saved with)",
+    )
+    registered.add_argument("--metadata", default="", metavar="JSON", help="a JSON object kept with the version")
     promoted = writing("promote", registry, "registry_promote", "make a version current through its gate")
     promoted.add_argument("family", metavar="FAMILY")
     promoted.add_argument("version", metavar="VERSION", type=_positive)

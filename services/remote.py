@@ -15,10 +15,11 @@ and by part of the name, so offline inspection of a database (services.reports) 
 same way.
 
 The commands through a server: the reads (`runs_list`, `runs_show`, `spend_show`,
-`registry_list`, `registry_show`, `events_export`) print what services.reports prints from a
-database file (services.render), and the writes operators make by hand (`spend_cap`,
-`registry_promote`, `registry_rollback`) are recorded with the operating-system user as principal
-unless a token names one. Promote and rollback are compare-and-set on the current version
+`registry_list`, `registry_show`, `events_export`) and `runs_retract` print what services.reports
+prints from a database file (services.render). The writes operators make by hand (`spend_cap`,
+`runs_retract`, `registry_register`, `registry_promote`, `registry_rollback`) are recorded with the
+operating-system user as principal unless a token names one. Promote and rollback are
+compare-and-set on the current version
 (--expected-current; by default the current version as read just before).
 """
 
@@ -60,6 +61,8 @@ __all__ = [
     "registry_show",
     "registry_promote",
     "registry_rollback",
+    "registry_register",
+    "runs_retract",
     "events_export",
 ]
 
@@ -187,7 +190,11 @@ def resolve_run(client: LedgerClient, ref: str) -> str:
         token = ""
         while True:
             page = client.list_runs(
-                page_size=MATCH_PAGE, page_token=token, run_id_prefix=prefix, name_contains=contains
+                page_size=MATCH_PAGE,
+                page_token=token,
+                run_id_prefix=prefix,
+                name_contains=contains,
+                include_retracted=True,
             )
             for run in page.runs:
                 yield Candidate(run.run_id, run.name, status_text(run.status, run.current_attempt))
@@ -282,6 +289,7 @@ def runs_list(args: argparse.Namespace) -> None:
                 status=args.status,
                 name_contains=args.name,
                 account=args.account,
+                include_retracted=args.include_retracted,
             )
             runs += page.runs
             token = page.next_page_token
@@ -310,6 +318,15 @@ def runs_show(args: argparse.Namespace) -> None:
         series = _last_steps(client, run_id, state.last_step, args.steps, position)
     value = {"state": state, "metrics": metrics, "checkpoints": checkpoints, "series": series}
     _emit(args, value, lambda: render.run_text(state, metrics, checkpoints, series))
+
+
+def runs_retract(args: argparse.Namespace) -> None:
+    """Retract a run (operators): hidden from lists, refused new writes, its history kept."""
+    with talking(args) as client:
+        run_id = resolve_run(client, args.run)
+        receipt = client.retract_run(run_id=run_id, reason=args.reason)
+        name = client.get_run_state(run_id=run_id, min_position=receipt.position).run.name
+    _emit(args, receipt, render.retract_text(run_id, name, receipt.position, receipt.duplicate))
 
 
 def _last_steps(client: LedgerClient, run_id: str, last: int | None, count: int, position: int) -> Any:
@@ -420,6 +437,78 @@ def registry_show(args: argparse.Namespace) -> None:
         raise Failure(f"no family {args.family}", status=1)
     value = {"family": args.family, "current": current, "versions": versions, "history": history}
     _emit(args, value, lambda: render.family_text(args.family, current, versions, history))
+
+
+def registry_register(args: argparse.Namespace) -> None:
+    """Register a version of a family: from a run's checkpoint (--from-checkpoint RUN:STEP or RUN@STEP, its
+    digest checked by the ledger), from a run and step (--source-run, not checked) or alone."""
+    from clients.models import SourceCheckpoint
+
+    metadata = _metadata_of(args.metadata)
+    with talking(args) as client:
+        source: SourceCheckpoint | None = None
+        run_id, step, described = "", 0, ""
+        if args.from_checkpoint:
+            ref, step = _run_at_step(args.from_checkpoint)
+            run_id = resolve_run(client, ref)
+            digest = args.checkpoint_digest or _checkpoint_digest(client, run_id, step)
+            source = SourceCheckpoint(run_id=run_id, step=step, checkpoint_digest=digest)
+            run_id, step, described = "", 0, f"run {ref}'s checkpoint at step {step}"
+        elif args.source_run:
+            run_id, step = resolve_run(client, args.source_run), args.source_step
+            described = f"run {args.source_run} at step {step}"
+        receipt = client.register(
+            family=args.family,
+            artifact_uri=args.artifact_uri,
+            digest=args.digest,
+            source_run_id=run_id,
+            source_step=step,
+            metadata=metadata,
+            source_checkpoint=source,
+        )
+    _emit(
+        args,
+        receipt,
+        render.register_text(args.family, receipt.version, receipt.position, receipt.duplicate, described),
+    )
+
+
+def _metadata_of(text: str) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        metadata = json.loads(text)
+    except ValueError as error:
+        raise Failure(f"--metadata is not JSON: {error}") from None
+    if not isinstance(metadata, dict):
+        raise Failure("--metadata takes a JSON object")
+    return metadata
+
+
+def _run_at_step(text: str) -> tuple[str, int]:
+    """RUN@STEP (or RUN:STEP) as (RUN, STEP)."""
+    cut = max(text.rfind("@"), text.rfind(":"))
+    ref, step = text[: max(cut, 0)], text[cut + 1 :]
+    if cut < 0 or not ref or not step.isdigit():
+        raise Failure(f"--from-checkpoint takes RUN@STEP or RUN:STEP, not {text!r}")
+    return ref, int(step)
+
+
+def _checkpoint_digest(client: LedgerClient, run_id: str, step: int) -> str:
+    """The digest the usable checkpoint at `step` was saved with (the one a resume would take)."""
+    token, found = "", []
+    while True:
+        page = client.list_checkpoints(run_id=run_id, page_token=token)
+        found += [c for c in page.checkpoints if c.step == step]
+        token = page.next_page_token
+        if not token:
+            break
+    usable = [c for c in found if not c.superseded and c.deleted_at is None]
+    if not usable:
+        raise Failure(f"run {run_id} has no usable checkpoint at step {step}", status=1)
+    if not usable[-1].digest:
+        raise Failure(f"the checkpoint at step {step} was saved without a digest: pass --checkpoint-digest", status=1)
+    return str(usable[-1].digest)
 
 
 def verdict_of(args: argparse.Namespace) -> dict[str, Any]:

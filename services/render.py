@@ -26,6 +26,15 @@ __all__ = [
     "family_text",
     "cap_text",
     "move_text",
+    "progress_text",
+    "scores_text",
+    "checkpoint_state",
+    "plan_table",
+    "prune_table",
+    "retract_text",
+    "register_text",
+    "report_verdict",
+    "datasets_table",
 ]
 
 
@@ -61,23 +70,51 @@ def spec_lines(document: Mapping[str, Any] | None, indent: str = "  ") -> str:
     return "\n".join(lines)
 
 
+def _percent(fraction: float | None) -> str | None:
+    return None if fraction is None else f"{fraction * 100:.1f}%"
+
+
+def progress_text(progress: Any) -> str | None:
+    """ "step 400 of 1,000 (40.0%), 12.50 steps/s, ETA 2026-12-01 07:10:00 UTC": a run's progress
+    against its plan (what is known of it); None when it has neither a step nor a plan."""
+    if progress is None or (progress.step is None and progress.max_steps is None):
+        return None
+    step = "no step yet" if progress.step is None else f"step {progress.step:,}"
+    text = step if progress.max_steps is None else f"{step} of {progress.max_steps:,}"
+    if progress.fraction is not None:
+        text += f" ({_percent(progress.fraction)})"
+    if progress.steps_per_second is not None:
+        text += f", {progress.steps_per_second:,.2f} steps/s"
+    if progress.eta is not None:
+        text += f", ETA {when(progress.eta)}"
+    return text
+
+
+def _run_status(run: Any) -> str:
+    status = status_text(run.status, run.current_attempt)
+    return f"{status} (retracted)" if getattr(run, "retracted", False) else status
+
+
 def runs_table(runs: Sequence[Any]) -> str:
-    """The runs list: id, name, status, attempt, last step, spend against the cap, what holds
-    keep pending and the account the run's spend lies under (each when any run has one), opened.
-    On a narrow terminal ids and statuses are cut first; then the account, the time opened, the
-    holds and the attempt are left out, in that order, before names are cut."""
+    """The runs list: id, name, status (a retracted run marked so), attempt, last step, progress
+    against the plan (when any run has a plan), spend against the cap, what holds keep pending
+    and the account the run's spend lies under (each when any run has one), opened. On a narrow
+    terminal ids and statuses are cut first; then the account, the time opened, the holds, the
+    progress and the attempt are left out, in that order, before names are cut."""
     accounts, held = any(r.parent_account for r in runs), any(r.pending_usd_micro for r in runs)
-    headers = ["RUN", "NAME", "STATUS", "ATTEMPT", "LAST STEP", "SPEND"] + ["HELD"] * held
-    headers += ["ACCOUNT"] * accounts + ["OPENED"]
+    planned = any(r.progress.max_steps is not None for r in runs)
+    headers = ["RUN", "NAME", "STATUS", "ATTEMPT", "LAST STEP"] + ["PROGRESS"] * planned + ["SPEND"]
+    headers += ["HELD"] * held + ["ACCOUNT"] * accounts + ["OPENED"]
     return table(
         headers,
         [
             (
                 r.run_id,
                 r.name,
-                status_text(r.status, r.current_attempt),
+                _run_status(r),
                 r.current_attempt or None,
                 r.last_step,
+                *([_percent(r.progress.fraction)] if planned else []),
                 spend_text(r.committed_usd_micro, r.cap_usd_micro),
                 *([usd(r.pending_usd_micro) if r.pending_usd_micro else None] if held else []),
                 *([r.parent_account or None] if accounts else []),
@@ -85,23 +122,54 @@ def runs_table(runs: Sequence[Any]) -> str:
             )
             for r in runs
         ],
-        keep=(5,),
-        optional=[headers.index(name) for name in ("ACCOUNT", "OPENED", "HELD", "ATTEMPT") if name in headers],
+        keep=(headers.index("SPEND"),),
+        optional=[
+            headers.index(name) for name in ("ACCOUNT", "OPENED", "HELD", "PROGRESS", "ATTEMPT") if name in headers
+        ],
         first=(0, 2),  # A few characters of an id still name the run (a prefix); names are kept longer.
     )
 
 
-def _checkpoint_state(checkpoint: Any, live: Any, now: datetime) -> str:
+def _same(checkpoint: Any, other: Any) -> bool:
+    return other is not None and (checkpoint.step, checkpoint.attempt) == (other.step, other.attempt)
+
+
+def checkpoint_state(checkpoint: Any, live: Any = None, best: Any = None, now: datetime | None = None) -> str:
+    """What a checkpoint is: "live (resume)" (the resume point), "best", "superseded",
+    "expired" (its handle's time passed), "deleted" (recorded deleted), "final"; "live" when it
+    is none of the first five and still usable."""
+    now = now or datetime.now(UTC)
+    expired = bool(getattr(checkpoint, "expired", False)) or (
+        checkpoint.expires_at is not None and checkpoint.expires_at <= now
+    )
+    deleted = getattr(checkpoint, "deleted_at", None) is not None
     marks = []
-    if live is not None and (checkpoint.step, checkpoint.attempt) == (live.step, live.attempt):
+    if _same(checkpoint, live):
         marks.append("live (resume)")
+    if _same(checkpoint, best):
+        marks.append("best")
     if checkpoint.superseded:
         marks.append("superseded")
-    if checkpoint.expires_at is not None and checkpoint.expires_at <= now:
+    if expired:
         marks.append("expired")
+    if deleted:
+        marks.append("deleted")
+    if not marks:
+        marks.append("live")
     if checkpoint.final:
         marks.append("final")
     return ", ".join(marks)
+
+
+def scores_text(scores: Mapping[str, float] | None) -> str | None:
+    """A checkpoint's scores as "eval_loss=0.412, win_rate=0.61" (by name); None without any."""
+    if not scores:
+        return None
+    return ", ".join(f"{name}={_number(value)}" for name, value in sorted(scores.items()))
+
+
+def _number(value: float) -> str:
+    return f"{value:.6g}"
 
 
 def _step_rows(series: Any) -> tuple[list[str], list[list[Any]]]:
@@ -127,16 +195,95 @@ def _step_rows(series: Any) -> tuple[list[str], list[list[Any]]]:
     return headers, rows
 
 
+def _objective_text(objective: Any) -> str | None:
+    if objective is None or not objective.metric:
+        return None
+    return f"{objective.metric} ({'lower' if objective.mode == 'min' else 'higher'} is better)"
+
+
+def _best_text(state: Any) -> str | None:
+    best, objective = getattr(state, "best_checkpoint", None), getattr(state.run, "objective", None)
+    if best is None:
+        return "none scored" if _objective_text(objective) else None
+    metric = objective.metric if objective is not None else ""
+    score = (best.scores or {}).get(metric)
+    scored = f" ({metric}={_number(score)})" if score is not None else ""
+    return f"step {best.step}, attempt {best.attempt}{scored}"
+
+
+def _retraction_text(retraction: Any) -> str | None:
+    if retraction is None:
+        return None
+    by = f" by {retraction.principal}" if retraction.principal else ""
+    return f"{when(retraction.retracted_at)}{by}: {retraction.reason}"
+
+
+def _digest_cut(digest: str) -> str:
+    """A digest's algorithm and first 12 hex digits: "sha256:3f2a9c0d51e7"."""
+    algorithm, _, hexdigits = digest.partition(":")
+    return f"{algorithm}:{hexdigits[:12]}" if hexdigits else digest[:12]
+
+
+def report_verdict(report: Mapping[str, Any] | None) -> str | None:
+    """The gate verdict an export report carries: its "gate" or "verdict" (a word, or a document
+    with "verdict" or "passed"), else its "passed" (true: "passed", false: "failed"); None without
+    one."""
+    if not report:
+        return None
+    for key in ("gate", "verdict"):
+        found = report.get(key)
+        if isinstance(found, Mapping):
+            found = found.get("verdict", found.get("passed"))
+        if isinstance(found, bool):
+            return "passed" if found else "failed"
+        if isinstance(found, str) and found:
+            return found
+    passed = report.get("passed")
+    return ("passed" if passed else "failed") if isinstance(passed, bool) else None
+
+
+def datasets_table(datasets: Sequence[Any]) -> str:
+    """A run's datasets: role, format, rows, tokens, the digest cut, the source, the export
+    report's gate verdict, when recorded."""
+    return table(
+        ["ROLE", "FORMAT", "ROWS", "TOKENS", "DIGEST", "SOURCE", "VERDICT", "RECORDED"],
+        [
+            (
+                d.role,
+                d.format,
+                d.rows,
+                d.tokens,
+                _digest_cut(d.digest),
+                d.source_uri or None,
+                report_verdict(d.report),
+                when(d.recorded_at),
+            )
+            for d in datasets
+        ],
+    )
+
+
 def run_text(
     state: Any, metrics: Sequence[Any], checkpoints: Sequence[Any], series: Any, now: datetime | None = None
 ) -> str:
-    """A run: its fields, spec and summary, metrics (last, min, max), every checkpoint (live,
-    superseded, expired marked), the attempts and the last steps."""
+    """A run: its fields (objective, progress against the plan, the best checkpoint, the
+    retraction among them), spec and summary, metrics (last, min, max), every checkpoint with its
+    scores and state (live, best, superseded, expired, deleted), the datasets, the attempts and
+    the last steps."""
     now = now or datetime.now(UTC)
     run, spend, resume = state.run, state.spend, state.resume
     status = status_text(run.status, state.current_attempt)
     if status == "running":
         status = f"running (attempt {state.current_attempt})"
+    retraction = _retraction_text(getattr(run, "retraction", None))
+    if retraction is not None:
+        status += " (retracted)"
+    optional = [
+        ("objective", _objective_text(getattr(run, "objective", None))),
+        ("progress", progress_text(getattr(state, "progress", None))),
+        ("best", _best_text(state)),
+        ("retracted", retraction),
+    ]
     parts = [
         fields(
             [
@@ -148,6 +295,7 @@ def run_text(
                 *([("finished", when(run.finished_at))] if run.finished_at else []),
                 *([("error", run.error)] if run.error else []),
                 ("last step", state.last_step),
+                *[(name, value) for name, value in optional if value is not None],
                 (
                     "resume",
                     f"from step {resume.from_step} ({resume.handle.uri})"
@@ -179,28 +327,11 @@ def run_text(
         )
     )
     parts.append(
-        "checkpoints\n"
-        + (
-            table(
-                ["STEP", "ATTEMPT", "BACKEND", "URI", "FIDELITY", "SAVED", "EXPIRES", "STATE"],
-                [
-                    (
-                        c.step,
-                        c.attempt,
-                        c.handle.backend if c.handle else None,
-                        c.handle.uri if c.handle else None,
-                        c.handle.fidelity if c.handle else None,
-                        when(c.saved_at),
-                        when(c.expires_at),
-                        _checkpoint_state(c, state.checkpoint, now),
-                    )
-                    for c in checkpoints
-                ],
-            )
-            if checkpoints
-            else "  (no checkpoint saved)"
-        )
+        "checkpoints\n" + (_checkpoints_table(checkpoints, state, now) if checkpoints else "  (no checkpoint saved)")
     )
+    datasets = getattr(state, "datasets", None) or ()
+    if datasets:
+        parts.append("datasets\n" + datasets_table(datasets))
     parts.append(
         "attempts\n"
         + (
@@ -215,6 +346,83 @@ def run_text(
     headers, rows = _step_rows(series)
     parts.append(f"last {len(rows)} steps\n" + table(headers, rows) if rows else "last steps\n  (no step recorded)")
     return "\n\n".join(parts)
+
+
+def _checkpoints_table(checkpoints: Sequence[Any], state: Any, now: datetime) -> str:
+    scored = any(getattr(c, "scores", None) for c in checkpoints)
+    deleted = any(getattr(c, "deleted_at", None) is not None for c in checkpoints)
+    headers = ["STEP", "ATTEMPT", "BACKEND", "URI", "FIDELITY", "SAVED", "EXPIRES"]
+    headers += ["DELETED"] * deleted + ["SCORES"] * scored + ["STATE"]
+    best = getattr(state, "best_checkpoint", None)
+    return table(
+        headers,
+        [
+            (
+                c.step,
+                c.attempt,
+                c.handle.backend if c.handle else None,
+                c.handle.uri if c.handle else None,
+                c.handle.fidelity if c.handle else None,
+                when(c.saved_at),
+                when(c.expires_at),
+                *([when(c.deleted_at)] if deleted else []),
+                *([scores_text(c.scores)] if scored else []),
+                checkpoint_state(c, state.checkpoint, best, now),
+            )
+            for c in checkpoints
+        ],
+    )
+
+
+def plan_table(entries: Sequence[Any], actions: Sequence[tuple[str, str]] | None = None) -> str:
+    """A retention plan: each checkpoint with its handle, scores and what retention does with it
+    ("delete", else "keep: " and why). `actions`, one (result, detail) per entry, replaces the
+    plan's column with what a prune did (deleted, kept, failed ...) and why."""
+    scored = any(e.checkpoint.scores for e in entries)
+    headers = ["STEP", "ATTEMPT", "BACKEND", "URI", "SAVED"] + ["SCORES"] * scored
+    headers += ["RESULT", "DETAIL"] if actions is not None else ["PLAN"]
+    rows = []
+    for i, entry in enumerate(entries):
+        c = entry.checkpoint
+        row: list[Any] = [
+            c.step,
+            c.attempt,
+            c.handle.backend if c.handle else None,
+            c.handle.uri if c.handle else None,
+            when(c.saved_at),
+            *([scores_text(c.scores)] if scored else []),
+        ]
+        row += list(actions[i]) if actions is not None else [plan_text(entry)]
+        rows.append(row)
+    return table(headers, rows)
+
+
+def plan_text(entry: Any) -> str:
+    """ "delete", or "keep: resume, best" (why it is kept)."""
+    return "delete" if entry.delete else "keep: " + ", ".join(entry.kept_because)
+
+
+def prune_table(results: Sequence[Any]) -> str:
+    """What a prune did, per checkpoint: run, step, attempt, uri, result and why."""
+    return table(
+        ["RUN", "STEP", "ATTEMPT", "URI", "RESULT", "DETAIL"],
+        [(r.run, r.step, r.attempt, r.uri or None, r.result, r.detail or None) for r in results],
+        first=(0,),
+    )
+
+
+def retract_text(run_id: str, name: str, position: int, duplicate: bool) -> str:
+    """What `runs retract` prints."""
+    named = f"{run_id} ({name})" if name else run_id
+    again = " (already retracted: answered as a duplicate)" if duplicate else ""
+    return f"{named}: retracted at position {position}{again}"
+
+
+def register_text(family: str, version: int, position: int, duplicate: bool, source: str) -> str:
+    """What `registry register` prints."""
+    again = " (already registered: answered as a duplicate)" if duplicate else ""
+    made = f" from {source}" if source else ""
+    return f"{family}: version {version}{made} at position {position}{again}"
 
 
 def account_text(account: Any, reservations: Sequence[Any], more: str = "") -> str:
@@ -286,7 +494,8 @@ def family_text(family: str, current: int, versions: Sequence[Any], history: Seq
                         v.version,
                         v.artifact_uri,
                         v.digest.rpartition(":")[2][:12],
-                        v.source_run_id or None,
+                        (v.source_run_id + " (retracted)" if getattr(v, "source_retracted", False) else v.source_run_id)
+                        or None,
                         v.source_step,
                         when(v.registered_at),
                     )

@@ -34,6 +34,7 @@ __all__ = [
     "spend_show",
     "registry_list",
     "registry_show",
+    "runs_retract",
     "events_export",
     "rebuild",
 ]
@@ -100,7 +101,9 @@ def _lister(ledger: Ledger) -> Any:
     def lister(prefix: str, contains: str) -> Iterator[Candidate]:
         after = None
         while True:
-            page = ledger.list_runs(limit=PAGE, after=after, run_id_prefix=prefix, name_contains=contains)
+            page = ledger.list_runs(
+                limit=PAGE, after=after, run_id_prefix=prefix, name_contains=contains, include_retracted=True
+            )
             for run in page.runs:
                 yield Candidate(run.run_id, run.name, render.status_text(run.status, run.current_attempt))
             after = page.after
@@ -119,7 +122,13 @@ def run_id_of(ledger: Ledger, ref: str) -> str:
 
 def runs_list(args: argparse.Namespace) -> None:
     with opened(args.database) as ledger:
-        page = ledger.list_runs(limit=args.limit, status=args.status, name_contains=args.name, account=args.account)
+        page = ledger.list_runs(
+            limit=args.limit,
+            status=args.status,
+            name_contains=args.name,
+            account=args.account,
+            include_retracted=args.include_retracted,
+        )
     runs = list(page.runs)
     hint = f"\n(more runs: --limit {args.limit * 2})" if page.after is not None else ""
     emit(args, runs, (render.runs_table(runs) if runs else "(no run)") + hint)
@@ -142,6 +151,25 @@ def runs_show(args: argparse.Namespace) -> None:
             series = ledger.series(run_id, from_step=max(0, last - count + 1), limit=count)
     value = {"state": state, "metrics": metrics, "checkpoints": checkpoints, "series": series}
     emit(args, value, render.run_text(state, metrics, checkpoints, series, datetime.now(UTC)))
+
+
+def runs_retract(args: argparse.Namespace) -> None:
+    """Retract a run on the database itself, recorded as `local:<user>`."""
+    import getpass
+    import uuid
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    with opened(args.database) as ledger:
+        run_id = run_id_of(ledger, args.run)
+        receipt = ledger.retract_run(
+            run_id=run_id, reason=args.reason, principal=f"local:{user}", request_id=str(uuid.uuid4())
+        )
+        name = ledger.run_state(run_id).run.name
+    value = {"position": receipt.position, "duplicate": receipt.duplicate}
+    emit(args, value, render.retract_text(run_id, name, receipt.position, receipt.duplicate))
 
 
 def _account(ledger: Ledger, ref: str) -> Any:

@@ -302,3 +302,40 @@ def test_postgresql_without_psycopg_names_the_extra_in_one_line(command: list[st
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "pip install -e '.[postgres]'" in done.stderr
     assert "secret" not in done.stderr
+
+
+def test_checkpoints_list_on_the_database_file(database: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The retention plan read offline: the expired Tinker handle at step 9 is shown as expired,
+    step 29 is kept as the resume point and as the source of the registered version "tiny" 1;
+    nothing is offered for deletion."""
+    listed = run_cli(capsys, "checkpoints", "list", "demo", "--db", database).splitlines()
+    assert listed[0].split() == ["STEP", "ATTEMPT", "BACKEND", "URI", "SAVED", "PLAN"]
+    plan = {int(line.split()[0]): re.split(r"\s{2,}", line.strip())[-1] for line in listed[2:]}
+    assert plan == {9: "keep: expired", 29: "keep: resume, registered"}
+    dry = run_cli(capsys, "checkpoints", "prune", "demo", "--dry-run", "--db", database)
+    assert "would delete" not in dry and dry.strip().splitlines()[-1] == "1 expired, 1 kept"
+
+
+@pytest.mark.parametrize(
+    ("report", "verdict"),
+    [
+        ({}, None),
+        ({"rows": 10}, None),
+        ({"gate": "passed"}, "passed"),
+        ({"gate": {"passed": False, "reason": "loss mask empty"}}, "failed"),
+        ({"gate": {"verdict": "warn"}}, "warn"),
+        ({"verdict": "failed"}, "failed"),
+        ({"passed": True}, "passed"),
+    ],
+)
+def test_a_dataset_reports_verdict(report: dict[str, object], verdict: str | None) -> None:
+    from services.render import report_verdict
+
+    assert report_verdict(report) == verdict
+
+
+@pytest.mark.parametrize("text", ["run-1", "run-1@", "@12", "run-1:x", "run-1@-3"])
+def test_register_from_checkpoint_takes_run_and_step(text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["registry", "register", "fam", "s3://m/1", "--digest", "sha256:" + "ab" * 32]
+    assert main([*argv, "--from-checkpoint", text, "--address", "127.0.0.1:1"]) == 2
+    assert "--from-checkpoint takes RUN@STEP or RUN:STEP" in capsys.readouterr().err
