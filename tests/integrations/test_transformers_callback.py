@@ -477,3 +477,76 @@ def test_an_ended_run_is_resumed_only_with_reopen(client: LedgerClient, tmp_path
     second.end()
     state = run_state(client, spec)
     assert state.run.status == "done" and state.current_attempt == 2
+
+
+def test_the_plan_and_the_objective_come_from_the_trainers_arguments() -> None:
+    from clients.integrations.transformers import objective_from_args, planned_steps
+
+    assert planned_steps(SimpleNamespace(max_steps=-1), SimpleNamespace(max_steps=120)) == 120  # from the epochs
+    assert planned_steps(SimpleNamespace(max_steps=40), None) == 40
+    assert planned_steps(SimpleNamespace(max_steps=-1), SimpleNamespace(max_steps=0)) is None
+    assert objective_from_args(SimpleNamespace(metric_for_best_model=None)) is None
+    assert objective_from_args(SimpleNamespace(metric_for_best_model="loss", greater_is_better=False)) == (
+        "eval_loss",
+        "min",
+    )
+    assert objective_from_args(SimpleNamespace(metric_for_best_model="eval_accuracy", greater_is_better=True)) == (
+        "eval_accuracy",
+        "max",
+    )
+    assert objective_from_args(SimpleNamespace(metric_for_best_model="rouge", greater_is_better=None)) == (
+        "eval_rouge",
+        "max",
+    )
+
+
+def test_a_save_is_scored_by_the_evaluation_before_it_and_bad_provenance_never_stops_training(
+    client: LedgerClient, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    spec = make_spec("scored-by-hand")
+    callback = LedgerCallback(
+        client=client,
+        spec=spec,
+        objective=("eval_loss", "min"),
+        train_dataset=[["a row that is not a mapping"]],  # cannot be read: logged, not raised
+        eval_dataset=[{"text": "held out"}],
+    )
+    trainer = Trainer(callback, tmp_path, max_steps=6)
+    trainer.begin()
+    trainer.step({"loss": 2.0})
+    evaluation = {"eval_loss": 1.5, "eval_accuracy": float("nan"), "eval_runtime": 0.3, "epoch": 0.1}
+    callback.on_evaluate(trainer.args, trainer.state, trainer.control, metrics=evaluation)
+    trainer.step({"loss": 1.8}, save=True)  # step 2: scored by the evaluation at step 1
+    trainer.step({"loss": 1.7}, save=True)  # step 3: no evaluation since the last save
+    callback.on_evaluate(trainer.args, trainer.state, trainer.control, metrics={"eval_loss": 1.25})
+    trainer.step({"loss": 1.6}, save=True)
+    trainer.end()
+    state = run_state(client, spec)
+    assert state.run.status == "done" and state.progress.max_steps == 6
+    assert state.run.objective is not None and state.run.objective.metric == "eval_loss"
+    checkpoints = client.list_checkpoints(run_id=state.run.run_id).checkpoints
+    assert {checkpoint.step: checkpoint.scores for checkpoint in checkpoints} == {
+        2: {"eval_loss": 1.5},
+        3: {},
+        4: {"eval_loss": 1.25},
+    }
+    assert client.best_checkpoint(run_id=state.run.run_id).checkpoint.step == 4
+    assert [(dataset.role, dataset.format, dataset.rows) for dataset in state.datasets] == [("eval", "text", 1)]
+    assert any("could not" in record.getMessage() and "train" in record.getMessage() for record in caplog.records)
+    assert any("eval_accuracy" in record.getMessage() for record in caplog.records)  # the NaN, dropped
+
+
+def test_a_run_opened_without_an_objective_keeps_training_without_one(
+    client: LedgerClient, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    spec = make_spec("no-objective-first")
+    client.open_run(run_key=training_run_key(spec), name="no-objective-first", spec=spec)
+    callback = LedgerCallback(client=client, spec=spec, objective=("eval_loss", "min"))
+    trainer = Trainer(callback, tmp_path, max_steps=2)
+    trainer.begin()
+    trainer.step({"loss": 2.0})
+    trainer.step({"loss": 1.9})
+    trainer.end()
+    state = run_state(client, spec)
+    assert state.run.status == "done" and state.run.objective is None and state.progress.max_steps == 2
+    assert any("keeps its objective" in record.getMessage() for record in caplog.records)

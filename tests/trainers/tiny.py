@@ -28,6 +28,7 @@ Always resume from an explicit checkpoint path, never ``resume_from_checkpoint=T
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import warnings
 from collections.abc import Iterable, Sequence
@@ -173,6 +174,16 @@ def tree_digest(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
+def rows_digest_by_hand(rows: Iterable[dict[str, Any]]) -> str:
+    """The row digest as the ledger's docs define it, computed without the client's code: sha256
+    over each row's canonical JSON (sorted keys, no spaces, UTF-8) and a newline."""
+    digest = hashlib.sha256()
+    for row in rows:
+        line = json.dumps(row, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        digest.update(line.encode("utf-8") + b"\n")
+    return "sha256:" + digest.hexdigest()
+
+
 def latest_complete_checkpoint(output_dir: str | os.PathLike) -> Path | None:
     """Highest checkpoint-N dir that has trainer_state.json (i.e. was fully written)."""
     best: tuple[int, Path] | None = None
@@ -198,6 +209,7 @@ __all__: Sequence[str] = [
     "adapter_bytes",
     "tree_digest",
     "latest_complete_checkpoint",
+    "rows_digest_by_hand",
     "synthetic_sentences",
     "CHAT_TEMPLATE",
     "SPECIAL_TOKENS",

@@ -20,8 +20,9 @@ every integration makes (clients.integrations.resume): a refusal is ResumeRefuse
 ResumeReason.
 
 Modules: spec (run specs and keys), checkpoints (digests and the resume point), logs (log keys
-as metrics), steps (step records), spend (holds of GPU time), jobs (background checkpoint
-records) and callback (LedgerCallback); every public name is importable from here.
+as metrics), steps (step records), spend (holds of GPU time), jobs (background checkpoint and
+dataset records), plan (max_steps and the objective from the trainer's arguments) and callback
+(LedgerCallback); every public name is importable from here.
 
 What it records
 - The run, opened by its run key (the sha256 of the spec: see spec_for), and one attempt per
@@ -39,6 +40,23 @@ What it records
   absolute path, fidelity weights+optimizer (weights with save_only_model), digest over the
   directory's files (checkpoint_digest). Digested and recorded on a background thread, after the
   steps before it, so the training loop never waits for the ledger or the disk.
+- The plan and the objective, with the open and each attempt: max_steps is the trainer's
+  (TrainerState.max_steps as train() computed it, from max_steps or the epochs), so the run
+  shows its progress and ETA; the objective is args.metric_for_best_model ("loss" is
+  "eval_loss") with greater_is_better ("max") or not ("min"), else the callback's `objective`.
+  A run's objective never changes once set: a run that holds none, or another one, is opened
+  without it, with a warning (it never stops training). Give resume_checkpoint(args=...) the
+  TrainingArguments (or the callback `objective=`) so that the open that creates the run names it.
+- Scores: the finite eval metrics (eval_loss, eval_mean_token_accuracy ...; runtime, throughput
+  and epoch left out, NaN dropped with a log line) of the evaluation that came before a save,
+  since the previous save, go with that checkpoint (BestCheckpoint picks by them); a save with
+  no evaluation before it has none.
+- Datasets, once per train() (a resumed attempt's record is a duplicate): the train dataset and
+  the eval dataset, the ones given to the callback (train_dataset=, eval_dataset=: the rows
+  handed to the trainer) or else those the trainer's dataloaders read (as the trainer prepared
+  them), each with its row digest (clients.runkey.rows_digest), rows, format guessed from its
+  columns, tokens when its rows carry input_ids, source_uri when given, and a report (columns,
+  rows). Read and sent on the background thread (clients.integrations.provenance).
 - The finish in on_train_end: done, or stopped with the reason after a spend stop; summary with
   the steps, the final loss and the trainer's train_loss. transformers calls no callback when
   train() raises: run it inside `with callback:` and the run ends as clients.recorder.exit_status
@@ -81,6 +99,7 @@ from clients.integrations.transformers.checkpoints import (
     resume_checkpoint,
 )
 from clients.integrations.transformers.logs import map_log_keys
+from clients.integrations.transformers.plan import objective_from_args, planned_steps
 from clients.integrations.transformers.spec import (
     SpecMismatch,
     dataset_content_digest,
@@ -108,5 +127,7 @@ __all__ = [
     "dataset_content_digest",
     "checkpoint_digest",
     "map_log_keys",
+    "planned_steps",
+    "objective_from_args",
     "BACKEND",
 ]

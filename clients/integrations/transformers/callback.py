@@ -1,7 +1,8 @@
 """LedgerCallback: a Transformers/TRL Trainer's run, steps, checkpoints and GPU spend in the ledger
 (see clients.integrations.transformers for what it records and how it resumes). The callback opens
 and finishes the run and routes the trainer's events; what a step record holds is in steps, the
-holds of GPU time in spend, the background checkpoint records in jobs."""
+holds of GPU time in spend, the background checkpoint and dataset records in jobs, what a dataset
+record and a checkpoint's scores hold in clients.integrations.provenance."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from transformers import TrainerCallback
 from clients.client import LedgerClient
 from clients.errors import LedgerClientError
 from clients.integrations.pricing import GpuPrice
+from clients.integrations.provenance import DatasetRecord, describe_dataset, finite_scores
 from clients.integrations.resume import ResumeReason, ResumeRefused, hold_to_root, latest
 from clients.integrations.transformers.checkpoints import (
     CLIENT_RETRIES,
@@ -27,6 +29,7 @@ from clients.integrations.transformers.checkpoints import (
     verified,
 )
 from clients.integrations.transformers.jobs import Jobs, record_checkpoint
+from clients.integrations.transformers.plan import objective_from_args, planned_steps
 from clients.integrations.transformers.spec import check_spec, training_run_key
 from clients.integrations.transformers.spend import Spend, SpendHoldRefused
 from clients.integrations.transformers.steps import StepRows
@@ -57,7 +60,12 @@ class LedgerCallback(TrainerCallback):
     `recorder_options` go to RunRecorder.open (batch_interval_s, flush_timeout_s, stop_on_sigterm ...).
     `check_spec` refuses (SpecMismatch) a spec whose LoRA shape or hyperparameters differ from
     the trainer's. `count_tokens` turns on the trainer's token count (args.include_num_input_tokens_seen
-    "non_padding") when it is off, so steps carry tokens. Only the world's process zero records."""
+    "non_padding") when it is off, so steps carry tokens. `objective` ((metric, "min" | "max"))
+    is the run's objective when args.metric_for_best_model does not name one. `train_dataset` /
+    `eval_dataset`: the rows handed to the trainer, recorded as the run's datasets (default: the
+    datasets the trainer's dataloaders read, as the trainer prepared them), with
+    `train_source_uri` / `eval_source_uri`; `record_datasets=False` records none. Only the
+    world's process zero records."""
 
     def __init__(
         self,
@@ -83,6 +91,12 @@ class LedgerCallback(TrainerCallback):
         reopen: bool = False,
         outage_budget_s: float | None = None,
         recorder_options: Mapping[str, Any] | None = None,
+        objective: tuple[str, str] | None = None,
+        train_dataset: Any = None,
+        eval_dataset: Any = None,
+        train_source_uri: str = "",
+        eval_source_uri: str = "",
+        record_datasets: bool = True,
     ) -> None:
         if (address is None) == (client is None):
             raise TypeError("LedgerCallback needs exactly one of address= and client=")
@@ -104,6 +118,11 @@ class LedgerCallback(TrainerCallback):
         self._token, self.tls = token, tls  # For the client made for `address` (None: the environment's).
         self.count_tokens, self.reopen, self.outage_budget_s = count_tokens, reopen, outage_budget_s
         self.recorder_options = dict(recorder_options or {})
+        self.objective = objective
+        self.datasets: dict[str, Any] = {"train": train_dataset, "eval": eval_dataset}
+        self.source_uris = {"train": train_source_uri, "eval": eval_source_uri}
+        self.record_datasets = record_datasets
+        self.recorded_datasets: dict[str, DatasetRecord] = {}  # role -> what was sent, by the job thread
         self._client, self._owns_client = client, client is None
         self.recorder: RunRecorder | None = None
         self._warned = False
@@ -115,6 +134,8 @@ class LedgerCallback(TrainerCallback):
         self._jobs: Jobs | None = None
         self._spend: Spend | None = None  # GPU spend, with gpu_price
         self._trainer_state: Any = None  # the TrainerState of this train() (one object, updated in place)
+        self._scores: dict[str, float] | None = None  # of the evaluation since the last save
+        self._datasets_queued: set[str] = set()  # the roles whose record is queued in this train()
 
     # -- the one-call resume helper --
 
@@ -124,8 +145,11 @@ class LedgerCallback(TrainerCallback):
         allow_restart: bool = False,
         verify_digest: bool = True,
         output_dir: str | os.PathLike[str] | None = None,
+        args: Any = None,
     ) -> str | None:
-        """resume_checkpoint() for this callback's run, opened as the callback opens it, held to
+        """resume_checkpoint() for this callback's run, opened as the callback opens it (with
+        `args`, the TrainingArguments the trainer is built with, its objective and max_steps go
+        with the open, so that a run this open creates has them from the start), held to
         `output_dir`, else the callback's, else the args.output_dir of the trainer it was given
         to. Asked before any of these is known (before Trainer(callbacks=[callback]) is built),
         it checks the rest now and holds the path to args.output_dir when the trainer is built:
@@ -139,6 +163,8 @@ class LedgerCallback(TrainerCallback):
             name=self.name,
             cap_usd_micro=self.cap_usd_micro,
             parent_account=self.parent_account,
+            objective=(objective_from_args(args) if args is not None else None) or self.objective,
+            max_steps=planned_steps(args) if args is not None else None,
         )
         point = latest(state, reopen=self.reopen, allow_restart=allow_restart)
         self._unchecked = None
@@ -215,20 +241,7 @@ class LedgerCallback(TrainerCallback):
         resume_from = state.global_step if state.global_step > 0 else None
         label = self.attempt_label or f"{socket.gethostname()}:{os.getpid()}"
         try:
-            self.recorder = RunRecorder.open(
-                self._get_client(),
-                run_key=self.run_key,
-                name=self.name,
-                spec=self.spec,
-                cap_usd_micro=self.cap_usd_micro,
-                parent_account=self.parent_account,
-                attempt_label=label,
-                resume_from_step=resume_from,
-                outbox_dir=self.outbox_dir,
-                defer=True,
-                reopen=self.reopen,
-                **self.recorder_options,
-            )
+            self.recorder = self._open_recorder(args, state, label, resume_from)
         except LedgerClientError as error:
             if error.reason not in ("CHECKPOINT_NOT_FOUND", "CHECKPOINT_EXPIRED"):
                 raise
@@ -251,6 +264,9 @@ class LedgerCallback(TrainerCallback):
             )
         self._steps.logs_at_begin = len(state.log_history)
         self._jobs = Jobs()
+        self._queue_dataset("train", kwargs.get("train_dataloader"))
+        if self.datasets["eval"] is not None:
+            self._queue_dataset("eval", None)
         if self.gpu_price is not None:
             self._spend = Spend(
                 self.recorder,
@@ -264,6 +280,35 @@ class LedgerCallback(TrainerCallback):
             except SpendHoldRefused:
                 self._active = False
                 raise
+
+    def _open_recorder(self, args: Any, state: Any, label: str, resume_from: int | None) -> RunRecorder:
+        """RunRecorder.open for this train(): the plan and the objective go with it. The objective
+        is provenance: a run that holds none (opened before one was named, by resume_checkpoint()
+        or an older trainer) or another one is opened without it, with a warning, rather than
+        refused: it never stops training (OBJECTIVE_DIFFERS)."""
+        objective = objective_from_args(args) or self.objective
+        options: dict[str, Any] = dict(
+            run_key=self.run_key,
+            name=self.name,
+            spec=self.spec,
+            cap_usd_micro=self.cap_usd_micro,
+            parent_account=self.parent_account,
+            attempt_label=label,
+            resume_from_step=resume_from,
+            outbox_dir=self.outbox_dir,
+            defer=True,
+            reopen=self.reopen,
+            max_steps=planned_steps(args, state),
+            **self.recorder_options,
+        )
+        try:
+            return RunRecorder.open(self._get_client(), objective=objective, **options)
+        except LedgerClientError as error:
+            if error.reason != "OBJECTIVE_DIFFERS":
+                raise
+            held = error.metadata.get("metric") or "none"
+            log.warning("run %s keeps its objective (%s), not %s: %s", self.run_key, held, objective, error.message)
+            return RunRecorder.open(self._get_client(), objective=None, **options)
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._active:
@@ -282,6 +327,15 @@ class LedgerCallback(TrainerCallback):
         except Exception:  # noqa: BLE001 - logging never raises into the training loop.
             log.exception("could not record a log of step %s", getattr(state, "global_step", "?"))
 
+    def on_evaluate(
+        self, args: Any, state: Any, control: Any, metrics: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> None:
+        """Keep the evaluation's scores for the next save; record the eval dataset (once)."""
+        if not self._active:
+            return
+        self._scores = finite_scores(metrics, what=f"the evaluation at step {state.global_step}")
+        self._queue_dataset("eval", kwargs.get("eval_dataloader"))
+
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if not self._active:
             return
@@ -295,7 +349,12 @@ class LedgerCallback(TrainerCallback):
         fidelity = FIDELITY_WEIGHTS if getattr(args, "save_only_model", False) else FIDELITY_FULL
         recorder = self.recorder
         assert recorder is not None and self._jobs is not None
-        self._jobs.submit(f"the checkpoint at step {step}", lambda: record_checkpoint(recorder, step, path, fidelity))
+        # The scores of the evaluation that came before this save, since the last one (none: no
+        # evaluation in between; a checkpoint is never given the scores of another).
+        scores, self._scores = self._scores or None, None
+        self._jobs.submit(
+            f"the checkpoint at step {step}", lambda: record_checkpoint(recorder, step, path, fidelity, scores)
+        )
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._active:
@@ -336,6 +395,32 @@ class LedgerCallback(TrainerCallback):
             if self._owns_client and self._client is not None:
                 self._client.close()
                 self._client = None
+
+    # -- datasets --
+
+    def _queue_dataset(self, role: str, dataloader: Any) -> None:
+        """Queue the record of the `role` dataset (the one given, else `dataloader`'s) on the job
+        thread, once per train(): digesting it never holds the training loop up, and a failure is
+        logged there (a resumed attempt records it again: the ledger answers a duplicate)."""
+        if not self.record_datasets or role in self._datasets_queued or self._jobs is None:
+            return
+        dataset = self.datasets[role]
+        if dataset is None:
+            dataset = getattr(dataloader, "dataset", None)
+        if dataset is None:
+            return
+        self._datasets_queued.add(role)
+        recorder, source_uri = self.recorder, self.source_uris[role]
+        assert recorder is not None
+        described: list[DatasetRecord] = []
+
+        def record() -> None:
+            if not described:  # Read once, even when the ledger has to be asked again.
+                described.append(describe_dataset(dataset, role=role, source_uri=source_uri))
+            recorder.record_dataset(**described[0].arguments())
+            self.recorded_datasets[role] = described[0]
+
+        self._jobs.submit(f"the {role} dataset", record)
 
     # -- steps --
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import replace
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from clients.client import LedgerClient
+from clients.errors import LedgerClientError
 from clients.integrations.resume import Loader, ResumePoint, decide, latest
 from clients.integrations.transformers.spec import lora_shape, training_run_key
 from clients.models import RunState
@@ -29,6 +31,8 @@ __all__ = [
     "verified",
     "open_state",
 ]
+
+log = logging.getLogger("trainledger.clients.transformers")
 
 BACKEND = "hf"
 FIDELITY_FULL, FIDELITY_WEIGHTS = "weights+optimizer", "weights"
@@ -119,22 +123,34 @@ def open_state(
     name: str,
     cap_usd_micro: int | None,
     parent_account: str,
+    objective: tuple[str, str] | None = None,
+    max_steps: int | None = None,
 ) -> RunState:
-    """The run's state as its open answers it (a client is made for an address, and closed)."""
+    """The run's state as its open answers it (a client is made for an address, and closed),
+    with the `objective` and `max_steps` given. An objective the run does not hold (OBJECTIVE_DIFFERS)
+    is left out with a warning: it never stops a resume."""
     owned = isinstance(client_or_address, str)
     client = (
         LedgerClient(client_or_address, timeout_s=10.0, retries=CLIENT_RETRIES)
         if isinstance(client_or_address, str)
         else client_or_address
     )
+    options: dict[str, Any] = dict(
+        run_key=key,
+        name=name or str((spec or {}).get("name", "")),
+        spec=spec,
+        cap_usd_micro=cap_usd_micro,
+        parent_account=parent_account,
+        max_steps=max_steps,
+    )
     try:
-        return client.open_run(
-            run_key=key,
-            name=name or str((spec or {}).get("name", "")),
-            spec=spec,
-            cap_usd_micro=cap_usd_micro,
-            parent_account=parent_account,
-        ).state
+        try:
+            return client.open_run(objective=objective, **options).state
+        except LedgerClientError as error:
+            if objective is None or error.reason != "OBJECTIVE_DIFFERS":
+                raise
+            log.warning("run %s keeps its objective, not %s: %s", key, objective, error.message)
+            return client.open_run(**options).state
     finally:
         if owned:
             client.close()

@@ -1,5 +1,6 @@
 """The ledger writes a Transformers callback leaves to a background thread so that the training loop
-never waits for the ledger or the disk: checkpoint records, digested and sent in order."""
+never waits for the ledger or the disk: checkpoint records (with the scores of the evaluation
+before them) and dataset records, digested and sent in order."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -83,13 +84,16 @@ class Jobs:
                 self._condition.notify_all()
 
 
-def record_checkpoint(recorder: RunRecorder, step: int, path: Path, fidelity: str) -> None:
-    """Digest a saved checkpoint and record it (after the steps before it). Off the training
-    thread: a directory rotated away before its turn came is not recorded (nothing could resume
-    from it); the next save does not touch it (each step has its own directory)."""
+def record_checkpoint(
+    recorder: RunRecorder, step: int, path: Path, fidelity: str, scores: Mapping[str, float] | None = None
+) -> None:
+    """Digest a saved checkpoint and record it (after the steps before it), with the `scores` of
+    the evaluation before it. Off the training thread: a directory rotated away before its turn
+    came is not recorded (nothing could resume from it); the next save does not touch it (each
+    step has its own directory)."""
     try:
         digest = checkpoint_digest(path)
     except OSError as error:
         log.warning("the checkpoint at step %s is gone or unreadable (%s): not recorded", step, error)
         return
-    recorder.checkpoint(step, str(path.resolve()), BACKEND, fidelity, digest=digest)
+    recorder.checkpoint(step, str(path.resolve()), BACKEND, fidelity, digest=digest, scores=scores or None)
