@@ -1,8 +1,9 @@
 """LoRA fine-tuning with mlx-lm, recorded in trainledger: steps, eval, adapter checkpoints, resume.
 
-Runs here on CPU on the tiny offline llama of tests/trainers/mlx_tiny.py (swap in
-``mlx_lm.load("<model>")`` and your own datasets for a real model). Needs mlx[cpu] + mlx-lm[cpu]
-on Linux (pip install -e ".[mlx]"), run from the repository root.
+Runs here on CPU on the tiny offline llama of clients.integrations.tiny (swap in
+``mlx_lm.load("<model>")`` and your own datasets for a real model). Needs the package with its
+mlx extra (pip install "trainledger[mlx]": mlx[cpu] + mlx-lm[cpu] on Linux); runs from any
+directory.
 
     # against a running ledger (trainledger serve --db trainledger.db)
     MLX_DISABLE_COMPILE=1 python examples/mlx_lora.py --ledger 127.0.0.1:50051 --iters 12
@@ -28,10 +29,14 @@ import sys
 from pathlib import Path
 
 os.environ.setdefault("MLX_DISABLE_COMPILE", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from clients import LedgerClient, RunEnded, RunRecorder, run_key  # noqa: E402
-from clients.integrations.mlx import LedgerTrainingCallback, resume_adapter_file, resume_step  # noqa: E402
+from clients.integrations.mlx import (  # noqa: E402
+    OBJECTIVE,
+    LedgerTrainingCallback,
+    resume_adapter_file,
+    resume_step,
+)
 
 
 class Crash(RuntimeError):
@@ -55,7 +60,7 @@ def main() -> None:
     server = None
     address = args.ledger
     if args.embedded:
-        from tests.client.server_thread import ServerThread
+        from services.embedded import ServerThread
 
         Path(args.embedded).parent.mkdir(parents=True, exist_ok=True)
         server = ServerThread(args.embedded).start()
@@ -75,7 +80,7 @@ def train(args: argparse.Namespace, address: str) -> None:
     from mlx_lm.tuner.trainer import TrainingArgs
     from mlx_lm.tuner.trainer import train as mlx_train
 
-    from tests.trainers import mlx_tiny
+    from clients.integrations import tiny
 
     if os.environ.get("MLX_DISABLE_COMPILE"):
         mx.disable_compile()
@@ -83,7 +88,7 @@ def train(args: argparse.Namespace, address: str) -> None:
         "example": "mlx-lora-tiny",
         "iters": args.iters,
         "lr": args.lr,
-        "lora": mlx_tiny.LORA_PARAMETERS,
+        "lora": tiny.MLX_LORA_PARAMETERS,
         "batch_size": 4,
         "seed": 0,
     }
@@ -96,6 +101,8 @@ def train(args: argparse.Namespace, address: str) -> None:
             spec=spec,
             resume_from_step="latest",
             reopen=args.reopen,
+            max_steps=args.iters,  # the plan: the run's progress and ETA
+            objective=OBJECTIVE,  # its best checkpoint: the lowest validation loss
         )
     except RunEnded as ended:
         hint = " (--iters or --lr make a new run key)" if ended.status == "done" else " (or give --reopen)"
@@ -116,12 +123,12 @@ def train(args: argparse.Namespace, address: str) -> None:
         adapter_dir = Path(args.adapters) / run.run_id / f"attempt-{run.attempt}"
         adapter_dir.mkdir(parents=True, exist_ok=True)
 
-        tokenizer = mlx_tiny.tiny.build_tokenizer(0)
-        model = mlx_tiny.build_mlx_model(len(tokenizer), 0)
-        mlx_tiny.add_lora(model)
+        tokenizer = tiny.build_tokenizer(0)
+        model = tiny.build_mlx_model(len(tokenizer), 0)
+        tiny.add_mlx_lora(model)
         if resume is not None:
             model.load_weights(str(resume), strict=False)
-        (adapter_dir / "adapter_config.json").write_text(json.dumps(mlx_tiny.adapter_config(left)))
+        (adapter_dir / "adapter_config.json").write_text(json.dumps(tiny.mlx_adapter_config(left)))
         np.random.seed(start)
         training = TrainingArgs(
             batch_size=4,
@@ -139,22 +146,36 @@ def train(args: argparse.Namespace, address: str) -> None:
                 if args.crash_at is not None and start + info["iteration"] >= args.crash_at:
                     raise Crash(f"simulated crash at step {start + info['iteration']}")
 
-        with LedgerTrainingCallback(run, training.adapter_file, wrapped_callback=CrashAt()) as callback:
+        train_set = tiny.build_mlx_dataset(tokenizer, seed=0)
+        val_set = tiny.build_mlx_dataset(tokenizer, n_rows=16, seed=1)
+        with LedgerTrainingCallback(
+            run,
+            training.adapter_file,
+            wrapped_callback=CrashAt(),
+            iters=left,
+            train_dataset=train_set,  # recorded by the digest of its rows
+            val_dataset=val_set,
+        ) as callback:
             mlx_train(
                 model=model,
                 optimizer=optim.Adam(learning_rate=args.lr),
-                train_dataset=mlx_tiny.build_mlx_dataset(tokenizer, seed=0),
-                val_dataset=mlx_tiny.build_mlx_dataset(tokenizer, n_rows=16, seed=1),
+                train_dataset=train_set,
+                val_dataset=val_set,
                 args=training,
                 training_callback=callback,
             )
-        print("checkpoints:", [(c["step"], Path(c["uri"]).name, c["final"]) for c in callback.checkpoints])
+        for saved in callback.checkpoints:
+            scores = ", ".join(f"{name} {value:.4f}" for name, value in saved["scores"].items())
+            print(f"checkpoint at step {saved['step']}: {Path(saved['uri']).name}" + (f" ({scores})" if scores else ""))
     state = run.state
     if state is not None:
         checkpoint = state.checkpoint.step if state.checkpoint is not None else None
         print(
             f"run {state.run.status}: last step {state.last_step}, checkpoint at {checkpoint}, counters {run.counters}"
         )
+        best = state.best_checkpoint
+        if best is not None:
+            print(f"best checkpoint: step {best.step}, {OBJECTIVE[0]} {best.scores[OBJECTIVE[0]]:.4f}")
 
 
 if __name__ == "__main__":

@@ -35,6 +35,18 @@ What lands in the ledger:
   steps_per_save did not fall on the last iteration). ``record_adapter(path, iteration)`` records
   one file explicitly, for loops that save adapters themselves.
 
+- Scores. The validation loss mlx-lm reports goes with the adapter checkpoint saved after it, as
+  its ``val_loss`` score (what BestCheckpoint ranks by, with the run's objective ("val_loss",
+  "min")): the latest validation since the previous checkpoint, measured at or before the
+  checkpoint's step (mlx-lm evaluates before iteration ``it``, so a save at ``it`` carries the
+  loss of the model after ``it - 1`` updates). A non-finite loss is not a score (logged).
+- The plan. Pass ``max_steps`` (the run's total iterations) to RunRecorder.open; with ``iters``
+  (TrainingArgs.iters of this attempt) the callback makes the run's plan ``step_offset + iters``
+  at its first report when the ledger holds another one (OpenRun's max_steps records the change).
+- Datasets. ``train_dataset`` / ``val_dataset`` (what is handed to mlx-lm's train(): its
+  ChatDataset / CacheDataset are read through to the rows they were made from) are recorded on
+  the run at the first report, on a thread of their own (clients.integrations.provenance).
+
 Resume is weights-only. mlx-lm saves no optimizer, iteration or LR-schedule state, and a run
 given ``resume_adapter_file`` starts again at iteration 1 with a fresh optimizer and schedule.
 The ledger keeps steps absolute: the callback adds the attempt's resume point (the checkpoint
@@ -64,6 +76,7 @@ import logging
 import os
 import re
 import shutil
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -71,6 +84,7 @@ from typing import Any
 from mlx_lm.tuner.callbacks import TrainingCallback
 
 from clients.errors import AttemptSuperseded, LedgerClientError, RunFinished
+from clients.integrations.provenance import finite_scores, record_dataset
 from clients.integrations.resume import Loader, ResumeReason, ResumeRefused, decide, resumed
 from clients.models import Attempt, RunState
 from clients.recorder import RunRecorder
@@ -86,12 +100,16 @@ __all__ = [
     "ResumeReason",
     "BACKEND",
     "FIDELITY",
+    "SCORE",
+    "OBJECTIVE",
 ]
 
 log = logging.getLogger("trainledger.clients.mlx")
 
 BACKEND = "mlx"
 FIDELITY = "weights"
+SCORE = "val_loss"
+OBJECTIVE = (SCORE, "min")
 ADAPTER_FILE_NAME = "adapters.safetensors"
 _NUMBERED = re.compile(r"^(\d{7,})_adapters\.safetensors$")
 
@@ -160,6 +178,8 @@ class LedgerTrainingCallback(TrainingCallback):
     the attempt's resume point from ``recorder.state`` (read at the first report). A checkpoint
     that could not be recorded for a transient reason is tried again after `retry_after_s`.
     `wrapped_callback` gets every report after the ledger (as mlx-lm's WandBCallback does).
+    `iters` (this attempt's TrainingArgs.iters) makes the run's plan step_offset + iters;
+    `train_dataset` / `val_dataset` are recorded as the run's datasets (see the module docstring).
     Usable as a context manager: close() on the way out, with the final checkpoint only when no
     exception escaped."""
 
@@ -173,8 +193,15 @@ class LedgerTrainingCallback(TrainingCallback):
         fsync: bool = True,
         wrapped_callback: TrainingCallback | None = None,
         retry_after_s: float = 60.0,
+        iters: int | None = None,
+        train_dataset: Any = None,
+        val_dataset: Any = None,
     ) -> None:
         self.recorder = recorder
+        self.iters = iters
+        self._datasets = {"train": train_dataset, "eval": val_dataset}
+        self._datasets_thread: threading.Thread | None = None
+        self._val: tuple[int, dict[str, float]] | None = None  # (step, scores) of the latest validation
         self._offset: tuple[int, int] | None = None  # (step_offset, min_step), read at first use
         self._given_offset = step_offset
         self.throughput = throughput
@@ -216,6 +243,7 @@ class LedgerTrainingCallback(TrainingCallback):
     # -- mlx-lm hooks ---------------------------------------------------------------------------
 
     def on_train_loss_report(self, train_info: dict[str, Any]) -> None:
+        self._first_report()
         iteration = int(train_info["iteration"])
         total = int(train_info.get("trained_tokens", self._tokens_seen))
         tokens, self._tokens_seen = max(0, total - self._tokens_seen), total
@@ -234,10 +262,15 @@ class LedgerTrainingCallback(TrainingCallback):
             self.wrapped_callback.on_train_loss_report(train_info)
 
     def on_val_loss_report(self, val_info: dict[str, Any]) -> None:
+        self._first_report()
         metrics = {"eval_loss": val_info.get("val_loss")}
         if self.throughput:
             metrics["eval_seconds"] = val_info.get("val_time")
-        self._add(self.step_offset + int(val_info["iteration"]), None, metrics)
+        step = self.step_offset + int(val_info["iteration"])
+        self._add(step, None, metrics)
+        if step >= self.min_step:  # Not the resumed-from checkpoint's own loss.
+            scores = finite_scores({SCORE: val_info.get("val_loss")}, what=f"the validation at step {step}")
+            self._val = (step, scores) if scores else None
         if self.wrapped_callback is not None:
             self.wrapped_callback.on_val_loss_report(val_info)
 
@@ -254,9 +287,12 @@ class LedgerTrainingCallback(TrainingCallback):
         if self.fsync:
             _fsync(path)
         digest = file_digest(path)
-        self.recorder.checkpoint(step, str(path), BACKEND, FIDELITY, final=final, digest=digest)
+        scores = None
+        if self._val is not None and self._val[0] <= step:
+            scores, self._val = self._val[1], None  # One checkpoint's scores: the next has its own.
+        self.recorder.checkpoint(step, str(path), BACKEND, FIDELITY, final=final, digest=digest, scores=scores)
         self._done.add(path.name)
-        recorded = {"step": step, "uri": str(path), "digest": digest, "final": final}
+        recorded = {"step": step, "uri": str(path), "digest": digest, "final": final, "scores": scores or {}}
         self.checkpoints.append(recorded)
         return recorded
 
@@ -273,6 +309,8 @@ class LedgerTrainingCallback(TrainingCallback):
         if self._closed:
             return []
         self._closed = True
+        if self._datasets_thread is not None:
+            self._datasets_thread.join(self.recorder.flush_timeout_s)
         self._emit()
         if not final or self.adapter_file is None or self.last_iteration is None:
             recorded = self._record_new(below=None, in_loop=False)
@@ -307,6 +345,31 @@ class LedgerTrainingCallback(TrainingCallback):
             log.warning("could not record the last steps and adapters: %s", error)
 
     # -- internals ------------------------------------------------------------------------------
+
+    def _first_report(self) -> None:
+        """At the first report: the run's plan (with `iters`) and its datasets (on a thread)."""
+        if self._datasets_thread is not None:
+            return
+        self._datasets_thread = threading.Thread(target=self._record_datasets, name="trainledger-datasets", daemon=True)
+        self._datasets_thread.start()
+        if self.iters is not None:
+            self._note_plan(self.step_offset + int(self.iters))
+
+    def _record_datasets(self) -> None:
+        for role, dataset in self._datasets.items():
+            if dataset is not None:
+                record_dataset(self.recorder, dataset, role=role)  # logs a failure, never raises
+
+    def _note_plan(self, max_steps: int) -> None:
+        """Make the run's plan `max_steps` when the ledger holds another one; a failure is logged."""
+        state = self.recorder.state
+        progress = getattr(state, "progress", None)
+        if state is None or getattr(progress, "max_steps", None) == max_steps:
+            return
+        try:
+            self.recorder.client.open_run(run_key=state.run.run_key, max_steps=max_steps)
+        except LedgerClientError as error:
+            log.warning("could not record the run's plan of %d steps: %s", max_steps, error)
 
     def _add(self, step: int, tokens: int | None, metrics: dict[str, Any]) -> None:
         if step < self.min_step:

@@ -209,3 +209,44 @@ def test_an_interrupt_in_mlx_training_ends_the_run_stopped_and_an_error_failed(c
         assert state.run.status == status and state.run.error.startswith(type(error).__name__)
         # The callback closed first (no final checkpoint): the steps and saved adapters are there.
         assert state.last_step == 2 and state.checkpoint.step == 1 and not state.checkpoint.final
+
+
+def test_validation_losses_score_the_checkpoints_after_them_and_iters_is_the_plan(
+    client: LedgerClient, tmp_path
+) -> None:
+    from tests.trainers import tiny
+
+    recorder = RunRecorder.open(
+        client, run_key=run_key({"mlx": str(uuid.uuid4())}), name="mlx-scored", objective=("val_loss", "min")
+    )
+    assert recorder.state is not None and recorder.state.progress.max_steps is None
+    tokenizer = mlx_tiny.tiny.build_tokenizer(0)
+    reports: list[dict] = []
+    forward = mlx_tiny.make_callback_class()(reports)
+    with LedgerTrainingCallback(
+        recorder,
+        tmp_path / "a" / "adapters.safetensors",
+        wrapped_callback=forward,
+        iters=6,
+        train_dataset=mlx_tiny.build_mlx_dataset(tokenizer, seed=0),  # read through to its rows
+        val_dataset=tiny.build_rows(8, seed=1),
+    ) as callback:
+        train(tmp_path / "a", callback, iters=6, steps_per_save=2, steps_per_eval=2)
+    recorder.finish("done")
+    validations = {report["iteration"]: report["val_loss"] for report in reports if report["kind"] == "val"}
+    assert sorted(validations) == [0, 1, 3, 5]  # before iterations 1, 2, 4 and 6
+    state = client.get_run_state(run_id=recorder.run_id)
+    assert state.progress.max_steps == 6 and state.progress.step == 6
+    checkpoints = client.list_checkpoints(run_id=recorder.run_id).checkpoints
+    # Each save carries the latest validation before it: mlx-lm evaluates before an iteration.
+    assert {checkpoint.step: checkpoint.scores for checkpoint in checkpoints} == {
+        2: {"val_loss": pytest.approx(validations[1])},
+        4: {"val_loss": pytest.approx(validations[3])},
+        6: {"val_loss": pytest.approx(validations[5])},
+    }
+    best = min((1, 3, 5), key=lambda iteration: validations[iteration]) + 1
+    assert client.best_checkpoint(run_id=recorder.run_id).checkpoint.step == best
+    datasets = {dataset.role: dataset for dataset in state.datasets}
+    assert datasets["train"].digest == tiny.rows_digest_by_hand(tiny.build_rows(64, seed=0))
+    assert datasets["eval"].digest == tiny.rows_digest_by_hand(tiny.build_rows(8, seed=1))
+    assert (datasets["train"].rows, datasets["train"].format, datasets["eval"].rows) == (64, "chat", 8)
