@@ -1,5 +1,6 @@
 """A LoRA fine-tune on Tinker, ledgered: spend held before every billable call, one ledger step
-per optimizer step, checkpoints with their tinker:// paths, and a resume after a crash.
+per optimizer step, checkpoints with their tinker:// paths scored by a held-out evaluation, the
+run's plan (its progress and ETA) and its training rows, and a resume after a crash.
 
 Against the real service (TINKER_API_KEY and, if set, TINKER_BASE_URL from the environment) and a
 ledger started with `trainledger serve` (127.0.0.1:50051):
@@ -52,6 +53,8 @@ TEXTS = [
     "A checkpoint is the commit point for resume.",
     "A new attempt fences the old one.",
 ]
+HELD_OUT = ["Every checkpoint is scored before it is kept."]  # evaluated before each save
+OBJECTIVE = ("eval_loss", "min")  # the run's best checkpoint: the lowest held-out loss
 
 
 def encode(text: str) -> list[int]:
@@ -97,7 +100,16 @@ def main() -> int:
         hyperparameters = {"learning_rate": args.learning_rate, "steps": args.steps, "texts": len(TEXTS)}
         # The same name, cap and reopen choice on every open: resume() opens (or creates) the run first.
         cap = None if args.cap_usd is None else round(args.cap_usd * 1_000_000)
-        run = dict(name="tinker-lora-example", cap_usd_micro=cap, reopen=args.reopen)
+        # The plan (the loop's optimizer steps) and the objective go with every open, and the rows
+        # it trains and evaluates on are recorded on the run by their digest.
+        run = dict(
+            name="tinker-lora-example",
+            cap_usd_micro=cap,
+            reopen=args.reopen,
+            max_steps=args.steps,
+            objective=OBJECTIVE,
+            datasets={"train": [{"text": text} for text in TEXTS], "eval": [{"text": text} for text in HELD_OUT]},
+        )
         try:
             tc = service.resume(base_model=args.base_model, rank=args.rank, hyperparameters=hyperparameters, **run)
             print(f"resumed run {tc.run_id} at step {tc.step} (attempt {tc.attempt})")
@@ -113,6 +125,7 @@ def main() -> int:
             )
             print(f"opened run {tc.run_id} (attempt {tc.attempt})")
         data = [datum(text) for text in TEXTS]
+        held_out = [datum(text) for text in HELD_OUT]
         targets = sum(len(encode(text)) - 1 for text in TEXTS)
         try:
             with tc:  # finishes the run: done; stopped when the cap refuses a hold or on Ctrl-C; else failed
@@ -121,6 +134,7 @@ def main() -> int:
                     tc.optim_step(types.AdamParams(learning_rate=args.learning_rate)).result()
                     print(f"step {tc.step}: loss {fwd.result().metrics['loss:sum'] / targets:.4f}")
                     if tc.step % args.save_every == 0 or tc.step == args.steps:
+                        tc.evaluate(held_out).result()  # its eval_loss scores the checkpoint saved next
                         paths = tc.save_checkpoint(
                             f"step-{tc.step}", ttl_seconds=args.ttl_s, final=tc.step == args.steps
                         ).result()
@@ -133,6 +147,10 @@ def main() -> int:
         position = tc.recorder.state.position if tc.recorder.state is not None else 0
         state = ledger.get_run_state(run_id=tc.run_id, min_position=position)
         print(f"run {state.run.status}: {usd_text(state.spend.committed_usd_micro)} committed")
+        print(f"progress: step {state.progress.step} of {state.progress.max_steps}")
+        best = state.best_checkpoint
+        if best is not None:
+            print(f"best checkpoint: step {best.step} ({OBJECTIVE[0]} {best.scores[OBJECTIVE[0]]:.4f})")
     return 0
 
 

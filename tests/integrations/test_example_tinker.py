@@ -74,3 +74,27 @@ def test_a_dry_run_on_its_own_ledger_stays_under_its_cap() -> None:
     committed = re.search(r"run (\w+): \$0\.(\d{6}) committed", done.stdout)
     assert committed is not None, done.stdout
     assert committed.group(1) == "stopped" and int(committed.group(2)) <= 500
+
+
+def test_a_dry_run_records_its_plan_datasets_and_scored_checkpoints(server: ServerThread, client: LedgerClient) -> None:
+    done = run_example("--steps", "6", "--save-every", "3", "--ledger", server.address)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run,) = client.list_runs().runs
+    state = client.get_run_state(run_id=run.run_id)
+    assert state.run.status == "done"
+    assert (state.progress.step, state.progress.max_steps) == (6, 6)
+    assert state.run.objective is not None and (state.run.objective.metric, state.run.objective.mode) == (
+        "eval_loss",
+        "min",
+    )
+    datasets = {dataset.role: dataset for dataset in state.datasets}
+    assert (datasets["train"].rows, datasets["train"].format) == (4, "text")
+    assert (datasets["eval"].rows, datasets["eval"].format) == (1, "text")
+    checkpoints = client.list_checkpoints(run_id=run.run_id).checkpoints
+    assert [checkpoint.step for checkpoint in checkpoints] == [3, 6]
+    losses = {checkpoint.step: checkpoint.scores["eval_loss"] for checkpoint in checkpoints}
+    assert all(loss > 0 for loss in losses.values()) and losses[3] != losses[6]
+    best = min(losses, key=losses.__getitem__)
+    assert client.best_checkpoint(run_id=run.run_id).checkpoint.step == best
+    assert "progress: step 6 of 6" in done.stdout
+    assert f"best checkpoint: step {best} (eval_loss {losses[best]:.4f})" in done.stdout

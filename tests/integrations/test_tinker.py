@@ -490,3 +490,41 @@ def test_a_cap_given_when_the_run_is_resumed_binds(
     assert state.spend.cap_usd_micro == cap
     assert state.spend.committed_usd_micro == 3 * STEP_USD <= cap
     assert state.run.status == "stopped" and state.last_step == 3
+
+
+def test_evaluations_score_the_next_checkpoint_and_the_plan_and_datasets_are_recorded(
+    service: LedgeredServiceClient, ledger: LedgerClient
+) -> None:
+    from tests.trainers.tiny import rows_digest_by_hand
+
+    rows = [{"prompt": "what is one plus one ?", "completion": "two"}, {"prompt": "sky ?", "completion": "blue"}]
+    with service.create_lora_training_client(
+        MODEL,
+        rank=8,
+        hyperparameters=HYPERPARAMETERS,
+        max_steps=4,
+        objective=("eval_loss", "min"),
+        datasets={"train": rows},
+    ) as tc:
+        train(tc, 2)
+        tc.evaluate(batch()).result(timeout=30)  # the fake's loss per token after 2 steps: 0.1 + 2 x 0.8^2
+        tc.save_checkpoint("step-2").result(timeout=30)
+        train(tc, 2)
+        tc.save_state("step-4", scores={"accuracy": 0.5, "broken": float("nan")}).result(timeout=30)
+    state = ledger.get_run_state(run_id=tc.run_id, min_position=head(ledger))
+    assert state.progress.max_steps == 4 and state.progress.step == 4
+    assert state.run.objective is not None and (state.run.objective.metric, state.run.objective.mode) == (
+        "eval_loss",
+        "min",
+    )
+    checkpoints = ledger.list_checkpoints(run_id=tc.run_id).checkpoints
+    # An evaluation scores the next checkpoint only; given scores are kept, non-finite ones dropped.
+    assert {checkpoint.step: checkpoint.scores for checkpoint in checkpoints} == {
+        2: {"eval_loss": pytest.approx(1.38)},
+        4: {"accuracy": 0.5},
+    }
+    assert ledger.best_checkpoint(run_id=tc.run_id).checkpoint.step == 2
+    (dataset,) = state.datasets
+    assert (dataset.role, dataset.format, dataset.rows, dataset.tokens) == ("train", "prompt_completion", 2, None)
+    assert dataset.digest == rows_digest_by_hand(rows)
+    assert dataset.report == {"columns": ["completion", "prompt"], "rows": 2}

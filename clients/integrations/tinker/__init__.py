@@ -42,6 +42,13 @@ tokens; prompt_cache_hit_tokens, and the shared prompt of the other samples, as 
 when the sheet prices that class). An optimizer step costs `optim_step_usd_micro` (default 0).
 Checkpoint storage is not priced here.
 
+Plan, scores and datasets: create_lora_training_client and resume take `max_steps` (the
+optimizer steps the loop plans: the run's progress and ETA), `objective` ((metric, "min" |
+"max"), which BestCheckpoint ranks checkpoints by) and `datasets` ({"train": rows, "eval": rows},
+recorded by their row digest, count and guessed format); record_dataset() records one later.
+evaluate(data) is a forward pass over held-out data (priced as prefill) whose loss is the
+"eval_loss" score of the next checkpoint saved; save_state / save_checkpoint take `scores` too.
+
 Futures: the wrappers return LedgeredFuture. The futures of a training client settle in the order
 they were submitted (a result settles every earlier one first), so steps, spend and checkpoints
 reach the ledger in Tinker's order; finish() settles whatever is left. One ledger step is recorded

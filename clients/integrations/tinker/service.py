@@ -75,6 +75,9 @@ class LedgeredServiceClient:
         seed: int | None = None,
         restart: bool = False,
         reopen: bool = False,
+        max_steps: int | None = None,
+        objective: tuple[str, str] | None = None,
+        datasets: Mapping[str, Any] | None = None,
         **lora_options: Any,
     ) -> LedgeredTrainingClient:
         """Open the run (spec: tinker_spec(base_model, rank, hyperparameters, **extra_spec); run key
@@ -82,12 +85,21 @@ class LedgeredServiceClient:
         run changes its cap), start an attempt from scratch and create the LoRA model.
         Raises RunEnded when the run has ended (done; failed or stopped unless reopen=True),
         ResumeRefused RUN_ALREADY_STARTED when it has recorded steps or checkpoints (resume it, or
-        pass restart=True), SpendCapExceeded/Unavailable/LedgerClientError from the ledger."""
+        pass restart=True), SpendCapExceeded/Unavailable/LedgerClientError from the ledger.
+        `max_steps` (the optimizer steps the loop plans) and `objective` ((metric, "min" | "max"))
+        go with the open and the attempt; `datasets` ({"train": rows, "eval": rows}) are recorded
+        on the run (see LedgeredTrainingClient.record_dataset)."""
         sheet_for(self.prices, base_model)  # No sheet, no run.
         spec = tinker_spec(base_model, rank, hyperparameters, **(extra_spec or {}))
         key = run_key or make_run_key(spec)
         state = self.ledger.open_run(
-            run_key=key, name=name, spec=spec, cap_usd_micro=cap_usd_micro, parent_account=parent_account
+            run_key=key,
+            name=name,
+            spec=spec,
+            cap_usd_micro=cap_usd_micro,
+            parent_account=parent_account,
+            max_steps=max_steps,
+            objective=objective,
         ).state
         refuse_ended(state, reopen=reopen)
         if not restart and (state.last_step is not None or state.checkpoint or state.expired_checkpoints):
@@ -97,7 +109,8 @@ class LedgeredServiceClient:
                 "checkpoints: resume() it, or pass restart=True to start it again from step 0",
                 state=state,
             )
-        recorder = self._recorder(key, name, spec, cap_usd_micro, parent_account, None, reopen)
+        plan = {"max_steps": max_steps, "objective": objective}
+        recorder = self._recorder(key, name, spec, cap_usd_micro, parent_account, None, reopen, plan)
         service = self._service_client(recorder.run_id, key, parent_account)
         try:
             training = service.create_lora_training_client(
@@ -107,7 +120,8 @@ class LedgeredServiceClient:
             service.close("errored").result()
             recorder.close()
             raise
-        return self._wrap(service, training, recorder, base_model, key, start_step=0, resumed_from_step=None)
+        client = self._wrap(service, training, recorder, base_model, key, start_step=0, resumed_from_step=None)
+        return _record_datasets(client, datasets)
 
     def resume(
         self,
@@ -122,6 +136,9 @@ class LedgeredServiceClient:
         cap_usd_micro: int | None = None,
         parent_account: str = "",
         reopen: bool = False,
+        max_steps: int | None = None,
+        objective: tuple[str, str] | None = None,
+        datasets: Mapping[str, Any] | None = None,
     ) -> LedgeredTrainingClient:
         """Resume a run from the ledger's RunState: load its checkpoint's weights and optimizer
         state into a new Tinker model and start the next attempt from the checkpoint's step. The
@@ -134,7 +151,8 @@ class LedgeredServiceClient:
         CHECKPOINT_EXPIRED, BACKEND_MISMATCH, URI_SCHEME_MISMATCH (a uri that is not a tinker://
         path), FIDELITY_MISMATCH (no optimizer state), SPEC_MISMATCH, LORA_MISMATCH; and the
         ledger's and Tinker's errors. Tinker records no digest with its checkpoints (it holds
-        their files), so there is none to check."""
+        their files), so there is none to check. `max_steps`, `objective` and `datasets` as
+        create_lora_training_client's (max_steps None: the run's plan stays)."""
         spec: dict[str, Any] | None = None
         if run_id:
             run_key = self.ledger.get_run_state(run_id=run_id).run.run_key
@@ -144,7 +162,12 @@ class LedgeredServiceClient:
             spec = tinker_spec(base_model, rank, hyperparameters, **(extra_spec or {}))
             run_key = make_run_key(spec)
         state = self.ledger.open_run(
-            run_key=run_key, name=name, spec=spec, cap_usd_micro=cap_usd_micro, parent_account=parent_account
+            run_key=run_key,
+            name=name,
+            spec=spec,
+            cap_usd_micro=cap_usd_micro,
+            parent_account=parent_account,
+            objective=objective,
         ).state
         refuse_ended(state, reopen=reopen)
         key, spec = state.run.run_key, state.run.spec
@@ -171,11 +194,13 @@ class LedgeredServiceClient:
                     f"{info.lora_rank}, the run's spec {int(expected_rank)}",
                     state=state,
                 )
-            recorder = self._recorder(key, name, spec, cap_usd_micro, parent_account, step, reopen)
+            plan = {"max_steps": max_steps, "objective": objective}
+            recorder = self._recorder(key, name, spec, cap_usd_micro, parent_account, step, reopen, plan)
         except BaseException:
             service.close("errored").result()
             raise
-        return self._wrap(service, training, recorder, base_model, key, start_step=step, resumed_from_step=step)
+        client = self._wrap(service, training, recorder, base_model, key, start_step=step, resumed_from_step=step)
+        return _record_datasets(client, datasets)
 
     def _recorder(
         self,
@@ -186,8 +211,10 @@ class LedgeredServiceClient:
         parent_account: str,
         resume_from_step: int | None,
         reopen: bool,
+        plan: Mapping[str, Any],
     ) -> RunRecorder:
-        """RunRecorder.open with the run's cap and parent account, as every open of the run."""
+        """RunRecorder.open with the run's cap and parent account, as every open of the run, and
+        the plan (max_steps, objective) it was given."""
         return RunRecorder.open(
             self.ledger,
             run_key=key,
@@ -199,6 +226,8 @@ class LedgeredServiceClient:
             resume_from_step=resume_from_step,
             outbox_dir=self.outbox_dir,
             reopen=reopen,
+            max_steps=plan.get("max_steps"),
+            objective=plan.get("objective"),
             **self.recorder_options,
         )
 
@@ -243,6 +272,14 @@ class LedgeredServiceClient:
             client.close()
             raise
         return client
+
+
+def _record_datasets(client: LedgeredTrainingClient, datasets: Mapping[str, Any] | None) -> LedgeredTrainingClient:
+    """Record the datasets handed to the run helper ({role: rows}); a failure is logged."""
+    for role, rows in (datasets or {}).items():
+        if rows is not None:
+            client.record_dataset(rows, role=role)
+    return client
 
 
 # A checkpoint Tinker holds (a tinker:// path, no files here to check) with its optimizer state.

@@ -1,7 +1,9 @@
 """A Tinker TrainingClient recorded as one attempt of a ledger run: every billable call holds its
 projected cost first, one ledger step per optimizer step, checkpoints with their tinker:// paths
 and TTLs, the attempt's Tinker session linked to the run (link_session), and the run finished as
-the `with` block ends (see clients.integrations.tinker)."""
+the `with` block ends (see clients.integrations.tinker). Evaluations (evaluate(): a forward pass,
+priced as prefill) give the next checkpoint its scores, "eval_loss"; datasets handed to it are
+recorded on the run (clients.integrations.provenance)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ import tinker
 from tinker import types
 
 from clients.errors import AttemptSuperseded, LedgerClientError, RunFinished
+from clients.integrations.provenance import DatasetRecord, finite_scores
+from clients.integrations.provenance import record_dataset as record_dataset_on
 from clients.integrations.tinker.common import (
     BACKEND,
     FIDELITY_STATE,
@@ -67,6 +71,7 @@ class LedgeredTrainingClient(Settler):
         self._metrics: dict[str, tuple[str, float, int]] = {}
         self._checkpoints: dict[int, str] = {}  # step -> "state" | "sampler", recorded by this attempt
         self._finished: FinishReceipt | None = None
+        self._scores: dict[str, float] = {}  # of the evaluations since the last checkpoint
         self._submit_lock = threading.Lock()
         self.link: LinkSessionReceipt | None = None  # the ledger's answer to link_session()
 
@@ -142,17 +147,55 @@ class LedgeredTrainingClient(Settler):
         loss_fn_config: Mapping[str, float | str] | None = None,
     ) -> LedgeredFuture[types.ForwardBackwardOutput]:
         """A forward pass only, priced as prefill of its input tokens."""
-        data = list(data)
+        return self._forward(list(data), loss_fn, loss_fn_config, None)
+
+    def _forward(
+        self,
+        data: list[types.Datum],
+        loss_fn: types.LossFnType,
+        loss_fn_config: Mapping[str, float | str] | None,
+        note: Callable[[types.ForwardBackwardOutput], None] | None,
+    ) -> LedgeredFuture[types.ForwardBackwardOutput]:
         usage = {"prefill": sum(datum.model_input.length for datum in data)}
         hold = self._spend.hold(self.prices.amount(usage), self.prices.basis(usage))
 
         def settle(output: types.ForwardBackwardOutput) -> types.ForwardBackwardOutput:
             hold.commit(self.prices.amount(usage), self.prices.basis(usage))
+            if note is not None:
+                note(output)
             return output
 
         return self._submit(
             "forward", hold, settle, lambda: self.training_client.forward(data, loss_fn, loss_fn_config)
         )
+
+    def evaluate(
+        self,
+        data: Iterable[types.Datum],
+        loss_fn: types.LossFnType = "cross_entropy",
+        loss_fn_config: Mapping[str, float | str] | None = None,
+        *,
+        name: str = "eval_loss",
+    ) -> LedgeredFuture[types.ForwardBackwardOutput]:
+        """A forward pass over held-out `data` (priced as forward()), whose loss (loss:sum over
+        the loss-weighted target tokens) is the score `name` of the next checkpoint saved."""
+        data = list(data)
+        weight = sum(loss_weight(datum) for datum in data)
+
+        def note(output: types.ForwardBackwardOutput) -> None:
+            total = (output.metrics or {}).get("loss:sum")
+            if total is not None and weight > 0:
+                self._scores.update(finite_scores({name: float(total) / weight}, what=f"step {self._step}"))
+
+        return self._forward(data, loss_fn, loss_fn_config, note)
+
+    def record_dataset(
+        self, rows: Iterable[Mapping[str, Any]], *, role: str = "train", source_uri: str = "", format: str | None = None
+    ) -> DatasetRecord | None:
+        """Record a dataset this run trains ("train") or evaluates ("eval") on: its rows' digest,
+        count, format (guessed from the columns unless given) and a report. A failure is logged
+        and answered None, never raised into training."""
+        return record_dataset_on(self.recorder, rows, role=role, source_uri=source_uri, format=format)
 
     def optim_step(
         self, optim_params: types.OptimParams | None = None, *, adam_params: types.AdamParams | None = None
@@ -191,14 +234,18 @@ class LedgeredTrainingClient(Settler):
         overwrite: bool = False,
         final: bool = False,
         user_metadata: dict[str, str] | None = None,
+        scores: Mapping[str, float] | None = None,
     ) -> LedgeredFuture[types.SaveWeightsResponse]:
         """Save weights and optimizer state; its result records a weights+optimizer checkpoint
-        (uri tinker://.../weights/<name>) at the current step, expiring after `ttl_seconds`."""
+        (uri tinker://.../weights/<name>) at the current step, expiring after `ttl_seconds`, with
+        the scores of the evaluations since the last checkpoint (evaluate()) and `scores` over them."""
         self._check_no_sampler_checkpoint()
         saved_at, metadata = datetime.now(UTC), self._metadata(user_metadata)
 
         def settle(response: types.SaveWeightsResponse) -> types.SaveWeightsResponse:
-            self._record_checkpoint(response.path, FIDELITY_STATE, "", saved_at, ttl_seconds, final, "state")
+            self._record_checkpoint(
+                response.path, FIDELITY_STATE, "", saved_at, ttl_seconds, final, "state", self._take_scores(scores)
+            )
             return response
 
         return self._submit(
@@ -246,9 +293,11 @@ class LedgeredTrainingClient(Settler):
         *,
         final: bool = False,
         user_metadata: dict[str, str] | None = None,
+        scores: Mapping[str, float] | None = None,
     ) -> LedgeredFuture[dict[str, str]]:
         """save_state and save_weights_for_sampler under one name, recorded as one checkpoint:
-        {"path": tinker://.../weights/<name>, "sampler_path": tinker://.../sampler_weights/<name>}."""
+        {"path": tinker://.../weights/<name>, "sampler_path": tinker://.../sampler_weights/<name>},
+        with scores as save_state's."""
         self._check_no_sampler_checkpoint()
         saved_at, metadata = datetime.now(UTC), self._metadata(user_metadata)
         futures: list[Any] = []
@@ -258,7 +307,14 @@ class LedgeredTrainingClient(Settler):
 
         def settle(paths: dict[str, str]) -> dict[str, str]:
             self._record_checkpoint(
-                paths["path"], FIDELITY_STATE, paths["sampler_path"], saved_at, ttl_seconds, final, "state"
+                paths["path"],
+                FIDELITY_STATE,
+                paths["sampler_path"],
+                saved_at,
+                ttl_seconds,
+                final,
+                "state",
+                self._take_scores(scores),
             )
             return paths
 
@@ -395,6 +451,7 @@ class LedgeredTrainingClient(Settler):
         ttl_seconds: int | None,
         final: bool,
         kind: str,
+        scores: Mapping[str, float] | None = None,
     ) -> None:
         step = self._step
         if self.resumed_from_step is not None and step <= self.resumed_from_step:
@@ -402,9 +459,23 @@ class LedgeredTrainingClient(Settler):
             return
         expires_at = saved_at + timedelta(seconds=ttl_seconds) if ttl_seconds else None
         self.recorder.checkpoint(
-            step, uri, BACKEND, fidelity, sampler_uri=sampler_uri, final=final, expires_at=expires_at
+            step,
+            uri,
+            BACKEND,
+            fidelity,
+            sampler_uri=sampler_uri,
+            final=final,
+            expires_at=expires_at,
+            scores=scores or None,
         )
         self._checkpoints[step] = kind
+
+    def _take_scores(self, given: Mapping[str, float] | None) -> dict[str, float]:
+        """The scores of the checkpoint being recorded: the evaluations' since the last one, with
+        `given` over them (finite values only); the evaluations' are used up."""
+        scores, self._scores = self._scores, {}
+        scores.update(finite_scores(given, what=f"the checkpoint at step {self._step}"))
+        return scores
 
     def _session_id(self) -> str:
         try:
