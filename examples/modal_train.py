@@ -75,7 +75,10 @@ def train(steps: int = 3000, save_every: int = 500, lr: float = 1e-3, cap_usd: f
     spec = {"example": "modal-regression", "steps": steps, "lr": lr, "model": "mlp-1024", "seed": 0}
     cap = None if cap_usd is None else round(cap_usd * 1_000_000)
     try:
-        run = open_recorder(run_key=run_key(spec), name="modal-regression", spec=spec, cap_usd_micro=cap)
+        # max_steps is the plan (the run's progress and ETA): the last step this loop logs (from 0).
+        run = open_recorder(
+            run_key=run_key(spec), name="modal-regression", spec=spec, cap_usd_micro=cap, max_steps=max(steps - 1, 1)
+        )
     except RunEnded as ended:  # a done run takes no new attempt
         return {"done": ended.message}
     # Leaving the block finishes the run: "done"; "stopped" on an interrupt; "failed" with the

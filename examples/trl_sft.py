@@ -50,12 +50,18 @@ def start_local_ledger(directory: str) -> tuple[subprocess.Popen[str], str]:
 
 
 def build(opts: argparse.Namespace):
-    """(model, tokenizer, dataset, LoRA config, SFTConfig, dataset identity, model id, revision)."""
+    """(model, tokenizer, dataset, eval dataset, LoRA config, SFTConfig, dataset identity, model id,
+    revision). With an eval dataset the trainer evaluates before every save: its eval_loss scores
+    the checkpoint, and the run's objective (metric_for_best_model) makes the lowest the best."""
     from peft import LoraConfig
     from trl import SFTConfig
 
+    evaluates = opts.model is None or opts.eval_data is not None
     lora = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
     config = SFTConfig(
+        eval_strategy="steps" if evaluates else "no",
+        eval_steps=opts.save_steps,
+        metric_for_best_model="loss" if evaluates else None,  # the run's objective: eval_loss, min
         output_dir=opts.output_dir,
         max_steps=opts.max_steps,
         save_steps=opts.save_steps,
@@ -77,6 +83,7 @@ def build(opts: argparse.Namespace):
             tiny.build_model(tokenizer),
             tokenizer,
             tiny.build_dataset(),
+            tiny.build_dataset(16, seed=5),
             lora,
             config,
             tiny.build_dataset(),
@@ -89,7 +96,18 @@ def build(opts: argparse.Namespace):
     tokenizer = AutoTokenizer.from_pretrained(opts.model, revision=opts.revision)
     model = AutoModelForCausalLM.from_pretrained(opts.model, revision=opts.revision)
     dataset = load_dataset("json", data_files=opts.data, split="train")
-    return model, tokenizer, dataset, lora, config, file_digest(opts.data), opts.model, opts.revision or "main"
+    held_out = load_dataset("json", data_files=opts.eval_data, split="train") if opts.eval_data else None
+    return (
+        model,
+        tokenizer,
+        dataset,
+        held_out,
+        lora,
+        config,
+        file_digest(opts.data),
+        opts.model,
+        opts.revision or "main",
+    )
 
 
 def main() -> int:
@@ -106,6 +124,7 @@ def main() -> int:
     parser.add_argument("--model", default=None, help="a hub id or local path (default: the tiny offline model)")
     parser.add_argument("--revision", default=None, help="the model's pinned revision")
     parser.add_argument("--data", default=None, help="JSONL of {'messages': [...]} rows (with --model)")
+    parser.add_argument("--eval-data", default=None, help="held-out JSONL rows that score each checkpoint")
     parser.add_argument("--gpu", action="store_true", help="train on the accelerator instead of the CPU")
     opts = parser.parse_args()
     if opts.model and not opts.data:
@@ -121,7 +140,7 @@ def main() -> int:
     try:
         from trl import SFTTrainer
 
-        model, tokenizer, dataset, lora, config, data_identity, model_id, revision = build(opts)
+        model, tokenizer, dataset, held_out, lora, config, data_identity, model_id, revision = build(opts)
         spec = spec_for(
             name="trl-sft-example",
             base_model=model_id,
@@ -147,10 +166,14 @@ def main() -> int:
             outbox_dir=opts.outbox,
             interval_s=opts.interval_s,
             reopen=opts.reopen,
+            train_dataset=dataset,  # recorded on the run by the digest of its rows
+            eval_dataset=held_out,
+            train_source_uri=opts.data or "",
         )
         try:
             # A path the ledger recorded, held to the output directory, or None; never True.
-            resume_from = callback.resume_checkpoint(output_dir=config.output_dir)
+            # With args, the run is opened with the trainer's plan and objective from the start.
+            resume_from = callback.resume_checkpoint(output_dir=config.output_dir, args=config)
         except RunEnded as ended:  # done, or stopped/failed without --reopen
             print(f"not resuming: {ended.message}")
             return 0 if ended.status == "done" else 1
@@ -160,7 +183,12 @@ def main() -> int:
         print(f"run key {callback.run_key}; resuming from {resume_from or 'scratch'}")
 
         trainer = SFTTrainer(
-            model=model, args=config, train_dataset=dataset, processing_class=tokenizer, peft_config=lora
+            model=model,
+            args=config,
+            train_dataset=dataset,
+            eval_dataset=held_out,
+            processing_class=tokenizer,
+            peft_config=lora,
         )
         trainer.add_callback(callback)  # The one line.
         with callback:  # If train() raises, the run ends "failed" (Ctrl-C: "stopped") rather than "running".
@@ -176,6 +204,15 @@ def main() -> int:
             + (f" of {usd_text(spend.cap_usd_micro)}" if spend.cap_usd_micro is not None else "")
         )
         print(f"summary: {state.run.summary}")
+        progress = state.progress
+        print(f"progress: step {progress.step} of {progress.max_steps}")
+        for recorded in state.datasets:
+            print(f"{recorded.role} dataset: {recorded.rows} rows, {recorded.format}, {recorded.digest[:19]}...")
+        best = state.best_checkpoint
+        if best is not None and state.run.objective is not None:
+            metric = state.run.objective.metric
+            score = best.scores[metric]
+            print(f"best checkpoint: step {best.step} ({metric} {score:.4f}); examples/retrain.py registers it")
         print(f"recorder counters: {callback.recorder.counters}")
         return 0
     finally:
