@@ -199,7 +199,9 @@ def _matches(ledger: Any, prefix: str, contains: str) -> list[models.RunSummary]
     found: list[models.RunSummary] = []
     after = None
     while len(found) < MATCH_MAX:
-        page = ledger.list_runs(limit=MATCH_PAGE, after=after, run_id_prefix=prefix, name_contains=contains)
+        page = ledger.list_runs(
+            limit=MATCH_PAGE, after=after, run_id_prefix=prefix, name_contains=contains, include_retracted=True
+        )
         found += page.runs
         after = page.after
         if after is None:
@@ -293,8 +295,8 @@ def _chart_document(chart: Any) -> dict[str, Any]:
 
 
 async def runs_page(web: Web, request: HTTPConnection, identity: Identity) -> models.RunPage:
-    """The page of runs a runs request asks for. A scoped token lists the runs under its account
-    (an account filter outside its scope is refused)."""
+    """The page of runs a runs request asks for (retracted runs only with include_retracted=1). A
+    scoped token lists the runs under its account (an account filter outside its scope is refused)."""
     limit = required_integer(request, "limit", RUNS_LIMIT_DEFAULT, minimum=1, maximum=RUNS_LIMIT_MAX)
     wanted_status = status(request)
     name = text(request, "name")
@@ -306,8 +308,19 @@ async def runs_page(web: Web, request: HTTPConnection, identity: Identity) -> mo
             raise WebError(403, Reason.OUTSIDE_SCOPE, f"outside the token's scope (account {scope})", scope=scope)
         account = account or scope
     return await web.call(
-        web.ledger.list_runs, limit=limit, after=after, status=wanted_status, name_contains=name, account=account
+        web.ledger.list_runs,
+        limit=limit,
+        after=after,
+        status=wanted_status,
+        name_contains=name,
+        account=account,
+        include_retracted=include_retracted(request),
     )
+
+
+def include_retracted(request: HTTPConnection) -> bool:
+    """Whether a runs request asks for retracted runs too (include_retracted=1)."""
+    return request.query_params.get("include_retracted", "") in ("1", "true", "on")
 
 
 async def identify(request: HTTPConnection, endpoint: str) -> Identity:

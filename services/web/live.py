@@ -465,7 +465,7 @@ def _summaries(
             run_ids.add(str(originator))
     found = []
     for run_id in sorted(run_ids):
-        page = ledger.list_runs(limit=1, run_id_prefix=run_id)
+        page = ledger.list_runs(limit=1, run_id_prefix=run_id, include_retracted=True)
         if page.runs and page.runs[0].run_id == run_id:
             found.append(page.runs[0])
             accounts[ledger_id("account", run_id)] = run_id

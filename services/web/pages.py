@@ -25,7 +25,7 @@ from ledger.domain.errors import LedgerError
 from ledger.domain.reasons import Reason
 from ledger.views import models
 from services.codec import pages as tokens
-from services.render import status_text
+from services.render import checkpoint_state, progress_text, report_verdict, scores_text, status_text
 from services.tables import usd
 from services.web import api
 from services.web.access import METHODS, TOKEN_COOKIE, Subject, WebError
@@ -130,17 +130,32 @@ def query(**values: Any) -> str:
 # Runs.
 
 
+def progress_cell(progress: models.Progress, *, amount: bool = True) -> str:
+    """A run's progress against its plan as a bar and (with `amount`) "40%"; "-" without a plan."""
+    if progress.fraction is None:
+        return "-"
+    width = int(progress.fraction * 100)
+    return (
+        f'<div class="bar" role="progressbar" aria-valuenow="{width}" aria-valuemin="0" aria-valuemax="100">'
+        f'<div class="fill" style="width:{width}%"></div></div>'
+        + (f'<span class="amount">{width}%</span>' if amount else "")
+    )
+
+
 def run_row(run: models.RunSummary) -> str:
     spent = bar(run.committed_usd_micro, run.cap_usd_micro) + (
         f'<span class="amount">{spend_text(run.committed_usd_micro, run.pending_usd_micro, run.cap_usd_micro)}</span>'
     )
+    retracted = ' <span class="tag retracted">retracted</span>' if run.retracted else ""
+    marked = ' class="retracted"' if run.retracted else ""
     return (
-        f'<tr data-run-id="{e(run.run_id)}">'
+        f'<tr data-run-id="{e(run.run_id)}"{marked}>'
         f'<td><input type="checkbox" name="run" value="{e(run.run_id)}" form="compare" aria-label="compare"></td>'
-        f'<td data-field="name"><a href="/runs/{e(run.run_id)}">{e(run.name or run.run_id)}</a></td>'
+        f'<td data-field="name"><a href="/runs/{e(run.run_id)}">{e(run.name or run.run_id)}</a>{retracted}</td>'
         f'<td data-field="status" data-status="{e(run.status)}">{e(status_text(run.status, run.current_attempt))}</td>'
         f'<td data-field="attempt">{e(run.current_attempt)}</td>'
         f'<td data-field="last_step">{e(run.last_step)}</td>'
+        f'<td data-field="progress">{progress_cell(run.progress)}</td>'
         f'<td data-field="spend" data-committed-usd-micro="{run.committed_usd_micro}"'
         f' data-cap-usd-micro="{e(run.cap_usd_micro if run.cap_usd_micro is not None else "")}">{spent}</td>'
         f'<td data-field="account">{e(run.parent_account or "-")}</td>'
@@ -159,11 +174,14 @@ async def runs(request: Request) -> Response:
         for s in ("", *api.STATUSES)
     )
     name, account = request.query_params.get("name", ""), request.query_params.get("account", "")
+    retracted = api.include_retracted(request)
     filters = (
         '<form class="filters" method="get" action="/">'
         f'<label>status <select name="status">{options}</select></label>'
         f'<label>name <input name="name" value="{e(name)}"></label>'
         f'<label>account <input name="account" value="{e(account)}"></label>'
+        '<label><input type="checkbox" name="include_retracted" value="1"'
+        f"{' checked' if retracted else ''}> retracted runs too</label>"
         '<button type="submit">filter</button></form>'
     )
     compare_form = (
@@ -173,14 +191,21 @@ async def runs(request: Request) -> Response:
     )
     rows = table(
         "runs",
-        ["", "name", "status", "attempt", "last step", "spend", "account", "opened"],
+        ["", "name", "status", "attempt", "last step", "progress", "spend", "account", "opened"],
         (run_row(r) for r in page.runs),
     )
     following = ""
     token = tokens.runs_token(page.after)
     if token:
         limit = request.query_params.get("limit", "")
-        href = "/?" + query(status=chosen, name=name, account=account, limit=limit, page=token)
+        href = "/?" + query(
+            status=chosen,
+            name=name,
+            account=account,
+            include_retracted="1" if retracted else "",
+            limit=limit,
+            page=token,
+        )
         following = f'<p class="pager"><a rel="next" href="{e(href)}">older runs</a></p>'
     empty = "" if page.runs else '<p class="empty">No runs.</p>'
     body = f"<h1>Runs</h1>{filters}{compare_form}{rows}{empty}{following}"
@@ -200,14 +225,59 @@ def _sparse_names(stats: Sequence[models.MetricStats]) -> set[str]:
     return {s.name for s in stats if s.count < densest}
 
 
-def _checkpoint_row(checkpoint: models.Checkpoint) -> str:
-    flags = " ".join(flag for flag, on in (("final", checkpoint.final), ("superseded", checkpoint.superseded)) if on)
+def _checkpoint_row(checkpoint: models.Checkpoint, state: models.RunState) -> str:
+    marks = checkpoint_state(checkpoint, state.checkpoint, state.best_checkpoint)
     return (
         f'<tr data-step="{checkpoint.step}" data-attempt="{checkpoint.attempt}">'
         f"<td>{e(checkpoint.step)}</td><td>{e(checkpoint.attempt)}</td><td>{e(checkpoint.handle.uri)}</td>"
         f"<td>{e(checkpoint.handle.fidelity)}</td><td>{when(checkpoint.saved_at)}</td>"
-        f"<td>{when(checkpoint.expires_at)}</td><td>{e(flags)}</td></tr>"
+        f"<td>{when(checkpoint.expires_at)}</td>"
+        f'<td data-field="scores">{e(scores_text(checkpoint.scores))}</td>'
+        f'<td data-field="checkpoint_state">{e(marks)}</td></tr>'
     )
+
+
+def _dataset_row(dataset: models.Dataset) -> str:
+    digest = dataset.digest.partition(":")[2][:12] or dataset.digest[:12]
+    return (
+        f'<tr data-role="{e(dataset.role)}"><td>{e(dataset.role)}</td><td>{e(dataset.format)}</td>'
+        f"<td>{e(f'{dataset.rows:,}')}</td><td>{e(f'{dataset.tokens:,}' if dataset.tokens is not None else None)}</td>"
+        f'<td><code title="{e(dataset.digest)}">{e(digest)}</code></td><td>{e(dataset.source_uri or None)}</td>'
+        f'<td data-field="verdict">{e(report_verdict(dataset.report))}</td><td>{when(dataset.recorded_at)}</td></tr>'
+    )
+
+
+def _progress_attributes(progress: models.Progress) -> str:
+    """The progress fact's attributes: its plan, rate and ETA, from which the page moves the bar
+    as steps arrive (dashboard.js)."""
+    attributes = {
+        "data-field": "progress",
+        "data-max-steps": progress.max_steps,
+        "data-rate": progress.steps_per_second,
+        "data-eta": progress.eta.isoformat() if progress.eta is not None else None,
+    }
+    return "".join(f' {name}="{e(value)}"' for name, value in attributes.items() if value is not None)
+
+
+def _facts_of_plan(state: models.RunState) -> str:
+    """The run's objective, progress (with its ETA) and best checkpoint, each when it has one."""
+    info, parts = state.run, []
+    if info.objective is not None and info.objective.metric:
+        better = "lower" if info.objective.mode == "min" else "higher"
+        parts.append(f"<dt>objective</dt><dd>{e(info.objective.metric)} ({better} is better)</dd>")
+    progress = progress_text(state.progress)
+    if progress is not None:
+        parts.append(
+            f"<dt>progress</dt><dd{_progress_attributes(state.progress)}>{progress_cell(state.progress, amount=False)}"
+            f'<span class="progress-text">{e(progress)}</span></dd>'
+        )
+    best = state.best_checkpoint
+    if best is not None:
+        metric = info.objective.metric if info.objective is not None else ""
+        score = best.scores.get(metric)
+        scored = f" ({metric}={score:.6g})" if score is not None else ""
+        parts.append(f'<dt>best</dt><dd data-field="best">step {best.step}, attempt {best.attempt}{e(scored)}</dd>')
+    return "".join(parts)
 
 
 def _attempt_row(attempt: models.Attempt) -> str:
@@ -233,6 +303,14 @@ async def run(request: Request) -> Response:
     state, stats, checkpoints = await web.call(_run_data, web.ledger, run_id)
     info, spend = state.run, state.spend
     rid = e(run_id)
+    retraction = info.retraction
+    banner = (
+        '<p class="retracted" data-field="retraction">Retracted '
+        f"{when(retraction.retracted_at)} by {e(retraction.principal)}: {e(retraction.reason)}. "
+        "Hidden from run lists; its history and spend are kept, new writes are refused.</p>"
+        if retraction is not None
+        else ""
+    )
     sparse = _sparse_names(stats)
     charts = "".join(
         f'<figure class="chart" data-run-id="{rid}" data-metric="{e(s.name)}"'
@@ -251,6 +329,7 @@ async def run(request: Request) -> Response:
         f"{e(status_text(info.status, state.current_attempt))}</dd>"
         f'<dt>attempt</dt><dd data-field="attempt">{e(state.current_attempt)}</dd>'
         f'<dt>last step</dt><dd data-field="last_step">{e(state.last_step)}</dd>'
+        f"{_facts_of_plan(state)}"
         f'<dt>spend</dt><dd data-field="spend">{bar(spend.committed_usd_micro, spend.cap_usd_micro)}'
         f'<span class="amount">{spend_text(spend.committed_usd_micro, spend.pending_usd_micro, spend.cap_usd_micro)}'
         "</span></dd>"
@@ -262,7 +341,7 @@ async def run(request: Request) -> Response:
         + "</dl>"
     )
     body = (
-        f"<h1>{e(info.name or run_id)}</h1>{facts}"
+        f"<h1>{e(info.name or run_id)}</h1>{banner}{facts}"
         f'<section class="charts">{charts or "<p class=empty>No metrics recorded.</p>"}</section>'
         f'<h2>Spend</h2><figure class="spend-chart" data-run-id="{rid}"></figure>'
         f'<p><a href="/api/runs/{rid}/spend">reservations (JSON)</a> · '
@@ -274,8 +353,18 @@ async def run(request: Request) -> Response:
         + "<h2>Checkpoints</h2>"
         + table(
             "checkpoints",
-            ["step", "attempt", "uri", "fidelity", "saved", "expires", ""],
-            map(_checkpoint_row, checkpoints),
+            ["step", "attempt", "uri", "fidelity", "saved", "expires", "scores", "state"],
+            (_checkpoint_row(c, state) for c in checkpoints),
+        )
+        + "<h2>Datasets</h2>"
+        + (
+            table(
+                "datasets",
+                ["role", "format", "rows", "tokens", "digest", "source", "verdict", "recorded"],
+                map(_dataset_row, state.datasets),
+            )
+            if state.datasets
+            else '<p class="empty">No dataset recorded.</p>'
         )
         + f'<h2>Spec</h2><pre class="spec">{_document(info.spec)}</pre>'
         + f'<h2>Summary</h2><pre class="summary">{_document(info.summary)}</pre>'

@@ -451,3 +451,69 @@ def test_the_readme_screenshot_is_a_small_png() -> None:
     data = (Path(__file__).resolve().parents[2] / "docs" / "dashboard-run.png").read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(data) < 300_000
+
+
+def test_a_planned_run_shows_progress_scores_datasets_and_leaves_the_list_when_retracted(
+    ledger: Ledger, page: tuple[Page, Watch], tmp_path: Path
+) -> None:
+    """ "sft-planned": 200 steps planned, eval_loss (lower is better) its objective, steps 0..49
+    recorded, checkpoints at step 20 (eval_loss 0.8) and 40 (0.6), a train dataset. Its page shows
+    the progress (25%), which follows the steps as they arrive (50%), the best checkpoint, the
+    scores and the dataset; retracted, its row leaves the open runs page and its page says so."""
+    tab, watch = page
+    client = ledger.client
+    run_id = client.open_run(
+        run_key="planned", name="sft-planned", max_steps=200, objective=("eval_loss", "min")
+    ).state.run.run_id
+    client.start_attempt(run_id=run_id)
+    steps = list(range(50))
+    client.append_steps(run_id=run_id, attempt=1, steps=steps, metrics={"loss": [loss_at(s, 1) for s in steps]})
+    for step, score in ((20, 0.8), (40, 0.6)):
+        client.save_checkpoint(
+            run_id=run_id,
+            attempt=1,
+            step=step,
+            uri=f"s3://ckpt/planned/{step}",
+            backend="s3",
+            scores={"eval_loss": score},
+        )
+    client.record_dataset(
+        run_id=run_id,
+        role="train",
+        digest="sha256:" + "7c" * 32,
+        format="chat",
+        rows=12_000,
+        tokens=3_400_000,
+        source_uri="s3://data/chat.jsonl",
+        report={"gate": "passed"},
+    )
+    run_page(ledger, tab, run_id)
+    progress = 'dd[data-field="progress"]'
+    assert tab.locator(f"{progress} .progress-text").inner_text().startswith("step 49 of 200 (24.5%)")
+    assert tab.locator(f"{progress} .fill").get_attribute("style") == "width:24%"
+    assert tab.locator('[data-field="best"]').inner_text() == "step 40, attempt 1 (eval_loss=0.6)"
+    states = tab.locator('table.checkpoints [data-field="checkpoint_state"]').all_inner_texts()
+    assert states == ["live", "live (resume), best"]
+    assert tab.locator('table.checkpoints [data-field="scores"]').all_inner_texts() == [
+        "eval_loss=0.8",
+        "eval_loss=0.6",
+    ]
+    assert tab.locator('table.datasets [data-field="verdict"]').all_inner_texts() == ["passed"]
+    steps = list(range(50, 100))
+    client.append_steps(run_id=run_id, attempt=1, steps=steps, metrics={"loss": [loss_at(s, 1) for s in steps]})
+    tab.wait_for_function(
+        f"() => document.querySelector('{progress} .fill').style.width === '49%'", timeout=LIVE_WAIT_MS
+    )
+    assert tab.locator(f"{progress} .progress-text").inner_text().startswith("step 99 of 200 (49.5%)")
+    tab.screenshot(path=str(tmp_path / "run-planned.png"), full_page=True)
+    if target := os.environ.get("TRAINLEDGER_PLANNED_SCREENSHOT"):
+        tab.screenshot(path=target, full_page=True)
+
+    tab.goto(ledger.served.base + "/", wait_until="load")
+    row = f'table.runs tr[data-run-id="{run_id}"]'
+    assert tab.locator(f'{row} [data-field="progress"] .amount').inner_text() == "49%"
+    client.retract_run(run_id=run_id, reason="eval rows leaked into train")
+    tab.wait_for_selector(row, state="detached", timeout=LIVE_WAIT_MS)
+    run_page(ledger, tab, run_id)
+    assert "eval rows leaked into train" in tab.locator("p.retracted").inner_text()
+    assert watch.clear() == []

@@ -19,7 +19,7 @@ import pytest
 
 from clients import LedgerClient
 from services.server import StartupError, create_server
-from tests.web.conftest import Recorded, fresh_key
+from tests.web.conftest import Recorded, WebServer, fresh_key
 
 VOID = {"meta", "link", "input", "br", "hr", "img", "col", "source"}
 
@@ -151,7 +151,7 @@ def test_runs_page_filters_with_a_get_form(http: httpx.Client, recorded: Recorde
         "failed",
         "stopped",
     ]
-    assert {i.attrs["name"] for i in form.all("input")} == {"name", "account"}
+    assert {i.attrs["name"] for i in form.all("input")} == {"name", "account", "include_retracted"}
     done = page(http, "/", status="done")
     assert [
         r.attrs["data-run-id"] for r in done.one("table", class_="runs").all("tr", data_run_id=recorded.other_run_id)
@@ -204,6 +204,79 @@ def test_a_run_with_no_attempt_yet_reads_as_opened_not_running(http: httpx.Clien
     assert (cell.text, cell.attrs["data-status"]) == ("opened (no attempt yet)", "running")
     row = page(http, "/", name="web-not-started").one("tr", data_run_id=run_id)
     assert row.one(data_field="status").text == "opened (no attempt yet)"
+
+
+def test_run_page_shows_progress_best_scores_datasets_and_retraction(tmp_path: Path) -> None:
+    """A run planned for 40 steps with eval_loss (lower is better) as its objective: 10 steps
+    recorded, checkpoints at steps 4 (eval_loss 0.5) and 8 (0.25, the best and the live one),
+    a train dataset whose export report's gate passed. Retracted, it leaves the runs list (unless
+    retracted runs are asked for) and its page says so. On a server of its own: the module's
+    holds the values the other tests count."""
+    server = WebServer(str(tmp_path / "ledger.db")).start()
+    try:
+        with (
+            LedgerClient(server.address, principal="tests", timeout_s=10.0) as grpc_client,
+            httpx.Client(base_url=server.url, timeout=10.0) as http,
+        ):
+            planned_run_page(http, grpc_client)
+    finally:
+        server.stop()
+
+
+def planned_run_page(http: httpx.Client, grpc_client: LedgerClient) -> None:
+    opened = grpc_client.open_run(run_key=fresh_key(), name="web-planned", max_steps=40, objective=("eval_loss", "min"))
+    run_id = opened.state.run.run_id
+    attempt = grpc_client.start_attempt(run_id=run_id).attempt
+    grpc_client.append_steps(run_id=run_id, attempt=attempt, steps=list(range(10)), metrics={"loss": [1.0] * 10})
+    for step, score in ((4, 0.5), (8, 0.25)):
+        grpc_client.save_checkpoint(
+            run_id=run_id,
+            attempt=attempt,
+            step=step,
+            uri=f"s3://ckpt/p{step}",
+            backend="s3",
+            scores={"eval_loss": score},
+        )
+    grpc_client.record_dataset(
+        run_id=run_id,
+        role="train",
+        digest="sha256:" + "5e" * 32,
+        format="chat",
+        rows=1_200,
+        tokens=48_000,
+        source_uri="s3://data/train.jsonl",
+        report={"rows_dropped": {"empty": 2}, "gate": "passed"},
+    )
+    main = page(http, f"/runs/{run_id}").one("main")
+    facts = dict(zip([dt.text for dt in main.all("dt")], [dd.text for dd in main.all("dd")], strict=True))
+    assert facts["objective"] == "eval_loss (lower is better)"
+    assert facts["progress"].startswith("step 9 of 40 (22.5%)")
+    assert main.one(data_field="progress").one("div", class_="fill").attrs["style"] == "width:22%"
+    assert facts["best"] == "step 8, attempt 1 (eval_loss=0.25)"
+    rows = {int(row.attrs["data-step"]): row for row in main.one("table", class_="checkpoints").all("tr")[1:]}
+    assert rows[4].one(data_field="scores").text == "eval_loss=0.5"
+    assert rows[4].one(data_field="checkpoint_state").text == "live"
+    assert rows[8].one(data_field="checkpoint_state").text == "live (resume), best"
+    [dataset] = main.one("table", class_="datasets").all("tr", data_role="train")
+    assert [td.text for td in dataset.all("td")][:7] == [
+        "train",
+        "chat",
+        "1,200",
+        "48,000",
+        "5e5e5e5e5e5e",
+        "s3://data/train.jsonl",
+        "passed",
+    ]
+    assert main.all("p", class_="retracted") == []
+    row = page(http, "/", name="web-planned").one("tr", data_run_id=run_id)
+    assert row.one(data_field="progress").text == "22%"
+
+    grpc_client.retract_run(run_id=run_id, reason="trained on leaked eval rows")
+    banner = page(http, f"/runs/{run_id}").one("p", class_="retracted").text
+    assert banner.startswith("Retracted ") and " by tests: trained on leaked eval rows." in banner
+    assert page(http, "/", name="web-planned").all("tr", data_run_id=run_id) == []
+    listed = page(http, "/", name="web-planned", include_retracted="1").one("tr", data_run_id=run_id)
+    assert listed.attrs["class"] == "retracted" and "retracted" in listed.one(data_field="name").text
 
 
 def test_stored_text_is_escaped(http: httpx.Client, grpc_client: LedgerClient) -> None:

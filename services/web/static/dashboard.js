@@ -124,6 +124,82 @@ function setStatus(status, attempt, root = document) {
   for (const cell of root.querySelectorAll('[data-field="status"]')) cell.dataset.status = status;
 }
 
+// A run's progress against its plan as people read it (services/render.py progress_text):
+// "step 400 of 1,000 (40.0%), 12.50 steps/s, ETA 2026-12-01 07:10:00 UTC".
+function progressText(progress) {
+  if (!progress || (progress.step == null && progress.max_steps == null)) return null;
+  const count = (value) => value.toLocaleString("en-US");
+  let text = progress.step == null ? "no step yet" : `step ${count(progress.step)}`;
+  if (progress.max_steps != null) text += ` of ${count(progress.max_steps)}`;
+  if (progress.fraction != null) text += ` (${(progress.fraction * 100).toFixed(1)}%)`;
+  if (progress.steps_per_second != null) {
+    const rate = progress.steps_per_second.toLocaleString("en-US", {
+      minimumFractionDigits: 2,
+      maximumFractionDigits: 2,
+    });
+    text += `, ${rate} steps/s`;
+  }
+  if (progress.eta) text += `, ETA ${progress.eta.slice(0, 19).replace("T", " ")} UTC`;
+  return text;
+}
+
+/** Progress cells (a run's row, the run page's facts): the bar, the percentage and the text. */
+function setProgress(root, progress) {
+  if (!progress || progress.fraction == null) return;
+  const width = Math.floor(progress.fraction * 100);
+  for (const cell of root.querySelectorAll('[data-field="progress"]')) {
+    let bar = cell.querySelector(".bar");
+    if (!bar) {
+      cell.textContent = "";
+      bar = progressBar();
+      const amount = document.createElement("span");
+      amount.className = "amount";
+      cell.append(bar, amount);
+    }
+    bar.querySelector(".fill").style.width = `${width}%`;
+    bar.setAttribute("aria-valuenow", String(width));
+    const amount = cell.querySelector(".amount");
+    if (amount) amount.textContent = `${width}%`;
+    const text = cell.querySelector(".progress-text");
+    if (text) text.textContent = progressText(progress) ?? "";
+    if (cell.dataset.maxSteps !== undefined) {
+      cell.dataset.maxSteps = String(progress.max_steps);
+      if (progress.steps_per_second != null) cell.dataset.rate = String(progress.steps_per_second);
+      else delete cell.dataset.rate;
+      if (progress.eta) cell.dataset.eta = progress.eta;
+      else delete cell.dataset.eta;
+    }
+  }
+}
+
+/** Steps arrived on the run page: the progress fact moves to the last one, against the plan, at
+ * the rate (and ETA) of the last state read; the next state brings a fresh rate. */
+function advanceProgress(lastStep) {
+  const cell = document.querySelector('dd[data-field="progress"][data-max-steps]');
+  if (!cell) return;
+  const max = Number(cell.dataset.maxSteps);
+  if (!(max > 0)) return;
+  setProgress(document, {
+    max_steps: max,
+    step: lastStep,
+    fraction: Math.min(1, lastStep / max),
+    steps_per_second: cell.dataset.rate ? Number(cell.dataset.rate) : null,
+    eta: cell.dataset.eta || null,
+  });
+}
+
+function progressBar() {
+  const bar = document.createElement("div");
+  bar.className = "bar";
+  bar.setAttribute("role", "progressbar");
+  bar.setAttribute("aria-valuemin", "0");
+  bar.setAttribute("aria-valuemax", "100");
+  const fill = document.createElement("div");
+  fill.className = "fill";
+  bar.appendChild(fill);
+  return bar;
+}
+
 /** The attempt-start markers: a resumed attempt starts after its checkpoint's step. */
 function attemptMarkers(state, series) {
   const firstStep = new Map();
@@ -397,7 +473,11 @@ function runPage(main) {
   source.addEventListener("steps", (message) => {
     const event = JSON.parse(message.data);
     for (const chart of metricCharts) chart.append(event);
-    if (event.steps.length) setField("last_step", String(event.steps[event.steps.length - 1]));
+    if (event.steps.length) {
+      const last = event.steps[event.steps.length - 1];
+      setField("last_step", String(last));
+      advanceProgress(last);
+    }
   });
   source.addEventListener("checkpoint", (message) => {
     const checkpoint = JSON.parse(message.data);
@@ -408,6 +488,7 @@ function runPage(main) {
     setStatus(state.run.status, state.current_attempt ?? -1);
     if (state.last_step !== null && state.last_step !== undefined) setField("last_step", String(state.last_step));
     if (state.spend) updateSpendCells(document, state.spend);
+    setProgress(document, state.progress);
     setField("attempt", String(state.current_attempt));
     const count = state.attempts.length;
     if (attempts !== null && count !== attempts) {
@@ -431,10 +512,16 @@ function runsPage() {
   // (the newest runs come first); a filtered list or a later page only updates its rows.
   const params = new URLSearchParams(location.search);
   const showsNewRuns = ["status", "name", "account", "page"].every((name) => !params.get(name));
+  const showsRetracted = ["1", "true", "on"].includes(params.get("include_retracted") ?? "");
   const source = new EventSource("/api/live");
   source.addEventListener("run", (message) => {
     const run = JSON.parse(message.data);
     let row = table.querySelector(`tr[data-run-id="${CSS.escape(run.run_id)}"]`);
+    if (run.retracted && !showsRetracted) {
+      // Retracted while the page is open: hidden, as the list the server answers hides it.
+      row?.remove();
+      return;
+    }
     if (!row) {
       if (!showsNewRuns) return;
       row = newRunRow(run);
@@ -444,6 +531,7 @@ function runsPage() {
     setStatus(run.status, run.current_attempt, row);
     setField("attempt", String(run.current_attempt), row);
     setField("last_step", run.last_step === null || run.last_step === undefined ? "-" : String(run.last_step), row);
+    setProgress(row, run.progress);
     updateSpendCells(row, run);
   });
 }
@@ -471,6 +559,7 @@ function newRunRow(run) {
   cell("status", statusText(run.status, run.current_attempt)).dataset.status = run.status;
   cell("attempt", String(run.current_attempt));
   cell("last_step", run.last_step === null || run.last_step === undefined ? "-" : String(run.last_step));
+  cell("progress", "-");
   const bar = document.createElement("div");
   bar.className = "bar";
   const fill = document.createElement("div");
