@@ -139,3 +139,43 @@ def test_a_trl_run_records_datasets_scores_and_plan_and_a_retrain_registers_its_
         assert current.source_checkpoint is not None
         assert current.source_checkpoint.checkpoint_digest == best.checkpoint.digest
         assert current.artifact_uri == str(tiny.checkpoint_dir(tmp_path / "out", best_step).resolve())
+
+
+def test_a_callback_given_no_datasets_records_what_the_trainers_dataloader_reads(
+    server: ServerThread, tmp_path: Path
+) -> None:
+    from datasets import Dataset
+    from transformers import PrinterCallback
+    from trl import SFTTrainer
+
+    train_set = Dataset.from_list(tiny.build_rows(64, seed=0))
+    args = tiny.make_sft_config(tmp_path / "out", max_steps=2, save_steps=2)
+    spec = spec_for(name="tiny-prepared", base_model="tiny-llama-81k", lora=tiny.lora_config(), args=args)
+    with LedgerClient(server.address, principal="tests") as client:
+        callback = LedgerCallback(client=client, spec=spec)
+        tokenizer = tiny.build_tokenizer(0)
+        with warnings.catch_warnings():
+            warnings.filterwarnings(
+                "ignore", message=".*is deprecated and will be removed in v6", category=FutureWarning
+            )
+            trainer = SFTTrainer(
+                model=tiny.build_model(tokenizer, 0),
+                args=args,
+                train_dataset=train_set,
+                processing_class=tokenizer,
+                peft_config=tiny.lora_config(),
+                callbacks=[callback],
+            )
+        trainer.remove_callback(PrinterCallback)
+        with callback:
+            trainer.train()
+        state = client.get_run_state(run_id=callback.recorder.run_id)
+    # SFTTrainer tokenized the rows and the dataloader reads only the model's inputs of each: the
+    # record is of those rows (no eval dataset was given, so none is recorded).
+    (recorded,) = state.datasets
+    prepared = [{name: row[name] for name in ("input_ids", "labels") if name in row} for row in trainer.train_dataset]
+    assert recorded.role == "train" and recorded.rows == 64
+    assert recorded.tokens == sum(len(row["input_ids"]) for row in trainer.train_dataset) > 64
+    assert recorded.report["columns"] == sorted(prepared[0])
+    assert recorded.digest == tiny.rows_digest_by_hand(prepared)
+    assert state.progress.max_steps == 2 and state.run.objective is None
