@@ -4,6 +4,7 @@ need comes from the installed package (never from tests/), each on a ledger it s
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -25,6 +26,26 @@ def run_example(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess
         text=True,
         timeout=300,
     )
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, at any depth (inside functions too)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module is not None and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_no_example_imports_tests_or_edits_the_import_path() -> None:
+    examples = sorted(EXAMPLES.glob("*.py"))
+    assert {path.name for path in examples} >= {"trl_sft.py", "mlx_lora.py", "tinker_lora.py", "retrain.py"}
+    for path in examples:
+        reached = {name for name in imported_modules(path) if name == "tests" or name.startswith("tests.")}
+        assert not reached, f"{path.name} imports {sorted(reached)}"
+        assert "sys.path" not in path.read_text(), f"{path.name} edits sys.path"
 
 
 def test_retrain_registers_and_promotes_the_best_checkpoint_of_its_demo_run(tmp_path: Path) -> None:
