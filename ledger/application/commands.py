@@ -10,6 +10,7 @@ ledger.domain.batches.StepBatch, built the same way by StepBatch.build.
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -20,21 +21,27 @@ from msgspec.structs import force_setattr
 from ledger.domain.basis import check_basis
 from ledger.domain.errors import Invalid
 from ledger.domain.limits import (
+    DOCUMENT_BYTES_MAX,
     ERROR_LENGTH_MAX,
     STEP_MAX,
     check_document,
+    check_document_bytes,
     check_id,
     check_int,
+    check_name,
     check_reference,
     check_text,
     check_usd_micro,
 )
 from ledger.domain.reasons import Reason
-from ledger.domain.runs import FIDELITIES, FINISH_STATUSES
+from ledger.domain.runs import DATASET_ROLES, FIDELITIES, FINISH_STATUSES, OBJECTIVE_MODES
 
 __all__ = [
     "Charge",
     "Commit",
+    "DeleteCheckpoint",
+    "RecordDataset",
+    "RetractRun",
     "FinishRun",
     "NoteSummary",
     "OpenAccount",
@@ -55,6 +62,10 @@ RESERVATION_TTL_DEFAULT = timedelta(minutes=15)
 RESERVATION_TTL_MAX = timedelta(days=7)
 INT32_MAX = 2**31 - 1
 Document = dict[str, Any]
+#: How many scores one checkpoint may carry.
+SCORES_MAX = 64
+#: The longest dataset format name.
+FORMAT_LENGTH_MAX = 64
 
 
 class Command(msgspec.Struct, frozen=True, kw_only=True):
@@ -79,6 +90,9 @@ class OpenRun(Command, frozen=True, kw_only=True):
     spec: Document = msgspec.field(default_factory=dict)
     cap_usd_micro: int | None = None
     parent_account: str = ""
+    max_steps: int | None = None
+    # (metric, mode) as given; normalised to {"metric", "mode"} or None.
+    objective: Any = None
 
     def __post_init__(self) -> None:
         check_reference(self.run_key, "run_key")
@@ -86,6 +100,8 @@ class OpenRun(Command, frozen=True, kw_only=True):
         self._normal("spec", check_document(self.spec, "spec"))
         _cap(self.cap_usd_micro)
         check_reference(self.parent_account, "parent_account", required=False)
+        _max_steps(self.max_steps)
+        self._normal("objective", check_objective(self.objective))
 
 
 class StartAttempt(Command, frozen=True, kw_only=True):
@@ -93,12 +109,14 @@ class StartAttempt(Command, frozen=True, kw_only=True):
     attempt_id: str = ""
     label: str = ""
     resume_from_step: int | None = None
+    max_steps: int | None = None
 
     def __post_init__(self) -> None:
         check_id(self.attempt_id, "attempt_id", required=False)
         check_text(self.label, "label", limit=256)
         if self.resume_from_step is not None:
             check_int(self.resume_from_step, "resume_from_step")
+        _max_steps(self.max_steps)
 
 
 class SaveCheckpoint(Command, frozen=True, kw_only=True):
@@ -112,6 +130,7 @@ class SaveCheckpoint(Command, frozen=True, kw_only=True):
     final: bool = False
     expires_at: datetime | None = None
     digest: str = ""
+    scores: dict[str, float] | None = None
 
     def __post_init__(self) -> None:
         check_int(self.attempt, "attempt", minimum=1, maximum=INT32_MAX)
@@ -129,9 +148,12 @@ class SaveCheckpoint(Command, frozen=True, kw_only=True):
         ):
             raise Invalid("expires_at must be a timezone-aware time", reason=Reason.INVALID_FIELD)
         self._normal("final", bool(self.final))
+        self._normal("scores", check_scores(self.scores))
 
     def checkpoint(self) -> Document:
-        """The checkpoint as the run records it."""
+        """The checkpoint as the run records it; the scores are part of its identity (a save again
+        with other scores is another payload), and an unscored save records None, as saves did
+        before scores existed."""
         return {
             "step": self.step,
             "backend": self.backend,
@@ -141,6 +163,7 @@ class SaveCheckpoint(Command, frozen=True, kw_only=True):
             "final": self.final,
             "expires_at": self.expires_at,
             "digest": self.digest,
+            "scores": self.scores or None,
         }
 
 
@@ -168,6 +191,125 @@ class NoteSummary(Command, frozen=True, kw_only=True):
 
     def __post_init__(self) -> None:
         self._normal("summary", check_document(self.summary, "summary"))
+
+
+class RetractRun(Command, frozen=True, kw_only=True):
+    run_id: str
+    reason: str
+
+    def __post_init__(self) -> None:
+        check_reference(self.run_id, "run_id")
+        check_text(self.reason, "reason")
+        if not self.reason.strip():
+            raise Invalid("a retraction needs a reason", reason=Reason.MISSING_FIELD, field="reason")
+
+
+class RecordDataset(Command, frozen=True, kw_only=True):
+    run_id: str
+    role: str
+    digest: str
+    format: str
+    rows: int
+    tokens: int | None = None
+    source_uri: str = ""
+    report: Document = msgspec.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_reference(self.run_id, "run_id")
+        if self.role not in DATASET_ROLES:
+            raise Invalid(f"role must be one of {DATASET_ROLES}", reason=Reason.INVALID_FIELD, field="role")
+        self._normal("digest", _sha256_digest(self.digest))
+        check_id(self.format, "format")
+        if len(self.format) > FORMAT_LENGTH_MAX:
+            raise Invalid(
+                f"format is longer than {FORMAT_LENGTH_MAX} characters",
+                reason=Reason.STRING_TOO_LONG,
+                field="format",
+                limit=FORMAT_LENGTH_MAX,
+            )
+        check_int(self.rows, "rows")
+        if self.tokens is not None:
+            check_int(self.tokens, "tokens")
+        check_reference(self.source_uri, "source_uri", required=False)
+        report = check_document(self.report, "report")
+        check_document_bytes(report, "report", DOCUMENT_BYTES_MAX, Reason.DOCUMENT_TOO_LARGE)
+        self._normal("report", report)
+
+    def dataset(self) -> Document:
+        """The dataset as the run records it."""
+        return {
+            "role": self.role,
+            "digest": self.digest,
+            "format": self.format,
+            "rows": self.rows,
+            "tokens": self.tokens,
+            "source_uri": self.source_uri,
+            "report": self.report,
+        }
+
+
+class DeleteCheckpoint(Command, frozen=True, kw_only=True):
+    run_id: str
+    attempt: int
+    step: int
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        check_reference(self.run_id, "run_id")
+        check_int(self.attempt, "attempt", maximum=INT32_MAX)
+        check_int(self.step, "step", maximum=STEP_MAX)
+        check_text(self.reason, "reason")
+
+
+def _max_steps(max_steps: int | None) -> None:
+    if max_steps is not None:
+        check_int(max_steps, "max_steps", minimum=1, maximum=STEP_MAX)
+
+
+def check_objective(objective: Any) -> dict[str, str] | None:
+    """An objective given as (metric, mode) or {"metric", "mode"}: the metric under the metric-name
+    rules, the mode "min" or "max". None (or an empty metric) means none."""
+    if objective is None:
+        return None
+    if isinstance(objective, dict):
+        metric, mode = objective.get("metric", ""), objective.get("mode", "")
+    elif isinstance(objective, tuple | list) and len(objective) == 2:
+        metric, mode = objective
+    else:
+        raise Invalid("objective is a (metric, mode) pair", reason=Reason.INVALID_FIELD, field="objective")
+    if metric == "" and mode == "":
+        return None
+    check_name(metric, "objective metric")
+    if mode not in OBJECTIVE_MODES:
+        raise Invalid(f"objective mode must be one of {OBJECTIVE_MODES}", reason=Reason.INVALID_FIELD, field="mode")
+    return {"metric": metric, "mode": mode}
+
+
+def check_scores(scores: Any) -> dict[str, float] | None:
+    """A checkpoint's scores: at most SCORES_MAX names under the metric-name rules, each a finite
+    number (NON_FINITE_METRIC); ints become floats. None or empty: no scores."""
+    if not scores:
+        if scores is not None and not isinstance(scores, dict):
+            raise Invalid("scores must be a mapping", reason=Reason.INVALID_FIELD, field="scores")
+        return None
+    if not isinstance(scores, dict):
+        raise Invalid("scores must be a mapping", reason=Reason.INVALID_FIELD, field="scores")
+    if len(scores) > SCORES_MAX:
+        raise Invalid(
+            f"a checkpoint carries at most {SCORES_MAX} scores",
+            reason=Reason.MAP_TOO_LARGE,
+            field="scores",
+            limit=SCORES_MAX,
+        )
+    checked: dict[str, float] = {}
+    for name, value in scores.items():
+        check_name(name, "score name")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise Invalid(f"score {name} must be a number", reason=Reason.INVALID_FIELD, field="scores")
+        if not math.isfinite(value):
+            raise Invalid(f"score {name} is not finite", reason=Reason.NON_FINITE_METRIC, metric=name)
+        checked[name] = float(value)
+    return checked
 
 
 # Spend.
@@ -263,6 +405,8 @@ class Register(Command, frozen=True, kw_only=True):
     source_run_id: str = ""
     source_step: int = 0
     metadata: Document = msgspec.field(default_factory=dict)
+    # {run_id, step, attempt, checkpoint_digest}: the run's checkpoint the version is made from.
+    source_checkpoint: Document | None = None
 
     def __post_init__(self) -> None:
         check_reference(self.family, "family")
@@ -273,16 +417,59 @@ class Register(Command, frozen=True, kw_only=True):
         check_reference(self.source_run_id, "source_run_id", required=False)
         check_int(self.source_step, "source_step")
         self._normal("metadata", check_document(self.metadata, "metadata"))
+        if self.source_checkpoint is not None:
+            self._source_checkpoint(self.source_checkpoint)
+
+    def _source_checkpoint(self, source: Any) -> None:
+        """Checks the source checkpoint and fills source_run_id and source_step from it: when the
+        request gave them too they must name the same checkpoint (INVALID_FIELD)."""
+        if not isinstance(source, dict):
+            raise Invalid("source_checkpoint must be a mapping", reason=Reason.INVALID_FIELD, field="source_checkpoint")
+        unknown = set(source) - {"run_id", "step", "attempt", "checkpoint_digest"}
+        if unknown:
+            raise Invalid(
+                f"source_checkpoint has unknown fields {sorted(unknown)}",
+                reason=Reason.INVALID_FIELD,
+                field="source_checkpoint",
+            )
+        run_id = check_reference(source.get("run_id", ""), "source_checkpoint.run_id")
+        step = check_int(source.get("step", 0), "source_checkpoint.step")
+        attempt = check_int(source.get("attempt", 0), "source_checkpoint.attempt", maximum=INT32_MAX)
+        checkpoint_digest = check_text(
+            source.get("checkpoint_digest", ""), "source_checkpoint.checkpoint_digest", limit=256
+        )
+        if self.source_run_id and self.source_run_id != run_id:
+            raise Invalid(
+                "source_run_id names another run than source_checkpoint",
+                reason=Reason.INVALID_FIELD,
+                field="source_run_id",
+            )
+        if self.source_step and self.source_step != step:
+            raise Invalid(
+                "source_step names another step than source_checkpoint",
+                reason=Reason.INVALID_FIELD,
+                field="source_step",
+            )
+        self._normal("source_run_id", run_id)
+        self._normal("source_step", step)
+        self._normal(
+            "source_checkpoint",
+            {"run_id": run_id, "step": step, "attempt": attempt, "checkpoint_digest": checkpoint_digest},
+        )
 
     def version_fields(self) -> Document:
-        """The version as the family records it."""
-        return {
+        """The version as the family records it (source_checkpoint only when one was named, so a
+        version without one is recorded as versions were before it existed)."""
+        fields = {
             "artifact_uri": self.artifact_uri,
             "digest": self.digest,
             "source_run_id": self.source_run_id,
             "source_step": self.source_step,
             "metadata": self.metadata,
         }
+        if self.source_checkpoint is not None:
+            fields["source_checkpoint"] = self.source_checkpoint
+        return fields
 
 
 class Promote(Command, frozen=True, kw_only=True):

@@ -1,6 +1,10 @@
 """Reads: answers from the views (ledger.views.queries, as the read models of ledger.views.models)
 and from the log itself. Each read of a view may first wait for a position (read-your-writes);
 `check` is what health follows. Storage outages become Unavailable.
+
+The best checkpoint and the retention plan are read from the views and decided by
+ledger.domain.retention (the rule DeleteCheckpoint applies on the Run aggregate), with the server's
+clock as `now`.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from uuid import UUID
 
 from eventsourcing.persistence import Notification
 
+from ledger.application.commands import check_objective
 from ledger.application.kernel import Kernel, storage_read
 from ledger.domain.errors import Invalid, NotFound, Unavailable
 from ledger.domain.limits import (
@@ -145,10 +150,83 @@ class Reads(Kernel):
         check_reference(run_id, "run_id")
         check_int(limit, "limit", minimum=1, maximum=PAGE_SIZE_MAX)
         self.wait(min_position, timeout_s)
-        found = self.views.checkpoints(run_id, limit)
-        if found is None:
+        if self.views.checkpoints(run_id, 1) is None:
             raise NotFound(f"no run {run_id}", reason=Reason.RUN_NOT_FOUND, run_id=run_id)
+        return tuple(self.views.run_checkpoints(run_id, self.clock(), limit))
+
+    @storage_read
+    def best_checkpoint(
+        self,
+        run_id: str,
+        *,
+        metric: str = "",
+        mode: str = "",
+        include_superseded: bool = False,
+        min_position: int = 0,
+        timeout_s: float = 5.0,
+    ) -> models.BestCheckpoint:
+        """The usable checkpoint scoring best on `metric` ("min" or "max" is better; both empty:
+        the run's objective), superseded ones too when asked (ledger.domain.retention.best).
+        Raises NotFound (RUN_NOT_FOUND; NO_SCORED_CHECKPOINT when none has the score or the run
+        has no objective and none was given) or Invalid."""
+        check_reference(run_id, "run_id")
+        if metric or mode:
+            objective = check_objective((metric, mode))
+        else:
+            objective = None
+        self.wait(min_position, timeout_s)
+        state = self.views.run_plan(run_id)
+        if state is None:
+            raise NotFound(f"no run {run_id}", reason=Reason.RUN_NOT_FOUND, run_id=run_id)
+        if objective is None and state[0]:
+            objective = {"metric": state[0], "mode": state[1]}
+        found = None
+        if objective is not None:
+            found = self.views.best_checkpoint(
+                run_id,
+                metric=objective["metric"],
+                mode=objective["mode"],
+                include_superseded=include_superseded,
+                now=self.clock(),
+            )
+        if found is None:
+            what = f"on {objective['metric']}" if objective else "(the run has no objective and none was given)"
+            raise NotFound(
+                f"no usable checkpoint of run {run_id} is scored {what}",
+                reason=Reason.NO_SCORED_CHECKPOINT,
+                run_id=run_id,
+                metric=objective["metric"] if objective else "",
+            )
         return found
+
+    @storage_read
+    def plan_prune(
+        self,
+        run_id: str,
+        *,
+        keep_last: int = 0,
+        after: tuple[int, int] | None = None,
+        limit: int = 1000,
+        min_position: int = 0,
+        timeout_s: float = 5.0,
+    ) -> models.PrunePage:
+        """A page of the run's retention plan (ledger.domain.retention.plan with the run's objective,
+        the checkpoints registry versions were made from, and the server's now), in (step, attempt)
+        order after `after`. Raises NotFound or Invalid."""
+        check_reference(run_id, "run_id")
+        check_int(keep_last, "keep_last", maximum=PAGE_SIZE_MAX)
+        check_int(limit, "limit", minimum=1, maximum=PAGE_SIZE_MAX)
+        if after is not None:
+            check_int(after[0], "after step")
+            check_int(after[1], "after attempt")
+        self.wait(min_position, timeout_s)
+        state = self.views.run_plan(run_id)
+        if state is None:
+            raise NotFound(f"no run {run_id}", reason=Reason.RUN_NOT_FOUND, run_id=run_id)
+        objective = models.Objective(metric=state[0], mode=state[1]) if state[0] else None
+        return self.views.prune_page(
+            run_id, objective=objective, keep_last=keep_last, after=after, limit=limit, now=self.clock()
+        )
 
     @storage_read
     def spend_hours(
@@ -229,11 +307,13 @@ class Reads(Kernel):
         name_contains: str = "",
         run_id_prefix: str = "",
         account: str = "",
+        include_retracted: bool = False,
         min_position: int = 0,
         timeout_s: float = 5.0,
     ) -> models.RunPage:
         """Runs, newest first; `after` is the (opened_epoch, run_id) of the previous page's last.
-        Filters (ViewReader.list_runs): status, a part of the name, an id prefix, an account."""
+        Filters (ViewReader.list_runs): status, a part of the name, an id prefix, an account;
+        retracted runs are left out unless `include_retracted`."""
         check_int(limit, "limit", minimum=1, maximum=PAGE_SIZE_MAX + 1)
         check_text(name_contains, "name_contains", limit=ID_LENGTH_MAX)
         if run_id_prefix and not RUN_ID_PREFIX.fullmatch(run_id_prefix):
@@ -251,6 +331,8 @@ class Reads(Kernel):
             name_contains=name_contains,
             run_id_prefix=run_id_prefix,
             account=account,
+            include_retracted=include_retracted,
+            now=self.clock(),
         )
 
     @storage_read

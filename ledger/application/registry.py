@@ -1,18 +1,28 @@
 """The model registry: register immutable versions, promote through a passing gate verdict
-(compare-and-set on the current version), roll back to an earlier promoted version."""
+(compare-and-set on the current version), roll back to an earlier promoted version.
+
+A version may name the run's checkpoint it was made from (source_checkpoint): the run's checkpoint
+is checked (it exists, was not deleted, has the digest named, the run was not retracted), and the
+same write records Run.CheckpointRegistered on the run, so that retention keeps that checkpoint. A
+bare source_run_id and source_step of a run that has a checkpoint at that step records it too
+(without a digest to check); one of an unknown run is recorded as it is, unchecked.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
 
 from ledger.application.commands import Promote, Register, Rollback
 from ledger.application.kernel import Kernel, Receipt
-from ledger.domain.base import LedgerAggregate, ledger_id
+from ledger.domain.base import Audit, LedgerAggregate, ledger_id
+from ledger.domain.errors import NotFound
 from ledger.domain.limits import check_id
 from ledger.domain.registry import Family
+from ledger.domain.runs import Run
 
 __all__ = ["RegistryCommands"]
 
@@ -29,10 +39,14 @@ class RegistryCommands(Kernel):
         source_run_id: str = "",
         source_step: int = 0,
         metadata: dict[str, Any] | None = None,
+        source_checkpoint: dict[str, Any] | None = None,
         principal: str = "",
         request_id: str = "",
     ) -> Receipt:
-        """Register an immutable version (never promotes). Idempotent by digest."""
+        """Register an immutable version (never promotes). Idempotent by digest. With
+        `source_checkpoint` {run_id, step, attempt (0: the usable one at that step),
+        checkpoint_digest} the version records that checkpoint (RUN_NOT_FOUND,
+        CHECKPOINT_NOT_FOUND, CHECKPOINT_DELETED, CHECKPOINT_DIGEST_MISMATCH, RUN_RETRACTED)."""
         command = Register(
             family=family,
             artifact_uri=artifact_uri,
@@ -40,8 +54,8 @@ class RegistryCommands(Kernel):
             source_run_id=source_run_id,
             source_step=source_step,
             metadata={} if metadata is None else metadata,
+            source_checkpoint=source_checkpoint,
         )
-        fields = command.version_fields()
         audit = self._audit(principal, request_id)
         family_id = ledger_id("family", family)
 
@@ -52,10 +66,70 @@ class RegistryCommands(Kernel):
                 check_id(family, "family")  # A new family takes a name under the identifier rules.
                 aggregate = Family._create(Family.Created, id=family_id, name=family, **audit.fields())
             touched.append(aggregate)
-            return aggregate.register(audit, version_fields=fields)
+            fields = command.version_fields()
+            source = self._registered_source(aggregate, command) if command.source_checkpoint else None
+            if source is not None:
+                fields["source_checkpoint"] = source
+            number, version = aggregate.register(audit, version_fields=fields)
+            if version is None:
+                run = self._source_run(command.source_run_id)
+                if run is not None:
+                    self._note_registered(run, aggregate.name, number, command, source, audit, touched)
+            return number, version
 
         (number, version), position = self._write(decide)
         return self._receipt(family_id, version, position, version=number)
+
+    def _registered_source(self, family: Family, command: Register) -> dict[str, Any]:
+        """The source checkpoint as the version records it: with the attempt that saved it. A retry
+        of a registration (the same digest and checkpoint, attempt 0 or the one recorded) answers
+        with what was recorded, before the run is looked at again."""
+        given = command.source_checkpoint
+        assert given is not None
+        for existing in family.versions:
+            recorded = existing.get("source_checkpoint")
+            if existing["digest"] == command.digest and recorded is not None:
+                same = all(recorded[key] == given[key] for key in ("run_id", "step", "checkpoint_digest"))
+                if same and given["attempt"] in (0, recorded["attempt"]):
+                    return dict(recorded)
+        _, run = self._run(given["run_id"])
+        checkpoint = run.source_checkpoint(
+            step=given["step"], attempt=given["attempt"], digest=given["checkpoint_digest"]
+        )
+        return {**given, "attempt": checkpoint["attempt"]}
+
+    def _source_run(self, run_id: str) -> Run | None:
+        """The run a version names as its source, when it is one this ledger knows."""
+        if not run_id:
+            return None
+        try:
+            uuid = UUID(run_id)
+            run: object = self.repository.get(uuid)
+        except (ValueError, AggregateNotFoundError):
+            return None
+        return run if isinstance(run, Run) else None
+
+    @staticmethod
+    def _note_registered(
+        run: Run,
+        family: str,
+        number: int,
+        command: Register,
+        source: dict[str, Any] | None,
+        audit: Audit,
+        touched: list[LedgerAggregate],
+    ) -> None:
+        """Record on the run which of its checkpoints the new version was made from (kept from
+        deletion): the source checkpoint's, else the checkpoint at the bare source step if any."""
+        if source is not None:
+            attempt = int(source["attempt"])
+        else:
+            try:
+                attempt = int(run.checkpoint_at(command.source_step)["attempt"])
+            except NotFound:
+                return
+        run.note_registered(audit, family=family, version=number, attempt=attempt, step=command.source_step)
+        touched.append(run)
 
     def promote(
         self,

@@ -1,6 +1,11 @@
-"""Runs: open a run (with its spend account), start attempts, record step batches, checkpoints,
-the finish and summary notes. Each command validates its arguments (ledger.application.commands),
-then decides on the Run aggregate in the kernel's write loop.
+"""Runs: open a run (with its spend account, its plan and its objective), start attempts, record
+step batches, scored checkpoints, the finish and summary notes, datasets, checkpoint deletions, and
+retract a run. Each command validates its arguments (ledger.application.commands), then decides on
+the Run aggregate in the kernel's write loop.
+
+A retraction touches two aggregates in one write, as opening a run does: the run (Run.Retracted:
+no more writes) and its spend account (Account.Retracted: no new spend), saved together, so a run
+is never retracted without its account or the other way round.
 """
 
 from __future__ import annotations
@@ -12,7 +17,16 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
 
-from ledger.application.commands import FinishRun, NoteSummary, OpenRun, SaveCheckpoint, StartAttempt
+from ledger.application.commands import (
+    DeleteCheckpoint,
+    FinishRun,
+    NoteSummary,
+    OpenRun,
+    RecordDataset,
+    RetractRun,
+    SaveCheckpoint,
+    StartAttempt,
+)
 from ledger.application.kernel import Kernel, Receipt
 from ledger.domain import spending as spend
 from ledger.domain.accounts import Account
@@ -37,33 +51,53 @@ class RunCommands(Kernel):
         spec: dict[str, Any] | None = None,
         cap_usd_micro: int | None = None,
         parent_account: str = "",
+        max_steps: int | None = None,
+        objective: tuple[str, str] | None = None,
         principal: str = "",
         request_id: str = "",
     ) -> Receipt:
-        """Open a run by its key (idempotent) with its spend account."""
+        """Open a run by its key (idempotent) with its spend account. `max_steps` is the run's
+        plan (another value for an existing run changes it: PlanChanged); `objective` the
+        (metric, mode) that ranks its checkpoints, set when the run is opened and never changed
+        (another one on an existing run: OBJECTIVE_DIFFERS; None leaves it). An existing run that
+        was retracted is RUN_RETRACTED."""
         command = OpenRun(
             run_key=run_key,
             name=name,
             spec={} if spec is None else spec,
             cap_usd_micro=cap_usd_micro,
             parent_account=parent_account,
+            max_steps=max_steps,
+            objective=objective,
         )
         audit = self._audit(principal, request_id)
         run_id = ledger_id("run", run_key)
         account_id = ledger_id("account", str(run_id))
 
-        def decide(touched: list[LedgerAggregate]) -> bool:
+        def decide(touched: list[LedgerAggregate]) -> tuple[bool, int | None]:
             try:
                 touched.append(self.repository.get(run_id))
             except AggregateNotFoundError:
                 pass
             else:
+                planned = self._reopen_run(touched[-1], command, audit)
                 self._reopen_account(str(run_id), command, audit, touched)
-                return False
+                return False, planned
             check_id(run_key, "run_key")  # A new run takes a key under the identifier rules.
+            plan: dict[str, Any] = {}
+            if command.max_steps is not None:
+                plan["max_steps"] = command.max_steps
+            if command.objective is not None:
+                plan["objective"] = command.objective
             touched.append(
                 Run._create(
-                    Run.Opened, id=run_id, run_key=run_key, name=name or run_key, spec=command.spec, **audit.fields()
+                    Run.Opened,
+                    id=run_id,
+                    run_key=run_key,
+                    name=name or run_key,
+                    spec=command.spec,
+                    **plan,
+                    **audit.fields(),
                 )
             )
             try:
@@ -80,7 +114,7 @@ class RunCommands(Kernel):
                         **audit.fields(),
                     )
                 )
-                return True
+                return True, None
             # Only in a ledger written before run account names were reserved: the account was
             # opened by OpenAccount. The run is opened only if its cap and parent are honoured.
             if (taken.cap, taken.parent) != (cap_usd_micro, parent_account):
@@ -89,18 +123,39 @@ class RunCommands(Kernel):
                     reason=Reason.RUN_ACCOUNT_TAKEN,
                     account=str(run_id),
                 )
-            return True
+            return True, None
 
-        created, position = self._write(decide)
+        (created, planned), position = self._write(decide)
         if position is None:
             # A retry answers with the first answer: the position of the transaction that opened
-            # the run and its account together (the later of the two events).
+            # the run and its account together (the later of the two events), or of the plan
+            # change that set the max_steps it asks for.
             position = self.storage.position_of(run_id, 1)
             try:
                 position = max(position, self.storage.position_of(account_id, 1))
             except LookupError:
                 pass
+            if planned is not None:
+                position = max(position, self.storage.position_of(run_id, planned))
         return Receipt(position, duplicate=not created, created=created, run_id=str(run_id))
+
+    @staticmethod
+    def _reopen_run(run: LedgerAggregate, command: OpenRun, audit: Audit) -> int | None:
+        """What an OpenRun of an existing run asks of the run: not retracted, the same objective
+        (when one is given), and its plan (a max_steps given that differs is recorded). Returns
+        the version of the plan change an identical earlier OpenRun recorded, if any."""
+        assert isinstance(run, Run)
+        run.check_not_retracted()
+        if command.objective is not None and command.objective != run.objective:
+            held = run.objective
+            raise Refused(
+                f"the run's objective is {_objective_text(held)}, not {_objective_text(command.objective)}:"
+                " an objective never changes",
+                reason=Reason.OBJECTIVE_DIFFERS,
+                metric=held["metric"] if held else "",
+                mode=held["mode"] if held else "",
+            )
+        return run.change_plan(audit, max_steps=command.max_steps)
 
     def _reopen_account(self, name: str, command: OpenRun, audit: Audit, touched: list[LedgerAggregate]) -> None:
         """What an OpenRun of an existing run asks of its account: a cap given is a cap change
@@ -125,18 +180,30 @@ class RunCommands(Kernel):
         attempt_id: str = "",
         label: str = "",
         resume_from_step: int | None = None,
+        max_steps: int | None = None,
         principal: str = "",
         request_id: str = "",
     ) -> Receipt:
-        """Start the next attempt on a run, fencing the previous one."""
-        command = StartAttempt(run_id=run_id, attempt_id=attempt_id, label=label, resume_from_step=resume_from_step)
+        """Start the next attempt on a run, fencing the previous one; `max_steps` (None: unchanged)
+        is the run's plan from now on, never below the resume point (MAX_STEPS_BELOW_LAST_STEP)."""
+        command = StartAttempt(
+            run_id=run_id,
+            attempt_id=attempt_id,
+            label=label,
+            resume_from_step=resume_from_step,
+            max_steps=max_steps,
+        )
         audit = self._audit(principal, request_id)
 
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, int]:
             uuid, run = self._run(run_id)
             touched.append(run)
             version = run.start_attempt(
-                audit, attempt_id=command.attempt_id, label=command.label, resume_from_step=command.resume_from_step
+                audit,
+                attempt_id=command.attempt_id,
+                label=command.label,
+                resume_from_step=command.resume_from_step,
+                max_steps=command.max_steps,
             )
             if version is None:
                 # The fenced attempts' holds go back at once, not at their expiry.
@@ -189,10 +256,12 @@ class RunCommands(Kernel):
         final: bool = False,
         expires_at: datetime | None = None,
         digest: str = "",
+        scores: dict[str, float] | None = None,
         principal: str = "",
         request_id: str = "",
     ) -> Receipt:
-        """Record a checkpoint whose files are durable: the commit point for resume."""
+        """Record a checkpoint whose files are durable: the commit point for resume. `scores` are
+        the eval scores measured at it (name -> finite value), part of its identity."""
         command = SaveCheckpoint(
             run_id=run_id,
             attempt=attempt,
@@ -204,6 +273,7 @@ class RunCommands(Kernel):
             final=final,
             expires_at=expires_at,
             digest=digest,
+            scores=scores,
         )
         checkpoint = command.checkpoint()
         audit = self._audit(principal, request_id)
@@ -264,3 +334,81 @@ class RunCommands(Kernel):
 
         version, position = self._write(decide)
         return self._receipt(UUID(run_id), version, position)
+
+    def retract_run(self, *, run_id: str, reason: str, principal: str = "", request_id: str = "") -> Receipt:
+        """Retract a run (an operator's act, with a reason): it is left out of lists, takes no more
+        writes (RUN_RETRACTED) and its account no new spend; its history stays. Retracting again
+        with the same reason is a duplicate; with another, EXISTS_WITH_DIFFERENT_PAYLOAD."""
+        command = RetractRun(run_id=run_id, reason=reason)
+        audit = self._audit(principal, request_id)
+
+        def decide(touched: list[LedgerAggregate]) -> int | None:
+            uuid, run = self._run(run_id)
+            touched.append(run)
+            version = run.retract(audit, reason=command.reason)
+            account = self._account(str(uuid))
+            touched.append(account)
+            account.retract(audit, reason=command.reason)
+            return version
+
+        version, position = self._write(decide)
+        return self._receipt(UUID(run_id), version, position)
+
+    def record_dataset(
+        self,
+        *,
+        run_id: str,
+        role: str,
+        digest: str,
+        format: str,
+        rows: int,
+        tokens: int | None = None,
+        source_uri: str = "",
+        report: dict[str, Any] | None = None,
+        principal: str = "",
+        request_id: str = "",
+    ) -> Receipt:
+        """Record a dataset the run trains ("train") or evaluates ("eval") on, by the digest of its
+        rows, with its export report (at most 64 KiB as JSON). The same role and digest again is a
+        duplicate, or EXISTS_WITH_DIFFERENT_PAYLOAD with another payload."""
+        command = RecordDataset(
+            run_id=run_id,
+            role=role,
+            digest=digest,
+            format=format,
+            rows=rows,
+            tokens=tokens,
+            source_uri=source_uri,
+            report={} if report is None else report,
+        )
+        dataset = command.dataset()
+        audit = self._audit(principal, request_id)
+
+        def decide(touched: list[LedgerAggregate]) -> int | None:
+            _, run = self._run(run_id)
+            touched.append(run)
+            return run.record_dataset(audit, dataset=dataset)
+
+        version, position = self._write(decide)
+        return self._receipt(UUID(run_id), version, position)
+
+    def delete_checkpoint(
+        self, *, run_id: str, attempt: int, step: int, reason: str = "", principal: str = "", request_id: str = ""
+    ) -> Receipt:
+        """Record that a checkpoint's state was deleted from its storage (attempt 0: the usable
+        one at `step`): never offered for resume again. Refused for a protected checkpoint
+        (CHECKPOINT_PROTECTED, ledger.domain.retention); a second deletion is a duplicate."""
+        command = DeleteCheckpoint(run_id=run_id, attempt=attempt, step=step, reason=reason)
+        audit = self._audit(principal, request_id)
+
+        def decide(touched: list[LedgerAggregate]) -> int | None:
+            _, run = self._run(run_id)
+            touched.append(run)
+            return run.delete_checkpoint(audit, attempt=command.attempt, step=command.step, reason=command.reason)
+
+        version, position = self._write(decide)
+        return self._receipt(UUID(run_id), version, position)
+
+
+def _objective_text(objective: dict[str, str] | None) -> str:
+    return "none" if objective is None else f"{objective['mode']} {objective['metric']}"

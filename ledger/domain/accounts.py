@@ -10,6 +10,11 @@ its reservation, or the part of a charge or late commit beyond what remained. A 
 would cross the cap of the account or of any parent is refused, and the refusal is recorded.
 Every change on an account is mirrored onto each parent by a SpendRolledUp event saved in the
 same transaction, so the chain moves atomically.
+
+A run's account is retracted with its run (Retracted, saved in the transaction of the run's
+Retracted): new spend on it (a reservation, a charge) is refused RUN_RETRACTED, while what settles
+spend that happened before (a commit or release of an earlier hold, an expiry, a bill's
+adjustment) still goes through, since the truth about money is never refused.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ledger.domain.base import LedgerAggregate
+from ledger.domain.base import Audit, LedgerAggregate
+from ledger.domain.errors import Refused
+from ledger.domain.reasons import Reason
 
 __all__ = ["Account", "SETTLED_WINDOW", "Recall"]
 
@@ -211,6 +218,14 @@ class Account(LedgerAggregate):
                 },
             )
 
+    class Retracted(LedgerAggregate.Event):
+        """The account's run was retracted: no new spend is taken on it."""
+
+        reason: str
+
+        def apply(self, account: Account) -> None:
+            account.__dict__["retraction"] = {"reason": self.reason, "version": self.originator_version}
+
     class SpendRolledUp(LedgerAggregate.Event):
         child: str
         ref: str
@@ -244,6 +259,27 @@ class Account(LedgerAggregate):
         return account
 
     # State helpers.
+
+    @property
+    def retraction(self) -> dict[str, Any] | None:
+        """{"reason", "version"} once the account's run was retracted (absent in older snapshots)."""
+        value: dict[str, Any] | None = self.__dict__.get("retraction")
+        return value
+
+    def retract(self, audit: Audit, *, reason: str) -> None:
+        """Record that the account's run was retracted (once: a second retraction records nothing)."""
+        if self.retraction is None:
+            self.record(self.Retracted, audit, reason=reason)
+
+    def check_not_retracted(self) -> None:
+        """New spend on a retracted run's account is refused (RUN_RETRACTED)."""
+        retraction = self.retraction
+        if retraction is not None:
+            raise Refused(
+                f"the run of account {self.name} was retracted: {retraction['reason']}",
+                reason=Reason.RUN_RETRACTED,
+                account=self.name,
+            )
 
     def settle(self, key: str, entry: dict[str, Any]) -> None:
         self.settled.pop(key, None)

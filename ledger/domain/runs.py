@@ -102,6 +102,7 @@ class Run(LedgerAggregate):
         def apply(self, run: Run) -> None:
             if self.max_steps is not None:
                 run.__dict__["max_steps"] = self.max_steps
+                run.__dict__.pop("plan_version", None)
             for attempt in run.attempts:
                 attempt["ended"] = True
             run.attempts.append(
@@ -212,6 +213,7 @@ class Run(LedgerAggregate):
 
         def apply(self, run: Run) -> None:
             run.__dict__["max_steps"] = self.max_steps
+            run.__dict__["plan_version"] = self.originator_version
 
     class DatasetRecorded(LedgerAggregate.Event):
         """A dataset the run trains (role "train") or evaluates (role "eval") on, by content digest,
@@ -339,13 +341,19 @@ class Run(LedgerAggregate):
                 last_step=floor,
             )
 
-    def change_plan(self, audit: Audit, *, max_steps: int | None) -> None:
-        """An OpenRun of this run with a max_steps: records the new plan when it differs."""
+    def change_plan(self, audit: Audit, *, max_steps: int | None) -> int | None:
+        """An OpenRun of this run with a max_steps: records the new plan when it differs. The same
+        plan again answers with the version of the PlanChanged that set it (None when the plan
+        was set otherwise: at the opening, or by an attempt's start)."""
         if max_steps is None or max_steps == self.max_steps:
-            return
+            if max_steps is None:
+                return None
+            version: int | None = self.__dict__.get("plan_version")
+            return version
         self.check_not_retracted()
         self.check_max_steps(max_steps, self.last_step)
         self.record(self.PlanChanged, audit, max_steps=max_steps)
+        return None
 
     def start_attempt(
         self,
@@ -498,7 +506,12 @@ class Run(LedgerAggregate):
         """Record a durable checkpoint. Returns the version of an identical earlier save."""
         for saved in self.checkpoints:
             if saved["attempt"] == attempt and saved["step"] == checkpoint["step"]:
-                if all(saved[key] == value for key, value in checkpoint.items()):
+                # Scores are part of the identity; a checkpoint in a snapshot taken before they
+                # existed has none (unscored: None or {}).
+                if all(
+                    (saved.get(key) or {}) == (value or {}) if key == "scores" else saved[key] == value
+                    for key, value in checkpoint.items()
+                ):
                     return int(saved["version"])
                 raise Conflict(
                     f"a checkpoint at step {checkpoint['step']} was saved with another payload",
@@ -538,6 +551,7 @@ class Run(LedgerAggregate):
         linked = sessions.get(f"{provider}/{session_id}")
         if linked is not None:
             return linked
+        self.check_not_retracted()
         if len(sessions) >= SESSIONS_MAX:
             raise Invalid(
                 f"the run has {SESSIONS_MAX} sessions linked already", reason=Reason.MAP_TOO_LARGE, limit=SESSIONS_MAX

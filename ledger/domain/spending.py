@@ -114,6 +114,7 @@ def reserve(
                 remaining_usd_micro=entry["remaining"],
             )
         return int(entry["reserved_version"])
+    account.check_not_retracted()
     expire_overdue(account, parents, audit)
     for holder in (account, *parents):
         headroom = holder.remaining
@@ -257,6 +258,7 @@ def charge(
                 charge_id=charge_id,
             )
         return int(entry["settled_version"]), int(entry.get("overrun", 0))
+    account.check_not_retracted()
     overrun = account.excess(amount)
     account.record(
         Account.SpendCharged, audit, charge_id=charge_id, amount=amount, basis=basis, reason=reason, overrun=overrun
