@@ -20,6 +20,16 @@ import msgspec
 __all__ = [
     "Moment",
     "RunStatus",
+    "ObjectiveMode",
+    "DatasetRole",
+    "Objective",
+    "Progress",
+    "Retraction",
+    "Dataset",
+    "BestCheckpoint",
+    "PruneEntry",
+    "PrunePage",
+    "SourceCheckpoint",
     "StateHandle",
     "RunInfo",
     "Attempt",
@@ -58,9 +68,52 @@ __all__ = [
 #: An aware datetime (UTC as read from the views).
 Moment = Annotated[datetime, msgspec.Meta(tz=True)]
 RunStatus = Literal["running", "done", "failed", "stopped"]
+ObjectiveMode = Literal["min", "max"]
+DatasetRole = Literal["train", "eval"]
 
 
 # Runs.
+
+
+class Objective(msgspec.Struct, frozen=True, kw_only=True):
+    """The score that ranks a run's checkpoints and which way is better ("min": lower)."""
+
+    metric: str
+    mode: ObjectiveMode
+
+
+class Retraction(msgspec.Struct, frozen=True, kw_only=True):
+    """Why, when and by whom an operator retracted a run."""
+
+    reason: str
+    retracted_at: Moment
+    principal: str
+
+
+class Progress(msgspec.Struct, frozen=True, kw_only=True):
+    """How far a run has come against its plan: `fraction` is step / max_steps (at most 1),
+    `steps_per_second` the recent rate of the current attempt, `eta` when it should reach
+    max_steps at that rate (None unless running with a rate and a plan)."""
+
+    max_steps: int | None = None
+    step: int | None = None
+    fraction: float | None = None
+    steps_per_second: float | None = None
+    eta: Moment | None = None
+
+
+class Dataset(msgspec.Struct, frozen=True, kw_only=True):
+    """A dataset a run trains or evaluates on, by the digest of its rows, with its export report;
+    `tokens` None when not counted."""
+
+    role: DatasetRole
+    digest: str
+    format: str
+    rows: int
+    tokens: int | None
+    source_uri: str
+    report: dict[str, Any]
+    recorded_at: Moment
 
 
 class StateHandle(msgspec.Struct, frozen=True, kw_only=True):
@@ -83,6 +136,8 @@ class RunInfo(msgspec.Struct, frozen=True, kw_only=True):
     error: str
     opened_at: Moment
     finished_at: Moment | None
+    objective: Objective | None = None
+    retraction: Retraction | None = None
 
 
 class Attempt(msgspec.Struct, frozen=True, kw_only=True):
@@ -97,7 +152,8 @@ class Attempt(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
-    """A saved checkpoint; `expires_at` is None for state that never expires."""
+    """A saved checkpoint; `expires_at` is None for state that never expires, `expired` when it
+    has passed, `deleted_at` when its state was deleted; `scores` the eval scores saved with it."""
 
     attempt: int
     step: int
@@ -108,6 +164,36 @@ class Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
     expires_at: Moment | None
     digest: str
     superseded: bool = False
+    scores: dict[str, float] = msgspec.field(default_factory=dict)
+    deleted_at: Moment | None = None
+    expired: bool = False
+
+
+class BestCheckpoint(msgspec.Struct, frozen=True, kw_only=True):
+    """The usable checkpoint (or superseded one, when asked) that scores best on `metric`
+    ("min" or "max" is better), with its score."""
+
+    checkpoint: Checkpoint
+    score: float
+    metric: str
+    mode: ObjectiveMode
+
+
+class PruneEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """A checkpoint in a retention plan (ledger.domain.retention): `delete` when its state may go,
+    else `kept_because` ("resume", "best", "registered", "recent", "deleted", "expired")."""
+
+    checkpoint: Checkpoint
+    delete: bool
+    kept_because: tuple[str, ...]
+
+
+class PrunePage(msgspec.Struct, frozen=True, kw_only=True):
+    """A page of a retention plan in (step, attempt) order; `after` is the (step, attempt) the next
+    page follows, None after the last."""
+
+    entries: tuple[PruneEntry, ...]
+    after: tuple[int, int] | None
 
 
 class Resume(msgspec.Struct, frozen=True, kw_only=True):
@@ -164,6 +250,9 @@ class RunState(msgspec.Struct, frozen=True, kw_only=True):
     last_step: int | None
     spend: SpendTotals
     position: int
+    best_checkpoint: Checkpoint | None = None
+    progress: Progress = msgspec.field(default_factory=Progress)
+    datasets: tuple[Dataset, ...] = ()
 
 
 class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
@@ -179,6 +268,8 @@ class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
     parent_account: str = ""
     cap_usd_micro: int | None = None
     pending_usd_micro: int = 0
+    progress: Progress = msgspec.field(default_factory=Progress)
+    retracted: bool = False
 
 
 class RunPage(msgspec.Struct, frozen=True, kw_only=True):
@@ -265,8 +356,19 @@ class ReservationPage(msgspec.Struct, frozen=True, kw_only=True):
 # Registry.
 
 
+class SourceCheckpoint(msgspec.Struct, frozen=True, kw_only=True):
+    """The run's checkpoint a version was made from: its run, step, the attempt that saved it and
+    the digest it was saved with."""
+
+    run_id: str
+    step: int
+    attempt: int
+    checkpoint_digest: str
+
+
 class ModelVersion(msgspec.Struct, frozen=True, kw_only=True):
-    """A registered version; `source_run_id` is empty when no run is named."""
+    """A registered version; `source_run_id` is empty when no run is named, `source_checkpoint`
+    None unless the version named one; `source_retracted` when its source run was retracted."""
 
     family: str
     version: int
@@ -276,6 +378,8 @@ class ModelVersion(msgspec.Struct, frozen=True, kw_only=True):
     source_step: int
     metadata: dict[str, Any]
     registered_at: Moment
+    source_checkpoint: SourceCheckpoint | None = None
+    source_retracted: bool = False
 
 
 class GateVerdict(msgspec.Struct, frozen=True, kw_only=True):

@@ -10,7 +10,7 @@ without end comes in pages bounded in count and in bytes (PAGE_BYTES_MAX).
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from ledger.domain.limits import EXPIRED_CHECKPOINTS_LISTED, PAGE_BYTES_MAX
@@ -30,15 +30,13 @@ from ledger.views.models import (
     RunState,
     RunSummary,
 )
+from ledger.views.provenance import CHECKPOINT_SELECT, VERSION_SELECT, ProvenanceReads, progress, to_version
+from ledger.views.provenance import to_checkpoint as to_scored_checkpoint
 from ledger.views.rows import (
-    CHECKPOINT_COLUMNS,
     PROMOTION_COLUMNS,
-    VERSION_COLUMNS,
     decode,
     optional_utc_time,
     remaining,
-    to_checkpoint,
-    to_model_version,
     to_promotion,
     to_reservation,
     to_spend_totals,
@@ -49,7 +47,7 @@ from ledger.views.series import SeriesReads
 __all__ = ["ViewReader"]
 
 
-class ViewReader(SeriesReads, BillReads, ChartReads):
+class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads):
     """Queries over the view tables; `connect()` gives this thread's connection."""
 
     def position(self, view: str) -> int:
@@ -84,6 +82,15 @@ class ViewReader(SeriesReads, BillReads, ChartReads):
             )
         )
         checkpoint, expired, expired_count = self._checkpoints(run_id, now.timestamp())
+        objective, retraction, progress = self.plan_parts(
+            self.run_plan(run_id), status=status, last_step=last_step, now=now
+        )
+        best = None
+        if objective is not None:
+            found = self.best_checkpoint(
+                run_id, metric=objective.metric, mode=objective.mode, include_superseded=False, now=now
+            )
+            best = found.checkpoint if found else None
         spend_row = self._row("SELECT cap, committed, pending, overrun FROM view_accounts WHERE account = ?", (run_id,))
         spend = to_spend_totals(spend_row if spend_row else (None, 0, 0, 0), self.bill_totals(run_id, rolled_up=True))
         resume = Resume(
@@ -104,6 +111,8 @@ class ViewReader(SeriesReads, BillReads, ChartReads):
                 error=error or "",
                 opened_at=utc_time(opened_at),
                 finished_at=optional_utc_time(finished_at),
+                objective=objective,
+                retraction=retraction,
             ),
             attempts=attempts,
             current_attempt=current or 0,
@@ -114,14 +123,17 @@ class ViewReader(SeriesReads, BillReads, ChartReads):
             last_step=last_step,
             spend=spend,
             position=self.position("runs"),
+            best_checkpoint=best,
+            progress=progress,
+            datasets=self.datasets(run_id),
         )
 
     def _checkpoints(self, run_id: str, moment: float) -> tuple[Checkpoint | None, tuple[Checkpoint, ...], int]:
-        """The most progressed usable checkpoint, the EXPIRED_CHECKPOINTS_LISTED that expired most
-        recently (in step order), and how many expired in all; superseded checkpoints are neither.
-        Indexed: the best is found walking down from the highest step (past only the expired ones
-        above it), and only once an index seek has shown that a usable one exists; the count is
-        an index range."""
+        """The most progressed usable checkpoint (not superseded, deleted or expired), the
+        EXPIRED_CHECKPOINTS_LISTED that expired most recently (in step order), and how many expired
+        in all; superseded checkpoints are neither. Indexed: the best is found walking down from
+        the highest step (past only the expired and deleted ones above it), and only once an index
+        seek has shown that a live one exists; the count is an index range."""
         live = "FROM view_checkpoints WHERE run_id = ? AND superseded = 0"
         checkpoint = None
         if self._row(
@@ -129,17 +141,18 @@ class ViewReader(SeriesReads, BillReads, ChartReads):
             (run_id, run_id, moment),
         ):
             row = self._row(
-                f"SELECT {CHECKPOINT_COLUMNS} {live} AND (expires_at IS NULL OR expires_at > ?)"
-                " ORDER BY step DESC, attempt DESC LIMIT 1",
+                f"{CHECKPOINT_SELECT} WHERE c.run_id = ? AND c.superseded = 0"
+                " AND (c.expires_at IS NULL OR c.expires_at > ?) AND m.deleted_at IS NULL"
+                " ORDER BY c.step DESC, c.attempt DESC LIMIT 1",
                 (run_id, moment),
             )
-            checkpoint = to_checkpoint(row) if row else None
+            checkpoint = to_scored_checkpoint(row, moment) if row else None
         expired = sorted(
             (
-                to_checkpoint(r)
+                to_scored_checkpoint(r, moment)
                 for r in self._rows(
-                    f"SELECT {CHECKPOINT_COLUMNS} {live} AND expires_at <= ? ORDER BY expires_at DESC, step DESC,"
-                    " attempt DESC LIMIT ?",
+                    f"{CHECKPOINT_SELECT} WHERE c.run_id = ? AND c.superseded = 0 AND c.expires_at <= ?"
+                    " ORDER BY c.expires_at DESC, c.step DESC, c.attempt DESC LIMIT ?",
                     (run_id, moment, EXPIRED_CHECKPOINTS_LISTED),
                 )
             ),
@@ -159,11 +172,14 @@ class ViewReader(SeriesReads, BillReads, ChartReads):
         name_contains: str = "",
         run_id_prefix: str = "",
         account: str = "",
+        include_retracted: bool = False,
+        now: datetime | None = None,
     ) -> RunPage:
         """Up to `limit` runs, newest first, `after` the (opened_at, run_id) of the previous page's
         last one; the page's `after` continues it. Only runs with `status`, whose name contains
         `name_contains` (case-insensitive), whose id starts with `run_id_prefix`, and whose spend
-        account lies under `account` at any depth, when given."""
+        account lies under `account` at any depth, when given. Retracted runs only with
+        `include_retracted`. Progress is as of `now` (the ETA)."""
         where: list[str] = []
         params: list[Any] = []
         prefix = ""
@@ -186,19 +202,24 @@ class ViewReader(SeriesReads, BillReads, ChartReads):
             # Ids are lowercase canonical uuids: a range over the primary key, not a scan.
             where.append("r.run_id >= ? AND r.run_id < ?")
             params += [run_id_prefix, run_id_prefix + "~"]
+        if not include_retracted:
+            where.append("p.retracted_at IS NULL")
         if after is not None:
             where.append("(r.opened_at < ? OR (r.opened_at = ? AND r.run_id < ?))")
             params += [after[0], after[0], after[1]]
         sql = (
             prefix + "SELECT r.run_id, r.name, r.status, r.current_attempt, r.last_step, r.opened_at,"
-            " COALESCE(a.committed, 0), COALESCE(a.parent, ''), a.cap, COALESCE(a.pending, 0)"
+            " COALESCE(a.committed, 0), COALESCE(a.parent, ''), a.cap, COALESCE(a.pending, 0),"
+            " p.max_steps, p.anchor_time, p.anchor_step, p.last_time, p.last_step, p.retracted_at"
             " FROM view_runs r LEFT JOIN view_accounts a ON a.account = r.run_id"
+            " LEFT JOIN view_run_plans p ON p.run_id = r.run_id"
         )
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY r.opened_at DESC, r.run_id DESC LIMIT ?"
         # One more than the page, to know whether another follows.
         rows = self._rows(sql, (*params, limit + 1))
+        moment = now if now is not None else datetime.now(UTC)
         runs = tuple(
             RunSummary(
                 run_id=run_id,
@@ -211,8 +232,34 @@ class ViewReader(SeriesReads, BillReads, ChartReads):
                 parent_account=parent,
                 cap_usd_micro=cap,
                 pending_usd_micro=pending,
+                progress=progress(
+                    max_steps=max_steps,
+                    step=last_step,
+                    running=status == "running",
+                    anchor=None if anchor_time is None else (anchor_time, anchor_step),
+                    last=None if last_time is None else (last_time, last_batch_step),
+                    now=moment,
+                ),
+                retracted=retracted_at is not None,
             )
-            for run_id, name, status, current, last_step, opened_at, committed, parent, cap, pending in rows[:limit]
+            for (
+                run_id,
+                name,
+                status,
+                current,
+                last_step,
+                opened_at,
+                committed,
+                parent,
+                cap,
+                pending,
+                max_steps,
+                anchor_time,
+                anchor_step,
+                last_time,
+                last_batch_step,
+                retracted_at,
+            ) in rows[:limit]
         )
         last = rows[limit - 1] if len(rows) > limit else None
         return RunPage(runs=runs, after=None if last is None else (last[5], last[0]))
@@ -267,10 +314,7 @@ class ViewReader(SeriesReads, BillReads, ChartReads):
         if row is None:
             return None
         versions = tuple(
-            to_model_version(r)
-            for r in self._rows(
-                f"SELECT {VERSION_COLUMNS} FROM view_versions WHERE family = ? ORDER BY version", (family,)
-            )
+            to_version(r) for r in self._rows(f"{VERSION_SELECT} WHERE v.family = ? ORDER BY v.version", (family,))
         )
         history = tuple(
             to_promotion(r)
@@ -292,7 +336,7 @@ class ViewReader(SeriesReads, BillReads, ChartReads):
         if row is None:
             return None
         versions, more_versions, used = self._bounded(
-            f"SELECT {VERSION_COLUMNS} FROM view_versions WHERE family = ? AND version > ? ORDER BY version LIMIT ?",
+            f"{VERSION_SELECT} WHERE v.family = ? AND v.version > ? ORDER BY v.version LIMIT ?",
             (family, after_version, limit + 1),
             limit,
             0,
@@ -309,7 +353,7 @@ class ViewReader(SeriesReads, BillReads, ChartReads):
         return FamilyPage(
             family=family,
             current=row[0] or 0,
-            versions=tuple(to_model_version(r) for r in versions),
+            versions=tuple(to_version(r) for r in versions),
             history=tuple(to_promotion(r) for r in history),
             more=more_versions or more_history,
         )

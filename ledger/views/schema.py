@@ -9,7 +9,11 @@ The views, each with its own tracking position so each can be dropped and rebuil
 - spend: accounts and every reservation, refusal and charge (the audit trail);
 - registry: families, versions and the promotion history;
 - bill: providers' bill lines, the sessions runs are linked to, and the spend the trainers
-  committed by hour and token class, which a bill is compared with (ledger.views.bills).
+  committed by hour and token class, which a bill is compared with (ledger.views.bills);
+- provenance: each run's objective, plan (max_steps), retraction and the anchors of its recent
+  step rate, its checkpoints' scores and deletions, its datasets, the registry versions made from
+  its checkpoints (ledger.views.provenance). A view of its own, so a ledger written before it
+  existed builds it from its log when opened, as any new view is.
 The schema is declared once here; each storage backend makes its CREATE statements from it
 (column types from the Python types), and adds the indexes declared after a database was made
 when it opens one.
@@ -21,7 +25,7 @@ from typing import NamedTuple
 
 __all__ = ["TABLES", "VIEWS", "Table"]
 
-VIEWS = ("runs", "series", "spend", "registry", "bill", "chart")
+VIEWS = ("runs", "series", "spend", "registry", "bill", "chart", "provenance")
 
 
 class Table(NamedTuple):
@@ -253,5 +257,68 @@ TABLES: dict[str, Table] = {
         ("family", "position"),
         [],
         "registry",
+    ),
+    # provenance view (ledger.views.provenance reads it).
+    # One row per run: its objective, plan and retraction, and the progress anchors of its current
+    # attempt: the older (anchor_*) and newer (recent_*) anchor (server time, step) and the last
+    # batch's (last_*); the recent anchor moves on once it is a window old.
+    "view_run_plans": Table(
+        {
+            "run_id": str,
+            "metric": str,
+            "mode": str,
+            "max_steps": int,
+            "retraction_reason": str,
+            "retraction_principal": str,
+            "retracted_at": float,
+            "anchor_time": float,
+            "anchor_step": int,
+            "recent_time": float,
+            "recent_step": int,
+            "last_time": float,
+            "last_step": int,
+            "position": int,
+        },
+        ("run_id",),
+        [],
+        "provenance",
+    ),
+    # One row per checkpoint: its scores (JSON, "{}" when none) and when its state was deleted.
+    "view_checkpoint_marks": Table(
+        {"run_id": str, "attempt": int, "step": int, "scores": str, "deleted_at": float, "deleted_reason": str},
+        ("run_id", "attempt", "step"),
+        [],
+        "provenance",
+    ),
+    "view_datasets": Table(
+        {
+            "run_id": str,
+            "role": str,
+            "digest": str,
+            "format": str,
+            "rows": int,
+            "tokens": int,
+            "source_uri": str,
+            "report": str,
+            "recorded_at": float,
+            "position": int,
+        },
+        ("run_id", "role", "digest"),
+        [],
+        "provenance",
+    ),
+    # The checkpoints registry versions were made from (retention keeps them).
+    "view_registered_points": Table(
+        {"run_id": str, "family": str, "version": int, "attempt": int, "step": int},
+        ("run_id", "family", "version"),
+        [],
+        "provenance",
+    ),
+    # The source checkpoint a version named (versions that named none have no row).
+    "view_version_sources": Table(
+        {"family": str, "version": int, "run_id": str, "step": int, "attempt": int, "checkpoint_digest": str},
+        ("family", "version"),
+        [],
+        "provenance",
     ),
 }

@@ -1,0 +1,258 @@
+"""Reads of the provenance view: a run's objective, plan and progress, retraction, datasets, its
+checkpoints with their scores and deletions, the best checkpoint and the retention plan, and
+registry versions with the checkpoint each was made from.
+
+The best checkpoint and the retention plan are answered by ledger.domain.retention from the
+checkpoints as the views hold them (the same keys as the Run aggregate's: attempt, step, scores,
+superseded, deleted_at, expires_at), so the ledger has one rule for what matters.
+
+Progress is computed at read time from the anchors the view keeps per run (ledger.views.handlers,
+PROGRESS_WINDOW_S): the rate is the steps between the older anchor and the last batch over the
+server time between them, so it covers roughly the last one to two windows of the current
+attempt; the ETA is `now` plus the steps left at that rate, only while the run is running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from ledger.domain import retention
+from ledger.views.models import (
+    BestCheckpoint,
+    Checkpoint,
+    Dataset,
+    ModelVersion,
+    Objective,
+    Progress,
+    PruneEntry,
+    PrunePage,
+    Retraction,
+    SourceCheckpoint,
+    StateHandle,
+)
+from ledger.views.rows import decode, optional_utc_time, utc_time
+
+__all__ = ["CHECKPOINT_SELECT", "VERSION_SELECT", "ProvenanceReads", "progress", "to_version"]
+
+#: A run's checkpoints with their scores and deletions (filter on c.run_id).
+CHECKPOINT_SELECT = (
+    "SELECT c.attempt, c.step, c.backend, c.uri, c.fidelity, c.sampler_uri, c.final, c.saved_at, c.expires_at,"
+    " c.digest, c.superseded, m.scores, m.deleted_at FROM view_checkpoints c LEFT JOIN view_checkpoint_marks m"
+    " ON m.run_id = c.run_id AND m.attempt = c.attempt AND m.step = c.step"
+)
+#: Registry versions with their source checkpoint and whether the source run was retracted
+#: (filter on v.family); columns 2, 3, 4 and 6 are those of ledger.views.rows.VERSION_COLUMNS.
+VERSION_SELECT = (
+    "SELECT v.family, v.version, v.artifact_uri, v.digest, v.source_run_id, v.source_step, v.metadata,"
+    " v.registered_at, s.run_id, s.step, s.attempt, s.checkpoint_digest, p.retracted_at FROM view_versions v"
+    " LEFT JOIN view_version_sources s ON s.family = v.family AND s.version = v.version"
+    " LEFT JOIN view_run_plans p ON p.run_id = v.source_run_id"
+)
+_PLAN_COLUMNS = (
+    "metric, mode, max_steps, retraction_reason, retraction_principal, retracted_at, anchor_time, anchor_step,"
+    " last_time, last_step"
+)
+
+
+def to_checkpoint(row: Sequence[Any], now: float) -> Checkpoint:
+    """A row of CHECKPOINT_SELECT as a Checkpoint, `expired` as of `now` (epoch seconds)."""
+    attempt, step, backend, uri, fidelity, sampler_uri, final, saved_at, expires_at, digest = row[:10]
+    superseded, scores, deleted_at = row[10:13]
+    return Checkpoint(
+        attempt=attempt,
+        step=step,
+        handle=StateHandle(backend=backend, uri=uri, fidelity=fidelity),
+        sampler_uri=sampler_uri or "",
+        final=bool(final),
+        saved_at=utc_time(saved_at),
+        expires_at=optional_utc_time(expires_at),
+        digest=digest or "",
+        superseded=bool(superseded),
+        scores=decode(scores) if scores else {},
+        deleted_at=optional_utc_time(deleted_at),
+        expired=expires_at is not None and expires_at <= now,
+    )
+
+
+def to_version(row: Sequence[Any]) -> ModelVersion:
+    """A row of VERSION_SELECT as a ModelVersion."""
+    family, version, uri, digest, run_id, step, metadata, registered_at = row[:8]
+    source_run, source_step, source_attempt, source_digest, retracted_at = row[8:13]
+    return ModelVersion(
+        family=family,
+        version=version,
+        artifact_uri=uri,
+        digest=digest,
+        source_run_id=run_id or "",
+        source_step=step or 0,
+        metadata=decode(metadata),
+        registered_at=utc_time(registered_at),
+        source_checkpoint=None
+        if source_run is None
+        else SourceCheckpoint(
+            run_id=source_run, step=source_step, attempt=source_attempt, checkpoint_digest=source_digest or ""
+        ),
+        source_retracted=retracted_at is not None,
+    )
+
+
+def _mapping(checkpoint: Checkpoint) -> dict[str, Any]:
+    """A checkpoint in the form ledger.domain.retention reads (with the model kept beside it)."""
+    return {
+        "attempt": checkpoint.attempt,
+        "step": checkpoint.step,
+        "scores": checkpoint.scores,
+        "superseded": checkpoint.superseded,
+        "deleted_at": checkpoint.deleted_at,
+        "expires_at": checkpoint.expires_at,
+        "model": checkpoint,
+    }
+
+
+def progress(
+    *,
+    max_steps: int | None,
+    step: int | None,
+    running: bool,
+    anchor: tuple[float, int] | None,
+    last: tuple[float, int] | None,
+    now: datetime,
+) -> Progress:
+    """How far a run has come: `anchor` and `last` are (epoch seconds, step) of the older anchor
+    and the last batch of the current attempt. The rate needs time between them; the ETA needs a
+    positive rate, a plan and a running run."""
+    fraction = None
+    if max_steps and step is not None:
+        fraction = min(1.0, max(0.0, step / max_steps))
+    rate = None
+    if anchor is not None and last is not None and last[0] > anchor[0] and last[1] >= anchor[1]:
+        rate = (last[1] - anchor[1]) / (last[0] - anchor[0])
+    eta = None
+    if running and rate and max_steps and step is not None:
+        eta = now + timedelta(seconds=max(0, max_steps - step) / rate)
+    return Progress(max_steps=max_steps, step=step, fraction=fraction, steps_per_second=rate, eta=eta)
+
+
+class ProvenanceReads:
+    """Reads of the provenance view, mixed into ledger.views.queries.ViewReader."""
+
+    if TYPE_CHECKING:  # ledger.views.series.SeriesReads provides them.
+
+        def _row(self, sql: str, params: tuple[Any, ...] = ()) -> Any: ...
+
+        def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]: ...
+
+    def run_plan(self, run_id: str) -> tuple[Any, ...] | None:
+        """The run's row of view_run_plans (_PLAN_COLUMNS), None before the view has it."""
+        row = self._row(f"SELECT {_PLAN_COLUMNS} FROM view_run_plans WHERE run_id = ?", (run_id,))
+        return tuple(row) if row else None
+
+    @staticmethod
+    def plan_parts(
+        plan: Sequence[Any] | None, *, status: str, last_step: int | None, now: datetime
+    ) -> tuple[Objective | None, Retraction | None, Progress]:
+        """The objective, retraction and progress a row of _PLAN_COLUMNS says."""
+        if plan is None:
+            return None, None, progress(max_steps=None, step=last_step, running=False, anchor=None, last=None, now=now)
+        metric, mode, max_steps, reason, principal, retracted_at, anchor_time, anchor_step, last_time, last = plan
+        objective = Objective(metric=metric, mode=mode) if metric else None
+        retraction = (
+            None
+            if retracted_at is None
+            else Retraction(reason=reason or "", retracted_at=utc_time(retracted_at), principal=principal or "")
+        )
+        return (
+            objective,
+            retraction,
+            progress(
+                max_steps=max_steps,
+                step=last_step,
+                running=status == "running",
+                anchor=None if anchor_time is None else (anchor_time, anchor_step),
+                last=None if last_time is None else (last_time, last),
+                now=now,
+            ),
+        )
+
+    def datasets(self, run_id: str) -> tuple[Dataset, ...]:
+        """The run's datasets in the order they were recorded."""
+        return tuple(
+            Dataset(
+                role=role,
+                digest=digest,
+                format=format_,
+                rows=rows,
+                tokens=tokens,
+                source_uri=source_uri or "",
+                report=decode(report),
+                recorded_at=utc_time(recorded_at),
+            )
+            for role, digest, format_, rows, tokens, source_uri, report, recorded_at in self._rows(
+                "SELECT role, digest, format, rows, tokens, source_uri, report, recorded_at FROM view_datasets"
+                " WHERE run_id = ? ORDER BY position, role, digest",
+                (run_id,),
+            )
+        )
+
+    def run_checkpoints(self, run_id: str, now: datetime, limit: int | None = None) -> list[Checkpoint]:
+        """The run's checkpoints in (step, attempt) order with scores and deletions (at most `limit`)."""
+        sql = f"{CHECKPOINT_SELECT} WHERE c.run_id = ? ORDER BY c.step, c.attempt"
+        params: tuple[Any, ...] = (run_id,)
+        if limit is not None:
+            sql += " LIMIT ?"
+            params = (run_id, limit)
+        moment = now.timestamp()
+        return [to_checkpoint(row, moment) for row in self._rows(sql, params)]
+
+    def registered_points(self, run_id: str) -> list[tuple[int, int]]:
+        """The (attempt, step) of every checkpoint of the run a registry version was made from."""
+        return [
+            (attempt, step)
+            for attempt, step in self._rows(
+                "SELECT attempt, step FROM view_registered_points WHERE run_id = ?", (run_id,)
+            )
+        ]
+
+    def best_checkpoint(
+        self, run_id: str, *, metric: str, mode: str, include_superseded: bool, now: datetime
+    ) -> BestCheckpoint | None:
+        """retention.best over the run's checkpoints, None when none has the score."""
+        checkpoints = [_mapping(checkpoint) for checkpoint in self.run_checkpoints(run_id, now)]
+        found = retention.best(checkpoints, metric, mode, now, include_superseded=include_superseded)
+        if found is None:
+            return None
+        return BestCheckpoint(checkpoint=found[0]["model"], score=found[1], metric=metric, mode=mode)  # type: ignore[arg-type]
+
+    def prune_page(
+        self,
+        run_id: str,
+        *,
+        objective: Objective | None,
+        keep_last: int,
+        after: tuple[int, int] | None,
+        limit: int,
+        now: datetime,
+    ) -> PrunePage:
+        """A page of retention.plan over the run's checkpoints: the entries after `after` (a
+        (step, attempt)), at most `limit`."""
+        checkpoints = [_mapping(checkpoint) for checkpoint in self.run_checkpoints(run_id, now)]
+        entries = retention.plan(
+            checkpoints,
+            objective=None if objective is None else {"metric": objective.metric, "mode": objective.mode},
+            registered=self.registered_points(run_id),
+            now=now,
+            keep_last=keep_last,
+        )
+        if after is not None:
+            entries = [e for e in entries if (e.checkpoint["step"], e.checkpoint["attempt"]) > after]
+        page = entries[:limit]
+        more = len(entries) > limit
+        return PrunePage(
+            entries=tuple(
+                PruneEntry(checkpoint=entry.checkpoint["model"], delete=entry.delete, kept_because=entry.kept_because)
+                for entry in page
+            ),
+            after=(page[-1].checkpoint["step"], page[-1].checkpoint["attempt"]) if more and page else None,
+        )
