@@ -43,6 +43,7 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
             source_run_id=request.source_run_id,
             source_step=request.source_step,
             metadata=codec.document(request.metadata, "metadata"),
+            source_checkpoint=_source_checkpoint(request),
             **audit(),
         )
         return registry_pb2.RegisterResponse(
@@ -141,3 +142,16 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
             ],
             next_page_token=name_token(page[-1].family) if len(found) > size else "",
         )
+
+
+def _source_checkpoint(request: registry_pb2.RegisterRequest) -> dict[str, Any] | None:
+    """The checkpoint a version is made from, as the ledger takes it; None when unset."""
+    if not request.HasField("source_checkpoint"):
+        return None
+    source = request.source_checkpoint
+    return {
+        "run_id": source.run_id,
+        "step": source.step,
+        "attempt": source.attempt,
+        "checkpoint_digest": source.checkpoint_digest,
+    }

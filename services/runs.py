@@ -1,4 +1,9 @@
-"""The Runs service: decode, call the ledger in a worker thread, encode. Nothing else."""
+"""The Runs service: decode, call the ledger in a worker thread, encode. Nothing else.
+
+Pages of checkpoints (ListCheckpoints, PlanPrune) go in (step, attempt) order and their token is
+the (step, attempt) of a page's last checkpoint (services.codec.pages), so a checkpoint saved
+between pages neither repeats one nor is skipped over.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +12,13 @@ from typing import Any
 
 import grpc
 
-from ledger.domain.errors import Invalid, LedgerError
+from ledger.domain.errors import LedgerError
 from ledger.domain.limits import PAGE_SIZE_MAX
-from ledger.domain.reasons import Reason
 from ledger.views.charts import METRICS_LISTED_MAX
 from ledger.views.models import RunPage
 from services import codec
 from services.codec import messages
-from services.codec.pages import name_after, name_token
+from services.codec.pages import checkpoint_after, checkpoint_token, name_after, name_token
 from services.edge import Edge
 from services.interceptors import audit
 from services.watch import Watchers, caller
@@ -26,7 +30,7 @@ Context = grpc.aio.ServicerContext[Any, Any]
 RUNS_PAGE_DEFAULT = 100
 SERIES_PAGE_DEFAULT = 1_000
 CHECKPOINTS_PAGE_DEFAULT = 100
-STEP_MAX = 2**63 - 1
+PRUNE_PAGE_DEFAULT = 1_000
 
 
 class RunsServicer(runs_pb2_grpc.RunsServicer):
@@ -51,6 +55,8 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
             spec=codec.document(request.spec),
             cap_usd_micro=codec.optional(request, "cap_usd_micro"),
             parent_account=request.parent_account,
+            max_steps=codec.optional(request, "max_steps"),
+            objective=codec.objective(request),
             **audit(),
         )
         # A run opened again (a restarted trainer) must see everything recorded so far, not the
@@ -68,6 +74,7 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
             attempt_id=request.attempt_id,
             label=request.label,
             resume_from_step=codec.optional(request, "resume_from_step"),
+            max_steps=codec.optional(request, "max_steps"),
             **audit(),
         )
         state = await self._state(request.run_id, receipt.position, context)
@@ -115,6 +122,7 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
             final=request.final,
             expires_at=codec.moment(request, "expires_at"),
             digest=request.digest,
+            scores=dict(request.scores),
             **fidelity,
             **audit(),
         )
@@ -166,6 +174,7 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
                 name_contains=request.name_contains,
                 run_id_prefix=request.run_id_prefix,
                 account=request.account,
+                include_retracted=request.include_retracted,
             )
 
         page = await self.edge.call(read)
@@ -192,12 +201,10 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
     async def ListCheckpoints(
         self, request: runs_pb2.ListCheckpointsRequest, context: Context
     ) -> runs_pb2.ListCheckpointsResponse:
-        """A page of the run's checkpoints in (step, attempt) order, superseded and expired ones
-        included. The token is the (step, attempt) of the page's last checkpoint, so a checkpoint
-        saved between pages neither repeats one nor is skipped over (PAGE_SIZE_MAX checkpoints in
-        all are read per page)."""
+        """A page of the run's checkpoints in (step, attempt) order, superseded, expired and
+        deleted ones included (PAGE_SIZE_MAX checkpoints in all are read per page)."""
         size = codec.page_size(request.page_size, CHECKPOINTS_PAGE_DEFAULT)
-        after = _checkpoints_after(request.page_token)
+        after = checkpoint_after(request.page_token)
         timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
 
         def read() -> runs_pb2.ListCheckpointsResponse:
@@ -205,12 +212,73 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
             every = self.ledger.checkpoints(request.run_id, limit=PAGE_SIZE_MAX)  # NotFound: RUN_NOT_FOUND.
             later = [c for c in every if after is None or (c.step, c.attempt) > after]
             page = later[:size]
-            token = codec.encode_token([page[-1].step, page[-1].attempt]) if len(later) > size else ""
+            token = checkpoint_token((page[-1].step, page[-1].attempt) if len(later) > size else None)
             return runs_pb2.ListCheckpointsResponse(
                 checkpoints=[messages.checkpoint(c) for c in page], next_page_token=token
             )
 
         return await self.edge.call(read)
+
+    async def BestCheckpoint(
+        self, request: runs_pb2.BestCheckpointRequest, context: Context
+    ) -> runs_pb2.BestCheckpointResponse:
+        """The usable checkpoint that scores best on the objective asked for (the run's own when
+        unset): NOT_FOUND NO_SCORED_CHECKPOINT when none has the score."""
+        metric, mode = codec.objective(request) or ("", "")
+        timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
+        best = await self.edge.call(
+            self.ledger.best_checkpoint,
+            request.run_id,
+            metric=metric,
+            mode=mode,
+            include_superseded=request.include_superseded,
+            min_position=request.min_position,
+            timeout_s=timeout_s,
+        )
+        return messages.best_checkpoint(best)
+
+    async def RetractRun(self, request: runs_pb2.RetractRunRequest, context: Context) -> runs_pb2.RetractRunResponse:
+        receipt = await self.edge.call(self.ledger.retract_run, run_id=request.run_id, reason=request.reason, **audit())
+        return runs_pb2.RetractRunResponse(position=receipt.position, duplicate=receipt.duplicate)
+
+    async def RecordDataset(
+        self, request: runs_pb2.RecordDatasetRequest, context: Context
+    ) -> runs_pb2.RecordDatasetResponse:
+        receipt = await self.edge.call(
+            self.ledger.record_dataset, run_id=request.run_id, **codec.dataset_kwargs(request.dataset), **audit()
+        )
+        return runs_pb2.RecordDatasetResponse(position=receipt.position, duplicate=receipt.duplicate)
+
+    async def PlanPrune(self, request: runs_pb2.PlanPruneRequest, context: Context) -> runs_pb2.PlanPruneResponse:
+        """A page of the run's retention plan (ledger.domain.retention), in (step, attempt) order."""
+        size = codec.page_size(request.page_size, PRUNE_PAGE_DEFAULT)
+        after = checkpoint_after(request.page_token)
+        timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
+        page = await self.edge.call(
+            self.ledger.plan_prune,
+            request.run_id,
+            keep_last=request.keep_last,
+            after=after,
+            limit=size,
+            min_position=request.min_position,
+            timeout_s=timeout_s,
+        )
+        return runs_pb2.PlanPruneResponse(
+            entries=[messages.prune_entry(e) for e in page.entries], next_page_token=checkpoint_token(page.after)
+        )
+
+    async def DeleteCheckpoint(
+        self, request: runs_pb2.DeleteCheckpointRequest, context: Context
+    ) -> runs_pb2.DeleteCheckpointResponse:
+        receipt = await self.edge.call(
+            self.ledger.delete_checkpoint,
+            run_id=request.run_id,
+            attempt=request.attempt,
+            step=request.step,
+            reason=request.reason,
+            **audit(),
+        )
+        return runs_pb2.DeleteCheckpointResponse(position=receipt.position, duplicate=receipt.duplicate)
 
     async def GetSeries(self, request: runs_pb2.GetSeriesRequest, context: Context) -> runs_pb2.GetSeriesResponse:
         size = codec.page_size(request.page_size, SERIES_PAGE_DEFAULT)
@@ -239,19 +307,3 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
         shuts down. Bounded and fanned out by services.watch (TOO_MANY_WATCHERS, WATCHER_TOO_SLOW)."""
         async for message in Watchers.of(self.edge).watch(request.run_id, request.from_position, caller(context)):
             yield message
-
-
-def _checkpoints_after(token: str) -> tuple[int, int] | None:
-    """The (step, attempt) a ListCheckpoints page follows; None for the first page."""
-    if not token:
-        return None
-    value = codec.decode_token(token)
-    if not (
-        isinstance(value, list)
-        and len(value) == 2
-        and all(type(item) is int for item in value)
-        and 0 <= value[0] <= STEP_MAX
-        and 0 <= value[1] < 2**31
-    ):
-        raise Invalid("page_token is not one this server gave", reason=Reason.INVALID_PAGE_TOKEN, field="page_token")
-    return value[0], value[1]

@@ -1,8 +1,8 @@
 """Messages built from the ledger's read models (ledger.views.models) and events.
 
 The read models carry the messages' field names, so each message is the model's fields with the
-wire's own types: RunStatus for a status name, Timestamp for a datetime, Struct for a document,
-CostBasis for a basis.
+wire's own types: RunStatus for a status name, ObjectiveMode and DatasetRole for theirs,
+Timestamp for a datetime, Struct for a document, CostBasis for a basis.
 """
 
 from __future__ import annotations
@@ -13,12 +13,22 @@ from typing import Any
 import msgspec
 
 from ledger.views import models
-from services.codec.values import basis_message, status_enum, struct, timestamp
+from services.codec.values import (
+    basis_message,
+    dataset_role_enum,
+    objective_message,
+    status_enum,
+    struct,
+    timestamp,
+)
 from trainledger.v1 import common_pb2, events_pb2, registry_pb2, runs_pb2, spend_pb2
 
 __all__ = [
     "run_state",
     "run_summary",
+    "checkpoint",
+    "best_checkpoint",
+    "prune_entry",
     "series",
     "account",
     "reservation",
@@ -50,6 +60,9 @@ def _checkpoint(value: models.Checkpoint) -> runs_pb2.Checkpoint:
         expires_at=timestamp(value.expires_at),
         digest=value.digest,
         superseded=value.superseded,
+        scores=value.scores,
+        deleted_at=timestamp(value.deleted_at),
+        expired=value.expired,
     )
 
 
@@ -57,7 +70,53 @@ def checkpoint(value: models.Checkpoint) -> runs_pb2.Checkpoint:
     return _checkpoint(value)
 
 
+def best_checkpoint(value: models.BestCheckpoint) -> runs_pb2.BestCheckpointResponse:
+    return runs_pb2.BestCheckpointResponse(
+        checkpoint=_checkpoint(value.checkpoint),
+        score=value.score,
+        objective=objective_message(value.metric, value.mode),
+    )
+
+
+def prune_entry(value: models.PruneEntry) -> runs_pb2.PruneEntry:
+    return runs_pb2.PruneEntry(
+        checkpoint=_checkpoint(value.checkpoint), delete=value.delete, kept_because=value.kept_because
+    )
+
+
+def _progress(value: models.Progress) -> runs_pb2.Progress:
+    return runs_pb2.Progress(
+        max_steps=value.max_steps,
+        step=value.step,
+        fraction=value.fraction,
+        steps_per_second=value.steps_per_second,
+        eta=timestamp(value.eta),
+    )
+
+
+def _dataset(value: models.Dataset) -> runs_pb2.Dataset:
+    return runs_pb2.Dataset(
+        role=dataset_role_enum(value.role),
+        digest=value.digest,
+        format=value.format,
+        rows=value.rows,
+        tokens=value.tokens,
+        source_uri=value.source_uri,
+        report=struct(value.report),
+        recorded_at=timestamp(value.recorded_at),
+    )
+
+
+def _retraction(value: models.Retraction | None) -> runs_pb2.Retraction | None:
+    if value is None:
+        return None
+    return runs_pb2.Retraction(
+        reason=value.reason, retracted_at=timestamp(value.retracted_at), principal=value.principal
+    )
+
+
 def _run_info(run: models.RunInfo) -> runs_pb2.RunInfo:
+    objective = run.objective
     return runs_pb2.RunInfo(
         run_id=run.run_id,
         run_key=run.run_key,
@@ -68,6 +127,8 @@ def _run_info(run: models.RunInfo) -> runs_pb2.RunInfo:
         error=run.error,
         opened_at=timestamp(run.opened_at),
         finished_at=timestamp(run.finished_at),
+        objective=None if objective is None else objective_message(objective.metric, objective.mode),
+        retraction=_retraction(run.retraction),
     )
 
 
@@ -108,6 +169,9 @@ def run_state(state: models.RunState) -> runs_pb2.RunState:
             bill=bill_totals(spend.bill),
         ),
         position=state.position,
+        best_checkpoint=None if state.best_checkpoint is None else _checkpoint(state.best_checkpoint),
+        progress=_progress(state.progress),
+        datasets=[_dataset(d) for d in state.datasets],
     )
 
 
@@ -123,6 +187,8 @@ def run_summary(run: models.RunSummary) -> runs_pb2.RunSummary:
         parent_account=run.parent_account,
         cap_usd_micro=run.cap_usd_micro,
         pending_usd_micro=run.pending_usd_micro,
+        progress=_progress(run.progress),
+        retracted=run.retracted,
     )
 
 
@@ -237,6 +303,16 @@ def model_version(value: models.ModelVersion) -> registry_pb2.ModelVersion:
         source_step=value.source_step,
         metadata=struct(value.metadata),
         registered_at=timestamp(value.registered_at),
+        source_checkpoint=_source_checkpoint(value.source_checkpoint),
+        source_retracted=value.source_retracted,
+    )
+
+
+def _source_checkpoint(value: models.SourceCheckpoint | None) -> registry_pb2.SourceCheckpoint | None:
+    if value is None:
+        return None
+    return registry_pb2.SourceCheckpoint(
+        run_id=value.run_id, step=value.step, attempt=value.attempt, checkpoint_digest=value.checkpoint_digest
     )
 
 

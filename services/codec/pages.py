@@ -14,6 +14,8 @@ from ledger.domain.reasons import Reason
 
 # Positions are SQLite and PostgreSQL integers (64-bit signed); tokens this server gives are short.
 POSITION_MAX = 2**63 - 1
+STEP_MAX = 2**63 - 1
+ATTEMPT_MAX = 2**31 - 1
 TOKEN_LENGTH_MAX = 1_024
 
 __all__ = [
@@ -28,6 +30,8 @@ __all__ = [
     "versions_after",
     "name_token",
     "name_after",
+    "checkpoint_token",
+    "checkpoint_after",
 ]
 
 
@@ -135,3 +139,25 @@ def name_after(token: str) -> str:
     if not (isinstance(value, list) and len(value) == 1 and isinstance(value[0], str)):
         raise _refuse()
     return value[0]
+
+
+def checkpoint_token(point: tuple[int, int] | None) -> str:
+    """The token after a page of checkpoints in (step, attempt) order (ListCheckpoints, PlanPrune):
+    the (step, attempt) of its last checkpoint; empty when no page follows."""
+    return "" if point is None else encode_token(list(point))
+
+
+def checkpoint_after(token: str) -> tuple[int, int] | None:
+    """The (step, attempt) a page of checkpoints follows; None for the first page."""
+    if not token:
+        return None
+    value = decode_token(token)
+    if not (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(type(item) is int for item in value)
+        and 0 <= value[0] <= STEP_MAX
+        and 0 <= value[1] <= ATTEMPT_MAX
+    ):
+        raise _refuse()
+    return value[0], value[1]

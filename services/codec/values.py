@@ -1,11 +1,14 @@
-"""Values: Struct, Timestamp, Duration, RunStatus, CostBasis and StepBatch.
+"""Values: Struct, Timestamp, Duration, RunStatus, CostBasis and StepBatch; a run's Objective
+(with its ObjectiveMode) and a Dataset (with its DatasetRole).
 
 Decoding turns messages into the keyword arguments of Ledger commands (validation stays in the
 ledger). Struct numbers travel as doubles, so integral values come back as ints (by
 trainledger.structs.number, the rule the client reads them by too) and a document round-trips.
 A document is turned into plain values only when the ledger command reads it, in its worker
 thread, and checked against the document limits on the message as it is read, before anything is
-built from an oversized map or list.
+built from an oversized map or list. The enums are the ledger's words ("min", "max"; "train",
+"eval"): an unspecified one where a word is required, or a number no value is named for, is
+refused here (MISSING_FIELD, INVALID_FIELD), since the ledger never sees the number.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from ledger.domain.errors import Invalid
 from ledger.domain.limits import DOCUMENT_DEPTH_MAX, MAP_ENTRIES_MAX
 from ledger.domain.reasons import Reason
 from trainledger import structs
-from trainledger.v1 import common_pb2, spend_pb2
+from trainledger.v1 import common_pb2, runs_pb2, spend_pb2
 
 __all__ = [
     "Document",
@@ -38,6 +41,10 @@ __all__ = [
     "batch_kwargs",
     "batch_message",
     "optional",
+    "objective",
+    "objective_message",
+    "dataset_kwargs",
+    "dataset_role_enum",
 ]
 
 _STATUS_ENUMS: dict[str, common_pb2.RunStatus] = {
@@ -47,6 +54,16 @@ _STATUS_ENUMS: dict[str, common_pb2.RunStatus] = {
     "stopped": common_pb2.RUN_STATUS_STOPPED,
 }
 _STATUS_NAMES: dict[int, str] = {value: name for name, value in _STATUS_ENUMS.items()}
+_MODE_ENUMS: dict[str, runs_pb2.ObjectiveMode] = {
+    "min": runs_pb2.OBJECTIVE_MODE_MIN,
+    "max": runs_pb2.OBJECTIVE_MODE_MAX,
+}
+_MODE_NAMES: dict[int, str] = {value: name for name, value in _MODE_ENUMS.items()}
+_ROLE_ENUMS: dict[str, runs_pb2.DatasetRole] = {
+    "train": runs_pb2.DATASET_ROLE_TRAIN,
+    "eval": runs_pb2.DATASET_ROLE_EVAL,
+}
+_ROLE_NAMES: dict[int, str] = {value: name for name, value in _ROLE_ENUMS.items()}
 # The range of google.protobuf.Timestamp (years 1 to 9999) and Duration (about 10,000 years).
 _TIMESTAMP_SECONDS_MIN, _TIMESTAMP_SECONDS_MAX = -62_135_596_800, 253_402_300_799
 _DURATION_SECONDS_MAX = 315_576_000_000
@@ -188,6 +205,54 @@ def status_name(value: int) -> str:
 
 def status_enum(name: str) -> common_pb2.RunStatus:
     return _STATUS_ENUMS.get(name, common_pb2.RUN_STATUS_UNSPECIFIED)
+
+
+def _word(value: int, names: dict[int, str], field: str) -> str:
+    """The ledger's word for a required enum: MISSING_FIELD when unspecified, INVALID_FIELD for a
+    number no value is named for."""
+    if value == 0:
+        raise Invalid(f"{field} is required", reason=Reason.MISSING_FIELD, field=field)
+    name = names.get(value)
+    if name is None:
+        raise Invalid(f"{field} is not a value this server knows: {value}", reason=Reason.INVALID_FIELD, field=field)
+    return name
+
+
+def objective(message: Any, field: str = "objective") -> tuple[str, str] | None:
+    """An Objective field as (metric, mode), mode "min" or "max"; None when it is unset or empty
+    (the run's own, or no change). A metric without a mode is INVALID_FIELD (the direction is
+    what ranks the checkpoints); the metric's name is the ledger's to check."""
+    if not message.HasField(field):
+        return None
+    value: runs_pb2.Objective = getattr(message, field)
+    if not value.metric and value.mode == runs_pb2.OBJECTIVE_MODE_UNSPECIFIED:
+        return None
+    if value.mode == runs_pb2.OBJECTIVE_MODE_UNSPECIFIED:
+        raise Invalid(
+            f"{field}.mode must be min or max with a metric", reason=Reason.INVALID_FIELD, field=f"{field}.mode"
+        )
+    return value.metric, _word(value.mode, _MODE_NAMES, f"{field}.mode")
+
+
+def objective_message(metric: str, mode: str) -> runs_pb2.Objective:
+    return runs_pb2.Objective(metric=metric, mode=_MODE_ENUMS.get(mode, runs_pb2.OBJECTIVE_MODE_UNSPECIFIED))
+
+
+def dataset_role_enum(role: str) -> runs_pb2.DatasetRole:
+    return _ROLE_ENUMS.get(role, runs_pb2.DATASET_ROLE_UNSPECIFIED)
+
+
+def dataset_kwargs(message: runs_pb2.Dataset) -> dict[str, Any]:
+    """A Dataset as the keyword arguments of Ledger.record_dataset (recorded_at is the server's)."""
+    return {
+        "role": _word(message.role, _ROLE_NAMES, "dataset.role"),
+        "digest": message.digest,
+        "format": message.format,
+        "rows": message.rows,
+        "tokens": optional(message, "tokens"),
+        "source_uri": message.source_uri,
+        "report": document(message.report, "report"),
+    }
 
 
 def basis(message: common_pb2.CostBasis) -> dict[str, Any]:
