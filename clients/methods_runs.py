@@ -296,13 +296,22 @@ class RunsMethods(Transport):
         return self._ask("Runs", "RecordDataset", request, reply(DatasetReceipt), timeout_s=timeout_s)
 
     def plan_prune(
-        self, *, run_id: str, keep_last: int = 0, min_position: int = 0, timeout_s: float | None = None
+        self,
+        *,
+        run_id: str,
+        keep_last: int = 0,
+        min_position: int = 0,
+        page_size: int = 0,
+        timeout_s: float | None = None,
     ) -> list[PruneEntry]:
         """What checkpoint retention would do with each of the run's checkpoints, in (step,
         attempt) order: delete it, or why it is kept (the live resume point, the best on the run's
         objective, a registered version's source, within the newest `keep_last`, already deleted,
-        expired). Every page is read, each within the deadline."""
-        request = runs_pb2.PlanPruneRequest(run_id=run_id, keep_last=keep_last, min_position=min_position)
+        expired). Every page is read, each within the deadline (`page_size` entries a page; 0:
+        the server's 1,000)."""
+        request = runs_pb2.PlanPruneRequest(
+            run_id=run_id, keep_last=keep_last, min_position=min_position, page_size=page_size
+        )
         return self._all_pages("Runs", "PlanPrune", request, reply(PrunePage), _entries_of_page, timeout_s=timeout_s)
 
     def delete_checkpoint(
