@@ -51,9 +51,11 @@ def run_events() -> tuple[Run, list[Any]]:
         run_key="k",
         name="name",
         spec={"model": "llama", "lr": 1e-4, "layers": [1, 2], "nested": {"ok": True, "none": None}},
+        max_steps=10,
+        objective={"metric": "eval_loss", "mode": "min"},
         **AUDIT.fields(),
     )
-    run.start_attempt(AUDIT, attempt_id="a1", label="host", resume_from_step=None)
+    run.start_attempt(AUDIT, attempt_id="a1", label="host", resume_from_step=None, max_steps=12)
     run.record_steps(
         AUDIT,
         StepBatch.build(
@@ -76,12 +78,44 @@ def run_events() -> tuple[Run, list[Any]]:
             "final": True,
             "expires_at": NOW + timedelta(days=7),
             "digest": "sha256:00",
+            "scores": {"eval_loss": 0.25, "accuracy": 0.75},
         },
     )
+    run.save_checkpoint(
+        AUDIT,
+        attempt=1,
+        checkpoint={
+            "step": 2,
+            "backend": "local",
+            "uri": "file:///c/2",
+            "fidelity": "weights+optimizer",
+            "sampler_uri": "",
+            "final": False,
+            "expires_at": None,
+            "digest": "",
+            "scores": {"eval_loss": 0.5},
+        },
+    )
+    run.change_plan(AUDIT, max_steps=20)
+    run.record_dataset(
+        AUDIT,
+        dataset={
+            "role": "train",
+            "digest": "sha256:" + "d" * 64,
+            "format": "chat",
+            "rows": 1000,
+            "tokens": None,
+            "source_uri": "hf://data/x",
+            "report": {"dropped": {"too_long": 3}, "gate": {"passed": True}},
+        },
+    )
+    run.note_registered(AUDIT, family="llama", version=1, attempt=1, step=3)
+    run.delete_checkpoint(AUDIT, attempt=1, step=2, reason="retention")
     run.start_attempt(AUDIT, attempt_id="a2", label="", resume_from_step=3)
     run.finish(AUDIT, attempt=2, status="failed", summary={"loss": 0.125}, error="x" * 2000)
     run.note_summary(AUDIT, summary={"note": "ünïcødé ✓"})
     run.link_session(AUDIT, provider="tinker", session_id="sess-1", attempt=2)
+    run.retract(AUDIT, reason="trained on a leaked eval set")
     return run, run.collect_events()
 
 
@@ -106,6 +140,7 @@ def account_events() -> tuple[Account, list[Any]]:
     bill = {"billed_usd_micro": 700, "providers": ["tinker"], "lines": 2}
     spend.adjust(account, [parent], AUDIT, adjustment_id="bill:a", amount=140, bill=bill)
     spend.adjust(account, [parent], AUDIT, adjustment_id="bill:b", amount=-40, bill=bill)
+    account.retract(AUDIT, reason="trained on a leaked eval set")
     return account, account.collect_events() + parent.collect_events()
 
 
@@ -147,6 +182,11 @@ def family_events() -> tuple[Family, list[Any]]:
                 "source_run_id": "run",
                 "source_step": n,
                 "metadata": {"n": n},
+                **(
+                    {"source_checkpoint": {"run_id": "run", "step": 2, "attempt": 1, "checkpoint_digest": "x"}}
+                    if n == 2
+                    else {}
+                ),
             },
         )
     family.promote(AUDIT, version=1, expected_current=0, verdict={"passed": True, "reason": "", "stats": {"a": 0.5}})
@@ -233,3 +273,56 @@ def test_stored_events_are_msgpack_not_json(sqlite_database: str) -> None:
     steps = msgspec.msgpack.decode(rows[-1][1], ext_hook=lambda code, data: None)
     assert steps["steps"] == [1, 2]
     assert steps["metrics"] == {"loss": {"values": [1.0, 0.5], "index": None}}
+
+
+def test_events_stored_before_their_new_fields_existed_load_with_the_defaults(app: Ledger) -> None:
+    """An Opened, AttemptStarted, CheckpointSaved and VersionRegistered stored without the keys
+    added later (max_steps, objective, scores, source_checkpoint) load with None."""
+    run, events = run_events()
+    family, family_events_ = family_events()
+    olds = {
+        "Opened": ("max_steps", "objective"),
+        "AttemptStarted": ("max_steps",),
+        "CheckpointSaved": ("scores",),
+        "VersionRegistered": ("source_checkpoint",),
+    }
+    checked = set()
+    for event in [*events, *family_events_]:
+        name = type(event).__name__
+        if name not in olds:
+            continue
+        stored = app.mapper.to_stored_event(event)
+        data = app.mapper.transcoder.decode(stored.state)
+        for key in olds[name]:
+            data.pop(key)
+        legacy = type(stored)(
+            originator_id=stored.originator_id,
+            originator_version=stored.originator_version,
+            topic=stored.topic,
+            state=app.mapper.transcoder.encode(data),
+        )
+        decoded = app.mapper.to_domain_event(legacy)
+        for key in olds[name]:
+            assert getattr(decoded, key) is None, (name, key)
+        checked.add(name)
+    assert checked == set(olds)
+    # And a run rebuilt from such events has no plan, objective or scores.
+    scratch = Run.__new__(Run)
+    opened = next(e for e in events if type(e).__name__ == "Opened")
+    stored = app.mapper.to_stored_event(opened)
+    data = app.mapper.transcoder.decode(stored.state)
+    data.pop("max_steps")
+    data.pop("objective")
+    legacy_opened = app.mapper.to_domain_event(
+        type(stored)(
+            originator_id=stored.originator_id,
+            originator_version=stored.originator_version,
+            topic=stored.topic,
+            state=app.mapper.transcoder.encode(data),
+        )
+    )
+    legacy_opened.apply(scratch)
+    assert scratch.max_steps is None
+    assert scratch.objective is None
+    assert run.max_steps == 20
+    assert family.versions[0].get("source_checkpoint") is None

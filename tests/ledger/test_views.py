@@ -50,11 +50,19 @@ def checkpoint(
 
 
 def scenario(ledger: Ledger, clock: FakeClock) -> dict[str, Any]:
-    """Something in every view table: two runs (one resumed), accounts with a parent, every kind
-    of reservation outcome, and a registry family with a rollback."""
+    """Something in every view table: three runs (one resumed, with its plan, objective, a scored
+    checkpoint, a deleted one and a dataset; one retracted), accounts with a parent, every kind of
+    reservation outcome, and a registry family with a rollback and a version made from a
+    checkpoint."""
     ledger.open_account(account="team", cap_usd_micro=10_000)
     run_id = ledger.open_run(
-        run_key="run-a", name="sft", spec={"lr": 1e-4}, cap_usd_micro=1_000, parent_account="team"
+        run_key="run-a",
+        name="sft",
+        spec={"lr": 1e-4},
+        cap_usd_micro=1_000,
+        parent_account="team",
+        max_steps=20,
+        objective=("eval_loss", "min"),
     ).run_id
     other = ledger.open_run(run_key="run-b").run_id
     ledger.start_attempt(run_id=run_id, attempt_id="a1", label="host-1")
@@ -65,6 +73,23 @@ def scenario(ledger: Ledger, clock: FakeClock) -> dict[str, Any]:
     ledger.start_attempt(run_id=run_id, attempt_id="a2", label="host-2", resume_from_step=4)
     steps(ledger, run_id, 2, 5, 7)
     checkpoint(ledger, run_id, 2, 6, clock, ttl=timedelta(hours=1))
+    ledger.save_checkpoint(
+        run_id=run_id, attempt=2, step=7, backend="local", uri="file:///c/7", digest="d7", scores={"eval_loss": 0.4}
+    )
+    # The superseded checkpoint of attempt 1 at step 8 is reclaimed.
+    ledger.delete_checkpoint(run_id=run_id, attempt=1, step=8, reason="superseded")
+    ledger.record_dataset(
+        run_id=run_id,
+        role="train",
+        digest="sha256:" + "d" * 64,
+        format="sft",
+        rows=100,
+        tokens=2_000,
+        source_uri="file:///data/train.jsonl",
+        report={"dropped": {"too_long": 2}, "gate": "passed"},
+    )
+    retracted = ledger.open_run(run_key="run-c").run_id
+    ledger.retract_run(run_id=retracted, reason="leaked eval data")
     ledger.start_attempt(run_id=other)
     steps(ledger, other, 1, 1, 3)
     ledger.finish_run(run_id=other, attempt=1, status="done", summary={"loss": 0.1})
@@ -88,7 +113,12 @@ def scenario(ledger: Ledger, clock: FakeClock) -> dict[str, Any]:
         source_step=4,
         metadata={"eval": 0.5},
     )
-    ledger.register(family="llama", artifact_uri="s3://m/2", digest=DIGEST_B)
+    ledger.register(
+        family="llama",
+        artifact_uri="s3://m/2",
+        digest=DIGEST_B,
+        source_checkpoint={"run_id": run_id, "step": 7, "checkpoint_digest": "d7"},
+    )
     ledger.register(family="llama", artifact_uri="s3://m/3", digest=DIGEST_C)
     ledger.promote(family="llama", version=1, expected_current=0, verdict={"passed": True, "reason": "ok"})
     ledger.promote(family="llama", version=3, expected_current=1, verdict={"passed": True, "stats": {"a": 1}})
@@ -341,7 +371,16 @@ class TestSpendAndRegistry:
             4,
             {"eval": 0.5},
         )
-        assert (family.versions[1].source_run_id, family.versions[1].source_step) == ("", 0)
+        assert family.versions[0].source_checkpoint is None
+        # A version made from a checkpoint names it, and its run and step with it.
+        made = family.versions[1]
+        assert (made.source_run_id, made.source_step) == (ids["run_id"], 7)
+        assert made.source_checkpoint is not None
+        assert (made.source_checkpoint.run_id, made.source_checkpoint.step) == (ids["run_id"], 7)
+        # The attempt that saved it, resolved when the request named none.
+        assert (made.source_checkpoint.attempt, made.source_checkpoint.checkpoint_digest) == (2, "d7")
+        assert not made.source_retracted
+        assert (family.versions[2].source_run_id, family.versions[2].source_step) == ("", 0)
         assert [(h.version, h.previous, h.kind, h.reason) for h in family.history] == [
             (1, 0, "promote", ""),
             (3, 1, "promote", ""),
