@@ -71,6 +71,17 @@ def test_a_run_state_is_encoded_field_for_field() -> None:
         expires_at=LATER,
         digest="d8",
     )
+    scored = models.Checkpoint(
+        attempt=2,
+        step=6,
+        handle=handle,
+        sampler_uri="",
+        final=False,
+        saved_at=AT,
+        expires_at=None,
+        digest="d6",
+        scores={"eval_loss": 0.25},
+    )
     state = models.RunState(
         run=models.RunInfo(
             run_id="r",
@@ -82,6 +93,8 @@ def test_a_run_state_is_encoded_field_for_field() -> None:
             error="oom",
             opened_at=AT,
             finished_at=LATER,
+            objective=models.Objective(metric="eval_loss", mode="min"),
+            retraction=models.Retraction(reason="leaked eval data", retracted_at=LATER, principal="ops"),
         ),
         attempts=(
             models.Attempt(number=1, attempt_id="a1", label="host", started_at=AT, resumed_from_step=None, ended=True),
@@ -103,6 +116,20 @@ def test_a_run_state_is_encoded_field_for_field() -> None:
             overrun_usd_micro=5,
         ),
         position=42,
+        best_checkpoint=scored,
+        progress=models.Progress(max_steps=20, step=9, fraction=0.45, steps_per_second=0.5, eta=LATER),
+        datasets=(
+            models.Dataset(
+                role="eval",
+                digest="sha256:" + "d" * 64,
+                format="chat",
+                rows=10,
+                tokens=None,
+                source_uri="file:///eval.jsonl",
+                report={"gate": "passed"},
+                recorded_at=AT,
+            ),
+        ),
     )
     wire_handle = common_pb2.StateHandle(backend="tinker", uri="tinker://c/8", fidelity="weights")
     wire_checkpoint = runs_pb2.Checkpoint(
@@ -126,6 +153,8 @@ def test_a_run_state_is_encoded_field_for_field() -> None:
             error="oom",
             opened_at=stamp(AT),
             finished_at=stamp(LATER),
+            objective=runs_pb2.Objective(metric="eval_loss", mode=runs_pb2.OBJECTIVE_MODE_MIN),
+            retraction=runs_pb2.Retraction(reason="leaked eval data", retracted_at=stamp(LATER), principal="ops"),
         ),
         attempts=[
             runs_pb2.Attempt(number=1, attempt_id="a1", label="host", started_at=stamp(AT), ended=True),
@@ -141,6 +170,21 @@ def test_a_run_state_is_encoded_field_for_field() -> None:
         last_step=9,
         spend=runs_pb2.SpendTotals(committed_usd_micro=120, pending_usd_micro=30, overrun_usd_micro=5),
         position=42,
+        best_checkpoint=runs_pb2.Checkpoint(
+            attempt=2, step=6, handle=wire_handle, saved_at=stamp(AT), digest="d6", scores={"eval_loss": 0.25}
+        ),
+        progress=runs_pb2.Progress(max_steps=20, step=9, fraction=0.45, steps_per_second=0.5, eta=stamp(LATER)),
+        datasets=[
+            runs_pb2.Dataset(
+                role=runs_pb2.DATASET_ROLE_EVAL,
+                digest="sha256:" + "d" * 64,
+                format="chat",
+                rows=10,
+                source_uri="file:///eval.jsonl",
+                report=document({"gate": "passed"}),
+                recorded_at=stamp(AT),
+            )
+        ],
     )
 
 
@@ -171,6 +215,9 @@ def test_optional_fields_stay_absent_on_the_wire() -> None:
     )
     message = messages.run_state(state)
     assert not message.HasField("checkpoint") and not message.HasField("last_step")
+    assert not message.HasField("best_checkpoint") and not message.run.HasField("objective")
+    assert not message.run.HasField("retraction") and not message.progress.HasField("eta")
+    assert not any(message.progress.HasField(name) for name in ("max_steps", "step", "fraction", "steps_per_second"))
     assert not message.resume.HasField("handle") and not message.run.HasField("finished_at")
     # A cap of 0 (spend nothing) is sent, unlike no cap at all.
     assert message.spend.HasField("cap_usd_micro") and message.spend.HasField("remaining_usd_micro")
