@@ -312,6 +312,11 @@ def test_checkpoints_list_on_the_database_file(database: str, capsys: pytest.Cap
     assert listed[0].split() == ["STEP", "ATTEMPT", "BACKEND", "URI", "SAVED", "PLAN"]
     plan = {int(line.split()[0]): re.split(r"\s{2,}", line.strip())[-1] for line in listed[2:]}
     assert plan == {9: "keep: expired", 29: "keep: resume, registered"}
+    as_json = json.loads(run_cli(capsys, "checkpoints", "list", "demo", "--db", database, "--json"))
+    assert [(e["checkpoint"]["step"], e["delete"], e["kept_because"]) for e in as_json["entries"]] == [
+        (9, False, ["expired"]),
+        (29, False, ["resume", "registered"]),
+    ]
     dry = run_cli(capsys, "checkpoints", "prune", "demo", "--dry-run", "--db", database)
     assert "would delete" not in dry and dry.strip().splitlines()[-1] == "1 expired, 1 kept"
 

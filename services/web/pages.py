@@ -467,7 +467,8 @@ async def family(request: Request) -> Response:
     versions = (
         f'<tr data-version="{v.version}"{" class=current" if v.version == found.current else ""}>'
         f"<td>{e(v.version)}</td><td>{e(v.artifact_uri)}</td><td><code>{e(v.digest[:19])}</code></td>"
-        f"<td>{_run_link(v.source_run_id)}</td><td>{e(v.source_step)}</td><td>{when(v.registered_at)}</td></tr>"
+        f"<td>{_run_link(v.source_run_id)}{_retracted_tag(v.source_retracted)}</td><td>{e(v.source_step)}</td>"
+        f"<td>{when(v.registered_at)}</td></tr>"
         for v in found.versions
     )
     history = (
@@ -484,6 +485,11 @@ async def family(request: Request) -> Response:
         + table("history", ["at", "kind", "version", "from", "gate", "reason", "by"], history)
     )
     return layout("family", found.family, body, attributes=f' data-family="{e(found.family)}"')
+
+
+def _retracted_tag(retracted: bool) -> str:
+    """A version whose source run was retracted is flagged so beside its run."""
+    return ' <span class="tag retracted" data-field="source_retracted">retracted</span>' if retracted else ""
 
 
 def _run_link(run_id: str) -> str:

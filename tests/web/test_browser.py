@@ -477,7 +477,7 @@ def test_a_planned_run_shows_progress_scores_datasets_and_leaves_the_list_when_r
             backend="s3",
             scores={"eval_loss": score},
         )
-    client.record_dataset(
+    recorded = client.record_dataset(
         run_id=run_id,
         role="train",
         digest="sha256:" + "7c" * 32,
@@ -487,6 +487,7 @@ def test_a_planned_run_shows_progress_scores_datasets_and_leaves_the_list_when_r
         source_uri="s3://data/chat.jsonl",
         report={"gate": "passed"},
     )
+    client.get_run_state(run_id=run_id, min_position=recorded.position)  # projected before the page reads it
     run_page(ledger, tab, run_id)
     progress = 'dd[data-field="progress"]'
     assert tab.locator(f"{progress} .progress-text").inner_text().startswith("step 49 of 200 (24.5%)")

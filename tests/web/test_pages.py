@@ -237,7 +237,7 @@ def planned_run_page(http: httpx.Client, grpc_client: LedgerClient) -> None:
             backend="s3",
             scores={"eval_loss": score},
         )
-    grpc_client.record_dataset(
+    recorded = grpc_client.record_dataset(
         run_id=run_id,
         role="train",
         digest="sha256:" + "5e" * 32,
@@ -247,6 +247,7 @@ def planned_run_page(http: httpx.Client, grpc_client: LedgerClient) -> None:
         source_uri="s3://data/train.jsonl",
         report={"rows_dropped": {"empty": 2}, "gate": "passed"},
     )
+    grpc_client.get_run_state(run_id=run_id, min_position=recorded.position)  # projected
     main = page(http, f"/runs/{run_id}").one("main")
     facts = dict(zip([dt.text for dt in main.all("dt")], [dd.text for dd in main.all("dd")], strict=True))
     assert facts["objective"] == "eval_loss (lower is better)"
@@ -271,7 +272,17 @@ def planned_run_page(http: httpx.Client, grpc_client: LedgerClient) -> None:
     row = page(http, "/", name="web-planned").one("tr", data_run_id=run_id)
     assert row.one(data_field="progress").text == "22%"
 
-    grpc_client.retract_run(run_id=run_id, reason="trained on leaked eval rows")
+    registered = grpc_client.register(
+        family="web-planned", artifact_uri="s3://m/p8", digest="sha256:" + "8a" * 32, source_run_id=run_id
+    )
+    grpc_client.list_versions(family="web-planned", min_position=registered.position)  # projected
+    versions = page(http, "/registry/web-planned").one("table", class_="versions")
+    assert versions.all(data_field="source_retracted") == []
+
+    retracted = grpc_client.retract_run(run_id=run_id, reason="trained on leaked eval rows")
+    grpc_client.get_run_state(run_id=run_id, min_position=retracted.position)  # projected
+    [flag] = page(http, "/registry/web-planned").one("table", class_="versions").all(data_field="source_retracted")
+    assert flag.text == "retracted"
     banner = page(http, f"/runs/{run_id}").one("p", class_="retracted").text
     assert banner.startswith("Retracted ") and " by tests: trained on leaked eval rows." in banner
     assert page(http, "/", name="web-planned").all("tr", data_run_id=run_id) == []
