@@ -74,16 +74,19 @@ def _percent(fraction: float | None) -> str | None:
     return None if fraction is None else f"{fraction * 100:.1f}%"
 
 
-def progress_text(progress: Any) -> str | None:
+def progress_text(progress: Any, running: bool = True) -> str | None:
     """ "step 400 of 1,000 (40.0%), 12.50 steps/s, ETA 2026-12-01 07:10:00 UTC": a run's progress
-    against its plan (what is known of it); None when it has neither a step nor a plan."""
+    against its plan (what is known of it; the rate only while `running`); None when it has
+    neither a step nor a plan."""
     if progress is None or (progress.step is None and progress.max_steps is None):
         return None
-    step = "no step yet" if progress.step is None else f"step {progress.step:,}"
-    text = step if progress.max_steps is None else f"{step} of {progress.max_steps:,}"
+    if progress.step is None:
+        text = f"no step yet ({progress.max_steps:,} planned)"
+    else:
+        text = f"step {progress.step:,}" + ("" if progress.max_steps is None else f" of {progress.max_steps:,}")
     if progress.fraction is not None:
         text += f" ({_percent(progress.fraction)})"
-    if progress.steps_per_second is not None:
+    if running and progress.steps_per_second is not None:
         text += f", {progress.steps_per_second:,.2f} steps/s"
     if progress.eta is not None:
         text += f", ETA {when(progress.eta)}"
@@ -280,7 +283,7 @@ def run_text(
         status += " (retracted)"
     optional = [
         ("objective", _objective_text(getattr(run, "objective", None))),
-        ("progress", progress_text(getattr(state, "progress", None))),
+        ("progress", progress_text(getattr(state, "progress", None), run.status in ("running", ""))),
         ("best", _best_text(state)),
         ("retracted", retraction),
     ]

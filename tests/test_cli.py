@@ -344,3 +344,18 @@ def test_register_from_checkpoint_takes_run_and_step(text: str, capsys: pytest.C
     argv = ["registry", "register", "fam", "s3://m/1", "--digest", "sha256:" + "ab" * 32]
     assert main([*argv, "--from-checkpoint", text, "--address", "127.0.0.1:1"]) == 2
     assert "--from-checkpoint takes RUN@STEP or RUN:STEP" in capsys.readouterr().err
+
+
+def test_progress_reads_step_of_plan_rate_and_eta() -> None:
+    from clients.models import Progress
+    from services.render import progress_text
+
+    eta = datetime(2026, 12, 1, 7, 10, tzinfo=UTC)
+    running = Progress(max_steps=1_000, step=400, fraction=0.4, steps_per_second=12.5, eta=eta)
+    assert progress_text(running) == "step 400 of 1,000 (40.0%), 12.50 steps/s, ETA 2026-12-01 07:10:00 UTC"
+    # A finished run keeps its step against the plan; the rate it last had is no longer news.
+    done = Progress(max_steps=1_000, step=999, fraction=0.999, steps_per_second=12.5)
+    assert progress_text(done, running=False) == "step 999 of 1,000 (99.9%)"
+    assert progress_text(Progress(step=7, steps_per_second=2.0)) == "step 7, 2.00 steps/s"
+    assert progress_text(Progress(max_steps=50)) == "no step yet (50 planned)"
+    assert progress_text(Progress()) is None

@@ -265,7 +265,7 @@ def _facts_of_plan(state: models.RunState) -> str:
     if info.objective is not None and info.objective.metric:
         better = "lower" if info.objective.mode == "min" else "higher"
         parts.append(f"<dt>objective</dt><dd>{e(info.objective.metric)} ({better} is better)</dd>")
-    progress = progress_text(state.progress)
+    progress = progress_text(state.progress, info.status == "running")
     if progress is not None:
         parts.append(
             f"<dt>progress</dt><dd{_progress_attributes(state.progress)}>{progress_cell(state.progress, amount=False)}"

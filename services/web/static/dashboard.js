@@ -126,13 +126,14 @@ function setStatus(status, attempt, root = document) {
 
 // A run's progress against its plan as people read it (services/render.py progress_text):
 // "step 400 of 1,000 (40.0%), 12.50 steps/s, ETA 2026-12-01 07:10:00 UTC".
-function progressText(progress) {
+function progressText(progress, running = true) {
   if (!progress || (progress.step == null && progress.max_steps == null)) return null;
   const count = (value) => value.toLocaleString("en-US");
-  let text = progress.step == null ? "no step yet" : `step ${count(progress.step)}`;
-  if (progress.max_steps != null) text += ` of ${count(progress.max_steps)}`;
+  let text;
+  if (progress.step == null) text = `no step yet (${count(progress.max_steps)} planned)`;
+  else text = `step ${count(progress.step)}` + (progress.max_steps != null ? ` of ${count(progress.max_steps)}` : "");
   if (progress.fraction != null) text += ` (${(progress.fraction * 100).toFixed(1)}%)`;
-  if (progress.steps_per_second != null) {
+  if (running && progress.steps_per_second != null) {
     const rate = progress.steps_per_second.toLocaleString("en-US", {
       minimumFractionDigits: 2,
       maximumFractionDigits: 2,
@@ -144,7 +145,7 @@ function progressText(progress) {
 }
 
 /** Progress cells (a run's row, the run page's facts): the bar, the percentage and the text. */
-function setProgress(root, progress) {
+function setProgress(root, progress, running = true) {
   if (!progress || progress.fraction == null) return;
   const width = Math.floor(progress.fraction * 100);
   for (const cell of root.querySelectorAll('[data-field="progress"]')) {
@@ -161,7 +162,7 @@ function setProgress(root, progress) {
     const amount = cell.querySelector(".amount");
     if (amount) amount.textContent = `${width}%`;
     const text = cell.querySelector(".progress-text");
-    if (text) text.textContent = progressText(progress) ?? "";
+    if (text) text.textContent = progressText(progress, running) ?? "";
     if (cell.dataset.maxSteps !== undefined) {
       cell.dataset.maxSteps = String(progress.max_steps);
       if (progress.steps_per_second != null) cell.dataset.rate = String(progress.steps_per_second);
@@ -488,7 +489,7 @@ function runPage(main) {
     setStatus(state.run.status, state.current_attempt ?? -1);
     if (state.last_step !== null && state.last_step !== undefined) setField("last_step", String(state.last_step));
     if (state.spend) updateSpendCells(document, state.spend);
-    setProgress(document, state.progress);
+    setProgress(document, state.progress, state.run.status === "running");
     setField("attempt", String(state.current_attempt));
     const count = state.attempts.length;
     if (attempts !== null && count !== attempts) {
