@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
@@ -220,6 +220,9 @@ class RetentionMachine(RuleBasedStateMachine):
             else:
                 assert (entry.delete, entry.kept_because) == (True, ()), (point, entry.kept_because)
         offered = [entry for entry in entries if entry.delete]
+        event(f"prune: {len(entries)} listed" if len(entries) < 5 else "prune: 5 or more listed")
+        event(f"prune: {'some' if offered else 'none'} offered")
+        event(f"prune: kept because {sorted({why for entry in entries for why in entry.kept_because})}")
         if offered:
             chosen = data.draw(st.lists(st.sampled_from(offered), unique_by=lambda entry: id(entry), max_size=3))
             for entry in chosen:
@@ -276,8 +279,8 @@ class RetentionMachine(RuleBasedStateMachine):
 
 
 RetentionMachine.TestCase.settings = settings(
-    max_examples=25,
-    stateful_step_count=30,
+    max_examples=80,
+    stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
