@@ -197,8 +197,55 @@ def test_the_asyncio_client_reads_pages_and_the_new_methods(server: ServerThread
             assert [(m.name, m.count) for m in metrics] == [("loss", 3)]
             recorded = await aio.record_dataset(run_id=run_id, role="eval", digest=DIGEST, format="sft", rows=5)
             assert recorded.position > 0 and not recorded.duplicate
-            retracted = await aio.retract_run(run_id=run_id, reason="async")
-            assert not retracted.duplicate
+            # The plan, the objective, scores, deletion and a version made from a checkpoint.
+            opened = await aio.open_run(
+                run_key=run_key({"test": str(uuid.uuid4())}), max_steps=50, objective=("accuracy", "max")
+            )
+            other = opened.state.run.run_id
+            assert opened.state.run.objective == Objective(metric="accuracy", mode="max")
+            started = await aio.start_attempt(run_id=other, max_steps=60)
+            assert started.state.progress.max_steps == 60
+            for step, accuracy in ((5, 0.75), (6, 0.5), (7, 0.625)):
+                await aio.save_checkpoint(
+                    run_id=other,
+                    attempt=started.attempt,
+                    step=step,
+                    uri=f"file:///ckpt/{step}",
+                    backend="local",
+                    digest=DIGEST,
+                    scores={"accuracy": accuracy},
+                )
+            with pytest.raises(InvalidArgument) as non_finite:
+                await aio.save_checkpoint(
+                    run_id=other,
+                    attempt=started.attempt,
+                    step=8,
+                    uri="file:///ckpt/8",
+                    backend="local",
+                    scores={"accuracy": float("nan")},
+                )
+            assert non_finite.value.reason == "NON_FINITE_METRIC"
+            deleted = await aio.delete_checkpoint(run_id=other, attempt=started.attempt, step=6)
+            assert isinstance(deleted, DeleteCheckpointReceipt) and not deleted.duplicate
+            with pytest.raises(CheckpointProtected):
+                await aio.delete_checkpoint(run_id=other, attempt=started.attempt, step=5)
+            family = f"family-{uuid.uuid4().hex[:8]}"
+            source = SourceCheckpoint(run_id=other, step=5, checkpoint_digest=DIGEST)
+            registered = await aio.register(
+                family=family, artifact_uri="s3://m/5", digest=DIGEST, source_checkpoint=source
+            )
+            with pytest.raises(NotFound) as gone:
+                await aio.register(
+                    family=family,
+                    artifact_uri="s3://m/6",
+                    digest=OTHER_DIGEST,
+                    source_checkpoint=SourceCheckpoint(run_id=other, step=9, checkpoint_digest=DIGEST),
+                )
+            assert gone.value.reason == "CHECKPOINT_NOT_FOUND"
+            withdrawn = await aio.retract_run(run_id=other, reason="async")
+            [version] = (await aio.list_versions(family=family, min_position=withdrawn.position)).versions
+            assert version.version == registered.version and version.source_retracted
+            assert version.source_checkpoint is not None and version.source_checkpoint.step == 5
 
     asyncio.run(scenario())
 
