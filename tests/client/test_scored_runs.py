@@ -5,6 +5,7 @@ the asyncio client the same, and RunRecorder passing each through."""
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 import uuid
 
@@ -13,6 +14,7 @@ import pytest
 from clients import (
     AsyncLedgerClient,
     CheckpointProtected,
+    FailedPrecondition,
     InvalidArgument,
     LedgerClient,
     NotFound,
@@ -106,6 +108,50 @@ def test_progress_with_an_eta_in_the_state_and_the_list(server: ServerThread, cl
             assert [run.progress.step for run in page.runs] == [110]
 
     asyncio.run(read())
+
+
+def test_bad_input_is_refused_with_its_reason_and_records_nothing(client: LedgerClient) -> None:
+    run_id, attempt = scored_run(client, {10: 0.5, 20: 0.25})
+    before = client.get_run_state(run_id=run_id)
+    with pytest.raises(InvalidArgument) as non_finite:
+        client.save_checkpoint(
+            run_id=run_id,
+            attempt=attempt,
+            step=30,
+            uri="file:///ckpt/30",
+            backend="local",
+            scores={"eval_loss": math.inf},
+        )
+    assert non_finite.value.reason == "NON_FINITE_METRIC"
+    with pytest.raises(InvalidArgument) as below:
+        client.open_run(run_key=before.run.run_key, max_steps=19)
+    assert (below.value.reason, below.value.metadata["last_step"]) == ("MAX_STEPS_BELOW_LAST_STEP", "20")
+    with pytest.raises(FailedPrecondition) as differs:
+        client.open_run(run_key=before.run.run_key, objective=("eval_loss", "max"))
+    assert differs.value.reason == "OBJECTIVE_DIFFERS"
+    oversized = {f"k{n}": "x" * 1_000 for n in range(80)}
+    with pytest.raises(InvalidArgument) as too_large:
+        client.record_dataset(run_id=run_id, role="train", digest=DIGEST, format="sft", rows=1, report=oversized)
+    assert too_large.value.reason == "DOCUMENT_TOO_LARGE"
+    family = f"family-{uuid.uuid4().hex[:8]}"
+    mismatch = SourceCheckpoint(run_id=run_id, step=20, checkpoint_digest=OTHER_DIGEST)
+    with pytest.raises(FailedPrecondition) as wrong_digest:
+        client.register(family=family, artifact_uri="s3://m/20", digest=DIGEST, source_checkpoint=mismatch)
+    assert (wrong_digest.value.reason, wrong_digest.value.metadata["checkpoint_digest"]) == (
+        "CHECKPOINT_DIGEST_MISMATCH",
+        DIGEST,
+    )
+    unknown = SourceCheckpoint(run_id=run_id, step=15, checkpoint_digest=DIGEST)
+    with pytest.raises(NotFound) as missing:
+        client.register(family=family, artifact_uri="s3://m/15", digest=DIGEST, source_checkpoint=unknown)
+    assert missing.value.reason == "CHECKPOINT_NOT_FOUND"
+    # Nothing was recorded: the run's state is as it was, and the family was never made.
+    marker = client.note_summary(run_id=run_id, summary={"checked": True})
+    after = client.get_run_state(run_id=run_id, min_position=marker.position)
+    assert [c.step for c in client.list_checkpoints(run_id=run_id).checkpoints] == [10, 20]
+    assert (after.progress.max_steps, after.run.objective, after.datasets) == (100, before.run.objective, [])
+    with pytest.raises(NotFound):
+        client.list_versions(family=family, min_position=marker.position)
 
 
 def test_datasets_are_recorded_and_listed(client: LedgerClient) -> None:
