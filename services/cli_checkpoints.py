@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
+from ledger.domain.reasons import Reason
 from services import render
 from services.reports import Failure
 from services.tables import to_json
@@ -46,7 +47,7 @@ __all__ = ["Outcome", "Side", "add_parser", "listing", "prune"]
 PAGE = 500
 # The reason DeleteCheckpoint records for a prune.
 REASON = "pruned by trainledger checkpoints prune"
-PROTECTED = "CHECKPOINT_PROTECTED"
+PROTECTED = Reason.CHECKPOINT_PROTECTED
 
 
 @dataclass(frozen=True)
