@@ -205,8 +205,9 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads):
         if not include_retracted:
             where.append("p.retracted_at IS NULL")
         if after is not None:
-            where.append("(r.opened_at < ? OR (r.opened_at = ? AND r.run_id < ?))")
-            params += [after[0], after[0], after[1]]
+            # A row value: a seek into the (opened_at, run_id) index, not every run older than it.
+            where.append("(r.opened_at, r.run_id) < (?, ?)")
+            params += [after[0], after[1]]
         sql = (
             prefix + "SELECT r.run_id, r.name, r.status, r.current_attempt, r.last_step, r.opened_at,"
             " COALESCE(a.committed, 0), COALESCE(a.parent, ''), a.cap, COALESCE(a.pending, 0),"

@@ -56,7 +56,9 @@ TABLES: dict[str, Table] = {
             "position": int,
         },
         ("run_id",),
-        [("opened_at",)],
+        # ListRuns pages, newest first, from a (opened_at, run_id) cursor, of all runs or of one
+        # status: an index range walked backwards, however many runs there are.
+        [("opened_at", "run_id"), ("status", "opened_at", "run_id")],
         "runs",
     ),
     "view_attempts": Table(

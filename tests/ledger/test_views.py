@@ -607,3 +607,43 @@ def test_indexes_declared_after_a_file_was_made_are_added_when_it_is_opened(sqli
             )
         ]
     assert sorted(again) == sorted(dropped)
+
+
+def test_runs_pages_walk_every_run_once_newest_first_ties_by_id_down(ledger: Ledger, clock: FakeClock) -> None:
+    """ListRuns pages continue from the (opened_at, run_id) of the previous page's last run: runs
+    opened at the same moment are ordered by id, downwards, and none is skipped or repeated, with
+    or without a status filter or retracted runs."""
+    opened: list[tuple[float, str, str]] = []
+    for n in range(11):
+        if n % 4 == 0:
+            clock.advance(seconds=1)  # Runs opened in the same second tie on opened_at.
+        run_id = ledger.open_run(run_key=f"page-{n}", name=f"page {n}").run_id
+        ledger.start_attempt(run_id=run_id)
+        status = "running"
+        if n % 3 == 0:
+            ledger.finish_run(run_id=run_id, attempt=1, status="done")
+            status = "done"
+        if n == 5:
+            ledger.retract_run(run_id=run_id, reason="bad data")
+        opened.append((clock.now.timestamp(), run_id, status))
+    ledger.wait(ledger.head())
+    newest_first = sorted(opened, reverse=True)
+    retracted = opened[5][1]
+
+    def walk(limit: int, **filters: Any) -> list[str]:
+        seen: list[str] = []
+        after = None
+        while True:
+            page = ledger.list_runs(limit=limit, after=after, **filters)
+            seen += [run.run_id for run in page.runs]
+            assert len(page.runs) <= limit
+            if page.after is None:
+                return seen
+            assert page.after == (page.runs[-1].opened_at.timestamp(), page.runs[-1].run_id)
+            after = page.after
+
+    for limit in (1, 2, 3, 5, 100):
+        assert walk(limit) == [r for _, r, _ in newest_first if r != retracted]
+        assert walk(limit, include_retracted=True) == [r for _, r, _ in newest_first]
+        assert walk(limit, status="done") == [r for _, r, s in newest_first if s == "done"]
+        assert walk(limit, status="running") == [r for _, r, s in newest_first if s == "running" and r != retracted]
