@@ -89,7 +89,8 @@ class Security:
 
 
 def start_server(database: str, url: str, security: Security) -> tuple[subprocess.Popen[str], int]:
-    command = [sys.executable, "-m", "services.cli", "serve", "--listen", "127.0.0.1:0", *security.serve_options()]
+    command = [sys.executable, "-m", "services.cli", "serve", "--listen", "127.0.0.1:0", "--no-http"]
+    command += security.serve_options()
     command += ["--database-url", url] if url else ["--db", database]
     if security.auth and not security.token:
         security.issue_token(url or database)
