@@ -6,15 +6,22 @@ Unavailable within about one connect timeout and the next one after a restart su
 events' recorder creates its schema under an advisory lock (several processes may start at once),
 writes the keys index (ledger.storage.keys) and the seals of the hash chain (ledger.storage.chain)
 in the transaction of the events, and NOTIFYs a channel per schema.
+
+An insert is one transaction of two round trips, in pipeline mode: the table lock, the notify,
+the keys, the events (binary arrays, one statement) and the last seal go out together; the seals
+of the new events and the commit follow once their positions are back. Event states are
+compressed with lz4 where the server has it (cheaper than pglz to write and to read).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, cast
+from uuid import UUID
 
-from eventsourcing.persistence import InterfaceError, OperationalError
+import psycopg
+from eventsourcing.persistence import InterfaceError, OperationalError, ProgrammingError, StoredEvent
 from eventsourcing.postgres import (
     PostgresAggregateRecorder,
     PostgresApplicationRecorder,
@@ -87,8 +94,107 @@ class ApplicationRecorder(PostgresApplicationRecorder):
         if datastore.schema != "public":
             # Channels are per database, not per schema: keep other schemas' inserts out.
             self.channel_name = f"{datastore.schema}_{self.channel_name}"[: self.MAX_IDENTIFIER_LEN]
+        # The statements of an insert, rendered once (prepared on the server on first use).
+        events = SQL("{}.{}").format(Identifier(datastore.schema), Identifier(self.events_table_name))
+        self._insert_sql: list[bytes] = []
+        self._events_sql = b""
+        self._keys_sql = b""
+        self._last_seal_sql = b""
+        self._seals_sql = b""
+        self._events_composable = events
 
-    insert_events = bounded(PostgresApplicationRecorder.insert_events)
+    def _render(self, connection: psycopg.Connection[Any]) -> None:
+        """The insert's statements as bytes (rendering a Composable costs on every call)."""
+        id_type = Identifier(self.datastore.originator_id_type)
+        self._insert_sql = [
+            statement.as_bytes(connection)
+            for statement in (
+                SQL("SET LOCAL lock_timeout = '{}s'").format(self.datastore.lock_timeout),
+                SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(self._events_composable),
+                SQL("NOTIFY {}").format(Identifier(self.channel_name)),
+            )
+        ]
+        self._events_sql = (
+            SQL(
+                "INSERT INTO {} (originator_id, originator_version, topic, state)"
+                " SELECT * FROM unnest(%b::{}[], %b::bigint[], %b::text[], %b::bytea[])"
+                " RETURNING notification_id"
+            )
+            .format(self._events_composable, id_type)
+            .as_bytes(connection)
+        )
+        self._keys_sql = (
+            SQL(
+                "INSERT INTO {} (originator_id, key, originator_version)"
+                " SELECT * FROM unnest(%b::{}[], %b::text[], %b::bigint[]) ON CONFLICT DO NOTHING"
+            )
+            .format(self.keys_table, id_type)
+            .as_bytes(connection)
+        )
+        self._last_seal_sql = (
+            SQL("SELECT digest FROM {} ORDER BY position DESC LIMIT 1").format(self.seals_table).as_bytes(connection)
+        )
+        self._seals_sql = (
+            SQL("INSERT INTO {} (position, digest) SELECT * FROM unnest(%b::bigint[], %b::bytea[])")
+            .format(self.seals_table)
+            .as_bytes(connection)
+        )
+
+    def _insert(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        """Insert and seal `stored_events`, and index their `keys`, in one transaction; their
+        positions. The table lock (EXCLUSIVE, taken first) runs inserting transactions one at a
+        time, so the last seal read after it is the one the new events follow."""
+        if not stored_events:
+            return None
+        keys: list[tuple[Any, str, int]] = kwargs.get("keys") or []
+        failed: Exception | None = None
+        positions: list[int] = []
+        with self.datastore.get_connection() as connection:
+            if not self._insert_sql:
+                self._render(connection)
+            with connection.pipeline(), connection.transaction(), connection.cursor() as cursor:
+                for statement in self._insert_sql:
+                    cursor.execute(statement, prepare=True)
+                if keys:
+                    cursor.execute(
+                        self._keys_sql,
+                        ([k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]),
+                        prepare=True,
+                    )
+                with connection.cursor() as inserted, connection.cursor() as last:
+                    try:
+                        inserted.execute(
+                            self._events_sql,
+                            (
+                                [e.originator_id for e in stored_events],
+                                [e.originator_version for e in stored_events],
+                                [e.topic for e in stored_events],
+                                [e.state for e in stored_events],
+                            ),
+                            prepare=True,
+                        )
+                        last.execute(self._last_seal_sql, prepare=True)
+                        # One round trip for all of the above; a clash raises here.
+                        positions = [row["notification_id"] for row in inserted.fetchall()]
+                        found = last.fetchone()
+                        if len(positions) != len(stored_events):
+                            raise ProgrammingError(
+                                f"inserted {len(stored_events)} events, got {len(positions)} positions"
+                            )
+                        rows = sorted(
+                            (position, cast(UUID, e.originator_id).bytes, e.originator_version, e.topic, e.state)
+                            for position, e in zip(positions, stored_events, strict=True)
+                        )
+                        seals = seal_rows(GENESIS if found is None else bytes(found["digest"]), rows)
+                        cursor.execute(self._seals_sql, ([s[0] for s in seals], [s[1] for s in seals]), prepare=True)
+                    except Exception as error:
+                        # Raised once the pipeline is left (psycopg warns otherwise).
+                        failed = error
+            if failed is not None:
+                raise failed
+        return positions
+
+    insert_events = bounded(_insert)
     select_events = bounded(PostgresApplicationRecorder.select_events)
     select_notifications = bounded(PostgresApplicationRecorder.select_notifications)
     max_notification_id = bounded(PostgresApplicationRecorder.max_notification_id)
@@ -119,34 +225,25 @@ class ApplicationRecorder(PostgresApplicationRecorder):
                         self.seals_table
                     )
                 )
+                self._compress_states(connection)
 
-    def _insert_events(self, curs: Any, stored_events: Any, **kwargs: Any) -> None:
-        """The keys index (ledger.storage.keys) is written in the transaction of the events it indexes."""
-        super()._insert_events(curs, stored_events, **kwargs)
-        keys = kwargs.get("keys") or []
-        if keys:
-            curs.executemany(
-                SQL(
-                    "INSERT INTO {} (originator_id, key, originator_version) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING"
-                ).format(self.keys_table),
-                keys,
-            )
-
-    def _fetch_ids_after_insert_events(self, curs: Any, stored_events: Any, **kwargs: Any) -> Any:
-        """Seal the inserted events (ledger.storage.chain) once their positions are known, still in
-        their transaction and under the table lock the library took before inserting them."""
-        positions = super()._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
-        if not positions:
-            return positions
-        curs.execute(SQL("SELECT digest FROM {} ORDER BY position DESC LIMIT 1").format(self.seals_table))
-        last = curs.fetchone()
-        rows = sorted(
-            (position, event.originator_id.bytes, event.originator_version, event.topic, event.state)
-            for position, event in zip(positions, stored_events, strict=True)
-        )
-        seals = seal_rows(GENESIS if last is None else bytes(last["digest"]), rows)
-        curs.executemany(SQL("INSERT INTO {} (position, digest) VALUES (%s, %s)").format(self.seals_table), seals)
-        return positions
+    def _compress_states(self, connection: psycopg.Connection[Any]) -> None:
+        """States stored from now on are compressed with lz4 (PostgreSQL 14 and later, built
+        with lz4); rows already stored keep theirs. Left as it is where lz4 is missing."""
+        if connection.info.server_version < 140000:
+            return
+        table = SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(self.events_table_name))
+        row = connection.execute(
+            SQL("SELECT attcompression FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'state'"),
+            (table.as_string(connection),),
+        ).fetchone()
+        if row is None or row["attcompression"] == "l":
+            return
+        try:
+            with connection.transaction():
+                connection.execute(SQL("ALTER TABLE {} ALTER COLUMN state SET COMPRESSION lz4").format(table))
+        except psycopg.errors.FeatureNotSupported:
+            pass  # A server built without lz4 keeps pglz.
 
 
 class Factory(PostgresFactory):

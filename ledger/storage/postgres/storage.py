@@ -151,7 +151,13 @@ class PostgresStorage(Storage):
             # Pipeline mode: statements go out without waiting for each answer (a fetch syncs),
             # so a chunk of view updates costs a few round trips, not one per statement.
             with self.pool.connection() as connection, connection.pipeline(), connection.transaction():
-                yield Cursor(connection.cursor())
+                cursor = connection.cursor()
+                # The views are derived from the log and commit with their tracking positions:
+                # a commit lost in a crash is projected again from the events, which are
+                # durable before they are visible. So the views' commits do not wait for the
+                # WAL flush (they are flushed by the next durable commit, or within moments).
+                cursor.execute(b"SET LOCAL synchronous_commit = off", prepare=False)
+                yield Cursor(cursor)
         except DRIVER_OUTAGES:
             if not self.pool.closed:
                 self.pool.check()  # Drop the dead connections a restart left behind.
