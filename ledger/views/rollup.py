@@ -5,9 +5,9 @@ The rollup holds, per run, metric, attempt and bucket of 64, 512, 4,096 and 32,7
 values the bucket holds and its first, last, least and greatest (step, value) (ledger.views.charts
 reads it). Projecting it one batch at a time cost a Python loop per bucket and an upsert per bucket
 and batch; `ChartRollup` instead gathers every batch of a projector's chunk (`add`), groups the
-values by (run, attempt, metric), computes each level's buckets over the whole group with numpy
-(a handful of array operations per level, however many steps), and writes each bucket once per
-chunk (`flush`). Buckets already in the table are merged by the upsert, so the rows are the same
+values by (run, attempt, metric), computes each level's buckets over every group of the chunk at
+once with numpy (a handful of array operations per level, however many steps and groups: a chunk
+of a rebuild holds batches of many runs), and writes each bucket once per chunk (`flush`). Buckets already in the table are merged by the upsert, so the rows are the same
 whatever the chunks: a bucket's count adds up, first and last are the lowest and highest step,
 the least and greatest value keep the earliest step of equal values, and the row's position is
 the highest position of the events that fed it.
@@ -110,39 +110,62 @@ def _earliest(values: Floats, extremes: Floats, starts: Ints, counts: Ints) -> I
     return found
 
 
-def _level(steps: Ints, values: Floats, positions: Ints, shift: int) -> dict[int, Bucket]:
-    """The buckets of 2**shift steps of strictly increasing `steps`: one pass of array operations."""
-    buckets = steps >> shift
-    starts = np.flatnonzero(np.concatenate(([True], buckets[1:] != buckets[:-1])))
-    ends = np.append(starts[1:], len(steps))
-    counts = ends - starts
-    lasts = ends - 1
-    lows = _earliest(values, np.minimum.reduceat(values, starts), starts, counts)
-    highs = _earliest(values, np.maximum.reduceat(values, starts), starts, counts)
-    columns = zip(
-        buckets[starts].tolist(),
-        counts.tolist(),
-        steps[starts].tolist(),
-        values[starts].tolist(),
-        steps[lasts].tolist(),
-        values[lasts].tolist(),
-        steps[lows].tolist(),
-        values[lows].tolist(),
-        steps[highs].tolist(),
-        values[highs].tolist(),
-        np.maximum.reduceat(positions, starts).tolist(),
-        strict=True,
-    )
-    return {bucket: ((count, *rest), position) for bucket, count, *rest, position in columns}
-
-
-def _merge_into(into: dict[int, Bucket], more: dict[int, Bucket]) -> None:
-    for bucket, (agg, position) in more.items():
-        held = into.get(bucket)
-        into[bucket] = (agg, position) if held is None else (merge(held[0], agg), max(held[1], position))
-
-
 Part = tuple[Ints, Floats | None, int]
+# One bucket of one segment: the segment's index, the bucket, its aggregate and position.
+Cell = tuple[int, int, Aggregate, int]
+
+
+def _ordered_runs(parts: list[Part]) -> Iterable[list[Part]]:
+    """`parts` cut where a part does not start above the one before (step order breaks)."""
+    run: list[Part] = []
+    for part in parts:
+        if run and part[0][0] <= run[-1][0][-1]:
+            yield run
+            run = []
+        run.append(part)
+    if run:
+        yield run
+
+
+def _levels(segments: list[list[Part]], shifts: tuple[int, ...]) -> dict[int, list[Cell]]:
+    """Each level's buckets of every segment (parts whose steps strictly increase throughout),
+    all segments at once: a handful of array operations per level, however many segments."""
+    parts = [part for segment in segments for part in segment]
+    lengths = [len(part[0]) for part in parts]
+    steps: Ints = np.concatenate([part[0] for part in parts])
+    values: Floats = np.concatenate([part[1] if part[1] is not None else np.zeros(len(part[0])) for part in parts])
+    positions: Ints = np.repeat(np.array([part[2] for part in parts], np.int64), lengths)
+    owner: Ints = np.repeat(np.arange(len(segments), dtype=np.int64), [sum(len(p[0]) for p in s) for s in segments])
+    # A bucket never spans two segments: each segment's first step opens one.
+    opens = np.concatenate(([True], owner[1:] != owner[:-1]))
+    out: dict[int, list[Cell]] = {}
+    for shift in shifts:
+        buckets = steps >> shift
+        starts = np.flatnonzero(opens | np.concatenate(([True], buckets[1:] != buckets[:-1])))
+        ends = np.append(starts[1:], len(steps))
+        counts = ends - starts
+        lasts = ends - 1
+        lows = _earliest(values, np.minimum.reduceat(values, starts), starts, counts)
+        highs = _earliest(values, np.maximum.reduceat(values, starts), starts, counts)
+        columns = zip(
+            owner[starts].tolist(),
+            buckets[starts].tolist(),
+            counts.tolist(),
+            steps[starts].tolist(),
+            values[starts].tolist(),
+            steps[lasts].tolist(),
+            values[lasts].tolist(),
+            steps[lows].tolist(),
+            values[lows].tolist(),
+            steps[highs].tolist(),
+            values[highs].tolist(),
+            np.maximum.reduceat(positions, starts).tolist(),
+            strict=True,
+        )
+        out[shift] = [
+            (segment, bucket, (count, *rest), position) for segment, bucket, count, *rest, position in columns
+        ]
+    return out
 
 
 class _Group:
@@ -152,32 +175,6 @@ class _Group:
 
     def __init__(self) -> None:
         self.parts: list[Part] = []
-
-    def ordered_runs(self) -> Iterable[list[Part]]:
-        """The parts cut where a part does not start above the one before (step order breaks)."""
-        run: list[Part] = []
-        for part in self.parts:
-            if run and part[0][0] <= run[-1][0][-1]:
-                yield run
-                run = []
-            run.append(part)
-        if run:
-            yield run
-
-    def levels(self, shifts: tuple[int, ...]) -> dict[int, dict[int, Bucket]]:
-        """Each level's buckets of this group."""
-        out: dict[int, dict[int, Bucket]] = {shift: {} for shift in shifts}
-        for run in self.ordered_runs():
-            steps = np.concatenate([part[0] for part in run]) if len(run) > 1 else run[0][0]
-            values = np.concatenate([part[1] if part[1] is not None else np.zeros(len(part[0])) for part in run])
-            positions = np.repeat(np.array([part[2] for part in run], np.int64), [len(part[0]) for part in run])
-            for shift in shifts:
-                level = _level(steps, values, positions, shift)
-                if out[shift]:
-                    _merge_into(out[shift], level)
-                else:
-                    out[shift] = level
-        return out
 
 
 class ChartRollup:
@@ -207,17 +204,44 @@ class ChartRollup:
         return group
 
     def rows(self) -> list[tuple[Any, ...]]:
-        """The rows of everything added since the last flush, and forget it."""
+        """The rows of everything added since the last flush, and forget it. Every group's
+        segments (its batches cut where step order breaks) are rolled up together, the steps
+        themselves at the coarsest level only; a group of several segments has their buckets
+        merged in the order of their events."""
         groups, self._groups = self._groups, {}
+        keys = list(groups)
         rows: list[tuple[Any, ...]] = []
-        for (run_id, attempt, metric), group in groups.items():
-            shifts = ROLLUP_SHIFTS[-1:] if metric == STEPS_METRIC else ROLLUP_SHIFTS
-            for shift, buckets in group.levels(shifts).items():
+        for steps_only in (False, True):
+            shifts = ROLLUP_SHIFTS[-1:] if steps_only else ROLLUP_SHIFTS
+            owners: list[int] = []
+            segments: list[list[Part]] = []
+            split: set[int] = set()
+            for index, key in enumerate(keys):
+                if (key[2] == STEPS_METRIC) != steps_only:
+                    continue
+                cut = list(_ordered_runs(groups[key].parts))
+                if len(cut) > 1:
+                    split.add(index)
+                owners += [index] * len(cut)
+                segments += cut
+            if not segments:
+                continue
+            for shift, cells in _levels(segments, shifts).items():
                 width = 1 << shift
-                rows += [
-                    (run_id, metric, width, bucket, attempt, *agg, position)
-                    for bucket, (agg, position) in buckets.items()
-                ]
+                merged: dict[tuple[int, int], Bucket] = {}
+                for segment, bucket, agg, position in cells:
+                    index = owners[segment]
+                    if index in split:
+                        held = merged.get((index, bucket))
+                        merged[(index, bucket)] = (
+                            (agg, position) if held is None else (merge(held[0], agg), max(held[1], position))
+                        )
+                    else:
+                        run_id, attempt, metric = keys[index]
+                        rows.append((run_id, metric, width, bucket, attempt, *agg, position))
+                for (index, bucket), (agg, position) in merged.items():
+                    run_id, attempt, metric = keys[index]
+                    rows.append((run_id, metric, width, bucket, attempt, *agg, position))
         return rows
 
     def flush(self, cursor: Any) -> None:

@@ -647,3 +647,63 @@ def test_runs_pages_walk_every_run_once_newest_first_ties_by_id_down(ledger: Led
         assert walk(limit, include_retracted=True) == [r for _, r, _ in newest_first]
         assert walk(limit, status="done") == [r for _, r, s in newest_first if s == "done"]
         assert walk(limit, status="running") == [r for _, r, s in newest_first if s == "running" and r != retracted]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_chunk_rolls_up_as_its_batches_merged_one_at_a_time_in_log_order(seed: int) -> None:
+    """The chart view's rollup of a chunk, computed for every group at once, holds for each
+    bucket what aggregating each batch's part of it and merging those in log order gives: over
+    several runs, attempts and metrics (one sparse), batches out of step order or overlapping
+    within a group (a log may hold them), and equal values (the earliest step is kept)."""
+    import random
+    import uuid
+    from datetime import UTC, datetime
+
+    from ledger.domain.runs import Run
+    from ledger.views.rollup import ROLLUP_SHIFTS, STEPS_METRIC, ChartRollup, aggregate, merge
+
+    rng = random.Random(seed)
+    runs = [uuid.UUID(int=rng.getrandbits(128)) for _ in range(3)]
+    rollup = ChartRollup()
+    expected: dict[tuple[Any, ...], tuple[Any, int]] = {}
+
+    def fold(run: uuid.UUID, attempt: int, metric: str, steps: list[int], values: list[float] | None, at: int) -> None:
+        for shift in ROLLUP_SHIFTS[-1:] if metric == STEPS_METRIC else ROLLUP_SHIFTS:
+            buckets: dict[int, list[int]] = {}
+            for i, step in enumerate(steps):
+                buckets.setdefault(step >> shift, []).append(i)
+            for bucket, where in buckets.items():
+                part = aggregate([steps[i] for i in where], None if values is None else [values[i] for i in where])
+                key = (str(run), metric, 1 << shift, bucket, attempt)
+                held = expected.get(key)
+                expected[key] = (part, at) if held is None else (merge(held[0], part), max(held[1], at))
+
+    for position in range(1, 41):
+        run, attempt = rng.choice(runs), rng.choice((1, 1, 2))
+        start = rng.choice((0, 60, 500, 4_000, 40_000, rng.randrange(70_000)))
+        span = rng.choice((1, 3, 100, 700, 5_000))
+        steps = sorted(rng.sample(range(start, start + span), rng.randrange(1, min(span, 300) + 1)))
+        dense = [rng.choice((0.5, 1.0, 2.0, rng.random())) for _ in steps]
+        index = sorted(rng.sample(range(len(steps)), rng.randrange(1, len(steps) + 1)))
+        sparse = [rng.choice((-1.0, 3.0)) for _ in index]
+        event = Run.StepsRecorded(
+            originator_id=run,
+            originator_version=position,
+            timestamp=datetime.now(UTC),
+            principal="",
+            request_id="",
+            attempt=attempt,
+            steps=steps,
+            tokens=None,
+            usd_micro=None,
+            metrics={"loss": {"values": dense, "index": None}, "eval": {"values": sparse, "index": index}},
+            digest="",
+        )
+        rollup.add(event, position)
+        fold(run, attempt, STEPS_METRIC, steps, None, position)
+        fold(run, attempt, "loss", steps, dense, position)
+        fold(run, attempt, "eval", [steps[i] for i in index], sparse, position)
+
+    rows = sorted(rollup.rows())
+    assert rows == sorted((*key, *agg, at) for key, (agg, at) in expected.items())
+    assert rollup.rows() == []
