@@ -8,15 +8,18 @@ run lazily on pooled connections (ReadConnection is what ViewReader.connect() re
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 
+from ledger.views.schema import TABLES
+
 if TYPE_CHECKING:
     from ledger.storage.postgres.storage import PostgresStorage
 
-__all__ = ["Cursor", "PG_TYPES", "ReadConnection", "ReadCursor", "clean", "table_ddl", "translate"]
+__all__ = ["Cursor", "PG_TYPES", "ReadConnection", "ReadCursor", "clean", "many_rows", "table_ddl", "translate"]
 
 PG_TYPES = {int: "BIGINT", float: "DOUBLE PRECISION", str: "TEXT", bytes: "BYTEA"}
 
@@ -47,9 +50,86 @@ def clean(params: Sequence[Any] | None) -> Sequence[Any]:
     an event that SQLite would have taken."""
     if not params:
         return ()
-    if any(type(value) is str and "\x00" in value for value in params):
-        return tuple(value.replace("\x00", "\ufffd") if type(value) is str else value for value in params)
+    for value in params:  # A loop, not any(): this runs for every row a projector writes.
+        if type(value) is str and "\x00" in value:
+            return tuple(value.replace("\x00", "\ufffd") if type(value) is str else value for value in params)
     return params
+
+
+# INSERT INTO table (columns) VALUES (?, ..., ?) and what follows (ON CONFLICT ...), in portable SQL.
+_INSERT_VALUES = re.compile(
+    r"\s*INSERT\s+INTO\s+(\w+)\s*\(([\w\s,]+)\)\s*VALUES\s*\(([?\s,]+)\)(.*)", re.IGNORECASE | re.DOTALL
+)
+_CONFLICT_TARGET = re.compile(r"\s*ON\s+CONFLICT\s*\(([\w\s,]+)\)\s*DO\s+UPDATE\b", re.IGNORECASE)
+_ANY_CONFLICT_UPDATE = re.compile(r"\bDO\s+UPDATE\b", re.IGNORECASE)
+# What each column type's values may be, for one array per column.
+_ARRAY_VALUES: dict[type, tuple[type, ...]] = {
+    int: (int,),
+    float: (float, int),
+    str: (str,),
+    bytes: (bytes,),
+}
+
+
+class _ManyRows:
+    """How an INSERT of one row of `?`s into a view table is sent as one statement over arrays."""
+
+    __slots__ = ("sql", "kinds", "key")
+
+    def __init__(self, sql: str, kinds: list[type], key: list[int] | None) -> None:
+        self.sql = sql
+        self.kinds = kinds
+        # Indexes of the conflict target's columns (DO UPDATE): the rows must differ on them.
+        self.key = key
+
+
+@functools.lru_cache(maxsize=256)
+def many_rows(sql: str) -> _ManyRows | None:
+    """The one-statement form of `sql` for many rows, where `sql` inserts one row of `?`s into
+    a table of ledger.views.schema.TABLES (whatever follows VALUES kept as it is); else None."""
+    match = _INSERT_VALUES.fullmatch(sql)
+    if match is None:
+        return None
+    table, columns_text, marks, rest = match.groups()
+    columns = [name.strip() for name in columns_text.split(",")]
+    declared = TABLES.get(table)
+    if declared is None or marks.count("?") != len(columns) or marks.replace("?", "").replace(",", "").strip():
+        return None
+    if any(name not in declared.columns for name in columns) or "?" in rest:
+        return None
+    key: list[int] | None = None
+    if _ANY_CONFLICT_UPDATE.search(rest):
+        target = _CONFLICT_TARGET.match(rest)
+        if target is None:
+            return None
+        names = [name.strip() for name in target.group(1).split(",")]
+        if any(name not in columns for name in names):
+            return None
+        key = [columns.index(name) for name in names]
+    kinds = [declared.columns[name] for name in columns]
+    arrays = ", ".join(f"%b::{PG_TYPES[kind]}[]" for kind in kinds)
+    statement = f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM unnest({arrays}){translate(rest)}"
+    return _ManyRows(statement, kinds, key)
+
+
+def _columns(plan: _ManyRows, rows: Sequence[Sequence[Any]]) -> list[list[Any]] | None:
+    """The rows as one list per column, or None when a value does not fit its column's array
+    (the rows are then sent one by one, as written) or rows repeat a conflict key."""
+    if plan.key is not None and len({tuple(row[i] for i in plan.key) for row in rows}) != len(rows):
+        return None
+    columns: list[list[Any]] = []
+    for index, kind in enumerate(plan.kinds):
+        allowed = _ARRAY_VALUES[kind]
+        values = [row[index] for row in rows]
+        for value in values:
+            if value is not None and type(value) not in allowed:
+                return None
+        if kind is float:
+            values = [float(v) if type(v) is int else v for v in values]
+        elif kind is str:
+            values = [v.replace("\x00", "\ufffd") if v is not None and "\x00" in v else v for v in values]
+        columns.append(values)
+    return columns
 
 
 def table_ddl(table: str, columns: dict[str, type], pk: tuple[str, ...], indexes: list[tuple[str, ...]]) -> list[str]:
@@ -74,6 +154,14 @@ class Cursor:
         return self
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Rows inserted into a view table go as one statement over one array per column (one
+        row, one result, instead of one each); anything else, one statement per row."""
+        if len(rows) > 1:
+            plan = many_rows(sql)
+            columns = None if plan is None else _columns(plan, rows)
+            if plan is not None and columns is not None:
+                self._cursor.execute(plan.sql, columns)
+                return
         self._cursor.executemany(translate(sql), [clean(row) for row in rows])
 
     def fetchone(self) -> Any:
