@@ -11,7 +11,10 @@ SeriesReads also holds the row helpers that every read of ledger.views.queries u
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
+from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 import msgspec
@@ -45,29 +48,50 @@ decode_batch = msgspec.msgpack.Decoder(BatchColumns, ext_hook=_no_extension).dec
 decode_metric = msgspec.msgpack.Decoder(MetricColumnStored).decode
 # One step of a series page: step, attempt, tokens, usd_micro, superseded, metric values.
 Record = tuple[int, int, int, int, bool, dict[str, float]]
+_STEP_ATTEMPT = itemgetter(0, 1)
 
 
 def _unpack_batch(
     attempt: int, floor: int | None, state: bytes, from_step: int, wanted: set[str], include_superseded: bool
 ) -> list[Record]:
     batch = decode_batch(state)
-    steps = batch.steps
+    # Steps increase within a batch: those from `from_step` on are its tail, from `first`.
+    first = bisect_left(batch.steps, from_step)
+    steps = batch.steps[first:]
     count = len(steps)
-    per_step: list[dict[str, float]] = [{} for _ in range(count)]
+    dense: list[tuple[str, list[float]]] = []
+    sparse: list[tuple[str, list[int], list[float]]] = []
     for name, raw in batch.metrics.items():
         if wanted and name not in wanted:
             continue
         column = decode_metric(raw)
-        index = column.index if column.index is not None else range(count)
-        for at, value in zip(index, column.values, strict=False):
+        if column.index is None:
+            dense.append((name, column.values[first:]))
+        else:
+            at = bisect_left(column.index, first)
+            sparse.append((name, [i - first for i in column.index[at:]], column.values[at:]))
+    per_step: list[dict[str, float]]
+    if len(dense) == 1 and len(dense[0][1]) == count:
+        name, values = dense[0]
+        per_step = [{name: value} for value in values]
+    elif dense and all(len(values) == count for _, values in dense):
+        names = [name for name, _ in dense]
+        per_step = [dict(zip(names, row, strict=True)) for row in zip(*(values for _, values in dense), strict=True)]
+    else:
+        per_step = [{} for _ in range(count)]
+        sparse = [(name, list(range(count)), values) for name, values in dense] + sparse
+    for name, index, values in sparse:
+        for at, value in zip(index, values, strict=False):
             per_step[at][name] = value
-    tokens = batch.tokens or [0] * count
-    usd = batch.usd_micro or [0] * count
+    tokens = batch.tokens[first:] if batch.tokens else [0] * count
+    usd = batch.usd_micro[first:] if batch.usd_micro else [0] * count
+    if floor is None or not steps or steps[-1] <= floor:
+        return list(zip(steps, repeat(attempt), tokens, usd, repeat(False), per_step, strict=False))
     out = []
-    for step, token, cost, values in zip(steps, tokens, usd, per_step, strict=False):
-        superseded = floor is not None and step > floor
-        if step >= from_step and (include_superseded or not superseded):
-            out.append((step, attempt, token, cost, superseded, values))
+    for step, token, cost, values_of in zip(steps, tokens, usd, per_step, strict=False):
+        superseded = step > floor
+        if include_superseded or not superseded:
+            out.append((step, attempt, token, cost, superseded, values_of))
     return out
 
 
@@ -83,26 +107,51 @@ def _record_bytes(values: dict[str, float], names: set[str]) -> int:
     return size
 
 
+_VALUES = itemgetter(5)
+
+
+def _new_names_bytes(records: list[Record], names: set[str]) -> int:
+    """What the names of `records` not in `names` add to a page (adding them to `names`)."""
+    found = set[str]().union(*map(_VALUES, records)) - names
+    names |= found
+    return sum(len(name.encode()) + 16 for name in found)
+
+
+def _records_bytes(records: list[Record], names: set[str]) -> int:
+    """The sum of _record_bytes over `records` (`names` as it goes)."""
+    return 32 * len(records) + 12 * sum(map(len, map(_VALUES, records))) + _new_names_bytes(records, names)
+
+
 def _page_end(records: list[Record], limit: int) -> int:
     """How many of the sorted `records` a page holds: at most `limit`, and no more than fit in
     PAGE_BYTES_MAX (but at least one)."""
-    size, names = 0, set[str]()
-    for at, record in enumerate(records[:limit]):
-        size += _record_bytes(record[5], names)
-        if size > PAGE_BYTES_MAX:
-            return max(1, at)
+    head = records[:limit]
+    if _records_bytes(head, set()) > PAGE_BYTES_MAX:
+        size, names = 0, set[str]()
+        for at, record in enumerate(head):
+            size += _record_bytes(record[5], names)
+            if size > PAGE_BYTES_MAX:
+                return max(1, at)
     return min(limit, len(records))
 
 
 def _metric_columns(records: list[Record]) -> tuple[MetricColumn, ...]:
     """The metric values of a page's records as columns, by name; a column that does not hold
-    a value for every record has its index into the page."""
+    a value for every record has its index into the page. A few names are gathered a name at a
+    time over the page, many in one pass over every value."""
+    held = [record[5] for record in records]
+    names = set[str]().union(*held)
     columns: dict[str, tuple[list[float], list[int]]] = {}
-    for at, record in enumerate(records):
-        for name, value in record[5].items():
-            values, index = columns.setdefault(name, ([], []))
-            values.append(value)
-            index.append(at)
+    if len(names) <= 8:
+        for name in names:
+            index = [at for at, values in enumerate(held) if name in values]
+            columns[name] = ([held[at][name] for at in index], index)
+    else:
+        for at, values_of in enumerate(held):
+            for name, value in values_of.items():
+                values, index = columns.setdefault(name, ([], []))
+                values.append(value)
+                index.append(at)
     return tuple(
         MetricColumn(name=name, values=tuple(values), index=() if len(index) == len(records) else tuple(index))
         for name, (values, index) in sorted(columns.items())
@@ -164,16 +213,16 @@ class SeriesReads:
             # after the first step left out of it, no later batch can hold a step of the page.
             for first, attempt, floor, state in self._series_rows(cursor, run_id, from_step, include_superseded):
                 if len(records) > limit or estimate > PAGE_BYTES_MAX:
-                    records.sort(key=lambda record: (record[0], record[1]))
+                    records.sort(key=_STEP_ATTEMPT)
                     end = _page_end(records, limit)
                     if end < len(records) and first > records[end][0]:
                         break
                 batch = _unpack_batch(attempt, floor, state, from_step, wanted, include_superseded)
                 records.extend(batch)
-                estimate += sum(_record_bytes(record[5], names) for record in batch)
+                estimate += _records_bytes(batch, names)
         finally:
             cursor.close()
-        records.sort(key=lambda record: (record[0], record[1]))
+        records.sort(key=_STEP_ATTEMPT)
         end = _page_end(records, limit)
         # A page never splits the records of one step (several attempts' when superseded ones
         # are included), so next_from_step resumes exactly after it.
@@ -181,12 +230,14 @@ class SeriesReads:
             end += 1
         more = end < len(records)
         records = records[:end]
+        # Column by column: zip(*records) would make an iterator per record.
+        steps, attempts, tokens, usd_micro, superseded = (tuple(map(itemgetter(at), records)) for at in range(5))
         return SeriesPage(
-            steps=tuple(r[0] for r in records),
-            attempts=tuple(r[1] for r in records),
-            tokens=tuple(r[2] for r in records),
-            usd_micro=tuple(r[3] for r in records),
-            superseded=tuple(r[4] for r in records),
+            steps=steps,
+            attempts=attempts,
+            tokens=tokens,
+            usd_micro=usd_micro,
+            superseded=superseded,
             metrics=_metric_columns(records),
             next_from_step=records[-1][0] + 1 if more and records else None,
         )

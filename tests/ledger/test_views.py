@@ -707,3 +707,34 @@ def test_a_chunk_rolls_up_as_its_batches_merged_one_at_a_time_in_log_order(seed:
     rows = sorted(rollup.rows())
     assert rows == sorted((*key, *agg, at) for key, (agg, at) in expected.items())
     assert rollup.rows() == []
+
+
+def test_a_series_page_from_inside_a_batch_keeps_each_sparse_value_at_its_step(ledger: Ledger) -> None:
+    """A page that starts inside a batch holds the batch's tail: dense metrics from that step,
+    and a sparse metric's values at the steps that carry them, indexed into the page."""
+    run_id = ledger.open_run(run_key="tail").run_id
+    ledger.start_attempt(run_id=run_id)
+    ledger.append_steps(
+        run_id=run_id,
+        attempt=1,
+        steps=list(range(10, 20)),
+        tokens=list(range(100, 110)),
+        metrics={"loss": [float(n) for n in range(10)], "eval": {"values": [0.1, 0.4, 0.8], "index": [1, 4, 8]}},
+    )
+    ledger.append_steps(run_id=run_id, attempt=1, steps=[20, 21], metrics={"eval": {"values": [0.9], "index": [1]}})
+    ledger.wait(ledger.head())
+    page = ledger.series(run_id, from_step=14, limit=1_000)
+    assert page.steps == (14, 15, 16, 17, 18, 19, 20, 21)
+    assert page.tokens == (104, 105, 106, 107, 108, 109, 0, 0)
+    assert page.metrics == (
+        MetricColumn(name="eval", values=(0.4, 0.8, 0.9), index=(0, 4, 7)),
+        MetricColumn(name="loss", values=(4.0, 5.0, 6.0, 7.0, 8.0, 9.0), index=(0, 1, 2, 3, 4, 5)),
+    )
+    page = ledger.series(run_id, from_step=15, limit=3, metrics=("eval",))
+    assert (page.steps, page.metrics, page.next_from_step) == (
+        (15, 16, 17),
+        (),
+        18,
+    )
+    page = ledger.series(run_id, from_step=19, limit=1_000, metrics=("eval",))
+    assert page.steps == (19, 20, 21) and page.metrics == (MetricColumn(name="eval", values=(0.9,), index=(2,)),)
