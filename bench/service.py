@@ -10,8 +10,10 @@ reserving at once (a channel each, each on its own run: reserve_pairs_per_s_32_c
 p99 of their Reserves, reserve_p99_ms_32_clients). With --database-url also
 grpc_steps_per_s_two_replicas: a second `trainledger serve` on the same database, and two clients
 (threads, a channel each), one per replica, each streaming --batches batches to its own run at the
-same time; the figure is all their steps over the wall time. The last line printed is one JSON
-object with the figures.
+same time; the figure is all their steps over the wall time. server_cpu_ms_per_batch: the
+server's CPU per RecordSteps batch, its projection included (Linux); with a PostgreSQL server on
+this machine also postgres_cpu_ms_per_batch, its processes' CPU per batch. On a shared machine
+these move less than the rates. The last line printed is one JSON object with the figures.
 
 --tls serves TLS with a certificate of a CA made for the run (tests.certs) and connects with that
 CA; --auth serves with `--auth` and sends an admin token issued on the database before the server
@@ -127,6 +129,13 @@ def percentile(values: list[float], q: float) -> float:
 
 def record_steps(channel: grpc.Channel, args: argparse.Namespace, metadata: tuple[tuple[str, str], ...]) -> float:
     """grpc_steps_per_s: one RecordSteps stream of args.batches batches to a new run."""
+    return stream_steps(channel, args, metadata)[0]
+
+
+def stream_steps(
+    channel: grpc.Channel, args: argparse.Namespace, metadata: tuple[tuple[str, str], ...]
+) -> tuple[float, str, int]:
+    """One RecordSteps stream of args.batches batches to a new run: steps/s, the run, the last position."""
     runs = runs_pb2_grpc.RunsStub(channel)
     run_id = new_run(runs, metadata)
     requests = [
@@ -137,12 +146,49 @@ def record_steps(channel: grpc.Channel, args: argparse.Namespace, metadata: tupl
     elapsed = time.perf_counter() - started
     assert [a.sequence for a in acks] == list(range(args.batches))
     print(f"RecordSteps: {args.batches} batches of {BATCH} steps in {elapsed:.2f} s", file=sys.stderr)
-    return round(args.batches * BATCH / elapsed)
+    return round(args.batches * BATCH / elapsed), run_id, acks[-1].position
 
 
-def bench(channel: grpc.Channel, args: argparse.Namespace, metadata: tuple[tuple[str, str], ...]) -> dict[str, float]:
+def cpu_s(pids: list[int]) -> float:
+    """User + system CPU seconds the processes `pids` have used so far (Linux /proc; 0 elsewhere)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def postgres_pids() -> list[int]:
+    """The PostgreSQL server's processes on this machine (none when it runs elsewhere)."""
+    pids = []
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
+        try:
+            if entry.name.isdigit() and (entry / "comm").read_text().strip() in ("postgres", "postmaster"):
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+def bench(
+    channel: grpc.Channel, args: argparse.Namespace, metadata: tuple[tuple[str, str], ...], server: int
+) -> dict[str, float]:
     runs, spend = runs_pb2_grpc.RunsStub(channel), spend_pb2_grpc.SpendStub(channel)
-    figures: dict[str, float] = {"grpc_steps_per_s": record_steps(channel, args, metadata)}
+    # CPU per 1,000-step batch of the RecordSteps stream, the server's (projection included: the
+    # stream's run is read once projected) and, with a local PostgreSQL, the database's. On a
+    # shared machine these move less than the rates do.
+    database = postgres_pids() if args.database_url else []
+    server_cpu, database_cpu = cpu_s([server]), cpu_s(database)
+    rate, streamed, position = stream_steps(channel, args, metadata)
+    figures: dict[str, float] = {"grpc_steps_per_s": rate}
+    projected = runs_pb2.GetRunStateRequest(run_id=streamed, min_position=position)
+    runs.GetRunState(projected, timeout=600, metadata=metadata)
+    figures["server_cpu_ms_per_batch"] = round((cpu_s([server]) - server_cpu) * 1000 / args.batches, 2)
+    if database:
+        figures["postgres_cpu_ms_per_batch"] = round((cpu_s(database) - database_cpu) * 1000 / args.batches, 2)
 
     run_id = new_run(runs, metadata)
     batches = args.run_steps // BATCH
@@ -315,7 +361,7 @@ def run_all(args: argparse.Namespace, directory: str) -> dict[str, float]:
     process, port = start_server(os.path.join(directory, "bench.db"), args.database_url, security)
     try:
         with security.channel(f"127.0.0.1:{port}") as channel:
-            figures = bench(channel, args, security.metadata)
+            figures = bench(channel, args, security.metadata, process.pid)
         if args.clients:
             figures.update(many_clients(f"127.0.0.1:{port}", args, security))
         if args.database_url:
