@@ -9,6 +9,7 @@ without end comes in pages bounded in count and in bytes (PAGE_BYTES_MAX).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -85,12 +86,7 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads):
         objective, retraction, progress = self.plan_parts(
             self.run_plan(run_id), status=status, last_step=last_step, now=now
         )
-        best = None
-        if objective is not None:
-            found = self.best_checkpoint(
-                run_id, metric=objective.metric, mode=objective.mode, include_superseded=False, now=now
-            )
-            best = found.checkpoint if found else None
+        best = None if objective is None else self._best_usable(run_id, objective.metric, objective.mode, now)
         spend_row = self._row("SELECT cap, committed, pending, overrun FROM view_accounts WHERE account = ?", (run_id,))
         spend = to_spend_totals(spend_row if spend_row else (None, 0, 0, 0), self.bill_totals(run_id, rolled_up=True))
         resume = Resume(
@@ -127,6 +123,37 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads):
             progress=progress,
             datasets=self.datasets(run_id),
         )
+
+    def _best_usable(self, run_id: str, metric: str, mode: str, now: datetime) -> Checkpoint | None:
+        """The checkpoint ledger.domain.retention.best picks among the run's usable ones (the
+        best score on `metric`, ties to the later step, then attempt), ranked from the few
+        columns that decide it (scored, not superseded or deleted, then not expired); only the
+        chosen one is read whole. A run's checkpoints are still each looked at, but at a fraction
+        of building each one's read model."""
+        chosen: tuple[float, int, int] | None = None
+        for step, attempt, scores, expires_at in self._rows(
+            "SELECT c.step, c.attempt, m.scores, c.expires_at FROM view_checkpoints c JOIN view_checkpoint_marks m"
+            " ON m.run_id = c.run_id AND m.attempt = c.attempt AND m.step = c.step"
+            " WHERE c.run_id = ? AND COALESCE(c.superseded, 0) = 0 AND m.deleted_at IS NULL",
+            (run_id,),
+        ):
+            if not scores or (expires_at is not None and utc_time(expires_at) <= now):
+                continue
+            score = decode(scores).get(metric)
+            if score is None or not math.isfinite(score):
+                continue
+            if (
+                chosen is None
+                or (score < chosen[0] if mode == "min" else score > chosen[0])
+                or (score == chosen[0] and (step, attempt) > chosen[1:])
+            ):
+                chosen = (score, step, attempt)
+        if chosen is None:
+            return None
+        row = self._row(
+            f"{CHECKPOINT_SELECT} WHERE c.run_id = ? AND c.attempt = ? AND c.step = ?", (run_id, chosen[2], chosen[1])
+        )
+        return to_scored_checkpoint(row, now.timestamp())
 
     def _checkpoints(self, run_id: str, moment: float) -> tuple[Checkpoint | None, tuple[Checkpoint, ...], int]:
         """The most progressed usable checkpoint (not superseded, deleted or expired), the

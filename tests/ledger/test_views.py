@@ -738,3 +738,83 @@ def test_a_series_page_from_inside_a_batch_keeps_each_sparse_value_at_its_step(l
     )
     page = ledger.series(run_id, from_step=19, limit=1_000, metrics=("eval",))
     assert page.steps == (19, 20, 21) and page.metrics == (MetricColumn(name="eval", values=(0.9,), index=(2,)),)
+
+
+@pytest.mark.parametrize("mode", ["min", "max"])
+def test_run_state_names_the_checkpoint_retention_ranks_best(ledger: Ledger, clock: FakeClock, mode: str) -> None:
+    """RunState's best checkpoint is the one ledger.domain.retention.best picks over the run's
+    checkpoints (BestCheckpoint's answer): over equal scores, checkpoints without the score,
+    expired, deleted and superseded ones, as the clock moves."""
+    import random
+
+    from ledger import Conflict, Invalid, NotFound, Refused
+
+    rng = random.Random(mode)
+    run_id = ledger.open_run(run_key=f"best-{mode}", objective=("loss", mode)).run_id
+    ledger.start_attempt(run_id=run_id)
+    attempt, step, floor = 1, 0, 0
+    saved: list[int] = []
+
+    def agree() -> None:
+        ledger.wait(ledger.head())
+        found = ledger.views.best_checkpoint(run_id, metric="loss", mode=mode, include_superseded=False, now=clock.now)
+        assert ledger.run_state(run_id).best_checkpoint == (found.checkpoint if found else None)
+
+    for _ in range(150):
+        step += rng.randrange(1, 4)
+        scores = rng.choice(({"loss": rng.choice((0.5, 1.0, 2.0))}, {"acc": 0.9}, {}, {"loss": rng.random()}))
+        ttl = rng.choice((None, timedelta(seconds=rng.randrange(1, 30))))
+        ledger.save_checkpoint(
+            run_id=run_id,
+            attempt=attempt,
+            step=step,
+            backend="hf",
+            uri=f"file:///ck/{attempt}/{step}",
+            expires_at=None if ttl is None else clock.now + ttl,
+            scores=scores,
+        )
+        saved.append(step)
+        roll = rng.random()
+        if roll < 0.4:
+            try:
+                ledger.delete_checkpoint(run_id=run_id, attempt=attempt, step=rng.randrange(floor + 1, step + 1))
+            except (Conflict, Invalid, NotFound, Refused):
+                pass  # Protected, or no checkpoint there.
+        elif roll < 0.5 and saved:
+            back = rng.choice(saved)
+            try:
+                ledger.start_attempt(run_id=run_id, resume_from_step=back)
+            except (Conflict, Invalid, NotFound, Refused):
+                pass  # Its checkpoint was deleted or has expired.
+            else:
+                attempt, step, floor, saved = attempt + 1, back, back, []
+        clock.advance(seconds=rng.randrange(0, 5))
+        agree()
+    for _ in range(4):
+        clock.advance(seconds=10)
+        agree()
+
+
+def test_run_state_never_names_a_deleted_checkpoint_best(ledger: Ledger, clock: FakeClock) -> None:
+    """Once the best checkpoint expires, the next best usable one is named, never a deleted one
+    that scored better."""
+    run_id = ledger.open_run(run_key="best-deleted", objective=("loss", "min")).run_id
+    ledger.start_attempt(run_id=run_id)
+    for step, loss, ttl in ((1, 0.1, timedelta(seconds=5)), (2, 0.2, None), (3, 0.3, None), (4, 0.9, None)):
+        ledger.save_checkpoint(
+            run_id=run_id,
+            attempt=1,
+            step=step,
+            backend="hf",
+            uri=f"file:///ck/{step}",
+            expires_at=None if ttl is None else clock.now + ttl,
+            scores={"loss": loss},
+        )
+    ledger.delete_checkpoint(run_id=run_id, attempt=1, step=2)
+    ledger.wait(ledger.head())
+    best = ledger.run_state(run_id).best_checkpoint
+    assert best is not None and best.step == 1
+    clock.advance(seconds=10)
+    best = ledger.run_state(run_id).best_checkpoint
+    assert best is not None and best.step == 3
+    assert ledger.best_checkpoint(run_id).checkpoint == best
