@@ -7,10 +7,11 @@ reads it). Projecting it one batch at a time cost a Python loop per bucket and a
 and batch; `ChartRollup` instead gathers every batch of a projector's chunk (`add`), groups the
 values by (run, attempt, metric), computes each level's buckets over every group of the chunk at
 once with numpy (a handful of array operations per level, however many steps and groups: a chunk
-of a rebuild holds batches of many runs), and writes each bucket once per chunk (`flush`). Buckets already in the table are merged by the upsert, so the rows are the same
-whatever the chunks: a bucket's count adds up, first and last are the lowest and highest step,
-the least and greatest value keep the earliest step of equal values, and the row's position is
-the highest position of the events that fed it.
+of a rebuild holds batches of many runs), and writes each bucket once per chunk (`flush`).
+Buckets already in the table are merged by the upsert, so the rows are the same whatever the
+chunks: a bucket's count adds up, first and last are the lowest and highest step, the least and
+greatest value keep the earliest step of equal values, and the row's position is the highest
+position of the events that fed it.
 
 A group whose batches are not in step order (a batch recorded below an earlier one of the same
 attempt) is cut into runs that are, and the runs' buckets merged in the order of their events.
