@@ -152,7 +152,7 @@ class ApplicationRecorder(PostgresApplicationRecorder):
         with self.datastore.get_connection() as connection:
             if not self._insert_sql:
                 self._render(connection)
-            with connection.pipeline(), connection.transaction(), connection.cursor() as cursor:
+            with connection.pipeline() as pipeline, connection.transaction(), connection.cursor() as cursor:
                 for statement in self._insert_sql:
                     cursor.execute(statement, prepare=True)
                 if keys:
@@ -163,6 +163,8 @@ class ApplicationRecorder(PostgresApplicationRecorder):
                     )
                 with connection.cursor() as inserted, connection.cursor() as last:
                     try:
+                        # Under the table lock: the seal the new events follow.
+                        last.execute(self._last_seal_sql, prepare=True)
                         inserted.execute(
                             self._events_sql,
                             (
@@ -173,8 +175,11 @@ class ApplicationRecorder(PostgresApplicationRecorder):
                             ),
                             prepare=True,
                         )
-                        last.execute(self._last_seal_sql, prepare=True)
-                        # One round trip for all of the above; a clash raises here.
+                        # One round trip for all of the above; a clash raises here. The insert
+                        # goes last and a sync ends the round trip, so nothing queued after a
+                        # clash fails again later (as "pipeline aborted") in place of it, and
+                        # the failed transaction's COMMIT only rolls it back.
+                        pipeline.sync()
                         positions = [row["notification_id"] for row in inserted.fetchall()]
                         found = last.fetchone()
                         if len(positions) != len(stored_events):
