@@ -1,10 +1,11 @@
 """Benchmark of the ledger core, in-process on the SQLite default with durable commits.
 
 Run:  .venv/bin/python bench/ledger_core.py [--batches 300] [--pairs 2000]
-Prints each figure as it goes; the LAST line is one JSON object with steps_per_s,
-reserve_commit_per_s, reserve_commit_per_s_32_writers (--writers threads at once, each on its own
-run account: the pairs the ledger gathers into shared durable commits), run_state_p99_ms_1k_steps,
-run_state_p99_ms_1m_steps, rebuild_steps_per_s.
+Prints each figure as it goes; the LAST line is one JSON object with steps_per_s (appends with the
+projector running beside them), steps_per_s_projector_off (the same appends with no projector,
+just before), reserve_commit_per_s, reserve_commit_per_s_32_writers (--writers threads at once,
+each on its own run account: the pairs the ledger gathers into shared durable commits),
+run_state_p99_ms_1k_steps, run_state_p99_ms_1m_steps, rebuild_steps_per_s.
 Targets (goals, never test assertions): steps_per_s >= 500,000; reserve_commit_per_s >= 2,000;
 reserve_commit_per_s_32_writers >= 10,000;
 run_state p99 <= 2 ms at both sizes; rebuild_steps_per_s >= 200,000.
@@ -92,6 +93,17 @@ def reserve_commit_writers(ledger: Ledger, writers: int, pairs: int) -> float:
     return writers * pairs / elapsed
 
 
+def append_rate(ledger: Ledger, run_key: str, payloads: list[dict]) -> tuple[float, float]:
+    """Append `payloads` as one attempt of a new run: (steps per second, seconds)."""
+    run = ledger.open_run(run_key=run_key, cap_usd_micro=None)
+    ledger.start_attempt(run_id=run.run_id, attempt_id="a1")
+    started = time.perf_counter()
+    for payload in payloads:
+        ledger.append_steps(run_id=run.run_id, attempt=1, **payload)
+    elapsed = time.perf_counter() - started
+    return len(payloads) * BATCH / elapsed, elapsed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--batches", type=int, default=300, help="1,000-step batches for steps_per_s")
@@ -103,22 +115,23 @@ def main() -> None:
     command = "python bench/ledger_core.py " + " ".join(sys.argv[1:])
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
+        batch(1)  # warm the generator
+        payloads = [batch(1 + i * BATCH) for i in range(args.batches)]
+        # The same appends with no projector, just before, in the same conditions: what the
+        # projector running beside them costs is steps_per_s against this.
+        alone = Ledger.open(str(Path(tmp) / "alone.db"), project=False)
+        try:
+            per_s, elapsed = append_rate(alone, "bench-steps", payloads)
+        finally:
+            alone.close()
+        figures["steps_per_s_projector_off"] = round(per_s)
+        print(f"append, no projector: {args.batches} batches of {BATCH} steps in {elapsed:.2f} s -> {per_s:,.0f} /s")
         ledger = Ledger.open(str(Path(tmp) / "bench.db"))
         try:
             # Appends: the projector runs in the background as it does in the server.
-            run = ledger.open_run(run_key="bench-steps", cap_usd_micro=None)
-            ledger.start_attempt(run_id=run.run_id, attempt_id="a1")
-            batch(1)  # warm the generator
-            payloads = [batch(1 + i * BATCH) for i in range(args.batches)]
-            started = time.perf_counter()
-            for payload in payloads:
-                ledger.append_steps(run_id=run.run_id, attempt=1, **payload)
-            elapsed = time.perf_counter() - started
-            figures["steps_per_s"] = round(args.batches * BATCH / elapsed)
-            print(
-                f"append: {args.batches} batches of {BATCH} steps in {elapsed:.2f} s"
-                f" -> {figures['steps_per_s']:,} steps/s"
-            )
+            per_s, elapsed = append_rate(ledger, "bench-steps", payloads)
+            figures["steps_per_s"] = round(per_s)
+            print(f"append: {args.batches} batches of {BATCH} steps in {elapsed:.2f} s -> {per_s:,.0f} steps/s")
 
             # Reserve + commit, one pair at a time, on a capped run account.
             spend_run = ledger.open_run(run_key="bench-spend", cap_usd_micro=10**12)
