@@ -171,12 +171,21 @@ class Projector:
 
     def _catch_up(self, stop: int | None) -> int:
         applied = 0
+        # What the last read returned past the chunk it made (a chunk stops at CHUNK_ROWS steps),
+        # and the position the next chunk must start from to use it: each event is read once.
+        # Read again, a rebuild fetched each page of CHUNK_EVENTS events once per chunk of it.
+        ahead: list[Any] = []
+        ahead_from = 0
         while True:
             start = self.position + 1
-            notifications = self.app.recorder.select_notifications(start, CHUNK_EVENTS, stop=stop)
+            if ahead and start == ahead_from:
+                notifications = ahead
+            else:
+                notifications = self.app.recorder.select_notifications(start, CHUNK_EVENTS, stop=stop)
             if not notifications:
                 return applied
             events = self._decode_chunk(notifications)
+            ahead, ahead_from = list(notifications[len(events) :]), events[-1][0] + 1
             positions = self._apply_locked(start, events)
             self._publish(positions, frozenset(event.originator_id for _, event in events))
             applied += len(events)
