@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from ledger.domain import retention
 from ledger.views.models import (
     BestCheckpoint,
@@ -30,9 +32,9 @@ from ledger.views.models import (
     PrunePage,
     Retraction,
     SourceCheckpoint,
-    StateHandle,
 )
-from ledger.views.rows import decode, optional_utc_time, utc_time
+from ledger.views.rows import decode, optional_utc_time, to_model_version, utc_time
+from ledger.views.rows import to_checkpoint as to_stored_checkpoint
 
 __all__ = ["CHECKPOINT_SELECT", "VERSION_SELECT", "ProvenanceReads", "progress", "to_version"]
 
@@ -58,17 +60,10 @@ _PLAN_COLUMNS = (
 
 def to_checkpoint(row: Sequence[Any], now: float) -> Checkpoint:
     """A row of CHECKPOINT_SELECT as a Checkpoint, `expired` as of `now` (epoch seconds)."""
-    attempt, step, backend, uri, fidelity, sampler_uri, final, saved_at, expires_at, digest = row[:10]
     superseded, scores, deleted_at = row[10:13]
-    return Checkpoint(
-        attempt=attempt,
-        step=step,
-        handle=StateHandle(backend=backend, uri=uri, fidelity=fidelity),
-        sampler_uri=sampler_uri or "",
-        final=bool(final),
-        saved_at=utc_time(saved_at),
-        expires_at=optional_utc_time(expires_at),
-        digest=digest or "",
+    expires_at = row[8]
+    return msgspec.structs.replace(
+        to_stored_checkpoint(row[:10]),
         superseded=bool(superseded),
         scores=decode(scores) if scores else {},
         deleted_at=optional_utc_time(deleted_at),
@@ -78,17 +73,9 @@ def to_checkpoint(row: Sequence[Any], now: float) -> Checkpoint:
 
 def to_version(row: Sequence[Any]) -> ModelVersion:
     """A row of VERSION_SELECT as a ModelVersion."""
-    family, version, uri, digest, run_id, step, metadata, registered_at = row[:8]
     source_run, source_step, source_attempt, source_digest, retracted_at = row[8:13]
-    return ModelVersion(
-        family=family,
-        version=version,
-        artifact_uri=uri,
-        digest=digest,
-        source_run_id=run_id or "",
-        source_step=step or 0,
-        metadata=decode(metadata),
-        registered_at=utc_time(registered_at),
+    return msgspec.structs.replace(
+        to_model_version(row[:8]),
         source_checkpoint=None
         if source_run is None
         else SourceCheckpoint(
