@@ -31,6 +31,7 @@ __all__ = [
     "apply_events",
     "handlers",
     "merge",
+    "prepare",
     "to_epoch",
 ]
 
@@ -69,7 +70,11 @@ class Gathered(Protocol):
 
     def add(self, event: Any, position: int) -> None: ...
 
-    def flush(self, cursor: Cursor) -> None: ...
+    def rows(self) -> list[tuple[Any, ...]]:
+        """The rows of everything added since the last call, and forget it (no storage read)."""
+        ...
+
+    def write(self, cursor: Cursor, rows: list[tuple[Any, ...]]) -> None: ...
 
     def clear(self) -> None: ...
 
@@ -714,10 +719,14 @@ def handlers(names: Names) -> dict[str, dict[type, Handler | Gathered]]:
 
 
 def apply_events(
-    cursor: Cursor, view_handlers: dict[type, Handler | Gathered], events: Iterable[tuple[int, Any]]
+    cursor: Cursor,
+    view_handlers: dict[type, Handler | Gathered],
+    events: Iterable[tuple[int, Any]],
+    prepared: dict[int, list[tuple[Any, ...]]] | None = None,
 ) -> None:
     """Apply (position, event) pairs to one view inside the caller's transaction; gathered
-    handlers write once, after the rest."""
+    handlers write once, after the rest. `prepared` holds, by id of a gathered handler, the rows
+    it already made of these same events (`prepare`, before the transaction): it only writes them."""
     gathering: list[Gathered] = []
     try:
         for position, event in events:
@@ -726,13 +735,33 @@ def apply_events(
                 continue
             if getattr(handler, "gathered", False):
                 gathered: Gathered = handler  # type: ignore[assignment]
-                gathered.add(event, position)
+                if prepared is None or id(gathered) not in prepared:
+                    gathered.add(event, position)
                 if gathered not in gathering:
                     gathering.append(gathered)
             else:
                 handler(cursor, event, position)  # type: ignore[operator]
         for gathered in gathering:
-            gathered.flush(cursor)
+            rows = prepared.get(id(gathered)) if prepared is not None else None
+            gathered.write(cursor, gathered.rows() if rows is None else rows)
+    finally:
+        for gathered in gathering:
+            gathered.clear()
+
+
+def prepare(view_handlers: dict[type, Handler | Gathered], events: Iterable[tuple[int, Any]]) -> dict[int, list[Any]]:
+    """The rows each gathered handler of one view makes of `events`, computed without storage (so
+    outside the transaction that writes them: `apply_events(..., prepared=...)`)."""
+    gathering: list[Gathered] = []
+    try:
+        for position, event in events:
+            handler = view_handlers.get(type(event))
+            if getattr(handler, "gathered", False):
+                gathered: Gathered = handler  # type: ignore[assignment]
+                gathered.add(event, position)
+                if gathered not in gathering:
+                    gathering.append(gathered)
+        return {id(gathered): gathered.rows() for gathered in gathering}
     finally:
         for gathered in gathering:
             gathered.clear()

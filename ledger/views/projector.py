@@ -10,6 +10,7 @@ not a sleep loop.
 
 from __future__ import annotations
 
+import collections
 import logging
 import threading
 import time
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
-from ledger.views.handlers import Names, apply_events, handlers
+from ledger.views.handlers import Names, apply_events, handlers, prepare
 from ledger.views.schema import VIEWS
 
 __all__ = ["Projector", "ProjectionFailed"]
@@ -33,6 +34,10 @@ GATHER_S = 0.002
 # How often a reader (a ledger opened with project=False) re-reads the committed positions
 # while it waits for one.
 FOLLOW_POLL_S = 0.05
+# At most this many events (and steps in them) handed over by this process's writers wait for the
+# projector; past that, offers are dropped and the projector reads those events from the log.
+HANDED_EVENTS_MAX = 4 * CHUNK_EVENTS
+HANDED_ROWS_MAX = 5 * CHUNK_ROWS
 
 
 class ProjectionFailed(Exception):
@@ -81,6 +86,16 @@ class Projector:
         #: events it applied, so that a waiter on one aggregate is woken by that aggregate alone;
         #: with None when that is not known (any aggregate may have changed).
         self.originator_listeners: list[Callable[[frozenset[UUID] | None], None]] = []
+        # Events this process has just saved, with their positions (`offer`): applied as they are,
+        # they are neither read back from the log nor decoded again.
+        self._handed: collections.deque[tuple[int, Any, int]] = collections.deque()
+        self._handed_rows = 0
+        self._handed_lock = threading.Lock()
+        # The views with a gathered handler (the chart's rollup): what they write is computed
+        # before the chunk's transaction (`prepare`), so the writer lock is held to write it only.
+        self._preparing = tuple(
+            view for view in VIEWS if any(getattr(h, "gathered", False) for h in self.handlers[view].values())
+        )
 
     @property
     def position(self) -> int:
@@ -106,6 +121,39 @@ class Projector:
 
     def wake(self) -> None:
         self._wake.set()
+
+    def offer(self, events: list[tuple[int, Any]]) -> None:
+        """Hand over events just saved by this process, as (position, event) in position order, so
+        that a running projector applies them without reading them back. Only a run of positions
+        that follows the projector's own, with no number missing, is used: anything else is read
+        from the log (another process's events, offers dropped past HANDED_*_MAX)."""
+        if self._thread is None or not events:
+            return
+        handed = [(position, event, len(getattr(event, "steps", ()))) for position, event in events]
+        rows = sum(count for *_, count in handed)
+        with self._handed_lock:
+            if len(self._handed) + len(handed) > HANDED_EVENTS_MAX or self._handed_rows + rows > HANDED_ROWS_MAX:
+                return  # Dropped whole: the projector reads these from the log.
+            self._handed.extend(handed)
+            self._handed_rows += rows
+
+    def _take_handed(self, start: int, stop: int | None) -> list[tuple[int, Any]]:
+        """The handed-over events from `start` on without a gap (a chunk's worth at most); those
+        before `start` are forgotten."""
+        taken: list[tuple[int, Any]] = []
+        with self._handed_lock:
+            handed = self._handed
+            while handed and handed[0][0] < start:
+                self._handed_rows -= handed.popleft()[2]
+            rows = 0
+            while handed and handed[0][0] == start + len(taken) and len(taken) < CHUNK_EVENTS and rows < CHUNK_ROWS:
+                if stop is not None and handed[0][0] > stop:
+                    break
+                position, event, count = handed.popleft()
+                self._handed_rows -= count
+                rows += count
+                taken.append((position, event))
+        return taken
 
     def wait(self, position: int, timeout_s: float) -> bool:
         """Block until every view reflects `position` or the timeout passes (False at once when
@@ -178,14 +226,16 @@ class Projector:
         ahead_from = 0
         while True:
             start = self.position + 1
-            if ahead and start == ahead_from:
-                notifications = ahead
-            else:
-                notifications = self.app.recorder.select_notifications(start, CHUNK_EVENTS, stop=stop)
-            if not notifications:
-                return applied
-            events = self._decode_chunk(notifications)
-            ahead, ahead_from = list(notifications[len(events) :]), events[-1][0] + 1
+            events = self._take_handed(start, stop)
+            if not events:
+                if ahead and start == ahead_from:
+                    notifications = ahead
+                else:
+                    notifications = self.app.recorder.select_notifications(start, CHUNK_EVENTS, stop=stop)
+                if not notifications:
+                    return applied
+                events = self._decode_chunk(notifications)
+                ahead, ahead_from = list(notifications[len(events) :]), events[-1][0] + 1
             positions = self._apply_locked(start, events)
             self._publish(positions, frozenset(event.originator_id for _, event in events))
             applied += len(events)
@@ -215,10 +265,19 @@ class Projector:
         """Apply `events`, read from position `start` on, unless a view has not seen everything
         before `start` (it was dropped by a rebuild elsewhere): the next round catches it up
         from its own position. Positions may skip numbers (PostgreSQL), never events."""
+        # The rollup's rows are made before the transaction, for the positions last committed
+        # here; a transaction that finds other positions (another projector moved them) makes
+        # them again inside.
+        assumed = dict(self.positions)
+        prepared = {
+            view: prepare(self.handlers[view], ((p, e) for p, e in events if p > assumed[view]))
+            for view in self._preparing
+            if assumed[view] < events[-1][0]
+        }
         with self.database.transaction() as cursor:
             positions: dict[str, int] = self.database.lock_tracking(cursor)
             if min(positions.values()) >= start - 1:
-                self._apply_chunk(cursor, positions, events)
+                self._apply_chunk(cursor, positions, events, prepared if positions == assumed else {})
                 self._chunk_applied(cursor, events[-1][0])
         return positions
 
@@ -253,15 +312,24 @@ class Projector:
                 break
         return events
 
-    def _apply_chunk(self, cursor: Any, positions: dict[str, int], events: list[tuple[int, Any]]) -> None:
+    def _apply_chunk(
+        self,
+        cursor: Any,
+        positions: dict[str, int],
+        events: list[tuple[int, Any]],
+        prepared: dict[str, dict[int, list[Any]]] | None = None,
+    ) -> None:
         """Apply a chunk to every view that has not seen it, with its tracking position, in the
-        caller's transaction; `positions` is updated to what the transaction records."""
+        caller's transaction; `positions` is updated to what the transaction records. `prepared`:
+        by view, the rows its gathered handlers made of the events after `positions[view]`."""
         last = events[-1][0]
         for view in VIEWS:
             seen = positions[view]
             if seen >= last:
                 continue
-            apply_events(cursor, self.handlers[view], ((p, e) for p, e in events if p > seen))
+            apply_events(
+                cursor, self.handlers[view], ((p, e) for p, e in events if p > seen), (prepared or {}).get(view)
+            )
             self.database.set_tracking(cursor, view, last)
             positions[view] = last
 

@@ -7,7 +7,7 @@ reads it). Projecting it one batch at a time cost a Python loop per bucket and a
 and batch; `ChartRollup` instead gathers every batch of a projector's chunk (`add`), groups the
 values by (run, attempt, metric), computes each level's buckets over every group of the chunk at
 once with numpy (a handful of array operations per level, however many steps and groups: a chunk
-of a rebuild holds batches of many runs), and writes each bucket once per chunk (`flush`).
+of a rebuild holds batches of many runs), and writes each bucket once per chunk (`write`).
 Buckets already in the table are merged by the upsert, so the rows are the same whatever the
 chunks: a bucket's count adds up, first and last are the lowest and highest step, the least and
 greatest value keep the earliest step of equal values, and the row's position is the highest
@@ -180,7 +180,7 @@ class _Group:
 
 class ChartRollup:
     """The chart view's handler of step batches, gathered per chunk (ledger.views.handlers runs
-    `add` for each event of a chunk, then `flush` once in the chunk's transaction)."""
+    `add` for each event of a chunk, then writes its `rows()` once in the chunk's transaction)."""
 
     gathered = True
 
@@ -205,7 +205,7 @@ class ChartRollup:
         return group
 
     def rows(self) -> list[tuple[Any, ...]]:
-        """The rows of everything added since the last flush, and forget it. Every group's
+        """The rows of everything added since the last call, and forget it. Every group's
         segments (its batches cut where step order breaks) are rolled up together, the steps
         themselves at the coarsest level only; a group of several segments has their buckets
         merged in the order of their events."""
@@ -245,8 +245,7 @@ class ChartRollup:
                     rows.append((run_id, metric, width, bucket, attempt, *agg, position))
         return rows
 
-    def flush(self, cursor: Any) -> None:
-        rows = self.rows()
+    def write(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
         if rows:
             cursor.executemany(ROLLUP_UPSERT, rows)
 
