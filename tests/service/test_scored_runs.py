@@ -52,9 +52,12 @@ def save(
 def scored_run(stubs: Stubs, losses: dict[int, float], **fields: Any) -> str:
     """A run with the objective min eval_loss and a checkpoint at each step with its loss."""
     run_id = open_run(stubs, objective=MIN_LOSS, **fields).state.run.run_id
+    position = 0
     for step, loss in losses.items():
         stubs.runs.AppendSteps(runs_pb2.AppendStepsRequest(batch=batch(run_id, range(step, step + 1))), timeout=10)
-        save(stubs, run_id, step, {"eval_loss": loss, "accuracy": 1 - loss})
+        position = save(stubs, run_id, step, {"eval_loss": loss, "accuracy": 1 - loss}).position
+    # The reads that follow ask for no position: the views hold every save first.
+    stubs.runs.GetRunState(runs_pb2.GetRunStateRequest(run_id=run_id, min_position=position), timeout=10)
     return run_id
 
 
