@@ -61,6 +61,8 @@ __all__ = [
 DEFAULT_THRESHOLD_PERCENT = 5.0
 TOKEN_CLASSES = ("train", "prefill", "sample")
 UNATTRIBUTED_LISTED = 50
+# Whether any bill was recorded at all (the common answer, none, ends a totals read).
+ANY_BILL = "SELECT 1 FROM view_bill_providers LIMIT 1"
 _decode_quantities = msgspec.json.Decoder(dict[str, float]).decode
 _LINES = (
     "SELECT provider, line_id, start, end_at, amount, quantities, run_id, account, session_id, description"
@@ -305,7 +307,7 @@ class BillReads:
     ) -> BillTotals | None:
         """The bill beside the estimate for one account (a run's: its run id), alone or with every
         account under it; None when no bill line is attributed there (and nothing was adjusted)."""
-        if self._row("SELECT 1 FROM view_bill_providers LIMIT 1") is None:
+        if self._row(ANY_BILL) is None:
             return None  # No bill recorded at all: one tiny query.
         accounts = {account} | (self._descendants(account) if rolled_up else set())
         lines = self._lines_of(accounts)

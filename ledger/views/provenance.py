@@ -56,6 +56,11 @@ _PLAN_COLUMNS = (
     "metric, mode, max_steps, retraction_reason, retraction_principal, retracted_at, anchor_time, anchor_step,"
     " last_time, last_step"
 )
+PLAN_ROW = f"SELECT {_PLAN_COLUMNS} FROM view_run_plans WHERE run_id = ?"
+DATASET_ROWS = (
+    "SELECT role, digest, format, rows, tokens, source_uri, report, recorded_at FROM view_datasets"
+    " WHERE run_id = ? ORDER BY position, role, digest"
+)
 
 
 def to_checkpoint(row: Sequence[Any], now: float) -> Checkpoint:
@@ -133,7 +138,7 @@ class ProvenanceReads:
 
     def run_plan(self, run_id: str) -> tuple[Any, ...] | None:
         """The run's row of view_run_plans (_PLAN_COLUMNS), None before the view has it."""
-        row = self._row(f"SELECT {_PLAN_COLUMNS} FROM view_run_plans WHERE run_id = ?", (run_id,))
+        row = self._row(PLAN_ROW, (run_id,))
         return tuple(row) if row else None
 
     @staticmethod
@@ -177,9 +182,7 @@ class ProvenanceReads:
                 recorded_at=utc_time(recorded_at),
             )
             for role, digest, format_, rows, tokens, source_uri, report, recorded_at in self._rows(
-                "SELECT role, digest, format, rows, tokens, source_uri, report, recorded_at FROM view_datasets"
-                " WHERE run_id = ? ORDER BY position, role, digest",
-                (run_id,),
+                DATASET_ROWS, (run_id,)
             )
         )
 

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ledger.domain.limits import EXPIRED_CHECKPOINTS_LISTED, PAGE_BYTES_MAX
-from ledger.views.bills import BillReads
+from ledger.views.bills import ANY_BILL, BillReads
 from ledger.views.charts import ChartReads
 from ledger.views.models import (
     Account,
@@ -31,7 +31,15 @@ from ledger.views.models import (
     RunState,
     RunSummary,
 )
-from ledger.views.provenance import CHECKPOINT_SELECT, VERSION_SELECT, ProvenanceReads, progress, to_version
+from ledger.views.provenance import (
+    CHECKPOINT_SELECT,
+    DATASET_ROWS,
+    PLAN_ROW,
+    VERSION_SELECT,
+    ProvenanceReads,
+    progress,
+    to_version,
+)
 from ledger.views.provenance import to_checkpoint as to_scored_checkpoint
 from ledger.views.rows import (
     PROMOTION_COLUMNS,
@@ -48,22 +56,69 @@ from ledger.views.series import SeriesReads
 __all__ = ["ViewReader"]
 
 
+RUN_ROW = (
+    "SELECT run_id, run_key, name, status, spec, summary, error, opened_at, finished_at, current_attempt,"
+    " last_step FROM view_runs WHERE run_id = ?"
+)
+ATTEMPT_ROWS = (
+    "SELECT number, attempt_id, label, started_at, resumed_from_step, ended FROM view_attempts"
+    " WHERE run_id = ? ORDER BY number"
+)
+SPEND_ROW = "SELECT cap, committed, pending, overrun FROM view_accounts WHERE account = ?"
+POSITION_ROW = "SELECT position FROM view_tracking WHERE view = ?"
+# A run's checkpoints by the columns that rank them for its best one (ViewReader._best_usable).
+SCORED_CHECKPOINTS = (
+    "SELECT c.step, c.attempt, m.scores, c.expires_at FROM view_checkpoints c JOIN view_checkpoint_marks m"
+    " ON m.run_id = c.run_id AND m.attempt = c.attempt AND m.step = c.step"
+    " WHERE c.run_id = ? AND COALESCE(c.superseded, 0) = 0 AND m.deleted_at IS NULL"
+)
+_LIVE = "FROM view_checkpoints WHERE run_id = ? AND superseded = 0"
+LIVE_CHECKPOINT_EXISTS = (
+    f"SELECT 1 {_LIVE} AND expires_at IS NULL UNION ALL SELECT 1 {_LIVE} AND expires_at > ? LIMIT 1"
+)
+LATEST_LIVE_CHECKPOINT = (
+    f"{CHECKPOINT_SELECT} WHERE c.run_id = ? AND c.superseded = 0"
+    " AND (c.expires_at IS NULL OR c.expires_at > ?) AND m.deleted_at IS NULL"
+    " ORDER BY c.step DESC, c.attempt DESC LIMIT 1"
+)
+EXPIRED_CHECKPOINTS = (
+    f"{CHECKPOINT_SELECT} WHERE c.run_id = ? AND c.superseded = 0 AND c.expires_at <= ?"
+    " ORDER BY c.expires_at DESC, c.step DESC, c.attempt DESC LIMIT ?"
+)
+
+
 class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads):
     """Queries over the view tables; `connect()` gives this thread's connection."""
 
     def position(self, view: str) -> int:
-        row = self._row("SELECT position FROM view_tracking WHERE view = ?", (view,))
+        row = self._row(POSITION_ROW, (view,))
         return int(row[0]) if row else 0
 
     # Runs.
 
     def run_state(self, run_id: str, now: datetime) -> RunState | None:
-        """What a resuming trainer needs, or None for an unknown run."""
-        row = self._row(
-            "SELECT run_id, run_key, name, status, spec, summary, error, opened_at, finished_at, current_attempt,"
-            " last_step FROM view_runs WHERE run_id = ?",
-            (run_id,),
-        )
+        """What a resuming trainer needs, or None for an unknown run. Its reads that depend on
+        no other go together (one round trip on PostgreSQL: `together`)."""
+        moment = now.timestamp()
+        with self.together(
+            [
+                (RUN_ROW, (run_id,)),
+                (ATTEMPT_ROWS, (run_id,)),
+                (LIVE_CHECKPOINT_EXISTS, (run_id, run_id, moment)),
+                (LATEST_LIVE_CHECKPOINT, (run_id, moment)),
+                (EXPIRED_CHECKPOINTS, (run_id, moment, EXPIRED_CHECKPOINTS_LISTED)),
+                (PLAN_ROW, (run_id,)),
+                (SCORED_CHECKPOINTS, (run_id,)),
+                (SPEND_ROW, (run_id,)),
+                (ANY_BILL, ()),
+                (POSITION_ROW, ("runs",)),
+                (DATASET_ROWS, (run_id,)),
+            ]
+        ):
+            return self._run_state(run_id, now)
+
+    def _run_state(self, run_id: str, now: datetime) -> RunState | None:
+        row = self._row(RUN_ROW, (run_id,))
         if row is None:
             return None
         run_id, run_key, name, status, spec, summary, error, opened_at, finished_at, current, last_step = row
@@ -76,18 +131,14 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads):
                 resumed_from_step=resumed,
                 ended=bool(ended),
             )
-            for number, attempt_id, label, started_at, resumed, ended in self._rows(
-                "SELECT number, attempt_id, label, started_at, resumed_from_step, ended FROM view_attempts"
-                " WHERE run_id = ? ORDER BY number",
-                (run_id,),
-            )
+            for number, attempt_id, label, started_at, resumed, ended in self._rows(ATTEMPT_ROWS, (run_id,))
         )
         checkpoint, expired, expired_count = self._checkpoints(run_id, now.timestamp())
         objective, retraction, progress = self.plan_parts(
             self.run_plan(run_id), status=status, last_step=last_step, now=now
         )
         best = None if objective is None else self._best_usable(run_id, objective.metric, objective.mode, now)
-        spend_row = self._row("SELECT cap, committed, pending, overrun FROM view_accounts WHERE account = ?", (run_id,))
+        spend_row = self._row(SPEND_ROW, (run_id,))
         spend = to_spend_totals(spend_row if spend_row else (None, 0, 0, 0), self.bill_totals(run_id, rolled_up=True))
         resume = Resume(
             available=checkpoint is not None,
@@ -131,12 +182,7 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads):
         chosen one is read whole. A run's checkpoints are still each looked at, but at a fraction
         of building each one's read model."""
         chosen: tuple[float, int, int] | None = None
-        for step, attempt, scores, expires_at in self._rows(
-            "SELECT c.step, c.attempt, m.scores, c.expires_at FROM view_checkpoints c JOIN view_checkpoint_marks m"
-            " ON m.run_id = c.run_id AND m.attempt = c.attempt AND m.step = c.step"
-            " WHERE c.run_id = ? AND COALESCE(c.superseded, 0) = 0 AND m.deleted_at IS NULL",
-            (run_id,),
-        ):
+        for step, attempt, scores, expires_at in self._rows(SCORED_CHECKPOINTS, (run_id,)):
             if not scores or (expires_at is not None and utc_time(expires_at) <= now):
                 continue
             score = decode(scores).get(metric)
@@ -161,33 +207,20 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads):
         in all; superseded checkpoints are neither. Indexed: the best is found walking down from
         the highest step (past only the expired and deleted ones above it), and only once an index
         seek has shown that a live one exists; the count is an index range."""
-        live = "FROM view_checkpoints WHERE run_id = ? AND superseded = 0"
         checkpoint = None
-        if self._row(
-            f"SELECT 1 {live} AND expires_at IS NULL UNION ALL SELECT 1 {live} AND expires_at > ? LIMIT 1",
-            (run_id, run_id, moment),
-        ):
-            row = self._row(
-                f"{CHECKPOINT_SELECT} WHERE c.run_id = ? AND c.superseded = 0"
-                " AND (c.expires_at IS NULL OR c.expires_at > ?) AND m.deleted_at IS NULL"
-                " ORDER BY c.step DESC, c.attempt DESC LIMIT 1",
-                (run_id, moment),
-            )
+        if self._row(LIVE_CHECKPOINT_EXISTS, (run_id, run_id, moment)):
+            row = self._row(LATEST_LIVE_CHECKPOINT, (run_id, moment))
             checkpoint = to_scored_checkpoint(row, moment) if row else None
         expired = sorted(
             (
                 to_scored_checkpoint(r, moment)
-                for r in self._rows(
-                    f"{CHECKPOINT_SELECT} WHERE c.run_id = ? AND c.superseded = 0 AND c.expires_at <= ?"
-                    " ORDER BY c.expires_at DESC, c.step DESC, c.attempt DESC LIMIT ?",
-                    (run_id, moment, EXPIRED_CHECKPOINTS_LISTED),
-                )
+                for r in self._rows(EXPIRED_CHECKPOINTS, (run_id, moment, EXPIRED_CHECKPOINTS_LISTED))
             ),
             key=lambda c: (c.step, c.attempt),
         )
         count = len(expired)
         if count == EXPIRED_CHECKPOINTS_LISTED:
-            count = int(self._row(f"SELECT COUNT(*) {live} AND expires_at <= ?", (run_id, moment))[0])
+            count = int(self._row(f"SELECT COUNT(*) {_LIVE} AND expires_at <= ?", (run_id, moment))[0])
         return checkpoint, tuple(expired), count
 
     def list_runs(

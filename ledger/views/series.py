@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from itertools import repeat
 from operator import itemgetter
 from typing import Any
@@ -177,6 +178,19 @@ class SeriesReads:
             f"{head}, e.state FROM view_series s JOIN {self.events_table} e"
             f" ON e.{self.events_position} = s.position{tail}"
         )
+
+    @contextmanager
+    def together(self, queries: list[tuple[str, tuple[Any, ...]]]) -> Iterator[None]:
+        """Within the block, `queries` (SQL and parameters, as the block will run them) are
+        answered from one round trip made at its start, where the storage can (PostgreSQL's
+        pipeline: `prefetch` on its connection); elsewhere (SQLite, in-process) each runs when
+        asked. A query the block does not run again costs that round trip only."""
+        prefetch = getattr(self.connect(), "prefetch", None)
+        if prefetch is None:
+            yield
+            return
+        with prefetch(queries):
+            yield
 
     def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
         cursor = self.connect().cursor()

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -181,6 +183,10 @@ class Cursor:
         self._cursor.close()
 
 
+# Rows read ahead by ReadConnection.prefetch, by (storage, statement, parameters), for this thread.
+_prefetched = threading.local()
+
+
 class ReadCursor:
     """One read, run lazily: fetchone/fetchall take a pooled connection for one statement;
     iterating streams the rows through a server-side cursor (a few rows per round trip), so a
@@ -203,6 +209,12 @@ class ReadCursor:
     def _fetched(self) -> list[Any]:
         if self._rows is None:
             sql, params = self._query
+            prefetched: dict[tuple[int, str, tuple[Any, ...]], list[Any]] | None = getattr(_prefetched, "rows", None)
+            if prefetched is not None:
+                ahead = prefetched.pop((id(self._storage), sql, tuple(params)), None)
+                if ahead is not None:
+                    self._rows = ahead
+                    return ahead
 
             def run(connection: psycopg.Connection[Any]) -> list[Any]:
                 cursor = connection.execute(sql, params)
@@ -242,3 +254,29 @@ class ReadConnection:
 
     def cursor(self) -> ReadCursor:
         return ReadCursor(self._storage)
+
+    @contextmanager
+    def prefetch(self, queries: Sequence[tuple[str, Sequence[Any]]]) -> Iterator[None]:
+        """Run `queries` now, in one pipeline on one pooled connection (one round trip), and
+        answer each from memory the first time this thread runs it again within the block
+        (ViewReader.together). Each is its own statement, as when run one by one."""
+        statements = [(translate(sql), clean(params)) for sql, params in queries]
+
+        def run(connection: psycopg.Connection[Any]) -> list[list[Any]]:
+            with connection.pipeline():
+                cursors = [connection.execute(sql, params) for sql, params in statements]
+            return [cursor.fetchall() if cursor.description else [] for cursor in cursors]
+
+        results = self._storage.run(run)
+        outer = getattr(_prefetched, "rows", None)
+        _prefetched.rows = {
+            **(outer or {}),
+            **{
+                (id(self._storage), sql, tuple(params)): rows
+                for (sql, params), rows in zip(statements, results, strict=True)
+            },
+        }
+        try:
+            yield
+        finally:
+            _prefetched.rows = outer
