@@ -19,7 +19,7 @@ from ledger import (
     NotFound,
     Refused,
 )
-from ledger.domain.limits import BATCH_STEPS_MAX, MAP_ENTRIES_MAX, METRICS_PER_BATCH_MAX, USD_MICRO_MAX
+from ledger.domain.limits import BATCH_STEPS_MAX, MAP_ENTRIES_MAX, METRICS_PER_BATCH_MAX, STEP_MAX, USD_MICRO_MAX
 from tests.ledger.conftest import DIGEST_A, FakeClock
 
 UNKNOWN_RUN = "00000000-0000-5000-8000-000000000000"
@@ -178,6 +178,11 @@ CASES: dict[str, Case] = {
         "NON_FINITE_METRIC",
     ),
     "append_steps-string-metric": ("append_steps", {"metrics": {"loss": ["a", "b"]}}, Invalid, "INVALID_FIELD"),
+    "append_steps-bool-metric": ("append_steps", {"metrics": {"loss": [True, 0.6]}}, Invalid, "INVALID_FIELD"),
+    "append_steps-bool-step": ("append_steps", {"steps": [4, True]}, Invalid, "INVALID_FIELD"),
+    "append_steps-bool-tokens": ("append_steps", {"tokens": [False, 2]}, Invalid, "INVALID_FIELD"),
+    "append_steps-step-above-max": ("append_steps", {"steps": [4, STEP_MAX + 1]}, Invalid, "OUT_OF_RANGE"),
+    "append_steps-usd-above-max": ("append_steps", {"usd_micro": [0, USD_MICRO_MAX + 1]}, Invalid, "OUT_OF_RANGE"),
     "finish_run-nan-summary": ("finish_run", {"summary": {"loss": math.nan}}, Invalid, "NON_FINITE_VALUE"),
     "promote-inf-verdict": (
         "promote",
@@ -430,3 +435,19 @@ def test_huge_finite_metrics_are_accepted(world: World) -> None:
     """A sum that overflows to inf is not a non-finite metric: each value is finite."""
     receipt = world.ledger.append_steps(run_id=world.run_id, attempt=1, steps=[4, 5], metrics={"x": [1e308, 1e308]})
     assert not receipt.duplicate
+
+
+def test_integer_metric_values_are_kept_as_floats_and_counts_at_their_maximum_pass(world: World) -> None:
+    receipt = world.ledger.append_steps(
+        run_id=world.run_id,
+        attempt=1,
+        steps=[4, STEP_MAX],
+        tokens=[0, STEP_MAX],
+        usd_micro=[USD_MICRO_MAX, 0],
+        metrics={"loss": [1, 0.5], "sparse": {"values": [2], "index": [1]}},
+    )
+    page = world.ledger.series(world.run_id, from_step=4, min_position=receipt.position)
+    assert page.steps == (4, STEP_MAX) and page.tokens == (0, STEP_MAX) and page.usd_micro == (USD_MICRO_MAX, 0)
+    loss, sparse = page.metric("loss"), page.metric("sparse")
+    assert loss is not None and loss.values == (1.0, 0.5) and type(loss.values[0]) is float
+    assert sparse is not None and (sparse.values, sparse.index) == ((2.0,), (1,))
