@@ -8,7 +8,7 @@ each on its own run account: the pairs the ledger gathers into shared durable co
 run_state_p99_ms_1k_steps, run_state_p99_ms_1m_steps, rebuild_steps_per_s.
 Targets (goals, never test assertions): steps_per_s >= 500,000; reserve_commit_per_s >= 2,000;
 reserve_commit_per_s_32_writers >= 10,000;
-run_state p99 <= 2 ms at both sizes; rebuild_steps_per_s >= 200,000.
+run_state p99 <= 2 ms at both sizes; rebuild_steps_per_s >= 500,000.
 """
 
 from __future__ import annotations
