@@ -106,6 +106,7 @@ class SpendCommands(Reads):
 
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, datetime | None]:
             holder, parents = self._chain(account, touched)
+            recall = self._recall_spend(holder)
             try:
                 version = spend.reserve(
                     holder,
@@ -116,12 +117,12 @@ class SpendCommands(Reads):
                     basis=command.basis,
                     expires_at=expires_at,
                     attempt=attempt,
-                    recall=self._recall_spend(holder),
+                    recall=recall,
                 )
             except LedgerError as error:
                 # The refusal is itself recorded for audit, with any expiries found on the way.
                 raise Recorded(error) from error
-            entry = holder.entry(reservation_id, self._recall_spend(holder)) or {}
+            entry = holder.entry(reservation_id, recall) or {}
             expires: datetime | None = entry.get("expires_at")
             return version, expires
 

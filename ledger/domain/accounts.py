@@ -258,6 +258,22 @@ class Account(LedgerAggregate):
         )
         return account
 
+    def record(self, event_class: type[LedgerAggregate.Event], audit: Audit, **fields: object) -> None:
+        """LedgerAggregate.record made directly: the event at the next version, applied by the
+        library's own `mutate` (which checks the id and version), then pending. The library's
+        generic trigger_event copies the keyword arguments twice and checks explicit topics,
+        which no event here has: a fifth of deciding a reserve and its commit."""
+        event = event_class(  # type: ignore[call-arg]
+            originator_id=self.id,
+            originator_version=self.version + 1,
+            timestamp=audit.now,
+            principal=audit.principal,
+            request_id=audit.request_id,
+            **fields,
+        )
+        event.mutate(self)
+        self._pending_events.append(event)
+
     # State helpers.
 
     @property

@@ -24,8 +24,8 @@ def check_basis(basis: Mapping[str, Any] | None) -> dict[str, Any]:
     """Validate and normalise a basis: {price_sheet, price_source, tokens: [{token_class, tokens,
     usd_micro_per_million_tokens}], gpu: {gpu_milliseconds, usd_micro_per_gpu_hour, gpu_type,
     gpu_count} | None}. An empty basis is allowed (an amount known only in total)."""
-    if basis is None:
-        return {}
+    if basis is None or (type(basis) is dict and not basis):
+        return {}  # The common case of a commit: no basis beyond the reservation's.
     if not isinstance(basis, Mapping):
         raise Invalid("basis must be a mapping", reason=Reason.INVALID_BASIS)
     unknown = set(basis) - {"price_sheet", "price_source", "tokens", "gpu"}

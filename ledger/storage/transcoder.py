@@ -47,9 +47,18 @@ class MsgspecTranscoder(Transcoder):
         self._decoder = msgspec.msgpack.Decoder(ext_hook=_ext_hook)
 
     def encode(self, obj: Any) -> bytes:
-        if isinstance(obj, dict):
+        if type(obj) is dict:
             # msgspec writes UUIDs as strings, which would decode as strings: tag them instead.
-            # Only the top level can hold one (originator ids inside snapshots and topics).
+            # Only the top level can hold one (originator ids inside snapshots and topics); most
+            # events hold none, and are encoded as they are, without a copy.
+            for value in obj.values():
+                if type(value) is UUID:
+                    obj = {
+                        key: msgspec.msgpack.Ext(_UUID_EXT, value.bytes) if type(value) is UUID else value
+                        for key, value in obj.items()
+                    }
+                    break
+        elif isinstance(obj, dict):
             obj = {
                 key: msgspec.msgpack.Ext(_UUID_EXT, value.bytes) if type(value) is UUID else value
                 for key, value in obj.items()
