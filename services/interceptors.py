@@ -113,19 +113,22 @@ class _Requests:
     async def stream(
         self, raw: AsyncIterator[bytes], context: grpc.aio.ServicerContext[Any, Any], holding: list[int]
     ) -> AsyncIterator[Any]:
-        """A request stream decoded. Each request holds its bytes until the servicer asks for the
-        next one or answers (the caller releases `holding` then), so a stream whose answers the
-        client does not read holds none."""
+        """A request stream decoded. Each request holds its bytes until it is answered (one
+        answer per request, in order: the caller releases the oldest of `holding` with each
+        answer, and all of them when the call ends), so the requests a servicer reads ahead of
+        its answers (services.runs.ReadAhead) are in the budget too."""
         async for data in raw:
-            self.release(holding)
             request, held = await self.admit(data, context)
             holding.append(held)
             yield request
-        self.release(holding)
 
     def release(self, holding: list[int]) -> None:
         while holding:
             self.edge.budget.release(holding.pop())
+
+    def answered(self, holding: list[int]) -> None:
+        if holding:
+            self.edge.budget.release(holding.pop(0))
 
 
 def _wrap(
@@ -182,7 +185,7 @@ def _wrap(
             try:
                 async with authorized(request, context, holding) as decoded:
                     async for response in behavior(decoded, context):
-                        requests.release(holding)  # The requests before this answer are handled.
+                        requests.answered(holding)  # The oldest request is handled.
                         yield response
             except grpc.aio.AbortError:
                 raise

@@ -14,6 +14,11 @@ group is the first of them, promoted when the previous group is answered). A com
 could not settle (a version conflict with another process, a refusal that left an aggregate that
 its predecessors changed in a state that must be reloaded) goes back to the front of the queue,
 in its order, and is decided again in the next group.
+
+A writer may also queue several commands at once (`WriteQueue.submit_all`, a stream's step
+batches): they are queued together, so no other writer's command comes between them, and are
+decided in their order, in as few groups as GROUP_COMMANDS_MAX allows; the writer returns once
+each is answered.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -85,19 +90,30 @@ class WriteQueue:
 
     def submit(self, command: Command) -> None:
         """Queue `command` and return once it is answered (command.done)."""
+        self.submit_all((command,))
+
+    def submit_all(self, commands: Sequence[Command]) -> None:
+        """Queue `commands` together and in their order (no other writer's command comes between
+        them) and return once each is answered. They are decided in that order, and go back to
+        the queue in that order when a group cannot settle them."""
         with self._mutex:
-            self._queue.append(command)
+            self._queue.extend(commands)
             lead = not self._leading
             self._leading = True
         if not lead:
-            command.wait()  # Answered, or promoted to lead the next group.
-            if command.done:
+            for command in commands:
+                command.wait()  # Answered, or promoted to lead the next group.
+                if not command.done:
+                    break
+            else:
                 return
-        self._lead(command)
+        self._lead(commands)
 
-    def _lead(self, own: Command) -> None:
+    def _lead(self, own: Sequence[Command]) -> None:
+        mine = {id(command) for command in own}
         try:
-            while not own.done:  # Its own command is in the first group it takes.
+            # Its first unanswered command is in the first group it takes.
+            while not all(command.done for command in own):
                 if len(self._queue) < self._answered:
                     # The writers the last group answered are likely writing again: let them
                     # queue first (a yield of the processor, not a timed wait).
@@ -107,18 +123,23 @@ class WriteQueue:
                 try:
                     retry = self._commit(group)
                 except BaseException as error:
-                    # The leader's thread was interrupted: what it held is answered with the error.
-                    for command in group:
+                    # The leader's thread was interrupted: what it held is answered with the error,
+                    # and so are its own commands still queued (nobody would wait for them).
+                    with self._mutex:
+                        left = [command for command in own if not command.done and command not in group]
+                        for command in left:
+                            self._queue.remove(command)
+                    for command in [*group, *left]:
                         if not command.done:
                             command.answer(error=error)
-                        if command is not own:
+                        if id(command) not in mine:
                             command.wake()
                     raise
                 with self._mutex:
                     self._queue.extendleft(reversed(retry))
                 self._answered = 0
                 for command in group:
-                    if command.done and command is not own:
+                    if command.done and id(command) not in mine:
                         command.wake()
                         self._answered += 1
         finally:

@@ -37,7 +37,7 @@ from ledger.backend import open_storage, persistence_env
 from ledger.domain.accounts import Account, Recall
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
 from ledger.domain.bills import Bill
-from ledger.domain.errors import Contended, Invalid, LedgerError, NotFound, Unavailable
+from ledger.domain.errors import Contended, Invalid, LedgerError, NotFound, Refused, Unavailable
 from ledger.domain.limits import PARENT_DEPTH_MAX, check_reference, check_text
 from ledger.domain.reasons import Reason
 from ledger.domain.registry import Family
@@ -46,7 +46,7 @@ from ledger.storage import transcoder
 from ledger.storage.base import Storage
 from ledger.storage.keys import batch_key, event_keys, spend_key
 
-__all__ = ["Kernel", "Receipt", "Recorded", "storage_read", "utc_now"]
+__all__ = ["Kernel", "Receipt", "Recorded", "storage_read", "unrecorded", "utc_now"]
 
 T = TypeVar("T")
 K = TypeVar("K", bound="Kernel")
@@ -118,6 +118,45 @@ def outage(error: BaseException) -> Unavailable:
             )
         cause = cause.__cause__ or cause.__context__
     return Unavailable(f"storage is unavailable: {error}")
+
+
+def unrecorded(refusal: BaseException) -> Refused:
+    """The refusal of a write of a sequence (Kernel._write_all) after one that was refused:
+    nothing of it was recorded. Its reason is the first refusal's (INTERNAL after a failure that
+    is no refusal of the ledger's)."""
+    reason = refusal.reason if isinstance(refusal, LedgerError) else Reason.INTERNAL
+    return Refused(f"not recorded: a write before it in the same sequence was refused ({refusal})", reason=reason)
+
+
+class _Chain:
+    """The decisions of one sequence of writes (Kernel._write_all). They are decided in their
+    order, and a decision is decided again only with every one after it (a group that must
+    settle again returns its commands in order), so the latest decision of each one before a
+    decision is the one that stands. `refused` is the first whose latest decision raised."""
+
+    def __init__(self) -> None:
+        self.refused: int | None = None
+        self.error: BaseException | None = None
+        # What the refused decision touched: a write refused after it shares its fate (decided
+        # again with it when its group must settle again, answered with it otherwise).
+        self.touched: list[LedgerAggregate] = []
+
+    def link(self, index: int, decide: Callable[[list[LedgerAggregate]], T]) -> Callable[[list[LedgerAggregate]], T]:
+        def linked(touched: list[LedgerAggregate]) -> T:
+            if self.refused is not None and self.refused < index:
+                assert self.error is not None
+                touched.extend(self.touched)
+                raise unrecorded(self.error)
+            try:
+                result = decide(touched)
+            except BaseException as error:
+                self.refused, self.error, self.touched = index, error, list(touched)
+                raise
+            if self.refused == index:
+                self.refused, self.error, self.touched = None, None, []
+            return result
+
+        return linked
 
 
 class Kernel(Application[UUID]):
@@ -203,18 +242,28 @@ class Kernel(Application[UUID]):
         return recordings
 
     def _take_snapshots(self, processing_event: ProcessingEvent[UUID]) -> None:
-        """Snapshot from the aggregate just saved (it is exactly at the snapshot's version),
-        instead of the library's way of replaying it from the store since the last snapshot."""
+        """Snapshot from the aggregate just saved, instead of the library's way of replaying it
+        from the store since the last snapshot. An aggregate whose saved events reach a multiple
+        of its interval is snapshotted as saved: at that version, or at its last event when the
+        save holds later ones of it (a group commit), since a load starts from any snapshot at or
+        below the version it wants. Only an aggregate whose state in memory is not what was saved
+        (a refusal in its group left it stale) is replayed from the store."""
         if self.snapshots is None:
             return
+        last: dict[UUID, int] = {}
+        due: dict[UUID, int] = {}
         for event in processing_event.events:
+            last[event.originator_id] = event.originator_version
             aggregate: Any = processing_event.aggregates.get(event.originator_id)
             interval = self.snapshotting_intervals.get(type(aggregate))
             if interval and event.originator_version % interval == 0:
-                if aggregate.version == event.originator_version:
-                    self.snapshots.put([type(aggregate).Snapshot.take(aggregate)])
-                else:
-                    self.take_snapshot(event.originator_id, version=event.originator_version)
+                due.setdefault(event.originator_id, event.originator_version)
+        for aggregate_id, version in due.items():
+            aggregate = processing_event.aggregates[aggregate_id]
+            if aggregate.version == last[aggregate_id]:
+                self.snapshots.put([type(aggregate).Snapshot.take(aggregate)])
+            else:
+                self.take_snapshot(aggregate_id, version=version)
 
     def _evict(self, aggregates: Sequence[LedgerAggregate]) -> None:
         cache = self.repository.cache
@@ -240,6 +289,27 @@ class Kernel(Application[UUID]):
             raise command.error
         result: T = command.result
         return result, command.position
+
+    def _write_all(
+        self, decides: Sequence[Callable[[list[LedgerAggregate]], T]]
+    ) -> list[tuple[T, int | None] | Exception]:
+        """Run `decides` as `_write` runs each, queued together and decided in their order
+        (ledger.application.gather), in as few transactions as group commit makes of them.
+        They are a sequence, as if each were run once the one before it was answered: once one
+        is refused, those after it are refused too (`unrecorded`) and change nothing. Answers one
+        outcome per decision: (what it returned, the position of its events), or its refusal."""
+        chain = _Chain()
+        commands = [Command(chain.link(index, decide)) for index, decide in enumerate(decides)]
+        self._writes.submit_all(commands)
+        outcomes: list[tuple[T, int | None] | Exception] = []
+        for command in commands:
+            if command.error is None:
+                outcomes.append((command.result, command.position))
+            elif isinstance(command.error, Exception):
+                outcomes.append(command.error)
+            else:
+                raise command.error  # An interruption (KeyboardInterrupt, SystemExit), not a refusal.
+        return outcomes
 
     def _commit_group(self, group: list[Command]) -> list[Command]:
         """Decide `group` in order and save every event it recorded in one transaction; answers

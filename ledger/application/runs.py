@@ -10,7 +10,7 @@ is never retracted without its account or the other way round.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -230,6 +230,64 @@ class RunCommands(Kernel):
         request_id: str = "",
     ) -> Receipt:
         """Record one batch of steps as one event (see ledger.domain.batches for the shape)."""
+        decide = self._steps_decision(
+            run_id=run_id,
+            attempt=attempt,
+            steps=steps,
+            tokens=tokens,
+            usd_micro=usd_micro,
+            metrics=metrics,
+            principal=principal,
+            request_id=request_id,
+        )
+        (version, last_step), position = self._write(decide)
+        return self._receipt(UUID(run_id), version, position, last_step=last_step)
+
+    def append_steps_all(self, batches: Sequence[Mapping[str, Any]]) -> list[Receipt | Exception]:
+        """Record step batches in their order, each as `append_steps` records it (`batches` are
+        its keyword arguments), in as few transactions as group commit makes of them. The
+        batches are a sequence: once one is refused, none after it is recorded, as if each were
+        sent once the one before it was answered. Answers one outcome per batch, in order: its
+        Receipt, or the refusal append_steps would raise (for a batch after a refused one, a
+        Refused of the same reason: kernel.unrecorded). A batch that cannot be built (Invalid)
+        is the last answered: those after it are not even built."""
+        decides: list[Callable[[list[LedgerAggregate]], tuple[int | None, int | None]]] = []
+        refusal: Exception | None = None
+        for batch in batches:
+            try:
+                decides.append(self._steps_decision(**batch))
+            except Exception as error:
+                refusal = error
+                break
+        outcomes: list[Receipt | Exception] = []
+        answers = self._write_all(decides) if decides else []
+        for batch, answer in zip(batches[: len(decides)], answers, strict=True):
+            if isinstance(answer, Exception):
+                outcomes.append(answer)
+                continue
+            (version, last_step), position = answer
+            try:
+                outcomes.append(self._receipt(UUID(batch["run_id"]), version, position, last_step=last_step))
+            except Exception as error:  # The position of a duplicate could not be read.
+                outcomes.append(error)
+        if refusal is not None:
+            outcomes.append(refusal)
+        return outcomes
+
+    def _steps_decision(
+        self,
+        *,
+        run_id: str,
+        attempt: int,
+        steps: Sequence[int],
+        tokens: Sequence[int] | None = None,
+        usd_micro: Sequence[int] | None = None,
+        metrics: dict[str, Any] | None = None,
+        principal: str = "",
+        request_id: str = "",
+    ) -> Callable[[list[LedgerAggregate]], tuple[int | None, int | None]]:
+        """The write loop's decision of one step batch: the version of the identical batch
+        recorded before (None: recorded now) and the run's last step."""
         batch = StepBatch.build(attempt=attempt, steps=steps, tokens=tokens, usd_micro=usd_micro, metrics=metrics)
         audit = self._audit(principal, request_id)
 
@@ -240,8 +298,7 @@ class RunCommands(Kernel):
             last_step: int | None = run.last_step
             return version, last_step
 
-        (version, last_step), position = self._write(decide)
-        return self._receipt(UUID(run_id), version, position, last_step=last_step)
+        return decide
 
     def save_checkpoint(
         self,
