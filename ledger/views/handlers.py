@@ -6,7 +6,9 @@ rewritten by the PostgreSQL connection wrapper). Account and family events carry
 id, not the name: the Opened/Created handlers record the name in view_names, and `names` (each
 projector has its own) keeps those names in memory for the events that follow. A handler may
 instead gather a chunk's events and write them once at its end (`Gathered`: the chart view's
-rollup, ledger.views.rollup), so a chunk of many batches costs one write per bucket.
+rollup, ledger.views.rollup, so a chunk of many batches costs one write per bucket; the spend
+view's SpendView, so a chunk's reservation rows go by statement and each account's totals are
+written once).
 """
 
 from __future__ import annotations
@@ -46,6 +48,25 @@ _RESERVATION_UPSERT = (
     " actual_basis = excluded.actual_basis, reason = excluded.reason, attempt = excluded.attempt,"
     " reserved_at = excluded.reserved_at, settled_at = excluded.settled_at, expires_at = excluded.expires_at,"
     " position = excluded.position"
+)
+
+
+# The reservation rows' statements, made once (not concatenated on every event).
+_INSERT_RESERVATION = (
+    "INSERT INTO view_reservations (account, reservation_id, kind, state, amount, actual, overrun, basis,"
+    " actual_basis, reason, attempt, reserved_at, settled_at, expires_at, position)"
+)
+_RESERVED_SQL = _INSERT_RESERVATION + (
+    " VALUES (?, ?, 'reservation', 'pending', ?, 0, 0, ?, '{}', '', ?, ?, NULL, ?, ?)" + _RESERVATION_UPSERT
+)
+_REFUSED_SQL = _INSERT_RESERVATION + (
+    " VALUES (?, ?, 'reservation', 'refused', ?, 0, 0, ?, '{}', ?, ?, ?, ?, NULL, ?)" + _RESERVATION_UPSERT
+)
+_CHARGED_SQL = _INSERT_RESERVATION + (
+    " VALUES (?, ?, 'charge', 'charged', ?, ?, ?, ?, ?, ?, 0, ?, ?, NULL, ?)" + _RESERVATION_UPSERT
+)
+_ADJUSTED_SQL = _INSERT_RESERVATION + (
+    " VALUES (?, ?, 'adjustment', 'adjusted', ?, ?, ?, ?, '{}', ?, 0, ?, ?, NULL, ?)" + _RESERVATION_UPSERT
 )
 
 
@@ -187,141 +208,184 @@ def _supersede_series(c: Cursor, e: Any, position: int) -> None:
 # and writes it; ledger.views.charts reads it).
 
 
-# spend view
+# spend view: one gathered handler (SpendView) for every event the view projects.
+
+_TOTALS_SQL = (
+    "UPDATE view_accounts SET pending = pending + ?, committed = committed + ?, overrun = overrun + ?,"
+    " position = CASE WHEN position > ? THEN position ELSE ? END WHERE account = ?"
+)
+_OPENED_SQL = (
+    "INSERT INTO view_accounts (account, parent, cap, committed, pending, overrun, position)"
+    " VALUES (?, ?, ?, 0, 0, 0, ?)"
+)
+_CAP_SQL = "UPDATE view_accounts SET cap = ?, position = ? WHERE account = ?"
+_COMMITTED_SQL = (
+    "UPDATE view_reservations SET state = 'committed', actual = ?, overrun = ?, actual_basis = ?, settled_at = ?,"
+    " reason = ? WHERE account = ? AND reservation_id = ?"
+)
+_SETTLED_SQL = {
+    state: f"UPDATE view_reservations SET state = '{state}', settled_at = ?, reason = ? WHERE account = ?"
+    " AND reservation_id = ?"
+    for state in ("released", "expired")
+}
+# The kinds of the spend view's rows (SpendView.rows).
+_ROW, _TOTALS, _OPENED, _CAP = range(4)
 
 
-def _totals(c: Cursor, account: str, position: int, pending: int = 0, committed: int = 0, overrun: int = 0) -> None:
-    c.execute(
-        "UPDATE view_accounts SET pending = pending + ?, committed = committed + ?, overrun = overrun + ?,"
-        " position = ? WHERE account = ?",
-        (pending, committed, overrun, position, account),
-    )
+class SpendView:
+    """The spend view (accounts, and every reservation, refusal, charge and adjustment): one
+    gathered handler for every event the view projects, so a chunk's writes keep its order and
+    go in batches. `add` makes each event's rows (what to write, the account still named by its
+    aggregate id) with no storage read, so the projector makes them before its transaction;
+    `write` writes a chunk's rows: reservation rows by statement, one executemany each (a
+    reservation met again under another statement first writes what is batched, so each one's
+    writes keep their order), and each account's totals summed over the chunk into one update,
+    which leaves the position of the account's last event (a later cap's stays)."""
 
+    gathered = True
 
-def _account_opened(c: Cursor, e: Any, position: int) -> None:
-    c.execute(
-        "INSERT INTO view_accounts (account, parent, cap, committed, pending, overrun, position)"
-        " VALUES (?, ?, ?, 0, 0, 0, ?)",
-        (e.name, e.parent, e.cap, position),
-    )
+    def __init__(self, names: Names, account: Any) -> None:
+        self._names = names
+        self._rows: list[tuple[Any, ...]] = []
+        self._make: dict[type, Callable[[Any, int], None]] = {
+            account.Opened: self._opened,
+            account.CapSet: self._cap_set,
+            account.SpendReserved: self._reserved,
+            account.SpendRefused: self._refused,
+            account.SpendCommitted: self._committed,
+            account.SpendReleased: self._released,
+            account.SpendExpired: self._expired,
+            account.SpendCharged: self._charged,
+            account.SpendAdjusted: self._adjusted,
+            account.SpendRolledUp: self._rolled_up,
+        }
 
+    def events(self) -> tuple[type, ...]:
+        """The event classes the view projects."""
+        return tuple(self._make)
 
-def _cap_set(c: Cursor, e: Any, position: int, account: str) -> None:
-    c.execute("UPDATE view_accounts SET cap = ?, position = ? WHERE account = ?", (e.cap, position, account))
+    def add(self, event: Any, position: int) -> None:
+        self._make[type(event)](event, position)
 
+    def rows(self) -> list[tuple[Any, ...]]:
+        rows, self._rows = self._rows, []
+        return rows
 
-def _reserved(c: Cursor, e: Any, position: int, account: str) -> None:
-    c.execute(
-        "INSERT INTO view_reservations (account, reservation_id, kind, state, amount, actual, overrun, basis,"
-        " actual_basis, reason, attempt, reserved_at, settled_at, expires_at, position)"
-        " VALUES (?, ?, 'reservation', 'pending', ?, 0, 0, ?, '{}', '', ?, ?, NULL, ?, ?)" + _RESERVATION_UPSERT,
-        (
-            account,
-            e.reservation_id,
-            e.amount,
-            _dump(e.basis),
-            e.attempt,
-            to_epoch(e.timestamp),
-            to_epoch(e.expires_at),
-            position,
-        ),
-    )
-    _totals(c, account, position, pending=e.amount)
+    def clear(self) -> None:
+        self._rows = []
 
+    def write(self, cursor: Cursor, rows: list[tuple[Any, ...]]) -> None:
+        lookup = self._names.lookup
+        batches: dict[str, list[tuple[Any, ...]]] = {}
+        batched: dict[tuple[str, str], str] = {}  # (account, reservation id) -> its statement
+        totals: dict[Any, list[int]] = {}  # account's aggregate id -> [pending, committed, overrun, position]
+        for row in rows:
+            kind = row[0]
+            if kind == _ROW:
+                _, originator_id, sql, key, before, after = row
+                account = lookup(cursor, originator_id)
+                if batched.setdefault((account, key), sql) != sql:
+                    self._flush(cursor, batches)
+                    batched.clear()
+                    batched[account, key] = sql
+                batches.setdefault(sql, []).append((*before, account, key, *after))
+            elif kind == _TOTALS:
+                _, originator_id, pending, committed, overrun, position = row
+                summed = totals.get(originator_id)
+                if summed is None:
+                    totals[originator_id] = [pending, committed, overrun, position]
+                else:
+                    summed[0] += pending
+                    summed[1] += committed
+                    summed[2] += overrun
+                    summed[3] = position
+            elif kind == _OPENED:
+                _, originator_id, name, parent, cap, position = row
+                self._names.remember(cursor, originator_id, name)
+                cursor.execute(_OPENED_SQL, (name, parent, cap, position))
+            else:
+                _, originator_id, cap, position = row
+                cursor.execute(_CAP_SQL, (cap, position, lookup(cursor, originator_id)))
+        self._flush(cursor, batches)
+        if totals:
+            cursor.executemany(
+                _TOTALS_SQL,
+                [
+                    (pending, committed, overrun, position, position, lookup(cursor, originator_id))
+                    for originator_id, (pending, committed, overrun, position) in totals.items()
+                ],
+            )
 
-def _refused(c: Cursor, e: Any, position: int, account: str) -> None:
-    c.execute(
-        "INSERT INTO view_reservations (account, reservation_id, kind, state, amount, actual, overrun, basis,"
-        " actual_basis, reason, attempt, reserved_at, settled_at, expires_at, position)"
-        " VALUES (?, ?, 'reservation', 'refused', ?, 0, 0, ?, '{}', ?, ?, ?, ?, NULL, ?)" + _RESERVATION_UPSERT,
-        (
-            account,
-            e.reservation_id,
-            e.amount,
-            _dump(e.basis),
-            f"cap of {e.refused_by} would be crossed: {e.remaining} remained",
-            e.attempt,
-            to_epoch(e.timestamp),
-            to_epoch(e.timestamp),
-            position,
-        ),
-    )
+    @staticmethod
+    def _flush(cursor: Cursor, batches: dict[str, list[tuple[Any, ...]]]) -> None:
+        for sql, params in batches.items():
+            if len(params) == 1:
+                cursor.execute(sql, params[0])
+            else:
+                cursor.executemany(sql, params)
+        batches.clear()
 
+    # Each event's rows.
 
-def _committed(c: Cursor, e: Any, position: int, account: str) -> None:
-    c.execute(
-        "UPDATE view_reservations SET state = 'committed', actual = ?, overrun = ?, actual_basis = ?, settled_at = ?,"
-        " reason = ? WHERE account = ? AND reservation_id = ?",
-        (
-            e.actual,
-            e.overrun,
-            _dump(e.basis),
-            to_epoch(e.timestamp),
-            "committed after expiry" if e.late else "",
-            account,
-            e.reservation_id,
-        ),
-    )
-    _totals(c, account, position, pending=-e.reserved, committed=e.actual, overrun=e.overrun)
+    def _totals(self, e: Any, position: int, pending: int, committed: int, overrun: int) -> None:
+        self._rows.append((_TOTALS, e.originator_id, pending, committed, overrun, position))
 
+    def _opened(self, e: Any, position: int) -> None:
+        self._rows.append((_OPENED, e.originator_id, e.name, e.parent, e.cap, position))
 
-def _settled(state: str) -> Callable[[Cursor, Any, int, str], None]:
-    def handler(c: Cursor, e: Any, position: int, account: str) -> None:
-        c.execute(
-            f"UPDATE view_reservations SET state = '{state}', settled_at = ?, reason = ? WHERE account = ?"
-            " AND reservation_id = ?",
-            (to_epoch(e.timestamp), getattr(e, "reason", ""), account, e.reservation_id),
-        )
-        _totals(c, account, position, pending=-e.amount)
+    def _cap_set(self, e: Any, position: int) -> None:
+        self._rows.append((_CAP, e.originator_id, e.cap, position))
 
-    return handler
+    def _reserved(self, e: Any, position: int) -> None:
+        after = (e.amount, _dump(e.basis), e.attempt, to_epoch(e.timestamp), to_epoch(e.expires_at), position)
+        self._rows.append((_ROW, e.originator_id, _RESERVED_SQL, e.reservation_id, (), after))
+        self._totals(e, position, e.amount, 0, 0)
 
+    def _refused(self, e: Any, position: int) -> None:
+        at = to_epoch(e.timestamp)
+        reason = f"cap of {e.refused_by} would be crossed: {e.remaining} remained"
+        after = (e.amount, _dump(e.basis), reason, e.attempt, at, at, position)
+        self._rows.append((_ROW, e.originator_id, _REFUSED_SQL, e.reservation_id, (), after))
 
-def _charged(c: Cursor, e: Any, position: int, account: str) -> None:
-    c.execute(
-        "INSERT INTO view_reservations (account, reservation_id, kind, state, amount, actual, overrun, basis,"
-        " actual_basis, reason, attempt, reserved_at, settled_at, expires_at, position)"
-        " VALUES (?, ?, 'charge', 'charged', ?, ?, ?, ?, ?, ?, 0, ?, ?, NULL, ?)" + _RESERVATION_UPSERT,
-        (
-            account,
-            e.charge_id,
-            e.amount,
-            e.amount,
-            e.overrun,
-            _dump(e.basis),
-            _dump(e.basis),
-            e.reason,
-            to_epoch(e.timestamp),
-            to_epoch(e.timestamp),
-            position,
-        ),
-    )
-    _totals(c, account, position, committed=e.amount, overrun=e.overrun)
+    def _committed(self, e: Any, position: int) -> None:
+        reason = "committed after expiry" if e.late else ""
+        before = (e.actual, e.overrun, _dump(e.basis) if e.basis else "{}", to_epoch(e.timestamp), reason)
+        self._rows.append((_ROW, e.originator_id, _COMMITTED_SQL, e.reservation_id, before, ()))
+        self._totals(e, position, -e.reserved, e.actual, e.overrun)
 
+    def _released(self, e: Any, position: int) -> None:
+        self._settled(e, position, _SETTLED_SQL["released"], e.reason)
 
-def _rolled_up(c: Cursor, e: Any, position: int, account: str) -> None:
-    _totals(c, account, position, pending=e.pending_delta, committed=e.committed_delta, overrun=e.overrun_delta)
+    def _expired(self, e: Any, position: int) -> None:
+        self._settled(e, position, _SETTLED_SQL["expired"], "")
 
+    def _settled(self, e: Any, position: int, sql: str, reason: str) -> None:
+        self._rows.append((_ROW, e.originator_id, sql, e.reservation_id, (to_epoch(e.timestamp), reason), ()))
+        self._totals(e, position, -e.amount, 0, 0)
 
-def _adjusted(c: Cursor, e: Any, position: int, account: str) -> None:
-    c.execute(
-        "INSERT INTO view_reservations (account, reservation_id, kind, state, amount, actual, overrun, basis,"
-        " actual_basis, reason, attempt, reserved_at, settled_at, expires_at, position)"
-        " VALUES (?, ?, 'adjustment', 'adjusted', ?, ?, ?, ?, '{}', ?, 0, ?, ?, NULL, ?)" + _RESERVATION_UPSERT,
-        (
-            account,
-            e.adjustment_id,
+    def _charged(self, e: Any, position: int) -> None:
+        at, basis = to_epoch(e.timestamp), _dump(e.basis)
+        after = (e.amount, e.amount, e.overrun, basis, basis, e.reason, at, at, position)
+        self._rows.append((_ROW, e.originator_id, _CHARGED_SQL, e.charge_id, (), after))
+        self._totals(e, position, 0, e.amount, e.overrun)
+
+    def _adjusted(self, e: Any, position: int) -> None:
+        at = to_epoch(e.timestamp)
+        after = (
             e.amount,
             e.amount,
             e.overrun,
             _dump({"bill": e.bill}),
             "brought to the provider's bill",
-            to_epoch(e.timestamp),
-            to_epoch(e.timestamp),
+            at,
+            at,
             position,
-        ),
-    )
-    _totals(c, account, position, committed=e.amount, overrun=e.overrun)
+        )
+        self._rows.append((_ROW, e.originator_id, _ADJUSTED_SQL, e.adjustment_id, (), after))
+        self._totals(e, position, 0, e.amount, e.overrun)
+
+    def _rolled_up(self, e: Any, position: int) -> None:
+        self._totals(e, position, e.pending_delta, e.committed_delta, e.overrun_delta)
 
 
 # bill view: providers' bill lines, runs' sessions, and the spend the trainers committed by hour
@@ -617,25 +681,27 @@ def _version_source(c: Cursor, e: Any, position: int, family: str) -> None:
 
 
 class Names:
-    """Account and family names by aggregate id, read from view_names once and kept in memory."""
+    """Account and family names by aggregate id, read from view_names once and kept in memory
+    (by the id itself: its text form is made only to write or read view_names)."""
 
     def __init__(self) -> None:
-        self._cached: dict[str, str] = {}
+        self._cached: dict[Any, str] = {}
 
     def remember(self, c: Cursor, originator_id: Any, name: str) -> None:
-        key = str(originator_id)
-        c.execute("INSERT INTO view_names (id, name) VALUES (?, ?) ON CONFLICT (id) DO NOTHING", (key, name))
-        self._cached[key] = name
+        c.execute(
+            "INSERT INTO view_names (id, name) VALUES (?, ?) ON CONFLICT (id) DO NOTHING", (str(originator_id), name)
+        )
+        self._cached[originator_id] = name
 
     def lookup(self, c: Cursor, originator_id: Any) -> str:
-        key = str(originator_id)
-        name = self._cached.get(key)
+        name = self._cached.get(originator_id)
         if name is None:
+            key = str(originator_id)
             c.execute("SELECT name FROM view_names WHERE id = ?", (key,))
             row = c.fetchone()
             if row is None:
                 raise LookupError(f"no name recorded for aggregate {key}")
-            name = self._cached[key] = row[0]
+            name = self._cached[originator_id] = row[0]
         return name
 
 
@@ -664,6 +730,7 @@ def handlers(names: Names) -> dict[str, dict[type, Handler | Gathered]]:
 
         return first
 
+    spend = SpendView(names, Account)
     return {
         "runs": {
             Run.Opened: _run_opened,
@@ -675,18 +742,7 @@ def handlers(names: Names) -> dict[str, dict[type, Handler | Gathered]]:
         },
         "series": {Run.StepsRecorded: _steps_for_series, Run.AttemptStarted: _supersede_series},
         "chart": {Run.StepsRecorded: ChartRollup()},
-        "spend": {
-            Account.Opened: naming(_account_opened),
-            Account.CapSet: named(_cap_set),
-            Account.SpendReserved: named(_reserved),
-            Account.SpendRefused: named(_refused),
-            Account.SpendCommitted: named(_committed),
-            Account.SpendReleased: named(_settled("released")),
-            Account.SpendExpired: named(_settled("expired")),
-            Account.SpendCharged: named(_charged),
-            Account.SpendAdjusted: named(_adjusted),
-            Account.SpendRolledUp: named(_rolled_up),
-        },
+        "spend": dict.fromkeys(spend.events(), spend),
         "bill": {
             Account.Opened: naming(_ignore),
             Account.SpendCommitted: named(_committed_in_hour),
