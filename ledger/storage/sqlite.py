@@ -19,7 +19,7 @@ from uuid import UUID
 
 import sqlite_utils
 from eventsourcing.application import Application
-from eventsourcing.persistence import Notification
+from eventsourcing.persistence import IntegrityError, Notification
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 
 from ledger.storage.base import KeyRow, Storage, ViewRead
@@ -47,6 +47,8 @@ SEALS_BETWEEN = (
     f"SELECT position, digest FROM {SEALS_TABLE} WHERE position > ? AND position <= ? ORDER BY position LIMIT ?"
 )
 LAST_SEAL = f"SELECT position, digest FROM {SEALS_TABLE} ORDER BY position DESC LIMIT 1"
+HEAD = "SELECT MAX(rowid) FROM stored_events"
+POSITION_OF = "SELECT rowid FROM stored_events WHERE originator_id = ? AND originator_version = ?"
 INSERT_SEALS = f"INSERT INTO {SEALS_TABLE} (position, digest) VALUES (?, ?)"
 
 SQLITE_TYPES = {int: int, float: float, str: str, bytes: bytes}
@@ -109,8 +111,26 @@ class SQLiteRecorder(SQLiteApplicationRecorder):
         ]
 
     def _insert_events(self, c: SQLiteCursor, stored_events: Any, **kwargs: Any) -> Any:
-        positions = super()._insert_events(c, stored_events, **kwargs)
-        assert positions is not None  # The application recorder returns the rowids it inserted.
+        if len(stored_events) < 2:
+            positions = super()._insert_events(c, stored_events, **kwargs)
+            assert positions is not None  # The application recorder returns the rowids it inserted.
+        else:
+            # A group's events in one statement, not one each (each one releases and takes back
+            # Python's lock). A new row's rowid is one past the largest, and this transaction
+            # holds the write lock: the group's rowids run up to the head read after the insert,
+            # as the first event's confirms. (The insert comes first: a read first would start a
+            # snapshot that another process's commit could make unable to write.)
+            c.executemany(
+                self.insert_events_statement,
+                [(s.originator_id.hex, s.originator_version, s.topic, s.state) for s in stored_events],
+            )
+            c.execute(HEAD)
+            last = c.fetchone()[0]
+            positions = list(range(last - len(stored_events) + 1, last + 1))
+            first = stored_events[0]
+            c.execute(POSITION_OF, (first.originator_id.hex, first.originator_version))
+            if c.fetchone()[0] != positions[0]:
+                raise IntegrityError(f"the log's rowids of {len(stored_events)} events do not run up to {last}")
         keys: list[KeyRow] = kwargs.get("keys") or []
         if keys:
             c.executemany(
