@@ -1,7 +1,8 @@
 """The Spend service: decode, call the ledger in a worker thread, encode.
 
-Writes answer with the account's totals straight from its aggregate (Ledger.account_now), read
-in the same worker-thread call: no projection sits between a Reserve and its answer.
+Writes answer with the account's totals straight from its aggregate, as of the write itself
+(Receipt.account, decided with it): no projection sits between a Reserve and its answer, and the
+answer does not wait for the writes committed after it.
 """
 
 from __future__ import annotations
@@ -50,7 +51,10 @@ class SpendServicer(spend_pb2_grpc.SpendServicer):
 
         def run() -> tuple[Receipt, Any]:
             receipt = command(account=account, **kwargs, **who)
-            return receipt, messages.account(_totals(self.ledger.account_now(account)))
+            # The totals as of this write, decided with it: reading them now would wait for the
+            # group being committed after it.
+            totals = receipt.account if receipt.account is not None else self.ledger.account_now(account)
+            return receipt, messages.account(_totals(totals))
 
         who = audit()
         return await self.edge.call(run)

@@ -78,6 +78,9 @@ class Receipt:
     run_id: str = ""
     expires_at: datetime | None = None
     last_step: int | None = None
+    #: A spend write's account totals as of its own write (Account.summary): later writes of its
+    #: group are not in them, and nothing is in them before it is durable.
+    account: dict[str, Any] | None = None
 
 
 class Recorded(Exception):

@@ -47,38 +47,37 @@ class SpendCommands(Reads):
         audit = self._audit(principal, request_id)
         account_id = ledger_id("account", account)
 
-        def decide(touched: list[LedgerAggregate]) -> bool:
+        def decide(touched: list[LedgerAggregate]) -> tuple[bool, dict[str, Any]]:
             try:
                 existing: Account = self.repository.get(account_id)
             except AggregateNotFoundError:
                 check_id(account, "account")  # A new account takes a name under the identifier rules.
                 self._parents(parent, touched)
-                touched.append(
-                    Account._create(
-                        Account.Opened, id=account_id, name=account, parent=parent, cap=cap_usd_micro, **audit.fields()
-                    )
+                opened = Account._create(
+                    Account.Opened, id=account_id, name=account, parent=parent, cap=cap_usd_micro, **audit.fields()
                 )
-                return True
+                touched.append(opened)
+                return True, opened.summary()
             if existing.parent != parent or existing.cap != cap_usd_micro:
                 raise Conflict(f"account {account} exists with another parent or cap", account=account)
-            return False
+            return False, existing.summary()
 
-        created, position = self._write(decide)
+        (created, totals), position = self._write(decide)
         # A retry points at the account's first event, the one that opened it.
-        return self._receipt(account_id, None if created else 1, position, created=created)
+        return self._receipt(account_id, None if created else 1, position, created=created, account=totals)
 
     def set_cap(self, *, account: str, cap_usd_micro: int | None, principal: str = "", request_id: str = "") -> Receipt:
         """Change an account's cap (None = uncapped). A cap below committed + held is refused."""
         SetCap(account=account, cap_usd_micro=cap_usd_micro)
         audit = self._audit(principal, request_id)
 
-        def decide(touched: list[LedgerAggregate]) -> int | None:
+        def decide(touched: list[LedgerAggregate]) -> tuple[int | None, dict[str, Any]]:
             holder = self._account(account)
             touched.append(holder)
-            return spend.set_cap(holder, audit, cap_usd_micro)
+            return spend.set_cap(holder, audit, cap_usd_micro), holder.summary()
 
-        version, position = self._write(decide)
-        return self._receipt(ledger_id("account", account), version, position)
+        (version, totals), position = self._write(decide)
+        return self._receipt(ledger_id("account", account), version, position, account=totals)
 
     def reserve(
         self,
@@ -104,7 +103,7 @@ class SpendCommands(Reads):
         audit = self._audit(principal, request_id)
         expires_at = audit.now + command.ttl
 
-        def decide(touched: list[LedgerAggregate]) -> tuple[int | None, datetime | None]:
+        def decide(touched: list[LedgerAggregate]) -> tuple[int | None, datetime | None, dict[str, Any]]:
             holder, parents = self._chain(account, touched)
             recall = self._recall_spend(holder)
             try:
@@ -124,10 +123,10 @@ class SpendCommands(Reads):
                 raise Recorded(error) from error
             entry = holder.entry(reservation_id, recall) or {}
             expires: datetime | None = entry.get("expires_at")
-            return version, expires
+            return version, expires, holder.summary()
 
-        (version, expires), position = self._write(decide)
-        return self._receipt(ledger_id("account", account), version, position, expires_at=expires)
+        (version, expires, totals), position = self._write(decide)
+        return self._receipt(ledger_id("account", account), version, position, expires_at=expires, account=totals)
 
     def commit(
         self,
@@ -148,9 +147,9 @@ class SpendCommands(Reads):
         )
         audit = self._audit(principal, request_id)
 
-        def decide(touched: list[LedgerAggregate]) -> tuple[int | None, int]:
+        def decide(touched: list[LedgerAggregate]) -> tuple[tuple[int | None, int], dict[str, Any]]:
             holder, parents = self._chain(account, touched)
-            return spend.commit(
+            decided = spend.commit(
                 holder,
                 parents,
                 audit,
@@ -159,9 +158,12 @@ class SpendCommands(Reads):
                 basis=command.basis,
                 recall=self._recall_spend(holder),
             )
+            return decided, holder.summary()
 
-        (version, overrun), position = self._write(decide)
-        return self._receipt(ledger_id("account", account), version, position, overrun_usd_micro=overrun)
+        ((version, overrun), totals), position = self._write(decide)
+        return self._receipt(
+            ledger_id("account", account), version, position, overrun_usd_micro=overrun, account=totals
+        )
 
     def release(
         self, *, account: str, reservation_id: str, reason: str = "", principal: str = "", request_id: str = ""
@@ -170,14 +172,15 @@ class SpendCommands(Reads):
         Release(account=account, reservation_id=reservation_id, reason=reason)
         audit = self._audit(principal, request_id)
 
-        def decide(touched: list[LedgerAggregate]) -> int | None:
+        def decide(touched: list[LedgerAggregate]) -> tuple[int | None, dict[str, Any]]:
             holder, parents = self._chain(account, touched)
-            return spend.release(
+            version = spend.release(
                 holder, parents, audit, reservation_id=reservation_id, reason=reason, recall=self._recall_spend(holder)
             )
+            return version, holder.summary()
 
-        version, position = self._write(decide)
-        return self._receipt(ledger_id("account", account), version, position)
+        (version, totals), position = self._write(decide)
+        return self._receipt(ledger_id("account", account), version, position, account=totals)
 
     def charge(
         self,
@@ -200,9 +203,9 @@ class SpendCommands(Reads):
         )
         audit = self._audit(principal, request_id)
 
-        def decide(touched: list[LedgerAggregate]) -> tuple[int | None, int]:
+        def decide(touched: list[LedgerAggregate]) -> tuple[tuple[int | None, int], dict[str, Any]]:
             holder, parents = self._chain(account, touched)
-            return spend.charge(
+            decided = spend.charge(
                 holder,
                 parents,
                 audit,
@@ -212,9 +215,12 @@ class SpendCommands(Reads):
                 reason=reason,
                 recall=self._recall_spend(holder),
             )
+            return decided, holder.summary()
 
-        (version, overrun), position = self._write(decide)
-        return self._receipt(ledger_id("account", account), version, position, overrun_usd_micro=overrun)
+        ((version, overrun), totals), position = self._write(decide)
+        return self._receipt(
+            ledger_id("account", account), version, position, overrun_usd_micro=overrun, account=totals
+        )
 
     def expire_reservations(self, *, principal: str = "ledger", request_id: str = "") -> int:
         """The sweep: record SpendExpired for every pending reservation past its expiry.

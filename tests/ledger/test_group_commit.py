@@ -117,6 +117,38 @@ def test_writes_queued_during_a_commit_are_saved_in_one_transaction_each_with_it
     assert ledger.reserve(account="b", reservation_id="r1", amount_usd_micro=200).position == positions[1]
 
 
+def test_each_spend_write_answers_its_account_totals_as_of_itself(ledger: Ledger) -> None:
+    ledger.open_account(account="team", cap_usd_micro=1_000)
+    outcomes, transactions = gathered(
+        ledger,
+        lambda: ledger.reserve(account="team", reservation_id="a", amount_usd_micro=100),
+        lambda: ledger.reserve(account="team", reservation_id="b", amount_usd_micro=200),
+        lambda: ledger.commit(account="team", reservation_id="a", actual_usd_micro=50),
+        lambda: ledger.reserve(account="team", reservation_id="c", amount_usd_micro=300),
+    )
+    assert transactions == 1
+    # Decided in one group, answered each with the totals its own write left, not the group's.
+    assert [(r.account["pending"], r.account["committed"], r.account["remaining"]) for r in outcomes] == [
+        (100, 0, 900),
+        (300, 0, 700),
+        (200, 50, 750),
+        (500, 50, 450),
+    ]
+    assert ledger.account_now("team")["pending"] == 500
+    # A retry answers the totals of the account as it is when retried.
+    again = ledger.reserve(account="team", reservation_id="a", amount_usd_micro=100)
+    assert again.duplicate and again.account is not None and again.account["pending"] == 500
+    assert ledger.set_cap(account="team", cap_usd_micro=2_000).account == {
+        "account": "team",
+        "parent": "",
+        "cap": 2_000,
+        "committed": 50,
+        "pending": 500,
+        "remaining": 1_450,
+        "overrun": 0,
+    }
+
+
 def test_a_refused_reservation_changes_nothing_and_its_neighbours_succeed(ledger: Ledger) -> None:
     ledger.open_account(account="team", cap_usd_micro=100)
     outcomes, transactions = gathered(
