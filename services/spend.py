@@ -29,7 +29,8 @@ RESERVATIONS_PAGE_DEFAULT = 1_000
 
 
 def _totals(summary: Mapping[str, Any]) -> Account:
-    """The totals an account's aggregate gives (Ledger.account_now) as the Account read model."""
+    """The totals an account's aggregate gives (Account.summary: Receipt.account, Ledger.account_now)
+    as the Account read model."""
     return Account(
         account=summary["account"],
         parent=summary["parent"] or "",
@@ -51,10 +52,10 @@ class SpendServicer(spend_pb2_grpc.SpendServicer):
 
         def run() -> tuple[Receipt, Any]:
             receipt = command(account=account, **kwargs, **who)
-            # The totals as of this write, decided with it: reading them now would wait for the
-            # group being committed after it.
-            totals = receipt.account if receipt.account is not None else self.ledger.account_now(account)
-            return receipt, messages.account(_totals(totals))
+            # The totals as of this write, decided with it (every spend write answers them):
+            # reading them now would wait for the group being committed after it.
+            assert receipt.account is not None
+            return receipt, messages.account(_totals(receipt.account))
 
         who = audit()
         return await self.edge.call(run)
