@@ -106,3 +106,64 @@ def test_a_ledger_that_does_not_project_keeps_no_offers(database: str) -> None:
         assert len(reader.projector._handed) == 0
     finally:
         reader.close()
+
+
+def _reads(ledger: Ledger) -> list[int]:
+    """Counts the projector's reads of the log from now on, empty ones too (one total, updated)."""
+    reads = [0]
+    select = ledger.recorder.select_notifications
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        reads[0] += 1
+        return select(*args, **kwargs)
+
+    ledger.recorder.select_notifications = counting  # type: ignore[method-assign]
+    return reads
+
+
+def test_a_pass_that_applied_its_handover_does_not_read_the_log_for_more(ledger: Ledger) -> None:
+    run = ledger.open_run(run_key="no-empty-reads", cap_usd_micro=10**9)
+    ledger.wait(ledger.head())
+    with ledger.projector._projecting:  # No background pass meanwhile: this thread's pass is the one.
+        receipt = ledger.reserve(account=run.run_id, reservation_id="r1", amount_usd_micro=500)
+        reads = _reads(ledger)
+        assert ledger.projector._pass() == 1  # What the background thread runs when woken.
+    # Without the rule, each pass read the log once more after its handover, and found nothing.
+    assert reads[0] == 0
+    assert ledger.projector.position >= receipt.position
+    assert ledger.account(run.run_id).pending_usd_micro == 500
+
+
+def test_another_writers_event_after_our_handover_is_still_projected(database: str, ledger: Ledger) -> None:
+    other = Ledger.open(database, project=False)  # Another process's writer, on the same store.
+    try:
+        ours = ledger.open_run(run_key="ours-last", cap_usd_micro=10**9)
+        theirs = other.open_run(run_key="theirs-last", cap_usd_micro=10**9)
+        ledger.wait(ledger.head())
+        with ledger.projector._projecting:
+            mine = ledger.reserve(account=ours.run_id, reservation_id="r1", amount_usd_micro=100)
+            foreign = other.reserve(account=theirs.run_id, reservation_id="r1", amount_usd_micro=200)
+            assert foreign.position > mine.position
+            assert ledger.projector._pass() == 1  # The handover only.
+            assert ledger.projector.position == mine.position
+        # A waiter for the other writer's position is answered: its wake reads the log.
+        ledger.wait(foreign.position, 10)
+        assert ledger.account(theirs.run_id).pending_usd_micro == 200
+        assert ledger.account(ours.run_id).pending_usd_micro == 100
+    finally:
+        other.close()
+
+
+def test_catch_up_reads_the_log_to_its_head_after_the_handover(database: str, ledger: Ledger) -> None:
+    other = Ledger.open(database, project=False)
+    try:
+        ours = ledger.open_run(run_key="ours-head", cap_usd_micro=10**9)
+        theirs = other.open_run(run_key="theirs-head", cap_usd_micro=10**9)
+        ledger.wait(ledger.head())
+        with ledger.projector._projecting:
+            ledger.reserve(account=ours.run_id, reservation_id="r1", amount_usd_micro=100)
+            foreign = other.reserve(account=theirs.run_id, reservation_id="r1", amount_usd_micro=200)
+            assert ledger.projector.catch_up() == 2  # The handed event, then the other's from the log.
+            assert ledger.projector.position >= foreign.position
+    finally:
+        other.close()

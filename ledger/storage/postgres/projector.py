@@ -112,7 +112,7 @@ class PostgresProjector(Projector):
                 if self.following:
                     self._publish(self.database.tracking_positions())
                 else:
-                    self.catch_up()
+                    self._pass()
             except ProjectionFailed as failure:
                 self._fail(failure)
                 return
