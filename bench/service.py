@@ -7,7 +7,9 @@ Figures: RecordSteps (one stream, 1,000-step batches, ack per batch), AppendStep
 a time, 1,000-step batches, growing one run to --run-steps), Reserve latency (Reserve then Commit,
 one pair at a time), GetRunState latency on the run of --run-steps steps, and --clients trainers
 reserving at once (a channel each, each on its own run: reserve_pairs_per_s_32_clients and the
-p99 of their Reserves, reserve_p99_ms_32_clients). With --database-url also
+p99 of their Reserves, reserve_p99_ms_32_clients), then the same clients making as many calls that
+do nothing (Health.Check): noop_calls_per_s_32_clients, the ceiling the gRPC edge itself sets on
+this machine (a pair is two calls). With --database-url also
 grpc_steps_per_s_two_replicas: a second `trainledger serve` on the same database, and two clients
 (threads, a channel each), one per replica, each streaming --batches batches to its own run at the
 same time; the figure is all their steps over the wall time. server_cpu_ms_per_batch: the
@@ -36,9 +38,11 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -269,26 +273,41 @@ def many_clients(address: str, args: argparse.Namespace, security: Security) -> 
                     metadata=metadata,
                 )
 
-        threads = [threading.Thread(target=trainer, args=(index,)) for index in range(args.clients)]
-        for thread in threads:
-            thread.start()
-        barrier.wait()
-        started = time.perf_counter()
-        for thread in threads:
-            thread.join()
-        elapsed = time.perf_counter() - started
+        def checker(index: int) -> None:
+            health = health_pb2_grpc.HealthStub(channels[index])
+            barrier.wait()
+            for _ in range(2 * args.client_pairs):
+                health.Check(health_pb2.HealthCheckRequest(), timeout=60)
+
+        def at_once(target: Callable[[int], None]) -> float:
+            threads = [threading.Thread(target=target, args=(index,)) for index in range(args.clients)]
+            for thread in threads:
+                thread.start()
+            barrier.wait()
+            started = time.perf_counter()
+            for thread in threads:
+                thread.join()
+            return time.perf_counter() - started
+
+        elapsed = at_once(trainer)
+        # The same clients making as many calls that do nothing (Health.Check, answered on the
+        # event loop through the same interceptor): what the gRPC edge itself allows on this
+        # machine. A pair is two calls, so pairs/s stays under half of it.
+        checks_elapsed = at_once(checker)
     finally:
         for channel in channels:
             channel.close()
     reserves = [latency for mine in latencies for latency in mine]
     assert len(reserves) == args.clients * args.client_pairs, len(reserves)
     print(
-        f"Reserve+Commit: {args.clients} clients x {args.client_pairs} pairs at once in {elapsed:.2f} s",
+        f"Reserve+Commit: {args.clients} clients x {args.client_pairs} pairs at once in {elapsed:.2f} s;"
+        f" as many Health.Check calls in {checks_elapsed:.2f} s",
         file=sys.stderr,
     )
     return {
         f"reserve_pairs_per_s_{args.clients}_clients": round(len(reserves) / elapsed),
         f"reserve_p99_ms_{args.clients}_clients": round(percentile(reserves, 0.99), 3),
+        f"noop_calls_per_s_{args.clients}_clients": round(2 * len(reserves) / checks_elapsed),
     }
 
 
