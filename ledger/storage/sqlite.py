@@ -17,7 +17,6 @@ from typing import Any
 from urllib.parse import quote
 from uuid import UUID
 
-import sqlite_utils
 from eventsourcing.application import Application
 from eventsourcing.persistence import IntegrityError, Notification
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
@@ -185,7 +184,30 @@ class SQLiteStorage(Storage):
             connection = self._local.connection = self._connect()
         return connection
 
+    def _schema_whole(self) -> bool:
+        """Whether every view table and every declared index (by its columns) is in the file."""
+        connection = self._writer
+        tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not {*TABLES, "view_tracking"} <= tables:
+            return False
+        for table, (_, _, indexes, _) in TABLES.items():
+            if not indexes:
+                continue
+            present = {
+                tuple(column for _, _, column in connection.execute(f"PRAGMA index_info([{name}])"))
+                for _, name, *_ in connection.execute(f"PRAGMA index_list([{table}])")
+            }
+            if not set(indexes) <= present:
+                return False
+        return True
+
     def create_tables(self) -> None:
+        if self._schema_whole():
+            # Every open after the first: sqlite_utils is not loaded (it imports pandas and numpy
+            # when they are installed, over a second for every command that opens a file).
+            return
+        import sqlite_utils
+
         db = sqlite_utils.Database(self._writer)
         for table, (columns, pk, indexes, _) in TABLES.items():
             if not db.table(table).exists():
@@ -225,6 +247,8 @@ class SQLiteStorage(Storage):
         )
 
     def drop(self, views: tuple[str, ...]) -> None:
+        import sqlite_utils
+
         db = sqlite_utils.Database(self._writer)
         for table, (*_, owner) in TABLES.items():
             if owner in views or (owner == "" and set(views) == set(VIEWS)):

@@ -13,8 +13,6 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-import sqlite_utils
-
 from ledger.views.handlers import Names, apply_events, handlers
 from ledger.views.schema import TABLES, VIEWS
 
@@ -53,6 +51,8 @@ class ScratchViews:
     ) -> None:
         self._select = select
         self._decode = decode
+        import sqlite_utils  # Here, not at import: it loads pandas and numpy when they are installed.
+
         self.connection = sqlite3.connect("", isolation_level=None)
         db = sqlite_utils.Database(self.connection)
         for table, (columns, primary_key, _, _) in TABLES.items():
