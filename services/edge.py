@@ -1,8 +1,8 @@
-"""What every servicer shares: the ledger, worker threads under one bounded limiter, deadlines,
+"""What every servicer shares: the ledger, a bounded pool of worker threads, deadlines,
 and the projector's progress as an asyncio signal.
 
-Ledger calls are synchronous (storage I/O, locks), so they run in worker threads under one
-anyio.CapacityLimiter: the event loop never blocks on storage and the thread count is bounded.
+Ledger calls are synchronous (storage I/O, locks), so they run in a bounded pool of worker threads
+(`Workers`): the event loop never blocks on storage and the thread count is bounded.
 Waiting for a view to reach a position holds no thread: the projector calls a listener after each
 chunk, which wakes asyncio waiters through loop.call_soon_threadsafe.
 
@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import contextlib
+import contextvars
 import functools
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-import anyio
 import grpc
 
 from ledger import Ledger
@@ -123,6 +124,45 @@ class ByteBudget:
             granted.set_result(None)
 
 
+class Workers:
+    """The worker threads that ledger calls run in: at most `threads` at once, the calls beyond
+    them in arrival order. A call runs in a copy of the caller's context (its context variables:
+    the principal, the request id), and its caller waits for it to end even when cancelled, so
+    what a client holds (its share of the threads) is held while its call runs.
+
+    A thread pool of the standard library, not anyio.to_thread with a CapacityLimiter: with 32
+    clients calling at once, the event loop bounds the server, and anyio's per-call bookkeeping on
+    it (its limiter, cancel scope and run variables) cost about 100 us of CPU per call against
+    60 us for this (32 tasks x 300 calls, process time)."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="trainledger-worker")
+        #: Calls handed to the pool and not yet ended (running, or waiting for a thread).
+        self.busy = 0
+
+    async def run(self, work: Callable[[], T]) -> T:
+        context = contextvars.copy_context()
+        future = asyncio.get_running_loop().run_in_executor(self._pool, context.run, work)
+        self.busy += 1
+        cancelled = False
+        try:
+            while not future.done():
+                try:
+                    await asyncio.wait((future,))  # Which leaves the future as it is when cancelled.
+                except asyncio.CancelledError:
+                    cancelled = True  # The thread runs on: wait for it, then let the cancellation through.
+        finally:
+            self.busy -= 1
+        if cancelled:
+            raise asyncio.CancelledError
+        return future.result()
+
+    def close(self) -> None:
+        """No more calls; those running finish in their threads."""
+        self._pool.shutdown(wait=False)
+
+
 class Edge:
     """The ledger as the servicers use it. Create and use it on the server's event loop."""
 
@@ -136,7 +176,7 @@ class Edge:
         request_bytes_in_flight_max: int = REQUEST_BYTES_IN_FLIGHT_MAX,
     ) -> None:
         self.ledger = ledger
-        self.limiter = anyio.CapacityLimiter(worker_threads)
+        self.workers = Workers(worker_threads)
         self.worker_threads_per_client = worker_threads_per_client
         self.streams_per_client_max = streams_per_client_max
         self.budget = ByteBudget(request_bytes_in_flight_max)
@@ -153,12 +193,12 @@ class Edge:
         work = functools.partial(function, *args, **kwargs)
         client = CLIENT.get()
         if not client:
-            return await anyio.to_thread.run_sync(work, limiter=self.limiter)
+            return await self.workers.run(work)
         share, users = self._shares.setdefault(client, (asyncio.Semaphore(self.worker_threads_per_client), [0]))
         users[0] += 1
         try:
             async with share:
-                return await anyio.to_thread.run_sync(work, limiter=self.limiter)
+                return await self.workers.run(work)
         finally:
             users[0] -= 1
             if not users[0]:
@@ -237,6 +277,7 @@ class Edge:
     def close(self) -> None:
         """Wake every waiter for good (watchers end their streams) and stop listening."""
         self.closed = True
+        self.workers.close()
         try:
             self.ledger.projector.listeners.remove(self._projected)
         except ValueError:

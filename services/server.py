@@ -300,7 +300,7 @@ class LedgerServer(grpc.aio.Server):
 
     async def _probe(self) -> None:
         """Health follows storage: a read of the log's head every PROBE_INTERVAL_S, in a thread
-        of its own (not under the limiter, which a storage outage may have filled)."""
+        of its own (not in the workers' pool, which a storage outage may have filled)."""
         probe: asyncio.Future[int] | None = None
         try:
             while True:

@@ -1,6 +1,6 @@
 """The dashboard's JSON API: each endpoint validates its parameters, is authorized as the gRPC method
-it mirrors (services.web.access), reads the ledger through the server's Edge (worker threads under
-its limiter, within the calling connection's share, exactly as the gRPC servicers do) and answers
+it mirrors (services.web.access), reads the ledger through the server's Edge (its bounded pool of worker
+threads, within the calling connection's share, exactly as the gRPC servicers do) and answers
 application/json.
 
 Documents are the ledger's read models encoded by msgspec: money stays integer micro-dollars in

@@ -1,6 +1,6 @@
 """The dashboard's ASGI app: `create_app(edge, gate)` is a Starlette app over the server's Edge and
 Gate, served by uvicorn on the server's own event loop (services.server), so the pages, the JSON
-API and the live streams read the same views as gRPC, through the same worker threads and limiter,
+API and the live streams read the same views as gRPC, through the same pool of worker threads,
 authorized by the same table of roles.
 
 Routes: the pages (services.web.pages), the JSON API under /api/ (services.web.api), the

@@ -95,7 +95,7 @@ def test_a_connection_gets_a_bounded_number_of_streams_and_others_still_get_thei
 def test_a_client_whose_calls_all_wait_holds_only_its_share_of_the_threads(served: Served) -> None:
     greedy, other = connection(served), connection(served)
     run_id = open_run(other).state.run.run_id
-    limiter = edge_of(served).limiter
+    workers = edge_of(served).workers
     lock = served.ledger._lock  # Every write takes it: holding it makes the greedy client's calls wait.
     with lock:
         pending = [
@@ -104,9 +104,9 @@ def test_a_client_whose_calls_all_wait_holds_only_its_share_of_the_threads(serve
             )
             for n in range(40)
         ]
-        until(lambda: limiter.borrowed_tokens >= WORKER_THREADS_PER_CLIENT, "the greedy calls to take threads")
+        until(lambda: workers.busy >= WORKER_THREADS_PER_CLIENT, "the greedy calls to take threads")
         time.sleep(0.2)  # Room for more of them to take threads, were they allowed to.
-        assert limiter.borrowed_tokens <= WORKER_THREADS_PER_CLIENT + 1  # (+1: the reservation sweep)
+        assert workers.busy <= WORKER_THREADS_PER_CLIENT + 1  # (+1: the reservation sweep)
         state = other.runs.GetRunState(runs_pb2.GetRunStateRequest(run_id=run_id), timeout=10).state
         assert state.run.run_id == run_id and not any(call.done() for call in pending)
     assert all(not call.result(timeout=60).duplicate for call in pending)
