@@ -1,0 +1,87 @@
+"""The worker pool ledger calls run in (services.edge.Workers): bounded, in the caller's context,
+and a cancelled caller still waits for its thread to end before the cancellation goes through."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+import time
+
+import pytest
+
+from services.edge import Workers
+
+WHO: contextvars.ContextVar[str] = contextvars.ContextVar("who", default="nobody")
+
+
+def test_a_call_sees_the_callers_context_and_its_answer_or_error_comes_back() -> None:
+    async def main() -> None:
+        workers = Workers(2)
+        try:
+            WHO.set("alice")
+            who, thread = await workers.run(lambda: (WHO.get(), threading.current_thread().name))
+            assert who == "alice" and thread.startswith("trainledger-worker")
+
+            def fails() -> None:
+                raise KeyError("k")
+
+            with pytest.raises(KeyError):
+                await workers.run(fails)
+            assert workers.busy == 0
+        finally:
+            workers.close()
+
+    asyncio.run(main())
+
+
+def test_no_more_threads_than_the_bound_run_at_once() -> None:
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def work() -> None:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.02)
+        with lock:
+            running[0] -= 1
+
+    async def main() -> None:
+        workers = Workers(3)
+        try:
+            await asyncio.gather(*(workers.run(work) for _ in range(12)))
+        finally:
+            workers.close()
+
+    asyncio.run(main())
+    assert most[0] == 3
+
+
+def test_a_cancelled_caller_waits_for_its_thread_then_is_cancelled() -> None:
+    release = threading.Event()
+    ended: list[float] = []
+
+    def slow() -> str:
+        release.wait(10)
+        ended.append(time.monotonic())
+        return "done"
+
+    async def main() -> None:
+        workers = Workers(1)
+        try:
+            call = asyncio.ensure_future(workers.run(slow))
+            await asyncio.sleep(0.05)
+            call.cancel()
+            await asyncio.sleep(0.05)
+            assert not call.done()  # Still holding its thread.
+            assert workers.busy == 1
+            asyncio.get_running_loop().call_later(0.05, release.set)
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            assert ended  # The thread's work ended before the cancellation went through.
+            assert workers.busy == 0
+        finally:
+            workers.close()
+
+    asyncio.run(main())
