@@ -9,6 +9,7 @@ ledger.storage.postgres, subclass it; ledger.backend picks one.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
@@ -23,7 +24,7 @@ from ledger.storage.keys import KEYED_EVENTS, event_keys
 from ledger.views.projector import Projector
 from ledger.views.queries import ViewReader
 
-__all__ = ["KeyRow", "Storage", "INDEX_PAGE_EVENTS", "ViewRead"]
+__all__ = ["KeyRow", "Storage", "INDEX_PAGE_EVENTS", "ViewRead", "tracking_upsert"]
 
 # Keys rows are written with the events they index: (aggregate id, key, the event's version).
 KeyRow = tuple[UUID, str, int]
@@ -31,6 +32,17 @@ KeyRow = tuple[UUID, str, int]
 INDEX_PAGE_EVENTS = 1000
 #: Runs one SELECT on the views inside a read of them all as of one moment; its rows, fetched lazily.
 ViewRead = Callable[[str], Iterable[Any]]
+
+
+@functools.cache
+def tracking_upsert(views: int) -> str:
+    """The statement that sets the tracking positions of `views` views at once: parameters
+    (view, position) for each (the same in SQLite and PostgreSQL)."""
+    return (
+        "INSERT INTO view_tracking (view, position) VALUES "
+        + ", ".join(["(?, ?)"] * views)
+        + " ON CONFLICT (view) DO UPDATE SET position = excluded.position"
+    )
 
 
 class Storage:

@@ -342,6 +342,7 @@ class Projector:
         caller's transaction; `positions` is updated to what the transaction records. `prepared`:
         by view, the rows its gathered handlers made of the events after `positions[view]`."""
         last = events[-1][0]
+        moved = []
         for view in VIEWS:
             seen = positions[view]
             if seen >= last:
@@ -349,8 +350,9 @@ class Projector:
             apply_events(
                 cursor, self.handlers[view], ((p, e) for p, e in events if p > seen), (prepared or {}).get(view)
             )
-            self.database.set_tracking(cursor, view, last)
+            moved.append(view)
             positions[view] = last
+        self.database.set_tracking(cursor, moved, last)
 
     def rebuild(self, views: tuple[str, ...] = VIEWS) -> int:
         """Drop `views` and project them again from position 0."""

@@ -21,7 +21,7 @@ from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastor
 from psycopg.sql import SQL, Composed, Identifier
 
 from ledger.domain.errors import Unavailable
-from ledger.storage.base import KeyRow, Storage, ViewRead
+from ledger.storage.base import KeyRow, Storage, ViewRead, tracking_upsert
 from ledger.storage.chain import GENESIS, ChainRow, seal_rows
 from ledger.storage.postgres.connections import RECONNECT_TIMEOUT_S, connect_kwargs, lock_key, retrying, where
 from ledger.storage.postgres.projector import PostgresProjector
@@ -190,12 +190,10 @@ class PostgresStorage(Storage):
         rows = dict(cursor.execute("SELECT view, position FROM view_tracking ORDER BY view FOR UPDATE").fetchall())
         return {view: rows.get(view, 0) for view in VIEWS}
 
-    def set_tracking(self, cursor: Cursor, view: str, position: int) -> None:
-        cursor.execute(
-            "INSERT INTO view_tracking (view, position) VALUES (?, ?)"
-            " ON CONFLICT (view) DO UPDATE SET position = excluded.position",
-            (view, position),
-        )
+    def set_tracking(self, cursor: Cursor, views: Sequence[str], position: int) -> None:
+        """Move `views` to `position`: one statement for them all (a chunk moves every view)."""
+        if views:
+            cursor.execute(tracking_upsert(len(views)), [value for view in views for value in (view, position)])
 
     def drop(self, views: tuple[str, ...]) -> None:
         """Empty `views` and reset their positions, in one transaction under the projection lock."""
