@@ -387,8 +387,8 @@ class Kernel(Application[UUID]):
                 gathered.fail(outage(error) if isinstance(error, self.storage.outage_errors) else error)
                 return []
             self._take_snapshots(processing_event)
+            # The offer wakes the projector (ledger.views.projector: Projector._pass).
             self.projector.offer([(recording.notification.id, recording.domain_event) for recording in recordings])
-            self.projector.wake()
         gathered.answer([recording.notification.id for recording in recordings])
         self._evict(gathered.stale)
         return []

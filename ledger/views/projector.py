@@ -93,6 +93,9 @@ class Projector:
         self._handed_lock = threading.Lock()
         # An offer was dropped since the log was last read: the next pass must read it.
         self._dropped = False
+        # A wake other than an offer's (wake(), a waiter, the poll), or the first pass: the next
+        # pass reads the log even when it was handed nothing.
+        self._look = True
         # The views with a gathered handler (the chart's rollup): what they write is computed
         # before the chunk's transaction (`prepare`), so the writer lock is held to write it only.
         self._preparing = tuple(
@@ -122,6 +125,8 @@ class Projector:
             self._thread = None
 
     def wake(self) -> None:
+        """Project what the log holds now (other processes' events too)."""
+        self._look = True
         self._wake.set()
 
     def offer(self, events: list[tuple[int, Any]]) -> None:
@@ -135,10 +140,11 @@ class Projector:
         rows = sum(count for *_, count in handed)
         with self._handed_lock:
             if len(self._handed) + len(handed) > HANDED_EVENTS_MAX or self._handed_rows + rows > HANDED_ROWS_MAX:
-                self._dropped = True
-                return  # Dropped whole: the projector reads these from the log.
-            self._handed.extend(handed)
-            self._handed_rows += rows
+                self._dropped = True  # Dropped whole: the projector reads these from the log.
+            else:
+                self._handed.extend(handed)
+                self._handed_rows += rows
+        self._wake.set()
 
     def _take_handed(self, start: int, stop: int | None) -> list[tuple[int, Any]]:
         """The handed-over events from `start` on without a gap (a chunk's worth at most); those
@@ -174,7 +180,7 @@ class Projector:
                 if self.failure is not None:
                     return False
                 self._urgent.set()
-                self._wake.set()
+                self.wake()
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
@@ -185,7 +191,8 @@ class Projector:
         """Until woken (or the poll interval passes). Writers wake the projector after every
         save: gathering a few milliseconds of saves into one chunk keeps its transactions from
         contending with each write. A reader waiting for a position cuts the gathering short."""
-        self._wake.wait(self.poll_s)
+        if not self._wake.wait(self.poll_s):
+            self._look = True  # The poll: other processes' events are found by it.
         if not self._urgent.is_set():
             self._urgent.wait(GATHER_S)
         self._wake.clear()
@@ -221,16 +228,20 @@ class Projector:
             return self._catch_up(stop)
 
     def _pass(self) -> int:
-        """One pass of the background thread, woken by a save, a waiter or the poll: catch_up(),
-        except that a pass that applied what this process handed over stops there. Whatever else
-        the log holds (other processes' events) is read by the next pass without a handover (a
-        poll, a waiter's wake, PostgreSQL's NOTIFY, or the gap it leaves before this process's
-        next offer): read at the end of every pass, it cost each save a read that almost always
-        found nothing."""
+        """One pass of the background thread, woken by an offer, wake() (a waiter, PostgreSQL's
+        NOTIFY of another process's insert) or the poll: catch_up(), except that the log is read
+        only when something other than an offer woke it or an offer was dropped, and not after
+        what was handed over, or when an offer waits behind a gap. Other processes' events are
+        read by a pass that looks (the first, the poll, a waiter's wake, the NOTIFY) or at the gap
+        they leave before this process's next offer.
+        Reading the log in every pass cost each save a read that almost always found nothing (one
+        after the handover, and one more when a save's wake came after a pass had already taken
+        its offer)."""
+        look, self._look = self._look, False
         with self._projecting:
-            return self._catch_up(None, after_handover=False)
+            return self._catch_up(None, after_handover=False, look=look)
 
-    def _catch_up(self, stop: int | None, *, after_handover: bool = True) -> int:
+    def _catch_up(self, stop: int | None, *, after_handover: bool = True, look: bool = True) -> int:
         applied = 0
         # What the last read returned past the chunk it made (a chunk stops at CHUNK_ROWS steps),
         # and the position the next chunk must start from to use it: each event is read once.
@@ -244,7 +255,7 @@ class Projector:
             if events:
                 handed = True
             else:
-                if handed and not after_handover and not self._dropped:
+                if not after_handover and not self._dropped and not self._handed and (handed or not look):
                     return applied  # See _pass.
                 if ahead and start == ahead_from:
                     notifications = ahead

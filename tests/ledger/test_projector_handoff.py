@@ -134,6 +134,35 @@ def test_a_pass_that_applied_its_handover_does_not_read_the_log_for_more(ledger:
     assert ledger.account(run.run_id).pending_usd_micro == 500
 
 
+def test_a_wake_for_an_offer_a_pass_already_took_reads_nothing(ledger: Ledger) -> None:
+    run = ledger.open_run(run_key="late-wake", cap_usd_micro=10**9)
+    ledger.wait(ledger.head())
+    with ledger.projector._projecting:
+        ledger.reserve(account=run.run_id, reservation_id="r1", amount_usd_micro=100)
+        ledger.reserve(account=run.run_id, reservation_id="r2", amount_usd_micro=100)
+        assert ledger.projector._pass() == 2  # Both offers; the second offer's wake is still set.
+        reads = _reads(ledger)
+        assert ledger.projector._pass() == 0  # That wake's pass.
+    assert reads[0] == 0
+    assert ledger.account(run.run_id).pending_usd_micro == 200
+
+
+def test_an_offer_behind_a_gap_makes_the_pass_read_the_log(database: str, ledger: Ledger) -> None:
+    other = Ledger.open(database, project=False)
+    try:
+        ours = ledger.open_run(run_key="gap-ours", cap_usd_micro=10**9)
+        theirs = other.open_run(run_key="gap-theirs", cap_usd_micro=10**9)
+        ledger.wait(ledger.head())
+        with ledger.projector._projecting:
+            foreign = other.reserve(account=theirs.run_id, reservation_id="r1", amount_usd_micro=200)
+            mine = ledger.reserve(account=ours.run_id, reservation_id="r1", amount_usd_micro=100)
+            assert mine.position > foreign.position
+            ledger.projector._look = False  # Woken by the offer alone.
+            assert ledger.projector._pass() == 2  # The other's event from the log, then ours.
+    finally:
+        other.close()
+
+
 def test_another_writers_event_after_our_handover_is_still_projected(database: str, ledger: Ledger) -> None:
     other = Ledger.open(database, project=False)  # Another process's writer, on the same store.
     try:

@@ -49,6 +49,7 @@ class PostgresProjector(Projector):
         self.database: PostgresStorage = database
         self._listener: threading.Thread | None = None
         self.following = False
+        self._own_backends: set[int] = getattr(app.recorder, "own_backends", set())
 
     def follow(self) -> None:
         """Run in the background without projecting: adopt the positions other processes
@@ -93,16 +94,25 @@ class PostgresProjector(Projector):
                     if failing:
                         log.info("listening on %s again", channel)
                     failing, delay = False, RETRY_MIN_S
-                    self._wake.set()  # Inserts may have been missed while not listening.
+                    self.wake()  # Inserts may have been missed while not listening.
                     while not self._stop.is_set():
-                        for _ in connection.notifies(timeout=LISTEN_TIMEOUT_S, stop_after=1):
-                            self._wake.set()
+                        for notify in connection.notifies(timeout=LISTEN_TIMEOUT_S, stop_after=1):
+                            self._notified(notify)
             except psycopg.Error as error:
                 if not failing:
                     log.warning("lost LISTEN %s (%s); reconnecting", channel, error)
                 failing = True
                 self._stop.wait(delay)
                 delay = min(delay * 2, RETRY_MAX_S)
+
+    def _notified(self, notify: psycopg.Notify) -> None:
+        """Wake on a NOTIFY, unless it came from one of this process's inserts: the kernel hands
+        their events over and wakes the projector itself (and a dropped offer makes the next pass
+        read the log), so such a wake only made a pass that read the log and found nothing. A
+        backend pid reused by another process after one of ours closed could hide its insert
+        until this process's next write leaves a gap, or the fallback poll."""
+        if self.following or notify.pid not in self._own_backends:
+            self.wake()
 
     def _run(self) -> None:
         delay = RETRY_MIN_S
@@ -129,7 +139,7 @@ class PostgresProjector(Projector):
                 self.error = error
                 self._stop.wait(delay)
                 delay = min(delay * 2, RETRY_MAX_S)
-                self._wake.set()
+                self.wake()
             else:
                 if self.error is not None:
                     log.info("%s resumed", "following projections" if self.following else "projection")

@@ -72,6 +72,10 @@ def bounded(method: Callable[..., R]) -> Callable[..., R]:
     return call
 
 
+# Backend pids remembered as this process's own (forgetting one only costs a wake).
+OWN_BACKENDS_MAX = 256
+
+
 class AggregateRecorder(PostgresAggregateRecorder):
     """The snapshots' recorder."""
 
@@ -102,6 +106,9 @@ class ApplicationRecorder(PostgresApplicationRecorder):
         self._last_seal_sql = b""
         self._seals_sql = b""
         self._events_composable = events
+        #: The backend pids of the connections this recorder inserted on: the NOTIFYs they sent
+        #: are this process's own (PostgresProjector is not woken by them).
+        self.own_backends: set[int] = set()
 
     def _render(self, connection: psycopg.Connection[Any]) -> None:
         """The insert's statements as bytes (rendering a Composable costs on every call)."""
@@ -152,6 +159,9 @@ class ApplicationRecorder(PostgresApplicationRecorder):
         with self.datastore.get_connection() as connection:
             if not self._insert_sql:
                 self._render(connection)
+            if len(self.own_backends) >= OWN_BACKENDS_MAX:
+                self.own_backends.clear()  # Pools replace their connections: forget the old ones.
+            self.own_backends.add(connection.info.backend_pid)
             with connection.pipeline() as pipeline, connection.transaction(), connection.cursor() as cursor:
                 for statement in self._insert_sql:
                     cursor.execute(statement, prepare=True)
