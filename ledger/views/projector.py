@@ -255,10 +255,16 @@ class Projector:
             if events:
                 handed = True
             else:
-                if not after_handover and not self._dropped and not self._handed and (handed or not look):
-                    return applied  # See _pass.
                 if ahead and start == ahead_from:
                     notifications = ahead
+                elif (
+                    not after_handover
+                    and not self._dropped
+                    and not self._handed
+                    and (handed or not look)
+                    and not (ahead and ahead[-1].id >= start)  # A read's rest the handover cut past.
+                ):
+                    return applied  # See _pass.
                 else:
                     self._dropped = False  # This read reaches whatever the dropped offers held.
                     notifications = self.app.recorder.select_notifications(start, CHUNK_EVENTS, stop=stop)

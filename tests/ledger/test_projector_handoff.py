@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from ledger import Ledger
-from ledger.views.projector import HANDED_EVENTS_MAX
+from ledger.domain.limits import BATCH_STEPS_MAX
+from ledger.views.projector import CHUNK_ROWS, HANDED_EVENTS_MAX
 
 from .conftest import dump_views
 
@@ -159,6 +160,29 @@ def test_an_offer_behind_a_gap_makes_the_pass_read_the_log(database: str, ledger
             assert mine.position > foreign.position
             ledger.projector._look = False  # Woken by the offer alone.
             assert ledger.projector._pass() == 2  # The other's event from the log, then ours.
+    finally:
+        other.close()
+
+
+def test_events_read_ahead_past_a_handover_are_applied_in_the_same_pass(database: str, ledger: Ledger) -> None:
+    other = Ledger.open(database, project=False)
+    try:
+        ours = ledger.open_run(run_key="ahead-ours", cap_usd_micro=10**9)
+        theirs = other.open_run(run_key="ahead-theirs", cap_usd_micro=10**9)
+        other.start_attempt(run_id=theirs.run_id, attempt_id="a1")
+        ledger.wait(ledger.head())
+        with ledger.projector._projecting:
+            # Two batches that fill a chunk: what the read returns past them is kept for the next.
+            assert 2 * BATCH_STEPS_MAX >= CHUNK_ROWS
+            for first in (1, BATCH_STEPS_MAX + 1):
+                other.append_steps(run_id=theirs.run_id, attempt=1, **_batch(first, BATCH_STEPS_MAX))
+            ledger.reserve(account=ours.run_id, reservation_id="r1", amount_usd_micro=100)  # Handed over.
+            foreign = other.reserve(account=theirs.run_id, reservation_id="r1", amount_usd_micro=200)
+            ledger.projector._look = True  # A waiter's wake: this pass reads the log.
+            ledger.projector._pass()
+            # The other's Reserve came in the same read as our handed event: it is applied now,
+            # not left for a later pass.
+            assert ledger.projector.position >= foreign.position
     finally:
         other.close()
 
