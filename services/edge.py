@@ -275,9 +275,9 @@ class Edge:
         event.set()
 
     def close(self) -> None:
-        """Wake every waiter for good (watchers end their streams) and stop listening."""
+        """Wake every waiter for good (watchers end their streams) and stop listening. The worker
+        threads stay for the calls still in flight (`Workers.close`, once the server has stopped)."""
         self.closed = True
-        self.workers.close()
         try:
             self.ledger.projector.listeners.remove(self._projected)
         except ValueError:

@@ -347,6 +347,7 @@ class LedgerServer(grpc.aio.Server):
                 await self.dashboard.stop(grace)
         finally:
             await self.server.stop(grace)
+            self.edge.workers.close()  # The calls in flight have ended (or the grace has).
         try:
             if self.owns_ledger:
                 self.owns_ledger = False
@@ -463,6 +464,7 @@ def create_server(
             listener.close()
         if edge is not None:
             edge.close()
+            edge.workers.close()
         if opened is not None:
             opened.close()
         if holder is not None:

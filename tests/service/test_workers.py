@@ -7,10 +7,12 @@ import asyncio
 import contextvars
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from services.edge import Workers
+from ledger import Ledger
+from services.edge import Edge, Workers
 
 WHO: contextvars.ContextVar[str] = contextvars.ContextVar("who", default="nobody")
 
@@ -85,3 +87,20 @@ def test_a_cancelled_caller_waits_for_its_thread_then_is_cancelled() -> None:
             workers.close()
 
     asyncio.run(main())
+
+
+def test_calls_made_after_the_edge_closes_still_run_until_the_server_has_stopped(tmp_path: Path) -> None:
+    # A server that shuts down closes its edge first and then lets the calls in flight finish
+    # within the grace: a call they make meanwhile (a stream's next batch) must still run.
+    ledger = Ledger.open(str(tmp_path / "ledger.db"))
+
+    async def main() -> None:
+        edge = Edge(ledger)
+        edge.close()
+        assert await edge.call(ledger.head) == 0
+        edge.workers.close()
+
+    try:
+        asyncio.run(main())
+    finally:
+        ledger.close()
