@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from typing import Any
 
 import pytest
 
@@ -106,6 +107,19 @@ def test_a_refused_batch_is_counted_failed_and_never_retried(client: LedgerClien
     recorder.close()
 
 
+def _reservations(client: LedgerClient, account: str, count: int, state: str = "") -> list[Any]:
+    """The account's reservations once the views show `count` of them (and, with `state`, all in
+    that state): a read without a position sees what the projector has applied so far, and the
+    recorder's calls answer with no position to wait for."""
+    deadline = time.monotonic() + 10
+    while True:
+        listed = list(client.list_reservations(account=account).reservations)
+        if len(listed) >= count and all(r.state == state for r in listed if state):
+            return listed
+        assert time.monotonic() < deadline, listed
+        time.sleep(0.01)
+
+
 def test_reserve_commits_releases_and_refuses(client: LedgerClient) -> None:
     recorder = RunRecorder.open(client, run_key="spend", cap_usd_micro=10_000)
     with recorder.reserve(
@@ -124,10 +138,10 @@ def test_reserve_commits_releases_and_refuses(client: LedgerClient) -> None:
         with recorder.reserve(6_000):
             pytest.fail("a refused hold must not run the block")
     assert caught.value.remaining_usd_micro == 5_000
-    account = client.get_account(account=recorder.account)
-    assert (account.committed_usd_micro, account.pending_usd_micro) == (5_000, 0)
-    states = sorted(r.state for r in client.list_reservations(account=recorder.account).reservations)
+    states = sorted(r.state for r in _reservations(client, recorder.account, 4))
     assert states == ["committed", "committed", "refused", "released"]
+    account = client.get_account(account=recorder.account)  # The same view, as of the refusal at least.
+    assert (account.committed_usd_micro, account.pending_usd_micro) == (5_000, 0)
     recorder.finish()
 
 
@@ -135,9 +149,9 @@ def test_a_call_failing_with_a_multi_line_error_still_releases_its_hold(client: 
     recorder = RunRecorder.open(client, run_key="multi-line-error", cap_usd_micro=10_000)
     with pytest.raises(RuntimeError), recorder.reserve(1_000):
         raise RuntimeError("the provider said:\n  429 Too Many Requests\r\n\x1b[31mretry later\x1b[0m")
-    account = client.get_account(account=recorder.account)
+    [released] = _reservations(client, recorder.account, 1, state="released")
+    account = client.get_account(account=recorder.account)  # The same view, as of the release at least.
     assert account.pending_usd_micro == 0
-    [released] = client.list_reservations(account=recorder.account).reservations
     assert released.state == "released" and released.reason.startswith("RuntimeError: the provider said:")
     assert "\n" not in released.reason and "\x1b" not in released.reason
     recorder.finish()

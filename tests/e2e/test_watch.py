@@ -258,7 +258,9 @@ def test_a_run_already_done_prints_its_final_line_and_exits_0(
 ) -> None:
     run_id, attempt = opened(client, "watch-over", {"total_steps": 2}, 1_000_000)
     client.append_steps(run_id=run_id, attempt=attempt, steps=[1, 2], metrics={"loss": [1.0, 0.5]})
-    client.finish_run(run_id=run_id, attempt=attempt, status="done")
+    finished = client.finish_run(run_id=run_id, attempt=attempt, status="done")
+    # The views have the finish before the watch reads them (it reads what they hold now).
+    client.get_run_state(run_id=run_id, min_position=finished.position)
     assert main(["watch", "watch-over", "--address", address]) == 0
     out, errors = capsys.readouterr()
     assert re.fullmatch(
