@@ -136,7 +136,6 @@ class Workers:
     60 us for this (32 tasks x 300 calls, process time)."""
 
     def __init__(self, threads: int) -> None:
-        self.threads = threads
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="trainledger-worker")
         #: Calls handed to the pool and not yet ended (running, or waiting for a thread).
         self.busy = 0

@@ -116,18 +116,10 @@ def event_digest(previous: bytes, position: int, originator_id: bytes, version: 
 
 def seal_rows(previous: bytes, rows: Iterable[ChainRow]) -> list[tuple[int, bytes]]:
     """(position, digest) of each row, chained from `previous`; rows in position order."""
-    # event_digest, inlined: this runs in every write transaction, once per event.
     seals = []
-    pack, pack_length, sha256 = _FIXED.pack, _LENGTH.pack, _sha256
-    for position, originator_id, version, topic, state in rows:
-        topic_bytes = _topic_bytes.get(topic) or _encoded(topic)
-        previous = sha256(
-            pack(previous, position, originator_id, version, len(topic_bytes))
-            + topic_bytes
-            + pack_length(len(state))
-            + state
-        ).digest()
-        seals.append((position, previous))
+    for row in rows:
+        previous = event_digest(previous, *row)
+        seals.append((row[0], previous))
     return seals
 
 

@@ -239,9 +239,11 @@ class Projector:
         its offer)."""
         look, self._look = self._look, False
         with self._projecting:
-            return self._catch_up(None, after_handover=False, look=look)
+            return self._catch_up(None, look=look)
 
-    def _catch_up(self, stop: int | None, *, after_handover: bool = True, look: bool = True) -> int:
+    def _catch_up(self, stop: int | None, *, look: bool | None = None) -> int:
+        """Apply what was handed over and what the log holds. `look`: None (catch_up) reads the log
+        whenever nothing is handed over; True or False, a background pass (see _pass)."""
         applied = 0
         # What the last read returned past the chunk it made (a chunk stops at CHUNK_ROWS steps),
         # and the position the next chunk must start from to use it: each event is read once.
@@ -258,7 +260,7 @@ class Projector:
                 if ahead and start == ahead_from:
                     notifications = ahead
                 elif (
-                    not after_handover
+                    look is not None
                     and not self._dropped
                     and not self._handed
                     and (handed or not look)
