@@ -24,6 +24,8 @@ from clients.models import (
     ModelVersion,
     OpenAccountReceipt,
     PromoteReceipt,
+    ProtectedState,
+    ProtectedStates,
     ReconcileReport,
     RegisterReceipt,
     ReleaseReceipt,
@@ -260,6 +262,17 @@ class LedgerMethods(RunsMethods, Transport):
         )
         return self._ask("Registry", "ListFamilies", request, reply(FamilyList), timeout_s=timeout_s)
 
+    def list_protected_states(
+        self, *, min_position: int = 0, page_size: int = 0, timeout_s: float | None = None
+    ) -> list[ProtectedState]:
+        """Every state no prune may delete, across all runs and the registry: live resume and
+        best checkpoints, those registry versions were made from, and every version's artifact.
+        Every page is read (an operator's or admin's unscoped token)."""
+        request = registry_pb2.ListProtectedStatesRequest(page_size=page_size, min_position=min_position)
+        return self._all_pages(
+            "Registry", "ListProtectedStates", request, reply(ProtectedStates), _states_of_page, timeout_s=timeout_s
+        )
+
     def read_events(
         self, *, from_position: int = 1, limit: int = 0, types: Sequence[str] = (), timeout_s: float | None = None
     ) -> Iterator[Event]:
@@ -319,3 +332,7 @@ def billed_line(line: BilledLine) -> spend_pb2.BilledLine:
         tags=line.tags,
         description=line.description,
     )
+
+
+def _states_of_page(page: ProtectedStates) -> list[ProtectedState]:
+    return page.states

@@ -95,6 +95,7 @@ ROLES_BY_METHOD: dict[str, frozenset[str]] = {
     "/trainledger.v1.Registry/GetCurrent": _WIDE_READERS,
     "/trainledger.v1.Registry/ListVersions": _WIDE_READERS,
     "/trainledger.v1.Registry/ListFamilies": _WIDE_READERS,
+    "/trainledger.v1.Registry/ListProtectedStates": _OPERATORS,
     "/trainledger.v1.Events/ReadEvents": _AUDITORS,
     "/trainledger.v1.Events/GetHead": _AUDITORS,
     "/trainledger.v1.Events/Verify": _AUDITORS,

@@ -5,7 +5,7 @@ file, and the writes operators make by hand.
     trainledger project --database-url URL      # a projection worker (PostgreSQL)
     trainledger runs list [--status S] [--name TEXT] [--account A] [--include-retracted] | runs show RUN
     trainledger runs retract RUN --reason TEXT    # operators: hidden from lists, refused new writes
-    trainledger checkpoints list RUN | checkpoints prune RUN|--all [--keep-last N] [--dry-run]
+    trainledger checkpoints list RUN | checkpoints prune RUN|--all [--root DIR]... [--dry-run|--yes]
     trainledger spend show RUN_OR_ACCOUNT [--limit N] | spend cap RUN_OR_ACCOUNT AMOUNT|none
     trainledger registry list | show FAMILY | register FAMILY URI --digest D [--from-checkpoint RUN:STEP]
     trainledger registry promote FAMILY VERSION | rollback FAMILY [VERSION]

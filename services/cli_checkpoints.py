@@ -1,50 +1,52 @@
 """`trainledger checkpoints`: a run's retention plan, and pruning the checkpoints it offers.
 
     trainledger checkpoints list RUN [--keep-last N]
-    trainledger checkpoints prune RUN|--all [--keep-last N] [--dry-run] [--reason TEXT]
+    trainledger checkpoints prune RUN|--all [--keep-last N] [--root DIR]... [--dry-run | --yes]
 
 The ledger decides (PlanPrune, ledger.domain.retention): never the live resume point, the best
 checkpoint on the run's objective or one a registry version was made from; the newest
-`--keep-last` usable checkpoints besides; deleted and expired ones shown as such; every other
-checkpoint offered for deletion. `list` prints that plan. `prune` deletes what it offers, one
-checkpoint at a time and in this order, so the log never claims less than what is gone:
+`--keep-last` usable checkpoints besides; every other checkpoint is offered for deletion. `list`
+prints that plan. `prune` first shows what it would delete, each with the path and its bytes, or
+why it refuses (clients.retention_guard: only inside the roots `--root` or
+TRAINLEDGER_PRUNE_ROOTS name, symbolic links resolved, and never a state that any run's resume
+or best checkpoint, a registered checkpoint or a registry artifact still names). `--dry-run`
+stops there; otherwise it deletes once told `--yes`, or `y` at a terminal, one checkpoint at a
+time, so the log never claims less than what is gone:
 
 1. DeleteCheckpoint records the deletion. The ledger checks the protections again as it records
-   it, so a checkpoint that became protected since the plan was read (a new registration, a new
-   best score) is refused (CHECKPOINT_PROTECTED): it is kept, and the table says why;
-2. its state is deleted through clients.retention (local files and file:// trees, other schemes
-   through fsspec when installed; a provider's handle cannot be deleted from here).
+   it, so a checkpoint that became protected since the plan was read is refused
+   (CHECKPOINT_PROTECTED): it is kept, and the table says why;
+2. its state is deleted through clients.retention, at the path the guard resolved (checked again
+   just before).
 
-A checkpoint recorded deleted whose state is still there (a delete that failed, or a deletion
-recorded by someone else) has its state deleted by the next prune. `--dry-run` records and
-deletes nothing. The table says per checkpoint what was deleted, what was kept and why, and what
-could not be deleted (no deleter for the uri's scheme, or the delete failed): then the command
-exits 1, having done everything else. A second prune of the same plan changes nothing.
+A checkpoint recorded deleted whose state is still there has its state deleted by the next prune.
+The table says per checkpoint what was deleted, kept, refused or could not be deleted: then the
+command exits 1, having done everything else. A second prune of the same plan changes nothing.
 
-Like every command, through a server by default (services.remote), or on a database file with
---db PATH / --database-url URL (services.reports: the same plan and records, the principal
-`local:<user>`). --all prunes every run, retracted ones included: deleting unprotected state is
-housekeeping, which a retraction does not stop.
+Like every command, through a server by default (services.remote: the protected states are
+read with ListProtectedStates, an unscoped operator's or admin's call), or on a database file
+with --db PATH / --database-url URL (the principal `local:<user>`). --all prunes every run,
+retracted ones included.
 """
 
 from __future__ import annotations
 
 import argparse
-import getpass
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+import os
+import sys
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import Any
 
+from clients.retention import delete_state
+from clients.retention_guard import ROOTS_ENVIRONMENT, Guard, Target, roots_from
 from ledger.domain.reasons import Reason
 from services import render
+from services.cli_checkpoint_sides import Side, side_of
 from services.reports import Failure
 from services.tables import to_json
 
-__all__ = ["Outcome", "Side", "add_parser", "listing", "prune"]
+__all__ = ["Outcome", "add_parser", "listing", "prune"]
 
-PAGE = 500
 # The reason DeleteCheckpoint records for a prune.
 REASON = "pruned by trainledger checkpoints prune"
 PROTECTED = Reason.CHECKPOINT_PROTECTED
@@ -65,117 +67,6 @@ class Outcome:
     detail: str
     position: int = 0
     failed: bool = False
-
-
-class Side(Protocol):
-    """Where the command reads and writes: a server, or a database file."""
-
-    def run_id(self, ref: str) -> str: ...
-
-    def runs(self) -> list[tuple[str, str]]: ...
-
-    def name(self, run_id: str) -> str: ...
-
-    def plan(self, run_id: str, keep_last: int) -> list[Any]: ...
-
-    def delete(self, run_id: str, attempt: int, step: int, reason: str) -> tuple[int, bool]: ...
-
-
-class Remote:
-    """Through a server (a clients.LedgerClient)."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-
-    def run_id(self, ref: str) -> str:
-        from services.remote import resolve_run
-
-        return resolve_run(self.client, ref)
-
-    def runs(self) -> list[tuple[str, str]]:
-        found: list[tuple[str, str]] = []
-        token = ""
-        while True:
-            page = self.client.list_runs(page_size=PAGE, page_token=token, include_retracted=True)
-            found += [(run.run_id, run.name) for run in page.runs]
-            token = page.next_page_token
-            if not token:
-                return found
-
-    def name(self, run_id: str) -> str:
-        return str(self.client.get_run_state(run_id=run_id).run.name)
-
-    def plan(self, run_id: str, keep_last: int) -> list[Any]:
-        return list(self.client.plan_prune(run_id=run_id, keep_last=keep_last))
-
-    def delete(self, run_id: str, attempt: int, step: int, reason: str) -> tuple[int, bool]:
-        receipt = self.client.delete_checkpoint(run_id=run_id, attempt=attempt, step=step, reason=reason)
-        return receipt.position, receipt.duplicate
-
-
-class Local:
-    """On a database file (a ledger.Ledger), recorded as `local:<user>`."""
-
-    def __init__(self, ledger: Any) -> None:
-        self.ledger = ledger
-
-    def run_id(self, ref: str) -> str:
-        from services.reports import run_id_of
-
-        return run_id_of(self.ledger, ref)
-
-    def runs(self) -> list[tuple[str, str]]:
-        found: list[tuple[str, str]] = []
-        after = None
-        while True:
-            page = self.ledger.list_runs(limit=PAGE, after=after, include_retracted=True)
-            found += [(run.run_id, run.name) for run in page.runs]
-            after = page.after
-            if after is None:
-                return found
-
-    def name(self, run_id: str) -> str:
-        return str(self.ledger.run_state(run_id).run.name)
-
-    def plan(self, run_id: str, keep_last: int) -> list[Any]:
-        entries: list[Any] = []
-        after = None
-        while True:
-            page = self.ledger.plan_prune(run_id, keep_last=keep_last, after=after, limit=PAGE)
-            entries += page.entries
-            after = page.after
-            if after is None:
-                return entries
-
-    def delete(self, run_id: str, attempt: int, step: int, reason: str) -> tuple[int, bool]:
-        try:
-            user = getpass.getuser()
-        except (KeyError, OSError):
-            user = "unknown"
-        receipt = self.ledger.delete_checkpoint(
-            run_id=run_id,
-            attempt=attempt,
-            step=step,
-            reason=reason,
-            principal=f"local:{user}",
-            request_id=str(uuid.uuid4()),
-        )
-        return receipt.position, receipt.duplicate
-
-
-@contextmanager
-def side_of(args: argparse.Namespace) -> Iterator[Side]:
-    """The server the options name, or the database --db / --database-url names."""
-    if args.database:
-        from services.reports import opened
-
-        with opened(args.database) as ledger:
-            yield Local(ledger)
-    else:
-        from services.remote import talking
-
-        with talking(args) as client:
-            yield Remote(client)
 
 
 def listing(args: argparse.Namespace) -> None:
@@ -201,10 +92,29 @@ def _kept(entry: Any) -> tuple[str, str]:
     return "kept", ", ".join(reasons)
 
 
-def _prune_one(side: Side, run_id: str, name: str, entry: Any, *, dry_run: bool, reason: str) -> Outcome:
-    """Record the deletion, then delete the state (or say what would be done)."""
-    from clients.retention import delete_state
+def _planned(entry: Any, guard: Guard) -> tuple[str, str, Target | None]:
+    """What a prune would do with one plan entry: (result, detail, the target to delete)."""
+    backend, uri = _handle(entry)
+    recorded = "deleted" in entry.kept_because
+    if not entry.delete and not recorded:
+        return (*_kept(entry), None)
+    target = guard.check(uri, backend)
+    before = "recorded deleted before; " if recorded else ""
+    if recorded and target.local and not (target.path and os.path.lexists(target.path)):
+        return "deleted", "recorded deleted before", None
+    if not target.allowed:
+        return "refused", before + target.refusal, None
+    return "would delete", before + (_where(target) or "offered by the plan"), target
 
+
+def _where(target: Target) -> str:
+    """The path a target deletes with its bytes (a uri of another scheme alone: its size is not read)."""
+    return f"{target.path}, {target.size_bytes:,} bytes" if target.path and target.local else target.path
+
+
+def _prune_one(side: Side, guard: Guard, step: Step, reason: str) -> Outcome:
+    """Record the deletion (unless recorded before), then delete the state the guard allows."""
+    run_id, name, entry, target = step
     checkpoint = entry.checkpoint
     backend, uri = _handle(entry)
 
@@ -213,52 +123,89 @@ def _prune_one(side: Side, run_id: str, name: str, entry: Any, *, dry_run: bool,
             run_id, name, checkpoint.step, checkpoint.attempt, backend, uri, result, detail, position, failed
         )
 
-    if "deleted" in entry.kept_because:
-        if dry_run:
-            return outcome("deleted", "recorded deleted before")
-        leftover = delete_state(uri, backend)
-        if leftover.outcome == "deleted":
-            return outcome("deleted", f"recorded deleted before; {leftover.detail}")
-        if leftover.outcome == "failed":
-            return outcome("not deleted", f"recorded deleted before; {leftover.detail}", failed=True)
-        return outcome("deleted", "recorded deleted before")
-    if not entry.delete:
-        return outcome(*_kept(entry))
-    if dry_run:
-        return outcome("would delete", "offered by the plan")
-    try:
-        position, _ = side.delete(run_id, checkpoint.attempt, checkpoint.step, reason)
-    except Exception as error:
-        if str(getattr(error, "reason", "")) != PROTECTED:
-            raise
-        protected_by = getattr(error, "metadata", {}).get("protected_by", "")
-        return outcome("kept", f"became protected since the plan was read ({protected_by or error})")
-    done = delete_state(uri, backend)
+    again = guard.check(uri, backend)  # The filesystem may have changed since the plan was shown.
+    if not again.allowed or (target is not None and again.path != target.path):
+        return outcome("refused", again.refusal or f"{uri} now resolves elsewhere", failed=True)
+    position = 0
+    if "deleted" not in entry.kept_because:
+        try:
+            position, _ = side.delete(run_id, checkpoint.attempt, checkpoint.step, reason)
+        except Exception as error:
+            if str(getattr(error, "reason", "")) != PROTECTED:
+                raise
+            protected_by = getattr(error, "metadata", {}).get("protected_by", "")
+            return outcome("kept", f"became protected since the plan was read ({protected_by or error})")
+    done = delete_state(again.path or uri, backend)
+    before = "recorded deleted before; " if "deleted" in entry.kept_because else ""
     if done.ok:
-        return outcome("deleted", done.detail, position)
-    return outcome("not deleted", f"recorded deleted; {done.detail}", position, failed=True)
+        return outcome("deleted", before + done.detail, position)
+    return outcome("not deleted", f"{before or 'recorded deleted; '}{done.detail}", position, failed=True)
+
+
+# One checkpoint a prune may delete: run id, run name, plan entry, the target the plan showed.
+Step = tuple[str, str, Any, Target | None]
+
+
+def _guard(args: argparse.Namespace, side: Side) -> Guard:
+    try:
+        return Guard(roots_from(args.root, os.environ), side.protected())
+    except ValueError as error:
+        raise Failure(str(error), status=2) from None
 
 
 def prune(args: argparse.Namespace) -> None:
-    """Delete what the plan offers for the run (or every run with --all): record, then delete."""
+    """Show the plan (paths and bytes); once confirmed, delete what it offers: record, then delete."""
     if bool(args.run) == bool(args.all):
         raise Failure("name a run or pass --all", status=1)
-    outcomes: list[Outcome] = []
     with side_of(args) as side:
         if args.all:
             targets = side.runs()
         else:
             run_id = side.run_id(args.run)
             targets = [(run_id, side.name(run_id))]
+        guard = _guard(args, side)
+        shown: list[Outcome] = []
+        steps: list[Step] = []
         for run_id, name in targets:
             for entry in side.plan(run_id, args.keep_last):
-                outcomes.append(
-                    _prune_one(side, run_id, name or run_id, entry, dry_run=args.dry_run, reason=args.reason)
-                )
+                result, detail, target = _planned(entry, guard)
+                backend, uri = _handle(entry)
+                c = entry.checkpoint
+                shown.append(Outcome(run_id, name or run_id, c.step, c.attempt, backend, uri, result, detail))
+                if result == "would delete":
+                    steps.append((run_id, name or run_id, entry, target))
+        if args.dry_run:
+            _show_plan(args, shown, steps)
+            return
+        if steps and not _confirmed(args, shown, steps):
+            raise Failure("nothing deleted: pass --yes to delete what the plan lists", status=1)
+        done = {(o.run_id, o.step, o.attempt): o for o in (_prune_one(side, guard, s, args.reason) for s in steps)}
+    outcomes = [done.get((o.run_id, o.step, o.attempt), o) for o in shown]
     _print_prune(args, outcomes)
-    failed = [o for o in outcomes if o.failed]
+    failed = [o for o in outcomes if o.failed or o.result == "refused"]
     if failed:
         raise Failure(f"{len(failed)} checkpoint{'s' * (len(failed) != 1)} could not be deleted", status=1)
+
+
+def _confirmed(args: argparse.Namespace, shown: list[Outcome], steps: list[Step]) -> bool:
+    """Whether the operator accepts the plan: --yes, or `y` at a terminal after seeing it."""
+    if args.yes:
+        return True
+    _show_plan(args, shown, steps)
+    if args.json or not sys.stdin.isatty():
+        return False
+    return input("delete them? [y/N] ").strip().lower() in ("y", "yes")
+
+
+def _show_plan(args: argparse.Namespace, shown: list[Outcome], steps: list[Step]) -> None:
+    """The plan's table, then every path it would delete, whole, with its bytes and their total."""
+    _print_prune(args, shown)
+    if args.json or not steps:
+        return
+    size_bytes = sum(target.size_bytes for *_, target in steps if target is not None)
+    print(f"\nto delete: {len(steps)} checkpoint{'s' * (len(steps) != 1)}, {size_bytes:,} bytes")
+    for _, name, entry, target in steps:
+        print(f"  {name}@{entry.checkpoint.step}: {(_where(target) if target else '') or _handle(entry)[1]}")
 
 
 def _print_prune(args: argparse.Namespace, outcomes: list[Outcome]) -> None:
@@ -298,6 +245,14 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     pruned.add_argument("--all", action="store_true", help="every run, retracted ones included")
     _keep_last(pruned)
     pruned.add_argument("--dry-run", action="store_true", help="show what would be deleted; record and delete nothing")
+    pruned.add_argument(
+        "--root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help=f"delete only under this directory or uri prefix (repeatable; default: ${ROOTS_ENVIRONMENT})",
+    )
+    pruned.add_argument("--yes", action="store_true", help="delete what the plan lists without asking")
     pruned.add_argument("--reason", default=REASON, help="recorded with each deletion (default: %(default)s)")
     pruned.set_defaults(handler=prune)
     return checkpoints

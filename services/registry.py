@@ -13,7 +13,14 @@ from ledger.domain.reasons import Reason
 from ledger.views.models import Family, FamilyPage, FamilySummary
 from services import codec
 from services.codec import messages
-from services.codec.pages import name_after, name_token, versions_after, versions_token
+from services.codec.pages import (
+    name_after,
+    name_token,
+    protected_after,
+    protected_token,
+    versions_after,
+    versions_token,
+)
 from services.edge import Edge
 from services.interceptors import audit
 from trainledger.v1 import registry_pb2, registry_pb2_grpc
@@ -23,6 +30,7 @@ __all__ = ["RegistryServicer"]
 Context = grpc.aio.ServicerContext[Any, Any]
 VERSIONS_PAGE_DEFAULT = 100
 FAMILIES_PAGE_DEFAULT = 100
+PROTECTED_PAGE_DEFAULT = 100
 
 
 class RegistryServicer(registry_pb2_grpc.RegistryServicer):
@@ -141,6 +149,25 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
                 for f in page
             ],
             next_page_token=name_token(page[-1].family) if len(found) > size else "",
+        )
+
+    async def ListProtectedStates(
+        self, request: registry_pb2.ListProtectedStatesRequest, context: Context
+    ) -> registry_pb2.ListProtectedStatesResponse:
+        """A page of the states no prune may delete (ledger.views.models.ProtectedPage)."""
+        size = codec.page_size(request.page_size, PROTECTED_PAGE_DEFAULT)
+        after = protected_after(request.page_token)
+        timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
+        page = await self.edge.call(
+            self.ledger.protected_states,
+            after=after,
+            limit=size,
+            min_position=request.min_position,
+            timeout_s=timeout_s,
+        )
+        return registry_pb2.ListProtectedStatesResponse(
+            states=[registry_pb2.ProtectedState(uri=s.uri, backend=s.backend, why=s.why) for s in page.states],
+            next_page_token=protected_token(page.after),
         )
 
 

@@ -55,6 +55,7 @@ SERVICES = {
         "GetCurrent",
         "ListVersions",
         "ListFamilies",
+        "ListProtectedStates",
     ],
     ("events", "Events"): ["ReadEvents", "GetHead", "Verify"],
 }

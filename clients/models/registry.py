@@ -22,6 +22,8 @@ __all__ = [
     "RegisterReceipt",
     "PromoteReceipt",
     "RollbackReceipt",
+    "ProtectedState",
+    "ProtectedStates",
 ]
 
 
@@ -89,6 +91,22 @@ class FamilyList(Model, frozen=True, kw_only=True):
     """A page of list_families, by name; pass `next_page_token` back for the next ("" after the last)."""
 
     families: list[FamilySummary] = msgspec.field(default_factory=empty_list)
+    next_page_token: str = ""
+
+
+class ProtectedState(Model, frozen=True, kw_only=True):
+    """A state no prune may delete: its uri, its checkpoint backend ("" for an artifact), and why
+    ("resume", "best", "registered", "artifact")."""
+
+    uri: str = ""
+    backend: str = ""
+    why: list[str] = msgspec.field(default_factory=empty_list)
+
+
+class ProtectedStates(Model, frozen=True, kw_only=True):
+    """A page of list_protected_states; `next_page_token` is "" after the last."""
+
+    states: list[ProtectedState] = msgspec.field(default_factory=empty_list)
     next_page_token: str = ""
 
 

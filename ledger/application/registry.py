@@ -17,18 +17,39 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError
 
 from ledger.application.commands import Promote, Register, Rollback
-from ledger.application.kernel import Kernel, Receipt
+from ledger.application.kernel import Receipt, storage_read
+from ledger.application.reads import Reads
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
-from ledger.domain.errors import NotFound
-from ledger.domain.limits import check_id
+from ledger.domain.errors import Invalid, NotFound
+from ledger.domain.limits import PAGE_SIZE_MAX, check_id, check_int
+from ledger.domain.reasons import Reason
 from ledger.domain.registry import Family
 from ledger.domain.runs import Run
+from ledger.views import models
 
 __all__ = ["RegistryCommands"]
 
 
-class RegistryCommands(Kernel):
-    """The commands on registry families."""
+class RegistryCommands(Reads):
+    """The commands on registry families, and the states retention must keep."""
+
+    @storage_read
+    def protected_states(
+        self,
+        *,
+        after: tuple[str, str, int] | None = None,
+        limit: int = 1000,
+        min_position: int = 0,
+        timeout_s: float = 5.0,
+    ) -> models.ProtectedPage:
+        """A page of every state no prune may delete, across all runs and the registry: each
+        run's live resume and best checkpoints and those registry versions were made from, then
+        every registry version's artifact (ledger.views.models.ProtectedPage). Raises Invalid."""
+        check_int(limit, "limit", minimum=1, maximum=PAGE_SIZE_MAX)
+        if after is not None and after[0] not in ("runs", "versions"):
+            raise Invalid("after names no page of protected states", reason=Reason.INVALID_PAGE_TOKEN, field="after")
+        self.wait(min_position, timeout_s)
+        return self.views.protected_page(after=after, limit=limit, now=self.clock())
 
     def register(
         self,

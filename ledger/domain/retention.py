@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ledger.domain.runs import Run
 
-__all__ = ["PlanEntry", "Point", "best", "plan", "protections", "usable"]
+__all__ = ["PlanEntry", "Point", "best", "plan", "protected_points", "protections", "usable"]
 
 Point = tuple[int, int]  # (attempt, step): a checkpoint's identity within its run
 Checkpoint = Mapping[str, Any]
@@ -87,12 +87,13 @@ def best(
     return chosen
 
 
-def _protections(
+def protected_points(
     checkpoints: Sequence[Checkpoint],
     objective: Mapping[str, str] | None,
     registered: Iterable[Point],
     now: datetime,
 ) -> dict[Point, tuple[str, ...]]:
+    """The protected checkpoints among `checkpoints`, each with why ("resume", "best", "registered")."""
     kept: dict[Point, list[str]] = {}
     live = [checkpoint for checkpoint in checkpoints if usable(checkpoint, now)]
     if live:
@@ -112,7 +113,7 @@ def _protections(
 def protections(run: Run, now: datetime) -> dict[Point, tuple[str, ...]]:
     """The run's protected checkpoints, each with why ("resume", "best", "registered")."""
     registered = [(entry["attempt"], entry["step"]) for entry in run.registered]
-    return _protections(run.checkpoints, run.objective, registered, now)
+    return protected_points(run.checkpoints, run.objective, registered, now)
 
 
 def plan(
@@ -125,7 +126,7 @@ def plan(
 ) -> list[PlanEntry]:
     """What retention does with each checkpoint, in (step, attempt) order. `registered` names
     the (attempt, step) of every checkpoint a registry version was made from."""
-    kept = _protections(checkpoints, objective, registered, now)
+    kept = protected_points(checkpoints, objective, registered, now)
     live = sorted(
         (checkpoint for checkpoint in checkpoints if usable(checkpoint, now)),
         key=lambda checkpoint: (checkpoint["step"], checkpoint["attempt"]),

@@ -29,6 +29,8 @@ __all__ = [
     "BestCheckpoint",
     "PruneEntry",
     "PrunePage",
+    "ProtectedState",
+    "ProtectedPage",
     "SourceCheckpoint",
     "StateHandle",
     "RunInfo",
@@ -194,6 +196,24 @@ class PrunePage(msgspec.Struct, frozen=True, kw_only=True):
 
     entries: tuple[PruneEntry, ...]
     after: tuple[int, int] | None
+
+
+class ProtectedState(msgspec.Struct, frozen=True, kw_only=True):
+    """State the ledger still needs, which no prune may delete: a live resume or best checkpoint
+    of a run, a checkpoint a registry version was made from (`uri` and its sampler's), or a
+    registry version's artifact. `why` says which ("resume", "best", "registered", "artifact")."""
+
+    uri: str
+    backend: str
+    why: tuple[str, ...]
+
+
+class ProtectedPage(msgspec.Struct, frozen=True, kw_only=True):
+    """A page of protected states: every run's first (in run id order), then every registry
+    version's artifact; `after` is where the next page starts, None after the last."""
+
+    states: tuple[ProtectedState, ...]
+    after: tuple[str, str, int] | None
 
 
 class Resume(msgspec.Struct, frozen=True, kw_only=True):

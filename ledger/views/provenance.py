@@ -28,6 +28,8 @@ from ledger.views.models import (
     ModelVersion,
     Objective,
     Progress,
+    ProtectedPage,
+    ProtectedState,
     PruneEntry,
     PrunePage,
     Retraction,
@@ -57,6 +59,14 @@ _PLAN_COLUMNS = (
     " last_time, last_step"
 )
 PLAN_ROW = f"SELECT {_PLAN_COLUMNS} FROM view_run_plans WHERE run_id = ?"
+PROTECTED_RUNS = (
+    "SELECT r.run_id, p.metric, p.mode FROM view_runs r LEFT JOIN view_run_plans p ON p.run_id = r.run_id"
+    " WHERE r.run_id > ? ORDER BY r.run_id LIMIT ?"
+)
+PROTECTED_ARTIFACTS = (
+    "SELECT family, version, artifact_uri FROM view_versions WHERE family > ? OR (family = ? AND version > ?)"
+    " ORDER BY family, version LIMIT ?"
+)
 DATASET_ROWS = (
     "SELECT role, digest, format, rows, tokens, source_uri, report, recorded_at FROM view_datasets"
     " WHERE run_id = ? ORDER BY position, role, digest"
@@ -246,3 +256,40 @@ class ProvenanceReads:
             ),
             after=(page[-1].checkpoint["step"], page[-1].checkpoint["attempt"]) if more and page else None,
         )
+
+    def protected_page(self, *, after: tuple[str, str, int] | None, limit: int, now: datetime) -> ProtectedPage:
+        """A page of the states no prune may delete (ProtectedPage): the protected checkpoints of
+        up to `limit` runs after `after`, then up to `limit` registry versions' artifacts."""
+        phase, key, version = after or ("runs", "", 0)
+        if phase == "runs":
+            rows = self._rows(PROTECTED_RUNS, (key, limit + 1))
+            states: list[ProtectedState] = []
+            for run_id, metric, mode in rows[:limit]:
+                states += self._protected_of_run(run_id, metric, mode, now)
+            if len(rows) > limit:
+                return ProtectedPage(states=tuple(states), after=("runs", rows[limit - 1][0], 0))
+            return ProtectedPage(states=tuple(states), after=("versions", "", 0))
+        found = self._rows(PROTECTED_ARTIFACTS, (key, key, version, limit + 1))
+        states = [ProtectedState(uri=uri, backend="", why=("artifact",)) for _, _, uri in found[:limit] if uri]
+        more = len(found) > limit
+        return ProtectedPage(
+            states=tuple(states), after=("versions", found[limit - 1][0], found[limit - 1][1]) if more else None
+        )
+
+    def _protected_of_run(
+        self, run_id: str, metric: str | None, mode: str | None, now: datetime
+    ) -> list[ProtectedState]:
+        checkpoints = {(c.attempt, c.step): c for c in self.run_checkpoints(run_id, now)}
+        kept = retention.protected_points(
+            [_mapping(checkpoint) for checkpoint in checkpoints.values()],
+            {"metric": metric, "mode": mode or "min"} if metric else None,
+            self.registered_points(run_id),
+            now,
+        )
+        states: list[ProtectedState] = []
+        for point, why in sorted(kept.items()):
+            checkpoint = checkpoints[point]
+            for uri in (checkpoint.handle.uri, checkpoint.sampler_uri):
+                if uri:
+                    states.append(ProtectedState(uri=uri, backend=checkpoint.handle.backend, why=why))
+        return states

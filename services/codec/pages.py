@@ -32,6 +32,8 @@ __all__ = [
     "name_after",
     "checkpoint_token",
     "checkpoint_after",
+    "protected_token",
+    "protected_after",
 ]
 
 
@@ -161,3 +163,26 @@ def checkpoint_after(token: str) -> tuple[int, int] | None:
     ):
         raise _refuse()
     return value[0], value[1]
+
+
+def protected_token(after: tuple[str, str, int] | None) -> str:
+    """The ListProtectedStates token after a page: ("runs", last run id, 0) or ("versions",
+    last family, last version); empty when no page follows."""
+    return "" if after is None else encode_token(list(after))
+
+
+def protected_after(token: str) -> tuple[str, str, int] | None:
+    """Where a page of protected states starts; None for the first page."""
+    if not token:
+        return None
+    value = decode_token(token)
+    if not (
+        isinstance(value, list)
+        and len(value) == 3
+        and value[0] in ("runs", "versions")
+        and isinstance(value[1], str)
+        and type(value[2]) is int
+        and 0 <= value[2] < 2**31
+    ):
+        raise _refuse()
+    return value[0], value[1], value[2]

@@ -207,7 +207,8 @@ def prune_story(world: World, *, offline: bool) -> None:
         "keep: recent"
     )
 
-    dry = cli(world, "checkpoints", "prune", "sft-pruned", "--dry-run", offline=offline)
+    rooted = ("--root", str(world.root))
+    dry = cli(world, "checkpoints", "prune", "sft-pruned", "--dry-run", *rooted, offline=offline)
     assert results(dry) == {
         3: "would delete",
         5: "would delete",
@@ -220,7 +221,7 @@ def prune_story(world: World, *, offline: bool) -> None:
     assert alive(world) == [5, 10, 15, 20, 30]
 
     # Step 3's state lies on another host: recorded deleted, its state not deleted, exit status 1.
-    pruned = cli(world, "checkpoints", "prune", "sft-pruned", status=1, offline=offline)
+    pruned = cli(world, "checkpoints", "prune", "sft-pruned", "--yes", *rooted, status=1, offline=offline)
     assert results(pruned) == {
         3: "not deleted",
         5: "deleted",
@@ -240,7 +241,7 @@ def prune_story(world: World, *, offline: bool) -> None:
     positions = cli(world, "events", "export", "--types", "CheckpointDeleted", offline=offline)
     assert len(positions.splitlines()) == 3
 
-    again = cli(world, "checkpoints", "prune", "sft-pruned", offline=offline)
+    again = cli(world, "checkpoints", "prune", "sft-pruned", *rooted, offline=offline)
     assert set(results(again).values()) == {"deleted", "kept", "expired"}
     assert results(again)[5] == "deleted" and "recorded deleted before" in again
     assert alive(world) == [10, 20, 30]
@@ -293,7 +294,8 @@ def prune_story_offline(world: World) -> None:
     world.server = None
     offline_plan = plan(cli(world, "checkpoints", "list", "sft-pruned", offline=True))
     assert offline_plan[10] == "keep: registered" and offline_plan[5] == "delete"
-    pruned = cli(world, "checkpoints", "prune", "sft-pruned", status=1, offline=True)
+    rooted = ("--yes", "--root", str(world.root))
+    pruned = cli(world, "checkpoints", "prune", "sft-pruned", *rooted, status=1, offline=True)
     assert results(pruned)[5] == "deleted" and results(pruned)[3] == "not deleted"
     assert alive(world) == [10, 20, 30]
     again = cli(world, "checkpoints", "prune", "sft-pruned", offline=True)

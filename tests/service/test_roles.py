@@ -62,6 +62,7 @@ MATRIX = [
     ("Registry/GetCurrent", "RRR", "+SS", "+SS", "+SS"),
     ("Registry/ListVersions", "RRR", "+SS", "+SS", "+SS"),
     ("Registry/ListFamilies", "RRR", "+SS", "+SS", "+SS"),
+    ("Registry/ListProtectedStates", "RRR", "+SS", "RRR", "+SS"),
     ("Events/ReadEvents", "RRR", "RRR", "+SS", "+SS"),
     ("Events/GetHead", "RRR", "RRR", "+SS", "+SS"),
     ("Events/Verify", "RRR", "RRR", "+SS", "+SS"),
@@ -236,6 +237,9 @@ def _calls(stubs: Stubs, team: str, run_id: str, spare_run_id: str) -> dict[str,
         "Registry/GetCurrent": lambda m: g.GetCurrent(registry_pb2.GetCurrentRequest(family="fam"), metadata=m),
         "Registry/ListVersions": lambda m: g.ListVersions(registry_pb2.ListVersionsRequest(family="fam"), metadata=m),
         "Registry/ListFamilies": lambda m: g.ListFamilies(registry_pb2.ListFamiliesRequest(), metadata=m),
+        "Registry/ListProtectedStates": lambda m: g.ListProtectedStates(
+            registry_pb2.ListProtectedStatesRequest(), metadata=m
+        ),
         "Events/ReadEvents": lambda m: stream(e.ReadEvents, events_pb2.ReadEventsRequest(limit=1), m),
         "Events/GetHead": lambda m: e.GetHead(events_pb2.GetHeadRequest(), metadata=m),
         "Events/Verify": lambda m: e.Verify(events_pb2.VerifyRequest(), metadata=m),

@@ -217,3 +217,31 @@ class SourceCheckpoint(_message.Message):
     attempt: int
     checkpoint_digest: str
     def __init__(self, run_id: _Optional[str] = ..., step: _Optional[int] = ..., attempt: _Optional[int] = ..., checkpoint_digest: _Optional[str] = ...) -> None: ...
+
+class ListProtectedStatesRequest(_message.Message):
+    __slots__ = ("page_size", "page_token", "min_position")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    MIN_POSITION_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    min_position: int
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., min_position: _Optional[int] = ...) -> None: ...
+
+class ProtectedState(_message.Message):
+    __slots__ = ("uri", "backend", "why")
+    URI_FIELD_NUMBER: _ClassVar[int]
+    BACKEND_FIELD_NUMBER: _ClassVar[int]
+    WHY_FIELD_NUMBER: _ClassVar[int]
+    uri: str
+    backend: str
+    why: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, uri: _Optional[str] = ..., backend: _Optional[str] = ..., why: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ListProtectedStatesResponse(_message.Message):
+    __slots__ = ("states", "next_page_token")
+    STATES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    states: _containers.RepeatedCompositeFieldContainer[ProtectedState]
+    next_page_token: str
+    def __init__(self, states: _Optional[_Iterable[_Union[ProtectedState, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...

@@ -65,6 +65,11 @@ class RegistryStub:
                 request_serializer=trainledger_dot_v1_dot_registry__pb2.ListFamiliesRequest.SerializeToString,
                 response_deserializer=trainledger_dot_v1_dot_registry__pb2.ListFamiliesResponse.FromString,
                 _registered_method=True)
+        self.ListProtectedStates = channel.unary_unary(
+                '/trainledger.v1.Registry/ListProtectedStates',
+                request_serializer=trainledger_dot_v1_dot_registry__pb2.ListProtectedStatesRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_registry__pb2.ListProtectedStatesResponse.FromString,
+                _registered_method=True)
 
 
 class RegistryServicer:
@@ -113,6 +118,14 @@ class RegistryServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListProtectedStates(self, request, context):
+        """Returns a page of the states no prune may delete: every run's live resume and best
+        checkpoints and those registry versions were made from, then every version's artifact.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RegistryServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -145,6 +158,11 @@ def add_RegistryServicer_to_server(servicer, server):
                     servicer.ListFamilies,
                     request_deserializer=trainledger_dot_v1_dot_registry__pb2.ListFamiliesRequest.FromString,
                     response_serializer=trainledger_dot_v1_dot_registry__pb2.ListFamiliesResponse.SerializeToString,
+            ),
+            'ListProtectedStates': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListProtectedStates,
+                    request_deserializer=trainledger_dot_v1_dot_registry__pb2.ListProtectedStatesRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_registry__pb2.ListProtectedStatesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -310,6 +328,33 @@ class Registry:
             '/trainledger.v1.Registry/ListFamilies',
             trainledger_dot_v1_dot_registry__pb2.ListFamiliesRequest.SerializeToString,
             trainledger_dot_v1_dot_registry__pb2.ListFamiliesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListProtectedStates(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainledger.v1.Registry/ListProtectedStates',
+            trainledger_dot_v1_dot_registry__pb2.ListProtectedStatesRequest.SerializeToString,
+            trainledger_dot_v1_dot_registry__pb2.ListProtectedStatesResponse.FromString,
             options,
             channel_credentials,
             insecure,

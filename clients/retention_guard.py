@@ -1,0 +1,171 @@
+"""Where a prune may delete: inside the roots its operator names, never a state the ledger protects.
+
+A checkpoint's uri is written by whoever saved the checkpoint (a trainer's token), so it cannot
+choose what an operator's prune deletes. `Guard.check` answers for one uri, before anything is
+recorded or deleted:
+
+- a local path (a plain path or a `file://` uri) is resolved with every symbolic link in it
+  (os.path.realpath), and must then lie strictly inside one of the roots, themselves resolved: a
+  link anywhere on the way that leads out of them is refused, and so is a root itself. A path
+  that is itself a symbolic link is refused (its target lies elsewhere). What is deleted is the
+  resolved path, never the path as written;
+- a uri of another scheme (`s3://bucket/...`) must lie strictly inside a root given as a uri of
+  the same scheme and host, compared path component by path component after normalising `..`;
+- a provider's handle (tinker, modal-volume) or another host's file names nothing deletable from
+  here: it passes, and the deleter says so;
+- in every case the target must neither be, contain, nor lie inside a protected state: every
+  run's live resume and best checkpoints, the checkpoints registry versions were made from and
+  every version's artifact (ListProtectedStates), compared as written and as resolved.
+
+The roots come from `--root` (repeatable) or, when none is given, from the environment variable
+TRAINLEDGER_PRUNE_ROOTS (roots separated by os.pathsep; a uri root keeps its `scheme://`). With no
+root, nothing is deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import stat
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from clients.retention import PROVIDER_BACKENDS, PROVIDER_SCHEMES, local_path
+
+__all__ = ["ROOTS_ENVIRONMENT", "Guard", "Target", "roots_from"]
+
+ROOTS_ENVIRONMENT = "TRAINLEDGER_PRUNE_ROOTS"
+ROOTS_MAX = 64
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a prune may do with one uri: delete `path` (`size_bytes` in it, when `local`: another
+    scheme's size is not read) when `refusal` is empty."""
+
+    uri: str
+    path: str
+    size_bytes: int
+    refusal: str
+    local: bool = True
+
+    @property
+    def allowed(self) -> bool:
+        return not self.refusal
+
+
+def roots_from(options: Sequence[str], environment: Mapping[str, str]) -> list[str]:
+    """The roots a prune may delete under: `options` (from --root), else the environment's list."""
+    if options:
+        found = list(options)
+    else:
+        found = []
+        for part in environment.get(ROOTS_ENVIRONMENT, "").split(os.pathsep):
+            if part.startswith("//") and found and "/" not in found[-1]:
+                found[-1] += ":" + part  # A uri root ("s3://b/x") split at its scheme's colon.
+            elif part.strip():
+                found.append(part.strip())
+    if len(found) > ROOTS_MAX:
+        raise ValueError(f"at most {ROOTS_MAX} prune roots")
+    return found
+
+
+def _scheme(uri: str) -> str:
+    head, sep, _ = uri.partition("://")
+    return head.lower() if sep and len(head) > 1 else ""
+
+
+def _remote(uri: str) -> str:
+    """A uri of another scheme as `scheme://host/normalised/path`."""
+    parts = urlsplit(uri)
+    path = posixpath.normpath("/" + parts.path.lstrip("/"))
+    return f"{parts.scheme.lower()}://{parts.netloc}{path.rstrip('/') or '/'}"
+
+
+def _inside(path: str, root: str) -> bool:
+    """Whether `path` lies strictly inside `root` (both normalised, compared by component)."""
+    return path != root and path.startswith(root.rstrip("/") + "/")
+
+
+def _overlaps(path: str, other: str) -> bool:
+    return path == other or _inside(path, other) or _inside(other, path)
+
+
+def _forms(uri: str) -> set[str]:
+    """A protected uri as written and, for a local path, as resolved."""
+    if _scheme(uri) not in ("", "file"):
+        return {_remote(uri)}
+    path = local_path(uri)
+    return set() if path is None else {path, os.path.realpath(path)}
+
+
+def _size_bytes(path: str) -> int:
+    """The bytes under `path`, never following a symbolic link."""
+    found = os.lstat(path)
+    if not stat.S_ISDIR(found.st_mode):
+        return found.st_size
+    total = 0
+    for folder, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_size
+            except OSError:
+                continue
+    return total
+
+
+class Guard:
+    """The roots a prune may delete under and the states it must keep (see the module docstring)."""
+
+    def __init__(self, roots: Iterable[str], protected: Iterable[str]) -> None:
+        self.local_roots: list[str] = []
+        self.remote_roots: list[str] = []
+        for root in roots:
+            if _scheme(root) in ("", "file"):
+                path = local_path(root)
+                if path is None or not os.path.isdir(path):
+                    raise ValueError(f"prune root {root!r} is not a directory here")
+                self.local_roots.append(os.path.realpath(path))
+            else:
+                self.remote_roots.append(_remote(root))
+        self.protected: set[str] = set()
+        for uri in protected:
+            self.protected |= _forms(uri)
+
+    def check(self, uri: str, backend: str = "") -> Target:
+        """What a prune may do with the state `uri` names (see the module docstring)."""
+        scheme = _scheme(uri)
+        if not uri or backend in PROVIDER_BACKENDS or scheme in PROVIDER_SCHEMES:
+            return Target(uri, "", 0, "")
+        if scheme not in ("", "file"):
+            return self._check_remote(uri)
+        written = local_path(uri)
+        if written is None:
+            return Target(uri, "", 0, "")
+        if not self.local_roots:
+            return Target(uri, written, 0, f"no prune root is set: pass --root or set {ROOTS_ENVIRONMENT}")
+        resolved = os.path.realpath(written)
+        if not any(_inside(resolved, root) for root in self.local_roots):
+            shown = written if resolved == written else f"{written} (resolved: {resolved})"
+            return Target(uri, resolved, 0, f"{shown} is outside the prune roots")
+        clash = next((p for p in sorted(self.protected) if _overlaps(resolved, p) or _overlaps(written, p)), "")
+        if clash:
+            return Target(uri, resolved, 0, f"{resolved} overlaps {clash}, which the ledger still needs")
+        try:
+            if stat.S_ISLNK(os.lstat(written).st_mode):
+                return Target(uri, resolved, 0, f"{written} is a symbolic link: not followed")
+            return Target(uri, resolved, _size_bytes(resolved), "")
+        except FileNotFoundError:
+            return Target(uri, resolved, 0, "")
+        except OSError as error:
+            return Target(uri, resolved, 0, f"cannot read {resolved}: {error.strerror or error}")
+
+    def _check_remote(self, uri: str) -> Target:
+        normal = _remote(uri)
+        if not any(_inside(normal, root) for root in self.remote_roots):
+            return Target(uri, normal, 0, f"{normal} is outside the prune roots", local=False)
+        clash = next((p for p in sorted(self.protected) if _overlaps(normal, p)), "")
+        if clash:
+            return Target(uri, normal, 0, f"{normal} overlaps {clash}, which the ledger still needs", local=False)
+        return Target(uri, uri, 0, "", local=False)
