@@ -14,6 +14,8 @@ or expired: revoking the last admin token locks the ledger (a new admin token is
   (ROLE_NOT_ALLOWED);
 - a token scoped to an account acts only on that account, the accounts under it and the runs
   whose accounts are under it (the ledger answers: Ledger.account_within, Ledger.run_within).
+  Opening a run or an account that exists already acts on it, so its key or name must be new or
+  under the scope too (Ledger.opening_within): refused as outside the scope otherwise.
   Calls that are not about one account or run (ListRuns, the registry, the event log, providers'
   bills and their reconciliation) are
   ledger-wide: a scoped token is refused them (OUTSIDE_SCOPE). An unknown run or account is
@@ -41,7 +43,16 @@ from ledger.domain.reasons import Reason
 from ledger.domain.tokens import Token, parse_bearer
 from services.edge import Edge
 
-__all__ = ["is_loopback", "ROLES_BY_METHOD", "SCOPE_BY_METHOD", "OPEN_PREFIXES", "CACHE_S", "Identity", "Gate"]
+__all__ = [
+    "is_loopback",
+    "ROLES_BY_METHOD",
+    "SCOPE_BY_METHOD",
+    "OPENED_BY_METHOD",
+    "OPEN_PREFIXES",
+    "CACHE_S",
+    "Identity",
+    "Gate",
+]
 
 log = logging.getLogger("trainledger.services")
 
@@ -131,6 +142,13 @@ SCOPE_BY_METHOD: dict[str, tuple[str, str]] = {
     "/trainledger.v1.Spend/Charge": ("account", "account"),
     "/trainledger.v1.Spend/GetAccount": ("account", "account"),
     "/trainledger.v1.Spend/ListReservations": ("account", "account"),
+}
+# What an opening call names that may exist already, under another scope: ("run", run key field)
+# or ("account", name field). It must be new, or under the token's scope, as the parent is; else
+# the call is refused as outside the scope, never told where the thing lives.
+OPENED_BY_METHOD: dict[str, tuple[str, str]] = {
+    "/trainledger.v1.Runs/OpenRun": ("run", "run_key"),
+    "/trainledger.v1.Spend/OpenAccount": ("account", "account"),
 }
 
 
@@ -241,6 +259,10 @@ class Gate:
             ledger = self.edge.ledger
             question = ledger.run_within if kind == "run" else ledger.account_within
             inside = bool(subject) and await self.edge.call(question, subject, token.account)
+        opened = OPENED_BY_METHOD.get(method)
+        if inside and opened is not None:
+            kind, path = opened
+            inside = await self.edge.call(self.edge.ledger.opening_within, kind, _field(request, path), token.account)
         if not inside:
             raise PermissionDenied(
                 f"outside the token's scope (account {token.account})", reason=Reason.OUTSIDE_SCOPE, scope=token.account

@@ -129,3 +129,24 @@ class TokenCommands(Kernel):
         """Whether the run's account is under `scope` (an unknown run is not): a run's account is
         named by its run id."""
         return self.account_within(run_id, scope)
+
+    @storage_read
+    def opening_within(self, kind: str, name: str, scope: str) -> bool:
+        """Whether opening `name` (kind "run": a run key; "account": an account's name) keeps to
+        `scope`: nothing of that name exists yet, or what exists is under `scope`. Opening an
+        existing thing acts on it, so a scoped token may open only its own: told otherwise, it
+        would learn where another scope's run or account lives."""
+        try:
+            if kind == "run":
+                found = ledger_id("run", name)
+                subject = str(found)
+            else:
+                subject = check_reference(name, "account")
+                found = ledger_id("account", subject)
+        except LedgerError:
+            return True  # Nothing of a name the ledger refuses exists: the command says why.
+        try:
+            self.repository.get(found)
+        except AggregateNotFoundError:
+            return True
+        return self.account_within(subject, scope)

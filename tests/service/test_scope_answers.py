@@ -1,0 +1,145 @@
+"""Outside its scope a token hears the same answer whether a thing exists or not, over the wire.
+
+Tokens scoped to team-a ask about team-b's run, account and family, and about ones that do not
+exist: each pair of answers must be the same status, message, reason and metadata, and must name
+nothing of team-b's. Opening a run by the key of team-b's run, or an account by the name of one
+under team-b, under team-a is refused like opening one under team-b: never told where it lives.
+The same holds for an operator scoped to team-a changing caps: it may lower the cap of its own
+scope root, never raise or lift it (a token scoped above it, or unscoped, may).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import grpc
+import pytest
+
+from ledger import Ledger
+from tests.service.support import Served, Stubs, error_info
+from trainledger.v1 import events_pb2, registry_pb2, runs_pb2, spend_pb2
+
+WHO = {"principal": "setup", "request_id": ""}
+
+
+class World:
+    def __init__(self, path: str) -> None:
+        self.ledger = Ledger.open(path)
+        self.ledger.open_account(account="org", cap_usd_micro=None, **WHO)
+        self.ledger.open_account(account="team-a", parent="org", cap_usd_micro=5_000_000, **WHO)
+        self.ledger.open_account(account="team-b", parent="org", cap_usd_micro=None, **WHO)
+        self.ledger.open_account(account="team-b-secret", parent="team-b", cap_usd_micro=None, **WHO)
+        self.b_key = "run-key-of-team-b"
+        self.b_run = self.ledger.open_run(
+            run_key=self.b_key, name="b-run-name", spec={}, parent_account="team-b-secret", cap_usd_micro=None, **WHO
+        ).run_id
+        self.ledger.register(family="fam-b", artifact_uri="s3://b/1", digest="sha256:" + "ab" * 32, **WHO)
+        self.tokens = {
+            (role, scope): self.ledger.issue_token(
+                holder=f"{role}-{scope or 'all'}", role=role, account=scope or None, **WHO
+            ).bearer
+            for role in ("trainer", "operator", "auditor")
+            for scope in ("team-a", "org", "")
+        }
+        self.served = Served(self.ledger)
+
+    def metadata(self, role: str, scope: str = "team-a") -> tuple[tuple[str, str], ...]:
+        return (("authorization", f"Bearer {self.tokens[role, scope]}"),)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    built = World(str(tmp_path_factory.mktemp("scope") / "ledger.db"))
+    try:
+        yield built
+    finally:
+        built.served.close()
+        built.ledger.close()
+
+
+def answer(call: Callable[[], Any]) -> tuple[Any, str, str, dict[str, str]]:
+    with pytest.raises(grpc.RpcError) as caught:
+        result = call()
+        if hasattr(result, "__next__"):
+            next(result)
+    info = error_info(caught.value)
+    return caught.value.code(), caught.value.details(), info.reason, dict(info.metadata)
+
+
+def assert_same_and_silent(world: World, existing: Any, missing: Any) -> None:
+    assert existing == missing
+    code, details, reason, metadata = existing
+    assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "OUTSIDE_SCOPE")
+    told = details + " ".join(metadata.values())
+    for secret in ("team-b", world.b_run, "b-run-name", "fam-b", "org"):
+        assert secret not in told
+
+
+def test_opening_a_run_by_another_scopes_key_says_nothing_of_it(world: World) -> None:
+    r = world.served.stubs.runs
+    m = world.metadata("trainer")
+    existing = answer(
+        lambda: r.OpenRun(runs_pb2.OpenRunRequest(run_key=world.b_key, parent_account="team-a"), metadata=m)
+    )
+    elsewhere = answer(
+        lambda: r.OpenRun(runs_pb2.OpenRunRequest(run_key=uuid.uuid4().hex, parent_account="team-b"), metadata=m)
+    )
+    assert_same_and_silent(world, existing, elsewhere)
+
+
+def test_opening_an_account_by_another_scopes_name_says_nothing_of_it(world: World) -> None:
+    s = world.served.stubs.spend
+    m = world.metadata("operator")
+    existing = answer(
+        lambda: s.OpenAccount(spend_pb2.OpenAccountRequest(account="team-b-secret", parent="team-a"), metadata=m)
+    )
+    elsewhere = answer(
+        lambda: s.OpenAccount(spend_pb2.OpenAccountRequest(account=uuid.uuid4().hex, parent="team-b"), metadata=m)
+    )
+    assert_same_and_silent(world, existing, elsewhere)
+
+
+Metadata = tuple[tuple[str, str], ...]
+
+
+def _reads(stubs: Stubs) -> dict[str, Callable[[str, Metadata], Any]]:
+    """One call per RPC about a thing named by the first argument, with the second as metadata."""
+    r, s, g, e = stubs.runs, stubs.spend, stubs.registry, stubs.events
+    return {
+        "GetRunState": lambda x, m: r.GetRunState(runs_pb2.GetRunStateRequest(run_id=x), metadata=m),
+        "GetSeries": lambda x, m: r.GetSeries(runs_pb2.GetSeriesRequest(run_id=x), metadata=m),
+        "GetMetrics": lambda x, m: r.GetMetrics(runs_pb2.GetMetricsRequest(run_id=x), metadata=m),
+        "ListCheckpoints": lambda x, m: r.ListCheckpoints(runs_pb2.ListCheckpointsRequest(run_id=x), metadata=m),
+        "BestCheckpoint": lambda x, m: r.BestCheckpoint(runs_pb2.BestCheckpointRequest(run_id=x), metadata=m),
+        "PlanPrune": lambda x, m: r.PlanPrune(runs_pb2.PlanPruneRequest(run_id=x), metadata=m),
+        "WatchRun": lambda x, m: r.WatchRun(runs_pb2.WatchRunRequest(run_id=x), metadata=m, timeout=5),
+        "StartAttempt": lambda x, m: r.StartAttempt(runs_pb2.StartAttemptRequest(run_id=x, attempt_id="a"), metadata=m),
+        "GetAccount": lambda x, m: s.GetAccount(spend_pb2.GetAccountRequest(account=x), metadata=m),
+        "ListReservations": lambda x, m: s.ListReservations(spend_pb2.ListReservationsRequest(account=x), metadata=m),
+        "SetCap": lambda x, m: s.SetCap(spend_pb2.SetCapRequest(account=x, cap_usd_micro=1), metadata=m),
+        "GetCurrent": lambda x, m: g.GetCurrent(registry_pb2.GetCurrentRequest(family=x), metadata=m),
+        "ListVersions": lambda x, m: g.ListVersions(registry_pb2.ListVersionsRequest(family=x), metadata=m),
+        "ReadEvents": lambda x, m: e.ReadEvents(events_pb2.ReadEventsRequest(limit=1), metadata=m, timeout=5),
+    }
+
+
+READS = ["GetRunState", "GetSeries", "GetMetrics", "ListCheckpoints", "BestCheckpoint", "PlanPrune", "WatchRun"]
+READS += ["StartAttempt", "GetAccount", "ListReservations", "SetCap", "GetCurrent", "ListVersions", "ReadEvents"]
+SUBJECTS = {"GetAccount": "account", "ListReservations": "account", "SetCap": "account"}
+SUBJECTS |= {"GetCurrent": "family", "ListVersions": "family"}
+
+
+@pytest.mark.parametrize("method", READS)
+@pytest.mark.parametrize("role", ["trainer", "operator", "auditor"])
+def test_another_scopes_things_answer_as_if_they_did_not_exist(world: World, method: str, role: str) -> None:
+    call, metadata = _reads(world.served.stubs)[method], world.metadata(role)
+    kind = SUBJECTS.get(method, "run")
+    existing = {"run": world.b_run, "account": "team-b-secret", "family": "fam-b"}[kind]
+    missing = {"run": str(uuid.uuid4()), "account": "team-nobody", "family": "fam-nobody"}[kind]
+    first, second = answer(lambda: call(existing, metadata)), answer(lambda: call(missing, metadata))
+    if first[2] == "ROLE_NOT_ALLOWED":
+        assert second == first  # This role may not call it at all: nothing to learn either.
+        return
+    assert_same_and_silent(world, first, second)
