@@ -220,6 +220,7 @@ REASONS: frozenset[str] = frozenset(
         "TOKEN_REVOKED",
         "ROLE_NOT_ALLOWED",
         "OUTSIDE_SCOPE",
+        "CAP_RAISE_OUTSIDE_SCOPE",
         "TOKEN_NOT_FOUND",
         # A field is malformed or crosses a limit (InvalidArgument).
         "INVALID_FIELD",

@@ -52,7 +52,8 @@ class LedgerMethods(RunsMethods, Transport):
 
     def set_cap(self, *, account: str, cap_usd_micro: int | None, timeout_s: float | None = None) -> SetCapReceipt:
         """Set (or with None remove) a cap. Not retried on a deadline: a late repeat could undo
-        another caller's change made in between."""
+        another caller's change made in between. A token scoped to `account` itself may only
+        lower its cap (PermissionDenied CAP_RAISE_OUTSIDE_SCOPE otherwise)."""
         request = spend_pb2.SetCapRequest(account=account, cap_usd_micro=cap_usd_micro)
         return self._ask("Spend", "SetCap", request, reply(SetCapReceipt), idempotent=False, timeout_s=timeout_s)
 

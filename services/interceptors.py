@@ -37,12 +37,14 @@ from services.auth import Gate, Identity
 from services.codec import wire
 from services.edge import BUSY_WAIT_S, CLIENT, Edge
 
-__all__ = ["PRINCIPAL", "REQUEST_ID", "audit", "EdgeInterceptor"]
+__all__ = ["PRINCIPAL", "REQUEST_ID", "SCOPE", "audit", "EdgeInterceptor"]
 
 log = logging.getLogger("trainledger.services")
 
 PRINCIPAL: ContextVar[str] = ContextVar("principal", default="anonymous")
 REQUEST_ID: ContextVar[str] = ContextVar("request_id", default="")
+# The account the caller's token is scoped to ("" for none): the ledger's cap rule reads it.
+SCOPE: ContextVar[str] = ContextVar("scope", default="")
 
 
 def audit() -> dict[str, str]:
@@ -60,6 +62,7 @@ async def _identify(gate: Gate | None, method: str, context: grpc.aio.ServicerCo
         return Identity(None)
     identity = await gate.authenticate(method, _metadata(context))
     PRINCIPAL.set(identity.principal(PRINCIPAL.get()))
+    SCOPE.set(identity.token.account if identity.token is not None and identity.token.account else "")
     return identity
 
 
@@ -68,6 +71,7 @@ def _begin(context: grpc.aio.ServicerContext[Any, Any]) -> str:
     request_id = metadata.get("x-request-id") or str(uuid.uuid4())
     PRINCIPAL.set(metadata.get("x-principal") or "anonymous")
     REQUEST_ID.set(request_id)
+    SCOPE.set("")
     CLIENT.set(context.peer() or "unknown")
     context.set_trailing_metadata((("x-request-id", request_id),))
     return request_id

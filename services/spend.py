@@ -19,7 +19,7 @@ from ledger.views.models import Account
 from services import codec
 from services.codec import messages
 from services.edge import Edge
-from services.interceptors import audit
+from services.interceptors import SCOPE, audit
 from trainledger.v1 import spend_pb2, spend_pb2_grpc
 
 __all__ = ["SpendServicer"]
@@ -73,7 +73,10 @@ class SpendServicer(spend_pb2_grpc.SpendServicer):
 
     async def SetCap(self, request: spend_pb2.SetCapRequest, context: Context) -> spend_pb2.SetCapResponse:
         receipt, account = await self._write(
-            self.ledger.set_cap, request.account, cap_usd_micro=codec.optional(request, "cap_usd_micro")
+            self.ledger.set_cap,
+            request.account,
+            cap_usd_micro=codec.optional(request, "cap_usd_micro"),
+            scope=SCOPE.get(),
         )
         return spend_pb2.SetCapResponse(position=receipt.position, account=account)
 

@@ -66,15 +66,19 @@ class SpendCommands(Reads):
         # A retry points at the account's first event, the one that opened it.
         return self._receipt(account_id, None if created else 1, position, created=created, account=totals)
 
-    def set_cap(self, *, account: str, cap_usd_micro: int | None, principal: str = "", request_id: str = "") -> Receipt:
-        """Change an account's cap (None = uncapped). A cap below committed + held is refused."""
+    def set_cap(
+        self, *, account: str, cap_usd_micro: int | None, scope: str = "", principal: str = "", request_id: str = ""
+    ) -> Receipt:
+        """Change an account's cap (None = uncapped). A cap below committed + held is refused, and
+        so is raising or lifting the cap of `scope`, the account the caller's token is scoped to
+        (CAP_RAISE_OUTSIDE_SCOPE)."""
         SetCap(account=account, cap_usd_micro=cap_usd_micro)
         audit = self._audit(principal, request_id)
 
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, dict[str, Any]]:
             holder = self._account(account)
             touched.append(holder)
-            return spend.set_cap(holder, audit, cap_usd_micro), holder.summary()
+            return spend.set_cap(holder, audit, cap_usd_micro, scope=scope), holder.summary()
 
         (version, totals), position = self._write(decide)
         return self._receipt(ledger_id("account", account), version, position, account=totals)

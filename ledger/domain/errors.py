@@ -116,5 +116,6 @@ class Unauthenticated(LedgerError):
 
 class PermissionDenied(LedgerError):
     """The caller is identified but may not do this: its role does not allow the method
-    (ROLE_NOT_ALLOWED) or the run or account is outside its token's scope (OUTSIDE_SCOPE). Never
+    (ROLE_NOT_ALLOWED), the run or account is outside its token's scope (OUTSIDE_SCOPE), or it
+    would raise or lift the cap of its own scope's account (CAP_RAISE_OUTSIDE_SCOPE). Never
     used for a business refusal (those are Refused)."""

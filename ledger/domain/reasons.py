@@ -203,6 +203,10 @@ class Reason(enum.StrEnum):
     TOKEN_REVOKED = "TOKEN_REVOKED", "The bearer token was revoked."
     ROLE_NOT_ALLOWED = "ROLE_NOT_ALLOWED", "The token's role may not call this method."
     OUTSIDE_SCOPE = "OUTSIDE_SCOPE", "The run or account asked about is outside the token's account scope."
+    CAP_RAISE_OUTSIDE_SCOPE = (
+        "CAP_RAISE_OUTSIDE_SCOPE",
+        "A token scoped to an account may lower that account's cap, never raise or lift it.",
+    )
     TOKEN_NOT_FOUND = "TOKEN_NOT_FOUND", "No token has this id."
 
     # Anything else.

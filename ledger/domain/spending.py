@@ -15,7 +15,7 @@ from typing import Any
 
 from ledger.domain.accounts import Account, Recall
 from ledger.domain.base import Audit
-from ledger.domain.errors import CapExceeded, Conflict, Invalid, NotFound, Refused
+from ledger.domain.errors import CapExceeded, Conflict, Invalid, NotFound, PermissionDenied, Refused
 from ledger.domain.reasons import Reason
 
 __all__ = [
@@ -313,11 +313,19 @@ def release_superseded(account: Account, parents: list[Account], audit: Audit, *
     return len(fenced)
 
 
-def set_cap(account: Account, audit: Audit, cap: int | None) -> int | None:
+def set_cap(account: Account, audit: Audit, cap: int | None, *, scope: str = "") -> int | None:
     """Change the cap. A cap below what is already committed and held is refused, so the
-    invariant holds at every position."""
+    invariant holds at every position. A caller whose token is scoped to this very account
+    (`scope`) may lower its cap but never raise or lift it: the cap is the limit set on that
+    scope from above, so only a token scoped above it (or unscoped) may widen it."""
     if cap == account.cap:
         return account.version
+    if scope and scope == account.name and (cap is None or (account.cap is not None and cap > account.cap)):
+        raise PermissionDenied(
+            f"a token scoped to {scope} may lower its cap, not raise or lift it",
+            reason=Reason.CAP_RAISE_OUTSIDE_SCOPE,
+            scope=scope,
+        )
     floor = account.committed + account.pending - account.overrun
     if cap is not None and cap < floor:
         raise Refused(

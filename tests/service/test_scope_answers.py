@@ -143,3 +143,34 @@ def test_another_scopes_things_answer_as_if_they_did_not_exist(world: World, met
         assert second == first  # This role may not call it at all: nothing to learn either.
         return
     assert_same_and_silent(world, first, second)
+
+
+def test_a_scoped_operator_may_lower_its_own_cap_but_never_raise_or_lift_it(world: World) -> None:
+    s = world.served.stubs.spend
+
+    def set_cap(account: str, cap: int | None, scope: str) -> int:
+        request = spend_pb2.SetCapRequest(account=account, cap_usd_micro=cap)
+        return s.SetCap(request, metadata=world.metadata("operator", scope)).account.cap_usd_micro
+
+    def refused(account: str, cap: int | None) -> tuple[Any, str, dict[str, str]]:
+        code, _, reason, metadata = answer(lambda: set_cap(account, cap, "team-a"))
+        return code, reason, metadata
+
+    assert set_cap("team-a", 4_000_000, "team-a") == 4_000_000  # Lowered from $5.
+    assert set_cap("team-a", 4_000_000, "team-a") == 4_000_000  # The same cap again changes nothing.
+    raised = (grpc.StatusCode.PERMISSION_DENIED, "CAP_RAISE_OUTSIDE_SCOPE", {"scope": "team-a"})
+    assert refused("team-a", 4_000_001) == raised
+    assert refused("team-a", None) == raised  # Lifting the cap is raising it without bound.
+    read = spend_pb2.GetAccountRequest(account="team-a", min_position=world.ledger.head())
+    assert s.GetAccount(read, metadata=world.metadata("auditor", "")).account.cap_usd_micro == 4_000_000
+
+    # Below its scope's root the operator sets caps as it likes, within the root's.
+    s.OpenAccount(
+        spend_pb2.OpenAccountRequest(account="team-a-sub", parent="team-a", cap_usd_micro=1),
+        metadata=world.metadata("operator"),
+    )
+    assert set_cap("team-a-sub", 3_000_000, "team-a") == 3_000_000
+    # A token scoped above the account, or unscoped, may raise and lift it.
+    assert set_cap("team-a", 6_000_000, "org") == 6_000_000
+    lifted = s.SetCap(spend_pb2.SetCapRequest(account="team-a"), metadata=world.metadata("operator", ""))
+    assert not lifted.account.HasField("cap_usd_micro")
