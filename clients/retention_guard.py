@@ -77,10 +77,10 @@ def _scheme(uri: str) -> str:
 
 
 def _remote(uri: str) -> str:
-    """A uri of another scheme as `scheme://host/normalised/path`."""
+    """A uri of another scheme as `scheme://host/normalised/path` (no slash at the end)."""
     parts = urlsplit(uri)
     path = posixpath.normpath("/" + parts.path.lstrip("/"))
-    return f"{parts.scheme.lower()}://{parts.netloc}{path.rstrip('/') or '/'}"
+    return f"{parts.scheme.lower()}://{parts.netloc}{path.rstrip('/')}"
 
 
 def _inside(path: str, root: str) -> bool:
@@ -88,8 +88,14 @@ def _inside(path: str, root: str) -> bool:
     return path != root and path.startswith(root.rstrip("/") + "/")
 
 
-def _overlaps(path: str, other: str) -> bool:
-    return path == other or _inside(path, other) or _inside(other, path)
+def _lineage(path: str) -> list[str]:
+    """`path` and every folder above it (for a uri, up to `scheme://host/`)."""
+    found = [path]
+    while True:
+        parent = posixpath.dirname(found[-1].rstrip("/")) or "/"
+        if parent in found or parent.endswith(":/") or parent.endswith(":"):
+            return found
+        found.append(parent)
 
 
 def _forms(uri: str) -> set[str]:
@@ -129,9 +135,25 @@ class Guard:
                 self.local_roots.append(os.path.realpath(path))
             else:
                 self.remote_roots.append(_remote(root))
+        # Each protected path, and each folder above one (mapped to the path it holds), so that a
+        # target is checked against all of them by walking up its own path once.
         self.protected: set[str] = set()
+        self.holding: dict[str, str] = {}
         for uri in protected:
-            self.protected |= _forms(uri)
+            for form in _forms(uri):
+                self.protected.add(form)
+                for folder in _lineage(form)[1:]:
+                    self.holding.setdefault(folder, form)
+
+    def _clash(self, *paths: str) -> str:
+        """A protected path that one of `paths` is, lies inside or contains; "" when none."""
+        for path in paths:
+            if path in self.holding:
+                return self.holding[path]
+            for folder in _lineage(path):
+                if folder in self.protected:
+                    return folder
+        return ""
 
     def check(self, uri: str, backend: str = "") -> Target:
         """What a prune may do with the state `uri` names (see the module docstring)."""
@@ -149,7 +171,7 @@ class Guard:
         if not any(_inside(resolved, root) for root in self.local_roots):
             shown = written if resolved == written else f"{written} (resolved: {resolved})"
             return Target(uri, resolved, 0, f"{shown} is outside the prune roots")
-        clash = next((p for p in sorted(self.protected) if _overlaps(resolved, p) or _overlaps(written, p)), "")
+        clash = self._clash(resolved, written)
         if clash:
             return Target(uri, resolved, 0, f"{resolved} overlaps {clash}, which the ledger still needs")
         try:
@@ -165,7 +187,7 @@ class Guard:
         normal = _remote(uri)
         if not any(_inside(normal, root) for root in self.remote_roots):
             return Target(uri, normal, 0, f"{normal} is outside the prune roots", local=False)
-        clash = next((p for p in sorted(self.protected) if _overlaps(normal, p)), "")
+        clash = self._clash(normal)
         if clash:
             return Target(uri, normal, 0, f"{normal} overlaps {clash}, which the ledger still needs", local=False)
         return Target(uri, uri, 0, "", local=False)

@@ -179,6 +179,7 @@ def prune(args: argparse.Namespace) -> None:
             return
         if steps and not _confirmed(args, shown, steps):
             raise Failure("nothing deleted: pass --yes to delete what the plan lists", status=1)
+        guard = _guard(args, side)  # What the ledger protects now, not when the plan was read.
         done = {(o.run_id, o.step, o.attempt): o for o in (_prune_one(side, guard, s, args.reason) for s in steps)}
     outcomes = [done.get((o.run_id, o.step, o.attempt), o) for o in shown]
     _print_prune(args, outcomes)

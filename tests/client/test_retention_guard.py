@@ -1,0 +1,61 @@
+"""Where a prune may delete (clients.retention_guard), on real folders and links: inside the roots
+after resolving links, never a root itself, never what is, contains or lies inside a protected
+state, and uri roots for other schemes. Every expected answer is written out here."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from clients.retention_guard import Guard, roots_from
+
+
+def test_roots_come_from_the_options_else_the_environment() -> None:
+    environment = {"TRAINLEDGER_PRUNE_ROOTS": os.pathsep.join(["/data/a", "s3://bucket/ckpt", "", "/data/b"])}
+    assert roots_from(["/x"], environment) == ["/x"]
+    assert roots_from([], environment) == ["/data/a", "s3://bucket/ckpt", "/data/b"]
+    assert roots_from([], {}) == []
+    with pytest.raises(ValueError, match="at most 64"):
+        roots_from([f"/r{i}" for i in range(65)], {})
+
+
+def test_a_root_must_be_a_folder_here(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="is not a directory"):
+        Guard([str(tmp_path / "missing")], [])
+
+
+def test_local_paths(tmp_path: Path) -> None:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "kept" / "inner").mkdir(parents=True)
+    (root / "old").mkdir()
+    (root / "old" / "w.bin").write_bytes(b"1" * 10)
+    outside.mkdir()
+    (root / "out").symlink_to(outside)
+    guard = Guard([str(root)], [f"file://{root}/kept/inner", "s3://b/x"])
+
+    allowed = guard.check(str(root / "old"))
+    assert (allowed.allowed, allowed.path, allowed.size_bytes) == (True, str(root / "old"), 10)
+    assert guard.check(str(root / "never-written")).allowed
+    assert "outside the prune roots" in guard.check(str(root)).refusal  # The root itself.
+    assert "outside the prune roots" in guard.check(str(root / "out" / "x")).refusal
+    assert "outside the prune roots" in guard.check(str(root / ".." / "outside")).refusal
+    assert "still needs" in guard.check(str(root / "kept")).refusal  # Holds a protected state.
+    assert "still needs" in guard.check(str(root / "kept" / "inner" / "part")).refusal  # Inside one.
+    assert "still needs" in guard.check(f"file://{root}/kept/inner").refusal
+    # A provider's handle and another host's file name nothing to delete here: the deleter says so.
+    assert guard.check("tinker://session/weights/3", "tinker").allowed
+    assert guard.check("file://other-host/ckpt").allowed
+    assert "no prune root is set" in Guard([], []).check(str(root / "old")).refusal
+
+
+def test_uris_of_other_schemes(tmp_path: Path) -> None:
+    guard = Guard(["s3://bucket/ckpt"], ["s3://bucket/ckpt/run-b/10", "s3://bucket/models/1"])
+    allowed = guard.check("s3://bucket/ckpt/run-a/5")
+    assert (allowed.allowed, allowed.path, allowed.local) == (True, "s3://bucket/ckpt/run-a/5", False)
+    assert "outside the prune roots" in guard.check("s3://bucket/ckpt/../models/1").refusal
+    assert "outside the prune roots" in guard.check("s3://bucket/ckpt").refusal
+    assert "outside the prune roots" in guard.check("gs://bucket/ckpt/run-a/5").refusal
+    assert "still needs" in guard.check("s3://bucket/ckpt/run-b").refusal
+    assert "still needs" in guard.check("s3://bucket/ckpt/run-b/10/shard-0").refusal
