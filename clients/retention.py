@@ -4,7 +4,8 @@ The ledger decides which checkpoints may go (PlanPrune: never the resume point, 
 checkpoint on the run's objective or one a registry version was made from) and records each
 deletion (DeleteCheckpoint); the state itself lives outside the ledger, in files or a provider's
 store, and is deleted here, by whoever holds the credentials for it (`trainledger checkpoints
-prune` calls `delete_state` for each checkpoint the ledger accepted as deleted).
+prune` calls `delete_state` for each checkpoint the ledger accepted as deleted, on the path
+clients.retention_guard allowed: inside its roots, never a state the ledger still needs).
 
 `delete_state(uri, backend)` picks a deleter by the handle's backend and the uri's scheme:
 
