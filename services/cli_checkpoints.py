@@ -138,7 +138,8 @@ def _prune_one(side: Side, guard: Guard, step: Step, reason: str) -> Outcome:
     done = delete_state(again.path or uri, backend)
     before = "recorded deleted before; " if "deleted" in entry.kept_because else ""
     if done.ok:
-        return outcome("deleted", before + done.detail, position)
+        freed = f" ({again.size_bytes:,} bytes)" if done.outcome == "deleted" and again.local and again.path else ""
+        return outcome("deleted", before + done.detail + freed, position)
     return outcome("not deleted", f"{before or 'recorded deleted; '}{done.detail}", position, failed=True)
 
 

@@ -185,4 +185,5 @@ def test_the_plan_lists_paths_and_bytes_and_nothing_goes_without_consent(place: 
     # The roots may come from the environment instead of --root.
     pruned = prune(place, run_id, "--yes", "--json", status=0, TRAINLEDGER_PRUNE_ROOTS=str(place.root))
     assert {o["step"]: o["result"] for o in json.loads(pruned)} == {1: "deleted", 2: "kept"}
+    assert json.loads(pruned)[0]["detail"] == f"deleted the directory {old} (48 bytes)"
     assert not old.exists() and deleted_steps(place, run_id) == [1]
