@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import logging
 import math
 import os
@@ -56,6 +57,7 @@ CONNECTIONS_LIMIT = 100_000
 REQUEST_TIMEOUT_S = 10.0
 KEEP_ALIVE_S = 5
 ACCEPT_RETRY_S = 1.0
+ACCEPT_BATCH = 16
 REFUSALS_LOG_INTERVAL_S = 60.0
 
 
@@ -259,7 +261,10 @@ class Dashboard:
 
     async def _accept(self, listener: socket.socket) -> None:
         loop = asyncio.get_running_loop()
-        while True:
+        for accepted in itertools.count(1):
+            if accepted % ACCEPT_BATCH == 0:
+                # sock_accept does not yield while connections wait: let gRPC's calls run between.
+                await asyncio.sleep(0)
             try:
                 connection, peer = await loop.sock_accept(listener)
             except OSError as error:  # Out of file descriptors (or memory): wait, accept again.

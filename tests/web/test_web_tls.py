@@ -2,11 +2,13 @@
 dashboard over HTTPS with the same certificate, and with --tls-client-ca asks for a client
 certificate signed by that CA, as gRPC does: plaintext HTTP to that port gets nothing, HTTPS
 without a client certificate fails its handshake, HTTPS with one reads the event log with an
-auditor's token, and the login cookie is Secure, HttpOnly and SameSite=Strict. Certificates are
+auditor's token, the login cookie is Secure, HttpOnly and SameSite=Strict, and a connection that
+never finishes its handshake is closed. Certificates are
 made by tests.certs; the server is a real process, the client httpx over loopback."""
 
 from __future__ import annotations
 
+import socket
 import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -109,6 +111,16 @@ def test_the_login_cookie_is_secure_http_only_and_strict(mutual: Mutual, authori
     assert attributes["trainledger_token"] == f"trainledger_token={mutual.auditor}"
     assert "secure" in attributes and "httponly" in attributes
     assert attributes["samesite"].lower() == "samesite=strict"
+
+
+def test_a_connection_that_never_finishes_its_handshake_is_closed(mutual: Mutual) -> None:
+    with socket.create_connection(("127.0.0.1", mutual.port), timeout=60) as silent:
+        silent.sendall(b"\x16\x03\x01")  # The start of a ClientHello, and nothing more.
+        try:
+            closed = silent.recv(65536) == b""
+        except ConnectionResetError:
+            closed = True
+    assert closed
 
 
 def test_tls_without_client_ca_serves_https_to_any_client(authority: Authority, tmp_path: Path) -> None:
