@@ -8,9 +8,9 @@ and the dashboard can never take the file descriptors that gRPC and storage need
   soon as it is accepted; refusals are logged once, then counted and logged at most once every
   REFUSALS_LOG_INTERVAL_S, never once a socket. An accept that fails (out of file descriptors)
   waits ACCEPT_RETRY_S, logged the same way.
-- Timeouts: a connection has REQUEST_TIMEOUT_S from its accept (TLS handshake included), and again
-  from each response it was sent, to send a whole request (line, head and body); a slow or silent
-  one is closed. Between requests uvicorn closes a connection idle for KEEP_ALIVE_S.
+- Timeouts: a TLS handshake has REQUEST_TIMEOUT_S; then a connection has REQUEST_TIMEOUT_S, and
+  again from each response it was sent, to send a whole request (line, head and body); a slow or
+  silent one is closed. Between requests uvicorn closes a connection idle for KEEP_ALIVE_S.
 - TLS: with an ssl.SSLContext (services.tls: the gRPC port's certificate and client CA) every
   connection is HTTPS, and a request's scheme is https (so the login cookie is Secure).
 """
@@ -174,6 +174,11 @@ class Connection(H11Protocol):
         super().on_response_complete()
         self._follow(fresh=True)
 
+    def _should_upgrade(self) -> bool:
+        # No WebSocket routes: an Upgrade header is ignored (not handed to another protocol,
+        # which would hold the connection outside these caps, nor logged once a request).
+        return False
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_reading()
         self.ticket.release()
@@ -231,6 +236,7 @@ class Dashboard:
         self.config = uvicorn.Config(
             app,
             http="h11",
+            ws="none",
             lifespan="off",
             log_level="warning",
             log_config=None,
