@@ -61,6 +61,7 @@ def serve(args: argparse.Namespace) -> None:
     from services.server import StartupError
     from services.server import serve as run_server
     from services.tls import TLSError, from_arguments
+    from services.web import serving
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
@@ -73,6 +74,7 @@ def serve(args: argparse.Namespace) -> None:
                 insecure=args.insecure,
                 tls=from_arguments(args),
                 http=None if args.no_http else args.http,
+                http_options=serving.from_arguments(args),
             )
         )
     except (StartupError, TLSError) as error:
@@ -280,8 +282,10 @@ def parser(asked: str | None = None) -> argparse.ArgumentParser:
     serve_parser.add_argument("--no-http", action="store_true", help="serve no dashboard")
     if command_is(asked, "serve"):
         from services.tls import add_arguments
+        from services.web import serving
 
         add_arguments(serve_parser)
+        serving.add_arguments(serve_parser)
     command("project", project, read=False, help="run a projection worker until SIGTERM (PostgreSQL only)")
 
     runs = commands.add_parser("runs", help="training runs").add_subparsers(dest="action", required=True)

@@ -20,14 +20,12 @@ import contextlib
 import errno
 import ipaddress
 import logging
-import math
 import re
 import signal
 import socket
 from typing import Any
 
 import grpc
-import uvicorn
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
@@ -44,6 +42,9 @@ from services.registry import RegistryServicer
 from services.runs import RunsServicer
 from services.spend import SpendServicer
 from services.tls import ServerTLS, TLSError
+from services.web import create_app
+from services.web.hosts import AllowedHosts, HostsError
+from services.web.serving import Dashboard, HttpOptions, HttpOptionsError, Limits
 from trainledger.v1 import (
     events_pb2,
     events_pb2_grpc,
@@ -195,50 +196,6 @@ def bind_http(address: str) -> list[socket.socket]:
     return sockets
 
 
-class Dashboard:
-    """The web dashboard served by uvicorn on the server's event loop, over sockets already bound."""
-
-    def __init__(self, app: Any, sockets: list[socket.socket]) -> None:
-        self.sockets = sockets
-        host, port = sockets[0].getsockname()[:2]
-        self.address = listen_address(host, port)  # HOST:PORT as bound (the port chosen for port 0).
-        self.port = port
-        self.config = uvicorn.Config(
-            app,
-            lifespan="off",
-            log_level="warning",
-            log_config=None,
-            access_log=False,
-            proxy_headers=False,
-            server_header=False,
-            timeout_graceful_shutdown=int(GRACE_S),
-        )
-        self.server = uvicorn.Server(self.config)
-        self._ticker: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        # uvicorn.Server.serve would take over SIGINT and SIGTERM; `serve` handles those itself.
-        self.config.load()
-        self.server.lifespan = self.config.lifespan_class(self.config)
-        await self.server.startup(sockets=self.sockets)
-        self._ticker = asyncio.create_task(self.server.main_loop(), name="trainledger-http")
-
-    async def stop(self, grace: float | None) -> None:
-        """Stop accepting, end open connections (streams end as the edge closes), and wait for
-        requests in flight up to `grace` seconds (GRACE_S when None)."""
-        if self._ticker is None:
-            for listener in self.sockets:
-                listener.close()
-            return
-        # uvicorn waits for connections in whole seconds (at least one, so that they may finish).
-        self.config.timeout_graceful_shutdown = max(1, math.ceil(GRACE_S if grace is None else grace))
-        self.server.should_exit = True
-        ticker, self._ticker = self._ticker, None
-        with contextlib.suppress(asyncio.CancelledError):
-            await ticker
-        await self.server.shutdown(sockets=self.sockets)
-
-
 class LedgerServer(grpc.aio.Server):
     """A grpc.aio.Server that also runs the reservation sweep and shuts down in order: health
     NOT_SERVING, live streams told to end, in-flight calls finished within the grace, then the
@@ -370,6 +327,7 @@ def create_server(
     insecure: bool = True,
     tls: ServerTLS | None = None,
     http: str | None = None,
+    http_options: HttpOptions | None = None,
 ) -> tuple[LedgerServer, int]:
     """Build the server (call it on the event loop that will run it) and bind `address`, HOST:PORT
     or [IPv6]:PORT (port 0 picks a free port; an address in use is refused, never shared). Opens
@@ -379,13 +337,19 @@ def create_server(
     process. With project=False the server applies no events to the views itself: `trainledger
     project` workers do (PostgreSQL only), and the server follows their progress. With `tls` the port
     speaks TLS only (services.tls: mutual TLS when it names a client CA). With `http` (HOST:PORT) the
-    web dashboard's socket is bound too (LedgerServer.http_address; served from start()). Returns
-    the server, not yet started, and the bound port. Raises StartupError."""
+    web dashboard's socket is bound too (LedgerServer.http_address; served from start()), over TLS
+    with the same files whenever gRPC is, answering the hosts and under the caps of `http_options`
+    (services.web.serving). Returns the server, not yet started, and the bound port. Raises
+    StartupError."""
     host, wanted_port = parse_listen(address)
     http_host = parse_listen(http)[0] if http is not None else ""
+    http_options = http_options or HttpOptions()
     try:
         credentials = tls.credentials() if tls is not None else None
-    except TLSError as error:
+        http_tls = tls.ssl_context() if tls is not None and http is not None else None
+        hosts = AllowedHosts(http_options.allowed_hosts, bound=http_host)
+        Limits.of(http_options)
+    except (TLSError, HostsError, HttpOptionsError) as error:
         raise StartupError(str(error)) from None
     owns_ledger = ledger is None
     holder: Holder | None = None
@@ -453,10 +417,10 @@ def create_server(
         bound = listen_address(host, port)
         dashboard: Dashboard | None = None
         if http is not None:
-            from services.web import create_app
-
             sockets = bind_http(http)
-            dashboard = Dashboard(create_app(edge, gate), sockets)
+            dashboard = Dashboard(
+                create_app(edge, gate, hosts), sockets, options=http_options, tls=http_tls, grace_s=GRACE_S
+            )
         if holder is not None:
             holder.record(bound)
     except BaseException:
@@ -495,11 +459,19 @@ async def serve(
     insecure: bool = False,
     tls: ServerTLS | None = None,
     http: str | None = None,
+    http_options: HttpOptions | None = None,
 ) -> None:
     """Serve until SIGTERM or SIGINT, then shut down gracefully. With `http` (HOST:PORT) the web
     dashboard is served there too, on the same event loop over the same ledger. Raises StartupError."""
     server, _ = create_server(
-        address, database=database, project=project, auth=auth, insecure=insecure, tls=tls, http=http
+        address,
+        database=database,
+        project=project,
+        auth=auth,
+        insecure=insecure,
+        tls=tls,
+        http=http,
+        http_options=http_options,
     )
     try:
         await server.start()
@@ -509,8 +481,8 @@ async def serve(
     workers = "" if project else ", projections left to workers"
     secure = f", {tls.describe()}" if tls is not None else ""
     print(f"trainledger: serving on {server.address} (database {describe(database)}{workers}{secure})", flush=True)
-    if server.http_address:
-        print(f"trainledger: dashboard on http://{server.http_address}/", flush=True)
+    if server.dashboard is not None:
+        print(f"trainledger: dashboard on {server.dashboard.scheme}://{server.http_address}/", flush=True)
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -3,12 +3,14 @@
 The certificate chain and its key are read once at start (no reload). With a client CA the
 server asks every client for a certificate and refuses, in the handshake, one that is missing or
 not signed by that CA (mutual TLS); without one any client may connect and the bearer token (if
-authentication is on) says who it is.
+authentication is on) says who it is. The dashboard serves HTTPS with the same files and the
+same rule (`ssl_context`), so its port is never the plaintext way around gRPC's.
 """
 
 from __future__ import annotations
 
 import argparse
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -61,6 +63,28 @@ class ServerTLS:
             raise TLSError(f"the TLS key {self.key_file} holds no private key")
         client_ca = _read_pem(self.client_ca_file, "TLS client CA") if self.mutual else None
         return grpc.ssl_server_credentials([(key, chain)], root_certificates=client_ca, require_client_auth=self.mutual)
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """The dashboard's HTTPS context: the same certificate chain and key, TLS 1.2 or later,
+        HTTP/1.1, and with a client CA a certificate it signed required in the handshake. Raises
+        TLSError naming a file that cannot be used."""
+        for path, what in ((self.cert_file, "TLS certificate"), (self.key_file, "TLS key")):
+            _read_pem(path, what)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.set_alpn_protocols(["http/1.1"])
+        try:
+            context.load_cert_chain(self.cert_file, self.key_file)
+        except (OSError, ssl.SSLError) as error:
+            raise TLSError(f"the TLS key {self.key_file} does not fit {self.cert_file}: {error}") from None
+        if self.mutual:
+            _read_pem(self.client_ca_file, "TLS client CA")
+            try:
+                context.load_verify_locations(cafile=self.client_ca_file)
+            except (OSError, ssl.SSLError) as error:
+                raise TLSError(f"the TLS client CA {self.client_ca_file} cannot be used: {error}") from None
+            context.verify_mode = ssl.CERT_REQUIRED
+        return context
 
 
 def add_arguments(serve: argparse.ArgumentParser) -> None:

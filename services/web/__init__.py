@@ -8,9 +8,13 @@ on the same event loop, reading the same views through the same Edge and Gate.
   runs page);
 - services.web.pages: the server-rendered pages (the charts are drawn by static/dashboard.js);
 - services.web.access: bearer tokens (header or cookie) checked by services.auth's Gate, each
-  endpoint as the gRPC method it mirrors.
+  endpoint as the gRPC method it mirrors;
+- services.web.hosts: the Host headers it answers (DNS rebinding);
+- services.web.serving: uvicorn on connections it accepts itself: capped, timed, over TLS when
+  gRPC is.
 
-services.server starts it (uvicorn on a socket bound by create_server) and stops it with gRPC.
+services.server starts it (services.web.serving.Dashboard on a socket bound by create_server) and
+stops it with gRPC.
 """
 
 from services.web.app import create_app

@@ -9,9 +9,11 @@ server-sent events /api/runs/{run}/live and /api/live (services.web.live), POST 
 
 Errors: a WebError (or a ledger refusal) is `{"error": {"reason", "message", ...}}` with its status
 under /api/; a page shows it, except 401, which redirects to /login. Anything else is a 500 with a
-generic message, logged: bad input is never a 500. Every request counts as its connection's client
-for the edge's share of worker threads (as a gRPC connection does), and responses carry
-`x-content-type-options: nosniff`, `x-frame-options: DENY` and `referrer-policy: same-origin`.
+generic message, logged: bad input is never a 500. A client that leaves in the middle of its
+request is no error. Every request counts as its connection's client for the edge's share of
+worker threads (as a gRPC connection does), and responses carry `x-content-type-options: nosniff`,
+`x-frame-options: DENY` and `referrer-policy: same-origin`. A request whose Host header is not
+one the dashboard serves (services.web.hosts) is a 421 HOST_NOT_ALLOWED before anything else.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -36,6 +38,7 @@ from services.auth import Gate
 from services.edge import CLIENT, Edge
 from services.web import api, pages
 from services.web.access import Access, WebError, from_ledger
+from services.web.hosts import AllowedHosts
 from services.web.live import LiveRuns, RunStreams
 
 __all__ = ["create_app", "STATIC_DIR"]
@@ -52,24 +55,30 @@ _SECURITY_HEADERS = [
 
 
 class _Connection:
-    """Pure ASGI middleware: the request's connection is its client for the edge's thread share,
-    and every response gets the security headers."""
+    """Pure ASGI middleware: a request for a host not served is refused, the request's connection
+    is its client for the edge's thread share, and every response gets the security headers."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+    def __init__(self, app: ASGIApp, hosts: AllowedHosts) -> None:
+        self.app, self.hosts = app, hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        client = scope.get("client")
-        CLIENT.set(f"http:{client[0]}:{client[1]}" if client else "http")
 
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
                 message["headers"] = [*message.get("headers", ()), *_SECURITY_HEADERS]
             await send(message)
 
+        host = next((value for name, value in scope["headers"] if name == b"host"), b"")
+        server = scope.get("server")
+        if not self.hosts.allows(host.decode("latin-1"), str(server[0]) if server else ""):
+            refusal = WebError(421, "HOST_NOT_ALLOWED", "this server does not answer for that host name")
+            await _respond(Request(scope), refusal)(scope, receive, sending)
+            return
+        client = scope.get("client")
+        CLIENT.set(f"http:{client[0]}:{client[1]}" if client else "http")
         await self.app(scope, receive, sending)
 
 
@@ -103,6 +112,10 @@ async def _http_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, HTTPException)
     reason = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}.get(error.status_code, "BAD_REQUEST")
     return _respond(request, WebError(error.status_code, reason, str(error.detail)))
+
+
+async def _disconnected(request: Request, error: Exception) -> Response:
+    return Response(status_code=400)  # Nobody reads it: the client has gone.
 
 
 async def _unexpected(request: Request, error: Exception) -> Response:
@@ -146,8 +159,9 @@ async def live(request: Request) -> Response:
     )
 
 
-def create_app(edge: Edge, gate: Gate) -> Starlette:
-    """The dashboard over `edge` and `gate`. Create it on the server's event loop."""
+def create_app(edge: Edge, gate: Gate, hosts: AllowedHosts | None = None) -> Starlette:
+    """The dashboard over `edge` and `gate`, answering `hosts` (default: the loopback names).
+    Create it on the server's event loop."""
     routes: list[Any] = [
         Route("/", pages.runs),
         Route("/runs/{run:path}", pages.run),
@@ -178,9 +192,10 @@ def create_app(edge: Edge, gate: Gate) -> Starlette:
             WebError: _web_error,
             LedgerError: _ledger_error,
             HTTPException: _http_error,
+            ClientDisconnect: _disconnected,
             Exception: _unexpected,
         },
     )
     app.state.web = api.Web(edge, Access(gate), RunStreams.of(edge), LiveRuns.of(edge))
-    app.add_middleware(_Connection)
+    app.add_middleware(_Connection, hosts=hosts or AllowedHosts())
     return app

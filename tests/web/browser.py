@@ -29,7 +29,12 @@ if TYPE_CHECKING:
 CHROMIUM = os.environ.get("TRAINLEDGER_CHROMIUM", "/usr/bin/chromium")
 START_S = 60.0
 GRPC_LINE = re.compile(r"serving on (\S+:\d+)")
-HTTP_LINE = re.compile(r"https?://(\d+\.\d+\.\d+\.\d+:\d+)")
+HTTP_LINE = re.compile(r"(https?)://(\d+\.\d+\.\d+\.\d+:\d+)")
+# Runs a command under a limit on open files: `python -c LIMITED N COMMAND...`.
+LIMITED = (
+    "import os, resource, sys; n = int(sys.argv[1]); resource.setrlimit(resource.RLIMIT_NOFILE, (n, n)); "
+    "os.execv(sys.argv[2], sys.argv[2:])"
+)
 # The live streams are cut when a page is left or closed: that abort is no failure.
 STREAM_PATH = re.compile(r"/api/(runs/[^/]+/)?live\b")
 
@@ -62,10 +67,11 @@ class Served:
     http: str
     log: Path
     reader: threading.Thread
+    scheme: str = "http"
 
     @property
     def base(self) -> str:
-        return f"http://{self.http}"
+        return f"{self.scheme}://{self.http}"
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -95,13 +101,16 @@ def _lines(stream: IO[str]) -> tuple[queue.Queue[str], threading.Thread]:
     return lines, reader
 
 
-def serve(database: Path, directory: Path, *extra: str) -> Served:
+def serve(database: Path, directory: Path, *extra: str, files_max: int = 0) -> Served:
     """Start `trainledger serve` on `database` with gRPC and the dashboard on free loopback ports,
-    and wait until both are announced on its stdout."""
+    and wait until both are announced on its stdout. With `files_max` the server runs with that
+    limit on open files (as under `ulimit -n`)."""
+    limit = [sys.executable, "-c", LIMITED, str(files_max)] if files_max else []
     log = directory / f"serve-{database.stem}.log"
     with open(log, "w") as errors:
         process = subprocess.Popen(
             [
+                *limit,
                 *trainledger(),
                 "serve",
                 "--db",
@@ -122,6 +131,7 @@ def serve(database: Path, directory: Path, *extra: str) -> Served:
     lines, reader = _lines(process.stdout)
     deadline = time.monotonic() + START_S
     grpc = http = None
+    scheme = "http"
     seen: list[str] = []
     while (grpc is None or http is None) and time.monotonic() < deadline:
         try:
@@ -134,12 +144,12 @@ def serve(database: Path, directory: Path, *extra: str) -> Served:
         if grpc is None and (match := GRPC_LINE.search(line)):
             grpc = match.group(1)
         if http is None and (match := HTTP_LINE.search(line)):
-            http = match.group(1)
+            scheme, http = match.group(1), match.group(2)
     if grpc is None or http is None:
         process.kill()
         process.wait(timeout=20)
         raise AssertionError(f"the server did not announce both addresses: {seen!r} {log.read_text()[-2000:]}")
-    return Served(process, grpc, http, log, reader)
+    return Served(process, grpc, http, log, reader, scheme)
 
 
 @contextmanager
