@@ -103,7 +103,7 @@ class RunCommands(Kernel):
             try:
                 taken: Account = self.repository.get(account_id)
             except AggregateNotFoundError:
-                self._parents(parent_account, touched)
+                spend.check_not_retracted(self._parents(parent_account, touched))
                 touched.append(
                     Account._create(
                         Account.Opened,

@@ -10,6 +10,7 @@ Conflict. Ids that have left an account's settled window are looked up through `
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +24,7 @@ __all__ = [
     "adjust",
     "SUPERSEDED",
     "charge",
+    "check_not_retracted",
     "commit",
     "expire_overdue",
     "release",
@@ -66,6 +68,14 @@ def roll_up(
             committed_delta=committed_delta,
             overrun_delta=overrun_delta,
         )
+
+
+def check_not_retracted(chain: Iterable[Account]) -> None:
+    """New spend is refused in a retracted run's subtree: a hold, a charge or an account opened on
+    an account whose chain (the account and its parents) holds a retracted run's account is
+    RUN_RETRACTED, naming that account, as a write on the run's own account is."""
+    for holder in chain:
+        holder.check_not_retracted()
 
 
 def expire_overdue(account: Account, parents: list[Account], audit: Audit) -> int:
@@ -114,7 +124,7 @@ def reserve(
                 remaining_usd_micro=entry["remaining"],
             )
         return int(entry["reserved_version"])
-    account.check_not_retracted()
+    check_not_retracted((account, *parents))
     expire_overdue(account, parents, audit)
     for holder in (account, *parents):
         headroom = holder.remaining
@@ -258,7 +268,7 @@ def charge(
                 charge_id=charge_id,
             )
         return int(entry["settled_version"]), int(entry.get("overrun", 0))
-    account.check_not_retracted()
+    check_not_retracted((account, *parents))
     overrun = account.excess(amount)
     account.record(
         Account.SpendCharged, audit, charge_id=charge_id, amount=amount, basis=basis, reason=reason, overrun=overrun
