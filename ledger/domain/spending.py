@@ -104,9 +104,9 @@ def reserve(
     entry = account.entry(reservation_id, recall)
     if entry is not None:
         # A charge entry has no attempt: check its kind before comparing payloads.
-        if entry["state"] == "charged":
+        if entry["state"] == "charged" or entry.get("kind") == "plan":
             raise Conflict(
-                f"{reservation_id} is a charge id",
+                f"{reservation_id} is a charge's or a plan's id",
                 reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
                 reservation_id=reservation_id,
             )
@@ -126,9 +126,11 @@ def reserve(
         return int(entry["reserved_version"])
     check_not_retracted((account, *parents))
     expire_overdue(account, parents, audit)
+    # The part of the hold the attempt's plan covers is pending already (ledger.domain.plans).
+    plan_id, drawn = account.plan_cover(attempt, amount, audit.now)
     for holder in (account, *parents):
         headroom = holder.remaining
-        if headroom is not None and amount > headroom:
+        if headroom is not None and amount - drawn > headroom:
             account.record(
                 Account.SpendRefused,
                 audit,
@@ -154,7 +156,9 @@ def reserve(
         expires_at=expires_at,
         attempt=attempt,
     )
-    roll_up(parents, audit, account, reservation_id, "reserve", amount, 0)
+    if drawn:
+        account.record(Account.PlanDrawn, audit, plan_id=plan_id, drawn_by=reservation_id, amount=drawn)
+    roll_up(parents, audit, account, reservation_id, "reserve", amount - drawn, 0)
     return None
 
 
@@ -175,6 +179,12 @@ def commit(
     if entry is None:
         raise NotFound(
             f"no reservation {reservation_id}", reason=Reason.RESERVATION_NOT_FOUND, reservation_id=reservation_id
+        )
+    if entry.get("kind") == "plan":
+        raise Refused(
+            f"{reservation_id} is a plan: its holds are committed, not the plan",
+            reason=Reason.RESERVATION_IS_PLAN,
+            reservation_id=reservation_id,
         )
     state = entry["state"]
     if state == "committed":
