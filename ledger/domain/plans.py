@@ -21,14 +21,13 @@ from ledger.domain.accounts import Account, Recall
 from ledger.domain.base import Audit
 from ledger.domain.errors import CapExceeded, Conflict, Refused
 from ledger.domain.reasons import Reason
-from ledger.domain.spending import roll_up
+from ledger.domain.spending import SUPERSEDED, check_not_retracted, expire_overdue, roll_up
 
 __all__ = ["FINISHED", "RETRACTED", "SUPERSEDED", "release_plan", "reserve_plan", "summary"]
 
-# The reasons a plan's undrawn part is released for.
+# The reasons a plan's undrawn part is released for (and SUPERSEDED, a fenced-off attempt's).
 FINISHED = "the run finished"
 RETRACTED = "the run was retracted"
-SUPERSEDED = Reason.ATTEMPT_SUPERSEDED.value
 
 
 def reserve_plan(
@@ -66,8 +65,8 @@ def reserve_plan(
                 remaining_usd_micro=entry["remaining"],
             )
         return int(entry["reserved_version"])
-    for holder in (account, *parents):
-        holder.check_not_retracted()
+    check_not_retracted((account, *parents))
+    expire_overdue(account, parents, audit)  # A plan past its TTL holds nothing any more.
     held = account.plan
     if held is not None:
         raise Refused(

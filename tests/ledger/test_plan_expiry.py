@@ -37,3 +37,14 @@ def test_a_plan_left_undrawn_expires_at_its_ttl_and_is_never_charged(ledger: Led
     with pytest.raises(Refused) as refused:
         ledger.commit(account=run_id, reservation_id="plan", actual_usd_micro=600)
     assert refused.value.reason == Reason.RESERVATION_IS_PLAN
+
+
+def test_a_plan_past_its_ttl_does_not_block_the_next_one(ledger: Ledger, clock: FakeClock) -> None:
+    run_id = ledger.open_run(run_key="replanned", cap_usd_micro=1_000).run_id
+    ledger.reserve_plan(account=run_id, reservation_id="first", amount_usd_micro=800, ttl=timedelta(minutes=10))
+    with pytest.raises(Refused) as refused:
+        ledger.reserve_plan(account=run_id, reservation_id="second", amount_usd_micro=900)
+    assert refused.value.reason == Reason.PLAN_ALREADY_HELD
+    clock.advance(minutes=10)  # No sweep in between: the new plan expires the old one first.
+    ledger.reserve_plan(account=run_id, reservation_id="second", amount_usd_micro=900)
+    assert ledger.account_now(run_id)["pending"] == 900
