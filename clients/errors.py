@@ -297,6 +297,8 @@ REASONS: frozenset[str] = frozenset(
         "RESERVATION_REFUSED",
         "RESERVATION_CHARGED",
         "RESERVATION_COMMITTED",
+        "PLAN_ALREADY_HELD",
+        "RESERVATION_IS_PLAN",
         "GATE_NOT_PASSED",
         "ALREADY_CURRENT",
         "ROLLBACK_NOT_EARLIER",

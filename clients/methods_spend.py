@@ -30,6 +30,7 @@ from clients.models import (
     RegisterReceipt,
     ReleaseReceipt,
     ReservationPage,
+    ReservePlanReceipt,
     ReserveReceipt,
     RollbackReceipt,
     SetCapReceipt,
@@ -81,6 +82,38 @@ class LedgerMethods(RunsMethods, Transport):
         )
         return self._ask(
             "Spend", "Reserve", request, reply(ReserveReceipt, reservation_id=reservation_id), timeout_s=timeout_s
+        )
+
+    def reserve_plan(
+        self,
+        *,
+        account: str,
+        amount_usd_micro: int,
+        reservation_id: str | None = None,
+        basis: Doc | None = None,
+        ttl_s: float | None = None,
+        attempt: int = 0,
+        timeout_s: float | None = None,
+    ) -> ReservePlanReceipt:
+        """Hold a run's whole projected cost up front (the ledger's default TTL is a day): the
+        attempt's reservations draw it down, and what is left is released when the run ends.
+        Answers reservation_id, position, duplicate, expires_at and the account with its plan.
+        Raises SpendCapExceeded (with the remaining amount) when the plan would cross a cap."""
+        reservation_id = reservation_id or new_id()
+        request = spend_pb2.ReservePlanRequest(
+            account=account,
+            reservation_id=reservation_id,
+            amount_usd_micro=amount_usd_micro,
+            basis=codec.basis(basis),
+            ttl=codec.duration(ttl_s),
+            attempt=attempt,
+        )
+        return self._ask(
+            "Spend",
+            "ReservePlan",
+            request,
+            reply(ReservePlanReceipt, reservation_id=reservation_id),
+            timeout_s=timeout_s,
         )
 
     def commit(

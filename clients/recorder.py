@@ -29,8 +29,15 @@ import grpc
 
 from clients.batcher import Batcher, make_row
 from clients.client import LedgerClient
-from clients.errors import LedgerClientError, Unavailable
-from clients.models import CheckpointReceipt, DatasetReceipt, FinishReceipt, RunState, StartAttemptReceipt
+from clients.errors import LedgerClientError, SpendCapExceeded, Unavailable
+from clients.models import (
+    CheckpointReceipt,
+    DatasetReceipt,
+    FinishReceipt,
+    ReservePlanReceipt,
+    RunState,
+    StartAttemptReceipt,
+)
 from clients.opening import Opening, first_try, open_and_start
 from clients.outbox import MemoryOutbox, SqliteOutbox, check_outbox, pending_run_id
 from clients.retry import REFUSAL_CODES
@@ -128,6 +135,8 @@ class RunRecorder:
         stop_on_sigterm: bool = False,
         max_steps: int | None = None,
         objective: tuple[str, str] | None = None,
+        plan_usd_micro: int | None = None,
+        plan_basis: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> RunRecorder:
         """Open (or find) the run, replay what an earlier process left in the outbox for it, and
@@ -144,7 +153,12 @@ class RunRecorder:
         background (see clients.opening, `opened`, `wait_open`); "latest" needs the ledger.
         `max_steps` (the trainer's plan) goes with the open and the new attempt, `objective`
         (metric, "min" | "max": what ranks the run's checkpoints) with the open; None leaves each
-        as the run has it."""
+        as the run has it. `plan_usd_micro` (with `plan_basis`, how it was projected) reserves the
+        attempt's whole projected cost up front (see `hold_plan`): a run that cannot afford it is
+        finished "stopped" before its first billable call and SpendCapExceeded raised; it needs
+        the ledger at open, so not with `defer=True` (ValueError)."""
+        if plan_usd_micro is not None and defer:
+            raise ValueError("plan_usd_micro is reserved at open: it needs the ledger, not defer=True")
         open_args = dict(
             run_key=run_key,
             name=name,
@@ -185,6 +199,8 @@ class RunRecorder:
         recorder._sigterm = sigterm
         recorder._add_counters(counters)
         recorder._add_counters(quarantined)
+        if plan_usd_micro is not None:
+            recorder.hold_plan(plan_usd_micro, basis=plan_basis)
         return recorder
 
     def _add_counters(self, counters: Mapping[str, int]) -> None:
@@ -291,6 +307,28 @@ class RunRecorder:
             reservation_id=reservation_id,
         ) as hold:
             yield hold
+
+    def hold_plan(self, amount_usd_micro: int, *, basis: Mapping[str, Any] | None = None) -> ReservePlanReceipt:
+        """Reserve this attempt's whole projected cost before its first billable call: its
+        reservations (`reserve`) then draw on the plan, and the ledger releases what is left when
+        the run finishes or a later attempt starts. The id is the run's and attempt's, so a retry
+        is answered once. When the plan would cross a cap, the run is finished "stopped" (it has
+        spent nothing) and SpendCapExceeded is raised with the remaining amount."""
+        self.require_open()
+        try:
+            return self.client.reserve_plan(
+                account=self.account,
+                amount_usd_micro=amount_usd_micro,
+                basis=basis,
+                attempt=self._attempt,
+                reservation_id=f"plan-{self._run_id}-{self._attempt}",
+            )
+        except SpendCapExceeded as error:
+            try:
+                self.finish("stopped", error=exit_error(error))
+            except LedgerClientError as finish_error:
+                log.warning("could not record the run as stopped: %s", finish_error)
+            raise
 
     def checkpoint(
         self,

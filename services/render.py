@@ -310,7 +310,8 @@ def run_text(
                     f"{usd(spend.committed_usd_micro)} committed, {usd(spend.pending_usd_micro)} pending,"
                     f" cap {usd(spend.cap_usd_micro) if spend.cap_usd_micro is not None else 'none'},"
                     f" remaining {usd(spend.remaining_usd_micro)}"
-                    + (f", overrun {usd(spend.overrun_usd_micro)}" if spend.overrun_usd_micro else ""),
+                    + (f", overrun {usd(spend.overrun_usd_micro)}" if spend.overrun_usd_micro else "")
+                    + (f"; plan {plan_hold_text(spend.plan)}" if spend.plan is not None else ""),
                 ),
             ]
         ),
@@ -440,6 +441,7 @@ def account_text(account: Any, reservations: Sequence[Any], more: str = "") -> s
             ("pending", usd(account.pending_usd_micro)),
             ("remaining", usd(account.remaining_usd_micro)),
             ("overrun", usd(account.overrun_usd_micro)),
+            *([("plan", plan_hold_text(account.plan))] if account.plan is not None else []),
         ]
     )
     listed = (
@@ -518,6 +520,14 @@ def family_text(family: str, current: int, versions: Sequence[Any], history: Seq
                 else "  (never promoted)"
             ),
         ]
+    )
+
+
+def plan_hold_text(plan: Any) -> str:
+    """A plan hold on one line: what was planned, drawn by holds and is still held, and its state."""
+    return (
+        f"{usd(plan.planned_usd_micro)} planned, {usd(plan.drawn_usd_micro)} drawn,"
+        f" {usd(plan.held_usd_micro)} held ({plan.state})"
     )
 
 

@@ -15,7 +15,7 @@ import grpc
 from ledger import Receipt
 from ledger.application.bills import BillReceipt
 from ledger.domain.reasons import Reason
-from ledger.views.models import Account
+from ledger.views.models import Account, PlanHold
 from services import codec
 from services.codec import messages
 from services.edge import Edge
@@ -39,6 +39,18 @@ def _totals(summary: Mapping[str, Any]) -> Account:
         pending_usd_micro=summary["pending"],
         remaining_usd_micro=summary["remaining"],
         overrun_usd_micro=summary["overrun"],
+        plan=None if summary.get("plan") is None else _plan(summary["plan"]),
+    )
+
+
+def _plan(summary: Mapping[str, Any]) -> PlanHold:
+    """The plan hold ledger.domain.plans.summary gives, as the PlanHold read model."""
+    return PlanHold(
+        reservation_id=summary["reservation_id"],
+        state=summary["state"],
+        planned_usd_micro=summary["planned"],
+        drawn_usd_micro=summary["drawn"],
+        held_usd_micro=summary["held"],
     )
 
 
@@ -91,6 +103,25 @@ class SpendServicer(spend_pb2_grpc.SpendServicer):
             attempt=request.attempt,
         )
         return spend_pb2.ReserveResponse(
+            position=receipt.position,
+            duplicate=receipt.duplicate,
+            expires_at=codec.timestamp(receipt.expires_at),
+            account=account,
+        )
+
+    async def ReservePlan(
+        self, request: spend_pb2.ReservePlanRequest, context: Context
+    ) -> spend_pb2.ReservePlanResponse:
+        receipt, account = await self._write(
+            self.ledger.reserve_plan,
+            request.account,
+            reservation_id=request.reservation_id,
+            amount_usd_micro=request.amount_usd_micro,
+            basis=codec.basis(request.basis),
+            ttl=codec.duration(request, "ttl", reason=Reason.INVALID_TTL),
+            attempt=request.attempt,
+        )
+        return spend_pb2.ReservePlanResponse(
             position=receipt.position,
             duplicate=receipt.duplicate,
             expires_at=codec.timestamp(receipt.expires_at),

@@ -39,6 +39,7 @@ SERVICES = {
         "OpenAccount",
         "SetCap",
         "Reserve",
+        "ReservePlan",
         "Commit",
         "Release",
         "Charge",

@@ -18,7 +18,16 @@ Each proto file's results are in a module of their own (clients.models.common, .
 from __future__ import annotations
 
 from clients.models.base import Model
-from clients.models.common import BillTotals, CostBasis, GpuCost, MetricColumn, StateHandle, StepBatch, TokenCost
+from clients.models.common import (
+    BillTotals,
+    CostBasis,
+    GpuCost,
+    MetricColumn,
+    PlanHold,
+    StateHandle,
+    StepBatch,
+    TokenCost,
+)
 from clients.models.events import ChainHead, Event, Verification
 from clients.models.registry import (
     Family,
@@ -85,6 +94,7 @@ from clients.models.spend import (
     ReleaseReceipt,
     Reservation,
     ReservationPage,
+    ReservePlanReceipt,
     ReserveReceipt,
     SetCapReceipt,
     TokenClassDrift,
@@ -94,6 +104,8 @@ from clients.models.spend import (
 __all__ = [
     "Model",
     "BillTotals",
+    "PlanHold",
+    "ReservePlanReceipt",
     "LinkSessionReceipt",
     "MetricStats",
     "BilledLine",

@@ -8,7 +8,7 @@ import msgspec
 
 from clients.models.base import Model, empty_list
 
-__all__ = ["TokenCost", "GpuCost", "CostBasis", "StateHandle", "MetricColumn", "StepBatch", "BillTotals"]
+__all__ = ["TokenCost", "GpuCost", "CostBasis", "StateHandle", "MetricColumn", "StepBatch", "BillTotals", "PlanHold"]
 
 
 class TokenCost(Model, frozen=True, kw_only=True):
@@ -70,3 +70,13 @@ class BillTotals(Model, frozen=True, kw_only=True):
     unpriced_lines: int = 0
     flagged: bool = False
     unadjusted_usd_micro: int = 0
+
+
+class PlanHold(Model, frozen=True, kw_only=True):
+    """An account's latest plan hold (micro-dollars): see common.proto's PlanHold."""
+
+    reservation_id: str = ""
+    state: str = ""
+    planned_usd_micro: int = 0
+    drawn_usd_micro: int = 0
+    held_usd_micro: int = 0

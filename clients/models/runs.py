@@ -15,7 +15,7 @@ from typing import Any, Literal
 import msgspec
 
 from clients.models.base import Model, empty_dict, empty_list
-from clients.models.common import BillTotals, MetricColumn, StateHandle, StepBatch
+from clients.models.common import BillTotals, MetricColumn, PlanHold, StateHandle, StepBatch
 
 __all__ = [
     "RunStatus",
@@ -184,6 +184,7 @@ class SpendTotals(Model, frozen=True, kw_only=True):
     remaining_usd_micro: int | None = None
     overrun_usd_micro: int = 0
     bill: BillTotals | None = None
+    plan: PlanHold | None = None
 
 
 class RunState(Model, frozen=True, kw_only=True):

@@ -10,7 +10,7 @@ from datetime import datetime
 import msgspec
 
 from clients.models.base import Model, empty_list
-from clients.models.common import BillTotals, CostBasis
+from clients.models.common import BillTotals, CostBasis, PlanHold
 
 __all__ = [
     "Account",
@@ -19,6 +19,7 @@ __all__ = [
     "OpenAccountReceipt",
     "SetCapReceipt",
     "ReserveReceipt",
+    "ReservePlanReceipt",
     "CommitReceipt",
     "ReleaseReceipt",
     "ChargeReceipt",
@@ -43,6 +44,7 @@ class Account(Model, frozen=True, kw_only=True):
     remaining_usd_micro: int | None = None
     overrun_usd_micro: int = 0
     bill: BillTotals | None = None
+    plan: PlanHold | None = None
 
 
 class Reservation(Model, frozen=True, kw_only=True):
@@ -80,6 +82,16 @@ class SetCapReceipt(Model, frozen=True, kw_only=True):
 
 class ReserveReceipt(Model, frozen=True, kw_only=True):
     """A granted reservation; `reservation_id` is the client-made id it was sent with."""
+
+    position: int = 0
+    duplicate: bool = False
+    expires_at: datetime | None = None
+    account: Account | None = None
+    reservation_id: str = ""
+
+
+class ReservePlanReceipt(Model, frozen=True, kw_only=True):
+    """A granted plan hold (account.plan); `reservation_id` is the client-made id it was sent with."""
 
     position: int = 0
     duplicate: bool = False

@@ -28,6 +28,7 @@ from ledger.application.commands import (
     StartAttempt,
 )
 from ledger.application.kernel import Kernel, Receipt
+from ledger.domain import plans
 from ledger.domain import spending as spend
 from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
@@ -103,7 +104,7 @@ class RunCommands(Kernel):
             try:
                 taken: Account = self.repository.get(account_id)
             except AggregateNotFoundError:
-                self._parents(parent_account, touched)
+                spend.check_not_retracted(self._parents(parent_account, touched))
                 touched.append(
                     Account._create(
                         Account.Opened,
@@ -206,8 +207,10 @@ class RunCommands(Kernel):
                 max_steps=command.max_steps,
             )
             if version is None:
-                # The fenced attempts' holds go back at once, not at their expiry.
+                # The fenced attempts' holds go back at once, not at their expiry; so does what
+                # their plan left undrawn (no money was spent from it).
                 holder, parents = self._chain(str(uuid), touched)
+                plans.release_plan(holder, parents, audit, reason=plans.SUPERSEDED, before_attempt=run.current_attempt)
                 spend.release_superseded(holder, parents, audit, attempt=run.current_attempt)
             number: int = (
                 next(a["number"] for a in run.attempts if a["version"] == version) if version else run.current_attempt
@@ -370,9 +373,14 @@ class RunCommands(Kernel):
         audit = self._audit(principal, request_id)
 
         def decide(touched: list[LedgerAggregate]) -> int | None:
-            _, run = self._run(run_id)
+            uuid, run = self._run(run_id)
             touched.append(run)
-            return run.finish(audit, attempt=attempt, status=status, summary=command.summary, error=command.error)
+            version = run.finish(audit, attempt=attempt, status=status, summary=command.summary, error=command.error)
+            if version is None:
+                # What the run's plan left undrawn goes back: the run spends nothing more.
+                holder, parents = self._chain(str(uuid), touched)
+                plans.release_plan(holder, parents, audit, reason=plans.FINISHED)
+            return version
 
         version, position = self._write(decide)
         return self._receipt(UUID(run_id), version, position)
@@ -403,9 +411,9 @@ class RunCommands(Kernel):
             uuid, run = self._run(run_id)
             touched.append(run)
             version = run.retract(audit, reason=command.reason)
-            account = self._account(str(uuid))
-            touched.append(account)
+            account, parents = self._chain(str(uuid), touched)
             account.retract(audit, reason=command.reason)
+            plans.release_plan(account, parents, audit, reason=plans.RETRACTED)
             return version
 
         version, position = self._write(decide)

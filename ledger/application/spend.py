@@ -52,7 +52,7 @@ class SpendCommands(Reads):
                 existing: Account = self.repository.get(account_id)
             except AggregateNotFoundError:
                 check_id(account, "account")  # A new account takes a name under the identifier rules.
-                self._parents(parent, touched)
+                spend.check_not_retracted(self._parents(parent, touched))
                 opened = Account._create(
                     Account.Opened, id=account_id, name=account, parent=parent, cap=cap_usd_micro, **audit.fields()
                 )

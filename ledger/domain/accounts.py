@@ -218,6 +218,52 @@ class Account(LedgerAggregate):
                 },
             )
 
+    class PlanReserved(LedgerAggregate.Event):
+        """A run's projected cost held up front (ledger.domain.plans). Its entry's `amount` is what
+        is left undrawn (what it adds to pending), `planned` what was reserved."""
+
+        reservation_id: str
+        amount: int
+        basis: dict[str, Any]
+        expires_at: datetime
+        attempt: int
+
+        def apply(self, account: Account) -> None:
+            account.pending += self.amount
+            account.holds[self.reservation_id] = {
+                "state": "pending",
+                "kind": "plan",
+                "amount": self.amount,
+                "planned": self.amount,
+                "drawn": 0,
+                "basis": self.basis,
+                "attempt": self.attempt,
+                "expires_at": self.expires_at,
+                "reserved_version": self.originator_version,
+            }
+            account.__dict__["plan_id"] = self.reservation_id
+
+    class PlanRefused(SpendRefused):
+        """A plan that would cross a cap, refused (the plan's kind of SpendRefused)."""
+
+        def apply(self, account: Account) -> None:
+            super().apply(account)
+            account.settled[self.reservation_id]["kind"] = "plan"
+            account.__dict__["plan_id"] = self.reservation_id
+
+    class PlanDrawn(LedgerAggregate.Event):
+        """A hold (`drawn_by`) took `amount` of its attempt's plan: pending counts it once."""
+
+        plan_id: str
+        drawn_by: str
+        amount: int
+
+        def apply(self, account: Account) -> None:
+            plan = account.holds[self.plan_id]
+            plan["amount"] -= self.amount
+            plan["drawn"] += self.amount
+            account.pending -= self.amount
+
     class Retracted(LedgerAggregate.Event):
         """The account's run was retracted: no new spend is taken on it."""
 
@@ -286,6 +332,20 @@ class Account(LedgerAggregate):
         """Record that the account's run was retracted (once: a second retraction records nothing)."""
         if self.retraction is None:
             self.record(self.Retracted, audit, reason=reason)
+
+    @property
+    def plan(self) -> dict[str, Any] | None:
+        """The entry of the account's pending plan with its "id"; None when there is none."""
+        plan = self.holds.get(self.__dict__.get("plan_id", ""))
+        return None if plan is None else {**plan, "id": self.__dict__["plan_id"]}
+
+    def plan_cover(self, attempt: int, amount: int, now: datetime) -> tuple[str, int]:
+        """(plan id, the part of a new hold of `amount` for `attempt` the pending plan covers):
+        ("", 0) when there is no pending plan for that attempt, or it has expired."""
+        plan = self.plan
+        if plan is None or plan["expires_at"] <= now or plan["attempt"] not in (0, attempt):
+            return "", 0
+        return plan["id"], min(amount, plan["amount"])
 
     def check_not_retracted(self) -> None:
         """New spend on a retracted run's account is refused (RUN_RETRACTED)."""

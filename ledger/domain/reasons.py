@@ -166,6 +166,11 @@ class Reason(enum.StrEnum):
     RESERVATION_REFUSED = "RESERVATION_REFUSED", "The reservation was refused at its cap: it holds nothing to commit."
     RESERVATION_CHARGED = "RESERVATION_CHARGED", "The id is a charge's, not a reservation's."
     RESERVATION_COMMITTED = "RESERVATION_COMMITTED", "The reservation was committed: it can no longer be released."
+    PLAN_ALREADY_HELD = (
+        "PLAN_ALREADY_HELD",
+        "The account holds a pending plan already: one plan at a time, release it before reserving another.",
+    )
+    RESERVATION_IS_PLAN = "RESERVATION_IS_PLAN", "The id is a plan's: a plan is drawn by holds, never committed."
 
     # Registry (Refused).
     GATE_NOT_PASSED = "GATE_NOT_PASSED", "A promotion's gate verdict did not pass."

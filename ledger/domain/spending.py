@@ -10,6 +10,7 @@ Conflict. Ids that have left an account's settled window are looked up through `
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +24,7 @@ __all__ = [
     "adjust",
     "SUPERSEDED",
     "charge",
+    "check_not_retracted",
     "commit",
     "expire_overdue",
     "release",
@@ -68,6 +70,14 @@ def roll_up(
         )
 
 
+def check_not_retracted(chain: Iterable[Account]) -> None:
+    """New spend is refused in a retracted run's subtree: a hold, a charge or an account opened on
+    an account whose chain (the account and its parents) holds a retracted run's account is
+    RUN_RETRACTED, naming that account, as a write on the run's own account is."""
+    for holder in chain:
+        holder.check_not_retracted()
+
+
 def expire_overdue(account: Account, parents: list[Account], audit: Audit) -> int:
     """Record SpendExpired for every pending hold of `account` past its expiry."""
     overdue = [(key, hold) for key, hold in account.holds.items() if hold["expires_at"] <= audit.now]
@@ -94,9 +104,9 @@ def reserve(
     entry = account.entry(reservation_id, recall)
     if entry is not None:
         # A charge entry has no attempt: check its kind before comparing payloads.
-        if entry["state"] == "charged":
+        if entry["state"] == "charged" or entry.get("kind") == "plan":
             raise Conflict(
-                f"{reservation_id} is a charge id",
+                f"{reservation_id} is a charge's or a plan's id",
                 reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
                 reservation_id=reservation_id,
             )
@@ -114,11 +124,13 @@ def reserve(
                 remaining_usd_micro=entry["remaining"],
             )
         return int(entry["reserved_version"])
-    account.check_not_retracted()
+    check_not_retracted((account, *parents))
     expire_overdue(account, parents, audit)
+    # The part of the hold the attempt's plan covers is pending already (ledger.domain.plans).
+    plan_id, drawn = account.plan_cover(attempt, amount, audit.now)
     for holder in (account, *parents):
         headroom = holder.remaining
-        if headroom is not None and amount > headroom:
+        if headroom is not None and amount - drawn > headroom:
             account.record(
                 Account.SpendRefused,
                 audit,
@@ -144,7 +156,9 @@ def reserve(
         expires_at=expires_at,
         attempt=attempt,
     )
-    roll_up(parents, audit, account, reservation_id, "reserve", amount, 0)
+    if drawn:
+        account.record(Account.PlanDrawn, audit, plan_id=plan_id, drawn_by=reservation_id, amount=drawn)
+    roll_up(parents, audit, account, reservation_id, "reserve", amount - drawn, 0)
     return None
 
 
@@ -165,6 +179,12 @@ def commit(
     if entry is None:
         raise NotFound(
             f"no reservation {reservation_id}", reason=Reason.RESERVATION_NOT_FOUND, reservation_id=reservation_id
+        )
+    if entry.get("kind") == "plan":
+        raise Refused(
+            f"{reservation_id} is a plan: its holds are committed, not the plan",
+            reason=Reason.RESERVATION_IS_PLAN,
+            reservation_id=reservation_id,
         )
     state = entry["state"]
     if state == "committed":
@@ -258,7 +278,7 @@ def charge(
                 charge_id=charge_id,
             )
         return int(entry["settled_version"]), int(entry.get("overrun", 0))
-    account.check_not_retracted()
+    check_not_retracted((account, *parents))
     overrun = account.excess(amount)
     account.record(
         Account.SpendCharged, audit, charge_id=charge_id, amount=amount, basis=basis, reason=reason, overrun=overrun

@@ -25,6 +25,8 @@ KEYED_EVENTS = (
     "Account.SpendExpired",
     "Account.SpendCharged",
     "Account.SpendAdjusted",
+    "Account.PlanReserved",
+    "Account.PlanRefused",
     "Run.StepsRecorded",
     "Run.SessionLinked",
     "Bill.LinesBilled",

@@ -62,6 +62,10 @@ _RESERVED_SQL = _INSERT_RESERVATION + (
 _REFUSED_SQL = _INSERT_RESERVATION + (
     " VALUES (?, ?, 'reservation', 'refused', ?, 0, 0, ?, '{}', ?, ?, ?, ?, NULL, ?)" + _RESERVATION_UPSERT
 )
+_PLANNED_SQL = _RESERVED_SQL.replace("'reservation'", "'plan'", 1)
+_PLAN_REFUSED_SQL = _REFUSED_SQL.replace("'reservation'", "'plan'", 1)
+# A plan's row counts what its holds drew in `actual`.
+_DRAWN_SQL = "UPDATE view_reservations SET actual = actual + ? WHERE account = ? AND reservation_id = ?"
 _CHARGED_SQL = _INSERT_RESERVATION + (
     " VALUES (?, ?, 'charge', 'charged', ?, ?, ?, ?, ?, ?, 0, ?, ?, NULL, ?)" + _RESERVATION_UPSERT
 )
@@ -258,6 +262,9 @@ class SpendView:
             account.SpendCharged: self._charged,
             account.SpendAdjusted: self._adjusted,
             account.SpendRolledUp: self._rolled_up,
+            account.PlanReserved: self._plan_reserved,
+            account.PlanRefused: self._plan_refused,
+            account.PlanDrawn: self._plan_drawn,
         }
 
     def events(self) -> tuple[type, ...]:
@@ -341,11 +348,23 @@ class SpendView:
         self._rows.append((_ROW, e.originator_id, _RESERVED_SQL, e.reservation_id, (), after))
         self._totals(e, position, e.amount, 0, 0)
 
-    def _refused(self, e: Any, position: int) -> None:
+    def _refused(self, e: Any, position: int, sql: str = _REFUSED_SQL) -> None:
         at = to_epoch(e.timestamp)
         reason = f"cap of {e.refused_by} would be crossed: {e.remaining} remained"
         after = (e.amount, _dump(e.basis), reason, e.attempt, at, at, position)
-        self._rows.append((_ROW, e.originator_id, _REFUSED_SQL, e.reservation_id, (), after))
+        self._rows.append((_ROW, e.originator_id, sql, e.reservation_id, (), after))
+
+    def _plan_reserved(self, e: Any, position: int) -> None:
+        after = (e.amount, _dump(e.basis), e.attempt, to_epoch(e.timestamp), to_epoch(e.expires_at), position)
+        self._rows.append((_ROW, e.originator_id, _PLANNED_SQL, e.reservation_id, (), after))
+        self._totals(e, position, e.amount, 0, 0)
+
+    def _plan_refused(self, e: Any, position: int) -> None:
+        self._refused(e, position, _PLAN_REFUSED_SQL)
+
+    def _plan_drawn(self, e: Any, position: int) -> None:
+        self._rows.append((_ROW, e.originator_id, _DRAWN_SQL, e.plan_id, (e.amount,), ()))
+        self._totals(e, position, -e.amount, 0, 0)
 
     def _committed(self, e: Any, position: int) -> None:
         reason = "committed after expiry" if e.late else ""

@@ -44,6 +44,7 @@ __all__ = [
     "UnattributedGroup",
     "ReconcileReport",
     "SpendTotals",
+    "PlanHold",
     "RunState",
     "RunSummary",
     "RunPage",
@@ -243,6 +244,17 @@ class BillTotals(msgspec.Struct, frozen=True, kw_only=True):
     unadjusted_usd_micro: int = 0
 
 
+class PlanHold(msgspec.Struct, frozen=True, kw_only=True):
+    """An account's latest plan hold (ledger.domain.plans): its id and state, what was planned,
+    drawn by the attempt's holds, and is still held undrawn (0 once released or expired)."""
+
+    reservation_id: str
+    state: str
+    planned_usd_micro: int
+    drawn_usd_micro: int
+    held_usd_micro: int
+
+
 class SpendTotals(msgspec.Struct, frozen=True, kw_only=True):
     """A run's spend; cap and remaining are None for an uncapped account; `bill` is None when
     nothing was billed or estimated."""
@@ -253,6 +265,7 @@ class SpendTotals(msgspec.Struct, frozen=True, kw_only=True):
     remaining_usd_micro: int | None
     overrun_usd_micro: int
     bill: BillTotals | None = None
+    plan: PlanHold | None = None
 
 
 class RunState(msgspec.Struct, frozen=True, kw_only=True):
@@ -342,6 +355,7 @@ class Account(msgspec.Struct, frozen=True, kw_only=True):
     remaining_usd_micro: int | None
     overrun_usd_micro: int
     bill: BillTotals | None = None
+    plan: PlanHold | None = None
 
 
 class Reservation(msgspec.Struct, frozen=True, kw_only=True):

@@ -46,6 +46,7 @@ from ledger.views.rows import (
     decode,
     optional_utc_time,
     remaining,
+    to_plan_hold,
     to_promotion,
     to_reservation,
     to_spend_totals,
@@ -65,6 +66,11 @@ ATTEMPT_ROWS = (
     " WHERE run_id = ? ORDER BY number"
 )
 SPEND_ROW = "SELECT cap, committed, pending, overrun FROM view_accounts WHERE account = ?"
+# An account's latest plan hold (ledger.domain.plans): its row's `actual` counts what was drawn.
+PLAN_HOLD_ROW = (
+    "SELECT reservation_id, state, amount, actual FROM view_reservations WHERE account = ? AND kind = 'plan'"
+    " ORDER BY position DESC LIMIT 1"
+)
 POSITION_ROW = "SELECT position FROM view_tracking WHERE view = ?"
 # A run's checkpoints by the columns that rank them for its best one (ViewReader._best_usable).
 SCORED_CHECKPOINTS = (
@@ -110,6 +116,7 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads):
                 (PLAN_ROW, (run_id,)),
                 (SCORED_CHECKPOINTS, (run_id,)),
                 (SPEND_ROW, (run_id,)),
+                (PLAN_HOLD_ROW, (run_id,)),
                 (ANY_BILL, ()),
                 (POSITION_ROW, ("runs",)),
                 (DATASET_ROWS, (run_id,)),
@@ -139,7 +146,11 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads):
         )
         best = None if objective is None else self._best_usable(run_id, objective.metric, objective.mode, now)
         spend_row = self._row(SPEND_ROW, (run_id,))
-        spend = to_spend_totals(spend_row if spend_row else (None, 0, 0, 0), self.bill_totals(run_id, rolled_up=True))
+        spend = to_spend_totals(
+            spend_row if spend_row else (None, 0, 0, 0),
+            self.bill_totals(run_id, rolled_up=True),
+            to_plan_hold(self._row(PLAN_HOLD_ROW, (run_id,))),
+        )
         resume = Resume(
             available=checkpoint is not None,
             from_step=checkpoint.step if checkpoint else 0,
@@ -341,6 +352,7 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads):
             remaining_usd_micro=remaining(cap, committed, pending),
             overrun_usd_micro=overrun,
             bill=self.bill_totals(account, rolled_up=True),
+            plan=to_plan_hold(self._row(PLAN_HOLD_ROW, (account,))),
         )
 
     def reservations(self, account: str, *, limit: int, after_position: int = 0) -> ReservationPage:

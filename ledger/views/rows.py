@@ -18,6 +18,7 @@ from ledger.views.models import (
     Checkpoint,
     GateVerdict,
     ModelVersion,
+    PlanHold,
     Promotion,
     Reservation,
     SpendTotals,
@@ -31,6 +32,7 @@ __all__ = [
     "decode",
     "optional_utc_time",
     "remaining",
+    "to_plan_hold",
     "to_checkpoint",
     "to_model_version",
     "to_promotion",
@@ -50,7 +52,7 @@ def utc_time(epoch: float) -> datetime:
     return datetime.fromtimestamp(epoch, UTC)
 
 
-def to_spend_totals(row: Any, bill: BillTotals | None = None) -> SpendTotals:
+def to_spend_totals(row: Any, bill: BillTotals | None = None, plan: PlanHold | None = None) -> SpendTotals:
     cap, committed, pending, overrun = row
     return SpendTotals(
         cap_usd_micro=cap,
@@ -59,6 +61,23 @@ def to_spend_totals(row: Any, bill: BillTotals | None = None) -> SpendTotals:
         remaining_usd_micro=remaining(cap, committed, pending),
         overrun_usd_micro=overrun,
         bill=bill,
+        plan=plan,
+    )
+
+
+def to_plan_hold(row: Any) -> PlanHold | None:
+    """The plan hold of a row of view_reservations (reservation_id, state, amount, actual), where
+    a plan's `actual` counts what its holds drew; None for no row."""
+    if row is None:
+        return None
+    reservation_id, state, planned, drawn = row
+    held = planned - drawn if state == "pending" else 0
+    return PlanHold(
+        reservation_id=reservation_id,
+        state=state,
+        planned_usd_micro=planned,
+        drawn_usd_micro=drawn,
+        held_usd_micro=held,
     )
 
 

@@ -165,7 +165,8 @@ TABLES: dict[str, Table] = {
             "position": int,
         },
         ("account", "reservation_id"),
-        [("state", "expires_at"), ("account", "position")],
+        # An account's plan hold is found by its kind without a walk of its other reservations.
+        [("state", "expires_at"), ("account", "position"), ("account", "kind", "position")],
         "spend",
     ),
     "view_bill_lines": Table(

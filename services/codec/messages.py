@@ -167,6 +167,7 @@ def run_state(state: models.RunState) -> runs_pb2.RunState:
             remaining_usd_micro=spend.remaining_usd_micro,
             overrun_usd_micro=spend.overrun_usd_micro,
             bill=bill_totals(spend.bill),
+            plan=plan_hold(spend.plan),
         ),
         position=state.position,
         best_checkpoint=None if state.best_checkpoint is None else _checkpoint(state.best_checkpoint),
@@ -228,6 +229,19 @@ def account(value: models.Account) -> spend_pb2.Account:
         remaining_usd_micro=value.remaining_usd_micro,
         overrun_usd_micro=value.overrun_usd_micro,
         bill=bill_totals(value.bill),
+        plan=plan_hold(value.plan),
+    )
+
+
+def plan_hold(value: models.PlanHold | None) -> common_pb2.PlanHold | None:
+    if value is None:
+        return None
+    return common_pb2.PlanHold(
+        reservation_id=value.reservation_id,
+        state=value.state,
+        planned_usd_micro=value.planned_usd_micro,
+        drawn_usd_micro=value.drawn_usd_micro,
+        held_usd_micro=value.held_usd_micro,
     )
 
 

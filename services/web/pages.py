@@ -25,7 +25,7 @@ from ledger.domain.errors import LedgerError
 from ledger.domain.reasons import Reason
 from ledger.views import models
 from services.codec import pages as tokens
-from services.render import checkpoint_state, progress_text, report_verdict, scores_text, status_text
+from services.render import checkpoint_state, plan_hold_text, progress_text, report_verdict, scores_text, status_text
 from services.tables import usd
 from services.web import api
 from services.web.access import METHODS, TOKEN_COOKIE, Subject, WebError
@@ -334,7 +334,8 @@ async def run(request: Request) -> Response:
         f'<span class="amount">{spend_text(spend.committed_usd_micro, spend.pending_usd_micro, spend.cap_usd_micro)}'
         "</span></dd>"
         f"<dt>remaining</dt><dd>{e(usd(spend.remaining_usd_micro))}</dd>"
-        f"<dt>opened</dt><dd>{when(info.opened_at)}</dd>"
+        + (f'<dt>plan hold</dt><dd data-field="plan_hold">{e(plan_hold_text(spend.plan))}</dd>' if spend.plan else "")
+        + f"<dt>opened</dt><dd>{when(info.opened_at)}</dd>"
         f"<dt>finished</dt><dd>{when(info.finished_at)}</dd>"
         f"<dt>run id</dt><dd><code>{rid}</code></dd>"
         + (f'<dt>error</dt><dd class="error">{e(info.error)}</dd>' if info.error else "")

@@ -14,6 +14,7 @@ import pytest
 from eventsourcing.domain import Snapshot
 
 from ledger import Ledger
+from ledger.domain import plans
 from ledger.domain import spending as spend
 from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
@@ -140,6 +141,16 @@ def account_events() -> tuple[Account, list[Any]]:
     bill = {"billed_usd_micro": 700, "providers": ["tinker"], "lines": 2}
     spend.adjust(account, [parent], AUDIT, adjustment_id="bill:a", amount=140, bill=bill)
     spend.adjust(account, [parent], AUDIT, adjustment_id="bill:b", amount=-40, bill=bill)
+    spend.set_cap(account, AUDIT, 10_000)
+    with pytest.raises(CapExceeded):
+        plans.reserve_plan(
+            account, [parent], AUDIT, reservation_id="p0", amount=20_000, basis=BASIS, expires_at=later, attempt=1
+        )
+    plans.reserve_plan(
+        account, [parent], AUDIT, reservation_id="p1", amount=100, basis=BASIS, expires_at=later, attempt=1
+    )
+    spend.reserve(account, [parent], AUDIT, reservation_id="r5", amount=30, basis={}, expires_at=later, attempt=1)
+    plans.release_plan(account, [parent], AUDIT, reason=plans.FINISHED)
     account.retract(AUDIT, reason="trained on a leaked eval set")
     return account, account.collect_events() + parent.collect_events()
 

@@ -48,6 +48,7 @@ MATRIX = [
     ("Spend/OpenAccount", "RRR", "++S", "RRR", "++S"),
     ("Spend/SetCap", "RRR", "++S", "RRR", "++S"),
     ("Spend/Reserve", "++S", "++S", "RRR", "++S"),
+    ("Spend/ReservePlan", "++S", "++S", "RRR", "++S"),
     ("Spend/Commit", "++S", "++S", "RRR", "++S"),
     ("Spend/Release", "++S", "++S", "RRR", "++S"),
     ("Spend/Charge", "++S", "++S", "RRR", "++S"),
@@ -206,6 +207,10 @@ def _calls(stubs: Stubs, team: str, run_id: str, spare_run_id: str) -> dict[str,
             spend_pb2.OpenAccountRequest(account=f"sub-{_unique()}", parent=team), metadata=m
         ),
         "Spend/SetCap": lambda m: s.SetCap(spend_pb2.SetCapRequest(account=run_id), metadata=m),
+        "Spend/ReservePlan": lambda m: s.ReservePlan(
+            spend_pb2.ReservePlanRequest(account=run_id, reservation_id=_unique(), amount_usd_micro=1, basis=basis),
+            metadata=m,
+        ),
         "Spend/Reserve": lambda m: s.Reserve(
             spend_pb2.ReserveRequest(account=run_id, reservation_id=_unique(), amount_usd_micro=1, basis=basis),
             metadata=m,

@@ -87,6 +87,7 @@ def test_run_has_its_state_metrics_and_checkpoints(http: httpx.Client, recorded:
         "pending_usd_micro": 250_000,
         "remaining_usd_micro": 8_250_000,
         "overrun_usd_micro": 0,
+        "plan": None,  # no plan was reserved up front
     }
     assert body["metrics"] == [
         {"name": "eval_loss", "count": 1, "first_step": 4, "last_step": 4, "last": 0.5, "min": 0.5, "max": 0.5},

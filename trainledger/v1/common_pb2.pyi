@@ -115,3 +115,17 @@ class BillTotals(_message.Message):
     flagged: bool
     unadjusted_usd_micro: int
     def __init__(self, estimated_usd_micro: _Optional[int] = ..., billed_usd_micro: _Optional[int] = ..., drift_usd_micro: _Optional[int] = ..., drift_percent: _Optional[float] = ..., adjusted_usd_micro: _Optional[int] = ..., pending_bill_usd_micro: _Optional[int] = ..., provisional_usd_micro: _Optional[int] = ..., lines: _Optional[int] = ..., unpriced_lines: _Optional[int] = ..., flagged: _Optional[bool] = ..., unadjusted_usd_micro: _Optional[int] = ...) -> None: ...
+
+class PlanHold(_message.Message):
+    __slots__ = ("reservation_id", "state", "planned_usd_micro", "drawn_usd_micro", "held_usd_micro")
+    RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    PLANNED_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    DRAWN_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    HELD_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    reservation_id: str
+    state: str
+    planned_usd_micro: int
+    drawn_usd_micro: int
+    held_usd_micro: int
+    def __init__(self, reservation_id: _Optional[str] = ..., state: _Optional[str] = ..., planned_usd_micro: _Optional[int] = ..., drawn_usd_micro: _Optional[int] = ..., held_usd_micro: _Optional[int] = ...) -> None: ...

@@ -328,20 +328,22 @@ class Resume(_message.Message):
     def __init__(self, available: _Optional[bool] = ..., from_step: _Optional[int] = ..., handle: _Optional[_Union[_common_pb2.StateHandle, _Mapping]] = ..., sampler_uri: _Optional[str] = ..., spend_committed_usd_micro: _Optional[int] = ...) -> None: ...
 
 class SpendTotals(_message.Message):
-    __slots__ = ("cap_usd_micro", "committed_usd_micro", "pending_usd_micro", "remaining_usd_micro", "overrun_usd_micro", "bill")
+    __slots__ = ("cap_usd_micro", "committed_usd_micro", "pending_usd_micro", "remaining_usd_micro", "overrun_usd_micro", "bill", "plan")
     CAP_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
     COMMITTED_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
     PENDING_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
     REMAINING_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
     OVERRUN_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
     BILL_FIELD_NUMBER: _ClassVar[int]
+    PLAN_FIELD_NUMBER: _ClassVar[int]
     cap_usd_micro: int
     committed_usd_micro: int
     pending_usd_micro: int
     remaining_usd_micro: int
     overrun_usd_micro: int
     bill: _common_pb2.BillTotals
-    def __init__(self, cap_usd_micro: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., pending_usd_micro: _Optional[int] = ..., remaining_usd_micro: _Optional[int] = ..., overrun_usd_micro: _Optional[int] = ..., bill: _Optional[_Union[_common_pb2.BillTotals, _Mapping]] = ...) -> None: ...
+    plan: _common_pb2.PlanHold
+    def __init__(self, cap_usd_micro: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., pending_usd_micro: _Optional[int] = ..., remaining_usd_micro: _Optional[int] = ..., overrun_usd_micro: _Optional[int] = ..., bill: _Optional[_Union[_common_pb2.BillTotals, _Mapping]] = ..., plan: _Optional[_Union[_common_pb2.PlanHold, _Mapping]] = ...) -> None: ...
 
 class ListRunsRequest(_message.Message):
     __slots__ = ("page_size", "page_token", "status", "min_position", "name_contains", "run_id_prefix", "account", "include_retracted")

@@ -12,7 +12,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Account(_message.Message):
-    __slots__ = ("account", "parent", "cap_usd_micro", "committed_usd_micro", "pending_usd_micro", "remaining_usd_micro", "overrun_usd_micro", "bill")
+    __slots__ = ("account", "parent", "cap_usd_micro", "committed_usd_micro", "pending_usd_micro", "remaining_usd_micro", "overrun_usd_micro", "bill", "plan")
     ACCOUNT_FIELD_NUMBER: _ClassVar[int]
     PARENT_FIELD_NUMBER: _ClassVar[int]
     CAP_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
@@ -21,6 +21,7 @@ class Account(_message.Message):
     REMAINING_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
     OVERRUN_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
     BILL_FIELD_NUMBER: _ClassVar[int]
+    PLAN_FIELD_NUMBER: _ClassVar[int]
     account: str
     parent: str
     cap_usd_micro: int
@@ -29,7 +30,8 @@ class Account(_message.Message):
     remaining_usd_micro: int
     overrun_usd_micro: int
     bill: _common_pb2.BillTotals
-    def __init__(self, account: _Optional[str] = ..., parent: _Optional[str] = ..., cap_usd_micro: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., pending_usd_micro: _Optional[int] = ..., remaining_usd_micro: _Optional[int] = ..., overrun_usd_micro: _Optional[int] = ..., bill: _Optional[_Union[_common_pb2.BillTotals, _Mapping]] = ...) -> None: ...
+    plan: _common_pb2.PlanHold
+    def __init__(self, account: _Optional[str] = ..., parent: _Optional[str] = ..., cap_usd_micro: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., pending_usd_micro: _Optional[int] = ..., remaining_usd_micro: _Optional[int] = ..., overrun_usd_micro: _Optional[int] = ..., bill: _Optional[_Union[_common_pb2.BillTotals, _Mapping]] = ..., plan: _Optional[_Union[_common_pb2.PlanHold, _Mapping]] = ...) -> None: ...
 
 class OpenAccountRequest(_message.Message):
     __slots__ = ("account", "parent", "cap_usd_micro")
@@ -84,6 +86,34 @@ class ReserveRequest(_message.Message):
     def __init__(self, account: _Optional[str] = ..., reservation_id: _Optional[str] = ..., amount_usd_micro: _Optional[int] = ..., basis: _Optional[_Union[_common_pb2.CostBasis, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., attempt: _Optional[int] = ...) -> None: ...
 
 class ReserveResponse(_message.Message):
+    __slots__ = ("position", "duplicate", "expires_at", "account")
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    position: int
+    duplicate: bool
+    expires_at: _timestamp_pb2.Timestamp
+    account: Account
+    def __init__(self, position: _Optional[int] = ..., duplicate: _Optional[bool] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., account: _Optional[_Union[Account, _Mapping]] = ...) -> None: ...
+
+class ReservePlanRequest(_message.Message):
+    __slots__ = ("account", "reservation_id", "amount_usd_micro", "basis", "ttl", "attempt")
+    ACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    RESERVATION_ID_FIELD_NUMBER: _ClassVar[int]
+    AMOUNT_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    BASIS_FIELD_NUMBER: _ClassVar[int]
+    TTL_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    account: str
+    reservation_id: str
+    amount_usd_micro: int
+    basis: _common_pb2.CostBasis
+    ttl: _duration_pb2.Duration
+    attempt: int
+    def __init__(self, account: _Optional[str] = ..., reservation_id: _Optional[str] = ..., amount_usd_micro: _Optional[int] = ..., basis: _Optional[_Union[_common_pb2.CostBasis, _Mapping]] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., attempt: _Optional[int] = ...) -> None: ...
+
+class ReservePlanResponse(_message.Message):
     __slots__ = ("position", "duplicate", "expires_at", "account")
     POSITION_FIELD_NUMBER: _ClassVar[int]
     DUPLICATE_FIELD_NUMBER: _ClassVar[int]

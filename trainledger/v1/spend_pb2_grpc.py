@@ -50,6 +50,11 @@ class SpendStub:
                 request_serializer=trainledger_dot_v1_dot_spend__pb2.ReserveRequest.SerializeToString,
                 response_deserializer=trainledger_dot_v1_dot_spend__pb2.ReserveResponse.FromString,
                 _registered_method=True)
+        self.ReservePlan = channel.unary_unary(
+                '/trainledger.v1.Spend/ReservePlan',
+                request_serializer=trainledger_dot_v1_dot_spend__pb2.ReservePlanRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_spend__pb2.ReservePlanResponse.FromString,
+                _registered_method=True)
         self.Commit = channel.unary_unary(
                 '/trainledger.v1.Spend/Commit',
                 request_serializer=trainledger_dot_v1_dot_spend__pb2.CommitRequest.SerializeToString,
@@ -112,6 +117,14 @@ class SpendServicer:
 
     def Reserve(self, request, context):
         """Reserves an amount before it is spent; refused when it would cross a cap.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReservePlan(self, request, context):
+        """Reserves a run's whole projected cost up front, drawn down by the attempt's reservations and
+        released, what is left of it, when the run ends; refused when it would cross a cap.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -191,6 +204,11 @@ def add_SpendServicer_to_server(servicer, server):
                     servicer.Reserve,
                     request_deserializer=trainledger_dot_v1_dot_spend__pb2.ReserveRequest.FromString,
                     response_serializer=trainledger_dot_v1_dot_spend__pb2.ReserveResponse.SerializeToString,
+            ),
+            'ReservePlan': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReservePlan,
+                    request_deserializer=trainledger_dot_v1_dot_spend__pb2.ReservePlanRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_spend__pb2.ReservePlanResponse.SerializeToString,
             ),
             'Commit': grpc.unary_unary_rpc_method_handler(
                     servicer.Commit,
@@ -315,6 +333,33 @@ class Spend:
             '/trainledger.v1.Spend/Reserve',
             trainledger_dot_v1_dot_spend__pb2.ReserveRequest.SerializeToString,
             trainledger_dot_v1_dot_spend__pb2.ReserveResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReservePlan(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainledger.v1.Spend/ReservePlan',
+            trainledger_dot_v1_dot_spend__pb2.ReservePlanRequest.SerializeToString,
+            trainledger_dot_v1_dot_spend__pb2.ReservePlanResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,138 @@
+"""Plans: a run's whole projected cost held up front, before its first billable call, so a run
+that cannot afford its plan spends nothing.
+
+A plan is a reservation of its own kind on an account (one pending at a time), made for an
+attempt (0: for whichever attempt reserves). Each reservation that attempt makes afterwards
+draws on the plan first (PlanDrawn, saved with its SpendReserved): the part drawn was already
+pending under the plan, so only what the plan no longer covers is checked against the caps and
+added to pending; the cap is never counted twice. What a drawn hold does not spend is freed as
+any hold's is (to the account, not back to the plan). What is left undrawn is released when the
+run finishes or is retracted, when a new attempt fences off the plan's attempt, or when asked
+(Release with the plan's id), and expires at the plan's TTL: no money was spent from it. A plan
+is never committed: its holds are.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ledger.domain.accounts import Account, Recall
+from ledger.domain.base import Audit
+from ledger.domain.errors import CapExceeded, Conflict, Refused
+from ledger.domain.reasons import Reason
+from ledger.domain.spending import SUPERSEDED, check_not_retracted, expire_overdue, roll_up
+
+__all__ = ["FINISHED", "RETRACTED", "SUPERSEDED", "release_plan", "reserve_plan", "summary"]
+
+# The reasons a plan's undrawn part is released for (and SUPERSEDED, a fenced-off attempt's).
+FINISHED = "the run finished"
+RETRACTED = "the run was retracted"
+
+
+def reserve_plan(
+    account: Account,
+    parents: list[Account],
+    audit: Audit,
+    *,
+    reservation_id: str,
+    amount: int,
+    basis: dict[str, Any],
+    expires_at: datetime,
+    attempt: int,
+    recall: Recall | None = None,
+) -> int | None:
+    """Hold a plan of `amount` against the account and every parent. Returns the version of an
+    identical earlier request. Raises CapExceeded after recording the refusal on `account`,
+    Refused PLAN_ALREADY_HELD while another plan is pending, Conflict for an id used otherwise."""
+    entry = account.entry(reservation_id, recall)
+    if entry is not None:
+        if entry.get("kind") != "plan" or (entry.get("planned", entry["amount"]), entry["basis"], entry["attempt"]) != (
+            amount,
+            basis,
+            attempt,
+        ):
+            raise Conflict(
+                f"{reservation_id} was used before with another payload",
+                reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
+                reservation_id=reservation_id,
+            )
+        if entry["state"] == "refused":
+            raise CapExceeded(
+                f"plan {reservation_id} was refused: it would cross the cap of {entry['refused_by']}",
+                reason=Reason.SPEND_CAP_EXCEEDED,
+                account=entry["refused_by"],
+                remaining_usd_micro=entry["remaining"],
+            )
+        return int(entry["reserved_version"])
+    check_not_retracted((account, *parents))
+    expire_overdue(account, parents, audit)  # A plan past its TTL holds nothing any more.
+    held = account.plan
+    if held is not None:
+        raise Refused(
+            f"account {account.name} holds a plan already: release it first",
+            reason=Reason.PLAN_ALREADY_HELD,
+            account=account.name,
+            attempt=str(held["attempt"]),
+        )
+    for holder in (account, *parents):
+        headroom = holder.remaining
+        if headroom is not None and amount > headroom:
+            account.record(
+                Account.PlanRefused,
+                audit,
+                reservation_id=reservation_id,
+                amount=amount,
+                basis=basis,
+                attempt=attempt,
+                refused_by=holder.name,
+                remaining=headroom,
+            )
+            raise CapExceeded(
+                f"a plan of {amount} would cross the cap of {holder.name}: {headroom} remains",
+                reason=Reason.SPEND_CAP_EXCEEDED,
+                account=holder.name,
+                remaining_usd_micro=headroom,
+            )
+    account.record(
+        Account.PlanReserved,
+        audit,
+        reservation_id=reservation_id,
+        amount=amount,
+        basis=basis,
+        expires_at=expires_at,
+        attempt=attempt,
+    )
+    roll_up(parents, audit, account, reservation_id, "plan", amount, 0)
+    return None
+
+
+def release_plan(
+    account: Account, parents: list[Account], audit: Audit, *, reason: str, before_attempt: int | None = None
+) -> int:
+    """Release what is left undrawn of the account's pending plan (with `before_attempt`, only
+    of a plan made for an attempt before it, which that attempt fenced off). Returns the amount
+    released."""
+    plan = account.plan
+    if plan is None or (before_attempt is not None and not 0 < plan["attempt"] < before_attempt):
+        return 0
+    plan_id, undrawn = plan["id"], plan["amount"]
+    account.record(Account.SpendReleased, audit, reservation_id=plan_id, amount=undrawn, reason=reason)
+    roll_up(parents, audit, account, plan_id, "release", -undrawn, 0)
+    return int(undrawn)
+
+
+def summary(account: Account) -> dict[str, Any] | None:
+    """The account's latest plan while its entry is in the state: its id, state, what was
+    planned, drawn by holds, and is still held undrawn; None when there is none."""
+    plan_id: str | None = account.__dict__.get("plan_id")
+    entry = None if plan_id is None else account.holds.get(plan_id) or account.settled.get(plan_id)
+    if entry is None:
+        return None
+    return {
+        "reservation_id": plan_id,
+        "state": entry["state"],
+        "planned": entry.get("planned", entry["amount"]),
+        "drawn": entry.get("drawn", 0),
+        "held": entry["amount"] if entry["state"] == "pending" else 0,
+    }
