@@ -1,64 +1,89 @@
 """A stream that ends when its caller may no longer hold it open.
 
 A call is authenticated once, when it starts, and a stream may stay open for hours: `guarded` hands
-on a stream's items while it checks again, with `check`, at least every `interval_s`, both between
-items and while none comes (a WatchRun of a quiet run, a RecordSteps whose client sends nothing, a
-live feed of the dashboard). A check that raises ends the stream with its error
-(services.auth.Gate.guard: a revoked or expired token is Unauthenticated). The items are made by a
-task of their own, at most one ahead of the caller, so that waiting for the next one never delays
-a check; a stream that ends, for any reason, cancels that task and waits for it, so the stream's
-own cleanup (a watcher's slot, a read-ahead) has run before the error goes out.
+on a stream's items while a watchdog task checks again, with `check`, every `interval_s`, also
+while the stream waits for its next item (a WatchRun of a quiet run, a RecordSteps whose client
+sends nothing, a live feed of the dashboard). A check that raises ends the stream with its error
+(services.auth.Gate.guard: a revoked or expired token is Unauthenticated): when the stream is
+waiting for its next item, the watchdog cancels that wait (the cancellation lands inside the
+stream's own code, whose cleanup runs, and the error replaces it); when an item is on its way to
+the caller, the error is raised before the next one is asked for. The items pass straight
+through, with no task or queue between the stream and its caller: the check costs nothing per
+item.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 __all__ = ["guarded"]
 
 T = TypeVar("T")
 
 
-async def _pump(items: AsyncIterator[T], handoff: asyncio.Queue[tuple[bool, Any]]) -> None:
-    """Hand each item over, then (False, None) at the end or (False, error) on a failure."""
-    try:
-        async for item in items:
-            await handoff.put((True, item))
-        await handoff.put((False, None))
-    except Exception as error:  # Raised again by the caller, in the call's own task.
-        await handoff.put((False, error))
-    finally:
-        close = getattr(items, "aclose", None)
-        if close is not None:
-            await close()
+class _Watchdog:
+    """Checks every interval_s; on a refusal, keeps it and cancels `task` if it is waiting for an
+    item (`waiting`), where the cancellation is the stream's to turn into the refusal."""
+
+    def __init__(self, task: asyncio.Task[object], check: Callable[[], Awaitable[None]], interval_s: float) -> None:
+        self.task, self.check, self.interval_s = task, check, interval_s
+        self.refusal: Exception | None = None
+        self.waiting = False
+        self.cancelled = False
+        self.runner = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        while self.refusal is None:
+            await asyncio.sleep(self.interval_s)
+            try:
+                await self.check()
+            except Exception as error:
+                self.refusal = error
+                if self.waiting:
+                    self.cancelled = True
+                    self.task.cancel()
+
+    def refused(self) -> Exception | None:
+        """The refusal, once the check has refused; a cancellation of the task's that the stream
+        swallowed is taken back (the refusal ends the stream in its place)."""
+        if self.refusal is not None and self.cancelled:
+            self.cancelled = False
+            self.task.uncancel()
+        return self.refusal
+
+    async def stop(self) -> None:
+        self.runner.cancel()
+        await asyncio.wait([self.runner])
 
 
 async def guarded(items: AsyncIterator[T], check: Callable[[], Awaitable[None]], interval_s: float) -> AsyncIterator[T]:
-    """`items`, while `check` (awaited at least every `interval_s`) does not raise; what it (or
-    `items`) raises ends the stream."""
-    loop = asyncio.get_running_loop()
-    handoff: asyncio.Queue[tuple[bool, Any]] = asyncio.Queue(maxsize=1)
-    making = asyncio.ensure_future(_pump(items, handoff))
-    checked = loop.time()
+    """`items`, while `check` (awaited every `interval_s`) does not raise; what it raises ends the
+    stream (after the stream's own cleanup), as does what `items` raises."""
+    task = asyncio.current_task()
+    assert task is not None  # An async generator runs in a task.
+    watchdog = _Watchdog(task, check, interval_s)
+    iterator = aiter(items)
     try:
         while True:
-            wait_s = checked + interval_s - loop.time()
-            if wait_s <= 0:
-                await check()
-                checked = loop.time()
-                continue
+            if (refusal := watchdog.refused()) is not None:
+                raise refusal
+            watchdog.waiting = True
             try:
-                async with asyncio.timeout(wait_s):
-                    more, item = await handoff.get()
-            except TimeoutError:
-                continue
-            if not more:
-                if item is not None:
-                    raise item
+                item = await anext(iterator)
+            except StopAsyncIteration:
                 return
+            except asyncio.CancelledError:
+                if not watchdog.cancelled or (refusal := watchdog.refused()) is None:
+                    raise
+                raise refusal from None
+            finally:
+                watchdog.waiting = False
             yield item
     finally:
-        making.cancel()
-        await asyncio.wait([making])
+        watchdog.refused()  # Takes back a cancellation the stream swallowed before it ended.
+        await watchdog.stop()
+        close = getattr(iterator, "aclose", None)
+        if close is not None:
+            await close()

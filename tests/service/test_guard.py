@@ -1,6 +1,6 @@
 """services.guard on its own (no sockets): a guarded stream hands on its items in order and their
-error, and a check that refuses ends a stream that is waiting for its next item, after that
-stream's own cleanup has run."""
+error, and a check that refuses ends the stream, after the stream's own cleanup has run, whether
+the stream is waiting for its next item or its caller is busy with the last one."""
 
 from __future__ import annotations
 
@@ -65,3 +65,30 @@ def test_a_refusing_check_ends_a_waiting_stream_after_its_cleanup() -> None:
 
     assert asyncio.run(scenario()) == ["first", "cleaned up", "TOKEN_REVOKED"]
     assert checks == 3
+
+
+def test_a_refusal_while_the_caller_holds_an_item_ends_the_stream_before_the_next() -> None:
+    events: list[str] = []
+    refuse = asyncio.Event()
+
+    async def items() -> AsyncIterator[str]:
+        try:
+            for item in ("first", "second"):
+                yield item
+        finally:
+            events.append("cleaned up")
+
+    async def check() -> None:
+        if refuse.is_set():
+            raise Unauthenticated("token t has expired", reason=Reason.TOKEN_EXPIRED)
+
+    async def scenario() -> list[str]:
+        with pytest.raises(Unauthenticated) as refused:
+            async for item in guarded(items(), check, 0.01):
+                events.append(item)
+                refuse.set()
+                await asyncio.sleep(0.05)  # The caller is busy with its item: several checks pass.
+        events.append(str(refused.value.reason))
+        return events
+
+    assert asyncio.run(scenario()) == ["first", "cleaned up", "TOKEN_EXPIRED"]
