@@ -20,17 +20,23 @@ from typing import Any
 from clients.errors import LedgerClientError
 from clients.models import StartAttemptReceipt
 from clients.outbox import SqliteOutbox
-from clients.retry import REFUSAL_CODES
+from clients.retry import CREDENTIAL_CODES, REFUSAL_CODES
 
 __all__ = ["replay_attempts", "start_attempt", "start_pending_opens"]
 
 _PAGE = 256
 
 
+def _refused_for_good(error: LedgerClientError) -> bool:
+    """Whether a refusal is of what was sent: a refusal of the credentials (a token revoked on the
+    way) is not, and keeps the batches for a later try with a good token."""
+    return error.code in REFUSAL_CODES and error.code not in CREDENTIAL_CODES
+
+
 def replay_attempts(client: object, outbox: SqliteOutbox) -> dict[str, int]:
     """Send every pending batch of the run's earlier attempts with AppendSteps; returns steps
-    "sent", "acked" and "failed". Raises LedgerClientError (Unavailable, ...) when the ledger
-    cannot take them now: they stay pending for the next try."""
+    "sent", "acked" and "failed". Raises LedgerClientError (Unavailable, Unauthenticated, ...)
+    when the ledger cannot take them now: they stay pending for the next try."""
     counters = {"sent": 0, "acked": 0, "failed": 0}
     for attempt in outbox.pending_attempts():
         after = 0
@@ -41,7 +47,7 @@ def replay_attempts(client: object, outbox: SqliteOutbox) -> dict[str, int]:
                 try:
                     client.append_batch(batch=batch)  # type: ignore[attr-defined]
                 except LedgerClientError as error:
-                    if error.code not in REFUSAL_CODES:
+                    if not _refused_for_good(error):
                         raise
                     outbox.failed(sequence, error.reason)
                     counters["failed"] += steps
@@ -64,7 +70,7 @@ def start_pending_opens(
                 run_id=run_id, attempt_id=attempt_id, label=label, resume_from_step=resume_from_step
             )
         except LedgerClientError as error:
-            if error.code not in REFUSAL_CODES:
+            if not _refused_for_good(error):
                 raise
             outbox.adopt_pending(attempt_id, run_id, None, error.reason)
             continue

@@ -21,14 +21,13 @@ import grpc
 
 from clients.errors import LedgerClientError
 from clients.models import StepAck
-from clients.retry import REFUSAL_CODES, RetryPolicy
+from clients.retry import CREDENTIAL_CODES, REFUSAL_CODES, RetryPolicy
 from clients.stream import Stream
 
 __all__ = ["Link"]
 
 log = logging.getLogger("trainledger.clients")
 _SERVER_ERRORS = {grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN}
-_CREDENTIAL_ERRORS = {grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED}
 _STRIKES_MAX = 3
 _BACKOFF = RetryPolicy(max_backoff_s=5.0)
 
@@ -83,7 +82,7 @@ class Link:
 
     def _failed(self, error: LedgerClientError) -> list[tuple[str, int, StepAck | None]]:
         self.last_error = error
-        if error.code in _CREDENTIAL_ERRORS:
+        if error.code in CREDENTIAL_CODES:
             log.warning(
                 "the ledger refused this client's credentials (%s); the batches are kept to be sent again", error.reason
             )

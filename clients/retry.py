@@ -20,7 +20,7 @@ import grpc
 
 from clients.errors import Aborted, DeadlineExceeded, LedgerClientError, Unavailable, error_from_rpc
 
-__all__ = ["RetryPolicy", "Tries", "NO_RETRY", "REFUSAL_CODES", "OUTAGE_BUDGET_S"]
+__all__ = ["RetryPolicy", "Tries", "NO_RETRY", "REFUSAL_CODES", "CREDENTIAL_CODES", "OUTAGE_BUDGET_S"]
 
 OUTAGE_BUDGET_S = 30.0
 
@@ -37,6 +37,11 @@ REFUSAL_CODES = frozenset(
         grpc.StatusCode.UNAUTHENTICATED,
     }
 )
+
+
+# The codes of refusals of the caller's credentials (a token missing, expired, revoked, or without
+# the role or scope), not of what it sent: a batch refused so is kept and sent again later.
+CREDENTIAL_CODES = frozenset({grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED})
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,22 +26,29 @@ process (another replica, `trainledger tokens revoke`) is refused everywhere wit
 token the book does not hold makes it read again (one read at a time, shared by every call waiting
 for it, so unknown tokens cannot make the server read storage once per call): a token works as
 soon as it is issued.
+
+A call is authenticated when it starts; a stream is checked again while it is open (Gate.guard,
+Gate.recheck): a write stream with each request, every stream at least every STREAM_RECHECK_S,
+so a revoked or expired token ends its open streams (RecordSteps, WatchRun, ReadEvents, the
+dashboard's live feeds) within STREAM_RECHECK_S + CACHE_S, with UNAUTHENTICATED and its reason.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ledger.domain.errors import PermissionDenied, Unauthenticated
 from ledger.domain.reasons import Reason
 from ledger.domain.tokens import Token, parse_bearer
 from services.edge import Edge
+from services.guard import guarded
 
 __all__ = [
     "is_loopback",
@@ -50,6 +57,7 @@ __all__ = [
     "OPENED_BY_METHOD",
     "OPEN_PREFIXES",
     "CACHE_S",
+    "STREAM_RECHECK_S",
     "Identity",
     "Gate",
 ]
@@ -57,9 +65,13 @@ __all__ = [
 log = logging.getLogger("trainledger.services")
 
 CACHE_S = 1.0
+# How often an open stream's token is checked again (services.guard): a revoked or expired token
+# ends its streams within this and CACHE_S.
+STREAM_RECHECK_S = 2.0
 STREAM_SUBJECTS_MAX = 64
 WARNED_MAX = 1_024
 OPEN_PREFIXES = ("/grpc.health.v1.", "/grpc.reflection.")
+_I = TypeVar("_I")
 
 _T, _O, _AU, _AD = "trainer", "operator", "auditor", "admin"
 _WRITERS = frozenset({_T, _O, _AD})
@@ -238,6 +250,24 @@ class Gate:
             self._ignored(token, claimed)
         return Identity(token)
 
+    async def recheck(self, identity: Identity) -> None:
+        """Raises Unauthenticated (TOKEN_REVOKED, TOKEN_EXPIRED) when the caller's token has been
+        revoked or has expired since its call was authenticated (as the book read at most
+        CACHE_S ago says)."""
+        token = identity.token
+        if token is None:
+            return
+        current = (await self.book()).get(token.token_id, token)
+        current.check_usable(self.edge.ledger.clock())
+
+    def guard(self, identity: Identity, items: AsyncIterator[_I]) -> AsyncIterator[_I]:
+        """A stream of this caller's that ends with Unauthenticated once its token is revoked or
+        expires, checked at least every STREAM_RECHECK_S (services.guard); a call without a
+        token is never ended so."""
+        if identity.token is None:
+            return items
+        return guarded(items, functools.partial(self.recheck, identity), STREAM_RECHECK_S)
+
     def _ignored(self, token: Token, claimed: str) -> None:
         """Log an x-principal that differs from the token's, once per token and claim (clients
         send one with every call)."""
@@ -273,10 +303,12 @@ class Gate:
     async def authorize_stream(
         self, method: str, identity: Identity, requests: AsyncIterator[Any]
     ) -> AsyncIterator[Any]:
-        """A request stream whose every request is authorized (see authorize)."""
+        """A request stream whose every request is authorized (see authorize), its token checked
+        again with each (recheck): a write stream ends as soon as its token is revoked or expires."""
         allowed: set[str] = set()  # The subjects already found inside the scope on this stream.
         scope = SCOPE_BY_METHOD.get(method)
         async for request in requests:
+            await self.recheck(identity)
             subject = _field(request, scope[1]) if scope is not None else ""
             if subject not in allowed:
                 await self.authorize(method, identity, request)

@@ -4,11 +4,13 @@ server a request may take, and what a failure looks like on the wire.
 The request id comes from metadata `x-request-id` (else a new uuid4) and goes back in the trailing
 metadata; the principal comes from the caller's bearer token when authentication is on
 (services.auth: the token is checked, its role against the method and its scope against the
-request, before the servicer runs), else from `x-principal` (default "anonymous"). Both live in
-context variables that servicers hand to ledger commands. A LedgerError of a kind in the error table ends
-the call with its status and ErrorInfo (services.errors); anything else (another exception, or a
-kind the table does not list) is INTERNAL with a generic message, logged with the request id. This
-is the only try/except around servicer code.
+request, before the servicer runs; a stream's token is checked again while the stream is open,
+and a revoked or expired one ends it: Gate.guard), else from `x-principal` (default
+"anonymous"). Both live in context variables that servicers hand to ledger commands. A
+LedgerError of a kind in the error table ends the call with its status and ErrorInfo
+(services.errors); anything else (another exception, or a kind the table does not list) is
+INTERNAL with a generic message, logged with the request id. This is the only try/except around
+servicer code.
 
 Requests reach it as bytes (the handlers it returns have no deserializer), so that decoding them
 is ours too: a request above its size limit is refused before it is decoded, each one takes its
@@ -151,16 +153,16 @@ def _wrap(
     @contextlib.asynccontextmanager
     async def authorized(
         request: Any, context: grpc.aio.ServicerContext[Any, Any], holding: list[int]
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncIterator[tuple[Identity, Any]]:
         identity = await _identify(gate, method, context)
         async with admitted(request, context, holding) as decoded:
             if gate is None:
-                yield decoded
+                yield identity, decoded
             elif streaming_requests:
-                yield gate.authorize_stream(method, identity, decoded)
+                yield identity, gate.authorize_stream(method, identity, decoded)
             else:
                 await gate.authorize(method, identity, decoded)
-                yield decoded
+                yield identity, decoded
 
     @contextlib.asynccontextmanager
     async def admitted(
@@ -187,8 +189,11 @@ def _wrap(
             request_id = _begin(context)
             holding: list[int] = []
             try:
-                async with authorized(request, context, holding) as decoded:
-                    async for response in behavior(decoded, context):
+                async with authorized(request, context, holding) as (identity, decoded):
+                    responses = behavior(decoded, context)
+                    if gate is not None:  # Ended once its token is revoked or expires.
+                        responses = gate.guard(identity, responses)
+                    async for response in responses:
                         requests.answered(holding)  # The oldest request is handled.
                         yield response
             except grpc.aio.AbortError:
@@ -203,7 +208,7 @@ def _wrap(
         async def shaped(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             request_id = _begin(context)
             try:
-                async with authorized(request, context, []) as decoded:
+                async with authorized(request, context, []) as (_, decoded):
                     result = behavior(decoded, context)
                     return await result if inspect.isawaitable(result) else result
             except grpc.aio.AbortError:

@@ -112,6 +112,10 @@ class Token:
         """This token, if `secret` is its own and it may still be used. Raises Unauthenticated."""
         if not hmac.compare_digest(secret_hash(secret), self.secret_sha256):
             raise Unauthenticated("the bearer token is not valid", reason=Reason.TOKEN_INVALID)
+        return self.check_usable(now)
+
+    def check_usable(self, now: datetime) -> Token:
+        """This token, if it is neither revoked nor expired at `now`. Raises Unauthenticated."""
         if self.revoked:
             raise Unauthenticated(f"token {self.token_id} was revoked", reason=Reason.TOKEN_REVOKED)
         if self.expired(now):

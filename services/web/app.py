@@ -39,7 +39,7 @@ from services.edge import CLIENT, Edge
 from services.web import api, pages
 from services.web.access import Access, WebError, from_ledger
 from services.web.hosts import AllowedHosts
-from services.web.live import LiveRuns, RunStreams
+from services.web.live import LiveRuns, RunStreams, until_refused
 
 __all__ = ["create_app", "STATIC_DIR"]
 
@@ -144,9 +144,8 @@ async def run_live(request: Request) -> Response:
     run_id = await api.run_of(request, identity)
     key = _caller(request, identity.principal("anonymous"))
     web.streams.check(key)  # A full server is a 429 before the stream starts.
-    return StreamingResponse(
-        web.streams.follow(run_id, key, last_id), media_type="text/event-stream", headers=SSE_HEADERS
-    )
+    chunks = until_refused(web.streams.follow(run_id, key, last_id), web.access.gate, identity)
+    return StreamingResponse(chunks, media_type="text/event-stream", headers=SSE_HEADERS)
 
 
 async def live(request: Request) -> Response:
@@ -154,9 +153,8 @@ async def live(request: Request) -> Response:
     identity = await api.identify(request, "runs")
     key = _caller(request, identity.principal("anonymous"))
     web.live.check(key)
-    return StreamingResponse(
-        web.live.follow(key, web.access.scope(identity)), media_type="text/event-stream", headers=SSE_HEADERS
-    )
+    chunks = until_refused(web.live.follow(key, web.access.scope(identity)), web.access.gate, identity)
+    return StreamingResponse(chunks, media_type="text/event-stream", headers=SSE_HEADERS)
 
 
 def create_app(edge: Edge, gate: Gate, hosts: AllowedHosts | None = None) -> Starlette:

@@ -14,7 +14,8 @@ missed itself. Followers are bounded per caller and in all (services.watch's bou
 TOO_MANY_WATCHERS); one whose backlog passes BACKLOG_MESSAGES_MAX or BACKLOG_BYTES_MAX is sent an
 `error` event (WATCHER_TOO_SLOW, with the position to resume from) and dropped. A comment line
 every PING_S keeps proxies from closing an idle stream. Every stream ends when the server shuts
-down (the edge closes).
+down (the edge closes), and one opened with a token ends when that token is revoked or expires
+(`until_refused`: an `error` event with TOKEN_REVOKED or TOKEN_EXPIRED).
 
 LiveRuns (GET /api/live) sends `run` {the RunSummary} for each run that changed. One shared
 reader, woken by the projector's originator notifications, reads the summaries of the runs touched
@@ -34,13 +35,14 @@ from typing import Any
 from uuid import UUID
 
 from ledger.domain.base import ledger_id
-from ledger.domain.errors import LedgerError
+from ledger.domain.errors import LedgerError, Unauthenticated
 from ledger.domain.reasons import Reason
+from services.auth import Gate, Identity
 from services.edge import READ_TIMEOUT_MAX_S, Edge
 from services.watch import BACKLOG_BYTES_MAX, BACKLOG_MESSAGES_MAX, WATCHERS_MAX, WATCHERS_PER_CALLER_MAX
 from services.web.access import WebError
 
-__all__ = ["RunStreams", "LiveRuns", "Follower", "sse", "PING_S", "LIVE_INTERVAL_S"]
+__all__ = ["RunStreams", "LiveRuns", "Follower", "sse", "until_refused", "PING_S", "LIVE_INTERVAL_S"]
 
 PING_S = 15.0
 LIVE_INTERVAL_S = 0.1
@@ -50,6 +52,17 @@ PAGE_BYTES = 1024 * 1024
 # The most runs one wake of LiveRuns reads; the rest wait for the next.
 LIVE_RUNS_PER_READ = 500
 KNOWN_MAX = 100_000
+
+
+async def until_refused(chunks: AsyncIterator[bytes], gate: Gate, identity: Identity) -> AsyncIterator[bytes]:
+    """A feed's chunks while the token that opened it stays valid (checked at least every
+    STREAM_RECHECK_S: Gate.guard); once it is revoked or expires, one `error` event with the
+    reason (TOKEN_REVOKED, TOKEN_EXPIRED) ends the feed."""
+    try:
+        async for chunk in gate.guard(identity, chunks):
+            yield chunk
+    except Unauthenticated as refusal:
+        yield sse("error", {"reason": str(refusal.reason), "message": refusal.message})
 
 
 def sse(kind: str, document: Any, position: int | None = None) -> bytes:

@@ -1,5 +1,6 @@
 """A token revoked on PostgreSQL is refused by every replica within 2 s: two servers over one
-schema, the revocation written by a third process's ledger (as `trainledger tokens revoke` does).
+schema, the revocation written by a third process's ledger (as `trainledger tokens revoke` does);
+and the streams its token holds open on one replica end when it is revoked through the other.
 
 Needs TRAINLEDGER_TEST_DATABASE_URL.
 """
@@ -7,6 +8,7 @@ Needs TRAINLEDGER_TEST_DATABASE_URL.
 from __future__ import annotations
 
 import os
+import queue
 import time
 import uuid
 from collections.abc import Iterator
@@ -21,12 +23,15 @@ import grpc  # noqa: E402
 import psycopg  # noqa: E402
 
 from ledger import Ledger  # noqa: E402
-from tests.service.support import Served, error_info  # noqa: E402
+from services.auth import CACHE_S, STREAM_RECHECK_S  # noqa: E402
+from tests.service.support import Served, batch, error_info, key  # noqa: E402
 from trainledger.v1 import runs_pb2  # noqa: E402
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(120)]
 
 WHO = {"principal": "setup", "request_id": ""}
+# The deadline of a stream that should end on its own: well past the server's re-check interval.
+STREAM_WAIT_S = 4 * (STREAM_RECHECK_S + CACHE_S)
 
 
 @pytest.fixture
@@ -69,4 +74,37 @@ def test_a_revoked_token_is_refused_by_every_replica_within_two_seconds(url: str
         for replica in replicas:
             replica.close()
         for ledger in [*ledgers, revoker]:
+            ledger.close()
+
+
+def test_a_revocation_through_another_replica_ends_the_open_streams_of_its_token(url: str) -> None:
+    """A WatchRun and a RecordSteps stream open on one replica end with TOKEN_REVOKED when the
+    token is revoked through the other replica's ledger."""
+    ledgers = [Ledger.open(url), Ledger.open(url)]
+    watched, revoking = Served(ledgers[0]), Served(ledgers[1])
+    try:
+        issued = ledgers[1].issue_token(holder="alice", role="trainer", **WHO)
+        metadata = (("authorization", f"Bearer {issued.bearer}"),)
+        runs = watched.stubs.runs
+        run_id = runs.OpenRun(runs_pb2.OpenRunRequest(run_key=key()), metadata=metadata).state.run.run_id
+        runs.StartAttempt(runs_pb2.StartAttemptRequest(run_id=run_id, attempt_id="a1"), metadata=metadata)
+        watch = runs.WatchRun(runs_pb2.WatchRunRequest(run_id=run_id), metadata=metadata, timeout=STREAM_WAIT_S)
+        assert next(watch).state.run.run_id == run_id
+        requests: queue.SimpleQueue[runs_pb2.RecordStepsRequest | None] = queue.SimpleQueue()
+        requests.put(runs_pb2.RecordStepsRequest(sequence=1, batch=batch(run_id, range(1, 2))))
+        acks = runs.RecordSteps(iter(requests.get, None), metadata=metadata, timeout=STREAM_WAIT_S)
+        assert next(acks).sequence == 1
+        ledgers[1].revoke_token(token_id=issued.token.token_id, reason="compromised", **WHO)
+        for stream in (watch, acks):
+            with pytest.raises(grpc.RpcError) as ended:
+                list(stream)
+            assert (ended.value.code(), error_info(ended.value).reason) == (
+                grpc.StatusCode.UNAUTHENTICATED,
+                "TOKEN_REVOKED",
+            )
+        requests.put(None)
+    finally:
+        for replica in (watched, revoking):
+            replica.close()
+        for ledger in ledgers:
             ledger.close()
