@@ -137,7 +137,7 @@ def main() -> None:
             spend_run = ledger.open_run(run_key="bench-spend", cap_usd_micro=10**12)
             basis = {
                 "price_sheet": "bench",
-                "tokens": [{"token_class": "train", "tokens": 1000, "usd_micro_per_million_tokens": 400_000}],
+                "tokens": [{"token_class": "train", "tokens": 1250, "usd_micro_per_million_tokens": 400_000}],
             }
             started = time.perf_counter()
             for i in range(args.pairs):

@@ -260,6 +260,7 @@ REASONS: frozenset[str] = frozenset(
         "NEGATIVE_AMOUNT",
         "AMOUNT_TOO_LARGE",
         "INVALID_BASIS",
+        "BASIS_AMOUNT_MISMATCH",
         "INVALID_TTL",
         "CURRENCY_NOT_SUPPORTED",
         "AMOUNT_TEXT_MISMATCH",

@@ -162,15 +162,18 @@ class LedgerMethods(RunsMethods, Transport):
         provider: str,
         lines: Iterable[BilledLine],
         cost_data_through: datetime | None = None,
+        validate_only: bool = False,
         timeout_s: float | None = None,
     ) -> BilledUsageReceipt:
         """Record lines of a provider's bill (at most BILLED_LINES_MAX per call; clients.billing
         sends larger bills in several calls). A line already recorded with the same payload is
-        unchanged, with another payload a restatement: sending a bill again changes nothing."""
+        unchanged, with another payload a restatement: sending a bill again changes nothing.
+        `validate_only`: the ledger checks the lines as a recording would and records nothing."""
         request = spend_pb2.RecordBilledUsageRequest(
             provider=provider,
             lines=[billed_line(line) for line in lines],
             cost_data_through=codec.timestamp(cost_data_through),
+            validate_only=validate_only,
         )
         return self._ask("Spend", "RecordBilledUsage", request, reply(BilledUsageReceipt), timeout_s=timeout_s)
 

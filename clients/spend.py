@@ -12,6 +12,7 @@ from typing import Any
 
 from clients.errors import LedgerClientError
 from clients.models import CommitReceipt
+from trainledger.pricing import cost_usd_micro
 
 __all__ = ["Hold", "hold_spend", "release_reason"]
 
@@ -28,8 +29,10 @@ def release_reason(error: BaseException) -> str:
 
 @dataclass
 class Hold:
-    """A granted reservation. Set `actual_usd_micro` (and optionally `actual_basis`) to what the
-    call really cost before the block ends; it defaults to the reserved amount."""
+    """A granted reservation. Before the block ends, say what the call really used with
+    `use(basis)` (the actual amount is that basis's, by trainledger.pricing), or set
+    `actual_usd_micro` alone when only the cost is known; it defaults to the reserved amount. The
+    commit carries `actual_basis` or no basis: never the reservation's estimate."""
 
     account: str
     reservation_id: str
@@ -38,6 +41,12 @@ class Hold:
     expires_at: datetime | None = None
     actual_basis: Mapping[str, Any] | None = None
     committed: CommitReceipt | None = field(default=None, repr=False)
+
+    def use(self, basis: Mapping[str, Any]) -> None:
+        """The usage the call really had (tokens or GPU time, with its prices): commit it, and
+        the amount it works out to."""
+        self.actual_basis = basis
+        self.actual_usd_micro = cost_usd_micro(basis)
 
 
 @contextmanager
@@ -90,5 +99,5 @@ def hold_spend(
         account=account,
         reservation_id=hold.reservation_id,
         actual_usd_micro=hold.actual_usd_micro,
-        basis=hold.actual_basis or basis,
+        basis=hold.actual_basis,
     )

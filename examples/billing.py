@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 
 from clients import LedgerClient, run_key
 from trainledger.bills import usd_text
+from trainledger.pricing import cost_usd_micro
 
 PRICE_PER_MILLION = 2_000_000  # $2.00 per million train tokens, in micro-dollars
 TOKENS_PER_CALL = 500_000  # $1.00 a call
@@ -43,10 +44,11 @@ def spend(client: LedgerClient, name: str) -> str:
             {"token_class": "train", "tokens": TOKENS_PER_CALL, "usd_micro_per_million_tokens": PRICE_PER_MILLION}
         ],
     }
-    amount = TOKENS_PER_CALL * PRICE_PER_MILLION // 1_000_000
+    amount = cost_usd_micro(basis)  # The one cost rule, which the ledger checks every basis with.
     for call in range(CALLS):
         reservation = f"{name}-call-{call}"
         client.reserve(account=run_id, reservation_id=reservation, amount_usd_micro=amount, basis=basis)
+        # Each call here trains exactly the tokens it reserved for: its usage is the same basis.
         client.commit(account=run_id, reservation_id=reservation, actual_usd_micro=amount, basis=basis)
     return run_id
 

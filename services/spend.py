@@ -203,6 +203,7 @@ class SpendServicer(spend_pb2_grpc.SpendServicer):
                 provider=request.provider,
                 lines=codec.billed_lines(request),
                 cost_data_through=codec.moment(request, "cost_data_through"),
+                validate_only=request.validate_only,
                 **who,
             )
 

@@ -14,6 +14,7 @@ so no stored text can add a row, move the cursor or reorder what is shown.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -238,6 +239,8 @@ def _default(value: Any) -> Any:
 
     if isinstance(value, msgspec.Struct):  # A read model: its fields by name.
         return msgspec.structs.asdict(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # A receipt: its fields by name.
+        return dataclasses.asdict(value)
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, bytes):

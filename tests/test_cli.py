@@ -110,12 +110,16 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> str:
     )
     earlier.close()
     ledger = Ledger.open(path)
-    basis = {
-        "price_sheet": "sheet-7",
-        "tokens": [{"token_class": "sample", "tokens": 1_000, "usd_micro_per_million_tokens": 1_500_000}],
-    }
-    ledger.reserve(account=run.run_id, reservation_id="call-1", amount_usd_micro=1_500, basis=basis)
-    ledger.commit(account=run.run_id, reservation_id="call-1", actual_usd_micro=1_700, basis=basis)
+
+    def sampled(tokens: int) -> dict[str, object]:  # $1.50 per million sampled tokens.
+        return {
+            "price_sheet": "sheet-7",
+            "tokens": [{"token_class": "sample", "tokens": tokens, "usd_micro_per_million_tokens": 1_500_000}],
+        }
+
+    # 1,000 tokens estimated ($0.0015); 1,133 sampled, $0.0016995 rounded up to $0.001700.
+    ledger.reserve(account=run.run_id, reservation_id="call-1", amount_usd_micro=1_500, basis=sampled(1_000))
+    ledger.commit(account=run.run_id, reservation_id="call-1", actual_usd_micro=1_700, basis=sampled(1_133))
     ledger.reserve(account=run.run_id, reservation_id="call-2", amount_usd_micro=2_000)
     ledger.register(
         family="tiny", artifact_uri="s3://models/1", digest="d" * 64, source_run_id=run.run_id, source_step=29
@@ -179,7 +183,7 @@ def test_spend_show(database: str, capsys: pytest.CaptureFixture[str]) -> None:
         "overrun:   $0.000200",
         "call-1",
         "committed",
-        "1,000 sample @ $1.500000/M [sheet-7]",
+        "1,133 sample @ $1.500000/M [sheet-7]",  # The usage committed, not the estimate.
         "call-2",
         "pending",
     ):

@@ -1,14 +1,17 @@
 """The one cost rule: what a cost basis amounts to, in integer micro-dollars, rounded up.
 
-The ledger checks every basis it is given with this rule (ledger.domain.basis) and the trainer
-integrations price their reservations with it (clients.integrations.pricing), so an estimate, its
-commit and an auditor's recomputation agree to the micro-dollar. Standard library only: both
-sides of the wire import it.
+The ledger computes every basis it is given (a reservation's, a commit's, a charge's) with this
+rule and refuses one that does not come to its amount (ledger.domain.basis.check_basis_amount,
+BASIS_AMOUNT_MISMATCH); the trainer integrations price their reservations and commits with it
+(clients.integrations.pricing), so an estimate, its commit and an auditor's recomputation agree
+to the micro-dollar. Standard library only: both sides of the wire import it.
 
 A basis names its price sheet and holds token lines (tokens x micro-dollars per million tokens
 of a token class) and at most one GPU line (GPU milliseconds x micro-dollars per GPU hour x GPU
-count, a count below 1 counting as 1). Each line is rounded up on its own; the sum is capped at
-USD_MICRO_MAX, the largest amount the ledger accepts.
+count, a count below 1 counting as 1). Each line is rounded up to the micro-dollar on its own;
+the sum is capped at USD_MICRO_MAX, the largest amount the ledger accepts. The amount must be that
+figure exactly: no tolerance, since both sides compute it with the same integers. A basis with no
+usage line (a price sheet's name alone) states no amount and is not checked.
 """
 
 from __future__ import annotations

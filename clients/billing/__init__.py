@@ -53,7 +53,9 @@ unattributed spend by session or source).
 Sending (clients.billing.send): `send_lines(ledger, provider, lines, cost_data_through=)` cuts the
 lines into requests of at most 5,000 lines and about 2 MiB (well within what the server takes)
 and sums the receipts into a PullResult (recorded, restated, unchanged, lines, requests,
-position). Every request is idempotent: an interrupted pull is simply run again. The pullers use
+position). A bill of several requests is checked whole by the ledger first (validate_only), so
+it is recorded whole or not at all; a line the ledger refuses raises LineRefused with its index
+in the bill. Every request is idempotent: an interrupted pull is simply run again. The pullers use
 the synchronous LedgerClient. The providers' SDKs (the `tinker` and `modal` extras) are imported
 only by the functions that call them, so this package imports without them.
 """
@@ -72,12 +74,13 @@ from clients.billing.files import (
     read_bill_file,
 )
 from clients.billing.modal import modal_line, modal_lines, pull_modal, report_items
-from clients.billing.send import BYTES_PER_REQUEST, LINES_PER_REQUEST, PullResult, batches, send_lines
+from clients.billing.send import BYTES_PER_REQUEST, LINES_PER_REQUEST, LineRefused, PullResult, batches, send_lines
 from clients.billing.tinker import pull_tinker, tinker_lines, tinker_windows
 
 __all__ = [
     "BYTES_PER_REQUEST",
     "LINES_PER_REQUEST",
+    "LineRefused",
     "PullResult",
     "batches",
     "send_lines",

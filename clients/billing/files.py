@@ -6,8 +6,10 @@
 
 Every row is checked before anything is returned (or sent): a file with any bad row raises
 BillFileError listing every bad row, each with where it is (CSV: the file's line number, the
-header being line 1; JSON: the 1-based index of the object in the list) and why. So a file is
-recorded whole or not at all.
+header being line 1; JSON: the 1-based index of the object in the list) and why. The ledger's
+own checks then run on the whole file before any of it is recorded (clients.billing.send): a
+line it refuses is a BillFileError naming that line too. So a file is recorded whole or not at
+all.
 
 The format
 ==========
@@ -148,23 +150,27 @@ class BadRow:
 
 class BillFileError(ValueError):
     """A bill file that cannot be recorded: `problems` lists every bad row (and the message,
-    one per line, says the same)."""
+    one per line, says the same). `stage` says what became of the file: "read" when the file
+    itself is bad, "recorded" when the ledger refused a row; nothing of it in either case."""
 
-    def __init__(self, path: str, problems: Sequence[BadRow]) -> None:
+    def __init__(self, path: str, problems: Sequence[BadRow], *, stage: Literal["read", "recorded"] = "read") -> None:
         self.path = path
         self.problems = list(problems)
         rows = sum(1 for problem in self.problems if problem.number is not None)
         head = f"{path}: {rows} bad row{'s' if rows != 1 else ''}" if rows else f"{path}: not a bill file"
-        super().__init__("\n  ".join([head + ", nothing read:", *map(str, self.problems)]))
+        super().__init__("\n  ".join([f"{head}, nothing {stage}:", *map(str, self.problems)]))
 
 
 @dataclasses.dataclass(frozen=True)
 class BillFile:
-    """A bill file read whole: its lines and its shape ("lines" for the format above, "modal"
-    for Modal's export)."""
+    """A bill file read whole: its lines, its shape ("lines" for the format above, "modal" for
+    Modal's export) and where each line is in the file (`numbers`, one per line: CSV line
+    numbers or JSON object indexes, as `unit` says)."""
 
     lines: list[BilledLine]
     shape: Literal["lines", "modal"]
+    numbers: list[int] = dataclasses.field(default_factory=list)
+    unit: Literal["line", "object"] = "line"
 
 
 # -- cells --------------------------------------------------------------------------------------
@@ -227,6 +233,16 @@ def _quantity(value: object, name: str) -> float:
     return number
 
 
+def _json(text: str) -> Any:
+    """A JSON document, its numbers read from their literals (never through a float, and an
+    integer of any length as a Decimal, not an int that Python refuses past 4,300 digits).
+    Raises ValueError for text that is not JSON or is nested too deeply to read."""
+    try:
+        return json.loads(text, parse_float=Decimal, parse_int=Decimal)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
 def _tags(value: object) -> dict[str, str]:
     if value is None or value == "":
         return {}
@@ -236,9 +252,9 @@ def _tags(value: object) -> dict[str, str]:
             return {}
         if text.startswith("{"):
             try:
-                value = json.loads(text, parse_float=Decimal)
-            except json.JSONDecodeError:
-                raise ValueError(f"tags {text!r} is not a JSON object") from None
+                value = _json(text)
+            except ValueError as error:
+                raise ValueError(f"tags {text[:64]!r} is not a JSON object ({error})") from None
         else:
             tags: dict[str, str] = {}
             for pair in text.split(";"):
@@ -486,8 +502,8 @@ def _modal_csv_rows(text: str, keys: list[str], problems: list[BadRow]) -> Rows:
 
 def _json_rows(text: str, problems: list[BadRow]) -> tuple[Rows, bool]:
     try:
-        document = json.loads(text, parse_float=Decimal)
-    except json.JSONDecodeError as error:
+        document = _json(text)
+    except ValueError as error:
         problems.append(BadRow(None, f"not JSON: {error}"))
         return [], False
     if isinstance(document, Mapping) and isinstance(document.get("lines"), list):
@@ -543,6 +559,7 @@ def load_bill_file(path: str | os.PathLike[str], *, provider: str | None = None,
     unit: Literal["line", "object"] = "object" if json_file else "line"
     rows, modal = _json_rows(text, problems) if json_file else _csv_rows(text, problems)
     lines: list[BilledLine] = []
+    numbers: list[int] = []
     seen: dict[tuple[str, datetime | None, datetime | None], int] = {}
     for number, cells in rows:
         line, reasons = _modal_line(cells, resolution) if modal else _line(cells, provider)
@@ -553,12 +570,13 @@ def load_bill_file(path: str | os.PathLike[str], *, provider: str | None = None,
             else:
                 seen[key] = number
                 lines.append(line)
+                numbers.append(number)
         if reasons:
             problems.append(BadRow(number, "; ".join(reasons), unit))
     if problems:
         problems.sort(key=lambda problem: -1 if problem.number is None else problem.number)
         raise BillFileError(os.fspath(path), problems)
-    return BillFile(lines=lines, shape="modal" if modal else "lines")
+    return BillFile(lines=lines, shape="modal" if modal else "lines", numbers=numbers, unit=unit)
 
 
 def read_bill_file(
@@ -580,13 +598,17 @@ def import_bill_file(
     cost_data_through: datetime | None = None,
 ) -> PullResult:
     """Read a bill file whole and record its lines under `provider` (clients.billing.send.send_lines);
-    a Modal export is recorded as "modal" unless another provider is named. Nothing is sent
-    when any row is bad (BillFileError). Raises ValueError when a file of lines names no
-    provider, and LedgerClientError."""
-    from clients.billing.send import send_lines
+    a Modal export is recorded as "modal" unless another provider is named. Nothing is recorded
+    when any row is bad, by this module's checks or by the ledger's (BillFileError naming the
+    row). Raises ValueError when a file of lines names no provider, and LedgerClientError."""
+    from clients.billing.send import LineRefused, send_lines
 
     bill = load_bill_file(path, provider=provider, resolution=resolution)
     name = provider or (MODAL_PROVIDER if bill.shape == "modal" else "")
     if not name:
         raise ValueError(f"{os.fspath(path)}: name the provider of this bill (provider=...)")
-    return send_lines(ledger, name, bill.lines, cost_data_through=cost_data_through)
+    try:
+        return send_lines(ledger, name, bill.lines, cost_data_through=cost_data_through)
+    except LineRefused as refused:
+        problem = BadRow(bill.numbers[refused.index], refused.reason, bill.unit)
+        raise BillFileError(os.fspath(path), [problem], stage="recorded") from None

@@ -9,9 +9,15 @@ about BYTES_PER_REQUEST (2 MiB), measured on the wire messages themselves
 with long tags or descriptions is cut sooner. The margins leave room for what the measure leaves
 out (the request's other fields) and keep every request quick to write.
 
-Every request is idempotent: a line the ledger already holds with the same payload is counted
-`unchanged`, with another payload `restated`, so a pull interrupted part way is simply run again.
-A request is sent only when it holds lines; `cost_data_through` goes with every request.
+A bill is recorded whole or not at all: when it takes more than one request, every request is
+first sent with validate_only (the ledger checks its lines as a recording would, and records
+nothing), and only when all of them pass are they sent again to be recorded. A line the ledger
+refuses raises LineRefused with the line's index in the bill (not in its request), and nothing
+of the bill is recorded. What can still stop a bill part way is the connection or the server
+failing between two requests; every request is idempotent (a line the ledger already holds with
+the same payload is counted `unchanged`, with another payload `restated`), so such a pull is
+simply run again. A request is sent only when it holds lines; `cost_data_through` goes with
+every request.
 """
 
 from __future__ import annotations
@@ -21,13 +27,30 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from clients.client import LedgerClient
+from clients.errors import LedgerClientError
 from clients.methods_spend import billed_line
 from clients.models import BilledLine, BilledUsageReceipt
 
-__all__ = ["BYTES_PER_REQUEST", "LINES_PER_REQUEST", "PullResult", "batches", "send_lines"]
+__all__ = ["BYTES_PER_REQUEST", "LINES_PER_REQUEST", "LineRefused", "PullResult", "batches", "send_lines"]
 
 LINES_PER_REQUEST = 5_000
 BYTES_PER_REQUEST = 2 * 1024 * 1024
+
+
+class LineRefused(ValueError):
+    """The ledger refused line `index` (0-based, in the order the bill's lines were given):
+    `error` is its refusal (clients.errors), `reason` what it says about the line, in words that
+    name no request. Nothing of the bill was recorded."""
+
+    def __init__(self, index: int, error: LedgerClientError, request_index: int) -> None:
+        # The server names the line by its place in the request ("lines[7]"), which means nothing
+        # to whoever holds the bill: the words are kept, the place is the bill's.
+        where = f"lines[{request_index}]"
+        words = error.message.replace(where + ".", "").replace(where, "the line")
+        self.index = index
+        self.error = error
+        self.reason = f"refused by the ledger ({error.reason}): {words}"
+        super().__init__(f"line {index + 1} of the bill: {self.reason}")
 
 
 @dataclass(frozen=True)
@@ -106,13 +129,29 @@ def send_lines(
     max_bytes: int = BYTES_PER_REQUEST,
     timeout_s: float | None = None,
 ) -> PullResult:
-    """Record `lines` of `provider`'s bill on the ledger in as many requests as they need and sum
-    the receipts. The ledger's errors (clients.errors) are raised as they come; the requests sent
-    before stay recorded, and sending the same lines again finishes the job."""
+    """Record `lines` of `provider`'s bill on the ledger in as many requests as they need, whole
+    or not at all (see the module docstring), and sum the receipts. Raises LineRefused for a line
+    the ledger refuses, and the ledger's other errors (clients.errors) as they come."""
+    requests = list(batches(lines, max_lines=max_lines, max_bytes=max_bytes))
+    passes = (True, False) if len(requests) > 1 else (False,)
     result = PullResult()
-    for batch in batches(lines, max_lines=max_lines, max_bytes=max_bytes):
-        receipt = ledger.record_billed_usage(
-            provider=provider, lines=batch, cost_data_through=cost_data_through, timeout_s=timeout_s
-        )
-        result = result + PullResult.of(receipt, len(batch))
+    for validate_only in passes:
+        offset = 0
+        for batch in requests:
+            try:
+                receipt = ledger.record_billed_usage(
+                    provider=provider,
+                    lines=batch,
+                    cost_data_through=cost_data_through,
+                    validate_only=validate_only,
+                    timeout_s=timeout_s,
+                )
+            except LedgerClientError as error:
+                where = error.metadata.get("line", "")
+                if where.isascii() and where.isdigit() and int(where) < len(batch):
+                    raise LineRefused(offset + int(where), error, int(where)) from None
+                raise
+            offset += len(batch)
+            if not validate_only:
+                result = result + PullResult.of(receipt, len(batch))
     return result

@@ -54,6 +54,30 @@ class BillReceipt:
     unchanged: int
 
 
+def _checked_lines(lines: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The lines of a request checked (ledger.domain.bills.check_line), by their key. Raises
+    Invalid naming the first bad line's index."""
+    if len(lines) > BILLED_LINES_MAX:
+        raise Invalid(
+            f"a request holds at most {BILLED_LINES_MAX} lines",
+            reason=Reason.BATCH_TOO_LARGE,
+            limit=BILLED_LINES_MAX,
+        )
+    by_key: dict[str, dict[str, Any]] = {}
+    for index, raw in enumerate(lines):
+        line = check_line(raw, index)
+        key = line_key(line["line_id"], line["start"], line["end"])
+        seen = by_key.get(key)
+        if seen is not None and seen["digest"] != line["digest"]:
+            raise Invalid(
+                f"lines[{index}] repeats line {line['line_id']} of the same interval with another payload",
+                reason=Reason.DUPLICATE_LINE,
+                line=str(index),
+            )
+        by_key[key] = line
+    return by_key
+
+
 @dataclass(frozen=True)
 class AdjustmentReceipt:
     account: str
@@ -74,33 +98,20 @@ class BillCommands(Reads):
         provider: str,
         lines: Sequence[Mapping[str, Any]],
         cost_data_through: datetime | None = None,
+        validate_only: bool = False,
         principal: str = "",
         request_id: str = "",
     ) -> BillReceipt:
-        """Record lines of `provider`'s bill (see the module's docstring)."""
+        """Record lines of `provider`'s bill (see the module's docstring). `validate_only`: check
+        the request as a recording would and record nothing (the receipt is all zeros)."""
         check_id(provider, "provider")
         if not lines and cost_data_through is None:
             raise Invalid("a bill needs lines or a cost_data_through", reason=Reason.EMPTY_BATCH)
-        if len(lines) > BILLED_LINES_MAX:
-            raise Invalid(
-                f"a request holds at most {BILLED_LINES_MAX} lines",
-                reason=Reason.BATCH_TOO_LARGE,
-                limit=BILLED_LINES_MAX,
-            )
         if cost_data_through is not None and cost_data_through.tzinfo is None:
             raise Invalid("cost_data_through needs a time zone", reason=Reason.INVALID_TIMESTAMP)
-        by_key: dict[str, dict[str, Any]] = {}
-        for index, raw in enumerate(lines):
-            line = check_line(raw, index)
-            key = line_key(line["line_id"], line["start"], line["end"])
-            seen = by_key.get(key)
-            if seen is not None and seen["digest"] != line["digest"]:
-                raise Invalid(
-                    f"lines[{index}] repeats line {line['line_id']} of the same interval with another payload",
-                    reason=Reason.DUPLICATE_LINE,
-                    line=str(index),
-                )
-            by_key[key] = line
+        by_key = _checked_lines(lines)
+        if validate_only:
+            return BillReceipt(0, False, 0, 0, 0)
         audit = self._audit(principal, request_id)
         bill_id = ledger_id("bill", provider)
 

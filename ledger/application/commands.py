@@ -18,7 +18,7 @@ from uuid import UUID
 import msgspec
 from msgspec.structs import force_setattr
 
-from ledger.domain.basis import check_basis
+from ledger.domain.basis import check_basis, check_basis_amount
 from ledger.domain.errors import Invalid
 from ledger.domain.limits import (
     DOCUMENT_BYTES_MAX,
@@ -352,6 +352,7 @@ class Reserve(Command, frozen=True, kw_only=True):
         check_id(self.reservation_id, "reservation_id")
         check_usd_micro(self.amount_usd_micro, "amount_usd_micro")
         self._normal("basis", check_basis(self.basis))
+        check_basis_amount(self.basis, self.amount_usd_micro, "amount_usd_micro")
         check_int(self.attempt, "attempt", maximum=INT32_MAX)
         if self.ttl == timedelta(0):
             self._normal("ttl", RESERVATION_TTL_DEFAULT)
@@ -369,6 +370,7 @@ class Commit(Command, frozen=True, kw_only=True):
         check_reference(self.reservation_id, "reservation_id")
         check_usd_micro(self.actual_usd_micro, "actual_usd_micro")
         self._normal("basis", check_basis(self.basis))
+        check_basis_amount(self.basis, self.actual_usd_micro, "actual_usd_micro")
 
 
 class Release(Command, frozen=True, kw_only=True):
@@ -392,6 +394,7 @@ class Charge(Command, frozen=True, kw_only=True):
         check_id(self.charge_id, "charge_id")
         check_usd_micro(self.amount_usd_micro, "amount_usd_micro")
         self._normal("basis", check_basis(self.basis))
+        check_basis_amount(self.basis, self.amount_usd_micro, "amount_usd_micro")
         check_text(self.reason, "reason")
 
 

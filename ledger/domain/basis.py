@@ -2,7 +2,8 @@
 
 A basis names its price sheet (name and source) and either token classes x price per million
 tokens, or GPU time x price per GPU hour. `cost_usd_micro` computes the amount from a basis with
-integer arithmetic, rounding up, so clients and auditors get the same figure.
+integer arithmetic, rounding up, so clients and auditors get the same figure; `check_basis_amount`
+holds every basis that states usage to that figure, exactly.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from typing import Any
 from ledger.domain.errors import Invalid
 from ledger.domain.limits import MAP_ENTRIES_MAX, STEP_MAX, check_id, check_int, check_text, check_usd_micro
 from ledger.domain.reasons import Reason
+from trainledger.bills import usd_text
 from trainledger.pricing import cost_usd_micro
 
-__all__ = ["TOKEN_CLASSES", "check_basis", "cost_usd_micro"]
+__all__ = ["TOKEN_CLASSES", "check_basis", "check_basis_amount", "cost_usd_micro"]
 
 TOKEN_CLASSES = ("prefill", "sample", "train")
 
@@ -63,3 +65,23 @@ def check_basis(basis: Mapping[str, Any] | None) -> dict[str, Any]:
             "gpu_count": check_int(gpu.get("gpu_count", 1), "basis.gpu.gpu_count", minimum=0, maximum=4096),
         }
     return normal
+
+
+def check_basis_amount(basis: Mapping[str, Any], amount_usd_micro: int, field: str) -> None:
+    """Refuse a basis (normalised by check_basis) that states usage, token lines or a GPU line, and
+    does not work out to `amount_usd_micro` exactly, by trainledger.pricing's rule (each line
+    rounded up to the micro-dollar, the sum capped at USD_MICRO_MAX). A basis without usage lines
+    (none, or a price sheet's name alone) states no amount and is not held to one. `field` names
+    the amount. Raises Invalid (BASIS_AMOUNT_MISMATCH) naming both amounts."""
+    if not basis.get("tokens") and not basis.get("gpu"):
+        return
+    computed = cost_usd_micro(basis)
+    if computed != amount_usd_micro:
+        raise Invalid(
+            f"the basis works out to {usd_text(computed)} (trainledger.pricing), not the"
+            f" {field} {usd_text(amount_usd_micro)}: a basis states the usage the amount is for",
+            reason=Reason.BASIS_AMOUNT_MISMATCH,
+            field=field,
+            amount_usd_micro=amount_usd_micro,
+            basis_usd_micro=computed,
+        )

@@ -79,6 +79,10 @@ class Reason(enum.StrEnum):
     NEGATIVE_AMOUNT = "NEGATIVE_AMOUNT", "An amount is negative."
     AMOUNT_TOO_LARGE = "AMOUNT_TOO_LARGE", "An amount is above the largest the ledger records."
     INVALID_BASIS = "INVALID_BASIS", "A cost basis is not a mapping of the known fields and token lines."
+    BASIS_AMOUNT_MISMATCH = (
+        "BASIS_AMOUNT_MISMATCH",
+        "A cost basis does not work out (by trainledger.pricing) to the amount it is given with.",
+    )
     INVALID_TTL = "INVALID_TTL", "A reservation's time to live is not positive or is above 7 days."
     CURRENCY_NOT_SUPPORTED = (
         "CURRENCY_NOT_SUPPORTED",

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import msgspec
 
 from ledger.views.rollup import ROLLUP_COLUMNS, ROLLUP_SHIFTS, STEPS_METRIC, Aggregate, ChartRollup, aggregate, merge
+from trainledger.pricing import cost_usd_micro
 
 __all__ = [
     "ROLLUP_COLUMNS",
@@ -514,12 +515,19 @@ def _spent_in_hour(
         )
 
 
+def _real_basis(basis: dict[str, Any], amount: int) -> dict[str, Any]:
+    """The basis when it is the usage the amount was for (it works out to the amount, as the
+    ledger now requires of every basis), else none: a commit that older clients stored with a
+    copy of its reservation's estimate counts no tokens, so tokens by class are only real ones."""
+    return basis if basis and cost_usd_micro(basis) == amount else {}
+
+
 def _committed_in_hour(c: Cursor, e: Any, position: int, account: str) -> None:
-    _spent_in_hour(c, account, e.timestamp, e.actual, 0, e.basis)
+    _spent_in_hour(c, account, e.timestamp, e.actual, 0, _real_basis(e.basis, e.actual))
 
 
 def _charged_in_hour(c: Cursor, e: Any, position: int, account: str) -> None:
-    _spent_in_hour(c, account, e.timestamp, e.amount, 0, e.basis)
+    _spent_in_hour(c, account, e.timestamp, e.amount, 0, _real_basis(e.basis, e.amount))
 
 
 def _adjusted_in_hour(c: Cursor, e: Any, position: int, account: str) -> None:

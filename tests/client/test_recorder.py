@@ -122,14 +122,16 @@ def _reservations(client: LedgerClient, account: str, count: int, state: str = "
 
 def test_reserve_commits_releases_and_refuses(client: LedgerClient) -> None:
     recorder = RunRecorder.open(client, run_key="spend", cap_usd_micro=10_000)
-    with recorder.reserve(
-        4_000,
-        basis={
+
+    def train(tokens: int) -> dict[str, object]:  # $4 per million tokens: 4 micro-dollars a token.
+        return {
             "price_sheet": "test",
-            "tokens": [{"token_class": "train", "tokens": 1_000, "usd_micro_per_million_tokens": 3_000_000}],
-        },
-    ) as hold:
-        hold.actual_usd_micro = 3_000
+            "tokens": [{"token_class": "train", "tokens": tokens, "usd_micro_per_million_tokens": 4_000_000}],
+        }
+
+    with recorder.reserve(4_000, basis=train(1_000)) as hold:
+        hold.use(train(750))  # The call used 750 tokens: $0.003.
+    assert hold.actual_usd_micro == 3_000
     with recorder.reserve(2_000):  # actual defaults to the amount reserved
         pass
     with pytest.raises(ValueError), recorder.reserve(1_000):

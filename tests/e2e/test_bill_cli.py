@@ -90,3 +90,55 @@ def test_a_bill_file_is_pulled_reconciled_and_adjusted_through_the_server(tmp_pa
         assert "line 2" in refused.stderr
     finally:
         servers.kill_all()
+
+
+def test_a_refused_bill_file_records_nothing_and_names_its_line(tmp_path: Path) -> None:
+    servers = Servers(tmp_path)
+    try:
+        _, address = servers.start(tmp_path / "ledger.db")
+        channel = grpc.insecure_channel(address)
+        spend = spend_pb2_grpc.SpendStub(channel)
+
+        def pull(name: str, *options: str, status: int = 0) -> subprocess.CompletedProcess[str]:
+            return cli(tmp_path, "spend", "pull", "--file", name, "--provider", "acme", "--address", address, *options,
+                       status=status)  # fmt: skip
+
+        def providers() -> list[str]:
+            return [p.provider for p in spend.Reconcile(spend_pb2.ReconcileRequest(), timeout=10).providers]
+
+        # 5,001 rows, two requests' worth; the last spans 400 days, more than the ledger takes.
+        rows = [f"r{n},2026-11-30T00:00:00Z,2026-11-30T01:00:00Z,0.01" for n in range(5_000)]
+        long = [*rows, "long,2026-01-01T00:00:00Z,2027-02-05T00:00:00Z,0.01"]
+        header = "line_id,interval_start,interval_end,amount\n"
+        (tmp_path / "long.csv").write_text(header + "\n".join(long) + "\n")
+        refused = pull("long.csv", status=1)
+        assert "line 5002: refused by the ledger (INVALID_INTERVAL)" in refused.stderr
+        assert "lines[" not in refused.stderr and "Traceback" not in refused.stderr
+        assert providers() == []
+
+        # Hostile amounts and documents: each a refusal naming its line, never a traceback.
+        day = "2026-11-30,2026-12-01"
+        (tmp_path / "hostile.csv").write_text(
+            header + f"a,{day},1e999999\nb,{day},\u0661\u0662\nc,{day},1e30\n", encoding="utf-8"
+        )
+        hostile = pull("hostile.csv", status=1)
+        assert "line 2: amount '1e999999'" in hostile.stderr and "line 3: amount" in hostile.stderr
+        assert "line 4: amount '1e30'" in hostile.stderr and "Traceback" not in hostile.stderr
+        (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+        deep = pull("deep.json", status=1)
+        assert "not JSON: nested too deeply" in deep.stderr and "Traceback" not in deep.stderr
+        assert providers() == []
+
+        # The whole file is recorded, and --json prints an object.
+        (tmp_path / "good.csv").write_text(header + "\n".join(rows) + "\n")
+        pulled = json.loads(pull("good.csv", "--json").stdout)
+        assert {key: pulled[key] for key in ("recorded", "restated", "unchanged", "lines", "requests")} == {
+            "recorded": 5_000,
+            "restated": 0,
+            "unchanged": 0,
+            "lines": 5_000,
+            "requests": 1,
+        }
+        assert pulled["position"] > 0 and providers() == ["acme"]
+    finally:
+        servers.kill_all()

@@ -292,6 +292,9 @@ def test_spend_cap_sets_and_lifts_a_cap(world: World) -> None:
     assert json.loads(out(world, "spend", "show", "team-a", "--json"))["account"]["cap_usd_micro"] is None
     bad = cli(world, "spend", "cap", "team-a", "lots", status=2).stderr
     assert bad.startswith("trainledger: not an amount: 'lots'")
+    for hostile in ("1e999999", "\u0661\u0662", "1_0"):  # Only ASCII decimals are money.
+        bad = cli(world, "spend", "cap", "team-a", hostile, status=2).stderr
+        assert bad.startswith(f"trainledger: not an amount: {hostile!r}") and "Traceback" not in bad
     # Below what is committed and held: the server's refusal, on one line with its reason.
     refused = cli(world, "spend", "cap", "sft-llama-8b", "1", status=1).stderr
     assert len(refused.strip().splitlines()) == 1 and refused.rstrip().endswith(")")

@@ -380,7 +380,67 @@ def test_rows_of_another_provider_are_refused(tmp_path) -> None:
     assert refused.value.problems == [BadRow(3, "provider 'other' is not 'acme'")]
 
 
+def test_hostile_amounts_and_documents_are_bad_rows_not_crashes(tmp_path) -> None:
+    header = "line_id,interval_start,interval_end,amount,tags\n"
+    day = "2026-11-30,2026-12-01"
+    deep = '"' + "[" * 50_000 + "]" * 50_000 + '"'  # A cell holds at most 131,072 characters.
+    path = write(
+        tmp_path,
+        "hostile.csv",
+        header
+        + f"ok,{day},1,\n"
+        + f"huge,{day},1e999999,\n"
+        + f"wide,{day},1e30,\n"
+        + f"arabic,{day},\u0661\u0662,\n"
+        + f"fullwidth,{day},\uff11\uff12,\n"
+        + f"underscore,{day},1_0,\n"
+        + f"deep,{day},1,{deep}\n",
+    )
+    with pytest.raises(BillFileError) as refused:
+        read_bill_file(path)
+    assert [problem.number for problem in refused.value.problems] == [3, 4, 5, 6, 7, 8]
+    assert "line 3: amount '1e999999' is not a decimal amount in dollars" in str(refused.value)
+    assert "line 5: amount '\u0661\u0662' is not a decimal amount in dollars" in str(refused.value)
+    assert "line 8: tags " in str(refused.value)
+
+
+def test_a_json_bill_nested_deeply_or_with_a_huge_number_is_refused_whole(tmp_path) -> None:
+    deep = write(tmp_path, "deep.json", "[" * 100_000 + "]" * 100_000)
+    with pytest.raises(BillFileError) as refused:
+        read_bill_file(deep)
+    assert [problem.number for problem in refused.value.problems] == [None]
+    assert "nested" in str(refused.value)
+    hour = '"interval_start": "2026-11-30T09:00:00Z", "interval_end": "2026-11-30T10:00:00Z"'
+    numbers = write(
+        tmp_path,
+        "numbers.json",
+        f'[{{"line_id": "a", {hour}, "amount": 1e999999}}, {{"line_id": "b", {hour}, "amount": {"9" * 5000}}}]',
+    )
+    with pytest.raises(BillFileError) as refused:
+        read_bill_file(numbers)
+    assert [problem.number for problem in refused.value.problems] == [1, 2]
+    assert "object 1: amount '1E+999999' is not a decimal amount in dollars" in str(refused.value)
+
+
 # -- against a real ledger ----------------------------------------------------------------------
+
+
+def test_a_file_the_ledger_refuses_at_its_last_line_records_nothing(tmp_path, client: LedgerClient) -> None:
+    # 5,001 rows: more than one request's worth. Only the ledger knows the longest interval a line
+    # may bill; the last row's 400 days are refused, and the 5,000 rows before it are not recorded.
+    rows = [f"r{n},2026-11-30T00:00:00Z,2026-11-30T01:00:00Z,0.01" for n in range(5_000)]
+    rows.append("long,2026-01-01T00:00:00Z,2027-02-05T00:00:00Z,0.01")
+    path = write(tmp_path, "long.csv", "line_id,interval_start,interval_end,amount\n" + "\n".join(rows) + "\n")
+    head = client.get_head()
+    with pytest.raises(BillFileError) as refused:
+        import_bill_file(client, path, provider="acme")
+    ((problem),) = refused.value.problems
+    assert problem.number == 5_002
+    assert "INVALID_INTERVAL" in problem.reason and "lines[" not in problem.reason
+    assert f"{path}: 1 bad row, nothing recorded:\n  line 5002: " in str(refused.value)
+    assert client.get_head() == head
+    report = client.reconcile()
+    assert [bill for bill in report.providers if bill.provider == "acme"] == []
 
 
 def test_a_bad_file_records_nothing(tmp_path, client: LedgerClient) -> None:

@@ -161,6 +161,19 @@ CASES: dict[str, Case] = {
     ),
     "reserve-basis-unknown-field": ("reserve", {"basis": {"usd": 5}}, Invalid, "INVALID_BASIS"),
     "charge-basis-bare-number": ("charge", {"basis": 5}, Invalid, "INVALID_BASIS"),
+    # A basis that states usage works out (trainledger.pricing) to its amount exactly: 5 here.
+    "reserve-basis-not-its-amount": (
+        "reserve",
+        {"basis": {"tokens": [{"token_class": "train", "tokens": 6, "usd_micro_per_million_tokens": 1_000_000}]}},
+        Invalid,
+        "BASIS_AMOUNT_MISMATCH",
+    ),
+    "charge-basis-not-its-amount": (
+        "charge",
+        {"basis": {"gpu": {"gpu_milliseconds": 4, "usd_micro_per_gpu_hour": 3_600_000}}},
+        Invalid,
+        "BASIS_AMOUNT_MISMATCH",
+    ),
     # Metrics must be finite.
     "append_steps-nan": ("append_steps", {"metrics": {"loss": [0.5, math.nan]}}, Invalid, "NON_FINITE_METRIC"),
     "append_steps-inf": ("append_steps", {"metrics": {"loss": [math.inf, 0.5]}}, Invalid, "NON_FINITE_METRIC"),

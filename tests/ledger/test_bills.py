@@ -503,6 +503,40 @@ class TestFigures:
             TokenClassDrift(token_class="prefill", ledger_tokens=0, billed_tokens=7_000, drift_tokens=7_000),
         )
 
+    def test_token_classes_count_only_bases_that_are_their_amounts_usage(
+        self, ledger: Ledger, clock: FakeClock
+    ) -> None:
+        """Older clients committed a copy of the reservation's estimate as the actual basis, with
+        another actual amount; such a basis is not the usage, and counts no tokens. (The ledger
+        now refuses it: the commit is written here as those versions stored it.)"""
+        from ledger.domain import spending
+        from ledger.domain.base import Audit
+
+        run = ledger.open_run(run_key="copied").run_id
+        clock.advance(minutes=30)
+        ledger.reserve(account=run, reservation_id="r1", amount_usd_micro=1_000_000, basis=TOKENS)
+        holder = ledger._account(run)
+        audit = Audit("old-version", "", ledger.clock())
+        spending.commit(holder, [], audit, reservation_id="r1", actual=1_200_000, basis=TOKENS)
+        ledger.save(holder)
+        # And a commit with the usage it really had: 400,000 train tokens at $0.50 per million.
+        real = {
+            "price_sheet": "tinker-2025",
+            "tokens": [{"token_class": "train", "tokens": 400_000, "usd_micro_per_million_tokens": 500_000}],
+        }
+        ledger.reserve(account=run, reservation_id="r2", amount_usd_micro=1_000_000, basis=TOKENS)
+        ledger.commit(account=run, reservation_id="r2", actual_usd_micro=200_000, basis=real)
+        ledger.record_billed_usage(
+            provider="tinker",
+            lines=[line("train", H0, 1_400_000, run_id=run, quantities={"train": 2_800_000.0})],
+            cost_data_through=H1,
+        )
+        assert run_row(ledger, run).token_classes == (
+            TokenClassDrift(
+                token_class="train", ledger_tokens=400_000, billed_tokens=2_800_000, drift_tokens=2_400_000
+            ),
+        )
+
     def test_accounts_roll_up_to_their_parents(self, ledger: Ledger, clock: FakeClock) -> None:
         ledger.open_account(account="org")
         ledger.open_account(account="team", parent="org")

@@ -11,10 +11,13 @@ import pytest
 from ledger import CapExceeded, Ledger
 from tests.ledger.conftest import FakeClock, dump_views, summary_of
 
-BASIS = {
-    "price_sheet": "tinker-2025",
-    "tokens": [{"token_class": "train", "tokens": 1_000, "usd_micro_per_million_tokens": 400_000}],
-}
+
+def basis(tokens: int) -> dict[str, object]:
+    """A basis of `tokens` train tokens at a micro-dollar each: it works out to `tokens` micro-dollars."""
+    return {
+        "price_sheet": "tinker-2025",
+        "tokens": [{"token_class": "train", "tokens": tokens, "usd_micro_per_million_tokens": 1_000_000}],
+    }
 
 
 def test_a_chunk_of_spend_events_projects_as_its_writes_one_at_a_time(database: str, clock: FakeClock) -> None:
@@ -31,14 +34,14 @@ def test_a_chunk_of_spend_events_projects_as_its_writes_one_at_a_time(database: 
         other = app.open_run(run_key="other", parent_account="team").run_id
         write()
         for i in range(4):
-            app.reserve(account=run, reservation_id=f"r{i}", amount_usd_micro=100 + i, basis=BASIS)
+            app.reserve(account=run, reservation_id=f"r{i}", amount_usd_micro=100 + i, basis=basis(100 + i))
             write()
             # A cap set between the account's totals: the row keeps the position of its last event.
             app.set_cap(account=run, cap_usd_micro=10_000 + i)
             write()
             app.reserve(account=other, reservation_id=f"r{i}", amount_usd_micro=7)
             write()
-        app.commit(account=run, reservation_id="r0", actual_usd_micro=150, basis=BASIS)
+        app.commit(account=run, reservation_id="r0", actual_usd_micro=150, basis=basis(150))
         write()
         app.commit(account=other, reservation_id="r0", actual_usd_micro=5)
         write()
@@ -49,7 +52,7 @@ def test_a_chunk_of_spend_events_projects_as_its_writes_one_at_a_time(database: 
         with pytest.raises(CapExceeded):
             app.reserve(account=run, reservation_id="r-refused", amount_usd_micro=1_000_000)
         write()
-        app.charge(account=run, charge_id="c1", amount_usd_micro=40, basis=BASIS, reason="provider bill")
+        app.charge(account=run, charge_id="c1", amount_usd_micro=40, basis=basis(40), reason="provider bill")
         write()
         clock.advance(minutes=10)
         assert app.expire_reservations() == 1

@@ -15,11 +15,14 @@ from ledger.domain.base import ledger_id
 from ledger.views.models import Account, BillTotals, GateVerdict, MetricColumn, Resume, SpendTotals, StateHandle
 from tests.ledger.conftest import DIGEST_A, DIGEST_B, DIGEST_C, FakeClock, dump_views, summary_of
 
-BASIS = {
-    "price_sheet": "tinker-2025",
-    "price_source": "https://example.com/pricing",
-    "tokens": [{"token_class": "train", "tokens": 2_000_000, "usd_micro_per_million_tokens": 10}],
-}
+
+def basis(tokens: int) -> dict[str, object]:
+    """A basis of `tokens` train tokens at a micro-dollar each: it works out to `tokens` micro-dollars."""
+    return {
+        "price_sheet": "tinker-2025",
+        "price_source": "https://example.com/pricing",
+        "tokens": [{"token_class": "train", "tokens": tokens, "usd_micro_per_million_tokens": 1_000_000}],
+    }
 
 
 def steps(ledger: Ledger, run_id: str, attempt: int, first: int, last: int, **extra: Any) -> int:
@@ -94,14 +97,14 @@ def scenario(ledger: Ledger, clock: FakeClock) -> dict[str, Any]:
     steps(ledger, other, 1, 1, 3)
     ledger.finish_run(run_id=other, attempt=1, status="done", summary={"loss": 0.1})
     ledger.note_summary(run_id=other, summary={"eval": 0.9})
-    ledger.reserve(account=run_id, reservation_id="r-commit", amount_usd_micro=100, basis=BASIS, attempt=2)
-    ledger.commit(account=run_id, reservation_id="r-commit", actual_usd_micro=150, basis=BASIS)
+    ledger.reserve(account=run_id, reservation_id="r-commit", amount_usd_micro=100, basis=basis(100), attempt=2)
+    ledger.commit(account=run_id, reservation_id="r-commit", actual_usd_micro=150, basis=basis(150))
     ledger.reserve(account=run_id, reservation_id="r-release", amount_usd_micro=50, attempt=2)
     ledger.release(account=run_id, reservation_id="r-release", reason="call not made")
     ledger.reserve(account=run_id, reservation_id="r-expire", amount_usd_micro=70, ttl=timedelta(minutes=5))
     with pytest.raises(CapExceeded):
         ledger.reserve(account=run_id, reservation_id="r-refused", amount_usd_micro=10_000)
-    ledger.charge(account=run_id, charge_id="c-bill", amount_usd_micro=30, basis=BASIS, reason="provider bill")
+    ledger.charge(account=run_id, charge_id="c-bill", amount_usd_micro=30, basis=basis(30), reason="provider bill")
     ledger.reserve(account=run_id, reservation_id="r-pending", amount_usd_micro=20, ttl=timedelta(hours=2))
     clock.advance(minutes=10)
     assert ledger.expire_reservations() == 1
@@ -296,7 +299,7 @@ class TestSpendAndRegistry:
             commit.overrun_usd_micro,
             commit.attempt,
         ) == ("reservation", "committed", 100, 150, 50, 2)
-        assert commit.basis == commit.actual_basis == BASIS
+        assert (commit.basis, commit.actual_basis) == (basis(100), basis(150))
         assert (trail["r-release"].state, trail["r-release"].reason) == ("released", "call not made")
         assert trail["r-release"].actual_basis is None
         assert trail["r-expire"].state == "expired"

@@ -297,6 +297,15 @@ BAD_LINES = [
     (line("x", T10, amount_text="0.0734"), "AMOUNT_TEXT_MISMATCH"),  # A figure with no amount.
     (line("x", T10, amount_usd_micro=3, amount_text="0.0000025"), "AMOUNT_TEXT_MISMATCH"),  # Half-even is 2.
     (line("x", T10, amount_usd_micro=1, amount_text="one cent"), "INVALID_AMOUNT"),
+    # Hostile figures: an exponent beyond any context, one beyond the arithmetic's precision, and
+    # digits that are not ASCII (Arabic-Indic, fullwidth) or that Python's literals allow ("1_0").
+    (line("x", T10, amount_text="1e999999"), "INVALID_AMOUNT"),
+    (line("x", T10, amount_text="-1E-999999999"), "INVALID_AMOUNT"),
+    (line("x", T10, amount_usd_micro=10**13, amount_text="1e30"), "INVALID_AMOUNT"),
+    (line("x", T10, amount_usd_micro=12_000_000, amount_text="\u0661\u0662"), "INVALID_AMOUNT"),
+    (line("x", T10, amount_usd_micro=12_000_000, amount_text="\uff11\uff12"), "INVALID_AMOUNT"),
+    (line("x", T10, amount_usd_micro=10_000_000, amount_text="1_0"), "INVALID_AMOUNT"),
+    (line("x", T10, amount_text="NaN"), "INVALID_AMOUNT"),
     (line("x", T10, amount_usd_micro=10**13 + 1), "AMOUNT_TOO_LARGE"),  # Ten million dollars is the most.
     (line("x", T10, quantities={"train": float("nan")}), "NON_FINITE_VALUE"),
     (line("x", T10, quantities={"train": -1.0}), "OUT_OF_RANGE"),
@@ -315,6 +324,26 @@ def test_a_bad_line_is_refused_by_its_index_and_nothing_is_recorded(stubs: Stubs
     assert (code, got, metadata.get("line")) == (INVALID, reason, "2")
     assert head(stubs) == before
     # The good lines alone are recorded: the refusal left nothing behind that would make them unchanged.
+    receipt = stubs.spend.RecordBilledUsage(spend_pb2.RecordBilledUsageRequest(provider="tinker", lines=good))
+    assert (receipt.recorded, receipt.unchanged) == (3, 0)
+
+
+def test_validate_only_checks_every_line_as_a_recording_would_and_records_nothing(stubs: Stubs) -> None:
+    good = [line(f"v{n}", T10, amount_usd_micro=1, amount_text="0.000001") for n in range(3)]
+    long = spend_pb2.BilledLine(line_id="long", interval_start=ts(T10), interval_end=ts(T10 + timedelta(days=400)))
+    before = head(stubs)
+    bad = spend_pb2.RecordBilledUsageRequest(provider="tinker", lines=[*good, long], validate_only=True)
+    assert refusal(lambda: stubs.spend.RecordBilledUsage(bad, timeout=30)) == (
+        INVALID,
+        "INVALID_INTERVAL",
+        {"field": "lines[3].interval_end", "line": "3"},
+    )
+    checked = stubs.spend.RecordBilledUsage(
+        spend_pb2.RecordBilledUsageRequest(provider="tinker", lines=good, validate_only=True), timeout=30
+    )
+    assert (checked.position, checked.recorded, checked.restated, checked.unchanged) == (0, 0, 0, 0)
+    assert head(stubs) == before
+    # Nothing of the checks is held: the same lines are then recorded as new.
     receipt = stubs.spend.RecordBilledUsage(spend_pb2.RecordBilledUsageRequest(provider="tinker", lines=good))
     assert (receipt.recorded, receipt.unchanged) == (3, 0)
 

@@ -304,14 +304,16 @@ class BilledLine(_message.Message):
     def __init__(self, line_id: _Optional[str] = ..., interval_start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., interval_end: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., amount_usd_micro: _Optional[int] = ..., amount_text: _Optional[str] = ..., currency: _Optional[str] = ..., quantities: _Optional[_Mapping[str, float]] = ..., run_id: _Optional[str] = ..., account: _Optional[str] = ..., session_id: _Optional[str] = ..., tags: _Optional[_Mapping[str, str]] = ..., description: _Optional[str] = ...) -> None: ...
 
 class RecordBilledUsageRequest(_message.Message):
-    __slots__ = ("provider", "lines", "cost_data_through")
+    __slots__ = ("provider", "lines", "cost_data_through", "validate_only")
     PROVIDER_FIELD_NUMBER: _ClassVar[int]
     LINES_FIELD_NUMBER: _ClassVar[int]
     COST_DATA_THROUGH_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
     provider: str
     lines: _containers.RepeatedCompositeFieldContainer[BilledLine]
     cost_data_through: _timestamp_pb2.Timestamp
-    def __init__(self, provider: _Optional[str] = ..., lines: _Optional[_Iterable[_Union[BilledLine, _Mapping]]] = ..., cost_data_through: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    validate_only: bool
+    def __init__(self, provider: _Optional[str] = ..., lines: _Optional[_Iterable[_Union[BilledLine, _Mapping]]] = ..., cost_data_through: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
 
 class RecordBilledUsageResponse(_message.Message):
     __slots__ = ("position", "duplicate", "recorded", "restated", "unchanged")
