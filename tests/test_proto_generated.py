@@ -55,6 +55,8 @@ SERVICES = {
         "GetCurrent",
         "ListVersions",
         "ListFamilies",
+        "MoveAlias",
+        "RetireFamily",
     ],
     ("events", "Events"): ["ReadEvents", "GetHead", "Verify"],
 }

@@ -26,7 +26,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dtrainledger/v1/registry.proto\x12\x0etrainledger.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb6\x02\n\x0cModelVersion\x12\x0e\n\x06\x66\x61mily\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x05\x12\x14\n\x0c\x61rtifact_uri\x18\x03 \x01(\t\x12\x0e\n\x06\x64igest\x18\x04 \x01(\t\x12\x15\n\rsource_run_id\x18\x05 \x01(\t\x12\x13\n\x0bsource_step\x18\x06 \x01(\x03\x12)\n\x08metadata\x18\x07 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x31\n\rregistered_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12;\n\x11source_checkpoint\x18\t \x01(\x0b\x32 .trainledger.v1.SourceCheckpoint\x12\x18\n\x10source_retracted\x18\n \x01(\x08\"U\n\x0bGateVerdict\x12\x0e\n\x06passed\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12&\n\x05stats\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\"\xc7\x01\n\tPromotion\x12\x0f\n\x07version\x18\x01 \x01(\x05\x12\x10\n\x08previous\x18\x02 \x01(\x05\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12,\n\x07verdict\x18\x04 \x01(\x0b\x32\x1b.trainledger.v1.GateVerdict\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12&\n\x02\x61t\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tprincipal\x18\x07 \x01(\t\x12\x10\n\x08position\x18\x08 \x01(\x03\"\xdb\x01\n\x0fRegisterRequest\x12\x0e\n\x06\x66\x61mily\x18\x01 \x01(\t\x12\x14\n\x0c\x61rtifact_uri\x18\x02 \x01(\t\x12\x0e\n\x06\x64igest\x18\x03 \x01(\t\x12\x15\n\rsource_run_id\x18\x04 \x01(\t\x12\x13\n\x0bsource_step\x18\x05 \x01(\x03\x12)\n\x08metadata\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\x12;\n\x11source_checkpoint\x18\x07 \x01(\x0b\x32 .trainledger.v1.SourceCheckpoint\"H\n\x10RegisterResponse\x12\x10\n\x08position\x18\x01 \x01(\x03\x12\x0f\n\x07version\x18\x02 \x01(\x05\x12\x11\n\tduplicate\x18\x03 \x01(\x08\"y\n\x0ePromoteRequest\x12\x0e\n\x06\x66\x61mily\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x05\x12\x18\n\x10\x65xpected_current\x18\x03 \x01(\x05\x12,\n\x07verdict\x18\x04 \x01(\x0b\x32\x1b.trainledger.v1.GateVerdict\"Y\n\x0fPromoteResponse\x12\x10\n\x08position\x18\x01 \x01(\x03\x12\x11\n\tduplicate\x18\x02 \x01(\x08\x12\x0f\n\x07\x63urrent\x18\x03 \x01(\x05\x12\x10\n\x08previous\x18\x04 \x01(\x05\"\\\n\x0fRollbackRequest\x12\x0e\n\x06\x66\x61mily\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x05\x12\x18\n\x10\x65xpected_current\x18\x03 \x01(\x05\x12\x0e\n\x06reason\x18\x04 \x01(\t\"Z\n\x10RollbackResponse\x12\x10\n\x08position\x18\x01 \x01(\x03\x12\x11\n\tduplicate\x18\x02 \x01(\x08\x12\x0f\n\x07\x63urrent\x18\x03 \x01(\x05\x12\x10\n\x08previous\x18\x04 \x01(\x05\"9\n\x11GetCurrentRequest\x12\x0e\n\x06\x66\x61mily\x18\x01 \x01(\t\x12\x14\n\x0cmin_position\x18\x02 \x01(\x03\"C\n\x12GetCurrentResponse\x12-\n\x07version\x18\x01 \x01(\x0b\x32\x1c.trainledger.v1.ModelVersion\"b\n\x13ListVersionsRequest\x12\x0e\n\x06\x66\x61mily\x18\x01 \x01(\t\x12\x14\n\x0cmin_position\x18\x02 \x01(\x03\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"\x9c\x01\n\x14ListVersionsResponse\x12.\n\x08versions\x18\x01 \x03(\x0b\x32\x1c.trainledger.v1.ModelVersion\x12\x0f\n\x07\x63urrent\x18\x02 \x01(\x05\x12*\n\x07history\x18\x03 \x03(\x0b\x32\x19.trainledger.v1.Promotion\x12\x17\n\x0fnext_page_token\x18\x04 \x01(\t\"R\n\x13ListFamiliesRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12\x14\n\x0cmin_position\x18\x03 \x01(\x03\"`\n\x14ListFamiliesResponse\x12/\n\x08\x66\x61milies\x18\x01 \x03(\x0b\x32\x1d.trainledger.v1.FamilySummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"G\n\rFamilySummary\x12\x0e\n\x06\x66\x61mily\x18\x01 \x01(\t\x12\x0f\n\x07\x63urrent\x18\x02 \x01(\x05\x12\x15\n\rversion_count\x18\x03 \x01(\x05\"\\\n\x10SourceCheckpoint\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\x05\x12\x19\n\x11\x63heckpoint_digest\x18\x04 \x01(\t2\xff\x03\n\x08Registry\x12M\n\x08Register\x12\x1f.trainledger.v1.RegisterRequest\x1a .trainledger.v1.RegisterResponse\x12J\n\x07Promote\x12\x1e.trainledger.v1.PromoteRequest\x1a\x1f.trainledger.v1.PromoteResponse\x12M\n\x08Rollback\x12\x1f.trainledger.v1.RollbackRequest\x1a .trainledger.v1.RollbackResponse\x12S\n\nGetCurrent\x12!.trainledger.v1.GetCurrentRequest\x1a\".trainledger.v1.GetCurrentResponse\x12Y\n\x0cListVersions\x12#.trainledger.v1.ListVersionsRequest\x1a$.trainledger.v1.ListVersionsResponse\x12Y\n\x0cListFamilies\x12#.trainledger.v1.ListFamiliesRequest\x1a$.trainledger.v1.ListFamiliesResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dtrainledger/v1/registry.proto\x12\x0etrainledger.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc7\x02\n\x0cModelVersion\x12\x0e\n\x06\x66\x61mily\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x05\x12\x14\n\x0c\x61rtifact_uri\x18\x03 \x01(\t\x12\x0e\n\x06\x64igest\x18\x04 \x01(\t\x12\x15\n\rsource_run_id\x18\x05 \x01(\t\x12\x13\n\x0bsource_step\x18\x06 \x01(\x03\x12)\n\x08metadata\x18\x07 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x31\n\rregistered_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12;\n\x11source_checkpoint\x18\t \x01(\x0b\x32 .trainledger.v1.SourceCheckpoint\x12\x18\n\x10source_retracted\x18\n \x01(\x08\x12\x0f\n\x07\x61liases\x18\x0b \x03(\t\"\xa1\x01\n\x0bGateVerdict\x12\x0e\n\x06passed\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12&\n\x05stats\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0c\n\x04mode\x18\x04 \x01(\t\x12\x0c\n\x04rule\x18\x05 \x01(\t\x12.\n\x08\x65vidence\x18\x06 \x03(\x0b\x32\x1c.trainledger.v1.GateEvidence\"z\n\x0cGateEvidence\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\x05value\x18\x02 \x01(\x01H\x00\x88\x01\x01\x12\x0e\n\x06source\x18\x03 \x01(\t\x12\x0e\n\x06run_id\x18\x04 \x01(\t\x12\x0c\n\x04step\x18\x05 \x01(\x03\x12\x10\n\x08position\x18\x06 \x01(\x03\x42\x08\n\x06_value\"\xf2\x01\n\tPromotion\x12\x0f\n\x07version\x18\x01 \x01(\x05\x12\x10\n\x08previous\x18\x02 \x01(\x05\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12,\n\x07verdict\x18\x04 \x01(\x0b\x32\x1b.trainledger.v1.GateVerdict\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12&\n\x02\x61t\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tprincipal\x18\x07 \x01(\t\x12\x10\n\x08position\x18\x08 \x01(\x03\x12\x0f\n\x07refusal\x18\t \x01(\t\x12\x18\n\x10\x65xpected_current\x18\n \x01(\x05\"z\n\x05\x41lias\x12\r\n\x05\x61lias\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x05\x12,\n\x08moved_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tprincipal\x18\x04 \x01(\t\x12\x10\n\x08position\x18\x05 \x01(\x03\"i\n\nRetirement\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12&\n\x02\x61t\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tprincipal\x18\x03 \x01(\t\x12\x10\n\x08position\x18\x04 \x01(\x03\"\xdb\x01\n\x0fRegisterRequest\x12\x0e\n\x06\x66\x61mily\x18\x01 \x01(\t\x12\x14\n\x0c\x61rtifact_uri\x18\x02 \x01(\t\x12\x0e\n\x06\x64igest\x18\x03 \x01(\t\x12\x15\n\rsource_run_id\x18\x04 \x01(\t\x12\x13\n\x0bsource_step\x18\x05 \x01(\x03\x12)\n\x08metadata\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\x12;\n\x11source_checkpoint\x18\x07 \x01(\x0b\x32 .trainledger.v1.SourceCheckpoint\"H\n\x10RegisterResponse\x12\x10\n\x08position\x18\x01 \x01(\x03\x12\x0f\n\x07version\x18\x02 \x01(\x05\x12\x11\n\tduplicate\x18\x03 \x01(\x08\"\xa7\x01\n\x0ePromoteRequest\x12\x0e\n\x06\x66\x61mily\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x05\x12\x18\n\x10\x65xpected_current\x18\x03 \x01(\x05\x12,\n\x07verdict\x18\x04 \x01(\x0b\x32\x1b.trainledger.v1.GateVerdict\x12\x11\n\tgate_rule\x18\x05 \x01(\t\x12\x19\n\x11\x65valuation_run_id\x18\x06 \x01(\t\"\x87\x01\n\x0fPromoteResponse\x12\x10\n\x08position\x18\x01 \x01(\x03\x12\x11\n\tduplicate\x18\x02 \x01(\x08\x12\x0f\n\x07\x63urrent\x18\x03 \x01(\x05\x12\x10\n\x08previous\x18\x04 \x01(\x05\x12,\n\x07verdict\x18\x05 \x01(\x0b\x32\x1b.trainledger.v1.GateVerdict\"\\\n\x0fRollbackRequest\x12\x0e\n\x06\x66\x61mily\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x05\x12\x18\n\x10\x65xpected_current\x18\x03 \x01(\x05\x12\x0e\n\x06reason\x18\x04 \x01(\t\"Z\n\x10RollbackResponse\x12\x10\n\x08position\x18\x01 \x01(\x03\x12\x11\n\tduplicate\x18\x02 \x01(\x08\x12\x0f\n\x07\x63urrent\x18\x03 \x01(\x05\x12\x10\n\x08previous\x18\x04 \x01(\x05\"H\n\x11GetCurrentRequest\x12\x0e\n\x06\x66\x61mily\x18\x01 \x01(\t\x12\x14\n\x0cmin_position\x18\x02 \x01(\x03\x12\r\n\x05\x61lias\x18\x03 \x01(\t\"\x9e\x01\n\x12GetCurrentResponse\x12-\n\x07version\x18\x01 \x01(\x0b\x32\x1c.trainledger.v1.ModelVersion\x12,\n\tpromotion\x18\x02 \x01(\x0b\x32\x19.trainledger.v1.Promotion\x12+\n\x07retired\x18\x03 \x01(\x0b\x32\x1a.trainledger.v1.Retirement\"b\n\x13ListVersionsRequest\x12\x0e\n\x06\x66\x61mily\x18\x01 \x01(\t\x12\x14\n\x0cmin_position\x18\x02 \x01(\x03\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"\xf1\x01\n\x14ListVersionsResponse\x12.\n\x08versions\x18\x01 \x03(\x0b\x32\x1c.trainledger.v1.ModelVersion\x12\x0f\n\x07\x63urrent\x18\x02 \x01(\x05\x12*\n\x07history\x18\x03 \x03(\x0b\x32\x19.trainledger.v1.Promotion\x12\x17\n\x0fnext_page_token\x18\x04 \x01(\t\x12&\n\x07\x61liases\x18\x05 \x03(\x0b\x32\x15.trainledger.v1.Alias\x12+\n\x07retired\x18\x06 \x01(\x0b\x32\x1a.trainledger.v1.Retirement\"R\n\x13ListFamiliesRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12\x14\n\x0cmin_position\x18\x03 \x01(\x03\"`\n\x14ListFamiliesResponse\x12/\n\x08\x66\x61milies\x18\x01 \x03(\x0b\x32\x1d.trainledger.v1.FamilySummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"G\n\rFamilySummary\x12\x0e\n\x06\x66\x61mily\x18\x01 \x01(\t\x12\x0f\n\x07\x63urrent\x18\x02 \x01(\x05\x12\x15\n\rversion_count\x18\x03 \x01(\x05\"\\\n\x10SourceCheckpoint\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\x05\x12\x19\n\x11\x63heckpoint_digest\x18\x04 \x01(\t\"\\\n\x10MoveAliasRequest\x12\x0e\n\x06\x66\x61mily\x18\x01 \x01(\t\x12\r\n\x05\x61lias\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\x05\x12\x18\n\x10\x65xpected_version\x18\x04 \x01(\x05\"[\n\x11MoveAliasResponse\x12\x10\n\x08position\x18\x01 \x01(\x03\x12\x11\n\tduplicate\x18\x02 \x01(\x08\x12\x0f\n\x07version\x18\x03 \x01(\x05\x12\x10\n\x08previous\x18\x04 \x01(\x05\"5\n\x13RetireFamilyRequest\x12\x0e\n\x06\x66\x61mily\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\";\n\x14RetireFamilyResponse\x12\x10\n\x08position\x18\x01 \x01(\x03\x12\x11\n\tduplicate\x18\x02 \x01(\x08\x32\xac\x05\n\x08Registry\x12M\n\x08Register\x12\x1f.trainledger.v1.RegisterRequest\x1a .trainledger.v1.RegisterResponse\x12J\n\x07Promote\x12\x1e.trainledger.v1.PromoteRequest\x1a\x1f.trainledger.v1.PromoteResponse\x12M\n\x08Rollback\x12\x1f.trainledger.v1.RollbackRequest\x1a .trainledger.v1.RollbackResponse\x12S\n\nGetCurrent\x12!.trainledger.v1.GetCurrentRequest\x1a\".trainledger.v1.GetCurrentResponse\x12Y\n\x0cListVersions\x12#.trainledger.v1.ListVersionsRequest\x1a$.trainledger.v1.ListVersionsResponse\x12Y\n\x0cListFamilies\x12#.trainledger.v1.ListFamiliesRequest\x1a$.trainledger.v1.ListFamiliesResponse\x12P\n\tMoveAlias\x12 .trainledger.v1.MoveAliasRequest\x1a!.trainledger.v1.MoveAliasResponse\x12Y\n\x0cRetireFamily\x12#.trainledger.v1.RetireFamilyRequest\x1a$.trainledger.v1.RetireFamilyResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,39 +34,53 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'trainledger.v1.registry_pb2
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_MODELVERSION']._serialized_start=113
-  _globals['_MODELVERSION']._serialized_end=423
-  _globals['_GATEVERDICT']._serialized_start=425
-  _globals['_GATEVERDICT']._serialized_end=510
-  _globals['_PROMOTION']._serialized_start=513
-  _globals['_PROMOTION']._serialized_end=712
-  _globals['_REGISTERREQUEST']._serialized_start=715
-  _globals['_REGISTERREQUEST']._serialized_end=934
-  _globals['_REGISTERRESPONSE']._serialized_start=936
-  _globals['_REGISTERRESPONSE']._serialized_end=1008
-  _globals['_PROMOTEREQUEST']._serialized_start=1010
-  _globals['_PROMOTEREQUEST']._serialized_end=1131
-  _globals['_PROMOTERESPONSE']._serialized_start=1133
-  _globals['_PROMOTERESPONSE']._serialized_end=1222
-  _globals['_ROLLBACKREQUEST']._serialized_start=1224
-  _globals['_ROLLBACKREQUEST']._serialized_end=1316
-  _globals['_ROLLBACKRESPONSE']._serialized_start=1318
-  _globals['_ROLLBACKRESPONSE']._serialized_end=1408
-  _globals['_GETCURRENTREQUEST']._serialized_start=1410
-  _globals['_GETCURRENTREQUEST']._serialized_end=1467
-  _globals['_GETCURRENTRESPONSE']._serialized_start=1469
-  _globals['_GETCURRENTRESPONSE']._serialized_end=1536
-  _globals['_LISTVERSIONSREQUEST']._serialized_start=1538
-  _globals['_LISTVERSIONSREQUEST']._serialized_end=1636
-  _globals['_LISTVERSIONSRESPONSE']._serialized_start=1639
-  _globals['_LISTVERSIONSRESPONSE']._serialized_end=1795
-  _globals['_LISTFAMILIESREQUEST']._serialized_start=1797
-  _globals['_LISTFAMILIESREQUEST']._serialized_end=1879
-  _globals['_LISTFAMILIESRESPONSE']._serialized_start=1881
-  _globals['_LISTFAMILIESRESPONSE']._serialized_end=1977
-  _globals['_FAMILYSUMMARY']._serialized_start=1979
-  _globals['_FAMILYSUMMARY']._serialized_end=2050
-  _globals['_SOURCECHECKPOINT']._serialized_start=2052
-  _globals['_SOURCECHECKPOINT']._serialized_end=2144
-  _globals['_REGISTRY']._serialized_start=2147
-  _globals['_REGISTRY']._serialized_end=2658
+  _globals['_MODELVERSION']._serialized_end=440
+  _globals['_GATEVERDICT']._serialized_start=443
+  _globals['_GATEVERDICT']._serialized_end=604
+  _globals['_GATEEVIDENCE']._serialized_start=606
+  _globals['_GATEEVIDENCE']._serialized_end=728
+  _globals['_PROMOTION']._serialized_start=731
+  _globals['_PROMOTION']._serialized_end=973
+  _globals['_ALIAS']._serialized_start=975
+  _globals['_ALIAS']._serialized_end=1097
+  _globals['_RETIREMENT']._serialized_start=1099
+  _globals['_RETIREMENT']._serialized_end=1204
+  _globals['_REGISTERREQUEST']._serialized_start=1207
+  _globals['_REGISTERREQUEST']._serialized_end=1426
+  _globals['_REGISTERRESPONSE']._serialized_start=1428
+  _globals['_REGISTERRESPONSE']._serialized_end=1500
+  _globals['_PROMOTEREQUEST']._serialized_start=1503
+  _globals['_PROMOTEREQUEST']._serialized_end=1670
+  _globals['_PROMOTERESPONSE']._serialized_start=1673
+  _globals['_PROMOTERESPONSE']._serialized_end=1808
+  _globals['_ROLLBACKREQUEST']._serialized_start=1810
+  _globals['_ROLLBACKREQUEST']._serialized_end=1902
+  _globals['_ROLLBACKRESPONSE']._serialized_start=1904
+  _globals['_ROLLBACKRESPONSE']._serialized_end=1994
+  _globals['_GETCURRENTREQUEST']._serialized_start=1996
+  _globals['_GETCURRENTREQUEST']._serialized_end=2068
+  _globals['_GETCURRENTRESPONSE']._serialized_start=2071
+  _globals['_GETCURRENTRESPONSE']._serialized_end=2229
+  _globals['_LISTVERSIONSREQUEST']._serialized_start=2231
+  _globals['_LISTVERSIONSREQUEST']._serialized_end=2329
+  _globals['_LISTVERSIONSRESPONSE']._serialized_start=2332
+  _globals['_LISTVERSIONSRESPONSE']._serialized_end=2573
+  _globals['_LISTFAMILIESREQUEST']._serialized_start=2575
+  _globals['_LISTFAMILIESREQUEST']._serialized_end=2657
+  _globals['_LISTFAMILIESRESPONSE']._serialized_start=2659
+  _globals['_LISTFAMILIESRESPONSE']._serialized_end=2755
+  _globals['_FAMILYSUMMARY']._serialized_start=2757
+  _globals['_FAMILYSUMMARY']._serialized_end=2828
+  _globals['_SOURCECHECKPOINT']._serialized_start=2830
+  _globals['_SOURCECHECKPOINT']._serialized_end=2922
+  _globals['_MOVEALIASREQUEST']._serialized_start=2924
+  _globals['_MOVEALIASREQUEST']._serialized_end=3016
+  _globals['_MOVEALIASRESPONSE']._serialized_start=3018
+  _globals['_MOVEALIASRESPONSE']._serialized_end=3109
+  _globals['_RETIREFAMILYREQUEST']._serialized_start=3111
+  _globals['_RETIREFAMILYREQUEST']._serialized_end=3164
+  _globals['_RETIREFAMILYRESPONSE']._serialized_start=3166
+  _globals['_RETIREFAMILYRESPONSE']._serialized_end=3225
+  _globals['_REGISTRY']._serialized_start=3228
+  _globals['_REGISTRY']._serialized_end=3912
 # @@protoc_insertion_point(module_scope)

@@ -65,6 +65,16 @@ class RegistryStub:
                 request_serializer=trainledger_dot_v1_dot_registry__pb2.ListFamiliesRequest.SerializeToString,
                 response_deserializer=trainledger_dot_v1_dot_registry__pb2.ListFamiliesResponse.FromString,
                 _registered_method=True)
+        self.MoveAlias = channel.unary_unary(
+                '/trainledger.v1.Registry/MoveAlias',
+                request_serializer=trainledger_dot_v1_dot_registry__pb2.MoveAliasRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_registry__pb2.MoveAliasResponse.FromString,
+                _registered_method=True)
+        self.RetireFamily = channel.unary_unary(
+                '/trainledger.v1.Registry/RetireFamily',
+                request_serializer=trainledger_dot_v1_dot_registry__pb2.RetireFamilyRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_registry__pb2.RetireFamilyResponse.FromString,
+                _registered_method=True)
 
 
 class RegistryServicer:
@@ -113,6 +123,20 @@ class RegistryServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def MoveAlias(self, request, context):
+        """Moves an alias (staging, production ...) to a version, compare-and-set against its holder.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RetireFamily(self, request, context):
+        """Retires a family: no further registrations, promotions, rollbacks or alias moves.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RegistryServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -145,6 +169,16 @@ def add_RegistryServicer_to_server(servicer, server):
                     servicer.ListFamilies,
                     request_deserializer=trainledger_dot_v1_dot_registry__pb2.ListFamiliesRequest.FromString,
                     response_serializer=trainledger_dot_v1_dot_registry__pb2.ListFamiliesResponse.SerializeToString,
+            ),
+            'MoveAlias': grpc.unary_unary_rpc_method_handler(
+                    servicer.MoveAlias,
+                    request_deserializer=trainledger_dot_v1_dot_registry__pb2.MoveAliasRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_registry__pb2.MoveAliasResponse.SerializeToString,
+            ),
+            'RetireFamily': grpc.unary_unary_rpc_method_handler(
+                    servicer.RetireFamily,
+                    request_deserializer=trainledger_dot_v1_dot_registry__pb2.RetireFamilyRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_registry__pb2.RetireFamilyResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -310,6 +344,60 @@ class Registry:
             '/trainledger.v1.Registry/ListFamilies',
             trainledger_dot_v1_dot_registry__pb2.ListFamiliesRequest.SerializeToString,
             trainledger_dot_v1_dot_registry__pb2.ListFamiliesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def MoveAlias(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainledger.v1.Registry/MoveAlias',
+            trainledger_dot_v1_dot_registry__pb2.MoveAliasRequest.SerializeToString,
+            trainledger_dot_v1_dot_registry__pb2.MoveAliasResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RetireFamily(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainledger.v1.Registry/RetireFamily',
+            trainledger_dot_v1_dot_registry__pb2.RetireFamilyRequest.SerializeToString,
+            trainledger_dot_v1_dot_registry__pb2.RetireFamilyResponse.FromString,
             options,
             channel_credentials,
             insecure,
