@@ -21,14 +21,20 @@ from clients.models.base import Model
 from clients.models.common import BillTotals, CostBasis, GpuCost, MetricColumn, StateHandle, StepBatch, TokenCost
 from clients.models.events import ChainHead, Event, Verification
 from clients.models.registry import (
+    Alias,
+    CurrentVersion,
     Family,
     FamilyList,
     FamilySummary,
+    GateEvidence,
     GateVerdict,
     ModelVersion,
+    MoveAliasReceipt,
     PromoteReceipt,
     Promotion,
     RegisterReceipt,
+    Retirement,
+    RetireReceipt,
     RollbackReceipt,
     SourceCheckpoint,
 )
@@ -141,6 +147,12 @@ __all__ = [
     "GateVerdict",
     "ModelVersion",
     "Promotion",
+    "Alias",
+    "CurrentVersion",
+    "GateEvidence",
+    "MoveAliasReceipt",
+    "RetireReceipt",
+    "Retirement",
     "Family",
     "FamilyList",
     "FamilySummary",
