@@ -130,7 +130,8 @@ def evaluate(rule: str, scores: dict[str, Score]) -> dict[str, Any]:
             failed.append(f"{described} (no {comparison.name} recorded)")
         elif not _HOLDS[comparison.operator](score.value, comparison.bound):
             failed.append(f"{described} (it is {score.value:g})")
-    reason = "failed: " + "; ".join(failed) if failed else f"passed: {rule.strip()}"
+    # Why: the comparisons that failed, or the rule that held.
+    reason = "; ".join(failed) if failed else " ".join(rule.split())
     return {
         "passed": not failed,
         "reason": reason,
