@@ -1,6 +1,6 @@
 """The scores a gate rule is evaluated on, as the ledger finds them recorded: a version's source
 checkpoint's scores, or an evaluation run's summary, each with the log position of the event that
-recorded it (ledger.domain.gates evaluates the rule).
+recorded it (ledger.domain.gates evaluates the rule). A retracted run's scores are no evidence.
 
 A registry write asks for these inside its decision, so the positions it records are of events
 already stored; one of the same group commit that is not durable yet is UNAVAILABLE (send again).
@@ -76,6 +76,7 @@ def checkpoint_scores(
             reason=Reason.GATE_EVIDENCE_MISSING,
             version=entry["version"],
         ) from None
+    run.check_not_retracted()  # A retracted run's scores are no evidence (RUN_RETRACTED).
     position = _position(position_of, run, int(checkpoint["version"]))
     return {
         name: Score(float(value), "checkpoint", str(run.id), step, position)
@@ -84,7 +85,9 @@ def checkpoint_scores(
 
 
 def summary_scores(run: Run, position_of: Callable[[UUID, int], int]) -> dict[str, Score]:
-    """The numbers of an evaluation run's summary, at the position of the run's latest event."""
+    """The numbers of an evaluation run's summary, at the position of the run's latest event; a
+    retracted run's are no evidence (RUN_RETRACTED)."""
+    run.check_not_retracted()
     position = _position(position_of, run, run.version)
     return {
         name: Score(float(value), "summary", str(run.id), 0, position)

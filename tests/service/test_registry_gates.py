@@ -150,6 +150,15 @@ def test_a_gate_rule_on_an_evaluation_runs_summary(stubs: Stubs) -> None:
         registry_pb2.PromoteRequest(family=family, version=1, gate_rule="accuracy > 0.9", evaluation_run_id="nope"),
     )
     assert (code, reason) == (Code.NOT_FOUND, "RUN_NOT_FOUND")
+    # A retracted run's summary is no evidence.
+    stubs.runs.RetractRun(runs_pb2.RetractRunRequest(run_id=evaluation, reason="leaked eval set"), timeout=10)
+    code, reason, _ = refusal(
+        stubs.registry.Promote,
+        registry_pb2.PromoteRequest(
+            family=family, version=1, expected_current=1, gate_rule="accuracy > 0.5", evaluation_run_id=evaluation
+        ),
+    )
+    assert (code, reason) == (Code.FAILED_PRECONDITION, "RUN_RETRACTED")
 
 
 def test_a_version_with_no_source_checkpoint_has_no_scores_to_evaluate(stubs: Stubs) -> None:
