@@ -89,7 +89,10 @@ class RegistryServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Promote(self, request, context):
-        """Makes a version current, compare-and-set against the expected current version.
+        """Makes a version current, compare-and-set against the expected current version, through a gate
+        verdict the caller asserts or a gate rule the ledger evaluates. A failed gate
+        (GATE_NOT_PASSED) or a lost compare-and-set (CURRENT_VERSION_MOVED) is recorded in the
+        history; its ErrorInfo metadata recorded_position is the position of that record.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
