@@ -292,6 +292,8 @@ def test_aliases_move_by_compare_and_set_and_name_a_version(stubs: Stubs) -> Non
     assert [(a.alias, a.version) for a in page.aliases] == [("production", 2), ("staging", 2)]
     none = stubs.registry.GetCurrent(registry_pb2.GetCurrentRequest(family=family, alias="canary"), timeout=10)
     assert not none.HasField("version")
+    code, reason, _ = refusal(stubs.registry.GetCurrent, registry_pb2.GetCurrentRequest(family=family, alias="Canary"))
+    assert (code, reason) == (Code.INVALID_ARGUMENT, "INVALID_ALIAS")
     removed = stubs.registry.MoveAlias(
         registry_pb2.MoveAliasRequest(family=family, alias="staging", version=0, expected_version=2), timeout=10
     )
