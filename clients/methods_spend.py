@@ -18,10 +18,12 @@ from clients.models import (
     ChainHead,
     ChargeReceipt,
     CommitReceipt,
+    CurrentVersion,
     Event,
     Family,
     FamilyList,
     ModelVersion,
+    MoveAliasReceipt,
     OpenAccountReceipt,
     PromoteReceipt,
     ProtectedState,
@@ -32,6 +34,7 @@ from clients.models import (
     ReservationPage,
     ReservePlanReceipt,
     ReserveReceipt,
+    RetireReceipt,
     RollbackReceipt,
     SetCapReceipt,
     SourceCheckpoint,
@@ -252,11 +255,28 @@ class LedgerMethods(RunsMethods, Transport):
         return self._ask("Registry", "Register", request, reply(RegisterReceipt), timeout_s=timeout_s)
 
     def promote(
-        self, *, family: str, version: int, expected_current: int, verdict: Doc, timeout_s: float | None = None
+        self,
+        *,
+        family: str,
+        version: int,
+        expected_current: int,
+        verdict: Doc | None = None,
+        gate_rule: str = "",
+        evaluation_run_id: str = "",
+        timeout_s: float | None = None,
     ) -> PromoteReceipt:
-        """Compare-and-set the current version; raises GateNotPassed or CurrentVersionMoved."""
+        """Compare-and-set the current version through a gate: an asserted `verdict` {passed,
+        reason, stats}, recorded as asserted, or a `gate_rule` ("eval_loss <= 0.5 and accuracy >=
+        0.8") the ledger evaluates on the version's source checkpoint's scores, or on the summary
+        of `evaluation_run_id`; the receipt's verdict is the one recorded, with its evidence. A
+        refusal is recorded too: raises GateNotPassed or CurrentVersionMoved."""
         request = registry_pb2.PromoteRequest(
-            family=family, version=version, expected_current=expected_current, verdict=codec.verdict(verdict)
+            family=family,
+            version=version,
+            expected_current=expected_current,
+            verdict=None if verdict is None else codec.verdict(verdict),
+            gate_rule=gate_rule,
+            evaluation_run_id=evaluation_run_id,
         )
         return self._ask("Registry", "Promote", request, reply(PromoteReceipt), timeout_s=timeout_s)
 
@@ -268,10 +288,36 @@ class LedgerMethods(RunsMethods, Transport):
         )
         return self._ask("Registry", "Rollback", request, reply(RollbackReceipt), timeout_s=timeout_s)
 
-    def get_current(self, *, family: str, min_position: int = 0, timeout_s: float | None = None) -> ModelVersion | None:
-        """The current version, or None when no version is current."""
-        request = registry_pb2.GetCurrentRequest(family=family, min_position=min_position)
+    def get_current(
+        self, *, family: str, alias: str = "", min_position: int = 0, timeout_s: float | None = None
+    ) -> ModelVersion | None:
+        """The current version (or the one `alias` names), or None when there is none."""
+        request = registry_pb2.GetCurrentRequest(family=family, alias=alias, min_position=min_position)
         return self._ask("Registry", "GetCurrent", request, field_of("version", ModelVersion), timeout_s=timeout_s)
+
+    def current_version(
+        self, *, family: str, alias: str = "", min_position: int = 0, timeout_s: float | None = None
+    ) -> CurrentVersion:
+        """The current version (or the one `alias` names) with the promotion that made it current
+        (its verdict asserted or evaluated) and the family's retirement, if any."""
+        request = registry_pb2.GetCurrentRequest(family=family, alias=alias, min_position=min_position)
+        return self._ask("Registry", "GetCurrent", request, reply(CurrentVersion), timeout_s=timeout_s)
+
+    def move_alias(
+        self, *, family: str, alias: str, version: int, expected_version: int, timeout_s: float | None = None
+    ) -> MoveAliasReceipt:
+        """Point `alias` at `version` (0 removes it), compare-and-set on the version it names now:
+        raises Aborted (ALIAS_MOVED) when it names another."""
+        request = registry_pb2.MoveAliasRequest(
+            family=family, alias=alias, version=version, expected_version=expected_version
+        )
+        return self._ask("Registry", "MoveAlias", request, reply(MoveAliasReceipt), timeout_s=timeout_s)
+
+    def retire_family(self, *, family: str, reason: str, timeout_s: float | None = None) -> RetireReceipt:
+        """Retire a family: no further registrations, promotions, rollbacks or alias moves
+        (FAMILY_RETIRED); its reads still work."""
+        request = registry_pb2.RetireFamilyRequest(family=family, reason=reason)
+        return self._ask("Registry", "RetireFamily", request, reply(RetireReceipt), timeout_s=timeout_s)
 
     def list_versions(
         self,

@@ -8,7 +8,10 @@ promote the ones that pass, and roll back when the current one misbehaves.
 A version is an immutable artifact (its uri and digest; registering the same digest again answers
 the version it already is). Promotion is compare-and-set on the current version and carries the
 gate's verdict: the ledger refuses a failed verdict (GATE_NOT_PASSED) and a promotion made
-against a current version that moved meanwhile (CURRENT_VERSION_MOVED). A rollback makes an
+against a current version that moved meanwhile (CURRENT_VERSION_MOVED), and records the refusal
+in the history. The verdicts here are asserted (this script judged them); a promotion may instead
+name a gate rule the ledger evaluates on recorded scores (`gate_rule="eval_loss <= 0.5"`, on the
+version's source checkpoint), recorded as evaluated with its evidence. A rollback makes an
 earlier version current again and records why. Every step is an event in the log:
 
     trainledger registry show registry-demo [--address HOST:PORT]   # versions and history
@@ -108,8 +111,10 @@ def story(client: LedgerClient, family: str) -> None:
     )
     print(f"rolled back {family} to v{rolled.current} (was v{rolled.previous})")
     print("history:")
-    for entry in client.list_versions(family=family).history:
-        why = entry.verdict.reason if entry.verdict is not None and entry.kind == "promote" else entry.reason
+    for entry in client.list_versions(family=family, min_position=rolled.position).history:
+        # A promotion, or a refused one, carries its verdict: asserted here, or evaluated by the ledger.
+        verdict = entry.verdict
+        why = f"{verdict.reason} ({verdict.mode})" if verdict is not None else entry.reason
         print(f"  {entry.kind:<9} v{entry.version} (was {f'v{entry.previous}' if entry.previous else 'none'}): {why}")
 
 

@@ -116,6 +116,8 @@ ROLES_BY_METHOD: dict[str, frozenset[str]] = {
     "/trainledger.v1.Registry/Register": _OPERATORS,
     "/trainledger.v1.Registry/Promote": _OPERATORS,
     "/trainledger.v1.Registry/Rollback": _OPERATORS,
+    "/trainledger.v1.Registry/MoveAlias": _OPERATORS,
+    "/trainledger.v1.Registry/RetireFamily": _OPERATORS,
     "/trainledger.v1.Registry/GetCurrent": _WIDE_READERS,
     "/trainledger.v1.Registry/ListVersions": _WIDE_READERS,
     "/trainledger.v1.Registry/ListFamilies": _WIDE_READERS,

@@ -8,7 +8,8 @@ file, and the writes operators make by hand.
     trainledger checkpoints list RUN | checkpoints prune RUN|--all [--root DIR]... [--dry-run|--yes]
     trainledger spend show RUN_OR_ACCOUNT [--limit N] | spend cap RUN_OR_ACCOUNT AMOUNT|none
     trainledger registry list | show FAMILY | register FAMILY URI --digest D [--from-checkpoint RUN:STEP]
-    trainledger registry promote FAMILY VERSION | rollback FAMILY [VERSION]
+    trainledger registry promote FAMILY VERSION --gate-rule RULE|--passed|--failed | rollback FAMILY [VERSION]
+    trainledger registry alias FAMILY ALIAS VERSION [--expect N] | retire FAMILY --reason TEXT
     trainledger events export --from N | rebuild | backup --to FILE | verify | tokens ... | watch RUN
     trainledger spend pull | spend reconcile    # providers' bills, through a server (services.cli_bills)
 
@@ -346,9 +347,25 @@ def parser(asked: str | None = None) -> argparse.ArgumentParser:
     promoted.add_argument("family", metavar="FAMILY")
     promoted.add_argument("version", metavar="VERSION", type=_positive)
     gate = promoted.add_mutually_exclusive_group(required=True)
-    gate.add_argument("--gate-json", default="", metavar="FILE", help='the verdict: {"passed", "reason", "stats"}')
-    gate.add_argument("--passed", action="store_true", default=None, help="the gate passed")
-    gate.add_argument("--failed", dest="passed", action="store_false", help="the gate failed (recorded, refused)")
+    gate.add_argument(
+        "--gate-rule",
+        default="",
+        metavar="RULE",
+        help='a rule the ledger evaluates on recorded scores, e.g. "eval_loss <= 0.5 and accuracy >= 0.8"',
+    )
+    gate.add_argument(
+        "--gate-json", default="", metavar="FILE", help='an asserted verdict: {"passed", "reason", "stats"}'
+    )
+    gate.add_argument("--passed", action="store_true", default=None, help="assert that the gate passed")
+    gate.add_argument(
+        "--failed", dest="passed", action="store_false", help="assert that the gate failed (refused, recorded)"
+    )
+    promoted.add_argument(
+        "--eval-run",
+        default="",
+        metavar="RUN",
+        help="with --gate-rule: evaluate on this run's summary, not the version's source checkpoint's scores",
+    )
     promoted.add_argument("--reason", default="", help="the gate's reason")
     promoted.add_argument("--stat", action="append", default=[], metavar="KEY=VALUE", help="a statistic of the gate")
     _expected(promoted)
@@ -359,6 +376,10 @@ def parser(asked: str | None = None) -> argparse.ArgumentParser:
     )
     rolled.add_argument("--reason", required=True, help="why (recorded)")
     _expected(rolled)
+    if command_is(asked, "registry"):
+        from services import cli_registry
+
+        cli_registry.add_parsers(registry)
 
     events = commands.add_parser("events", help="the event log").add_subparsers(dest="action", required=True)
     exported = reading("export", events, "events_export", "events as JSON lines")

@@ -10,7 +10,9 @@ import grpc
 from ledger.domain.errors import NotFound, Unavailable
 from ledger.domain.limits import check_reference
 from ledger.domain.reasons import Reason
+from ledger.domain.registry import check_alias
 from ledger.views.models import Family, FamilyPage, FamilySummary
+from ledger.views.rows import to_verdict
 from services import codec
 from services.codec import messages
 from services.codec.pages import (
@@ -60,20 +62,29 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
 
     async def Promote(self, request: registry_pb2.PromoteRequest, context: Context) -> registry_pb2.PromoteResponse:
         verdict = request.verdict
+        asserted = None
+        if request.HasField("verdict") or not request.gate_rule:
+            asserted = {
+                "passed": verdict.passed,
+                "reason": verdict.reason,
+                "stats": codec.document(verdict.stats, "verdict"),
+            }
         receipt = await self.edge.call(
             self.ledger.promote,
             family=request.family,
             version=request.version,
             expected_current=request.expected_current,
-            verdict={
-                "passed": verdict.passed,
-                "reason": verdict.reason,
-                "stats": codec.document(verdict.stats, "verdict"),
-            },
+            verdict=asserted,
+            gate_rule=request.gate_rule,
+            evaluation_run_id=request.evaluation_run_id,
             **audit(),
         )
         return registry_pb2.PromoteResponse(
-            position=receipt.position, duplicate=receipt.duplicate, current=receipt.version, previous=receipt.previous
+            position=receipt.position,
+            duplicate=receipt.duplicate,
+            current=receipt.version,
+            previous=receipt.previous,
+            verdict=messages.verdict(to_verdict(receipt.verdict)),
         )
 
     async def Rollback(self, request: registry_pb2.RollbackRequest, context: Context) -> registry_pb2.RollbackResponse:
@@ -93,8 +104,44 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         self, request: registry_pb2.GetCurrentRequest, context: Context
     ) -> registry_pb2.GetCurrentResponse:
         family = await self._family(request.family, request.min_position, context)
-        current = next((v for v in family.versions if v.version == family.current), None)
-        return registry_pb2.GetCurrentResponse(version=None if current is None else messages.model_version(current))
+        if request.alias:
+            check_alias(request.alias)
+            wanted = next((a.version for a in family.aliases if a.alias == request.alias), 0)
+        else:
+            wanted = family.current
+        current = next((v for v in family.versions if v.version == wanted), None)
+        promotion = next(
+            (p for p in reversed(family.history) if p.kind != "refused" and p.version == wanted),
+            None,
+        )
+        return registry_pb2.GetCurrentResponse(
+            version=None if current is None else messages.model_version(current),
+            promotion=None if promotion is None else messages.promotion(promotion),
+            retired=messages.retirement(family.retired),
+        )
+
+    async def MoveAlias(
+        self, request: registry_pb2.MoveAliasRequest, context: Context
+    ) -> registry_pb2.MoveAliasResponse:
+        receipt = await self.edge.call(
+            self.ledger.move_alias,
+            family=request.family,
+            alias=request.alias,
+            version=request.version,
+            expected_version=request.expected_version,
+            **audit(),
+        )
+        return registry_pb2.MoveAliasResponse(
+            position=receipt.position, duplicate=receipt.duplicate, version=receipt.version, previous=receipt.previous
+        )
+
+    async def RetireFamily(
+        self, request: registry_pb2.RetireFamilyRequest, context: Context
+    ) -> registry_pb2.RetireFamilyResponse:
+        receipt = await self.edge.call(
+            self.ledger.retire_family, family=request.family, reason=request.reason, **audit()
+        )
+        return registry_pb2.RetireFamilyResponse(position=receipt.position, duplicate=receipt.duplicate)
 
     async def ListVersions(
         self, request: registry_pb2.ListVersionsRequest, context: Context
@@ -128,6 +175,8 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
             current=page.current,
             history=[messages.promotion(p) for p in page.history],
             next_page_token=token,
+            aliases=[messages.alias(a) for a in page.aliases],
+            retired=messages.retirement(page.retired),
         )
 
     async def ListFamilies(

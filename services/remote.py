@@ -415,28 +415,38 @@ def registry_list(args: argparse.Namespace) -> None:
     _emit(args, families, lambda: render.families_table(families) if families else "(no family)")
 
 
-def _family(client: LedgerClient, family: str) -> tuple[int, list[Any], list[Any]]:
-    """(current, versions, history) of a family, every page."""
+def _family(client: LedgerClient, family: str) -> tuple[int, list[Any], list[Any], Any]:
+    """(current, versions, history, last page: its aliases and retirement) of a family, every page."""
     versions: list[Any] = []
     history: list[Any] = []
-    token, current = "", 0
+    token = ""
     while True:
         page = client.list_versions(family=family, page_token=token)
         versions += page.versions
         history += page.history
-        current = page.current
         token = page.next_page_token
         if not token:
-            return current, versions, history
+            return page.current, versions, history, page
 
 
 def registry_show(args: argparse.Namespace) -> None:
     with talking(args) as client:
-        current, versions, history = _family(client, args.family)
+        current, versions, history, page = _family(client, args.family)
     if not versions:
         raise Failure(f"no family {args.family}", status=1)
-    value = {"family": args.family, "current": current, "versions": versions, "history": history}
-    _emit(args, value, lambda: render.family_text(args.family, current, versions, history))
+    value = {
+        "family": args.family,
+        "current": current,
+        "versions": versions,
+        "history": history,
+        "aliases": page.aliases,
+        "retired": page.retired,
+    }
+    _emit(
+        args,
+        value,
+        lambda: render.family_text(args.family, current, versions, history, page.aliases, page.retired),
+    )
 
 
 def registry_register(args: argparse.Namespace) -> None:
@@ -511,9 +521,12 @@ def _checkpoint_digest(client: LedgerClient, run_id: str, step: int) -> str:
     return str(usable[-1].digest)
 
 
-def verdict_of(args: argparse.Namespace) -> dict[str, Any]:
-    """The gate verdict a promotion sends: --gate-json FILE, or --passed/--failed, --reason and
-    --stat KEY=VALUE (values read as JSON when they are JSON: 0.91, true, "text")."""
+def verdict_of(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The gate verdict a promotion asserts: --gate-json FILE, or --passed/--failed, --reason and
+    --stat KEY=VALUE (values read as JSON when they are JSON: 0.91, true, "text"); None with
+    --gate-rule, which the ledger evaluates itself."""
+    if getattr(args, "gate_rule", ""):
+        return None
     if args.gate_json:
         try:
             with open(args.gate_json, encoding="utf-8") as file:
@@ -536,26 +549,36 @@ def verdict_of(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def registry_promote(args: argparse.Namespace) -> None:
-    """Make a version current through its gate, by compare-and-set on the current version."""
+    """Make a version current through its gate, by compare-and-set on the current version: a gate
+    rule the ledger evaluates (--gate-rule, on the version's source checkpoint's scores or
+    --eval-run's summary), or a verdict asserted here. A refusal is recorded by the ledger."""
     verdict = verdict_of(args)
+    if getattr(args, "eval_run", "") and not getattr(args, "gate_rule", ""):
+        raise Failure("--eval-run goes with --gate-rule")
     with talking(args) as client:
         expected = args.expected_current
         if expected is None:
             expected = client.list_versions(family=args.family, page_size=1).current
-        receipt = client.promote(family=args.family, version=args.version, expected_current=expected, verdict=verdict)
-    _emit(
-        args,
-        receipt,
-        render.move_text(
-            "promoted", args.family, receipt.current, receipt.previous, receipt.position, receipt.duplicate
-        ),
+        evaluation_run_id = resolve_run(client, args.eval_run) if getattr(args, "eval_run", "") else ""
+        receipt = client.promote(
+            family=args.family,
+            version=args.version,
+            expected_current=expected,
+            verdict=verdict,
+            gate_rule=getattr(args, "gate_rule", ""),
+            evaluation_run_id=evaluation_run_id,
+        )
+    moved = render.move_text(
+        "promoted", args.family, receipt.current, receipt.previous, receipt.position, receipt.duplicate
     )
+    gate = render.verdict_text(receipt.verdict)
+    _emit(args, receipt, moved + (f"\ngate: {gate}" if gate else ""))
 
 
 def registry_rollback(args: argparse.Namespace) -> None:
     """Make an earlier version current again (default: the earlier version current most recently)."""
     with talking(args) as client:
-        current, _, history = _family(client, args.family)
+        current, _, history, _ = _family(client, args.family)
         expected = current if args.expected_current is None else args.expected_current
         version = args.version if args.version is not None else _earlier(history, current)
         if version is None:
@@ -571,8 +594,9 @@ def registry_rollback(args: argparse.Namespace) -> None:
 
 
 def _earlier(history: list[Any], current: int) -> int | None:
-    """The version below `current` that was current most recently (a rollback goes back only)."""
-    return next((p.version for p in reversed(history) if 0 < p.version < current), None)
+    """The version below `current` that was current most recently (a rollback goes back only);
+    refused promotions never made a version current."""
+    return next((p.version for p in reversed(history) if p.kind != "refused" and 0 < p.version < current), None)
 
 
 def events_export(args: argparse.Namespace) -> None:

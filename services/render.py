@@ -24,6 +24,9 @@ __all__ = [
     "account_text",
     "families_table",
     "family_text",
+    "verdict_text",
+    "alias_text",
+    "retire_text",
     "cap_text",
     "move_text",
     "progress_text",
@@ -473,24 +476,56 @@ def families_table(families: Sequence[Any]) -> str:
     return table(["FAMILY", "CURRENT", "VERSIONS"], [(f.family, f.current or None, f.version_count) for f in families])
 
 
-def _verdict(promotion: Any) -> str | None:
-    verdict = promotion.verdict
+def verdict_text(verdict: Any) -> str | None:
+    """A gate verdict on one line: who reached it (evaluated by the ledger, or asserted by the
+    caller), whether it passed, why, and for an evaluated one each score with the log position
+    that recorded it."""
     if verdict is None:
         return None
-    stats = ", ".join(f"{key}={value}" for key, value in sorted((verdict.stats or {}).items()))
+    mode = getattr(verdict, "mode", "") or "asserted"
+    evidence = getattr(verdict, "evidence", None) or ()
+    if evidence:
+        scores = ", ".join(
+            f"{e.name}={'none' if e.value is None else f'{e.value:g}'}@{e.position or '-'}" for e in evidence
+        )
+    else:
+        scores = ", ".join(f"{key}={value}" for key, value in sorted((verdict.stats or {}).items()))
     return (
-        f"{'passed' if verdict.passed else 'failed'}"
+        f"{mode}, {'passed' if verdict.passed else 'failed'}"
         + (f": {verdict.reason}" if verdict.reason else "")
-        + (f" ({stats})" if stats else "")
+        + (f" ({scores})" if scores else "")
     )
 
 
-def family_text(family: str, current: int, versions: Sequence[Any], history: Sequence[Any]) -> str:
-    """A family: its current version, every version, and the promotions and rollbacks with their
-    gate verdicts and who made them."""
+def _history_reason(promotion: Any) -> str | None:
+    refusal = getattr(promotion, "refusal", "")
+    if refusal:
+        return f"{refusal}: {promotion.reason}" if promotion.reason else refusal
+    return promotion.reason or None
+
+
+def family_text(
+    family: str,
+    current: int,
+    versions: Sequence[Any],
+    history: Sequence[Any],
+    aliases: Sequence[Any] = (),
+    retired: Any = None,
+) -> str:
+    """A family: its current version, aliases and retirement, every version, and the history of
+    promotions, rollbacks and refused promotions with their gate verdicts (evaluated or asserted)
+    and who made them."""
+    named = ", ".join(f"{a.alias}={a.version}" for a in aliases)
     return "\n\n".join(
         [
-            fields([("family", family), ("current", current or None)]),
+            fields(
+                [
+                    ("family", family),
+                    ("current", current or None),
+                    ("aliases", named or None),
+                    ("retired", None if retired is None else f"{retired.reason} ({when(retired.at)})"),
+                ]
+            ),
             "versions\n"
             + table(
                 ["VERSION", "ARTIFACT", "DIGEST", "SOURCE RUN", "STEP", "REGISTERED"],
@@ -512,7 +547,15 @@ def family_text(family: str, current: int, versions: Sequence[Any], history: Seq
                 table(
                     ["AT", "KIND", "VERSION", "PREVIOUS", "BY", "GATE", "REASON"],
                     [
-                        (when(p.at), p.kind, p.version, p.previous or None, p.principal, _verdict(p), p.reason or None)
+                        (
+                            when(p.at),
+                            p.kind,
+                            p.version,
+                            p.previous or None,
+                            p.principal,
+                            verdict_text(p.verdict),
+                            _history_reason(p),
+                        )
                         for p in history
                     ],
                 )
@@ -545,3 +588,16 @@ def move_text(kind: str, family: str, current: int, previous: int, position: int
     """What `registry promote` and `registry rollback` print."""
     again = " (already done: answered as a duplicate)" if duplicate else ""
     return f"{family}: {kind} to version {current} (was {previous or 'none'}) at position {position}{again}"
+
+
+def alias_text(family: str, alias: str, version: int, previous: int, position: int, duplicate: bool) -> str:
+    """What `registry alias` prints."""
+    again = " (already done: answered as a duplicate)" if duplicate else ""
+    moved = f"names version {version}" if version else "removed"
+    return f"{family}: alias {alias} {moved} (was {previous or 'none'}) at position {position}{again}"
+
+
+def retire_text(family: str, position: int, duplicate: bool) -> str:
+    """What `registry retire` prints."""
+    again = " (already retired: answered as a duplicate)" if duplicate else ""
+    return f"{family}: retired at position {position}{again}"

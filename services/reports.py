@@ -219,8 +219,18 @@ def registry_list(args: argparse.Namespace) -> None:
 def registry_show(args: argparse.Namespace) -> None:
     with opened(args.database) as ledger:
         family = ledger.family(args.family)
-    value = {"family": family.family, "current": family.current, "versions": family.versions, "history": family.history}
-    emit(args, value, render.family_text(family.family, family.current, family.versions, family.history))
+    value = {
+        "family": family.family,
+        "current": family.current,
+        "versions": family.versions,
+        "history": family.history,
+        "aliases": family.aliases,
+        "retired": family.retired,
+    }
+    text = render.family_text(
+        family.family, family.current, family.versions, family.history, family.aliases, family.retired
+    )
+    emit(args, value, text)
 
 
 def _with_stored(ledger: Ledger, page: list[dict[str, Any]], types: list[str]) -> None:

@@ -57,6 +57,8 @@ SERVICES = {
         "ListVersions",
         "ListFamilies",
         "ListProtectedStates",
+        "MoveAlias",
+        "RetireFamily",
     ],
     ("events", "Events"): ["ReadEvents", "GetHead", "Verify"],
 }

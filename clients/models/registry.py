@@ -1,7 +1,8 @@
-"""The typed results of registry.proto: model versions (with the checkpoint each was made from),
-promotions with their gate verdicts, a family's page of versions and history, and the receipts of
-register, promote and rollback. SourceCheckpoint is also what register takes to name a version's
-source checkpoint.
+"""The typed results of registry.proto: model versions (with the checkpoint each was made from
+and the aliases that name them), promotions (and refused promotions) with their gate verdicts,
+asserted or evaluated with their evidence, a family's page of versions, history, aliases and
+retirement, and the receipts of register, promote, rollback, alias moves and retirement.
+SourceCheckpoint is also what register takes to name a version's source checkpoint.
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ from clients.models.base import Model, empty_dict, empty_list
 
 __all__ = [
     "SourceCheckpoint",
+    "GateEvidence",
     "GateVerdict",
+    "Alias",
+    "Retirement",
+    "CurrentVersion",
+    "MoveAliasReceipt",
+    "RetireReceipt",
     "ModelVersion",
     "Promotion",
     "Family",
@@ -27,10 +34,28 @@ __all__ = [
 ]
 
 
+class GateEvidence(Model, frozen=True, kw_only=True):
+    """A recorded score a gate rule was evaluated on; `value` None when it was never recorded,
+    `position` the log position of the event that recorded it."""
+
+    name: str = ""
+    value: float | None = None
+    source: str = ""
+    run_id: str = ""
+    step: int = 0
+    position: int = 0
+
+
 class GateVerdict(Model, frozen=True, kw_only=True):
+    """A gate's verdict; `mode` "asserted" (the caller said so) or "evaluated" (the ledger
+    evaluated `rule` on the scores in `evidence`)."""
+
     passed: bool = False
     reason: str = ""
     stats: dict[str, Any] = msgspec.field(default_factory=empty_dict)
+    mode: str = ""
+    rule: str = ""
+    evidence: list[GateEvidence] = msgspec.field(default_factory=empty_list)
 
 
 class SourceCheckpoint(Model, frozen=True, kw_only=True):
@@ -56,9 +81,13 @@ class ModelVersion(Model, frozen=True, kw_only=True):
     registered_at: datetime | None = None
     source_checkpoint: SourceCheckpoint | None = None
     source_retracted: bool = False
+    aliases: list[str] = msgspec.field(default_factory=empty_list)
 
 
 class Promotion(Model, frozen=True, kw_only=True):
+    """A change of the current version (`kind` promote | rollback), or a promotion the ledger
+    refused and recorded (`kind` refused, with its reason in `refusal`)."""
+
     version: int = 0
     previous: int = 0
     kind: str = ""
@@ -67,6 +96,32 @@ class Promotion(Model, frozen=True, kw_only=True):
     at: datetime | None = None
     principal: str = ""
     position: int = 0
+    refusal: str = ""
+    expected_current: int = 0
+
+
+class Alias(Model, frozen=True, kw_only=True):
+    alias: str = ""
+    version: int = 0
+    moved_at: datetime | None = None
+    principal: str = ""
+    position: int = 0
+
+
+class Retirement(Model, frozen=True, kw_only=True):
+    reason: str = ""
+    at: datetime | None = None
+    principal: str = ""
+    position: int = 0
+
+
+class CurrentVersion(Model, frozen=True, kw_only=True):
+    """A family's current version (or an alias's), the promotion that made it current, and the
+    family's retirement; each None when there is none."""
+
+    version: ModelVersion | None = None
+    promotion: Promotion | None = None
+    retired: Retirement | None = None
 
 
 class Family(Model, frozen=True, kw_only=True):
@@ -77,6 +132,8 @@ class Family(Model, frozen=True, kw_only=True):
     current: int = 0
     history: list[Promotion] = msgspec.field(default_factory=empty_list)
     next_page_token: str = ""
+    aliases: list[Alias] = msgspec.field(default_factory=empty_list)
+    retired: Retirement | None = None
 
 
 class FamilySummary(Model, frozen=True, kw_only=True):
@@ -121,6 +178,7 @@ class PromoteReceipt(Model, frozen=True, kw_only=True):
     duplicate: bool = False
     current: int = 0
     previous: int = 0
+    verdict: GateVerdict | None = None
 
 
 class RollbackReceipt(Model, frozen=True, kw_only=True):
@@ -128,3 +186,15 @@ class RollbackReceipt(Model, frozen=True, kw_only=True):
     duplicate: bool = False
     current: int = 0
     previous: int = 0
+
+
+class MoveAliasReceipt(Model, frozen=True, kw_only=True):
+    position: int = 0
+    duplicate: bool = False
+    version: int = 0
+    previous: int = 0
+
+
+class RetireReceipt(Model, frozen=True, kw_only=True):
+    position: int = 0
+    duplicate: bool = False

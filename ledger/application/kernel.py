@@ -289,6 +289,9 @@ class Kernel(Application[UUID]):
         command = Command(decide)
         self._writes.submit(command)
         if command.error is not None:
+            if command.position is not None and isinstance(command.error, LedgerError):
+                # A refusal recorded for audit says where, so its caller can read it (min_position).
+                command.error.metadata.setdefault("recorded_position", str(command.position))
             raise command.error
         result: T = command.result
         return result, command.position

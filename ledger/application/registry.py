@@ -1,5 +1,9 @@
 """The model registry: register immutable versions, promote through a passing gate verdict
-(compare-and-set on the current version), roll back to an earlier promoted version.
+(compare-and-set on the current version), roll back to an earlier promoted version, move aliases,
+retire a family.
+
+A promotion's verdict is asserted by the caller, or evaluated here on a gate rule over recorded
+scores (ledger.application.gating); a refused promotion is recorded with the family (Recorded).
 
 A version may name the run's checkpoint it was made from (source_checkpoint): the run's checkpoint
 is checked (it exists, was not deleted, has the digest named, the run was not retracted), and the
@@ -10,24 +14,34 @@ bare source_run_id and source_step of a run that has a checkpoint at that step r
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
 
-from ledger.application.commands import Promote, Register, Rollback
-from ledger.application.kernel import Receipt, storage_read
+from ledger.application import gating
+from ledger.application.commands import INT32_MAX, Promote, Register, Rollback
+from ledger.application.kernel import Receipt, Recorded, storage_read
 from ledger.application.reads import Reads
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
-from ledger.domain.errors import Invalid, NotFound
-from ledger.domain.limits import PAGE_SIZE_MAX, check_id, check_int
+from ledger.domain.errors import Invalid, LedgerError, NotFound
+from ledger.domain.gates import evaluate
+from ledger.domain.limits import PAGE_SIZE_MAX, check_id, check_int, check_text
 from ledger.domain.reasons import Reason
-from ledger.domain.registry import Family
+from ledger.domain.registry import Family, check_alias
 from ledger.domain.runs import Run
 from ledger.views import models
 
-__all__ = ["RegistryCommands"]
+__all__ = ["PromotionReceipt", "RegistryCommands"]
+
+
+@dataclasses.dataclass(frozen=True)
+class PromotionReceipt(Receipt):
+    """A promotion's receipt, with the verdict it was recorded with."""
+
+    verdict: dict[str, Any] | None = None
 
 
 class RegistryCommands(Reads):
@@ -158,17 +172,52 @@ class RegistryCommands(Reads):
         family: str,
         version: int,
         expected_current: int,
-        verdict: dict[str, Any],
+        verdict: dict[str, Any] | None = None,
+        gate_rule: str = "",
+        evaluation_run_id: str = "",
         principal: str = "",
         request_id: str = "",
-    ) -> Receipt:
-        """Compare-and-set promotion through a passing gate verdict {passed, reason, stats}."""
-        command = Promote(family=family, version=version, expected_current=expected_current, verdict=verdict)
+    ) -> PromotionReceipt:
+        """Compare-and-set promotion through a passing gate: an asserted verdict {passed, reason,
+        stats}, or a gate rule the ledger evaluates on the version's source checkpoint's scores or
+        on `evaluation_run_id`'s summary (INVALID_GATE_RULE, GATE_EVIDENCE_MISSING, RUN_NOT_FOUND).
+        A failed gate or a lost compare-and-set is recorded, then raised."""
+        gating.check_gate(verdict, gate_rule, evaluation_run_id)
+        command = Promote(family=family, version=version, expected_current=expected_current, verdict=verdict or {})
         audit = self._audit(principal, request_id)
-        return self._promotion(
-            family,
-            lambda f: f.promote(audit, version=version, expected_current=expected_current, verdict=command.verdict),
+        digest = gating.request_digest(
+            "promote",
+            version=version,
+            expected_current=expected_current,
+            verdict=command.verdict if not gate_rule else None,
+            gate_rule=gate_rule,
+            evaluation_run_id=evaluation_run_id,
         )
+
+        def judge(aggregate: Family) -> dict[str, Any]:
+            if not gate_rule:
+                return gating.asserted(command.verdict)
+            if evaluation_run_id:
+                scores = gating.summary_scores(self._run(evaluation_run_id)[1], self.storage.position_of)
+            else:
+                entry = aggregate.versions[version - 1]
+                scores = gating.checkpoint_scores(entry, self._source_run, self.storage.position_of)
+            return evaluate(gate_rule, scores)
+
+        def act(aggregate: Family) -> int | None:
+            retry = aggregate.answered(audit, digest)
+            if retry is not None:
+                return retry
+            aggregate._check_version(version)
+            return aggregate.promote(
+                audit,
+                version=version,
+                expected_current=expected_current,
+                verdict=judge(aggregate),
+                request_digest=digest,
+            )
+
+        return self._promotion(family, act)
 
     def rollback(
         self,
@@ -179,21 +228,86 @@ class RegistryCommands(Reads):
         reason: str,
         principal: str = "",
         request_id: str = "",
-    ) -> Receipt:
+    ) -> PromotionReceipt:
         """Promote an earlier, once-promoted version again, with a reason."""
         Rollback(family=family, version=version, expected_current=expected_current, reason=reason)
         audit = self._audit(principal, request_id)
-        return self._promotion(
-            family, lambda f: f.rollback(audit, version=version, expected_current=expected_current, reason=reason)
+        digest = gating.request_digest("rollback", version=version, expected_current=expected_current, reason=reason)
+
+        def act(aggregate: Family) -> int | None:
+            retry = aggregate.answered(audit, digest)
+            if retry is not None:
+                return retry
+            return aggregate.rollback(
+                audit, version=version, expected_current=expected_current, reason=reason, request_digest=digest
+            )
+
+        return self._promotion(family, act)
+
+    def _promotion(self, family: str, act: Callable[[Family], int | None]) -> PromotionReceipt:
+        def decide(touched: list[LedgerAggregate]) -> tuple[int | None, int, int, dict[str, Any] | None]:
+            aggregate = self._family(family)
+            touched.append(aggregate)
+            version = _recording(aggregate, lambda: act(aggregate))
+            entry = next(p for p in reversed(aggregate.promotions) if version is None or p["event_version"] == version)
+            return version, entry["version"], entry["previous"], entry["verdict"]
+
+        (version, current, previous, verdict), position = self._write(decide)
+        receipt = self._receipt(ledger_id("family", family), version, position, version=current, previous=previous)
+        return PromotionReceipt(
+            **{f.name: getattr(receipt, f.name) for f in dataclasses.fields(receipt)}, verdict=verdict
         )
 
-    def _promotion(self, family: str, act: Callable[[Family], int | None]) -> Receipt:
+    def move_alias(
+        self, *, family: str, alias: str, version: int, expected_version: int, principal: str = "", request_id: str = ""
+    ) -> Receipt:
+        """Point `alias` at `version` (0 removes it), compare-and-set on the version it names now
+        (ALIAS_MOVED); INVALID_ALIAS, TOO_MANY_ALIASES, FAMILY_RETIRED, VERSION_NOT_FOUND."""
+        check_alias(alias)
+        check_int(version, "version", maximum=INT32_MAX)
+        check_int(expected_version, "expected_version", maximum=INT32_MAX)
+        audit = self._audit(principal, request_id)
+        digest = gating.request_digest("alias", alias=alias, version=version, expected_version=expected_version)
+
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, int, int]:
             aggregate = self._family(family)
             touched.append(aggregate)
-            version = act(aggregate)
-            entry = next(p for p in reversed(aggregate.promotions) if version is None or p["event_version"] == version)
-            return version, entry["version"], entry["previous"]
+            retry = aggregate.answered(audit, digest)
+            if retry is None:
+                aggregate.move_alias(
+                    audit, alias=alias, version=version, expected_version=expected_version, request_digest=digest
+                )
+            return retry, version, expected_version
 
-        (version, current, previous), position = self._write(decide)
-        return self._receipt(ledger_id("family", family), version, position, version=current, previous=previous)
+        (retry, moved_to, previous), position = self._write(decide)
+        return self._receipt(ledger_id("family", family), retry, position, version=moved_to, previous=previous)
+
+    def retire_family(self, *, family: str, reason: str, principal: str = "", request_id: str = "") -> Receipt:
+        """Retire a family, with a reason (required): it takes no more registrations, promotions,
+        rollbacks or alias moves (FAMILY_RETIRED); reads still work."""
+        check_text(reason, "reason")
+        if not reason.strip():
+            raise Invalid("reason is required", reason=Reason.MISSING_FIELD, field="reason")
+        audit = self._audit(principal, request_id)
+        digest = gating.request_digest("retire", reason=reason)
+
+        def decide(touched: list[LedgerAggregate]) -> int | None:
+            aggregate = self._family(family)
+            touched.append(aggregate)
+            retry = aggregate.answered(audit, digest)
+            return retry if retry is not None else aggregate.retire(audit, reason=reason, request_digest=digest)
+
+        retry, position = self._write(decide)
+        return self._receipt(ledger_id("family", family), retry, position)
+
+
+def _recording(family: Family, act: Callable[[], int | None]) -> int | None:
+    """Run `act` on `family`; a refusal that recorded an event on it (a refused promotion) is
+    saved with it before the caller gets the refusal."""
+    pending = len(family.pending_events)
+    try:
+        return act()
+    except LedgerError as error:
+        if len(family.pending_events) > pending:
+            raise Recorded(error) from error
+        raise

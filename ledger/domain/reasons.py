@@ -49,6 +49,14 @@ class Reason(enum.StrEnum):
     INVALID_DIGEST = "INVALID_DIGEST", 'A digest is not "sha256:" followed by 64 lowercase hex digits.'
     INVALID_TIMESTAMP = "INVALID_TIMESTAMP", "A time lies outside the years 1 to 9999 or has nanos out of range."
     INVALID_DURATION = "INVALID_DURATION", "A duration is outside protobuf's range or has nanos out of range."
+    INVALID_GATE_RULE = (
+        "INVALID_GATE_RULE",
+        "A gate rule does not parse or crosses its size limits; metadata names the position.",
+    )
+    INVALID_ALIAS = (
+        "INVALID_ALIAS",
+        "An alias is not a lowercase letter then up to 63 lowercase letters, digits, - or _.",
+    )
 
     # Documents (Invalid): metadata, summaries, verdicts and other free-form mappings.
     DOCUMENT_TOO_DEEP = "DOCUMENT_TOO_DEEP", "A document is nested more deeply than its limit."
@@ -181,9 +189,19 @@ class Reason(enum.StrEnum):
     ALREADY_CURRENT = "ALREADY_CURRENT", "The version to promote is the current one already."
     ROLLBACK_NOT_EARLIER = "ROLLBACK_NOT_EARLIER", "A rollback names a version that is not before the current one."
     NEVER_PROMOTED = "NEVER_PROMOTED", "A rollback names a version that was never promoted."
+    GATE_EVIDENCE_MISSING = (
+        "GATE_EVIDENCE_MISSING",
+        "A gate rule has no scores to be evaluated on: the version names no source checkpoint of a known run.",
+    )
+    FAMILY_RETIRED = (
+        "FAMILY_RETIRED",
+        "The family was retired: it takes no more registrations, promotions, rollbacks or alias moves.",
+    )
+    TOO_MANY_ALIASES = "TOO_MANY_ALIASES", "A family holds as many aliases as it may."
 
     # Lost races (Contended): a compare-and-set lost or a write race outlived its retries.
     CURRENT_VERSION_MOVED = "CURRENT_VERSION_MOVED", "Another version became current before this promotion."
+    ALIAS_MOVED = "ALIAS_MOVED", "The alias names another version than the one the move expected."
     WRITE_CONFLICT = "WRITE_CONFLICT", "The write kept conflicting with concurrent writers past its retries."
 
     # Quotas (Exhausted).

@@ -578,6 +578,35 @@ def _version_promoted(c: Cursor, e: Any, position: int, family: str) -> None:
     c.execute("UPDATE view_families SET current = ?, position = ? WHERE family = ?", (e.version, position, family))
 
 
+def _promotion_refused(c: Cursor, e: Any, position: int, family: str) -> None:
+    c.execute(
+        "INSERT INTO view_promotions (family, position, version, previous, kind, verdict, reason, at, principal)"
+        " VALUES (?, ?, ?, ?, 'refused', ?, ?, ?, ?)",
+        (family, position, e.version, e.current, _dump(e.verdict), e.message, to_epoch(e.timestamp), e.principal),
+    )
+    c.execute(
+        "INSERT INTO view_refusals (family, position, refusal, expected_current) VALUES (?, ?, ?, ?)",
+        (family, position, e.refusal, e.expected_current),
+    )
+
+
+def _alias_moved(c: Cursor, e: Any, position: int, family: str) -> None:
+    c.execute("DELETE FROM view_aliases WHERE family = ? AND alias = ?", (family, e.alias))
+    if e.version:
+        c.execute(
+            "INSERT INTO view_aliases (family, alias, version, moved_at, principal, position)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (family, e.alias, e.version, to_epoch(e.timestamp), e.principal, position),
+        )
+
+
+def _family_retired(c: Cursor, e: Any, position: int, family: str) -> None:
+    c.execute(
+        "INSERT INTO view_retirements (family, reason, at, principal, position) VALUES (?, ?, ?, ?, ?)",
+        (family, e.reason, to_epoch(e.timestamp), e.principal, position),
+    )
+
+
 # provenance view: runs' objectives, plans, retractions and progress anchors, checkpoints' scores
 # and deletions, datasets, and the checkpoints registry versions were made from.
 
@@ -784,6 +813,9 @@ def handlers(names: Names) -> dict[str, dict[type, Handler | Gathered]]:
             Family.Created: naming(_family_created),
             Family.VersionRegistered: named(_version_registered),
             Family.VersionPromoted: named(_version_promoted),
+            Family.PromotionRefused: named(_promotion_refused),
+            Family.AliasMoved: named(_alias_moved),
+            Family.Retired: named(_family_retired),
         },
         "provenance": {
             Run.Opened: _plan_opened,

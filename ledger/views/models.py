@@ -54,8 +54,11 @@ __all__ = [
     "Reservation",
     "ReservationPage",
     "ModelVersion",
+    "GateEvidence",
     "GateVerdict",
     "Promotion",
+    "Alias",
+    "Retirement",
     "Family",
     "FamilyPage",
     "FamilySummary",
@@ -414,24 +417,63 @@ class ModelVersion(msgspec.Struct, frozen=True, kw_only=True):
     registered_at: Moment
     source_checkpoint: SourceCheckpoint | None = None
     source_retracted: bool = False
+    aliases: tuple[str, ...] = ()
+
+
+class GateEvidence(msgspec.Struct, frozen=True, kw_only=True):
+    """A recorded score a gate rule was evaluated on: its value (None: never recorded), where it
+    was recorded (checkpoint | summary), the run, the checkpoint's step and the log position."""
+
+    name: str
+    value: float | None
+    source: str
+    run_id: str
+    step: int
+    position: int
 
 
 class GateVerdict(msgspec.Struct, frozen=True, kw_only=True):
-    """The gate's verdict a promotion carried."""
+    """The gate's verdict a promotion carried: asserted by the caller, or evaluated by the ledger
+    on a rule, with its evidence."""
 
     passed: bool
     reason: str
     stats: dict[str, Any]
+    mode: str = "asserted"
+    rule: str = ""
+    evidence: tuple[GateEvidence, ...] = ()
 
 
 class Promotion(msgspec.Struct, frozen=True, kw_only=True):
-    """A promotion or a rollback (`kind`), in the family's history; `previous` is 0 when no
-    version was current, `verdict` None when none was given."""
+    """A promotion, a rollback or a refused promotion (`kind` promote | rollback | refused), in
+    the family's history; `previous` is 0 when no version was current (for a refusal: the version
+    current then), `verdict` None when none was given; a refusal's reason is `refusal`."""
 
     version: int
     previous: int
     kind: str
     verdict: GateVerdict | None
+    reason: str
+    at: Moment
+    principal: str
+    position: int
+    refusal: str = ""
+    expected_current: int = 0
+
+
+class Alias(msgspec.Struct, frozen=True, kw_only=True):
+    """An alias of a family and the version it names."""
+
+    alias: str
+    version: int
+    moved_at: Moment
+    principal: str
+    position: int
+
+
+class Retirement(msgspec.Struct, frozen=True, kw_only=True):
+    """A family's retirement."""
+
     reason: str
     at: Moment
     principal: str
@@ -445,6 +487,8 @@ class Family(msgspec.Struct, frozen=True, kw_only=True):
     current: int
     versions: tuple[ModelVersion, ...]
     history: tuple[Promotion, ...]
+    aliases: tuple[Alias, ...] = ()
+    retired: Retirement | None = None
 
 
 class FamilyPage(msgspec.Struct, frozen=True, kw_only=True):
@@ -456,6 +500,8 @@ class FamilyPage(msgspec.Struct, frozen=True, kw_only=True):
     versions: tuple[ModelVersion, ...]
     history: tuple[Promotion, ...]
     more: bool
+    aliases: tuple[Alias, ...] = ()
+    retired: Retirement | None = None
 
 
 class MetricStats(msgspec.Struct, frozen=True, kw_only=True):

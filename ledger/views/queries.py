@@ -10,22 +10,27 @@ without end comes in pages bounded in count and in bytes (PAGE_BYTES_MAX).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
+
+import msgspec
 
 from ledger.domain.limits import EXPIRED_CHECKPOINTS_LISTED, PAGE_BYTES_MAX
 from ledger.views.bills import ANY_BILL, BillReads
 from ledger.views.charts import ChartReads
 from ledger.views.models import (
     Account,
+    Alias,
     Attempt,
     Checkpoint,
     Family,
     FamilyPage,
     FamilySummary,
+    ModelVersion,
     ReservationPage,
     Resume,
+    Retirement,
     RunInfo,
     RunPage,
     RunState,
@@ -42,13 +47,17 @@ from ledger.views.provenance import (
 )
 from ledger.views.provenance import to_checkpoint as to_scored_checkpoint
 from ledger.views.rows import (
-    PROMOTION_COLUMNS,
+    ALIAS_COLUMNS,
+    PROMOTION_SELECT,
+    RETIREMENT_COLUMNS,
     decode,
     optional_utc_time,
     remaining,
+    to_alias,
     to_plan_hold,
     to_promotion,
     to_reservation,
+    to_retirement,
     to_spend_totals,
     utc_time,
 )
@@ -386,16 +395,26 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads):
         row = self._row("SELECT current FROM view_families WHERE family = ?", (family,))
         if row is None:
             return None
-        versions = tuple(
-            to_version(r) for r in self._rows(f"{VERSION_SELECT} WHERE v.family = ? ORDER BY v.version", (family,))
+        aliases, retired = self._family_marks(family)
+        versions = _aliased(
+            (to_version(r) for r in self._rows(f"{VERSION_SELECT} WHERE v.family = ? ORDER BY v.version", (family,))),
+            aliases,
         )
         history = tuple(
-            to_promotion(r)
-            for r in self._rows(
-                f"SELECT {PROMOTION_COLUMNS} FROM view_promotions WHERE family = ? ORDER BY position", (family,)
-            )
+            to_promotion(r) for r in self._rows(f"{PROMOTION_SELECT} WHERE p.family = ? ORDER BY p.position", (family,))
         )
-        return Family(family=family, current=row[0] or 0, versions=versions, history=history)
+        return Family(
+            family=family, current=row[0] or 0, versions=versions, history=history, aliases=aliases, retired=retired
+        )
+
+    def _family_marks(self, family: str) -> tuple[tuple[Alias, ...], Retirement | None]:
+        """A family's aliases (by name) and its retirement, if any."""
+        aliases = tuple(
+            to_alias(r)
+            for r in self._rows(f"SELECT {ALIAS_COLUMNS} FROM view_aliases WHERE family = ? ORDER BY alias", (family,))
+        )
+        retired = self._row(f"SELECT {RETIREMENT_COLUMNS} FROM view_retirements WHERE family = ?", (family,))
+        return aliases, None if retired is None else to_retirement(retired)
 
     def family_page(
         self, family: str, *, after_version: int = 0, after_position: int = 0, limit: int
@@ -416,19 +435,21 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads):
             lambda r: 64 + len(r[2]) + len(r[3]) + len(r[4] or "") + 6 * len(r[6]),
         )
         history, more_history, _ = self._bounded(
-            f"SELECT {PROMOTION_COLUMNS} FROM view_promotions"
-            " WHERE family = ? AND position > ? ORDER BY position LIMIT ?",
+            f"{PROMOTION_SELECT} WHERE p.family = ? AND p.position > ? ORDER BY p.position LIMIT ?",
             (family, after_position, limit + 1),
             limit,
             used,
             lambda r: 64 + 6 * len(r[3]) + len(r[4] or "") + len(r[6] or ""),
         )
+        aliases, retired = self._family_marks(family)
         return FamilyPage(
             family=family,
             current=row[0] or 0,
-            versions=tuple(to_version(r) for r in versions),
+            versions=_aliased((to_version(r) for r in versions), aliases),
             history=tuple(to_promotion(r) for r in history),
             more=more_versions or more_history,
+            aliases=aliases,
+            retired=retired,
         )
 
     def _bounded(
@@ -464,3 +485,10 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads):
             FamilySummary(family=family, current=current or 0, version_count=count)
             for family, current, count in self._rows(sql, params)
         ]
+
+
+def _aliased(versions: Iterable[ModelVersion], aliases: tuple[Alias, ...]) -> tuple[ModelVersion, ...]:
+    """The versions, each with the names of the aliases that name it."""
+    return tuple(
+        msgspec.structs.replace(v, aliases=tuple(a.alias for a in aliases if a.version == v.version)) for v in versions
+    )

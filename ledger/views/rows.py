@@ -3,7 +3,7 @@ ledger.views.models (stored JSON decoded, epochs as UTC datetimes, NULLs as empt
 
 They run no query and hold no state, so ledger.views.queries keeps to what it asks of the
 tables. Where several queries select the same columns for a decoder, the column list
-(CHECKPOINT_COLUMNS, VERSION_COLUMNS, PROMOTION_COLUMNS) sits beside it, in the order it unpacks.
+(CHECKPOINT_COLUMNS, VERSION_COLUMNS, PROMOTION_SELECT ...) sits beside it, in the order it unpacks.
 """
 
 from __future__ import annotations
@@ -14,20 +14,27 @@ from typing import Any
 import msgspec
 
 from ledger.views.models import (
+    Alias,
     BillTotals,
     Checkpoint,
+    GateEvidence,
     GateVerdict,
     ModelVersion,
     PlanHold,
     Promotion,
     Reservation,
+    Retirement,
     SpendTotals,
     StateHandle,
 )
 
 __all__ = [
     "CHECKPOINT_COLUMNS",
-    "PROMOTION_COLUMNS",
+    "PROMOTION_SELECT",
+    "ALIAS_COLUMNS",
+    "RETIREMENT_COLUMNS",
+    "to_alias",
+    "to_retirement",
     "VERSION_COLUMNS",
     "decode",
     "optional_utc_time",
@@ -36,6 +43,7 @@ __all__ = [
     "to_checkpoint",
     "to_model_version",
     "to_promotion",
+    "to_verdict",
     "to_reservation",
     "to_spend_totals",
     "utc_time",
@@ -86,16 +94,26 @@ def remaining(cap: int | None, committed: int, pending: int) -> int | None:
 
 
 def _verdict(stored: str) -> GateVerdict | None:
-    verdict = decode(stored)
+    return to_verdict(decode(stored))
+
+
+def to_verdict(verdict: dict[str, Any] | None) -> GateVerdict | None:
+    """A verdict as recorded (a promotion's event) as a GateVerdict; None for none."""
     if not verdict:
         return None
+    # A verdict recorded before the ledger evaluated gate rules has no mode: it was asserted.
     return GateVerdict(
-        passed=bool(verdict.get("passed")), reason=str(verdict.get("reason", "")), stats=verdict.get("stats") or {}
+        passed=bool(verdict.get("passed")),
+        reason=str(verdict.get("reason", "")),
+        stats=verdict.get("stats") or {},
+        mode=str(verdict.get("mode") or "asserted"),
+        rule=str(verdict.get("rule") or ""),
+        evidence=tuple(msgspec.convert(e, GateEvidence) for e in verdict.get("evidence") or ()),
     )
 
 
 def to_promotion(row: Any) -> Promotion:
-    version, previous, kind, verdict, reason, at, principal, position = row
+    version, previous, kind, verdict, reason, at, principal, position, refusal, expected_current = row
     return Promotion(
         version=version,
         previous=previous or 0,
@@ -105,7 +123,25 @@ def to_promotion(row: Any) -> Promotion:
         at=utc_time(at),
         principal=principal or "",
         position=position,
+        refusal=refusal or "",
+        expected_current=expected_current or 0,
     )
+
+
+ALIAS_COLUMNS = "alias, version, moved_at, principal, position"
+RETIREMENT_COLUMNS = "reason, at, principal, position"
+
+
+def to_alias(row: Any) -> Alias:
+    alias, version, moved_at, principal, position = row
+    return Alias(
+        alias=alias, version=version, moved_at=utc_time(moved_at), principal=principal or "", position=position
+    )
+
+
+def to_retirement(row: Any) -> Retirement:
+    reason, at, principal, position = row
+    return Retirement(reason=reason, at=utc_time(at), principal=principal or "", position=position)
 
 
 CHECKPOINT_COLUMNS = "attempt, step, backend, uri, fidelity, sampler_uri, final, saved_at, expires_at, digest"
@@ -175,4 +211,9 @@ def to_model_version(row: Any) -> ModelVersion:
 
 
 VERSION_COLUMNS = "family, version, artifact_uri, digest, source_run_id, source_step, metadata, registered_at"
-PROMOTION_COLUMNS = "version, previous, kind, verdict, reason, at, principal, position"
+#: A family's history, with each refused promotion's reason (filter on p.family).
+PROMOTION_SELECT = (
+    "SELECT p.version, p.previous, p.kind, p.verdict, p.reason, p.at, p.principal, p.position, r.refusal,"
+    " r.expected_current FROM view_promotions p"
+    " LEFT JOIN view_refusals r ON r.family = p.family AND r.position = p.position"
+)

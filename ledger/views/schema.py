@@ -7,7 +7,8 @@ The views, each with its own tracking position so each can be dropped and rebuil
 - chart: the min/max rollup of every metric of a run over buckets of 64, 512, 4,096 and 32,768
   steps, per attempt, which charts and metric stats read at any length (ledger.views.charts);
 - spend: accounts and every reservation, refusal and charge (the audit trail);
-- registry: families, versions and the promotion history;
+- registry: families, versions, the promotion history (refused promotions too), aliases and
+  retirements;
 - bill: providers' bill lines, the sessions runs are linked to, and the spend the trainers
   committed by hour and token class, which a bill is compared with (ledger.views.bills);
 - provenance: each run's objective, plan (max_steps), retraction and the anchors of its recent
@@ -258,6 +259,25 @@ TABLES: dict[str, Table] = {
             "principal": str,
         },
         ("family", "position"),
+        [],
+        "registry",
+    ),
+    # A refused promotion's reason; its row in view_promotions (kind "refused") has the rest.
+    "view_refusals": Table(
+        {"family": str, "position": int, "refusal": str, "expected_current": int},
+        ("family", "position"),
+        [],
+        "registry",
+    ),
+    "view_aliases": Table(
+        {"family": str, "alias": str, "version": int, "moved_at": float, "principal": str, "position": int},
+        ("family", "alias"),
+        [],
+        "registry",
+    ),
+    "view_retirements": Table(
+        {"family": str, "reason": str, "at": float, "principal": str, "position": int},
+        ("family",),
         [],
         "registry",
     ),

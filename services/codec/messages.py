@@ -36,6 +36,9 @@ __all__ = [
     "reconcile",
     "model_version",
     "promotion",
+    "verdict",
+    "alias",
+    "retirement",
     "event",
     "verification",
 ]
@@ -319,6 +322,7 @@ def model_version(value: models.ModelVersion) -> registry_pb2.ModelVersion:
         registered_at=timestamp(value.registered_at),
         source_checkpoint=_source_checkpoint(value.source_checkpoint),
         source_retracted=value.source_retracted,
+        aliases=list(value.aliases),
     )
 
 
@@ -330,10 +334,40 @@ def _source_checkpoint(value: models.SourceCheckpoint | None) -> registry_pb2.So
     )
 
 
-def _verdict(value: models.GateVerdict | None) -> registry_pb2.GateVerdict | None:
+def verdict(value: models.GateVerdict | None) -> registry_pb2.GateVerdict | None:
     if value is None:
         return None
-    return registry_pb2.GateVerdict(passed=value.passed, reason=value.reason, stats=struct(value.stats))
+    return registry_pb2.GateVerdict(
+        passed=value.passed,
+        reason=value.reason,
+        stats=struct(value.stats),
+        mode=value.mode,
+        rule=value.rule,
+        evidence=[
+            registry_pb2.GateEvidence(
+                name=e.name, value=e.value, source=e.source, run_id=e.run_id, step=e.step, position=e.position
+            )
+            for e in value.evidence
+        ],
+    )
+
+
+def alias(value: models.Alias) -> registry_pb2.Alias:
+    return registry_pb2.Alias(
+        alias=value.alias,
+        version=value.version,
+        moved_at=timestamp(value.moved_at),
+        principal=value.principal,
+        position=value.position,
+    )
+
+
+def retirement(value: models.Retirement | None) -> registry_pb2.Retirement | None:
+    if value is None:
+        return None
+    return registry_pb2.Retirement(
+        reason=value.reason, at=timestamp(value.at), principal=value.principal, position=value.position
+    )
 
 
 def promotion(value: models.Promotion) -> registry_pb2.Promotion:
@@ -341,11 +375,13 @@ def promotion(value: models.Promotion) -> registry_pb2.Promotion:
         version=value.version,
         previous=value.previous,
         kind=value.kind,
-        verdict=_verdict(value.verdict),
+        verdict=verdict(value.verdict),
         reason=value.reason,
         at=timestamp(value.at),
         principal=value.principal,
         position=value.position,
+        refusal=value.refusal,
+        expected_current=value.expected_current,
     )
 
 

@@ -462,6 +462,8 @@ def history_document(promotion: models.Promotion) -> dict[str, Any]:
         "at": builtins(promotion.at),
         "principal": promotion.principal,
         "position": promotion.position,
+        "refusal": promotion.refusal,
+        "expected_current": promotion.expected_current,
     }
 
 
@@ -485,6 +487,8 @@ async def family(request: Request) -> Response:
             "current": found.current,
             "versions": builtins(found.versions),
             "history": [history_document(p) for p in found.history],
+            "aliases": [{"alias": a.alias, "version": a.version} for a in found.aliases],
+            "retired": builtins(found.retired),
         }
     )
 

@@ -456,10 +456,37 @@ async def registry(request: Request) -> Response:
 
 
 def _verdict(verdict: models.GateVerdict | None) -> str:
+    """Whether the gate passed, and who said so: evaluated by the ledger, or asserted by the caller."""
     if verdict is None:
         return "-"
     word = "passed" if verdict.passed else "failed"
-    return f'<span class="verdict {word}">{word}</span>'
+    mode = e(verdict.mode)
+    return f'<span class="verdict {word}">{word}</span><span class="gate {mode}"> ({mode})</span>'
+
+
+def _why(promotion: models.Promotion) -> str:
+    """A history row's reason, and for an evaluated gate each score with where it was recorded."""
+    verdict = promotion.verdict
+    why = promotion.reason or (verdict.reason if verdict else "")
+    if promotion.refusal:
+        why = f"{promotion.refusal}: {why}" if why else promotion.refusal
+    evidence = ", ".join(
+        f"{x.name}={'none' if x.value is None else f'{x.value:g}'}"
+        f" ({x.source or 'not recorded'}, position {x.position})"
+        for x in (verdict.evidence if verdict else ())
+    )
+    scores = f'<br><span data-field="evidence">{e(evidence)}</span>' if evidence else ""
+    return f'<td><span data-field="reason">{e(why or None)}</span>{scores}</td>'
+
+
+def _family_marks(found: models.Family) -> str:
+    """A family's aliases and retirement, under its current version."""
+    aliases = ", ".join(f"{a.alias}={a.version}" for a in found.aliases)
+    text = f'<p>aliases: <span data-field="aliases">{e(aliases or None)}</span></p>'
+    if found.retired is not None:
+        retired = found.retired
+        text += f'<p class="retired">Retired {when(retired.at)} by {e(retired.principal)}: {e(retired.reason)}</p>'
+    return text
 
 
 async def family(request: Request) -> Response:
@@ -473,14 +500,17 @@ async def family(request: Request) -> Response:
         for v in found.versions
     )
     history = (
-        f'<tr data-position="{p.position}"><td>{when(p.at)}</td><td>{e(p.kind)}</td><td>{e(p.version)}</td>'
+        f'<tr data-position="{p.position}"{" class=refused" if p.kind == "refused" else ""}><td>{when(p.at)}</td>'
+        f"<td>{e(p.kind)}</td><td>{e(p.version)}</td>"
         f"<td>{e(p.previous or None)}</td><td>{_verdict(p.verdict)}</td>"
-        f"<td>{e(p.reason or (p.verdict.reason if p.verdict else ''))}</td><td>{e(p.principal)}</td></tr>"
+        f"{_why(p)}<td>{e(p.principal)}</td></tr>"
         for p in found.history
     )
     body = (
         f"<h1>{e(found.family)}</h1><p>current version: <strong data-field=current>{e(found.current or None)}"
-        "</strong></p><h2>Versions</h2>"
+        "</strong></p>"
+        + _family_marks(found)
+        + "<h2>Versions</h2>"
         + table("versions", ["version", "artifact", "digest", "source run", "step", "registered"], versions)
         + "<h2>Promotions</h2>"
         + table("history", ["at", "kind", "version", "from", "gate", "reason", "by"], history)

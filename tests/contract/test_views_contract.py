@@ -157,11 +157,13 @@ def test_registry_current_version_and_history(ledger: Ledger) -> None:
         (1, "s3://m/1", {"n": 1}),
         (2, "s3://m/2", {}),
     ]
-    assert [(h.kind, h.version, h.previous, h.reason) for h in family.history] == [
-        ("promote", 1, 0, ""),
-        ("promote", 2, 1, ""),
-        ("rollback", 1, 2, "regression"),
+    assert [(h.kind, h.version, h.previous, h.refusal, h.expected_current) for h in family.history] == [
+        ("promote", 1, 0, "", 0),
+        ("promote", 2, 1, "", 0),
+        ("refused", 1, 2, "CURRENT_VERSION_MOVED", 1),
+        ("rollback", 1, 2, "", 0),
     ]
+    assert family.history[3].reason == "regression"
     assert family.history[0].verdict == GateVerdict(passed=True, reason="gate", stats={"acc": 0.9})
 
 

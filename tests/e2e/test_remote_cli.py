@@ -329,14 +329,17 @@ def test_registry_list_show_promote_and_rollback(world: World) -> None:
     )
     final = json.loads(out(world, "registry", "show", "llama-sft", "--json"))
     assert final["current"] == 1
-    assert [(p["kind"], p["version"], p["principal"]) for p in final["history"]] == [
-        ("promote", 1, "alice"),
-        ("promote", 2, "bob"),
-        ("rollback", 1, "bob"),
-        ("promote", 2, "bob"),
-        ("rollback", 1, "bob"),
+    # The two refusals are recorded in the history, each with its reason; neither moved the current version.
+    assert [(p["kind"], p["version"], p["principal"], p["refusal"]) for p in final["history"]] == [
+        ("promote", 1, "alice", ""),
+        ("refused", 2, "bob", "GATE_NOT_PASSED"),
+        ("refused", 2, "bob", "CURRENT_VERSION_MOVED"),
+        ("promote", 2, "bob", ""),
+        ("rollback", 1, "bob", ""),
+        ("promote", 2, "bob", ""),
+        ("rollback", 1, "bob", ""),
     ]
-    assert "passed: from a file (win_rate=0.72)" in _section(out(world, "registry", "show", "llama-sft"), "history")[5]
+    assert "passed: from a file (win_rate=0.72)" in _section(out(world, "registry", "show", "llama-sft"), "history")[7]
 
 
 def test_events_export_through_the_server(world: World) -> None:

@@ -654,7 +654,8 @@ class Judge:
         return answer
 
     def _judge_log(self, method: Method, request_id: str, answer: Answer) -> None:
-        """A refusal records nothing; a stream records one event per new batch it acked."""
+        """A refusal records nothing but its own audit record; a stream records one event per new
+        batch it acked."""
         head = self.head
         mine = []
         for event in self.events_after(head):
@@ -667,7 +668,17 @@ class Judge:
             return
         if answer.code == grpc.StatusCode.OK:
             return
-        audit = [e for e in mine if e.type.endswith("SpendRefused") and answer.details.startswith("SPEND_CAP_EXCEEDED")]
+        # Refusals recorded for audit: a reservation at its cap, a promotion refused by its gate
+        # or by a lost compare-and-set.
+        audit = [
+            e
+            for e in mine
+            if (e.type.endswith("SpendRefused") and answer.details.startswith("SPEND_CAP_EXCEEDED"))
+            or (
+                e.type.endswith("PromotionRefused")
+                and answer.details.startswith(("GATE_NOT_PASSED", "CURRENT_VERSION_MOVED"))
+            )
+        ]
         if len(mine) != len(audit):
             answer.problem = answer.problem or f"a refusal recorded {[e.type for e in mine]}"
 

@@ -51,6 +51,18 @@ def refused(error: type[Exception], reason: str, aggregate: Family, act: Any) ->
     assert aggregate.version == version
 
 
+def recorded_refusal(error: type[Exception], reason: str, aggregate: Family, act: Any) -> Family.PromotionRefused:
+    """The refusal is raised and recorded: one PromotionRefused, the current version unchanged."""
+    current = aggregate.current
+    with pytest.raises(error) as caught:
+        act()
+    assert caught.value.reason == reason
+    [event] = aggregate.collect_events()
+    assert isinstance(event, Family.PromotionRefused) and event.refusal == reason
+    assert aggregate.current == current
+    return event
+
+
 class TestRegister:
     def test_register_never_promotes(self) -> None:
         aggregate = family()
@@ -94,13 +106,14 @@ class TestPromote:
 
     def test_a_gate_that_did_not_pass_is_refused(self) -> None:
         aggregate = family(2)
-        refused(
+        event = recorded_refusal(
             Refused,
             "GATE_NOT_PASSED",
             aggregate,
             lambda: aggregate.promote(audit(), version=1, expected_current=0, verdict=FAILED),
         )
-        refused(
+        assert (event.version, event.expected_current, event.current, event.verdict) == (1, 0, 0, FAILED)
+        recorded_refusal(
             Refused,
             "GATE_NOT_PASSED",
             aggregate,
@@ -109,18 +122,19 @@ class TestPromote:
 
     def test_a_moved_current_version_aborts(self) -> None:
         aggregate = family(3, promote=(1,))
-        refused(
+        recorded_refusal(
             Contended,
             "CURRENT_VERSION_MOVED",
             aggregate,
             lambda: aggregate.promote(audit(), version=3, expected_current=0, verdict=PASSED),
         )
-        refused(
+        event = recorded_refusal(
             Contended,
             "CURRENT_VERSION_MOVED",
             aggregate,
             lambda: aggregate.promote(audit(), version=3, expected_current=2, verdict=PASSED),
         )
+        assert (event.version, event.expected_current, event.current) == (3, 2, 1)
         assert aggregate.current == 1
 
     def test_unknown_version_and_already_current(self) -> None:

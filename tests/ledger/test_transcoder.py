@@ -21,7 +21,7 @@ from ledger.domain.base import Audit, LedgerAggregate, ledger_id
 from ledger.domain.basis import check_basis
 from ledger.domain.batches import StepBatch
 from ledger.domain.bills import Bill, check_line
-from ledger.domain.errors import CapExceeded
+from ledger.domain.errors import CapExceeded, Refused
 from ledger.domain.registry import Family
 from ledger.domain.runs import Run
 from ledger.storage.transcoder import MsgspecTranscoder
@@ -203,6 +203,10 @@ def family_events() -> tuple[Family, list[Any]]:
     family.promote(AUDIT, version=1, expected_current=0, verdict={"passed": True, "reason": "", "stats": {"a": 0.5}})
     family.promote(AUDIT, version=2, expected_current=1, verdict={"passed": True, "reason": "", "stats": {}})
     family.rollback(AUDIT, version=1, expected_current=2, reason="regression")
+    with pytest.raises(Refused):
+        family.promote(AUDIT, version=2, expected_current=1, verdict={"passed": False, "mode": "evaluated"})
+    family.move_alias(AUDIT, alias="production", version=1, expected_version=0, request_digest="d1")
+    family.retire(AUDIT, reason="replaced")
     return family, family.collect_events()
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from ledger import CapExceeded, Ledger, Unavailable
 from ledger.domain.base import ledger_id
+from ledger.domain.errors import Refused
 from ledger.views.models import Account, BillTotals, GateVerdict, MetricColumn, Resume, SpendTotals, StateHandle
 from tests.ledger.conftest import DIGEST_A, DIGEST_B, DIGEST_C, FakeClock, dump_views, summary_of
 
@@ -126,6 +127,12 @@ def scenario(ledger: Ledger, clock: FakeClock) -> dict[str, Any]:
     ledger.promote(family="llama", version=1, expected_current=0, verdict={"passed": True, "reason": "ok"})
     ledger.promote(family="llama", version=3, expected_current=1, verdict={"passed": True, "stats": {"a": 1}})
     ledger.rollback(family="llama", version=1, expected_current=3, reason="v3 regressed")
+    # A refused promotion (recorded), an alias and a retired family.
+    with pytest.raises(Refused):
+        ledger.promote(family="llama", version=2, expected_current=1, verdict={"passed": False, "reason": "worse"})
+    ledger.move_alias(family="llama", alias="production", version=1, expected_version=0)
+    ledger.register(family="old", artifact_uri="s3://old/1", digest=DIGEST_A)
+    ledger.retire_family(family="old", reason="replaced by llama")
     # A provider's bill: a line of the run by its id, one of the other run by its linked session
     # (restated once), and the other run's adjustment to it.
     ledger.link_session(run_id=other, provider="tinker", session_id="sess-b", attempt=1)
@@ -388,11 +395,17 @@ class TestSpendAndRegistry:
             (1, 0, "promote", ""),
             (3, 1, "promote", ""),
             (1, 3, "rollback", "v3 regressed"),
+            (2, 1, "refused", "the gate did not pass: worse"),
         ]
-        assert family.history[0].verdict == GateVerdict(passed=True, reason="ok", stats={})
-        assert family.history[1].verdict == GateVerdict(passed=True, reason="", stats={"a": 1})
+        assert family.history[0].verdict == GateVerdict(passed=True, reason="ok", stats={}, mode="asserted")
+        assert family.history[1].verdict == GateVerdict(passed=True, reason="", stats={"a": 1}, mode="asserted")
         assert family.history[2].verdict is None
-        assert [(f.family, f.current, f.version_count) for f in ledger.families()] == [("llama", 1, 3)]
+        assert (family.history[3].refusal, family.history[3].verdict.mode) == ("GATE_NOT_PASSED", "asserted")
+        assert [(a.alias, a.version) for a in family.aliases] == [("production", 1)]
+        assert family.versions[0].aliases == ("production",) and family.retired is None
+        retired = ledger.family("old").retired
+        assert retired is not None and retired.reason == "replaced by llama"
+        assert [(f.family, f.current, f.version_count) for f in ledger.families()] == [("llama", 1, 3), ("old", 0, 1)]
 
 
 class TestRebuild:

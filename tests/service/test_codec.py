@@ -301,7 +301,7 @@ def test_a_reservation_and_a_promotion_are_encoded_field_for_field() -> None:
         version=3,
         previous=1,
         kind="promote",
-        verdict=registry_pb2.GateVerdict(passed=True, reason="gate", stats=document({"acc": 0.9})),
+        verdict=registry_pb2.GateVerdict(passed=True, reason="gate", stats=document({"acc": 0.9}), mode="asserted"),
         at=stamp(AT),
         principal="ci",
         position=12,

@@ -157,13 +157,15 @@ def test_failed_precondition_superseded_finished_gate(stubs: Stubs) -> None:
             family=family, version=1, verdict=registry_pb2.GateVerdict(passed=False, reason="eval loss rose")
         ),
     )
-    assert_refusal(gate, Code.FAILED_PRECONDITION, "GATE_NOT_PASSED")
+    recorded = assert_refusal(gate, Code.FAILED_PRECONDITION, "GATE_NOT_PASSED")["recorded_position"]
     after = state(stubs, run_id, finished.position)
     assert after.run.status == common_pb2.RUN_STATUS_DONE and not after.HasField("last_step")
     versions = stubs.registry.ListVersions(
-        registry_pb2.ListVersionsRequest(family=family, min_position=registered.position), timeout=10
+        registry_pb2.ListVersionsRequest(family=family, min_position=int(recorded)), timeout=10
     )
-    assert versions.current == 0 and not versions.history
+    # The refusal is recorded in the history; nothing became current.
+    assert versions.current == 0 and [p.kind for p in versions.history] == ["refused"]
+    assert registered.position < int(recorded)
 
 
 def test_aborted_when_current_version_moved(stubs: Stubs) -> None:

@@ -60,6 +60,8 @@ MATRIX = [
     ("Registry/Register", "RRR", "+SS", "RRR", "+SS"),
     ("Registry/Promote", "RRR", "+SS", "RRR", "+SS"),
     ("Registry/Rollback", "RRR", "+SS", "RRR", "+SS"),
+    ("Registry/MoveAlias", "RRR", "+SS", "RRR", "+SS"),
+    ("Registry/RetireFamily", "RRR", "+SS", "RRR", "+SS"),
     ("Registry/GetCurrent", "RRR", "+SS", "+SS", "+SS"),
     ("Registry/ListVersions", "RRR", "+SS", "+SS", "+SS"),
     ("Registry/ListFamilies", "RRR", "+SS", "+SS", "+SS"),
@@ -238,6 +240,12 @@ def _calls(stubs: Stubs, team: str, run_id: str, spare_run_id: str) -> dict[str,
         ),
         "Registry/Rollback": lambda m: g.Rollback(
             registry_pb2.RollbackRequest(family="fam", version=1, reason="r"), metadata=m
+        ),
+        "Registry/MoveAlias": lambda m: g.MoveAlias(
+            registry_pb2.MoveAliasRequest(family="fam-unknown", alias="staging", version=1), metadata=m
+        ),
+        "Registry/RetireFamily": lambda m: g.RetireFamily(
+            registry_pb2.RetireFamilyRequest(family="fam-unknown", reason="r"), metadata=m
         ),
         "Registry/GetCurrent": lambda m: g.GetCurrent(registry_pb2.GetCurrentRequest(family="fam"), metadata=m),
         "Registry/ListVersions": lambda m: g.ListVersions(registry_pb2.ListVersionsRequest(family="fam"), metadata=m),

@@ -341,10 +341,48 @@ def test_registry_pages_show_families_versions_and_promotions(http: httpx.Client
     family = page(http, "/registry/web-model")
     history = family.one("table", class_="history").all("tr")[1:]
     assert [[td.text for td in row.all("td")][1:] for row in history] == [
-        ["promote", "1", "-", "passed", "eval ok", "tests"],
-        ["promote", "2", "1", "passed", "better", "tests"],
+        ["promote", "1", "-", "passed (asserted)", "eval ok", "tests"],
+        ["promote", "2", "1", "passed (asserted)", "better", "tests"],
         ["rollback", "1", "2", "-", "regression", "tests"],
     ]
+
+
+def test_the_family_page_shows_evaluated_and_asserted_gates_refusals_aliases_and_retirement(
+    http: httpx.Client, grpc_client: LedgerClient
+) -> None:
+    from clients import GateNotPassed
+
+    for label in ("g1", "g2"):
+        grpc_client.register(family="web-gated", artifact_uri=f"s3://m/{label}", digest="sha256:" + label[1] * 64)
+    evaluation = grpc_client.open_run(run_key=fresh_key(), name="web-eval").state.run.run_id
+    noted = grpc_client.note_summary(run_id=evaluation, summary={"accuracy": 0.93})
+    with pytest.raises(GateNotPassed):
+        failed = {"passed": False, "reason": "worse"}
+        grpc_client.promote(family="web-gated", version=2, expected_current=0, verdict=failed)
+    grpc_client.promote(
+        family="web-gated", version=1, expected_current=0, gate_rule="accuracy >= 0.9", evaluation_run_id=evaluation
+    )
+    grpc_client.move_alias(family="web-gated", alias="production", version=1, expected_version=0)
+    retired = grpc_client.retire_family(family="web-gated", reason="superseded by <web-next>")
+    grpc_client.list_versions(family="web-gated", min_position=retired.position)  # projected
+    main = page(http, "/registry/web-gated").one("main")
+    assert main.one(data_field="aliases").text == "production=1"
+    assert "by tests: superseded by <web-next>" in main.one("p", class_="retired").text
+    rows = main.one("table", class_="history").all("tr")[1:]
+    assert [row.attrs.get("class", "") for row in rows] == ["refused", ""]
+    assert [[td.text for td in row.all("td")][1:5] for row in rows] == [
+        ["refused", "2", "-", "failed (asserted)"],
+        ["promote", "1", "-", "passed (evaluated)"],
+    ]
+    assert rows[0].one(data_field="reason").text == "GATE_NOT_PASSED: the gate did not pass: worse"
+    assert rows[1].one(data_field="evidence").text == f"accuracy=0.93 (summary, position {noted.position})"
+    document = http.get("/api/registry/web-gated").json()
+    assert [(h["kind"], h["refusal"], h["verdict"]["mode"]) for h in document["history"]] == [
+        ("refused", "GATE_NOT_PASSED", "asserted"),
+        ("promote", "", "evaluated"),
+    ]
+    assert document["aliases"] == [{"alias": "production", "version": 1}]
+    assert document["retired"]["reason"] == "superseded by <web-next>"
 
 
 def test_events_page_filters_and_pages(http: httpx.Client, recorded: Recorded) -> None:

@@ -11,7 +11,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ModelVersion(_message.Message):
-    __slots__ = ("family", "version", "artifact_uri", "digest", "source_run_id", "source_step", "metadata", "registered_at", "source_checkpoint", "source_retracted")
+    __slots__ = ("family", "version", "artifact_uri", "digest", "source_run_id", "source_step", "metadata", "registered_at", "source_checkpoint", "source_retracted", "aliases")
     FAMILY_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     ARTIFACT_URI_FIELD_NUMBER: _ClassVar[int]
@@ -22,6 +22,7 @@ class ModelVersion(_message.Message):
     REGISTERED_AT_FIELD_NUMBER: _ClassVar[int]
     SOURCE_CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
     SOURCE_RETRACTED_FIELD_NUMBER: _ClassVar[int]
+    ALIASES_FIELD_NUMBER: _ClassVar[int]
     family: str
     version: int
     artifact_uri: str
@@ -32,20 +33,43 @@ class ModelVersion(_message.Message):
     registered_at: _timestamp_pb2.Timestamp
     source_checkpoint: SourceCheckpoint
     source_retracted: bool
-    def __init__(self, family: _Optional[str] = ..., version: _Optional[int] = ..., artifact_uri: _Optional[str] = ..., digest: _Optional[str] = ..., source_run_id: _Optional[str] = ..., source_step: _Optional[int] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., registered_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., source_checkpoint: _Optional[_Union[SourceCheckpoint, _Mapping]] = ..., source_retracted: _Optional[bool] = ...) -> None: ...
+    aliases: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, family: _Optional[str] = ..., version: _Optional[int] = ..., artifact_uri: _Optional[str] = ..., digest: _Optional[str] = ..., source_run_id: _Optional[str] = ..., source_step: _Optional[int] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., registered_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., source_checkpoint: _Optional[_Union[SourceCheckpoint, _Mapping]] = ..., source_retracted: _Optional[bool] = ..., aliases: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GateVerdict(_message.Message):
-    __slots__ = ("passed", "reason", "stats")
+    __slots__ = ("passed", "reason", "stats", "mode", "rule", "evidence")
     PASSED_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     STATS_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    EVIDENCE_FIELD_NUMBER: _ClassVar[int]
     passed: bool
     reason: str
     stats: _struct_pb2.Struct
-    def __init__(self, passed: _Optional[bool] = ..., reason: _Optional[str] = ..., stats: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    mode: str
+    rule: str
+    evidence: _containers.RepeatedCompositeFieldContainer[GateEvidence]
+    def __init__(self, passed: _Optional[bool] = ..., reason: _Optional[str] = ..., stats: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., mode: _Optional[str] = ..., rule: _Optional[str] = ..., evidence: _Optional[_Iterable[_Union[GateEvidence, _Mapping]]] = ...) -> None: ...
+
+class GateEvidence(_message.Message):
+    __slots__ = ("name", "value", "source", "run_id", "step", "position")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value: float
+    source: str
+    run_id: str
+    step: int
+    position: int
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[float] = ..., source: _Optional[str] = ..., run_id: _Optional[str] = ..., step: _Optional[int] = ..., position: _Optional[int] = ...) -> None: ...
 
 class Promotion(_message.Message):
-    __slots__ = ("version", "previous", "kind", "verdict", "reason", "at", "principal", "position")
+    __slots__ = ("version", "previous", "kind", "verdict", "reason", "at", "principal", "position", "refusal", "expected_current")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -54,6 +78,8 @@ class Promotion(_message.Message):
     AT_FIELD_NUMBER: _ClassVar[int]
     PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     POSITION_FIELD_NUMBER: _ClassVar[int]
+    REFUSAL_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_CURRENT_FIELD_NUMBER: _ClassVar[int]
     version: int
     previous: int
     kind: str
@@ -62,7 +88,35 @@ class Promotion(_message.Message):
     at: _timestamp_pb2.Timestamp
     principal: str
     position: int
-    def __init__(self, version: _Optional[int] = ..., previous: _Optional[int] = ..., kind: _Optional[str] = ..., verdict: _Optional[_Union[GateVerdict, _Mapping]] = ..., reason: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., principal: _Optional[str] = ..., position: _Optional[int] = ...) -> None: ...
+    refusal: str
+    expected_current: int
+    def __init__(self, version: _Optional[int] = ..., previous: _Optional[int] = ..., kind: _Optional[str] = ..., verdict: _Optional[_Union[GateVerdict, _Mapping]] = ..., reason: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., principal: _Optional[str] = ..., position: _Optional[int] = ..., refusal: _Optional[str] = ..., expected_current: _Optional[int] = ...) -> None: ...
+
+class Alias(_message.Message):
+    __slots__ = ("alias", "version", "moved_at", "principal", "position")
+    ALIAS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    MOVED_AT_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    alias: str
+    version: int
+    moved_at: _timestamp_pb2.Timestamp
+    principal: str
+    position: int
+    def __init__(self, alias: _Optional[str] = ..., version: _Optional[int] = ..., moved_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., principal: _Optional[str] = ..., position: _Optional[int] = ...) -> None: ...
+
+class Retirement(_message.Message):
+    __slots__ = ("reason", "at", "principal", "position")
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    reason: str
+    at: _timestamp_pb2.Timestamp
+    principal: str
+    position: int
+    def __init__(self, reason: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., principal: _Optional[str] = ..., position: _Optional[int] = ...) -> None: ...
 
 class RegisterRequest(_message.Message):
     __slots__ = ("family", "artifact_uri", "digest", "source_run_id", "source_step", "metadata", "source_checkpoint")
@@ -93,28 +147,34 @@ class RegisterResponse(_message.Message):
     def __init__(self, position: _Optional[int] = ..., version: _Optional[int] = ..., duplicate: _Optional[bool] = ...) -> None: ...
 
 class PromoteRequest(_message.Message):
-    __slots__ = ("family", "version", "expected_current", "verdict")
+    __slots__ = ("family", "version", "expected_current", "verdict", "gate_rule", "evaluation_run_id")
     FAMILY_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     EXPECTED_CURRENT_FIELD_NUMBER: _ClassVar[int]
     VERDICT_FIELD_NUMBER: _ClassVar[int]
+    GATE_RULE_FIELD_NUMBER: _ClassVar[int]
+    EVALUATION_RUN_ID_FIELD_NUMBER: _ClassVar[int]
     family: str
     version: int
     expected_current: int
     verdict: GateVerdict
-    def __init__(self, family: _Optional[str] = ..., version: _Optional[int] = ..., expected_current: _Optional[int] = ..., verdict: _Optional[_Union[GateVerdict, _Mapping]] = ...) -> None: ...
+    gate_rule: str
+    evaluation_run_id: str
+    def __init__(self, family: _Optional[str] = ..., version: _Optional[int] = ..., expected_current: _Optional[int] = ..., verdict: _Optional[_Union[GateVerdict, _Mapping]] = ..., gate_rule: _Optional[str] = ..., evaluation_run_id: _Optional[str] = ...) -> None: ...
 
 class PromoteResponse(_message.Message):
-    __slots__ = ("position", "duplicate", "current", "previous")
+    __slots__ = ("position", "duplicate", "current", "previous", "verdict")
     POSITION_FIELD_NUMBER: _ClassVar[int]
     DUPLICATE_FIELD_NUMBER: _ClassVar[int]
     CURRENT_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_FIELD_NUMBER: _ClassVar[int]
+    VERDICT_FIELD_NUMBER: _ClassVar[int]
     position: int
     duplicate: bool
     current: int
     previous: int
-    def __init__(self, position: _Optional[int] = ..., duplicate: _Optional[bool] = ..., current: _Optional[int] = ..., previous: _Optional[int] = ...) -> None: ...
+    verdict: GateVerdict
+    def __init__(self, position: _Optional[int] = ..., duplicate: _Optional[bool] = ..., current: _Optional[int] = ..., previous: _Optional[int] = ..., verdict: _Optional[_Union[GateVerdict, _Mapping]] = ...) -> None: ...
 
 class RollbackRequest(_message.Message):
     __slots__ = ("family", "version", "expected_current", "reason")
@@ -141,18 +201,24 @@ class RollbackResponse(_message.Message):
     def __init__(self, position: _Optional[int] = ..., duplicate: _Optional[bool] = ..., current: _Optional[int] = ..., previous: _Optional[int] = ...) -> None: ...
 
 class GetCurrentRequest(_message.Message):
-    __slots__ = ("family", "min_position")
+    __slots__ = ("family", "min_position", "alias")
     FAMILY_FIELD_NUMBER: _ClassVar[int]
     MIN_POSITION_FIELD_NUMBER: _ClassVar[int]
+    ALIAS_FIELD_NUMBER: _ClassVar[int]
     family: str
     min_position: int
-    def __init__(self, family: _Optional[str] = ..., min_position: _Optional[int] = ...) -> None: ...
+    alias: str
+    def __init__(self, family: _Optional[str] = ..., min_position: _Optional[int] = ..., alias: _Optional[str] = ...) -> None: ...
 
 class GetCurrentResponse(_message.Message):
-    __slots__ = ("version",)
+    __slots__ = ("version", "promotion", "retired")
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    PROMOTION_FIELD_NUMBER: _ClassVar[int]
+    RETIRED_FIELD_NUMBER: _ClassVar[int]
     version: ModelVersion
-    def __init__(self, version: _Optional[_Union[ModelVersion, _Mapping]] = ...) -> None: ...
+    promotion: Promotion
+    retired: Retirement
+    def __init__(self, version: _Optional[_Union[ModelVersion, _Mapping]] = ..., promotion: _Optional[_Union[Promotion, _Mapping]] = ..., retired: _Optional[_Union[Retirement, _Mapping]] = ...) -> None: ...
 
 class ListVersionsRequest(_message.Message):
     __slots__ = ("family", "min_position", "page_size", "page_token")
@@ -167,16 +233,20 @@ class ListVersionsRequest(_message.Message):
     def __init__(self, family: _Optional[str] = ..., min_position: _Optional[int] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ListVersionsResponse(_message.Message):
-    __slots__ = ("versions", "current", "history", "next_page_token")
+    __slots__ = ("versions", "current", "history", "next_page_token", "aliases", "retired")
     VERSIONS_FIELD_NUMBER: _ClassVar[int]
     CURRENT_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    ALIASES_FIELD_NUMBER: _ClassVar[int]
+    RETIRED_FIELD_NUMBER: _ClassVar[int]
     versions: _containers.RepeatedCompositeFieldContainer[ModelVersion]
     current: int
     history: _containers.RepeatedCompositeFieldContainer[Promotion]
     next_page_token: str
-    def __init__(self, versions: _Optional[_Iterable[_Union[ModelVersion, _Mapping]]] = ..., current: _Optional[int] = ..., history: _Optional[_Iterable[_Union[Promotion, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+    aliases: _containers.RepeatedCompositeFieldContainer[Alias]
+    retired: Retirement
+    def __init__(self, versions: _Optional[_Iterable[_Union[ModelVersion, _Mapping]]] = ..., current: _Optional[int] = ..., history: _Optional[_Iterable[_Union[Promotion, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., aliases: _Optional[_Iterable[_Union[Alias, _Mapping]]] = ..., retired: _Optional[_Union[Retirement, _Mapping]] = ...) -> None: ...
 
 class ListFamiliesRequest(_message.Message):
     __slots__ = ("page_size", "page_token", "min_position")
@@ -245,3 +315,43 @@ class ListProtectedStatesResponse(_message.Message):
     states: _containers.RepeatedCompositeFieldContainer[ProtectedState]
     next_page_token: str
     def __init__(self, states: _Optional[_Iterable[_Union[ProtectedState, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class MoveAliasRequest(_message.Message):
+    __slots__ = ("family", "alias", "version", "expected_version")
+    FAMILY_FIELD_NUMBER: _ClassVar[int]
+    ALIAS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    family: str
+    alias: str
+    version: int
+    expected_version: int
+    def __init__(self, family: _Optional[str] = ..., alias: _Optional[str] = ..., version: _Optional[int] = ..., expected_version: _Optional[int] = ...) -> None: ...
+
+class MoveAliasResponse(_message.Message):
+    __slots__ = ("position", "duplicate", "version", "previous")
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_FIELD_NUMBER: _ClassVar[int]
+    position: int
+    duplicate: bool
+    version: int
+    previous: int
+    def __init__(self, position: _Optional[int] = ..., duplicate: _Optional[bool] = ..., version: _Optional[int] = ..., previous: _Optional[int] = ...) -> None: ...
+
+class RetireFamilyRequest(_message.Message):
+    __slots__ = ("family", "reason")
+    FAMILY_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    family: str
+    reason: str
+    def __init__(self, family: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class RetireFamilyResponse(_message.Message):
+    __slots__ = ("position", "duplicate")
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    position: int
+    duplicate: bool
+    def __init__(self, position: _Optional[int] = ..., duplicate: _Optional[bool] = ...) -> None: ...

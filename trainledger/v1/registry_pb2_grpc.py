@@ -70,6 +70,16 @@ class RegistryStub:
                 request_serializer=trainledger_dot_v1_dot_registry__pb2.ListProtectedStatesRequest.SerializeToString,
                 response_deserializer=trainledger_dot_v1_dot_registry__pb2.ListProtectedStatesResponse.FromString,
                 _registered_method=True)
+        self.MoveAlias = channel.unary_unary(
+                '/trainledger.v1.Registry/MoveAlias',
+                request_serializer=trainledger_dot_v1_dot_registry__pb2.MoveAliasRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_registry__pb2.MoveAliasResponse.FromString,
+                _registered_method=True)
+        self.RetireFamily = channel.unary_unary(
+                '/trainledger.v1.Registry/RetireFamily',
+                request_serializer=trainledger_dot_v1_dot_registry__pb2.RetireFamilyRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_registry__pb2.RetireFamilyResponse.FromString,
+                _registered_method=True)
 
 
 class RegistryServicer:
@@ -84,7 +94,10 @@ class RegistryServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Promote(self, request, context):
-        """Makes a version current, compare-and-set against the expected current version.
+        """Makes a version current, compare-and-set against the expected current version, through a gate
+        verdict the caller asserts or a gate rule the ledger evaluates. A failed gate
+        (GATE_NOT_PASSED) or a lost compare-and-set (CURRENT_VERSION_MOVED) is recorded in the
+        history; its ErrorInfo metadata recorded_position is the position of that record.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -121,6 +134,20 @@ class RegistryServicer:
     def ListProtectedStates(self, request, context):
         """Returns a page of the states no prune may delete: every run's live resume and best
         checkpoints and those registry versions were made from, then every version's artifact.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def MoveAlias(self, request, context):
+        """Moves an alias (staging, production ...) to a version, compare-and-set against its holder.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RetireFamily(self, request, context):
+        """Retires a family: no further registrations, promotions, rollbacks or alias moves.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -163,6 +190,16 @@ def add_RegistryServicer_to_server(servicer, server):
                     servicer.ListProtectedStates,
                     request_deserializer=trainledger_dot_v1_dot_registry__pb2.ListProtectedStatesRequest.FromString,
                     response_serializer=trainledger_dot_v1_dot_registry__pb2.ListProtectedStatesResponse.SerializeToString,
+            ),
+            'MoveAlias': grpc.unary_unary_rpc_method_handler(
+                    servicer.MoveAlias,
+                    request_deserializer=trainledger_dot_v1_dot_registry__pb2.MoveAliasRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_registry__pb2.MoveAliasResponse.SerializeToString,
+            ),
+            'RetireFamily': grpc.unary_unary_rpc_method_handler(
+                    servicer.RetireFamily,
+                    request_deserializer=trainledger_dot_v1_dot_registry__pb2.RetireFamilyRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_registry__pb2.RetireFamilyResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -355,6 +392,60 @@ class Registry:
             '/trainledger.v1.Registry/ListProtectedStates',
             trainledger_dot_v1_dot_registry__pb2.ListProtectedStatesRequest.SerializeToString,
             trainledger_dot_v1_dot_registry__pb2.ListProtectedStatesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def MoveAlias(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainledger.v1.Registry/MoveAlias',
+            trainledger_dot_v1_dot_registry__pb2.MoveAliasRequest.SerializeToString,
+            trainledger_dot_v1_dot_registry__pb2.MoveAliasResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RetireFamily(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainledger.v1.Registry/RetireFamily',
+            trainledger_dot_v1_dot_registry__pb2.RetireFamilyRequest.SerializeToString,
+            trainledger_dot_v1_dot_registry__pb2.RetireFamilyResponse.FromString,
             options,
             channel_credentials,
             insecure,
