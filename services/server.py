@@ -370,6 +370,7 @@ def create_server(
     insecure: bool = True,
     tls: ServerTLS | None = None,
     http: str | None = None,
+    allow_unsealed: bool = False,
 ) -> tuple[LedgerServer, int]:
     """Build the server (call it on the event loop that will run it) and bind `address`, HOST:PORT
     or [IPv6]:PORT (port 0 picks a free port; an address in use is refused, never shared). Opens
@@ -379,8 +380,10 @@ def create_server(
     process. With project=False the server applies no events to the views itself: `trainledger
     project` workers do (PostgreSQL only), and the server follows their progress. With `tls` the port
     speaks TLS only (services.tls: mutual TLS when it names a client CA). With `http` (HOST:PORT) the
-    web dashboard's socket is bound too (LedgerServer.http_address; served from start()). Returns
-    the server, not yet started, and the bound port. Raises StartupError."""
+    web dashboard's socket is bound too (LedgerServer.http_address; served from start()). A database
+    it opens whose log has no seals, or whose chain breaks in its last events, is refused unless
+    `allow_unsealed` (see `unsealed`). Returns the server, not yet started, and the bound port.
+    Raises StartupError."""
     host, wanted_port = parse_listen(address)
     http_host = parse_listen(http)[0] if http is not None else ""
     try:
@@ -414,6 +417,8 @@ def create_server(
                 ledger = opened = Ledger.open(database, project=project)
             except Exception as error:
                 raise StartupError(f"cannot open database {describe(database)}: {error}") from error
+            if not allow_unsealed:
+                unsealed(ledger, database)
             if not project:
                 ledger.projector.follow()
         edge = Edge(ledger)
@@ -485,6 +490,21 @@ def create_server(
     )
 
 
+def unsealed(ledger: Ledger, database: str) -> None:
+    """Refuse to serve a log whose seals are missing, or whose chain breaks in its last events
+    (Integrity.chain_tail_break): whatever is appended would extend a chain nobody can verify.
+    Raises StartupError saying what to do."""
+    broken = ledger.chain_tail_break()
+    if broken is None:
+        return
+    raise StartupError(
+        f"refusing to serve {describe(database)}: its hash chain breaks at position {broken.position}"
+        f" ({broken.problem}: {broken.detail}); run `trainledger verify`, then restore the log from a backup,"
+        " or seal a log that has no seals with `trainledger seal --reason TEXT`, or pass --allow-unsealed to"
+        " serve it as it is"
+    )
+
+
 async def serve(
     address: str = "127.0.0.1:50051",
     database: str = "trainledger.db",
@@ -495,11 +515,19 @@ async def serve(
     insecure: bool = False,
     tls: ServerTLS | None = None,
     http: str | None = None,
+    allow_unsealed: bool = False,
 ) -> None:
     """Serve until SIGTERM or SIGINT, then shut down gracefully. With `http` (HOST:PORT) the web
     dashboard is served there too, on the same event loop over the same ledger. Raises StartupError."""
     server, _ = create_server(
-        address, database=database, project=project, auth=auth, insecure=insecure, tls=tls, http=http
+        address,
+        database=database,
+        project=project,
+        auth=auth,
+        insecure=insecure,
+        tls=tls,
+        http=http,
+        allow_unsealed=allow_unsealed,
     )
     try:
         await server.start()

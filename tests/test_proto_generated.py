@@ -56,7 +56,7 @@ SERVICES = {
         "ListVersions",
         "ListFamilies",
     ],
-    ("events", "Events"): ["ReadEvents", "GetHead", "Verify"],
+    ("events", "Events"): ["ReadEvents", "GetHead", "Verify", "VerifyStream"],
 }
 
 # (client streaming, server streaming) for the RPCs that stream.
@@ -64,6 +64,7 @@ STREAMING = {
     ("Runs", "RecordSteps"): (True, True),
     ("Runs", "WatchRun"): (False, True),
     ("Events", "ReadEvents"): (False, True),
+    ("Events", "VerifyStream"): (False, True),
 }
 
 
