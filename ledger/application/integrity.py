@@ -26,7 +26,7 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError, project_aggregate
 
 from ledger.application.kernel import Receipt, storage_read
-from ledger.application.keys_check import keys_disagree
+from ledger.application.keys_check import KeysCheck
 from ledger.application.reads import Reads
 from ledger.domain.base import LedgerAggregate
 from ledger.domain.errors import Exhausted, Invalid, Refused
@@ -126,13 +126,16 @@ class Integrity(Reads):
                 ok=False, head=ChainHead(position=0, digest=GENESIS.hex()), checked=0, broken_at=1,
                 problem=SEAL_MISSING, detail=UNSEALED,
             )  # fmt: skip
+        keys = KeysCheck(self.storage, self.mapper)
         for page in pages(self.storage.chain_page, stop, VERIFY_PAGE_EVENTS):
             pace.between("chain", walk.checked)
             walk.feed(*page)
             if walk.broken is not None:
                 break
+            keys.feed(page[0])
         else:
             walk.finish()
+        pace.checked = walk.checked
         head = ChainHead(position=walk.position, digest=walk.digest.hex())
         if walk.broken is not None:
             broken = walk.broken
@@ -142,7 +145,7 @@ class Integrity(Reads):
             )  # fmt: skip
         found = (
             (self._head_differs(expect_head, walk) if expect_head is not None else None)
-            or keys_disagree(self.storage, self.mapper, lambda: pace.between("keys"), walk.position)
+            or keys.finish(lambda: pace.between("keys"))
             or self._snapshot_disagrees(pace)
             or (self._view_disagrees(pace) if views else None)
         )

@@ -162,6 +162,10 @@ class Storage:
         """Those of `rows` that the keys index holds."""
         raise NotImplementedError
 
+    def keys_count(self) -> int:
+        """How many rows the keys index holds."""
+        raise NotImplementedError
+
     def key_rows(self, after: KeyRow | None, limit: int) -> list[KeyRow]:
         """The first `limit` rows of the keys index after `after`, in the index's order."""
         raise NotImplementedError

@@ -345,17 +345,20 @@ class SQLiteStorage(Storage):
         found: set[KeyRow] = set()
         reader = self._reader()
         for start in range(0, len(rows), KEYS_PER_QUERY // 3):
-            part = rows[start : start + KEYS_PER_QUERY // 3]
+            part = {(a.hex, k, v): (a, k, v) for a, k, v in rows[start : start + KEYS_PER_QUERY // 3]}
             marks = ", ".join(["(?, ?, ?)"] * len(part))
             found.update(
-                (UUID(a), k, int(v))
-                for a, k, v in reader.execute(
+                part[row]
+                for row in reader.execute(
                     f"SELECT originator_id, key, originator_version FROM {KEYS_TABLE}"
                     f" WHERE (originator_id, key, originator_version) IN (VALUES {marks})",
-                    [value for a, k, v in part for value in (a.hex, k, v)],
+                    [value for row in part for value in row],
                 )
             )
         return found
+
+    def keys_count(self) -> int:
+        return int(self._reader().execute(f"SELECT COUNT(*) FROM {KEYS_TABLE}").fetchone()[0])
 
     def key_rows(self, after: KeyRow | None, limit: int) -> list[KeyRow]:
         where, params = "", []

@@ -276,6 +276,11 @@ class PostgresStorage(Storage):
         found = self.run(lambda c: c.execute(statement, columns).fetchall())
         return {(a, k, int(v)) for a, k, v in found}
 
+    def keys_count(self) -> int:
+        statement = SQL("SELECT COUNT(*) FROM {}").format(self._keys)
+        row = self.run(lambda c: c.execute(statement).fetchone())
+        return int(row[0]) if row else 0
+
     def key_rows(self, after: KeyRow | None, limit: int) -> list[KeyRow]:
         where, params = SQL(""), []
         if after is not None:
