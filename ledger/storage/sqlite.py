@@ -335,10 +335,10 @@ class SQLiteStorage(Storage):
         logged = reader.execute(
             f"SELECT originator_id, COUNT(*) FROM stored_events WHERE topic IN ({marks}) GROUP BY originator_id",
             list(topics),
-        )
+        ).fetchall()  # Counted before the index (Storage.reindex_keys says why).
         indexed = reader.execute(
             f"SELECT originator_id, COUNT(DISTINCT originator_version) FROM {KEYS_TABLE} GROUP BY originator_id"
-        )
+        ).fetchall()
         return {UUID(a): int(n) for a, n in logged}, {UUID(a): int(n) for a, n in indexed}
 
     def indexed(self, rows: Sequence[KeyRow]) -> set[KeyRow]:
