@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from clients.models.base import Model
 from clients.models.common import BillTotals, CostBasis, GpuCost, MetricColumn, StateHandle, StepBatch, TokenCost
-from clients.models.events import ChainHead, Event, Verification
+from clients.models.events import ChainHead, Event, Verification, VerifyProgress
 from clients.models.registry import (
     Family,
     FamilyList,
@@ -150,6 +150,7 @@ __all__ = [
     "Event",
     "ChainHead",
     "Verification",
+    "VerifyProgress",
     "ObjectiveMode",
     "DatasetRole",
     "Objective",
