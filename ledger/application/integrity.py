@@ -177,6 +177,7 @@ class Integrity(Reads):
         walk.run(pages(self.storage.chain_page, max(head, sealed), VERIFY_PAGE_EVENTS, after))
         return walk.broken
 
+    @storage_read
     def seal_log(self, *, reason: str, principal: str = "", request_id: str = "") -> Receipt:
         """Seal a log that holds no seals (one written before the chain existed, or whose seals were
         deleted), and record it in the seal book (LogSealed: who, why, how many events, up to
