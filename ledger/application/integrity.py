@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 from uuid import UUID
@@ -64,6 +65,8 @@ UNSEALED = (
     " `trainledger seal --reason TEXT`"
 )
 REASON_CHARS_MAX = 2_000
+# The longest a verification sleeps after a page to leave the interpreter to other threads.
+YIELD_MAX_S = 0.05
 #: Snapshots of one aggregate read at a time.
 SNAPSHOT_PAGE = 50
 DIGEST_HEX = re.compile(r"[0-9a-f]{64}")
@@ -102,19 +105,21 @@ class Integrity(Reads):
         views: bool = True,
         stop: threading.Event | None = None,
         progress: Progress | None = None,
+        yield_share: float = 0.0,
     ) -> Verification:
         """Check the log from position 1: the chain, `expect_head` (the chain must pass through that
         position with that digest), the keys index, every snapshot and, with `views`, every view
         table. Reads only, a page at a time. One runs at a time per ledger: another raises
         Exhausted (VERIFY_BUSY). Between pages it looks at `stop` (set: raises Stopped) and tells
-        `progress` (the stage, the events checked so far). Raises Invalid for a malformed
+        `progress` (the stage, the events checked so far), and sleeps `yield_share` of the time
+        the page took (at most YIELD_MAX_S: beside a server's calls). Raises Invalid for a malformed
         `expect_head`; storage outages are Unavailable."""
         if expect_head is not None:
             self._check_head(expect_head)
         if not self.verifying.acquire(blocking=False):
             raise Exhausted("a verification of this ledger is running already: try later", reason=Reason.VERIFY_BUSY)
         try:
-            return self._verify(expect_head, views, _Pace(stop, progress))
+            return self._verify(expect_head, views, _Pace(stop, progress, yield_share))
         finally:
             self.verifying.release()
 
@@ -329,16 +334,23 @@ class Integrity(Reads):
 class _Pace:
     """Between two pages of a verification: stop when asked to, and say how far it got."""
 
-    def __init__(self, stop: threading.Event | None, progress: Progress | None) -> None:
+    def __init__(self, stop: threading.Event | None, progress: Progress | None, yield_share: float) -> None:
         self.stop = stop
         self.progress = progress
+        self.yield_share = yield_share
         self.checked = 0
+        self._page_started = time.perf_counter()
 
     def between(self, stage: str, checked: int | None = None) -> None:
         """Before the next page of `stage`; `checked`: the events of the chain checked so far
         (the same as before when not given)."""
         if checked is not None:
             self.checked = checked
+        if self.yield_share:
+            # Beside a server's calls: after each page, leave the interpreter to the other threads
+            # for a share of the time the page took.
+            time.sleep(min(YIELD_MAX_S, (time.perf_counter() - self._page_started) * self.yield_share))
+            self._page_started = time.perf_counter()
         if self.stop is not None and self.stop.is_set():
             raise Stopped(stage, self.checked)
         if self.progress is not None:
