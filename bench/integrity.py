@@ -6,7 +6,7 @@ then copied under fresh aggregate ids (through the sealing recorder, a page per 
 the log holds --events events. Prints each figure as it goes; the LAST line is one JSON object with
 events, verify_events_per_s (`verify(views=False)`: every digest recomputed and compared with its
 seal, and the template run's snapshots checked; the copies have no views to compare),
-seal_events_per_s (sealing, at open, a log written before the chain existed) and the command.
+seal_events_per_s (`seal_log`: sealing a log written before the chain existed) and the command.
 Goal (never a test assertion): verify_events_per_s >= 200,000.
 """
 
@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from eventsourcing.persistence import StoredEvent  # noqa: E402
 
 from ledger import Ledger  # noqa: E402
+from ledger.storage.keys import event_keys  # noqa: E402
 
 TEMPLATE_BATCHES = 1_000
 COPY_PAGE = 2_000
@@ -47,12 +48,16 @@ def build(path: str, events: int, steps_per_batch: int) -> int:
                 metrics={"loss": [1.0 / step for step in steps], "lr": [1e-4] * len(steps)},
             )
         template = ledger.recorder.select_events(uuid.UUID(run.run_id))
+        # Each copy's client-made ids are indexed with it, as the ledger indexes its own writes.
+        keys = {e.originator_version: event_keys(ledger.mapper.to_domain_event(e)) for e in template}
         total = ledger.head()
         while total < events:
             copy = uuid.uuid4()
             stored = [StoredEvent(copy, e.originator_version, e.topic, e.state) for e in template]
             for start in range(0, len(stored), COPY_PAGE):
-                ledger.recorder.insert_events(stored[start : start + COPY_PAGE])
+                page = stored[start : start + COPY_PAGE]
+                rows = [(copy, key, e.originator_version) for e in page for key in keys[e.originator_version]]
+                ledger.recorder.insert_events(page, keys=rows)
             total += len(stored)
         return ledger.head()
     finally:
@@ -71,7 +76,7 @@ def main() -> None:
         figures["events"] = build(path, args.events, args.steps_per_batch)
         print(f"built a log of {figures['events']} events in {time.perf_counter() - started:.1f} s", flush=True)
 
-        ledger = Ledger.open(path, project=False)
+        ledger = Ledger.open(path, read_only=True)
         try:
             started = time.perf_counter()
             result = ledger.verify(views=False)
@@ -84,11 +89,15 @@ def main() -> None:
 
         with sqlite3.connect(path) as connection:
             connection.execute("DELETE FROM stored_seals")
-        started = time.perf_counter()
-        Ledger.open(path, project=False).close()  # Sealed once when opened.
-        elapsed = time.perf_counter() - started
+        ledger = Ledger.open(path, project=False)
+        try:
+            started = time.perf_counter()
+            ledger.seal_log(reason="bench", principal="local:bench")
+            elapsed = time.perf_counter() - started
+        finally:
+            ledger.close()
         figures["seal_events_per_s"] = round(int(figures["events"]) / elapsed)  # type: ignore[call-overload]
-        print(f"sealed {figures['events']} events at open in {elapsed:.2f} s", flush=True)
+        print(f"sealed {figures['events']} events in {elapsed:.2f} s", flush=True)
     figures["command"] = "PYTHONPATH=. .venv/bin/python bench/integrity.py " + " ".join(sys.argv[1:])
     print(json.dumps(figures))
 

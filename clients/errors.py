@@ -290,6 +290,7 @@ REASONS: frozenset[str] = frozenset(
         "CHECKPOINT_PROTECTED",
         "CHECKPOINT_DIGEST_MISMATCH",
         "RUN_RETRACTED",
+        "LOG_SEALED_ALREADY",
         "OBJECTIVE_DIFFERS",
         "RUN_ACCOUNT_TAKEN",
         "PARENT_ACCOUNT_DIFFERS",
@@ -317,6 +318,7 @@ REASONS: frozenset[str] = frozenset(
         "SPEND_CAP_EXCEEDED",
         "TOO_MANY_WATCHERS",
         "WATCHER_TOO_SLOW",
+        "VERIFY_BUSY",
         # The server and its storage (Unavailable): try again after a backoff.
         "UNAVAILABLE",
         "STORAGE_FULL",

@@ -39,6 +39,7 @@ from clients.models import (
     SetCapReceipt,
     SourceCheckpoint,
     Verification,
+    VerifyProgress,
 )
 from trainledger.v1 import events_pb2, registry_pb2, spend_pb2
 
@@ -392,6 +393,25 @@ class LedgerMethods(RunsMethods, Transport):
         )
         request = events_pb2.VerifyRequest(expect_head=head, skip_views=skip_views)
         return self._ask("Events", "Verify", request, reply(Verification), timeout_s=timeout_s)
+
+    def verify_progress(
+        self,
+        *,
+        expect_head: ChainHead | None = None,
+        skip_views: bool = False,
+        timeout_s: float | None = None,
+    ) -> Iterator[VerifyProgress]:
+        """`verify`, with its progress: VerifyProgress messages as it goes (stage, checked), the
+        last one with the outcome. Closing the iterator early cancels the call, which stops the
+        verification on the server. One runs at a time per ledger: another is refused with
+        VERIFY_BUSY (a ResourceExhausted error)."""
+        head = (
+            None
+            if expect_head is None
+            else events_pb2.ChainHead(position=expect_head.position, digest=expect_head.digest)
+        )
+        request = events_pb2.VerifyRequest(expect_head=head, skip_views=skip_views)
+        return self._stream("Events", "VerifyStream", request, reply(VerifyProgress), timeout_s=timeout_s)
 
 
 def _account(response: spend_pb2.GetAccountResponse) -> Account:

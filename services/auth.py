@@ -125,6 +125,7 @@ ROLES_BY_METHOD: dict[str, frozenset[str]] = {
     "/trainledger.v1.Events/ReadEvents": _AUDITORS,
     "/trainledger.v1.Events/GetHead": _AUDITORS,
     "/trainledger.v1.Events/Verify": _AUDITORS,
+    "/trainledger.v1.Events/VerifyStream": _AUDITORS,
 }
 
 # What a scoped token's call is about: ("run", field) or ("account", field) of the request

@@ -76,6 +76,7 @@ def serve(args: argparse.Namespace) -> None:
                 tls=from_arguments(args),
                 http=None if args.no_http else args.http,
                 http_options=serving.from_arguments(args),
+                allow_unsealed=args.allow_unsealed,
             )
         )
     except (StartupError, TLSError) as error:
@@ -220,6 +221,7 @@ class _Version(argparse.Action):
 # imported (with what it imports) only when its command is the one asked for.
 OTHERS = {
     "verify": "recompute the hash chain over the log and check the snapshots and views",
+    "seal": "seal a log that has no seals, as it stands (recorded with who and why)",
     "tokens": "bearer tokens: create, list, revoke",
     "watch": "a live view of a run in the terminal, until it finishes",
     "checkpoints": "a run's checkpoints: the retention plan, and pruning what it offers",
@@ -281,6 +283,11 @@ def parser(asked: str | None = None) -> argparse.ArgumentParser:
         help="serve the web dashboard and its JSON API here (default: TRAINLEDGER_HTTP, else %(default)s)",
     )
     serve_parser.add_argument("--no-http", action="store_true", help="serve no dashboard")
+    serve_parser.add_argument(
+        "--allow-unsealed",
+        action="store_true",
+        help="serve a log whose seals are missing or whose chain breaks at its end (`trainledger verify` says where)",
+    )
     if command_is(asked, "serve"):
         from services.tls import add_arguments
         from services.web import serving

@@ -5,7 +5,9 @@ itself (no server), like the other read commands.
 
 Prints OK with the head (position and digest: what an auditor writes down) and exits 0, or the
 first position where the log breaks with the problem and exits 1; a usage error exits 2. It never
-writes: on a file that a server holds it reads the log and the views as the server committed them.
+writes (the database is opened read-only): on a file that a server holds it reads the log and the
+views as the server committed them, and a log without seals is reported, never sealed
+(services.cli_seal does that, on an admin's word).
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def report(outcome: models.Verification) -> str:
 
 def verify(args: argparse.Namespace) -> None:
     """Verify the database; a log that does not verify is exit status 1 (Failure)."""
-    with opened(args.database, catch_up=False) as ledger:
+    with opened(args.database, catch_up=False, read_only=True) as ledger:
         outcome = ledger.verify(args.expect_head, views=args.views)
     emit(args, outcome, report(outcome))
     if not outcome.ok:

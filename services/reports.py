@@ -54,18 +54,19 @@ class Failure(Exception):
 
 
 @contextmanager
-def opened(database: str, *, catch_up: bool = True) -> Iterator[Ledger]:
+def opened(database: str, *, catch_up: bool = True, read_only: bool = False) -> Iterator[Ledger]:
+    """The ledger on `database` for one command; with `read_only` nothing can write to it (verify)."""
     from ledger import Ledger, LedgerError
     from services.describe import describe
 
     if "://" not in database and not os.path.exists(database):
         raise Failure(f"no database at {database}")
     try:
-        ledger = Ledger.open(database, project=False)
+        ledger = Ledger.open(database, project=False, read_only=read_only)
     except Exception as error:
         raise Failure(f"cannot open database {describe(database)}: {error}") from None
     try:
-        if catch_up:
+        if catch_up and not read_only:
             _catch_up_when_alone(database, ledger)
         yield ledger
     except LedgerError as error:

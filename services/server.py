@@ -328,6 +328,7 @@ def create_server(
     tls: ServerTLS | None = None,
     http: str | None = None,
     http_options: HttpOptions | None = None,
+    allow_unsealed: bool = False,
 ) -> tuple[LedgerServer, int]:
     """Build the server (call it on the event loop that will run it) and bind `address`, HOST:PORT
     or [IPv6]:PORT (port 0 picks a free port; an address in use is refused, never shared). Opens
@@ -339,8 +340,9 @@ def create_server(
     speaks TLS only (services.tls: mutual TLS when it names a client CA). With `http` (HOST:PORT) the
     web dashboard's socket is bound too (LedgerServer.http_address; served from start()), over TLS
     with the same files whenever gRPC is, answering the hosts and under the caps of `http_options`
-    (services.web.serving). Returns the server, not yet started, and the bound port. Raises
-    StartupError."""
+    (services.web.serving). A database it opens whose log has no seals, or whose chain breaks in its
+    last events, is refused unless `allow_unsealed` (see `unsealed`). Returns the server, not yet
+    started, and the bound port. Raises StartupError."""
     host, wanted_port = parse_listen(address)
     http_host = parse_listen(http)[0] if http is not None else ""
     http_options = http_options or HttpOptions()
@@ -378,6 +380,8 @@ def create_server(
                 ledger = opened = Ledger.open(database, project=project)
             except Exception as error:
                 raise StartupError(f"cannot open database {describe(database)}: {error}") from error
+            if not allow_unsealed:
+                unsealed(ledger, database)
             if not project:
                 ledger.projector.follow()
         edge = Edge(ledger)
@@ -449,6 +453,21 @@ def create_server(
     )
 
 
+def unsealed(ledger: Ledger, database: str) -> None:
+    """Refuse to serve a log whose seals are missing, or whose chain breaks in its last events
+    (Integrity.chain_tail_break): whatever is appended would extend a chain nobody can verify.
+    Raises StartupError saying what to do."""
+    broken = ledger.chain_tail_break()
+    if broken is None:
+        return
+    raise StartupError(
+        f"refusing to serve {describe(database)}: its hash chain breaks at position {broken.position}"
+        f" ({broken.problem}: {broken.detail}); run `trainledger verify`, then restore the log from a backup,"
+        " or seal a log that has no seals with `trainledger seal --reason TEXT`, or pass --allow-unsealed to"
+        " serve it as it is"
+    )
+
+
 async def serve(
     address: str = "127.0.0.1:50051",
     database: str = "trainledger.db",
@@ -460,6 +479,7 @@ async def serve(
     tls: ServerTLS | None = None,
     http: str | None = None,
     http_options: HttpOptions | None = None,
+    allow_unsealed: bool = False,
 ) -> None:
     """Serve until SIGTERM or SIGINT, then shut down gracefully. With `http` (HOST:PORT) the web
     dashboard is served there too, on the same event loop over the same ledger. Raises StartupError."""
@@ -472,6 +492,7 @@ async def serve(
         tls=tls,
         http=http,
         http_options=http_options,
+        allow_unsealed=allow_unsealed,
     )
     try:
         await server.start()

@@ -60,7 +60,7 @@ SERVICES = {
         "MoveAlias",
         "RetireFamily",
     ],
-    ("events", "Events"): ["ReadEvents", "GetHead", "Verify"],
+    ("events", "Events"): ["ReadEvents", "GetHead", "Verify", "VerifyStream"],
 }
 
 # (client streaming, server streaming) for the RPCs that stream.
@@ -68,6 +68,7 @@ STREAMING = {
     ("Runs", "RecordSteps"): (True, True),
     ("Runs", "WatchRun"): (False, True),
     ("Events", "ReadEvents"): (False, True),
+    ("Events", "VerifyStream"): (False, True),
 }
 
 

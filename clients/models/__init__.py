@@ -28,7 +28,7 @@ from clients.models.common import (
     StepBatch,
     TokenCost,
 )
-from clients.models.events import ChainHead, Event, Verification
+from clients.models.events import ChainHead, Event, Verification, VerifyProgress
 from clients.models.registry import (
     Alias,
     CurrentVersion,
@@ -178,6 +178,7 @@ __all__ = [
     "Event",
     "ChainHead",
     "Verification",
+    "VerifyProgress",
     "ObjectiveMode",
     "DatasetRole",
     "Objective",

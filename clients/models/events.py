@@ -46,3 +46,13 @@ class Verification(Model, frozen=True, kw_only=True):
     broken_at: int | None = None
     problem: str = ""
     detail: str = ""
+
+
+class VerifyProgress(Model, frozen=True, kw_only=True):
+    """One message of VerifyStream: how far the verification got (`stage`: chain, keys, snapshots
+    or views; `checked`: events of the chain checked so far), or, on the last message only, its
+    `outcome`."""
+
+    stage: str = ""
+    checked: int = 0
+    outcome: Verification | None = None

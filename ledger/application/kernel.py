@@ -30,9 +30,10 @@ from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
-from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError, Recording
+from eventsourcing.persistence import EventStore, IntegrityError, InterfaceError, OperationalError, Recording
 
 from ledger.application.gather import GROUP_COMMANDS_MAX, Command, Gathered, WriteQueue
+from ledger.application.snapshots import TolerantSnapshots
 from ledger.backend import open_storage, persistence_env
 from ledger.domain.accounts import Account, Recall
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
@@ -43,7 +44,7 @@ from ledger.domain.reasons import Reason
 from ledger.domain.registry import Family
 from ledger.domain.runs import Run
 from ledger.storage import transcoder
-from ledger.storage.base import Storage
+from ledger.storage.base import READ_ONLY, Storage, read_only
 from ledger.storage.keys import batch_key, event_keys, spend_key
 
 __all__ = ["Kernel", "Receipt", "Recorded", "storage_read", "unrecorded", "utc_now"]
@@ -197,12 +198,19 @@ class Kernel(Application[UUID]):
             super().close()
             raise
         self.views = self.storage.views
-        if self.storage.keys_missing():
-            # A ledger written before the keys index existed: index its log once.
-            self.storage.index_log()
+        self.read_only = read_only(self)
+        if not self.read_only:
+            # Every id the log holds is in the keys index before any command is decided, so a
+            # retry is never answered as new: checked here, at open, with two grouped counts, so
+            # that a lookup that finds nothing (every new id) costs one indexed query and no more.
+            self.storage.reindex_keys()
         self.projector = self.storage.projector(self)
         if project:
             self.projector.start()
+
+    def construct_snapshot_store(self) -> EventStore[UUID]:
+        # A snapshot that cannot be decoded is passed over (ledger.application.snapshots).
+        return TolerantSnapshots(super().construct_snapshot_store())
 
     @classmethod
     def open(
@@ -212,9 +220,15 @@ class Kernel(Application[UUID]):
         clock: Callable[[], datetime] = utc_now,
         project: bool = True,
         env: dict[str, str] | None = None,
+        read_only: bool = False,
     ) -> Self:
-        """Open the ledger on a SQLite file path or a postgresql:// URL."""
-        return cls({**persistence_env(database), **(env or {})}, clock=clock, project=project)
+        """Open the ledger on a SQLite file path or a postgresql:// URL. With `read_only` (to check
+        it: verify) nothing is ever written: no table made, no index rebuilt, no view projected."""
+        settings = {**persistence_env(database), **(env or {})}
+        if read_only:
+            settings.update({READ_ONLY: "y", "CREATE_TABLE": "n"})
+            project = False
+        return cls(settings, clock=clock, project=project)
 
     def close(self) -> None:
         self.projector.stop()

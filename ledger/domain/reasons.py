@@ -162,6 +162,10 @@ class Reason(enum.StrEnum):
         "The digest named for a source checkpoint is not the digest the checkpoint was saved with.",
     )
     RUN_RETRACTED = "RUN_RETRACTED", "The run was retracted by an operator: it takes no more writes."
+    LOG_SEALED_ALREADY = (
+        "LOG_SEALED_ALREADY",
+        "The log holds seals already: only a log without any is sealed; verify it instead.",
+    )
     OBJECTIVE_DIFFERS = (
         "OBJECTIVE_DIFFERS",
         "The run was opened with another objective: a run's objective never changes.",
@@ -214,6 +218,7 @@ class Reason(enum.StrEnum):
         "WATCHER_TOO_SLOW",
         "A watcher fell too far behind its run and was dropped: watch again from next_position.",
     )
+    VERIFY_BUSY = "VERIFY_BUSY", "A verification of this ledger is running already: one runs at a time; try later."
 
     # The server and its storage (Unavailable): try again after a backoff; ids make resending safe.
     UNAVAILABLE = "UNAVAILABLE", "Storage could not be reached or failed the operation."

@@ -12,7 +12,7 @@ from types import ModuleType
 
 from eventsourcing.utils import get_topic, register_topic
 
-from ledger.domain import accounts, bills, registry, runs, tokens
+from ledger.domain import accounts, bills, registry, runs, seals, tokens
 from ledger.domain.base import LedgerAggregate
 
 __all__ = ["LEGACY_MODULES", "event_topics"]
@@ -22,7 +22,7 @@ LEGACY_MODULES: dict[str, ModuleType] = {"ledger.runs": runs, "ledger.accounts":
 for _old, _module in LEGACY_MODULES.items():
     register_topic(_old, _module)
 
-_AGGREGATES = (runs.Run, accounts.Account, registry.Family, tokens.Tokens, bills.Bill)
+_AGGREGATES = (runs.Run, accounts.Account, registry.Family, tokens.Tokens, bills.Bill, seals.SealBook)
 
 
 def event_topics(name: str) -> list[str]:

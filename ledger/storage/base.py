@@ -10,6 +10,7 @@ ledger.storage.postgres, subclass it; ledger.backend picks one.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
@@ -24,7 +25,18 @@ from ledger.storage.keys import KEYED_EVENTS, event_keys
 from ledger.views.projector import Projector
 from ledger.views.queries import ViewReader
 
-__all__ = ["KeyRow", "Storage", "INDEX_PAGE_EVENTS", "ViewRead", "tracking_upsert"]
+__all__ = [
+    "KeyRow",
+    "Storage",
+    "INDEX_PAGE_EVENTS",
+    "READ_ONLY",
+    "ViewRead",
+    "keyed_topics",
+    "read_only",
+    "tracking_upsert",
+]
+
+log = logging.getLogger("trainledger.ledger")
 
 # Keys rows are written with the events they index: (aggregate id, key, the event's version).
 KeyRow = tuple[UUID, str, int]
@@ -32,6 +44,22 @@ KeyRow = tuple[UUID, str, int]
 INDEX_PAGE_EVENTS = 1000
 #: Runs one SELECT on the views inside a read of them all as of one moment; its rows, fetched lazily.
 ViewRead = Callable[[str], Iterable[Any]]
+
+
+#: The setting (in eventsourcing's environment, from Kernel.open(read_only=True)) that opens a ledger to
+#: check it: its storage never writes (SQLite: read-only connections; PostgreSQL: read-only
+#: transactions), makes no tables and rebuilds no index.
+READ_ONLY = "LEDGER_READ_ONLY"
+
+
+def read_only(app: Application[UUID]) -> bool:
+    """Whether `app` was opened to check its storage, never to write it."""
+    return app.env.get(READ_ONLY, "") == "y"
+
+
+def keyed_topics() -> list[str]:
+    """The stored topics of the events that carry keys (ledger.storage.keys)."""
+    return [topic for name in KEYED_EVENTS for topic in event_topics(name)]
 
 
 @functools.cache
@@ -75,15 +103,10 @@ class Storage:
         """The latest version that used each of `keys` (those used at all), in a few queries."""
         raise NotImplementedError
 
-    def keys_missing(self) -> bool:
-        """Whether the log holds keyed events that the keys index does not (a ledger written
-        before the index existed)."""
-        raise NotImplementedError
-
     def index_log(self) -> int:
         """Write the keys of every event in the log into the index (idempotent). Returns the
         number of keys written."""
-        topics = [topic for name in KEYED_EVENTS for topic in event_topics(name)]
+        topics = keyed_topics()
         written, start = 0, 1
         while True:
             page = self.app.recorder.select_notifications(start, INDEX_PAGE_EVENTS, topics=topics)
@@ -98,6 +121,55 @@ class Storage:
             start = page[-1].id + 1
 
     def insert_keys(self, rows: list[KeyRow]) -> None:
+        raise NotImplementedError
+
+    def reindex_keys(self) -> int:
+        """Rebuild from the log the keys of every aggregate whose keyed events the index does not
+        all cover (rows deleted behind the ledger's back, or a ledger written before the index
+        existed), so a retried id is never taken for a new one. Two grouped counts when the index
+        is whole; the events of an aggregate found short are read again. Returns the keys written."""
+        topics = keyed_topics()
+        logged, indexed = self.keyed_event_counts(topics)
+        wanted, written = set(topics), 0
+        for aggregate_id, count in logged.items():
+            # The log is counted first: writers made since add their events and keys together, so
+            # an index found short of the log's count lacks keys, whatever was written meanwhile.
+            if indexed.get(aggregate_id, 0) >= count:
+                continue
+            version = 0
+            while True:
+                stored = self.app.recorder.select_events(aggregate_id, gt=version, limit=INDEX_PAGE_EVENTS)
+                if not stored:
+                    break
+                version = stored[-1].originator_version
+                rows = [
+                    (aggregate_id, key, event.originator_version)
+                    for event in (self.app.mapper.to_domain_event(s) for s in stored if s.topic in wanted)
+                    for key in event_keys(event)
+                ]
+                missing = list(set(rows) - self.indexed(rows)) if rows else []
+                if missing:
+                    self.insert_keys(missing)
+                    written += len(missing)
+        if written:
+            log.warning("the keys index lacked %d keys that events of the log made: rebuilt them from the log", written)
+        return written
+
+    def keyed_event_counts(self, topics: Sequence[str]) -> tuple[dict[UUID, int], dict[UUID, int]]:
+        """By aggregate: how many of its events have one of `topics`, and how many of its
+        versions the keys index holds."""
+        raise NotImplementedError
+
+    def indexed(self, rows: Sequence[KeyRow]) -> set[KeyRow]:
+        """Those of `rows` that the keys index holds."""
+        raise NotImplementedError
+
+    def keys_count(self) -> int:
+        """How many rows the keys index holds."""
+        raise NotImplementedError
+
+    def key_rows(self, after: KeyRow | None, limit: int) -> list[KeyRow]:
+        """The first `limit` rows of the keys index after `after`, in the index's order."""
         raise NotImplementedError
 
     # The hash chain (ledger.storage.chain).

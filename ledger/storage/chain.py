@@ -42,6 +42,7 @@ __all__ = [
     "EVENT_MISSING",
     "EVENT_UNSEALED",
     "HEAD_DIFFERS",
+    "INDEX_DISAGREES",
     "SEAL_MISSING",
     "SNAPSHOT_DISAGREES",
     "VIEW_DISAGREES",
@@ -70,6 +71,9 @@ SNAPSHOT_DISAGREES = "SNAPSHOT_DISAGREES"
 VIEW_DISAGREES = "VIEW_DISAGREES"
 #: The chain does not pass through the head that was written down (expected).
 HEAD_DIFFERS = "HEAD_DIFFERS"
+#: The keys index of client-made ids (ledger.storage.keys) lacks a key an event made, or holds one
+#: that no event made.
+INDEX_DISAGREES = "INDEX_DISAGREES"
 PROBLEMS = (
     EVENT_CHANGED,
     EVENT_MISSING,
@@ -78,6 +82,7 @@ PROBLEMS = (
     SNAPSHOT_DISAGREES,
     VIEW_DISAGREES,
     HEAD_DIFFERS,
+    INDEX_DISAGREES,
 )
 
 _FIXED = struct.Struct(">32sQ16sQQ")
@@ -248,10 +253,12 @@ class Walk:
 Pager = Callable[[int, int, int], tuple[list[ChainRow], list[tuple[int, bytes]]]]
 
 
-def pages(pager: Pager, stop: int, limit: int) -> Iterator[tuple[list[ChainRow], dict[int, bytes], list[int]]]:
-    """The log up to `stop` as pages for Walk.feed: (events, their seals, positions sealed but without an
-    event), each page covering every position up to where both of its reads are known complete."""
-    after = 0
+def pages(
+    pager: Pager, stop: int, limit: int, after: int = 0
+) -> Iterator[tuple[list[ChainRow], dict[int, bytes], list[int]]]:
+    """The log from `after` (exclusive) up to `stop` as pages for Walk.feed: (events, their seals,
+    positions sealed but without an event), each page covering every position up to where both of
+    its reads are known complete."""
     while after < stop:
         events, seals = pager(after, stop, limit)
         if not events and not seals:

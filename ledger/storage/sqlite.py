@@ -21,7 +21,7 @@ from eventsourcing.application import Application
 from eventsourcing.persistence import IntegrityError, Notification
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 
-from ledger.storage.base import KeyRow, Storage, ViewRead, tracking_upsert
+from ledger.storage.base import KeyRow, Storage, ViewRead, read_only, tracking_upsert
 from ledger.storage.chain import GENESIS, ChainRow, seal_rows
 from ledger.views.queries import ViewReader
 from ledger.views.schema import TABLES, VIEWS
@@ -95,6 +95,24 @@ def sqlite_env(path: str) -> dict[str, str]:
     }
 
 
+def _read_only_connection(path: str) -> sqlite3.Connection:
+    """A connection that cannot write the file (a ledger opened to check it: verify). A table a
+    file written by an older version lacks (the seals, the keys index) reads as an empty one."""
+    connection = sqlite3.connect(
+        f"file:{quote(os.path.abspath(path))}?mode=ro",
+        uri=True,
+        check_same_thread=False,
+        isolation_level=None,
+        timeout=30,
+    )
+    present = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for statement in SQLiteRecorder.ledger_tables():
+        table = statement.split()[5]
+        if table not in present:
+            connection.execute(statement.replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE", 1))
+    return connection
+
+
 class SQLiteRecorder(SQLiteApplicationRecorder):
     """eventsourcing's SQLite recorder that also writes the keys index (ledger.storage.keys) in the
     transaction of the events: `save(..., keys=[(aggregate id, key, version), ...])`, and seals the
@@ -102,8 +120,12 @@ class SQLiteRecorder(SQLiteApplicationRecorder):
     inside the transaction is the one the new events follow."""
 
     def construct_create_table_statements(self) -> list[str]:
+        return [*super().construct_create_table_statements(), *self.ledger_tables()]
+
+    @staticmethod
+    def ledger_tables() -> list[str]:
+        """The statements that make our tables beside the library's: the keys index and the seals."""
         return [
-            *super().construct_create_table_statements(),
             f"CREATE TABLE IF NOT EXISTS {KEYS_TABLE} (originator_id TEXT, key TEXT, originator_version INTEGER,"
             " PRIMARY KEY (originator_id, key, originator_version)) WITHOUT ROWID",
             f"CREATE TABLE IF NOT EXISTS {SEALS_TABLE} (position INTEGER PRIMARY KEY, digest BLOB NOT NULL)",
@@ -158,22 +180,24 @@ class SQLiteStorage(Storage):
         if path is None:  # eventsourcing's SQLite factory refuses such settings before this.
             raise ValueError("SQLite settings name no file (SQLITE_DBNAME)")
         self.path: str = path
+        self.read_only = read_only(app)
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._writer = self._connect()
-        # View rows can be rebuilt from the log, and their tracking positions commit with them,
-        # so the projector's transactions need no fsync of their own.
-        self._writer.execute("PRAGMA synchronous=NORMAL")
-        self.create_tables()
+        if not self.read_only:
+            # View rows can be rebuilt from the log, and their tracking positions commit with them,
+            # so the projector's transactions need no fsync of their own.
+            self._writer.execute("PRAGMA synchronous=NORMAL")
+            self.create_tables()
         self.views = ViewReader(self._reader)
-        if self.seals_missing():
-            # A ledger written before the chain existed: seal its log once.
-            self.seal_log()
 
     def _connect(self) -> sqlite3.Connection:
-        connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
-        connection.execute("PRAGMA journal_mode=WAL")
+        if self.read_only:
+            connection = _read_only_connection(self.path)
+        else:
+            connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+            connection.execute("PRAGMA journal_mode=WAL")
         with self._lock:
             self._connections.append(connection)
         return connection
@@ -298,24 +322,55 @@ class SQLiteStorage(Storage):
             )
         return found
 
-    def keys_missing(self) -> bool:
-        reader = self._reader()
-        if reader.execute(f"SELECT 1 FROM {KEYS_TABLE} LIMIT 1").fetchone() is not None:
-            return False
-        return (
-            reader.execute(
-                "SELECT 1 FROM stored_events WHERE topic LIKE '%:Account.Spend%'"
-                " OR topic LIKE '%:Run.StepsRecorded' LIMIT 1"
-            ).fetchone()
-            is not None
-        )
-
     def insert_keys(self, rows: list[KeyRow]) -> None:
         with self.transaction() as cursor:
             cursor.executemany(
                 f"INSERT OR IGNORE INTO {KEYS_TABLE} (originator_id, key, originator_version) VALUES (?, ?, ?)",
                 [(uuid.hex, key, version) for uuid, key, version in rows],
             )
+
+    def keyed_event_counts(self, topics: Sequence[str]) -> tuple[dict[UUID, int], dict[UUID, int]]:
+        reader = self._reader()
+        marks = ",".join("?" * len(topics))
+        logged = reader.execute(
+            f"SELECT originator_id, COUNT(*) FROM stored_events WHERE topic IN ({marks}) GROUP BY originator_id",
+            list(topics),
+        ).fetchall()  # Counted before the index (Storage.reindex_keys says why).
+        indexed = reader.execute(
+            f"SELECT originator_id, COUNT(DISTINCT originator_version) FROM {KEYS_TABLE} GROUP BY originator_id"
+        ).fetchall()
+        return {UUID(a): int(n) for a, n in logged}, {UUID(a): int(n) for a, n in indexed}
+
+    def indexed(self, rows: Sequence[KeyRow]) -> set[KeyRow]:
+        found: set[KeyRow] = set()
+        reader = self._reader()
+        for start in range(0, len(rows), KEYS_PER_QUERY // 3):
+            part = {(a.hex, k, v): (a, k, v) for a, k, v in rows[start : start + KEYS_PER_QUERY // 3]}
+            marks = ", ".join(["(?, ?, ?)"] * len(part))
+            found.update(
+                part[row]
+                for row in reader.execute(
+                    f"SELECT originator_id, key, originator_version FROM {KEYS_TABLE}"
+                    f" WHERE (originator_id, key, originator_version) IN (VALUES {marks})",
+                    [value for row in part for value in row],
+                )
+            )
+        return found
+
+    def keys_count(self) -> int:
+        return int(self._reader().execute(f"SELECT COUNT(*) FROM {KEYS_TABLE}").fetchone()[0])
+
+    def key_rows(self, after: KeyRow | None, limit: int) -> list[KeyRow]:
+        where, params = "", []
+        if after is not None:
+            where = " WHERE (originator_id, key, originator_version) > (?, ?, ?)"
+            params = [after[0].hex, after[1], after[2]]
+        rows = self._reader().execute(
+            f"SELECT originator_id, key, originator_version FROM {KEYS_TABLE}{where}"
+            " ORDER BY originator_id, key, originator_version LIMIT ?",
+            [*params, limit],
+        )
+        return [(UUID(a), k, int(v)) for a, k, v in rows]
 
     # The hash chain (ledger.storage.chain).
 
@@ -366,7 +421,11 @@ class SQLiteStorage(Storage):
 
     @contextmanager
     def _view_read(self) -> Iterator[ViewRead]:
-        connection = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+        connection = (
+            _read_only_connection(self.path)
+            if self.read_only
+            else sqlite3.connect(self.path, isolation_level=None, timeout=30)
+        )
         try:
             # One read transaction: every table is read as of one moment (WAL snapshots).
             connection.execute("BEGIN")

@@ -26,14 +26,15 @@ from uuid import UUID
 import msgspec
 from eventsourcing.persistence import Transcoder
 
-__all__ = ["MsgspecTranscoder", "TOPIC"]
+__all__ = ["MsgspecTranscoder", "TOPIC", "ext_hook"]
 
 TOPIC = "ledger.storage.transcoder:MsgspecTranscoder"
 
 _UUID_EXT = 1
 
 
-def _ext_hook(code: int, data: memoryview) -> Any:
+def ext_hook(code: int, data: memoryview) -> Any:
+    """MessagePack's extension types as stored: a UUID (type 1)."""
     if code == _UUID_EXT:
         return UUID(bytes=bytes(data))
     raise msgspec.DecodeError(f"unknown MessagePack extension type {code}")
@@ -44,7 +45,7 @@ class MsgspecTranscoder(Transcoder):
 
     def __init__(self) -> None:
         self._encoder = msgspec.msgpack.Encoder()
-        self._decoder = msgspec.msgpack.Decoder(ext_hook=_ext_hook)
+        self._decoder = msgspec.msgpack.Decoder(ext_hook=ext_hook)
 
     def encode(self, obj: Any) -> bytes:
         if type(obj) is dict:

@@ -60,12 +60,15 @@ class ScratchViews:
         self.positions = dict.fromkeys(VIEWS, 0)
         self._handlers = handlers(Names())
 
-    def project(self, targets: dict[str, int]) -> None:
-        """Move each view forward to its position in `targets` (views already there stay)."""
+    def project(self, targets: dict[str, int], between: Callable[[], None] | None = None) -> None:
+        """Move each view forward to its position in `targets` (views already there stay);
+        `between` is called before each chunk (it may raise to end the projection early)."""
         start = min(self.positions[view] for view in VIEWS) + 1
         stop = max(targets.get(view, 0) for view in VIEWS)
         cursor = self.connection.cursor()
         while start <= stop:
+            if between is not None:
+                between()
             notifications = self._select(start, SCRATCH_CHUNK_EVENTS, stop)
             if not notifications:
                 break

@@ -127,3 +127,8 @@ def test_the_head_of_the_chain_and_a_verification_from_the_client(client: Ledger
 
     wrong = client.verify(expect_head=ChainHead(position=head.position, digest="0" * 64), skip_views=True)
     assert (wrong.ok, wrong.broken_at, wrong.problem) == (False, head.position, "HEAD_DIFFERS")
+
+    progress = list(client.verify_progress(expect_head=head, skip_views=True, timeout_s=60))
+    assert progress[-1].outcome is not None and progress[-1].outcome.ok
+    assert progress[-1].outcome.head == head and progress[-1].outcome.checked == head.position
+    assert progress[0].stage == "chain" and all(p.outcome is None for p in progress[:-1])

@@ -87,7 +87,8 @@ def written(database: str) -> Iterator[tuple[str, Store]]:
 
 
 def verify(database: str, **kwargs: Any) -> Any:
-    ledger = Ledger.open(database, project=False)
+    """A verification as `trainledger verify` runs it: on a ledger opened read-only."""
+    ledger = Ledger.open(database, read_only=True)
     try:
         return ledger.verify(**kwargs)
     finally:
@@ -256,27 +257,6 @@ def test_the_head_written_down(written: tuple[str, Store]) -> None:
         assert (beyond.ok, beyond.broken_at, beyond.problem) == (False, 300, "HEAD_DIFFERS")
     finally:
         ledger.close()
-
-
-def test_a_changed_log_sealed_again_differs_from_the_head_written_down(written: tuple[str, Store]) -> None:
-    """Dropping the seals and editing an event: the log is sealed again at open, but not through the
-    head that was written down."""
-    database, store = written
-    (digest,) = store.sql("SELECT digest FROM {seals} WHERE position = 150")[0]
-    store.sql("DELETE FROM {seals}")
-    store.sql("UPDATE {events} SET topic = topic || 'x' WHERE {position} = 10")
-    result = verify(database, expect_head=ChainHead(position=150, digest=bytes(digest).hex()), views=False)
-    assert (result.ok, result.broken_at, result.problem) == (False, 150, "HEAD_DIFFERS")
-
-
-def test_a_ledger_written_without_seals_is_sealed_when_opened(written: tuple[str, Store]) -> None:
-    database, store = written
-    before = store.sql("SELECT position, digest FROM {seals} ORDER BY position")
-    store.sql("DROP TABLE {seals}")
-    result = verify(database)
-    assert result.ok and result.checked == HEAD
-    after = store.sql("SELECT position, digest FROM {seals} ORDER BY position")
-    assert [(p, bytes(d)) for p, d in after] == [(p, bytes(d)) for p, d in before]
 
 
 def test_writes_after_a_reopen_extend_the_chain(written: tuple[str, Store]) -> None:

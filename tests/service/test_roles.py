@@ -69,6 +69,7 @@ MATRIX = [
     ("Events/ReadEvents", "RRR", "RRR", "+SS", "+SS"),
     ("Events/GetHead", "RRR", "RRR", "+SS", "+SS"),
     ("Events/Verify", "RRR", "RRR", "+SS", "+SS"),
+    ("Events/VerifyStream", "RRR", "RRR", "+SS", "+SS"),
 ]
 EXPECTED = {"+": None, "R": "ROLE_NOT_ALLOWED", "S": "OUTSIDE_SCOPE"}
 CELLS = [
@@ -256,6 +257,7 @@ def _calls(stubs: Stubs, team: str, run_id: str, spare_run_id: str) -> dict[str,
         "Events/ReadEvents": lambda m: stream(e.ReadEvents, events_pb2.ReadEventsRequest(limit=1), m),
         "Events/GetHead": lambda m: e.GetHead(events_pb2.GetHeadRequest(), metadata=m),
         "Events/Verify": lambda m: e.Verify(events_pb2.VerifyRequest(), metadata=m),
+        "Events/VerifyStream": lambda m: stream(e.VerifyStream, events_pb2.VerifyRequest(), m),
     }
 
 

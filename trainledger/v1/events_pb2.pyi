@@ -84,3 +84,13 @@ class VerifyResponse(_message.Message):
     problem: str
     detail: str
     def __init__(self, ok: _Optional[bool] = ..., head: _Optional[_Union[ChainHead, _Mapping]] = ..., checked: _Optional[int] = ..., broken_at: _Optional[int] = ..., problem: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class VerifyProgress(_message.Message):
+    __slots__ = ("stage", "checked", "outcome")
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    CHECKED_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    stage: str
+    checked: int
+    outcome: VerifyResponse
+    def __init__(self, stage: _Optional[str] = ..., checked: _Optional[int] = ..., outcome: _Optional[_Union[VerifyResponse, _Mapping]] = ...) -> None: ...

@@ -50,6 +50,11 @@ class EventsStub:
                 request_serializer=trainledger_dot_v1_dot_events__pb2.VerifyRequest.SerializeToString,
                 response_deserializer=trainledger_dot_v1_dot_events__pb2.VerifyResponse.FromString,
                 _registered_method=True)
+        self.VerifyStream = channel.unary_stream(
+                '/trainledger.v1.Events/VerifyStream',
+                request_serializer=trainledger_dot_v1_dot_events__pb2.VerifyRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_events__pb2.VerifyProgress.FromString,
+                _registered_method=True)
 
 
 class EventsServicer:
@@ -78,6 +83,15 @@ class EventsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def VerifyStream(self, request, context):
+        """Verify with its progress: a message as each stage begins and after each page of the chain,
+        then one with the outcome. One verification runs at a time per ledger (another waits briefly,
+        then is refused: RESOURCE_EXHAUSTED, VERIFY_BUSY); cancelling the call stops it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_EventsServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -95,6 +109,11 @@ def add_EventsServicer_to_server(servicer, server):
                     servicer.Verify,
                     request_deserializer=trainledger_dot_v1_dot_events__pb2.VerifyRequest.FromString,
                     response_serializer=trainledger_dot_v1_dot_events__pb2.VerifyResponse.SerializeToString,
+            ),
+            'VerifyStream': grpc.unary_stream_rpc_method_handler(
+                    servicer.VerifyStream,
+                    request_deserializer=trainledger_dot_v1_dot_events__pb2.VerifyRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_events__pb2.VerifyProgress.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -179,6 +198,33 @@ class Events:
             '/trainledger.v1.Events/Verify',
             trainledger_dot_v1_dot_events__pb2.VerifyRequest.SerializeToString,
             trainledger_dot_v1_dot_events__pb2.VerifyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def VerifyStream(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/trainledger.v1.Events/VerifyStream',
+            trainledger_dot_v1_dot_events__pb2.VerifyRequest.SerializeToString,
+            trainledger_dot_v1_dot_events__pb2.VerifyProgress.FromString,
             options,
             channel_credentials,
             insecure,

@@ -21,7 +21,7 @@ from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastor
 from psycopg.sql import SQL, Composed, Identifier
 
 from ledger.domain.errors import Unavailable
-from ledger.storage.base import KeyRow, Storage, ViewRead, tracking_upsert
+from ledger.storage.base import KeyRow, Storage, ViewRead, read_only, tracking_upsert
 from ledger.storage.chain import GENESIS, ChainRow, seal_rows
 from ledger.storage.postgres.connections import RECONNECT_TIMEOUT_S, connect_kwargs, lock_key, retrying, where
 from ledger.storage.postgres.projector import PostgresProjector
@@ -76,9 +76,13 @@ class PostgresStorage(Storage):
         self._snapshots = (
             None if snapshots is None else SQL("{}.{}").format(Identifier(self.schema), Identifier(snapshots))
         )
+        self.read_only = read_only(app)
         configure = SQL("SET search_path TO {}; SET idle_in_transaction_session_timeout = '{}s'").format(
             Identifier(self.schema), VIEW_IDLE_IN_TRANSACTION_S
         )
+        if self.read_only:
+            # A ledger opened to check it (verify): the database refuses any write of ours.
+            configure = Composed([configure, SQL("; SET default_transaction_read_only = on")])
 
         def configure_connection(connection: psycopg.Connection[Any]) -> None:
             connection.execute(configure)
@@ -95,10 +99,8 @@ class PostgresStorage(Storage):
         )
         try:
             self.pool.open(wait=True, timeout=self.timeout_s)
-            self.create_tables()
-            if self.seals_missing():
-                # A ledger written before the chain existed: seal its log once.
-                self.seal_log()
+            if not self.read_only:
+                self.create_tables()
         except (psycopg.Error, psycopg_pool.PoolTimeout) as error:
             self.pool.close()
             raise Unavailable(f"cannot open the views on {where(self.connect_kwargs)}: {error}") from None
@@ -237,22 +239,6 @@ class PostgresStorage(Storage):
         rows = self.run(lambda c: c.execute(statement, (originator_id, list(keys))).fetchall())
         return {key: int(version) for key, version in rows}
 
-    def keys_missing(self) -> bool:
-        def check(connection: psycopg.Connection[Any]) -> bool:
-            if connection.execute(SQL("SELECT 1 FROM {} LIMIT 1").format(self._keys)).fetchone() is not None:
-                return False
-            return (
-                connection.execute(
-                    SQL(
-                        "SELECT 1 FROM {} WHERE topic LIKE '%%:Account.Spend%%' OR topic LIKE '%%:Run.StepsRecorded'"
-                        " LIMIT 1"
-                    ).format(self._events)
-                ).fetchone()
-                is not None
-            )
-
-        return bool(self.run(check))
-
     def insert_keys(self, rows: list[KeyRow]) -> None:
         statement = SQL(
             "INSERT INTO {} (originator_id, key, originator_version) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING"
@@ -263,6 +249,48 @@ class PostgresStorage(Storage):
                 cursor.executemany(statement, rows)
 
         self.run(insert)
+
+    def keyed_event_counts(self, topics: Sequence[str]) -> tuple[dict[UUID, int], dict[UUID, int]]:
+        logged = SQL("SELECT originator_id, COUNT(*) FROM {} WHERE topic = ANY(%s) GROUP BY originator_id").format(
+            self._events
+        )
+        indexed = SQL("SELECT originator_id, COUNT(DISTINCT originator_version) FROM {} GROUP BY originator_id").format(
+            self._keys
+        )
+
+        def read(connection: psycopg.Connection[Any]) -> tuple[dict[UUID, int], dict[UUID, int]]:
+            return (
+                {a: int(n) for a, n in connection.execute(logged, (list(topics),)).fetchall()},
+                {a: int(n) for a, n in connection.execute(indexed).fetchall()},
+            )
+
+        return self.run(read)
+
+    def indexed(self, rows: Sequence[KeyRow]) -> set[KeyRow]:
+        statement = SQL(
+            "SELECT k.originator_id, k.key, k.originator_version FROM {} k"
+            " JOIN unnest(%s::uuid[], %s::text[], %s::bigint[]) AS w(a, key, v)"
+            " ON k.originator_id = w.a AND k.key = w.key AND k.originator_version = w.v"
+        ).format(self._keys)
+        columns = ([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+        found = self.run(lambda c: c.execute(statement, columns).fetchall())
+        return {(a, k, int(v)) for a, k, v in found}
+
+    def keys_count(self) -> int:
+        statement = SQL("SELECT COUNT(*) FROM {}").format(self._keys)
+        row = self.run(lambda c: c.execute(statement).fetchone())
+        return int(row[0]) if row else 0
+
+    def key_rows(self, after: KeyRow | None, limit: int) -> list[KeyRow]:
+        where, params = SQL(""), []
+        if after is not None:
+            where, params = SQL(" WHERE (originator_id, key, originator_version) > (%s, %s, %s)"), list(after)
+        statement = SQL(
+            "SELECT originator_id, key, originator_version FROM {}{} ORDER BY originator_id, key, originator_version"
+            " LIMIT %s"
+        ).format(self._keys, where)
+        rows = self.run(lambda c: c.execute(statement, (*params, limit)).fetchall())
+        return [(a, k, int(v)) for a, k, v in rows]
 
     # The hash chain (ledger.storage.chain).
 
