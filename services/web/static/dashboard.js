@@ -9,8 +9,10 @@
 //   figure). One EventSource on /api/runs/{run}/live: `steps` append points to the live lines
 //   (redrawn at most once per animation frame; a line grown past twice the width is refetched
 //   downsampled), `checkpoint` adds a marker, `state` and `spend` update the status, last-step and
-//   spend cells (a new attempt refetches the charts: the steps it supersedes change). Dragging a
-//   range zooms (refetches that range at full width); a double-click resets.
+//   spend cells (a new attempt refetches the charts: the steps it supersedes change). The run's
+//   charts share one step range and cursor; dragging a range zooms all of them (each refetches that
+//   range at full width), a double-click resets; a smoothing slider and a log-y toggle above them
+//   apply to all. The spend figure spans the run's life and its holds table follows `spend`.
 // - Runs page: one EventSource on /api/live; each `run` event updates that row's cells and bar (a
 //   run opened meanwhile gets a row on top of an unfiltered first page).
 // - Compare page: `figure.chart.compare` draws one line per run from /api/compare.
@@ -218,8 +220,9 @@ function attemptMarkers(state, series) {
 
 /** One metric of a run: its data, zoom range and live tail. */
 class MetricChart {
-  constructor(figure, runId, runDoc) {
+  constructor(figure, runId, runDoc, group) {
     this.figure = figure;
+    this.group = group; // the run's charts: shared step range, zoom, smoothing and log scale
     this.runId = runId;
     this.metric = figure.dataset.metric;
     this.sparse = figure.dataset.sparse === "true";
@@ -271,6 +274,7 @@ class MetricChart {
       }
       clearError(this.figure);
       this.draw();
+      this.group.redraw(); // this chart's steps may move the range every chart shares
     } catch (error) {
       if (ticket === this.fetches) {
         this.during = null;
@@ -316,6 +320,13 @@ class MetricChart {
     return last === -Infinity ? null : last;
   }
 
+  /** The first step drawn (null without data). */
+  firstDrawn() {
+    let first = Infinity;
+    for (const s of this.series) if (s.steps.length) first = Math.min(first, s.steps[0]);
+    return first === Infinity ? null : first;
+  }
+
   draw() {
     if (!charts) return;
     charts.drawMetric(
@@ -324,23 +335,21 @@ class MetricChart {
         metric: this.metric,
         sparse: this.sparse,
         series: this.series,
-        from: this.range?.from ?? null,
-        to: this.range?.to ?? this.lastDrawn(),
+        x: this.group.xRange(),
         width: this.width,
         attempts: this.attempts,
         checkpoints: this.checkpoints,
+        smoothing: this.group.smoothing,
+        logY: this.group.logY,
+        sync: `run:${this.runId}`,
       },
-      { zoom: (from, to) => this.zoom(from, to), reset: () => this.zoom(null, null) },
+      { zoom: (from, to) => this.group.zoom(from, to), reset: () => this.group.zoom(null, null) },
     );
     this.figure.classList.toggle("zoomed", this.range !== null);
     if (this.lastStep !== null) this.figure.dataset.lastStep = String(this.lastStep);
     this.figure.dataset.ready = "1";
   }
 
-  zoom(from, to) {
-    this.range = from === null ? null : { from, to };
-    this.load();
-  }
 
   /** A `steps` event: {attempt, steps, metrics: {name: [value or null per step]}}. */
   append(event) {
@@ -382,7 +391,129 @@ class MetricChart {
   }
 }
 
-/** The spend figure of a run: committed by the hour against the cap, holds. */
+/** The charts of a run page: one step range (the run's, or the zoomed one), smoothing and log-y
+ * (set by the controls above the charts, kept in localStorage like a workspace's settings). */
+class ChartGroup {
+  constructor() {
+    this.charts = [];
+    this.range = null;
+    this.smoothing = Number(localStorage.getItem("trainledger.smoothing") || 0);
+    this.logY = localStorage.getItem("trainledger.logY") === "1";
+  }
+
+  xRange() {
+    if (this.range) return [this.range.from, this.range.to];
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (const chart of this.charts) {
+      const first = chart.firstDrawn();
+      const last = chart.lastDrawn();
+      if (first !== null) lo = Math.min(lo, first);
+      if (last !== null) hi = Math.max(hi, last);
+    }
+    if (lo === Infinity || hi === -Infinity) return [0, 1];
+    return hi > lo ? [lo, hi] : [lo - 0.5, hi + 0.5];
+  }
+
+  redraw() {
+    for (const chart of this.charts) chart.schedule();
+  }
+
+  zoom(from, to) {
+    this.range = from === null ? null : { from, to };
+    for (const chart of this.charts) {
+      chart.range = this.range;
+      chart.load();
+    }
+  }
+
+  /** The smoothing slider and log-y toggle, placed above the charts. */
+  controls(section) {
+    const bar = document.createElement("div");
+    bar.className = "chart-controls";
+    const smoothing = Object.assign(document.createElement("input"), {
+      type: "range",
+      name: "smoothing",
+      min: "0",
+      max: "0.99",
+      step: "0.01",
+      value: String(this.smoothing),
+    });
+    const shown = document.createElement("output");
+    shown.textContent = this.smoothing.toFixed(2);
+    smoothing.addEventListener("input", () => {
+      this.smoothing = Number(smoothing.value);
+      shown.textContent = this.smoothing.toFixed(2);
+      localStorage.setItem("trainledger.smoothing", smoothing.value);
+      this.redraw();
+    });
+    const logY = Object.assign(document.createElement("input"), { type: "checkbox", name: "log-y", checked: this.logY });
+    logY.addEventListener("change", () => {
+      this.logY = logY.checked;
+      localStorage.setItem("trainledger.logY", logY.checked ? "1" : "0");
+      this.redraw();
+    });
+    const label = (text, ...nodes) => {
+      const node = document.createElement("label");
+      node.append(text, ...nodes);
+      return node;
+    };
+    const hint = document.createElement("span");
+    hint.className = "hint";
+    hint.textContent = "drag to zoom · double-click to reset";
+    bar.append(label("smoothing ", smoothing, " ", shown), label(logY, " log y"), hint);
+    section.before(bar);
+  }
+}
+
+/** A row of the holds table, as the server renders it (services/web/holds.py). */
+function holdRow(r) {
+  const row = document.createElement("tr");
+  row.dataset.state = r.state;
+  const time = (text) => (text ? `${text.slice(0, 19).replace("T", " ")} UTC` : "-");
+  const settled = ["committed", "charged"].includes(r.state);
+  for (const text of [r.state, r.kind, usd(r.amount_usd_micro), settled ? usd(r.actual_usd_micro) : "-", String(r.attempt), time(r.reserved_at), time(r.settled_at)]) {
+    const cell = document.createElement("td");
+    cell.textContent = text;
+    row.appendChild(cell);
+  }
+  return row;
+}
+
+/** Running totals of committed and held spend at each change, from the holds in log order;
+ * what the holds do not explain (adjustments to a bill) is committed at the last change. */
+function spendPoints(doc) {
+  const changes = [];
+  const time = (text) => (text ? Date.parse(text) / 1000 : null);
+  for (const r of doc.reservations) {
+    const reserved = time(r.reserved_at);
+    const settled = time(r.settled_at);
+    if (r.kind === "charge") {
+      changes.push({ t: reserved, committed: r.actual_usd_micro || r.amount_usd_micro, held: 0 });
+      continue;
+    }
+    if (r.state === "refused" || reserved === null) continue;
+    changes.push({ t: reserved, committed: 0, held: r.amount_usd_micro });
+    if (settled !== null) {
+      const committed = r.state === "committed" ? r.actual_usd_micro : 0;
+      changes.push({ t: settled, committed, held: -r.amount_usd_micro });
+    }
+  }
+  changes.sort((p, q) => p.t - q.t);
+  let committed = 0;
+  let held = 0;
+  const points = changes.map((c) => {
+    committed += c.committed;
+    held += c.held;
+    return { t: c.t, committed, held: Math.max(0, held) };
+  });
+  const missing = doc.committed_usd_micro - committed;
+  if (missing !== 0 && points.length) points[points.length - 1].committed += missing;
+  else if (missing !== 0) points.push({ t: Date.now() / 1000, committed: doc.committed_usd_micro, held: 0 });
+  return points;
+}
+
+/** The spend figure of a run: committed and held spend over the run's life against the cap. */
 class SpendChart {
   constructor(figure, runId) {
     this.figure = figure;
@@ -420,21 +551,28 @@ class SpendChart {
   draw() {
     const doc = this.doc;
     if (!doc || !charts) return;
-    const time = (text) => (text ? Date.parse(text) : null);
+    // The run's life: from its opening to its finish, or now while it runs.
+    const opened = Date.parse(this.figure.dataset.openedAt || "") / 1000;
+    const finished = Date.parse(this.figure.dataset.finishedAt || "") / 1000;
+    const points = spendPoints(doc);
+    const start = Number.isFinite(opened) ? opened : points[0]?.t ?? Date.now() / 1000 - 60;
+    const end = Number.isFinite(finished) ? finished : Date.now() / 1000;
     charts.drawSpend(this.figure, {
       width: figureWidth(this.figure),
-      now: Date.now(),
+      start,
+      end: Math.max(end, ...points.map((p) => p.t)),
       cap: doc.cap_usd_micro,
-      hours: doc.hours.map((h) => ({ t: time(h.hour), committed: h.committed_usd_micro })),
-      holds: doc.reservations.map((r) => ({
-        state: r.state,
-        amount: r.state === "committed" && r.actual_usd_micro !== null ? r.actual_usd_micro : r.amount_usd_micro,
-        start: time(r.reserved_at),
-        end: time(r.settled_at),
-      })),
+      points,
       usd,
       usdShort,
     });
+    const holds = document.querySelector("table.holds");
+    if (holds) {
+      holds.tBodies[0].replaceChildren(...doc.reservations.map(holdRow));
+      holds.hidden = !doc.reservations.length;
+      const none = document.querySelector("p.holds-empty");
+      if (none) none.hidden = doc.reservations.length > 0;
+    }
     let caption = this.figure.querySelector(":scope > .totals");
     if (!caption) {
       caption = document.createElement("div");
@@ -461,9 +599,13 @@ function runPage(main) {
   const path = `/api/runs/${encodeURIComponent(runId)}`;
   const runDoc = api(path);
   runDoc.catch(() => {}); // each figure reports the failure it sees
+  const group = new ChartGroup();
   const metricCharts = [...document.querySelectorAll("figure.chart[data-metric]")].map(
-    (figure) => new MetricChart(figure, runId, runDoc),
+    (figure) => new MetricChart(figure, runId, runDoc, group),
   );
+  group.charts = metricCharts;
+  const section = document.querySelector("section.charts");
+  if (section && metricCharts.length) group.controls(section);
   const spendFigure = document.querySelector("figure.spend-chart");
   const spend = spendFigure ? new SpendChart(spendFigure, spendFigure.dataset.runId || runId) : null;
   for (const chart of metricCharts) chart.load();
@@ -491,6 +633,10 @@ function runPage(main) {
     if (state.spend) updateSpendCells(document, state.spend);
     setProgress(document, state.progress, state.run.status === "running");
     setField("attempt", String(state.current_attempt));
+    if (spendFigure && state.run.finished_at && spendFigure.dataset.finishedAt !== state.run.finished_at) {
+      spendFigure.dataset.finishedAt = state.run.finished_at;
+      spend.schedule();
+    }
     const count = state.attempts.length;
     if (attempts !== null && count !== attempts) {
       // A new attempt supersedes steps: every line is fetched again, with the new markers.
