@@ -1,4 +1,5 @@
-// The dashboard's browser side: an ES module, no build step, no third-party code.
+// The dashboard's browser side: an ES module, no build step; the charts are drawn by the vendored
+// uPlot (chart.js, plot.js, spendchart.js; vendor/VENDOR.md).
 //
 // Pages are rendered by the server (services/web); this module finds the figures the page holds
 // and draws them (chart.js), then keeps them live:
@@ -20,6 +21,8 @@
 // Nothing polls: every update is pushed by the server (server-sent events fed by the ledger's
 // projector). Each chart figure gets data-ready="1" once first drawn and data-last-step as live
 // steps arrive (the browser tests and bench/dashboard.py wait on these).
+
+import { ChartGroup } from "./chartgroup.js";
 
 // chart.js is imported dynamically so that the page's API requests start at once, while it loads.
 let charts = null;
@@ -350,7 +353,6 @@ class MetricChart {
     this.figure.dataset.ready = "1";
   }
 
-
   /** A `steps` event: {attempt, steps, metrics: {name: [value or null per step]}}. */
   append(event) {
     if (!event.steps.length) return;
@@ -389,128 +391,6 @@ class MetricChart {
     this.checkpoints = [...this.checkpoints.filter((c) => !same(c)), checkpoint];
     this.schedule();
   }
-}
-
-/** The charts of a run page: one step range (the run's, or the zoomed one), smoothing and log-y
- * (set by the controls above the charts, kept in localStorage like a workspace's settings). */
-class ChartGroup {
-  constructor() {
-    this.charts = [];
-    this.range = null;
-    this.smoothing = Number(localStorage.getItem("trainledger.smoothing") || 0);
-    this.logY = localStorage.getItem("trainledger.logY") === "1";
-  }
-
-  xRange() {
-    if (this.range) return [this.range.from, this.range.to];
-    let lo = Infinity;
-    let hi = -Infinity;
-    for (const chart of this.charts) {
-      const first = chart.firstDrawn();
-      const last = chart.lastDrawn();
-      if (first !== null) lo = Math.min(lo, first);
-      if (last !== null) hi = Math.max(hi, last);
-    }
-    if (lo === Infinity || hi === -Infinity) return [0, 1];
-    return hi > lo ? [lo, hi] : [lo - 0.5, hi + 0.5];
-  }
-
-  redraw() {
-    for (const chart of this.charts) chart.schedule();
-  }
-
-  zoom(from, to) {
-    this.range = from === null ? null : { from, to };
-    for (const chart of this.charts) {
-      chart.range = this.range;
-      chart.load();
-    }
-  }
-
-  /** The smoothing slider and log-y toggle, placed above the charts. */
-  controls(section) {
-    const bar = document.createElement("div");
-    bar.className = "chart-controls";
-    const smoothing = Object.assign(document.createElement("input"), {
-      type: "range",
-      name: "smoothing",
-      min: "0",
-      max: "0.99",
-      step: "0.01",
-      value: String(this.smoothing),
-    });
-    const shown = document.createElement("output");
-    shown.textContent = this.smoothing.toFixed(2);
-    smoothing.addEventListener("input", () => {
-      this.smoothing = Number(smoothing.value);
-      shown.textContent = this.smoothing.toFixed(2);
-      localStorage.setItem("trainledger.smoothing", smoothing.value);
-      this.redraw();
-    });
-    const logY = Object.assign(document.createElement("input"), { type: "checkbox", name: "log-y", checked: this.logY });
-    logY.addEventListener("change", () => {
-      this.logY = logY.checked;
-      localStorage.setItem("trainledger.logY", logY.checked ? "1" : "0");
-      this.redraw();
-    });
-    const label = (text, ...nodes) => {
-      const node = document.createElement("label");
-      node.append(text, ...nodes);
-      return node;
-    };
-    const hint = document.createElement("span");
-    hint.className = "hint";
-    hint.textContent = "drag to zoom · double-click to reset";
-    bar.append(label("smoothing ", smoothing, " ", shown), label(logY, " log y"), hint);
-    section.before(bar);
-  }
-}
-
-/** A row of the holds table, as the server renders it (services/web/holds.py). */
-function holdRow(r) {
-  const row = document.createElement("tr");
-  row.dataset.state = r.state;
-  const time = (text) => (text ? `${text.slice(0, 19).replace("T", " ")} UTC` : "-");
-  const settled = ["committed", "charged"].includes(r.state);
-  for (const text of [r.state, r.kind, usd(r.amount_usd_micro), settled ? usd(r.actual_usd_micro) : "-", String(r.attempt), time(r.reserved_at), time(r.settled_at)]) {
-    const cell = document.createElement("td");
-    cell.textContent = text;
-    row.appendChild(cell);
-  }
-  return row;
-}
-
-/** Running totals of committed and held spend at each change, from the holds in log order;
- * what the holds do not explain (adjustments to a bill) is committed at the last change. */
-function spendPoints(doc) {
-  const changes = [];
-  const time = (text) => (text ? Date.parse(text) / 1000 : null);
-  for (const r of doc.reservations) {
-    const reserved = time(r.reserved_at);
-    const settled = time(r.settled_at);
-    if (r.kind === "charge") {
-      changes.push({ t: reserved, committed: r.actual_usd_micro || r.amount_usd_micro, held: 0 });
-      continue;
-    }
-    if (r.state === "refused" || reserved === null) continue;
-    changes.push({ t: reserved, committed: 0, held: r.amount_usd_micro });
-    if (settled !== null) {
-      const committed = r.state === "committed" ? r.actual_usd_micro : 0;
-      changes.push({ t: settled, committed, held: -r.amount_usd_micro });
-    }
-  }
-  changes.sort((p, q) => p.t - q.t);
-  let committed = 0;
-  let held = 0;
-  const points = changes.map((c) => {
-    committed += c.committed;
-    held += c.held;
-    return { t: c.t, committed, held: Math.max(0, held) };
-  });
-  const missing = doc.committed_usd_micro - committed;
-  if (missing !== 0 && points.length) points[points.length - 1].committed += missing;
-  else if (missing !== 0) points.push({ t: Date.now() / 1000, committed: doc.committed_usd_micro, held: 0 });
-  return points;
 }
 
 /** The spend figure of a run: committed and held spend over the run's life against the cap. */
@@ -554,8 +434,8 @@ class SpendChart {
     // The run's life: from its opening to its finish, or now while it runs.
     const opened = Date.parse(this.figure.dataset.openedAt || "") / 1000;
     const finished = Date.parse(this.figure.dataset.finishedAt || "") / 1000;
-    const points = spendPoints(doc);
-    const start = Number.isFinite(opened) ? opened : points[0]?.t ?? Date.now() / 1000 - 60;
+    const points = charts.spendPoints(doc);
+    const start = Number.isFinite(opened) ? opened : (points[0]?.t ?? Date.now() / 1000 - 60);
     const end = Number.isFinite(finished) ? finished : Date.now() / 1000;
     charts.drawSpend(this.figure, {
       width: figureWidth(this.figure),
@@ -568,7 +448,7 @@ class SpendChart {
     });
     const holds = document.querySelector("table.holds");
     if (holds) {
-      holds.tBodies[0].replaceChildren(...doc.reservations.map(holdRow));
+      holds.tBodies[0].replaceChildren(...doc.reservations.map((r) => charts.holdRow(r, usd)));
       holds.hidden = !doc.reservations.length;
       const none = document.querySelector("p.holds-empty");
       if (none) none.hidden = doc.reservations.length > 0;
@@ -633,10 +513,8 @@ function runPage(main) {
     if (state.spend) updateSpendCells(document, state.spend);
     setProgress(document, state.progress, state.run.status === "running");
     setField("attempt", String(state.current_attempt));
-    if (spendFigure && state.run.finished_at && spendFigure.dataset.finishedAt !== state.run.finished_at) {
-      spendFigure.dataset.finishedAt = state.run.finished_at;
-      spend.schedule();
-    }
+    if (spendFigure && state.run.finished_at) spendFigure.dataset.finishedAt = state.run.finished_at;
+    spend?.schedule(); // the spend figure runs to now while the run runs, to its finish after
     const count = state.attempts.length;
     if (attempts !== null && count !== attempts) {
       // A new attempt supersedes steps: every line is fetched again, with the new markers.
