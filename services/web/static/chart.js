@@ -270,7 +270,9 @@ export function drawMetric(figure, view, handlers) {
     scales: {
       x: { time: false, range: () => figure.view.x },
       // A log scale fitted to the data (not widened to whole decades).
-      y: view.logY ? { distr: 3, log: 10, range: (u, min, max) => [min / 1.1, max * 1.1] } : { auto: true },
+      y: view.logY
+        ? { distr: 3, log: 10, range: (u, min, max) => (min > 0 && max > 0 ? [min / 1.1, max * 1.1] : [0.1, 10]) }
+        : { auto: true },
     },
     axes: [stepAxis(), valueAxis(figure, view.metric, view.logY)],
     cursor: {
