@@ -191,6 +191,8 @@ def test_the_spend_chart_spans_the_runs_life(ledger: Ledger, page: tuple[Page, W
     # From the run's opening to now (it is still running), not from the top of the hour.
     assert float(tab.locator(SPEND).get_attribute("data-x-min") or 0) == pytest.approx(opened, abs=0.002)
     assert float(tab.locator(SPEND).get_attribute("data-x-max") or 0) >= before - 1
+    times = json.loads(tab.locator(SPEND).get_attribute("data-x-ticks") or "[]")
+    assert len(times) >= 2 and len(set(times)) == len(times), times
     # A finished run: up to its finish; with a large cap the y axis fits the spend, the cap a number.
     run_id = client.open_run(run_key="spent", name="sft-spent", cap_usd_micro=1_000_000_000).state.run.run_id
     client.start_attempt(run_id=run_id)
@@ -202,6 +204,8 @@ def test_the_spend_chart_spans_the_runs_life(ledger: Ledger, page: tuple[Page, W
     x_min, x_max = (float(tab.locator(SPEND).get_attribute(name) or 0) for name in ("data-x-min", "data-x-max"))
     assert x_min == pytest.approx(seconds(run.opened_at), abs=0.002)
     assert x_max == pytest.approx(seconds(run.finished_at), abs=0.002)
+    times = json.loads(tab.locator(SPEND).get_attribute("data-x-ticks") or "[]")
+    assert len(times) >= 2 and len(set(times)) == len(times), times
     assert tab.locator(SPEND).get_attribute("data-cap-shown") == "number"
     assert 15_000_000 <= plot(tab, SPEND, "p.scales.y.max") < 100_000_000
     assert tab.locator(f"{SPEND} .legend-item.cap").inner_text() == "cap $1,000.000000 (above the chart)"

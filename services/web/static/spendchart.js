@@ -12,14 +12,19 @@ const TIME_INCRS = [
   10800, 21600, 43200, 86400, 172800, 604800,
 ];
 
-function timeLabel(seconds, spanS) {
-  const d = new Date(seconds * 1000);
+/** A UTC time as precise as ticks `incrS` seconds apart need: 07:49:06.500, 07:49:06, 07:49, 12/2 06h, 12/2. */
+function timeLabel(seconds, incrS) {
+  const d = new Date(Math.round(seconds * 1000));
   const two = (n) => String(n).padStart(2, "0");
-  if (spanS > 2 * 86400) return `${d.getUTCMonth() + 1}/${d.getUTCDate()} ${two(d.getUTCHours())}h`;
-  const clock = `${two(d.getUTCHours())}:${two(d.getUTCMinutes())}:${two(d.getUTCSeconds())}`;
-  if (spanS < 5) return `${clock}.${String(d.getUTCMilliseconds()).padStart(3, "0")}`;
-  if (spanS < 600) return clock;
-  return `${two(d.getUTCHours())}:${two(d.getUTCMinutes())}`;
+  const day = `${d.getUTCMonth() + 1}/${d.getUTCDate()}`;
+  if (incrS >= 86400) return day;
+  if (incrS >= 3 * 3600) return `${day} ${two(d.getUTCHours())}h`;
+  const minutes = `${two(d.getUTCHours())}:${two(d.getUTCMinutes())}`;
+  if (incrS >= 60) return minutes;
+  const clock = `${minutes}:${two(d.getUTCSeconds())}`;
+  if (incrS >= 1) return clock;
+  const digits = Math.min(3, Math.max(1, Math.ceil(-Math.log10(incrS) - 1e-9)));
+  return `${clock}.${String(d.getUTCMilliseconds()).padStart(3, "0").slice(0, digits)}`;
 }
 
 /** The cap as a dashed line with its amount, drawn over the plot. */
@@ -68,7 +73,6 @@ export function drawSpend(figure, view) {
   const yMax = Math.max(capShown ? view.cap : 0, top) * 1.1 || 1_000_000;
   figure.view = { x: [start, end], y: [0, yMax], capShown };
   figure.dataset.label = "spend over the run's life against the cap";
-  const span = end - start;
   const build = () => ({
     series: [
       {},
@@ -100,7 +104,11 @@ export function drawSpend(figure, view) {
         size: 36,
         space: 80,
         incrs: TIME_INCRS,
-        values: (u, splits) => splits.map((s) => timeLabel(s, span)),
+        values: (u, splits, axisIdx, space, incr) => {
+          const labels = splits.map((s) => timeLabel(s, incr));
+          figure.dataset.xTicks = JSON.stringify(labels);
+          return labels;
+        },
       },
       valueAxis(figure, "spend", false, (v) => view.usdShort(v)),
     ],
@@ -113,7 +121,7 @@ export function drawSpend(figure, view) {
           readout(figure).textContent =
             i === null || i === undefined || u.cursor.left < 0
               ? ""
-              : `${timeLabel(u.data[0][i], span)} · committed ${view.usd(u.data[1][i])} · with holds ${view.usd(u.data[2][i])}`;
+              : `${timeLabel(u.data[0][i], 0.001)} · committed ${view.usd(u.data[1][i])} · with holds ${view.usd(u.data[2][i])}`;
         },
       ],
     },
