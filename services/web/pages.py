@@ -29,6 +29,7 @@ from services.render import checkpoint_state, plan_hold_text, progress_text, rep
 from services.tables import usd
 from services.web import api
 from services.web.access import METHODS, TOKEN_COOKIE, Subject, WebError
+from services.web.holds import holds_section
 
 __all__ = [
     "layout",
@@ -288,6 +289,10 @@ def _attempt_row(attempt: models.Attempt) -> str:
     )
 
 
+def _iso(moment: datetime | None) -> str:
+    return "" if moment is None else moment.isoformat()
+
+
 def _run_data(ledger: Any, run_id: str) -> tuple[models.RunState, tuple[models.MetricStats, ...], Any]:
     return (
         ledger.run_state(run_id),
@@ -301,6 +306,7 @@ async def run(request: Request) -> Response:
     identity = await api.identify(request, "run")
     run_id = await api.run_of(request, identity)
     state, stats, checkpoints = await web.call(_run_data, web.ledger, run_id)
+    holds = await holds_section(request, identity, run_id)
     info, spend = state.run, state.spend
     rid = e(run_id)
     retraction = info.retraction
@@ -344,9 +350,11 @@ async def run(request: Request) -> Response:
     body = (
         f"<h1>{e(info.name or run_id)}</h1>{banner}{facts}"
         f'<section class="charts">{charts or "<p class=empty>No metrics recorded.</p>"}</section>'
-        f'<h2>Spend</h2><figure class="spend-chart" data-run-id="{rid}"></figure>'
-        f'<p><a href="/api/runs/{rid}/spend">reservations (JSON)</a> · '
-        f'<a href="/events?{e(query(run=run_id))}">events</a></p>'
+        f'<h2>Spend</h2><figure class="spend-chart" data-run-id="{rid}"'
+        f' data-opened-at="{e(_iso(info.opened_at))}" data-finished-at="{e(_iso(info.finished_at))}">'
+        "<figcaption>spend over the run's life</figcaption></figure>"
+        f"<h3>Holds</h3>{holds}"
+        f'<p><a href="/events?{e(query(run=run_id))}">events</a></p>'
         "<h2>Metrics</h2>"
         + table("metrics", ["metric", "values", "first step", "last step", "last", "min", "max"], [metric_rows])
         + "<h2>Attempts</h2>"

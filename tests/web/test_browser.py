@@ -191,21 +191,23 @@ def test_the_run_chart_draws_live_superseded_and_sparse_series_with_markers(
     run_page(ledger, tab, ledger.alpha)
     loss = 'figure.chart[data-metric="loss"]'
     # Attempt 1 kept steps 0..49, its steps 50..79 were superseded; attempt 2 logged 50..119.
-    assert tab.locator(f'{loss} path.series.live[data-attempt="1"]').get_attribute("data-points") == "50"
-    assert tab.locator(f'{loss} path.series.superseded[data-attempt="1"]').get_attribute("data-points") == "30"
-    assert tab.locator(f'{loss} path.series.live[data-attempt="2"]').get_attribute("data-points") == "70"
-    assert tab.locator(f"{loss} path.series").count() == 3
-    assert tab.locator(f'{loss} path.series[data-metric="loss"]').count() == 3
+    assert tab.locator(f'{loss} .legend-item.series.live[data-attempt="1"]').get_attribute("data-points") == "50"
+    assert tab.locator(f'{loss} .legend-item.series.superseded[data-attempt="1"]').get_attribute("data-points") == "30"
+    assert tab.locator(f'{loss} .legend-item.series.live[data-attempt="2"]').get_attribute("data-points") == "70"
+    assert tab.locator(f"{loss} .legend-item.series").count() == 3
+    assert tab.locator(f'{loss} .legend-item.series[data-metric="loss"]').count() == 3
+    # The plot draws one uPlot series per legend line (after the x column).
+    assert tab.eval_on_selector(loss, "(f) => f.plot.series.length") == 4
     # eval_loss is sparse: points, not lines; step 60 of attempt 1 superseded by attempt 2's.
     evals = 'figure.chart[data-metric="eval_loss"]'
     assert tab.locator(evals).get_attribute("data-sparse") == "true"
-    assert tab.locator(f"{evals} path.series").count() == 0
-    assert tab.locator(f'{evals} g.series.points.live[data-attempt="1"] circle').count() == 3
-    assert tab.locator(f'{evals} g.series.points.superseded[data-attempt="1"] circle').count() == 1
-    assert tab.locator(f'{evals} g.series.points.live[data-attempt="2"] circle').count() == 3
+    assert tab.eval_on_selector(evals, "(f) => f.plot.series.slice(1).every((s) => s.points.show)")
+    assert tab.locator(f'{evals} .legend-item.series.live[data-attempt="1"]').get_attribute("data-points") == "3"
+    assert tab.locator(f'{evals} .legend-item.series.superseded[data-attempt="1"]').get_attribute("data-points") == "1"
+    assert tab.locator(f'{evals} .legend-item.series.live[data-attempt="2"]').get_attribute("data-points") == "3"
     # Attempt 1 starts at its first step, attempt 2 after the checkpoint it resumed from.
-    assert attributes(tab, f"{loss} line.marker.attempt", "data-step") == ["0", "50"]
-    assert sorted(attributes(tab, f"{loss} g.marker.checkpoint", "data-step"), key=int) == ["49", "99"]
+    assert attributes(tab, f"{loss} .marker.attempt", "data-step") == ["0", "50"]
+    assert sorted(attributes(tab, f"{loss} .marker.checkpoint", "data-step"), key=int) == ["49", "99"]
     assert tab.locator(loss).get_attribute("data-last-step") == "119"
     assert tab.locator('[data-field="last_step"]').first.inner_text().strip() == "119"
     assert watch.clear() == []
@@ -217,11 +219,19 @@ def test_the_spend_chart_shows_committed_spend_the_cap_and_the_pending_hold(
     tab, watch = page
     run_page(ledger, tab, ledger.alpha)
     spend = "figure.spend-chart"
-    assert tab.locator(f"{spend} path.spend.committed").count() == 1
-    assert tab.locator(f"{spend} line.cap").count() == 1
-    assert tab.locator(f"{spend} rect.hold.pending").count() == 1
-    assert tab.locator(f"{spend} rect.hold.committed").count() == 1
-    assert tab.locator(f"{spend} rect.hold.released").count() == 1
+    assert tab.locator(f"{spend} .legend-item").all_inner_texts() == [
+        "committed",
+        "committed + held",
+        "cap $50.000000",
+    ]
+    # $18.50 committed and $10 held: the $50 cap is in range, drawn as a line.
+    assert tab.locator(spend).get_attribute("data-cap-shown") == "line"
+    # The last point of each line: the committed total, then with the pending hold on top.
+    assert tab.eval_on_selector(spend, "(f) => f.plot.data.slice(1).map((c) => c[c.length - 1])") == [
+        18_500_000,
+        28_500_000,
+    ]
+    assert attributes(tab, "table.holds tbody tr", "data-state") == ["committed", "released", "pending"]
     totals = tab.locator(f"{spend} .totals").inner_text()
     assert "committed $18.500000" in totals and "pending $10.000000" in totals and "cap $50.000000" in totals
     assert watch.clear() == []
@@ -233,7 +243,7 @@ def test_hover_reads_out_the_nearest_point_and_a_dragged_range_zooms_in(
     tab, watch = page
     run_page(ledger, tab, ledger.alpha)
     figure = tab.locator('figure.chart[data-metric="loss"]')
-    box = tab.locator('figure.chart[data-metric="loss"] rect.overlay').bounding_box()
+    box = tab.locator('figure.chart[data-metric="loss"] .u-over').bounding_box()
     assert box is not None
     tab.mouse.move(box["x"] + box["width"] - 0.5, box["y"] + box["height"] / 2)
     assert figure.locator(".readout").inner_text().startswith("step 119 · loss ")
@@ -245,14 +255,20 @@ def test_hover_reads_out_the_nearest_point_and_a_dragged_range_zooms_in(
     tab.wait_for_function(
         "(f) => f.classList.contains('zoomed') && !f.hasAttribute('aria-busy')", arg=figure.element_handle()
     )
-    assert figure.locator("path.series.superseded").count() == 0
-    zoomed = int(figure.locator('path.series.live[data-attempt="2"]').get_attribute("data-points") or 0)
+    assert figure.locator(".legend-item.series.superseded").count() == 0
+    zoomed = int(figure.locator('.legend-item.series.live[data-attempt="2"]').get_attribute("data-points") or 0)
     assert 15 < zoomed < 35  # about steps 89..113 of 0..119
-    figure.locator("rect.overlay").dblclick()
+    # The run's other chart shows the same range.
+    evals = tab.locator('figure.chart[data-metric="eval_loss"]')
+    zoomed_and_loaded = "(f) => f.classList.contains('zoomed') && !f.hasAttribute('aria-busy')"
+    tab.wait_for_function(zoomed_and_loaded, arg=evals.element_handle())
+    assert evals.get_attribute("data-x-min") == figure.get_attribute("data-x-min")
+    assert evals.get_attribute("data-x-max") == figure.get_attribute("data-x-max")
+    figure.locator(".u-over").dblclick()
     tab.wait_for_function(
         "(f) => !f.classList.contains('zoomed') && !f.hasAttribute('aria-busy')", arg=figure.element_handle()
     )
-    assert figure.locator('path.series.live[data-attempt="2"]').get_attribute("data-points") == "70"
+    assert figure.locator('.legend-item.series.live[data-attempt="2"]').get_attribute("data-points") == "70"
     assert watch.clear() == []
 
 
@@ -261,10 +277,10 @@ def test_the_compare_page_overlays_two_runs(ledger: Ledger, page: tuple[Page, Wa
     tab.goto(f"{ledger.served.base}/compare?run={ledger.alpha}&run={ledger.beta}&metric=loss", wait_until="load")
     wait_ready(tab)
     figure = "figure.chart.compare"
-    assert attributes(tab, f"{figure} path.series", "data-run-id") == [ledger.alpha, ledger.beta]
-    assert tab.locator(f'{figure} path.series[data-run-id="{ledger.beta}"]').get_attribute("data-points") == "100"
+    assert attributes(tab, f"{figure} .legend-item.series", "data-run-id") == [ledger.alpha, ledger.beta]
+    assert tab.locator(f'{figure} .legend-item[data-run-id="{ledger.beta}"]').get_attribute("data-points") == "100"
     # The alpha run's live line: attempt 1's kept steps 0..49 and attempt 2's 50..119.
-    alpha = tab.locator(f'{figure} path.series[data-run-id="{ledger.alpha}"]')
+    alpha = tab.locator(f'{figure} .legend-item[data-run-id="{ledger.alpha}"]')
     assert alpha.get_attribute("data-points") == "120"
     assert alpha.get_attribute("data-attempts") == "1,2"
     assert tab.locator(f"{figure} .legend-item").all_inner_texts() == ["sft-alpha", "sft-beta"]
@@ -282,10 +298,10 @@ def test_a_step_a_checkpoint_and_spend_appear_on_the_open_run_page(ledger: Ledge
         "() => document.querySelector('figure.chart[data-metric=\"loss\"]').dataset.lastStep === '11'",
         timeout=LIVE_WAIT_MS,
     )
-    assert figure.locator('path.series.live[data-attempt="1"]').get_attribute("data-points") == "12"
+    assert figure.locator('.legend-item.series.live[data-attempt="1"]').get_attribute("data-points") == "12"
     assert tab.locator('[data-field="last_step"]').first.inner_text().strip() == "11"
     client.save_checkpoint(run_id=ledger.live, attempt=1, step=11, uri="s3://ckpt/live/11", backend="s3")
-    tab.wait_for_selector('figure.chart[data-metric="loss"] g.marker.checkpoint[data-step="11"]', timeout=LIVE_WAIT_MS)
+    tab.wait_for_selector('figure.chart[data-metric="loss"] .marker.checkpoint[data-step="11"]', timeout=LIVE_WAIT_MS)
     hold = client.reserve(account=ledger.live, amount_usd_micro=1_000_000, attempt=1)
     client.commit(account=ledger.live, reservation_id=hold.reservation_id, actual_usd_micro=750_000)
     tab.wait_for_function(
@@ -293,18 +309,19 @@ def test_a_step_a_checkpoint_and_spend_appear_on_the_open_run_page(ledger: Ledge
         ".some((c) => c.textContent.startsWith('$0.750000'))",
         timeout=LIVE_WAIT_MS,
     )
-    tab.wait_for_selector("figure.spend-chart rect.hold.committed", timeout=LIVE_WAIT_MS)
+    tab.wait_for_selector('table.holds tr[data-state="committed"]', timeout=LIVE_WAIT_MS)
+    assert tab.locator("p.holds-empty").is_hidden()
     # Grown past twice the figure's width, the line is fetched again, downsampled by the server.
     steps = list(range(12, 1_512))
     client.append_steps(run_id=ledger.live, attempt=1, steps=steps, metrics={"loss": [1 / s for s in steps]})
     tab.wait_for_function(
         "() => { const f = document.querySelector('figure.chart[data-metric=\"loss\"]');"
-        " const line = f.querySelector('path.series.live[data-attempt=\"1\"]');"
+        " const line = f.querySelector('.legend-item.series.live[data-attempt=\"1\"]');"
         " return f.dataset.lastStep === '1511' && !f.hasAttribute('aria-busy')"
-        " && Number(line.dataset.points) <= 2 * Number(f.querySelector('svg').getAttribute('width')); }",
+        " && Number(line.dataset.points) <= 2 * f.plot.width; }",
         timeout=LIVE_WAIT_MS,
     )
-    assert int(figure.locator('path.series.live[data-attempt="1"]').get_attribute("data-points") or 0) < 1_512
+    assert int(figure.locator('.legend-item.series.live[data-attempt="1"]').get_attribute("data-points") or 0) < 1_512
     assert watch.clear() == []
 
 
@@ -320,14 +337,16 @@ def test_a_new_attempt_redraws_the_open_run_page_with_the_superseded_steps(
     client.save_checkpoint(run_id=run_id, attempt=1, step=4, uri="s3://ckpt/resumed/4", backend="s3")
     run_page(ledger, tab, run_id)
     loss = 'figure.chart[data-metric="loss"]'
-    assert tab.locator(f"{loss} path.series.superseded").count() == 0
+    assert tab.locator(f"{loss} .legend-item.series.superseded").count() == 0
     # Attempt 2 resumes from step 4: attempt 1's steps 5..9 are superseded, its 0..4 kept.
     client.start_attempt(run_id=run_id, resume_from_step=4)
     client.append_steps(run_id=run_id, attempt=2, steps=[5, 6, 7], metrics={"loss": [0.3, 0.29, 0.28]})
-    tab.wait_for_selector(f'{loss} path.series.superseded[data-attempt="1"][data-points="5"]', timeout=LIVE_WAIT_MS)
-    tab.wait_for_selector(f'{loss} path.series.live[data-attempt="2"][data-points="3"]', timeout=LIVE_WAIT_MS)
-    assert tab.locator(f'{loss} path.series.live[data-attempt="1"]').get_attribute("data-points") == "5"
-    assert attributes(tab, f"{loss} line.marker.attempt", "data-step") == ["0", "5"]
+    tab.wait_for_selector(
+        f'{loss} .legend-item.series.superseded[data-attempt="1"][data-points="5"]', timeout=LIVE_WAIT_MS
+    )
+    tab.wait_for_selector(f'{loss} .legend-item.series.live[data-attempt="2"][data-points="3"]', timeout=LIVE_WAIT_MS)
+    assert tab.locator(f'{loss} .legend-item.series.live[data-attempt="1"]').get_attribute("data-points") == "5"
+    assert attributes(tab, f"{loss} .marker.attempt", "data-step") == ["0", "5"]
     assert tab.locator('[data-field="attempt"]').first.inner_text().strip() == "2"
     assert tab.locator(loss).get_attribute("data-last-step") == "7"
     assert tab.locator('[data-field="last_step"]').first.inner_text().strip() == "7"
@@ -434,7 +453,7 @@ def test_with_authentication_the_dashboard_asks_for_a_token_and_shows_what_it_ma
         tab.wait_for_url(f"**/runs/{guarded.team_run}")
         wait_ready(tab)
         loss = 'figure.chart[data-metric="loss"]'
-        assert tab.locator(f'{loss} path.series.live[data-attempt="1"]').get_attribute("data-points") == "20"
+        assert tab.locator(f'{loss} .legend-item.series.live[data-attempt="1"]').get_attribute("data-points") == "20"
         # The live stream rides on the same cookie.
         guarded.admin.append_steps(run_id=guarded.team_run, attempt=1, steps=[20], metrics={"loss": [0.2]})
         tab.wait_for_function(f"() => document.querySelector('{loss}').dataset.lastStep === '20'", timeout=LIVE_WAIT_MS)

@@ -1,4 +1,5 @@
-// The dashboard's browser side: an ES module, no build step, no third-party code.
+// The dashboard's browser side: an ES module, no build step; the charts are drawn by the vendored
+// uPlot (chart.js, plot.js, spendchart.js; vendor/VENDOR.md).
 //
 // Pages are rendered by the server (services/web); this module finds the figures the page holds
 // and draws them (chart.js), then keeps them live:
@@ -9,8 +10,10 @@
 //   figure). One EventSource on /api/runs/{run}/live: `steps` append points to the live lines
 //   (redrawn at most once per animation frame; a line grown past twice the width is refetched
 //   downsampled), `checkpoint` adds a marker, `state` and `spend` update the status, last-step and
-//   spend cells (a new attempt refetches the charts: the steps it supersedes change). Dragging a
-//   range zooms (refetches that range at full width); a double-click resets.
+//   spend cells (a new attempt refetches the charts: the steps it supersedes change). The run's
+//   charts share one step range and cursor; dragging a range zooms all of them (each refetches that
+//   range at full width), a double-click resets; a smoothing slider and a log-y toggle above them
+//   apply to all. The spend figure spans the run's life and its holds table follows `spend`.
 // - Runs page: one EventSource on /api/live; each `run` event updates that row's cells and bar (a
 //   run opened meanwhile gets a row on top of an unfiltered first page).
 // - Compare page: `figure.chart.compare` draws one line per run from /api/compare.
@@ -18,6 +21,8 @@
 // Nothing polls: every update is pushed by the server (server-sent events fed by the ledger's
 // projector). Each chart figure gets data-ready="1" once first drawn and data-last-step as live
 // steps arrive (the browser tests and bench/dashboard.py wait on these).
+
+import { ChartGroup } from "./chartgroup.js";
 
 // chart.js is imported dynamically so that the page's API requests start at once, while it loads.
 let charts = null;
@@ -218,8 +223,9 @@ function attemptMarkers(state, series) {
 
 /** One metric of a run: its data, zoom range and live tail. */
 class MetricChart {
-  constructor(figure, runId, runDoc) {
+  constructor(figure, runId, runDoc, group) {
     this.figure = figure;
+    this.group = group; // the run's charts: shared step range, zoom, smoothing and log scale
     this.runId = runId;
     this.metric = figure.dataset.metric;
     this.sparse = figure.dataset.sparse === "true";
@@ -271,6 +277,7 @@ class MetricChart {
       }
       clearError(this.figure);
       this.draw();
+      this.group.redraw(); // this chart's steps may move the range every chart shares
     } catch (error) {
       if (ticket === this.fetches) {
         this.during = null;
@@ -316,6 +323,13 @@ class MetricChart {
     return last === -Infinity ? null : last;
   }
 
+  /** The first step drawn (null without data). */
+  firstDrawn() {
+    let first = Infinity;
+    for (const s of this.series) if (s.steps.length) first = Math.min(first, s.steps[0]);
+    return first === Infinity ? null : first;
+  }
+
   draw() {
     if (!charts) return;
     charts.drawMetric(
@@ -324,22 +338,19 @@ class MetricChart {
         metric: this.metric,
         sparse: this.sparse,
         series: this.series,
-        from: this.range?.from ?? null,
-        to: this.range?.to ?? this.lastDrawn(),
+        x: this.group.xRange(),
         width: this.width,
         attempts: this.attempts,
         checkpoints: this.checkpoints,
+        smoothing: this.group.smoothing,
+        logY: this.group.logY,
+        sync: `run:${this.runId}`,
       },
-      { zoom: (from, to) => this.zoom(from, to), reset: () => this.zoom(null, null) },
+      { zoom: (from, to) => this.group.zoom(from, to), reset: () => this.group.zoom(null, null) },
     );
     this.figure.classList.toggle("zoomed", this.range !== null);
     if (this.lastStep !== null) this.figure.dataset.lastStep = String(this.lastStep);
     this.figure.dataset.ready = "1";
-  }
-
-  zoom(from, to) {
-    this.range = from === null ? null : { from, to };
-    this.load();
   }
 
   /** A `steps` event: {attempt, steps, metrics: {name: [value or null per step]}}. */
@@ -382,7 +393,7 @@ class MetricChart {
   }
 }
 
-/** The spend figure of a run: committed by the hour against the cap, holds. */
+/** The spend figure of a run: committed and held spend over the run's life against the cap. */
 class SpendChart {
   constructor(figure, runId) {
     this.figure = figure;
@@ -420,21 +431,28 @@ class SpendChart {
   draw() {
     const doc = this.doc;
     if (!doc || !charts) return;
-    const time = (text) => (text ? Date.parse(text) : null);
+    // The run's life: from its opening to its finish, or now while it runs.
+    const opened = Date.parse(this.figure.dataset.openedAt || "") / 1000;
+    const finished = Date.parse(this.figure.dataset.finishedAt || "") / 1000;
+    const points = charts.spendPoints(doc);
+    const start = Number.isFinite(opened) ? opened : (points[0]?.t ?? Date.now() / 1000 - 60);
+    const end = Number.isFinite(finished) ? finished : Date.now() / 1000;
     charts.drawSpend(this.figure, {
       width: figureWidth(this.figure),
-      now: Date.now(),
+      start,
+      end: Math.max(end, ...points.map((p) => p.t)),
       cap: doc.cap_usd_micro,
-      hours: doc.hours.map((h) => ({ t: time(h.hour), committed: h.committed_usd_micro })),
-      holds: doc.reservations.map((r) => ({
-        state: r.state,
-        amount: r.state === "committed" && r.actual_usd_micro !== null ? r.actual_usd_micro : r.amount_usd_micro,
-        start: time(r.reserved_at),
-        end: time(r.settled_at),
-      })),
+      points,
       usd,
       usdShort,
     });
+    const holds = document.querySelector("table.holds");
+    if (holds) {
+      holds.tBodies[0].replaceChildren(...doc.reservations.map((r) => charts.holdRow(r, usd)));
+      holds.hidden = !doc.reservations.length;
+      const none = document.querySelector("p.holds-empty");
+      if (none) none.hidden = doc.reservations.length > 0;
+    }
     let caption = this.figure.querySelector(":scope > .totals");
     if (!caption) {
       caption = document.createElement("div");
@@ -461,9 +479,13 @@ function runPage(main) {
   const path = `/api/runs/${encodeURIComponent(runId)}`;
   const runDoc = api(path);
   runDoc.catch(() => {}); // each figure reports the failure it sees
+  const group = new ChartGroup();
   const metricCharts = [...document.querySelectorAll("figure.chart[data-metric]")].map(
-    (figure) => new MetricChart(figure, runId, runDoc),
+    (figure) => new MetricChart(figure, runId, runDoc, group),
   );
+  group.charts = metricCharts;
+  const section = document.querySelector("section.charts");
+  if (section && metricCharts.length) group.controls(section);
   const spendFigure = document.querySelector("figure.spend-chart");
   const spend = spendFigure ? new SpendChart(spendFigure, spendFigure.dataset.runId || runId) : null;
   for (const chart of metricCharts) chart.load();
@@ -491,6 +513,8 @@ function runPage(main) {
     if (state.spend) updateSpendCells(document, state.spend);
     setProgress(document, state.progress, state.run.status === "running");
     setField("attempt", String(state.current_attempt));
+    if (spendFigure && state.run.finished_at) spendFigure.dataset.finishedAt = state.run.finished_at;
+    spend?.schedule(); // the spend figure runs to now while the run runs, to its finish after
     const count = state.attempts.length;
     if (attempts !== null && count !== attempts) {
       // A new attempt supersedes steps: every line is fetched again, with the new markers.

@@ -1,0 +1,74 @@
+"""The run page's holds: the run account's reservations and charges (pending, committed,
+released, expired, refused, charged, and any state the ledger adds) as a server-rendered table
+in log order, "none yet" when there are none. /static/dashboard.js rebuilds its rows from the
+spend document (/api/runs/{run}/spend) when the run's `spend` event arrives, in the same layout
+(`table.holds tr[data-state]`, `p.holds-empty`)."""
+
+from __future__ import annotations
+
+import html
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from services.tables import usd
+from services.web import api
+from services.web.access import Subject, WebError
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+    from ledger.views import models
+    from services.auth import Identity
+
+__all__ = ["HOLDS_SHOWN_MAX", "holds_section", "holds_table"]
+
+# As many as the spend figure reads (/api/runs/{run}/spend?limit=200): both show the same page.
+HOLDS_SHOWN_MAX = api.RESERVATIONS_LIMIT_DEFAULT
+HEADERS = ("state", "kind", "amount", "actual", "attempt", "reserved", "settled")
+SETTLED_STATES = frozenset({"committed", "charged"})
+
+
+def _text(value: Any) -> str:
+    return "-" if value is None else html.escape(str(value), quote=True)
+
+
+def _time(moment: datetime | None) -> str:
+    return "-" if moment is None else _text(moment.strftime("%Y-%m-%d %H:%M:%S UTC"))
+
+
+def _row(r: models.Reservation) -> str:
+    actual = usd(r.actual_usd_micro) if r.state in SETTLED_STATES else None
+    cells = (r.state, r.kind, usd(r.amount_usd_micro), actual, r.attempt)
+    return (
+        f'<tr data-state="{_text(r.state)}">'
+        + "".join(f"<td>{_text(c)}</td>" for c in cells)
+        + f"<td>{_time(r.reserved_at)}</td><td>{_time(r.settled_at)}</td></tr>"
+    )
+
+
+def holds_table(page: models.ReservationPage, run_id: str) -> str:
+    """The table (hidden when empty) and its "none yet" line; a note when there are more."""
+    head = "".join(f"<th>{h}</th>" for h in HEADERS)
+    rows = "".join(map(_row, page.reservations))
+    hidden = "" if page.reservations else " hidden"
+    more = (
+        f'<p class="note">The first {HOLDS_SHOWN_MAX}; all of them: '
+        f'<a href="/api/runs/{_text(run_id)}/spend?limit={api.RESERVATIONS_LIMIT_MAX}">JSON</a>.</p>'
+        if page.after_position is not None
+        else ""
+    )
+    return (
+        f'<table class="holds"{hidden}><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+        f'<p class="empty holds-empty"{"" if hidden else " hidden"}>none yet</p>{more}'
+    )
+
+
+async def holds_section(request: Request, identity: Identity, run_id: str) -> str:
+    """The holds table of a run, or why the caller's token may not read them."""
+    web = api.web_of(request)
+    try:
+        await web.access.authorize("spend", identity, Subject(account=run_id))
+    except WebError as error:
+        return f'<p class="note" data-reason="{_text(error.reason)}">{_text(error.message)}</p>'
+    page = await web.call(web.ledger.reservations, run_id, limit=HOLDS_SHOWN_MAX)
+    return holds_table(page, run_id)

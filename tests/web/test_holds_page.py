@@ -1,0 +1,48 @@
+"""A run's page lists its holds as a table (server-rendered, "none yet" when there are none) and
+gives its spend figure the run's life: its opening and, once finished, its finish."""
+
+from __future__ import annotations
+
+import httpx
+
+from clients import LedgerClient
+from tests.web.conftest import Recorded, fresh_key
+from tests.web.test_pages import page
+
+
+def test_a_run_page_lists_its_holds_in_a_table(http: httpx.Client, recorded: Recorded) -> None:
+    main = page(http, "/runs/" + recorded.run_id).one("main")
+    table = main.one("table", class_="holds")
+    assert "hidden" not in table.attrs
+    rows = table.one("tbody").all("tr")
+    # web-chart committed $1.50 of a $2 hold and holds $0.25 pending.
+    assert [row.attrs["data-state"] for row in rows] == ["committed", "pending"]
+    assert [[cell.text for cell in row.all("td")][:4] for row in rows] == [
+        ["committed", "reservation", "$2.000000", "$1.500000"],
+        ["pending", "reservation", "$0.250000", "-"],
+    ]
+    assert "hidden" in main.one("p", class_="holds-empty").attrs
+    assert "reservations (JSON)" not in http.get("/runs/" + recorded.run_id).text
+
+
+def test_a_run_without_holds_says_none_yet(http: httpx.Client, grpc_client: LedgerClient) -> None:
+    run_id = grpc_client.open_run(run_key=fresh_key(), name="web-unspent").state.run.run_id
+    main = page(http, "/runs/" + run_id).one("main")
+    assert "hidden" in main.one("table", class_="holds").attrs
+    none = main.one("p", class_="holds-empty")
+    assert none.text == "none yet" and "hidden" not in none.attrs
+
+
+def test_the_spend_figure_spans_the_runs_life(http: httpx.Client, grpc_client: LedgerClient) -> None:
+    run_id = grpc_client.open_run(run_key=fresh_key(), name="web-life").state.run.run_id
+    grpc_client.start_attempt(run_id=run_id, attempt_id="a1")
+    figure = page(http, "/runs/" + run_id).one("figure", class_="spend-chart")
+    run = grpc_client.get_run_state(run_id=run_id).run
+    assert run.opened_at is not None
+    assert figure.attrs["data-opened-at"] == run.opened_at.isoformat()
+    assert figure.attrs["data-finished-at"] == ""
+    receipt = grpc_client.finish_run(run_id=run_id, attempt=1)
+    run = grpc_client.get_run_state(run_id=run_id, min_position=receipt.position).run
+    assert run.finished_at is not None
+    figure = page(http, "/runs/" + run_id).one("figure", class_="spend-chart")
+    assert figure.attrs["data-finished-at"] == run.finished_at.isoformat()
