@@ -260,6 +260,7 @@ REASONS: frozenset[str] = frozenset(
         "AMOUNT_TOO_LARGE",
         "INVALID_BASIS",
         "INVALID_TTL",
+        "INVALID_LEASE",
         "CURRENCY_NOT_SUPPORTED",
         "AMOUNT_TEXT_MISMATCH",
         "INVALID_INTERVAL",

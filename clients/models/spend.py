@@ -43,6 +43,8 @@ class Account(Model, frozen=True, kw_only=True):
     remaining_usd_micro: int | None = None
     overrun_usd_micro: int = 0
     bill: BillTotals | None = None
+    # What the ledger charged for holds nobody settled (pro rata or presumed as reserved).
+    presumed_usd_micro: int = 0
 
 
 class Reservation(Model, frozen=True, kw_only=True):

@@ -140,6 +140,9 @@ def _attempt(value: models.Attempt) -> runs_pb2.Attempt:
         started_at=timestamp(value.started_at),
         resumed_from_step=value.resumed_from_step,
         ended=value.ended,
+        lease_s=value.lease_s,
+        last_seen_at=timestamp(value.last_seen_at),
+        lost_at=timestamp(value.lost_at),
     )
 
 
@@ -167,6 +170,7 @@ def run_state(state: models.RunState) -> runs_pb2.RunState:
             remaining_usd_micro=spend.remaining_usd_micro,
             overrun_usd_micro=spend.overrun_usd_micro,
             bill=bill_totals(spend.bill),
+            presumed_usd_micro=spend.presumed_usd_micro,
         ),
         position=state.position,
         best_checkpoint=None if state.best_checkpoint is None else _checkpoint(state.best_checkpoint),
@@ -228,6 +232,7 @@ def account(value: models.Account) -> spend_pb2.Account:
         remaining_usd_micro=value.remaining_usd_micro,
         overrun_usd_micro=value.overrun_usd_micro,
         bill=bill_totals(value.bill),
+        presumed_usd_micro=value.presumed_usd_micro,
     )
 
 
