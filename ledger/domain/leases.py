@@ -74,8 +74,8 @@ def last_seen(run: Run, number: int) -> datetime | None:
 
 def expires_at(run: Run) -> datetime | None:
     """When the current attempt's lease lapses unless renewed; None when there is nothing to
-    lapse (no attempt, an attempt without a lease, a run not running)."""
-    if run.status != "running" or not run.attempts:
+    lapse (no attempt, an attempt without a lease, a run not running or retracted)."""
+    if run.status != "running" or not run.attempts or run.retraction is not None:
         return None
     attempt = run.attempts[-1]
     lease_s = attempt.get("lease_s")

@@ -120,15 +120,18 @@ def settle_abandoned(
     each, with `reason`): never silently at $0 (see `settlement`). The last sign of life of a
     hold's attempt is the later of what `last_seen` says and the attempt's latest pending grant.
     Returns how many were settled."""
+    # A reservation is a sign of life of its attempt too: the latest one each attempt still holds.
+    latest_grants: dict[int, datetime] = {}
+    for hold in account.holds.values():
+        granted = hold.get("reserved_at")  # Absent in states saved before it was kept.
+        if granted is not None:
+            latest_grants[hold["attempt"]] = max(granted, latest_grants.get(hold["attempt"], granted))
     for key in keys:
         hold = account.holds[key]
-        granted_at = hold.get("reserved_at")  # Absent in states saved before it was kept.
         seen = last_seen(hold["attempt"]) if last_seen is not None and hold["attempt"] > 0 else None
         if seen is not None:
-            # A reservation is a sign of life of its attempt too: the latest one it still holds.
-            grants = [h.get("reserved_at") for h in account.holds.values() if h["attempt"] == hold["attempt"]]
-            seen = max([seen, *(grant for grant in grants if grant is not None)])
-        amount, method = settlement(hold, granted_at, seen)
+            seen = max(seen, latest_grants.get(hold["attempt"], seen))
+        amount, method = settlement(hold, hold.get("reserved_at"), seen)
         account.record(
             Account.SpendSettled,
             audit,
