@@ -6,6 +6,7 @@ and the run whose trainer is gone reads lost within lease_s + 5 s."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from clients import LedgerClient
 from tests.e2e.gpu_kills import kill_inside_holds, until_lost
 from tests.e2e.gpu_trainer import HOLD_MS, RATE_USD_MICRO_PER_GPU_HOUR
-from tests.e2e.test_serve_guards import Servers
+from tests.e2e.test_serve_guards import Servers, environment, trainledger
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -56,3 +57,18 @@ def test_a_gpu_trainer_killed_inside_each_hold_records_the_gpu_time_it_had(serve
         [listed] = [run for run in client.list_runs().runs if run.run_id == run_id]
         assert listed.status == "lost"
         check_spend(client, run_id, elapsed)
+        presumed = client.get_run_state(run_id=run_id).spend.presumed_usd_micro
+    # What a person reads: the run listed as lost, its presumed spend apart from committed.
+    listed_text = cli(address, "runs", "list", "--status", "lost")
+    assert "gpu-kill" in listed_text and "lost" in listed_text
+    shown = cli(address, "runs", "show", run_id)
+    assert f"$0.000000 committed, ${presumed / 1_000_000:.6f} presumed," in shown, shown
+    assert "lost" in shown
+
+
+def cli(address: str, *args: str) -> str:
+    done = subprocess.run(
+        [*trainledger(), *args, "--address", address], capture_output=True, text=True, env=environment(), timeout=60
+    )
+    assert done.returncode == 0, (args, done.stdout, done.stderr)
+    return done.stdout
