@@ -122,6 +122,19 @@ class TestLeases:
         # One recorded per twentieth of the lease at most, however often the client beats.
         assert 0 < recorded <= held_s / (LEASE_S / 20) + 1 < calls
 
+    def test_a_watcher_is_told_the_run_is_lost(self, stubs: Stubs) -> None:
+        run_id = start(stubs)
+        stream = stubs.runs.WatchRun(runs_pb2.WatchRunRequest(run_id=run_id), timeout=LEASE_S + 10)
+        try:
+            first = next(stream)
+            assert first.state.run.status == common_pb2.RUN_STATUS_RUNNING
+            update = next(stream)
+            assert update.event_type.endswith("AttemptLost")
+            assert "run.status" in update.state_mask.paths
+            assert update.state.run.status == common_pb2.RUN_STATUS_LOST
+        finally:
+            stream.cancel()
+
     def test_a_heartbeat_of_a_superseded_attempt_is_refused(self, stubs: Stubs) -> None:
         run_id = start(stubs)
         stubs.runs.StartAttempt(runs_pb2.StartAttemptRequest(run_id=run_id, attempt_id="a2"), timeout=10)
