@@ -15,14 +15,11 @@ from typing import Any
 
 from clients.errors import LedgerClientError
 from clients.retry import REFUSAL_CODES
+from trainledger.leases import HEARTBEAT_SHARE, LEASE_S_DEFAULT
 
-__all__ = ["Heartbeat", "HEARTBEAT_SHARE", "LEASE_S_DEFAULT"]
+__all__ = ["Heartbeat"]
 
 log = logging.getLogger("trainledger.clients")
-
-# As the server's (ledger.domain.leases): a heartbeat every 1/HEARTBEAT_SHARE of the lease.
-HEARTBEAT_SHARE = 20
-LEASE_S_DEFAULT = 60
 
 
 class Heartbeat:

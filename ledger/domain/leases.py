@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ledger.domain.base import Audit
 from ledger.domain.errors import Invalid
 from ledger.domain.reasons import Reason
+from trainledger.leases import HEARTBEAT_SHARE, LEASE_S_DEFAULT, LEASE_S_MAX, LEASE_S_MIN
 
 if TYPE_CHECKING:
     from ledger.domain.runs import Run
@@ -34,12 +35,8 @@ __all__ = [
     "last_seen",
 ]
 
-LEASE_S_DEFAULT = 60
-LEASE_S_MIN = 2
-LEASE_S_MAX = 86_400
 # A heartbeat renews the lease in the log only when the last sign of life is older than
 # lease_s / HEARTBEAT_SHARE: the resolution of the last sign of life an idle attempt leaves.
-HEARTBEAT_SHARE = 20
 
 
 def check_lease_s(lease_s: int) -> None:
