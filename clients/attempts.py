@@ -90,14 +90,17 @@ def start_attempt(
     run_key: str = "",
     attempt_id: str | None = None,
     max_steps: int | None = None,
+    lease_s: int | None = None,
 ) -> tuple[StartAttemptReceipt, dict[str, int]]:
     """Replay the run's earlier attempts from the outbox (if any; with `run_key`, also those noted
     as pending by processes that died before the ledger answered) and start a new attempt,
     labelled "host:pid" unless `label` is given, with `attempt_id` when given (a deferred open
-    made it earlier), with the run's plan `max_steps` when given: its StartAttempt answer, and the
-    replay's counters. Raises LedgerClientError."""
+    made it earlier), with the run's plan `max_steps` and the attempt's lease `lease_s` when given:
+    its StartAttempt answer, and the replay's counters. Raises LedgerClientError."""
     label = label if label is not None else f"{socket.gethostname()}:{os.getpid()}"
-    plan = {} if max_steps is None else {"max_steps": max_steps}
+    plan: dict[str, int] = {} if max_steps is None else {"max_steps": max_steps}
+    if lease_s is not None:
+        plan["lease_s"] = lease_s
     if not outbox_dir:
         started = client.start_attempt(
             run_id=run_id,

@@ -262,6 +262,7 @@ REASONS: frozenset[str] = frozenset(
         "INVALID_BASIS",
         "BASIS_AMOUNT_MISMATCH",
         "INVALID_TTL",
+        "INVALID_LEASE",
         "CURRENCY_NOT_SUPPORTED",
         "AMOUNT_TEXT_MISMATCH",
         "INVALID_INTERVAL",

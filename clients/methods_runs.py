@@ -23,6 +23,7 @@ from clients.models import (
     DatasetReceipt,
     DeleteCheckpointReceipt,
     FinishReceipt,
+    HeartbeatReceipt,
     LinkSessionReceipt,
     MetricStats,
     OpenRunReceipt,
@@ -80,18 +81,27 @@ class RunsMethods(Transport):
         label: str = "",
         resume_from_step: int | None = None,
         max_steps: int | None = None,
+        lease_s: int | None = None,
         timeout_s: float | None = None,
     ) -> StartAttemptReceipt:
         """Start a new attempt (fencing the previous one): its number, position, duplicate and the
-        state. `max_steps` is the run's plan from now on (None leaves it)."""
+        state. `max_steps` is the run's plan from now on (None leaves it); `lease_s` the attempt's
+        lease (None: the server's default, 60 s), renewed by its writes and by `heartbeat`."""
         request = runs_pb2.StartAttemptRequest(
             run_id=run_id,
             attempt_id=attempt_id or new_id(),
             label=label,
             resume_from_step=resume_from_step,
             max_steps=max_steps,
+            lease_s=lease_s,
         )
         return self._ask("Runs", "StartAttempt", request, reply(StartAttemptReceipt), timeout_s=timeout_s)
+
+    def heartbeat(self, *, run_id: str, attempt: int, timeout_s: float | None = None) -> HeartbeatReceipt:
+        """Renew the lease of the run's current attempt while it writes nothing else (a lost
+        attempt is running again). Refused as the attempt's writes are (ATTEMPT_SUPERSEDED ...)."""
+        request = runs_pb2.HeartbeatRequest(run_id=run_id, attempt=attempt)
+        return self._ask("Runs", "Heartbeat", request, reply(HeartbeatReceipt), timeout_s=timeout_s)
 
     def append_steps(
         self,

@@ -66,6 +66,7 @@ class Opening:
         outbox_dir: str | os.PathLike[str] | None,
         attempt_id: str,
         reopen: bool,
+        lease_s: int | None = None,
     ) -> None:
         """The deferred open: retry until the ledger answers, then hand the attempt to the sender
         and to `on_started` (the started attempt and the replay's counters)."""
@@ -75,7 +76,7 @@ class Opening:
             try:
                 with first_try(self.client, True):
                     started, counters = open_and_start(
-                        self.client, open_args, label, resume_from_step, outbox_dir, attempt_id, reopen
+                        self.client, open_args, label, resume_from_step, outbox_dir, attempt_id, reopen, lease_s
                     )
             except LedgerClientError as error:
                 if error.code not in REFUSAL_CODES:
@@ -129,9 +130,11 @@ def open_and_start(
     outbox_dir: Any,
     attempt_id: str | None,
     reopen: bool = False,
+    lease_s: int | None = None,
 ) -> tuple[StartAttemptReceipt, dict[str, int]]:
     """OpenRun, the ended-run check, then the outbox replay and StartAttempt
-    (clients.attempts.start_attempt), the attempt taking the run's plan (`max_steps`) too."""
+    (clients.attempts.start_attempt), the attempt taking the run's plan (`max_steps`) and its
+    lease (`lease_s`, None: the server's default) too."""
     opened = client.open_run(**open_args)
     refuse_ended(opened.state, reopen=reopen)
     run_id = opened.state.run.run_id
@@ -147,4 +150,5 @@ def open_and_start(
         run_key=open_args["run_key"],
         attempt_id=attempt_id,
         max_steps=open_args.get("max_steps"),
+        lease_s=lease_s,
     )

@@ -30,6 +30,7 @@ import grpc
 from clients.batcher import Batcher, make_row
 from clients.client import LedgerClient
 from clients.errors import LedgerClientError, SpendCapExceeded, Unavailable
+from clients.heartbeat import Heartbeat
 from clients.models import (
     CheckpointReceipt,
     DatasetReceipt,
@@ -58,7 +59,8 @@ class RunRecorder:
     queued before log() drops), held_steps_max (steps batched but not yet acked before the queue
     stops draining; default queue_steps_max in memory, a million with an outbox), window (batches
     in flight), ack_timeout_s, flush_timeout_s (flush, finish and close), on_ack (called on the
-    sender thread with each StepAck)."""
+    sender thread with each StepAck), lease_s (the attempt's lease, which a heartbeat keeps while
+    nothing else is written: clients.heartbeat; None: the server's default)."""
 
     def __init__(
         self,
@@ -77,6 +79,7 @@ class RunRecorder:
         ack_timeout_s: float = 30.0,
         flush_timeout_s: float = 30.0,
         on_ack: Any = None,
+        lease_s: int | None = None,
         _pending: Mapping[str, Any] | None = None,
     ) -> None:
         self.client = client
@@ -116,6 +119,9 @@ class RunRecorder:
         self._finished: FinishReceipt | None = None
         self._closed = False
         self._sigterm: SigtermStop | None = None
+        self._heartbeat = Heartbeat(client, lease_s)
+        if _pending is None and run_id:
+            self._heartbeat.start(run_id, attempt)
 
     @classmethod
     def open(
@@ -170,7 +176,8 @@ class RunRecorder:
         )
         label = attempt_label if attempt_label is not None else f"{socket.gethostname()}:{os.getpid()}"
         attempt_id = str(uuid.uuid4()) if defer else None
-        open_and_start_args = (open_args, label, resume_from_step, outbox_dir, attempt_id, reopen)
+        lease_s = options.get("lease_s")
+        open_and_start_args = (open_args, label, resume_from_step, outbox_dir, attempt_id, reopen, lease_s)
         # What an earlier process left unreadable in the outbox is set aside before anything reads it.
         quarantined = {"quarantined": check_outbox(outbox_dir)} if outbox_dir else {}
         sigterm = SigtermStop() if stop_on_sigterm else None
@@ -214,6 +221,7 @@ class RunRecorder:
         with self._lock:
             self._run_id, self._attempt, self._state = run_id, started.attempt, started.state
             self.account = self.account or run_id
+        self._heartbeat.start(run_id, started.attempt)
         self._add_counters(counters)
 
     @property
@@ -427,6 +435,7 @@ class RunRecorder:
         stays in the outbox (when there is one) for the next recorder of this run."""
         if not self._closed:
             self._closed = True
+            self._heartbeat.stop()
             if self._sigterm is not None:
                 self._sigterm.restore()
             self._opening.stop()

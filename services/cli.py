@@ -298,7 +298,7 @@ def parser(asked: str | None = None) -> argparse.ArgumentParser:
 
     runs = commands.add_parser("runs", help="training runs").add_subparsers(dest="action", required=True)
     listed = reading("list", runs, "runs_list", "list runs, newest first")
-    listed.add_argument("--status", choices=("running", "done", "failed", "stopped"), default="")
+    listed.add_argument("--status", choices=("running", "lost", "done", "failed", "stopped"), default="")
     listed.add_argument("--name", default="", metavar="TEXT", help="runs whose name holds TEXT (any case)")
     listed.add_argument("--account", default="", help="runs whose spend lies under this account")
     listed.add_argument("--limit", type=_positive, default=100, help="at most this many (default: %(default)s)")

@@ -267,8 +267,9 @@ class Follow:
         if after.checkpoint is not None and self._see_checkpoint(after.checkpoint):
             lines.append(f"checkpoint at {_checkpoint_text(after.checkpoint)}")
         spend, was = after.spend, before.spend
-        if (spend.committed_usd_micro, spend.pending_usd_micro, spend.cap_usd_micro) != (
+        if (spend.committed_usd_micro, spend.presumed_usd_micro, spend.pending_usd_micro, spend.cap_usd_micro) != (
             was.committed_usd_micro,
+            was.presumed_usd_micro,
             was.pending_usd_micro,
             was.cap_usd_micro,
         ):
@@ -276,6 +277,8 @@ class Follow:
         if after.run.status != before.run.status and after.run.status in FINISHED:
             error = f": {printable(after.run.error)}" if after.run.error else ""
             lines.append(f"run {after.run.status}{error}")
+        elif after.run.status != before.run.status and "lost" in (after.run.status, before.run.status):
+            lines.append(_lost_text(after) if after.run.status == "lost" else "run running again")
         return lines
 
     # What is shown.
@@ -319,6 +322,8 @@ class Follow:
         spend = self.state.spend
         cap = spend.cap_usd_micro
         text = f"{usd(spend.committed_usd_micro)} of {usd(cap) if cap is not None else 'no cap'}"
+        if spend.presumed_usd_micro:
+            text += f", {usd(spend.presumed_usd_micro)} presumed"
         if spend.pending_usd_micro:
             text += f", {usd(spend.pending_usd_micro)} pending"
         if spend.remaining_usd_micro is not None:
@@ -347,7 +352,8 @@ class Follow:
         from rich.text import Text
 
         state = self.state
-        colour = {"done": "green", "failed": "red", "stopped": "yellow"}.get(state.run.status, "cyan")
+        colours = {"done": "green", "failed": "red", "stopped": "yellow", "lost": "magenta"}
+        colour = colours.get(state.run.status, "cyan")
         header = Text.assemble(
             (self.name, "bold"),
             f"  {self.run_id}  ",
@@ -614,3 +620,11 @@ def add_parser(commands: Any) -> None:
     sub.add_argument("run", metavar="RUN", help="run id, unique id prefix, name or run key")
     remote.add_server_options(sub, json=False)
     sub.set_defaults(handler=watch)
+
+
+def _lost_text(state: Any) -> str:
+    """ "run lost (attempt 2: no sign of life since 12:00:03 UTC)": its lease lapsed."""
+    attempt = state.attempts[-1] if state.attempts else None
+    seen = attempt.last_seen_at if attempt is not None else None
+    since = f": no sign of life since {seen:%H:%M:%S} UTC" if seen is not None else ""
+    return f"run lost (attempt {state.current_attempt}{since})"

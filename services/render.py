@@ -48,6 +48,12 @@ def status_text(status: str, attempt: int) -> str:
     return status
 
 
+def presumed_text(presumed: int) -> str:
+    """ " $0.400000 presumed,": what the ledger charged for abandoned holds (pro rata or as reserved),
+    shown apart from what was committed; empty when nothing was."""
+    return f" {usd(presumed)} presumed," if presumed else ""
+
+
 def spend_text(committed: int, cap: int | None) -> str:
     """ "$1.200000 of $5.000000": spend committed against the cap ("of no cap" without one)."""
     return f"{usd(committed)} of {usd(cap) if cap is not None else 'no cap'}"
@@ -310,7 +316,9 @@ def run_text(
                 ),
                 (
                     "spend",
-                    f"{usd(spend.committed_usd_micro)} committed, {usd(spend.pending_usd_micro)} pending,"
+                    f"{usd(spend.committed_usd_micro)} committed,"
+                    + presumed_text(spend.presumed_usd_micro)
+                    + f" {usd(spend.pending_usd_micro)} pending,"
                     f" cap {usd(spend.cap_usd_micro) if spend.cap_usd_micro is not None else 'none'},"
                     f" remaining {usd(spend.remaining_usd_micro)}"
                     + (f", overrun {usd(spend.overrun_usd_micro)}" if spend.overrun_usd_micro else "")
@@ -441,6 +449,7 @@ def account_text(account: Any, reservations: Sequence[Any], more: str = "") -> s
             ("parent", account.parent or None),
             ("cap", usd(account.cap_usd_micro) if account.cap_usd_micro is not None else "none"),
             ("committed", usd(account.committed_usd_micro)),
+            *([("presumed", usd(account.presumed_usd_micro))] if account.presumed_usd_micro else []),
             ("pending", usd(account.pending_usd_micro)),
             ("remaining", usd(account.remaining_usd_micro)),
             ("overrun", usd(account.overrun_usd_micro)),
@@ -579,6 +588,7 @@ def cap_text(account: Any, position: int) -> str:
     cap = usd(account.cap_usd_micro) if account.cap_usd_micro is not None else "none"
     return (
         f"{account.account}: cap {cap}, {usd(account.committed_usd_micro)} committed,"
+        f"{presumed_text(account.presumed_usd_micro)}"
         f" {usd(account.pending_usd_micro)} pending, remaining {usd(account.remaining_usd_micro)}"
         f" (position {position})"
     )

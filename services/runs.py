@@ -146,6 +146,7 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
             label=request.label,
             resume_from_step=codec.optional(request, "resume_from_step"),
             max_steps=codec.optional(request, "max_steps"),
+            lease_s=codec.optional(request, "lease_s"),
             **audit(),
         )
         state = await self._state(request.run_id, receipt.position, context)
@@ -249,6 +250,10 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
             **audit(),
         )
         return runs_pb2.LinkSessionResponse(position=receipt.position, duplicate=receipt.duplicate)
+
+    async def Heartbeat(self, request: runs_pb2.HeartbeatRequest, context: Context) -> runs_pb2.HeartbeatResponse:
+        receipt = await self.edge.call(self.ledger.heartbeat, run_id=request.run_id, attempt=request.attempt, **audit())
+        return runs_pb2.HeartbeatResponse(position=receipt.position)
 
     async def GetRunState(self, request: runs_pb2.GetRunStateRequest, context: Context) -> runs_pb2.GetRunStateResponse:
         return runs_pb2.GetRunStateResponse(state=await self._state(request.run_id, request.min_position, context))

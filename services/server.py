@@ -246,14 +246,18 @@ class LedgerServer(grpc.aio.Server):
         return self.dashboard.address if self.dashboard is not None else ""
 
     async def _sweep(self) -> None:
+        """Every SWEEP_INTERVAL_S: settle the holds past their expiry, and record lost the runs
+        whose attempt's lease lapsed (ledger.application.leases: every replica sweeps, one
+        records each loss)."""
         while True:
             await asyncio.sleep(SWEEP_INTERVAL_S)
-            try:
-                await self.edge.call(self.edge.ledger.expire_reservations)
-            except Unavailable:
-                pass  # Storage is down (the probe reports it) or the views lag: next round.
-            except Exception:  # The sweep must outlive a storage hiccup.
-                log.exception("the reservation sweep failed; retrying")
+            for sweep in (self.edge.ledger.expire_reservations, self.edge.ledger.sweep_leases):
+                try:
+                    await self.edge.call(sweep)
+                except Unavailable:
+                    pass  # Storage is down (the probe reports it) or the views lag: next round.
+                except Exception:  # The sweep must outlive a storage hiccup.
+                    log.exception("the %s sweep failed; retrying", sweep.__name__)
 
     async def _probe(self) -> None:
         """Health follows storage: a read of the log's head every PROBE_INTERVAL_S, in a thread

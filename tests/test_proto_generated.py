@@ -27,6 +27,7 @@ SERVICES = {
         "GetSeries",
         "WatchRun",
         "LinkSession",
+        "Heartbeat",
         "GetMetrics",
         "ListCheckpoints",
         "BestCheckpoint",

@@ -4,7 +4,7 @@ messages field for field (the same names as in proto/trainledger/v1/*.proto).
 Every method of LedgerClient and AsyncLedgerClient answers with one of these instead of a dict:
 `state.resume.handle.uri`, `page.next_page_token`. Timestamps are aware datetimes, Struct fields
 (spec, summary, metadata, stats) plain dicts with their whole numbers as ints, unset optional
-fields and unset messages None, a RunStatus one of "running" | "done" | "failed" | "stopped" (""
+fields and unset messages None, a RunStatus one of "running" | "done" | "failed" | "stopped" | "lost" (""
 when unspecified). `.to_dict()` gives a JSON-ready dict (datetimes as RFC 3339 strings).
 
 The few fields a response does not carry are named where they are added: the client-made
@@ -61,6 +61,7 @@ from clients.models.runs import (
     DatasetRole,
     DeleteCheckpointReceipt,
     FinishReceipt,
+    HeartbeatReceipt,
     LinkSessionReceipt,
     MetricStats,
     Objective,
@@ -142,6 +143,7 @@ __all__ = [
     "SeriesPage",
     "OpenRunReceipt",
     "StartAttemptReceipt",
+    "HeartbeatReceipt",
     "AppendReceipt",
     "StepAck",
     "CheckpointPage",

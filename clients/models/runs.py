@@ -31,6 +31,7 @@ __all__ = [
     "SeriesPage",
     "OpenRunReceipt",
     "StartAttemptReceipt",
+    "HeartbeatReceipt",
     "AppendReceipt",
     "StepAck",
     "CheckpointReceipt",
@@ -51,7 +52,7 @@ __all__ = [
     "DeleteCheckpointReceipt",
 ]
 
-RunStatus = Literal["", "running", "done", "failed", "stopped"]
+RunStatus = Literal["", "running", "done", "failed", "stopped", "lost"]
 ObjectiveMode = Literal["", "min", "max"]
 DatasetRole = Literal["", "train", "eval"]
 
@@ -116,6 +117,10 @@ class Attempt(Model, frozen=True, kw_only=True):
     started_at: datetime | None = None
     resumed_from_step: int | None = None
     ended: bool = False
+    # The current attempt's lease, its last sign of life, and when the lease lapsed (lost).
+    lease_s: int | None = None
+    last_seen_at: datetime | None = None
+    lost_at: datetime | None = None
 
 
 class Checkpoint(Model, frozen=True, kw_only=True):
@@ -185,6 +190,8 @@ class SpendTotals(Model, frozen=True, kw_only=True):
     overrun_usd_micro: int = 0
     bill: BillTotals | None = None
     plan: PlanHold | None = None
+    # What the ledger charged for holds nobody settled (pro rata or presumed as reserved).
+    presumed_usd_micro: int = 0
 
 
 class RunState(Model, frozen=True, kw_only=True):
@@ -328,6 +335,12 @@ class DatasetReceipt(Model, frozen=True, kw_only=True):
 
     position: int = 0
     duplicate: bool = False
+
+
+class HeartbeatReceipt(Model, frozen=True, kw_only=True):
+    """Heartbeat's answer: the position of the run's latest event."""
+
+    position: int = 0
 
 
 class DeleteCheckpointReceipt(Model, frozen=True, kw_only=True):

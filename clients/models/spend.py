@@ -45,6 +45,8 @@ class Account(Model, frozen=True, kw_only=True):
     overrun_usd_micro: int = 0
     bill: BillTotals | None = None
     plan: PlanHold | None = None
+    # What the ledger charged for holds nobody settled (pro rata or presumed as reserved).
+    presumed_usd_micro: int = 0
 
 
 class Reservation(Model, frozen=True, kw_only=True):

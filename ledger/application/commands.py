@@ -20,6 +20,7 @@ from msgspec.structs import force_setattr
 
 from ledger.domain.basis import check_basis, check_basis_amount
 from ledger.domain.errors import Invalid
+from ledger.domain.leases import LEASE_S_DEFAULT, check_lease_s
 from ledger.domain.limits import (
     DOCUMENT_BYTES_MAX,
     ERROR_LENGTH_MAX,
@@ -54,6 +55,7 @@ __all__ = [
     "SaveCheckpoint",
     "SetCap",
     "StartAttempt",
+    "Heartbeat",
     "RESERVATION_TTL_DEFAULT",
     "RESERVATION_TTL_MAX",
 ]
@@ -110,6 +112,8 @@ class StartAttempt(Command, frozen=True, kw_only=True):
     label: str = ""
     resume_from_step: int | None = None
     max_steps: int | None = None
+    # The attempt's lease (ledger.domain.leases); None takes LEASE_S_DEFAULT.
+    lease_s: int | None = None
 
     def __post_init__(self) -> None:
         check_id(self.attempt_id, "attempt_id", required=False)
@@ -117,6 +121,19 @@ class StartAttempt(Command, frozen=True, kw_only=True):
         if self.resume_from_step is not None:
             check_int(self.resume_from_step, "resume_from_step")
         _max_steps(self.max_steps)
+        if self.lease_s is None:
+            self._normal("lease_s", LEASE_S_DEFAULT)
+        else:
+            check_lease_s(self.lease_s)
+
+
+class Heartbeat(Command, frozen=True, kw_only=True):
+    run_id: str
+    attempt: int
+
+    def __post_init__(self) -> None:
+        check_reference(self.run_id, "run_id")
+        check_int(self.attempt, "attempt")
 
 
 class SaveCheckpoint(Command, frozen=True, kw_only=True):

@@ -14,6 +14,7 @@ from __future__ import annotations
 from ledger.application.bills import BillCommands
 from ledger.application.integrity import Integrity
 from ledger.application.kernel import Receipt, utc_now
+from ledger.application.leases import LeaseCommands
 from ledger.application.plans import PlanCommands
 from ledger.application.registry import RegistryCommands
 from ledger.application.runs import RunCommands
@@ -23,7 +24,9 @@ from ledger.application.tokens import TokenCommands
 __all__ = ["Ledger", "Receipt", "utc_now"]
 
 
-class Ledger(RunCommands, SpendCommands, PlanCommands, RegistryCommands, TokenCommands, BillCommands, Integrity):
+class Ledger(
+    RunCommands, SpendCommands, PlanCommands, LeaseCommands, RegistryCommands, TokenCommands, BillCommands, Integrity
+):
     """The training ledger. Use `Ledger.open(path_or_url)`; close it when done."""
 
     # The application's name prefixes its settings in the environment (TRAINLEDGER_...); every

@@ -28,7 +28,7 @@ from ledger.application.commands import (
     StartAttempt,
 )
 from ledger.application.kernel import Kernel, Receipt
-from ledger.domain import plans
+from ledger.domain import leases, plans
 from ledger.domain import spending as spend
 from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
@@ -182,17 +182,21 @@ class RunCommands(Kernel):
         label: str = "",
         resume_from_step: int | None = None,
         max_steps: int | None = None,
+        lease_s: int | None = None,
         principal: str = "",
         request_id: str = "",
     ) -> Receipt:
         """Start the next attempt on a run, fencing the previous one; `max_steps` (None: unchanged)
-        is the run's plan from now on, never below the resume point (MAX_STEPS_BELOW_LAST_STEP)."""
+        is the run's plan from now on, never below the resume point (MAX_STEPS_BELOW_LAST_STEP);
+        the attempt holds a lease of `lease_s` seconds (None: LEASE_S_DEFAULT; INVALID_LEASE
+        outside its range), renewed by its writes and heartbeats (ledger.domain.leases)."""
         command = StartAttempt(
             run_id=run_id,
             attempt_id=attempt_id,
             label=label,
             resume_from_step=resume_from_step,
             max_steps=max_steps,
+            lease_s=lease_s,
         )
         audit = self._audit(principal, request_id)
 
@@ -205,13 +209,22 @@ class RunCommands(Kernel):
                 label=command.label,
                 resume_from_step=command.resume_from_step,
                 max_steps=command.max_steps,
+                lease_s=command.lease_s,
             )
             if version is None:
-                # The fenced attempts' holds go back at once, not at their expiry; so does what
-                # their plan left undrawn (no money was spent from it).
+                # The fenced attempts' holds are settled at once, not at their expiry, and not at
+                # $0: what they spent up to their last sign of life (ledger.domain.spending). What
+                # their plan left undrawn goes back first (no money was spent from it).
                 holder, parents = self._chain(str(uuid), touched)
                 plans.release_plan(holder, parents, audit, reason=plans.SUPERSEDED, before_attempt=run.current_attempt)
-                spend.release_superseded(holder, parents, audit, attempt=run.current_attempt)
+                spend.settle_attempts(
+                    holder,
+                    parents,
+                    audit,
+                    below=run.current_attempt,
+                    reason=spend.SUPERSEDED,
+                    last_seen=lambda number: leases.last_seen(run, number),
+                )
             number: int = (
                 next(a["number"] for a in run.attempts if a["version"] == version) if version else run.current_attempt
             )

@@ -20,6 +20,7 @@ from ledger.application.commands import (
     SetCap,
 )
 from ledger.application.kernel import Receipt, Recorded, storage_read
+from ledger.application.leases import last_seen_of
 from ledger.application.reads import Reads
 from ledger.domain import spending as spend
 from ledger.domain.accounts import Account
@@ -115,6 +116,7 @@ class SpendCommands(Reads):
                     holder,
                     parents,
                     audit,
+                    last_seen=lambda number: self._last_seen(account, number),
                     reservation_id=reservation_id,
                     amount=amount_usd_micro,
                     basis=command.basis,
@@ -238,11 +240,17 @@ class SpendCommands(Reads):
 
             def decide(touched: list[LedgerAggregate], name: str = name) -> int:
                 holder, parents = self._chain(name, touched)
-                return spend.expire_overdue(holder, parents, audit)
+                return spend.expire_overdue(holder, parents, audit, last_seen_of(self.repository, name))
 
             count, _ = self._write(decide)
             expired += count
         return expired
+
+    def _last_seen(self, account: str, attempt: int) -> datetime | None:
+        """The last sign of life of `attempt` of the run whose account is `account` (None for an
+        account of no run): loaded only when a reservation finds expired holds to settle."""
+        last_seen = last_seen_of(self.repository, account)
+        return None if last_seen is None else last_seen(attempt)
 
     @storage_read
     def account_now(self, account: str) -> dict[str, Any]:

@@ -4,7 +4,10 @@ that check requests and record these events are in ledger.domain.spending. Store
 the topic of their class here (ledger.domain.topics), so the events stay in this module.
 
 Invariant, for an account and every parent above it, at every position of the log:
-    committed + pending - overrun <= cap        (when the account has a cap)
+    committed + presumed + pending - overrun <= cap        (when the account has a cap)
+where `presumed` is what the ledger itself charged for holds nobody settled (SpendSettled: a hold
+whose attempt was superseded or lost, or whose expiry passed): a GPU-time hold pro rata up to the
+attempt's last sign of life, any other as reserved. A commit that comes later replaces it.
 where `overrun` is the money recorded beyond what a hold covered: the excess of an actual above
 its reservation, or the part of a charge or late commit beyond what remained. A reservation that
 would cross the cap of the account or of any parent is refused, and the refusal is recorded.
@@ -51,6 +54,7 @@ class Account(LedgerAggregate):
         settled: dict[str, dict[str, Any]]
         evicted: int
         adjusted: int  # The adjustments to providers' bills, in all (absent before the first).
+        # presumed: int, read through its property (absent in states saved before it existed).
 
     def __init__(self) -> None:
         pass
@@ -67,6 +71,7 @@ class Account(LedgerAggregate):
             account.committed = 0
             account.pending = 0
             account.overrun = 0
+            account.__dict__["presumed"] = 0
             account.holds = {}  # reservation id -> entry, pending ones only
             account.settled = {}  # reservation or charge id -> entry, bounded window
             account.evicted = 0  # How many settled entries have left the window.
@@ -93,6 +98,7 @@ class Account(LedgerAggregate):
                 "attempt": self.attempt,
                 "expires_at": self.expires_at,
                 "reserved_version": self.originator_version,
+                "reserved_at": self.timestamp,
             }
 
     class SpendRefused(LedgerAggregate.Event):
@@ -125,8 +131,11 @@ class Account(LedgerAggregate):
         basis: dict[str, Any]
         overrun: int
         late: bool
+        # What the ledger had charged for the hold (SpendSettled) that this late commit replaces.
+        replaced: int = 0
 
         def apply(self, account: Account) -> None:
+            account.__dict__["presumed"] = account.presumed - self.replaced
             hold = account.holds.pop(self.reservation_id, None)
             if hold is not None:
                 account.pending -= self.reserved
@@ -169,6 +178,36 @@ class Account(LedgerAggregate):
             account.pending -= self.amount
             account.settle(
                 self.reservation_id, {**hold, "state": "expired", "settled_version": self.originator_version}
+            )
+
+    class SpendSettled(LedgerAggregate.Event):
+        """A hold nobody settled, charged by the ledger itself (never written off at $0): `reason`
+        says why it was abandoned (ATTEMPT_SUPERSEDED, ATTEMPT_LOST, RESERVATION_EXPIRED);
+        `method` how it was charged: "pro_rata" (a GPU-time hold: the basis's rate times the time
+        from the grant to `last_seen_at`, the attempt's last sign of life, at most the hold) or
+        "as_reserved" (any other hold: presumed spent in full)."""
+
+        reservation_id: str
+        reserved: int
+        amount: int
+        method: str
+        reason: str
+        last_seen_at: datetime | None = None
+
+        def apply(self, account: Account) -> None:
+            hold = account.holds.pop(self.reservation_id)
+            account.pending -= self.reserved
+            account.__dict__["presumed"] = account.presumed + self.amount
+            account.settle(
+                self.reservation_id,
+                {
+                    **hold,
+                    "state": "settled",
+                    "presumed": self.amount,
+                    "method": self.method,
+                    "reason": self.reason,
+                    "settled_version": self.originator_version,
+                },
             )
 
     class SpendCharged(LedgerAggregate.Event):
@@ -279,8 +318,10 @@ class Account(LedgerAggregate):
         pending_delta: int
         committed_delta: int
         overrun_delta: int
+        presumed_delta: int = 0
 
         def apply(self, account: Account) -> None:
+            account.__dict__["presumed"] = account.presumed + self.presumed_delta
             account.pending += self.pending_delta
             account.committed += self.committed_delta
             account.overrun += self.overrun_delta
@@ -296,6 +337,7 @@ class Account(LedgerAggregate):
             committed=0,
             pending=0,
             overrun=0,
+            presumed=0,
             holds={},
             settled={},
             evicted=0,
@@ -377,10 +419,16 @@ class Account(LedgerAggregate):
         return found
 
     @property
+    def presumed(self) -> int:
+        """What the ledger charged for abandoned holds (SpendSettled) and no commit replaced."""
+        value: int = self.__dict__.get("presumed", 0)
+        return value
+
+    @property
     def remaining(self) -> int | None:
         if self.cap is None:
             return None
-        return max(0, self.cap - self.committed - self.pending)
+        return max(0, self.cap - self.committed - self.presumed - self.pending)
 
     def excess(self, amount: int) -> int:
         """The part of `amount` of new spend without a hold that lies beyond the cap."""
@@ -393,6 +441,7 @@ class Account(LedgerAggregate):
             "parent": self.parent,
             "cap": self.cap,
             "committed": self.committed,
+            "presumed": self.presumed,
             "pending": self.pending,
             "remaining": self.remaining,
             "overrun": self.overrun,

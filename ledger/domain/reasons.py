@@ -92,6 +92,10 @@ class Reason(enum.StrEnum):
         "A cost basis does not work out (by trainledger.pricing) to the amount it is given with.",
     )
     INVALID_TTL = "INVALID_TTL", "A reservation's time to live is not positive or is above 7 days."
+    INVALID_LEASE = (
+        "INVALID_LEASE",
+        "An attempt's lease (lease_s) is outside the range it may take: from 2 seconds to 1 day.",
+    )
     CURRENCY_NOT_SUPPORTED = (
         "CURRENCY_NOT_SUPPORTED",
         "A bill line is in a currency other than USD: the ledger holds US dollars only.",
@@ -146,7 +150,8 @@ class Reason(enum.StrEnum):
     RUN_FINISHED = "RUN_FINISHED", "The run has finished: it takes no new attempt or record."
     ATTEMPT_SUPERSEDED = (
         "ATTEMPT_SUPERSEDED",
-        "A newer attempt of the run has started; this one may no longer write (and its holds were released).",
+        "A newer attempt of the run has started; this one may no longer write (its pending holds were"
+        " settled by the ledger).",
     )
     CHECKPOINT_EXPIRED = "CHECKPOINT_EXPIRED", "The checkpoint to resume from has expired."
     CHECKPOINT_DELETED = (

@@ -26,7 +26,8 @@ from ledger.domain.reasons import Reason
 
 __all__ = ["Run", "RUN_STATUSES", "FINISH_STATUSES", "FIDELITIES", "OBJECTIVE_MODES", "DATASET_ROLES"]
 
-RUN_STATUSES = ("running", "done", "failed", "stopped")
+# "lost": the current attempt's lease lapsed (ledger.domain.leases); it runs again when it writes.
+RUN_STATUSES = ("running", "done", "failed", "stopped", "lost")
 FINISH_STATUSES = ("done", "failed", "stopped")
 FIDELITIES = ("weights", "weights+optimizer")
 OBJECTIVE_MODES = ("min", "max")
@@ -98,6 +99,7 @@ class Run(LedgerAggregate):
         label: str
         resumed_from_step: int | None
         max_steps: int | None = None  # None leaves the run's plan as it was
+        lease_s: int | None = None  # None: started before leases existed, never lost
 
         def apply(self, run: Run) -> None:
             if self.max_steps is not None:
@@ -114,6 +116,8 @@ class Run(LedgerAggregate):
                     "resumed_from_step": self.resumed_from_step,
                     "ended": False,
                     "version": self.originator_version,
+                    "lease_s": self.lease_s,
+                    "last_seen_at": self.timestamp,
                 }
             )
             # Everything above the resume point that earlier attempts recorded is superseded.
@@ -137,6 +141,7 @@ class Run(LedgerAggregate):
         digest: str
 
         def apply(self, run: Run) -> None:
+            run.seen(self.attempt, self.timestamp)
             run.last_step = self.steps[-1]
             run.batches.append([self.steps[0], self.steps[-1], self.digest, self.originator_version])
             if len(run.batches) > BATCH_WINDOW:
@@ -155,6 +160,7 @@ class Run(LedgerAggregate):
         scores: dict[str, float] | None = None
 
         def apply(self, run: Run) -> None:
+            run.seen(self.attempt, self.timestamp)
             run.checkpoints.append(
                 {
                     "attempt": self.attempt,
@@ -187,6 +193,38 @@ class Run(LedgerAggregate):
             run.finished_version = self.originator_version
             for attempt in run.attempts:
                 attempt["ended"] = True
+
+    class AttemptHeartbeat(LedgerAggregate.Event):
+        """The current attempt is alive though idle: its lease is renewed (ledger.domain.leases)."""
+
+        attempt: int
+
+        def apply(self, run: Run) -> None:
+            run.seen(self.attempt, self.timestamp)
+
+    class AttemptLost(LedgerAggregate.Event):
+        """The current attempt's lease lapsed: the attempt and the run are lost, last seen alive
+        at `last_seen_at`. Appended by the server's sweep."""
+
+        attempt: int
+        last_seen_at: datetime
+        lease_s: int
+
+        def apply(self, run: Run) -> None:
+            run.status = "lost"
+            run.attempts[-1]["lost_at"] = self.timestamp
+
+    class AttemptReturned(LedgerAggregate.Event):
+        """A lost attempt wrote again: it and the run are running again; the gap from
+        `lost_at` (and the AttemptLost before it) stays in the record."""
+
+        attempt: int
+        lost_at: datetime
+
+        def apply(self, run: Run) -> None:
+            run.status = "running"
+            run.attempts[-1]["lost_at"] = None
+            run.seen(self.attempt, self.timestamp)
 
     class SessionLinked(LedgerAggregate.Event):
         """The run used a provider's session (a Tinker session): the provider's bill lines of that
@@ -292,6 +330,19 @@ class Run(LedgerAggregate):
     # Commands. Each validates against the current state, then records one event, or answers
     # with the version of the event that already recorded the same request (an idempotent retry).
 
+    def seen(self, attempt: int, moment: datetime) -> None:
+        """A sign of life of `attempt` at `moment` (state only: its lease is renewed)."""
+        if self.attempts and self.attempts[-1]["number"] == attempt:
+            self.attempts[-1]["last_seen_at"] = moment
+
+    def revive(self, audit: Audit, *, attempt: int) -> bool:
+        """A write of the current attempt of a lost run: record that it is running again (before
+        the write). Returns whether it was lost."""
+        if self.status != "lost" or attempt != self.current_attempt:
+            return False
+        self.record(self.AttemptReturned, audit, attempt=attempt, lost_at=self.attempts[-1].get("lost_at"))
+        return True
+
     @property
     def current_attempt(self) -> int:
         return self.attempts[-1]["number"] if self.attempts else 0
@@ -363,10 +414,12 @@ class Run(LedgerAggregate):
         label: str,
         resume_from_step: int | None,
         max_steps: int | None = None,
+        lease_s: int | None = None,
     ) -> int | None:
-        """Start attempt n+1, fencing attempt n. Returns the version of an earlier identical
-        start (a retry), or None when a new event was recorded. `max_steps` (when given) is the
-        run's plan from now on; it may not be below the resume point."""
+        """Start attempt n+1, fencing attempt n, holding a lease of `lease_s` seconds (None: no
+        lease). Returns the version of an earlier identical start (a retry), or None when a new
+        event was recorded. `max_steps` (when given) is the run's plan from now on; it may not be
+        below the resume point."""
         for attempt in self.attempts:
             if attempt_id and attempt["attempt_id"] == attempt_id:
                 if attempt["resumed_from_step"] != resume_from_step or attempt["label"] != label:
@@ -383,6 +436,8 @@ class Run(LedgerAggregate):
         if max_steps is not None:
             self.check_max_steps(max_steps, resume_from_step)
         fields: dict[str, Any] = {} if max_steps is None else {"max_steps": max_steps}
+        if lease_s is not None:
+            fields["lease_s"] = lease_s
         self.record(
             self.AttemptStarted,
             audit,
@@ -426,7 +481,7 @@ class Run(LedgerAggregate):
                 attempt=attempt,
                 current_attempt=current,
             )
-        if self.status != "running":
+        if self.status not in ("running", "lost"):
             raise Refused(f"the run is {self.status}", reason=Reason.RUN_FINISHED, status=self.status)
 
     def record_steps(self, audit: Audit, batch: StepBatch, recall: RecallBatch | None = None) -> int | None:
@@ -444,6 +499,7 @@ class Run(LedgerAggregate):
             if found is not None and found[0] == batch.digest:
                 return found[1]
         self.check_writer(batch.attempt)
+        self.revive(audit, attempt=batch.attempt)
         self.record(
             self.StepsRecorded,
             audit,
@@ -525,12 +581,13 @@ class Run(LedgerAggregate):
                 f"step {checkpoint['step']} is not after the attempt's resume point {floor}",
                 reason=Reason.STEP_BEFORE_RESUME,
             )
+        self.revive(audit, attempt=attempt)
         self.record(self.CheckpointSaved, audit, attempt=attempt, **checkpoint)
         return None
 
     def finish(self, audit: Audit, *, attempt: int, status: str, summary: dict[str, Any], error: str) -> int | None:
         """Finish the run. A retry of the same finish answers with the first one's version."""
-        if self.status != "running":
+        if self.status not in ("running", "lost"):
             if (
                 self.status == status
                 and self.error == error
@@ -541,6 +598,7 @@ class Run(LedgerAggregate):
             raise Refused(f"the run is already {self.status}", reason=Reason.RUN_FINISHED, status=self.status)
         self.check_writer(attempt)
         self._check_summary(summary)
+        self.revive(audit, attempt=attempt)
         self.record(self.Finished, audit, attempt=attempt, status=status, summary=summary, error=error)
         return None
 

@@ -1,4 +1,4 @@
-"""Commands on spend accounts: reserve, commit, release, charge, expire, fence off and set a cap.
+"""Commands on spend accounts: reserve, commit, release, charge, settle abandoned holds and set a cap.
 
 Each takes an Account (ledger.domain.accounts) and the parents above it, checks the request
 against the account's state, and records past-tense events on it; every change is mirrored onto
@@ -10,7 +10,7 @@ Conflict. Ids that have left an account's settled window are looked up through `
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -18,24 +18,35 @@ from ledger.domain.accounts import Account, Recall
 from ledger.domain.base import Audit
 from ledger.domain.errors import CapExceeded, Conflict, Invalid, NotFound, PermissionDenied, Refused
 from ledger.domain.reasons import Reason
+from trainledger.pricing import gpu_line_usd_micro
 
 __all__ = [
     "SETTLED",
     "adjust",
+    "EXPIRED",
+    "LOST",
     "SUPERSEDED",
+    "LastSeen",
     "charge",
     "check_not_retracted",
     "commit",
     "expire_overdue",
     "release",
-    "release_superseded",
+    "settle_abandoned",
+    "settle_attempts",
+    "settlement",
     "reserve",
     "roll_up",
     "set_cap",
 ]
 
-# The reason of a release recorded when a new attempt fences off the attempt that held the spend.
+# Why the ledger settled a hold itself (SpendSettled.reason): a new attempt fenced off the
+# attempt that held it, the attempt's lease lapsed, or the hold's expiry passed.
 SUPERSEDED: str = Reason.ATTEMPT_SUPERSEDED.value
+LOST = "ATTEMPT_LOST"
+EXPIRED = "RESERVATION_EXPIRED"
+# The last sign of life of an attempt by its number (None: unknown, e.g. a hold of no run's attempt).
+LastSeen = Callable[[int], "datetime | None"]
 # Why a reservation that is settled refuses a commit or a release: the state it is in.
 SETTLED: dict[str, Reason] = {
     "released": Reason.RESERVATION_RELEASED,
@@ -46,18 +57,27 @@ SETTLED: dict[str, Reason] = {
 
 
 def roll_up(
-    parents: list[Account], audit: Audit, child: Account, ref: str, kind: str, pending_delta: int, committed_delta: int
+    parents: list[Account],
+    audit: Audit,
+    child: Account,
+    ref: str,
+    kind: str,
+    pending_delta: int,
+    committed_delta: int,
+    presumed_delta: int = 0,
 ) -> None:
     """Mirror a change of `child` onto every parent, each computing its own overrun: a commit
     overruns by what its actual exceeds its hold; spend without a hold (a charge, a late
-    commit) overruns by what lies beyond the parent's remaining amount."""
+    commit, net of the settlement it replaces) overruns by what lies beyond the parent's
+    remaining amount."""
     for parent in parents:
         if kind == "commit":
             overrun_delta = max(0, committed_delta + pending_delta)
         elif kind in ("charge", "late_commit", "adjust"):
-            overrun_delta = parent.excess(committed_delta)
+            overrun_delta = parent.excess(committed_delta + presumed_delta)
         else:
             overrun_delta = 0
+        fields: dict[str, Any] = {"presumed_delta": presumed_delta} if presumed_delta else {}
         parent.record(
             Account.SpendRolledUp,
             audit,
@@ -67,6 +87,7 @@ def roll_up(
             pending_delta=pending_delta,
             committed_delta=committed_delta,
             overrun_delta=overrun_delta,
+            **fields,
         )
 
 
@@ -78,13 +99,73 @@ def check_not_retracted(chain: Iterable[Account]) -> None:
         holder.check_not_retracted()
 
 
-def expire_overdue(account: Account, parents: list[Account], audit: Audit) -> int:
-    """Record SpendExpired for every pending hold of `account` past its expiry."""
-    overdue = [(key, hold) for key, hold in account.holds.items() if hold["expires_at"] <= audit.now]
-    for key, hold in overdue:
-        account.record(Account.SpendExpired, audit, reservation_id=key, amount=hold["amount"])
-        roll_up(parents, audit, account, key, "expire", -hold["amount"], 0)
-    return len(overdue)
+def settlement(hold: dict[str, Any], granted_at: datetime | None, last_seen_at: datetime | None) -> tuple[int, str]:
+    """What the ledger charges for an abandoned hold, and how: (amount, "pro_rata") for a hold
+    whose basis is GPU time only (its rate times the time from the grant to the attempt's last
+    sign of life, at most the hold), else (the hold, "as_reserved"): presumed spent in full."""
+    gpu = hold["basis"].get("gpu") if isinstance(hold.get("basis"), dict) else None
+    if not gpu or hold["basis"].get("tokens") or granted_at is None or last_seen_at is None:
+        return int(hold["amount"]), "as_reserved"
+    elapsed_ms = max(0, int((last_seen_at - granted_at).total_seconds() * 1000))
+    held_ms = int(gpu.get("gpu_milliseconds") or 0)
+    if held_ms:
+        elapsed_ms = min(elapsed_ms, held_ms)
+    rate = int(gpu.get("usd_micro_per_gpu_hour") or 0)
+    count = int(gpu.get("gpu_count") or 1)
+    # The basis's own rule (trainledger.pricing), at most the hold.
+    return min(int(hold["amount"]), gpu_line_usd_micro(elapsed_ms, rate, count)), "pro_rata"
+
+
+def settle_abandoned(
+    account: Account,
+    parents: list[Account],
+    audit: Audit,
+    *,
+    keys: list[str],
+    reason: str,
+    last_seen: LastSeen | None,
+) -> int:
+    """Settle the pending holds `keys` of `account` nobody will settle (SpendSettled, one event
+    each, with `reason`): never silently at $0 (see `settlement`). The last sign of life of a
+    hold's attempt is the later of what `last_seen` says and the attempt's latest pending grant.
+    Returns how many were settled."""
+    # A reservation is a sign of life of its attempt too: the latest one each attempt still holds.
+    latest_grants: dict[int, datetime] = {}
+    for hold in account.holds.values():
+        granted = hold.get("reserved_at")  # Absent in states saved before it was kept.
+        if granted is not None:
+            latest_grants[hold["attempt"]] = max(granted, latest_grants.get(hold["attempt"], granted))
+    for key in keys:
+        hold = account.holds[key]
+        seen = last_seen(hold["attempt"]) if last_seen is not None and hold["attempt"] > 0 else None
+        if seen is not None:
+            seen = max(seen, latest_grants.get(hold["attempt"], seen))
+        amount, method = settlement(hold, hold.get("reserved_at"), seen)
+        account.record(
+            Account.SpendSettled,
+            audit,
+            reservation_id=key,
+            reserved=hold["amount"],
+            amount=amount,
+            method=method,
+            reason=reason,
+            last_seen_at=seen,
+        )
+        roll_up(parents, audit, account, key, "settle", -hold["amount"], 0, amount)
+    return len(keys)
+
+
+def expire_overdue(account: Account, parents: list[Account], audit: Audit, last_seen: LastSeen | None = None) -> int:
+    """Settle every pending hold of `account` past its expiry (settle_abandoned, RESERVATION_EXPIRED).
+    A plan past its TTL expires instead: what it left undrawn was never spent (ledger.domain.plans)."""
+    overdue = [key for key, hold in account.holds.items() if hold["expires_at"] <= audit.now]
+    plans = [key for key in overdue if account.holds[key].get("kind") == "plan"]
+    for key in plans:
+        amount = account.holds[key]["amount"]
+        account.record(Account.SpendExpired, audit, reservation_id=key, amount=amount)
+        roll_up(parents, audit, account, key, "expire", -amount, 0)
+    calls = [key for key in overdue if key not in plans]
+    return len(plans) + settle_abandoned(account, parents, audit, keys=calls, reason=EXPIRED, last_seen=last_seen)
 
 
 def reserve(
@@ -98,9 +179,11 @@ def reserve(
     expires_at: datetime,
     attempt: int,
     recall: Recall | None = None,
+    last_seen: LastSeen | None = None,
 ) -> int | None:
-    """Hold `amount` against the account and every parent. Returns the version of an identical
-    earlier request. Raises CapExceeded after recording the refusal on `account`."""
+    """Hold `amount` against the account and every parent, once the holds past their expiry are
+    settled (`last_seen` tells their attempts' last signs of life). Returns the version of an
+    identical earlier request. Raises CapExceeded after recording the refusal on `account`."""
     entry = account.entry(reservation_id, recall)
     if entry is not None:
         # A charge entry has no attempt: check its kind before comparing payloads.
@@ -125,7 +208,7 @@ def reserve(
             )
         return int(entry["reserved_version"])
     check_not_retracted((account, *parents))
-    expire_overdue(account, parents, audit)
+    expire_overdue(account, parents, audit, last_seen)
     # The part of the hold the attempt's plan covers is pending already (ledger.domain.plans).
     plan_id, drawn = account.plan_cover(attempt, amount, audit.now)
     for holder in (account, *parents):
@@ -173,8 +256,9 @@ def commit(
     recall: Recall | None = None,
 ) -> tuple[int | None, int]:
     """Settle a hold with the actual amount, charged in full. Returns (version of an identical
-    earlier commit or None, overrun). A hold that expired, or was released because a new attempt
-    fenced off its attempt, is committed late: the money was spent all the same, without a hold."""
+    earlier commit or None, overrun). A hold that expired, or was settled by the ledger (its
+    attempt superseded or lost, its expiry passed), is committed late: the money was spent all
+    the same, without a hold, and the actual replaces what the ledger had charged for it."""
     entry = account.entry(reservation_id, recall)
     if entry is None:
         raise NotFound(
@@ -196,7 +280,7 @@ def commit(
             )
         # The overrun first answered (a late commit's is what lay beyond the cap, not the hold).
         return int(entry["settled_version"]), int(entry.get("overrun", max(0, actual - entry["amount"])))
-    late = state == "expired" or (state == "released" and entry.get("reason") == SUPERSEDED)
+    late = state in ("expired", "settled") or (state == "released" and entry.get("reason") == SUPERSEDED)
     if state in ("released", "refused", "charged") and not late:
         raise Refused(f"reservation {reservation_id} is {state}", reason=SETTLED[state], reservation_id=reservation_id)
     reserved = entry["amount"]
@@ -213,8 +297,10 @@ def commit(
             late=False,
         )
         roll_up(parents, audit, account, reservation_id, "commit", -reserved, actual)
-    else:  # Expired: the money was spent all the same, without a hold.
-        overrun = account.excess(actual)
+    else:  # Abandoned: the money was spent all the same, without a hold.
+        replaced = int(entry.get("presumed", 0)) if state == "settled" else 0
+        overrun = account.excess(actual - replaced)
+        fields: dict[str, Any] = {"replaced": replaced} if replaced else {}
         account.record(
             Account.SpendCommitted,
             audit,
@@ -224,8 +310,9 @@ def commit(
             basis=basis,
             overrun=overrun,
             late=True,
+            **fields,
         )
-        roll_up(parents, audit, account, reservation_id, "late_commit", 0, actual)
+        roll_up(parents, audit, account, reservation_id, "late_commit", 0, actual, -replaced)
     return None, overrun
 
 
@@ -244,7 +331,7 @@ def release(
         raise NotFound(
             f"no reservation {reservation_id}", reason=Reason.RESERVATION_NOT_FOUND, reservation_id=reservation_id
         )
-    if entry["state"] in ("released", "expired", "refused"):
+    if entry["state"] in ("released", "expired", "refused", "settled"):
         return int(entry["settled_version"])
     if entry["state"] != "pending":
         raise Refused(
@@ -323,14 +410,14 @@ def adjust(
     return None, overrun
 
 
-def release_superseded(account: Account, parents: list[Account], audit: Audit, *, attempt: int) -> int:
-    """Give back the pending holds of the attempts before `attempt` (fenced off by it): a dead
-    trainer's holds must not block the cap until their expiry. Returns how many were released."""
-    fenced = [(key, hold) for key, hold in account.holds.items() if 0 < hold["attempt"] < attempt]
-    for key, hold in fenced:
-        account.record(Account.SpendReleased, audit, reservation_id=key, amount=hold["amount"], reason=SUPERSEDED)
-        roll_up(parents, audit, account, key, "release", -hold["amount"], 0)
-    return len(fenced)
+def settle_attempts(
+    account: Account, parents: list[Account], audit: Audit, *, below: int, reason: str, last_seen: LastSeen
+) -> int:
+    """Settle the pending holds of the attempts numbered below `below` (settle_abandoned with
+    `reason`): a dead trainer's holds neither block the cap until their expiry nor vanish at $0.
+    Returns how many were settled. A plan is not a call's hold: it is left to ledger.domain.plans."""
+    keys = [key for key, hold in account.holds.items() if 0 < hold["attempt"] < below and hold.get("kind") != "plan"]
+    return settle_abandoned(account, parents, audit, keys=keys, reason=reason, last_seen=last_seen)
 
 
 def set_cap(account: Account, audit: Audit, cap: int | None, *, scope: str = "") -> int | None:
@@ -346,7 +433,7 @@ def set_cap(account: Account, audit: Audit, cap: int | None, *, scope: str = "")
             reason=Reason.CAP_RAISE_OUTSIDE_SCOPE,
             scope=scope,
         )
-    floor = account.committed + account.pending - account.overrun
+    floor = account.committed + account.presumed + account.pending - account.overrun
     if cap is not None and cap < floor:
         raise Refused(
             f"cap {cap} is below the {floor} already committed and held",

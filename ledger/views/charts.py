@@ -483,8 +483,9 @@ class ChartReads:
         rows = {
             row[0]: row
             for row in self._rows(
-                "SELECT a.account, a.parent, a.cap, a.committed, a.pending, a.overrun FROM view_accounts a"
-                " WHERE NOT EXISTS (SELECT 1 FROM view_runs r WHERE r.run_id = a.account)"
+                "SELECT a.account, a.parent, a.cap, a.committed, a.pending, a.overrun,"
+                " COALESCE((SELECT p.presumed FROM view_presumed p WHERE p.account = a.account), 0)"
+                " FROM view_accounts a WHERE NOT EXISTS (SELECT 1 FROM view_runs r WHERE r.run_id = a.account)"
             )
         }
         children: dict[str, list[str]] = {}
@@ -499,7 +500,7 @@ class ChartReads:
             stack.extend(sorted(children.get(account, ()), reverse=True))
         out = []
         for name in ordered:
-            account, parent, cap, committed, pending, overrun = rows[name]
+            account, parent, cap, committed, pending, overrun, presumed = rows[name]
             out.append(
                 Account(
                     account=account,
@@ -507,9 +508,10 @@ class ChartReads:
                     cap_usd_micro=cap,
                     committed_usd_micro=committed,
                     pending_usd_micro=pending,
-                    remaining_usd_micro=remaining(cap, committed, pending),
+                    remaining_usd_micro=remaining(cap, committed + presumed, pending),
                     overrun_usd_micro=overrun,
                     bill=self.bill_totals(account, rolled_up=True),
+                    presumed_usd_micro=presumed,
                 )
             )
         return tuple(out)

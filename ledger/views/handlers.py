@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from ledger.views.leases import lease_handlers
 from ledger.views.rollup import ROLLUP_COLUMNS, ROLLUP_SHIFTS, STEPS_METRIC, Aggregate, ChartRollup, aggregate, merge
 from trainledger.pricing import cost_usd_micro
 
@@ -219,6 +220,16 @@ _TOTALS_SQL = (
     "UPDATE view_accounts SET pending = pending + ?, committed = committed + ?, overrun = overrun + ?,"
     " position = CASE WHEN position > ? THEN position ELSE ? END WHERE account = ?"
 )
+# What the ledger presumed spent for abandoned holds, summed per account like the totals.
+_PRESUMED_SQL = (
+    "INSERT INTO view_presumed (account, presumed) VALUES (?, ?)"
+    " ON CONFLICT (account) DO UPDATE SET presumed = view_presumed.presumed + excluded.presumed"
+)
+# An abandoned hold the ledger settled: its charge stands as the actual until a late commit.
+_SETTLED_BY_LEDGER_SQL = (
+    "UPDATE view_reservations SET state = 'settled', actual = ?, settled_at = ?, reason = ? WHERE account = ?"
+    " AND reservation_id = ?"
+)
 _OPENED_SQL = (
     "INSERT INTO view_accounts (account, parent, cap, committed, pending, overrun, position)"
     " VALUES (?, ?, ?, 0, 0, 0, ?)"
@@ -260,6 +271,7 @@ class SpendView:
             account.SpendCommitted: self._committed,
             account.SpendReleased: self._released,
             account.SpendExpired: self._expired,
+            account.SpendSettled: self._settled_by_ledger,
             account.SpendCharged: self._charged,
             account.SpendAdjusted: self._adjusted,
             account.SpendRolledUp: self._rolled_up,
@@ -286,7 +298,8 @@ class SpendView:
         lookup = self._names.lookup
         batches: dict[str, list[tuple[Any, ...]]] = {}
         batched: dict[tuple[str, str], str] = {}  # (account, reservation id) -> its statement
-        totals: dict[Any, list[int]] = {}  # account's aggregate id -> [pending, committed, overrun, position]
+        # account's aggregate id -> [pending, committed, overrun, position, presumed, presumed rows]
+        totals: dict[Any, list[int]] = {}
         for row in rows:
             kind = row[0]
             if kind == _ROW:
@@ -298,15 +311,17 @@ class SpendView:
                     batched[account, key] = sql
                 batches.setdefault(sql, []).append((*before, account, key, *after))
             elif kind == _TOTALS:
-                _, originator_id, pending, committed, overrun, position = row
+                _, originator_id, pending, committed, overrun, position, presumed = row
                 summed = totals.get(originator_id)
                 if summed is None:
-                    totals[originator_id] = [pending, committed, overrun, position]
+                    totals[originator_id] = [pending, committed, overrun, position, presumed or 0, presumed is not None]
                 else:
                     summed[0] += pending
                     summed[1] += committed
                     summed[2] += overrun
                     summed[3] = position
+                    summed[4] += presumed or 0
+                    summed[5] |= presumed is not None
             elif kind == _OPENED:
                 _, originator_id, name, parent, cap, position = row
                 self._names.remember(cursor, originator_id, name)
@@ -320,9 +335,12 @@ class SpendView:
                 _TOTALS_SQL,
                 [
                     (pending, committed, overrun, position, position, lookup(cursor, originator_id))
-                    for originator_id, (pending, committed, overrun, position) in totals.items()
+                    for originator_id, (pending, committed, overrun, position, *_) in totals.items()
                 ],
             )
+            presumed = [(lookup(cursor, key), summed[4]) for key, summed in totals.items() if summed[5]]
+            if presumed:
+                cursor.executemany(_PRESUMED_SQL, presumed)
 
     @staticmethod
     def _flush(cursor: Cursor, batches: dict[str, list[tuple[Any, ...]]]) -> None:
@@ -335,8 +353,11 @@ class SpendView:
 
     # Each event's rows.
 
-    def _totals(self, e: Any, position: int, pending: int, committed: int, overrun: int) -> None:
-        self._rows.append((_TOTALS, e.originator_id, pending, committed, overrun, position))
+    def _totals(
+        self, e: Any, position: int, pending: int, committed: int, overrun: int, presumed: int | None = None
+    ) -> None:
+        """`presumed`: the change to what the ledger presumed spent (None: the event has none)."""
+        self._rows.append((_TOTALS, e.originator_id, pending, committed, overrun, position, presumed))
 
     def _opened(self, e: Any, position: int) -> None:
         self._rows.append((_OPENED, e.originator_id, e.name, e.parent, e.cap, position))
@@ -368,10 +389,18 @@ class SpendView:
         self._totals(e, position, -e.amount, 0, 0)
 
     def _committed(self, e: Any, position: int) -> None:
-        reason = "committed after expiry" if e.late else ""
+        replaced = e.replaced
+        reason = "committed late, replacing the ledger's settlement" if replaced else ""
+        reason = reason or ("committed after expiry" if e.late else "")
         before = (e.actual, e.overrun, _dump(e.basis) if e.basis else "{}", to_epoch(e.timestamp), reason)
         self._rows.append((_ROW, e.originator_id, _COMMITTED_SQL, e.reservation_id, before, ()))
-        self._totals(e, position, -e.reserved, e.actual, e.overrun)
+        self._totals(e, position, -e.reserved, e.actual, e.overrun, -replaced if replaced else None)
+
+    def _settled_by_ledger(self, e: Any, position: int) -> None:
+        how = "pro rata to the last sign of life" if e.method == "pro_rata" else "presumed spent as reserved"
+        before = (e.amount, to_epoch(e.timestamp), f"{e.reason}: {how}")
+        self._rows.append((_ROW, e.originator_id, _SETTLED_BY_LEDGER_SQL, e.reservation_id, before, ()))
+        self._totals(e, position, -e.reserved, 0, 0, e.amount)
 
     def _released(self, e: Any, position: int) -> None:
         self._settled(e, position, _SETTLED_SQL["released"], e.reason)
@@ -405,7 +434,8 @@ class SpendView:
         self._totals(e, position, 0, e.amount, e.overrun)
 
     def _rolled_up(self, e: Any, position: int) -> None:
-        self._totals(e, position, e.pending_delta, e.committed_delta, e.overrun_delta)
+        presumed = e.presumed_delta if e.presumed_delta or e.kind in ("settle", "late_commit") else None
+        self._totals(e, position, e.pending_delta, e.committed_delta, e.overrun_delta, presumed)
 
 
 # bill view: providers' bill lines, runs' sessions, and the spend the trainers committed by hour
@@ -523,7 +553,14 @@ def _real_basis(basis: dict[str, Any], amount: int) -> dict[str, Any]:
 
 
 def _committed_in_hour(c: Cursor, e: Any, position: int, account: str) -> None:
-    _spent_in_hour(c, account, e.timestamp, e.actual, 0, _real_basis(e.basis, e.actual))
+    # A late commit replaces what the ledger had presumed for its hold: the estimate is the actual.
+    _spent_in_hour(c, account, e.timestamp, e.actual - e.replaced, 0, _real_basis(e.basis, e.actual))
+
+
+def _settled_in_hour(c: Cursor, e: Any, position: int, account: str) -> None:
+    # What the ledger presumed spent for an abandoned hold is an estimate like a commit's: the
+    # bill is compared with it (no token counts: the hold's basis was only an estimate).
+    _spent_in_hour(c, account, e.timestamp, e.amount, 0, {})
 
 
 def _charged_in_hour(c: Cursor, e: Any, position: int, account: str) -> None:
@@ -761,6 +798,14 @@ class Names:
         return name
 
 
+def _both(first: Handler, then: Handler) -> Handler:
+    def both(c: Cursor, e: Any, position: int) -> None:
+        first(c, e, position)
+        then(c, e, position)
+
+    return both
+
+
 def handlers(names: Names) -> dict[str, dict[type, Handler | Gathered]]:
     """view -> event class -> handler(cursor, event, position); account and family names are
     recorded in and looked up through `names`."""
@@ -787,21 +832,26 @@ def handlers(names: Names) -> dict[str, dict[type, Handler | Gathered]]:
         return first
 
     spend = SpendView(names, Account)
+    runs: dict[type, Handler | Gathered] = {
+        Run.Opened: _run_opened,
+        Run.AttemptStarted: _attempt_started,
+        Run.StepsRecorded: _steps_for_runs,
+        Run.CheckpointSaved: _checkpoint_saved,
+        Run.Finished: _finished,
+        Run.SummaryNoted: _summary_noted,
+    }
+    for event_class, lease_handler in lease_handlers(Run).items():
+        known = runs.get(event_class)
+        runs[event_class] = lease_handler if known is None else _both(known, lease_handler)  # type: ignore[arg-type]
     return {
-        "runs": {
-            Run.Opened: _run_opened,
-            Run.AttemptStarted: _attempt_started,
-            Run.StepsRecorded: _steps_for_runs,
-            Run.CheckpointSaved: _checkpoint_saved,
-            Run.Finished: _finished,
-            Run.SummaryNoted: _summary_noted,
-        },
+        "runs": runs,
         "series": {Run.StepsRecorded: _steps_for_series, Run.AttemptStarted: _supersede_series},
         "chart": {Run.StepsRecorded: ChartRollup()},
         "spend": dict.fromkeys(spend.events(), spend),
         "bill": {
             Account.Opened: naming(_ignore),
             Account.SpendCommitted: named(_committed_in_hour),
+            Account.SpendSettled: named(_settled_in_hour),
             Account.SpendCharged: named(_charged_in_hour),
             Account.SpendAdjusted: named(_adjusted_in_hour),
             Run.SessionLinked: _session_linked,

@@ -147,7 +147,9 @@ class RunInfo(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Attempt(msgspec.Struct, frozen=True, kw_only=True):
-    """One process's life on a run; `resumed_from_step` is None for an attempt that started fresh."""
+    """One process's life on a run; `resumed_from_step` is None for an attempt that started fresh.
+    The current attempt carries its lease (None for one started before leases existed) and, while
+    it is lost (its lease lapsed), `lost_at` and its last sign of life before the loss."""
 
     number: int
     attempt_id: str
@@ -155,6 +157,9 @@ class Attempt(msgspec.Struct, frozen=True, kw_only=True):
     started_at: Moment
     resumed_from_step: int | None
     ended: bool
+    lease_s: int | None = None
+    last_seen_at: Moment | None = None
+    lost_at: Moment | None = None
 
 
 class Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
@@ -260,7 +265,8 @@ class PlanHold(msgspec.Struct, frozen=True, kw_only=True):
 
 class SpendTotals(msgspec.Struct, frozen=True, kw_only=True):
     """A run's spend; cap and remaining are None for an uncapped account; `bill` is None when
-    nothing was billed or estimated."""
+    nothing was billed or estimated. `presumed_usd_micro` is what the ledger charged for holds
+    nobody settled (pro rata or as reserved), apart from what was committed."""
 
     cap_usd_micro: int | None
     committed_usd_micro: int
@@ -269,6 +275,7 @@ class SpendTotals(msgspec.Struct, frozen=True, kw_only=True):
     overrun_usd_micro: int
     bill: BillTotals | None = None
     plan: PlanHold | None = None
+    presumed_usd_micro: int = 0
 
 
 class RunState(msgspec.Struct, frozen=True, kw_only=True):
@@ -359,6 +366,7 @@ class Account(msgspec.Struct, frozen=True, kw_only=True):
     overrun_usd_micro: int
     bill: BillTotals | None = None
     plan: PlanHold | None = None
+    presumed_usd_micro: int = 0  # What the ledger charged for abandoned holds (see SpendTotals).
 
 
 class Reservation(msgspec.Struct, frozen=True, kw_only=True):

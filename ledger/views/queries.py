@@ -19,6 +19,7 @@ import msgspec
 from ledger.domain.limits import EXPIRED_CHECKPOINTS_LISTED, PAGE_BYTES_MAX
 from ledger.views.bills import ANY_BILL, BillReads
 from ledger.views.charts import ChartReads
+from ledger.views.leases import LEASE_ROW, LeaseReads
 from ledger.views.models import (
     Account,
     Alias,
@@ -74,7 +75,9 @@ ATTEMPT_ROWS = (
     "SELECT number, attempt_id, label, started_at, resumed_from_step, ended FROM view_attempts"
     " WHERE run_id = ? ORDER BY number"
 )
-SPEND_ROW = "SELECT cap, committed, pending, overrun FROM view_accounts WHERE account = ?"
+# An account's totals with what the ledger presumed spent for its abandoned holds.
+PRESUMED = "COALESCE((SELECT p.presumed FROM view_presumed p WHERE p.account = a.account), 0)"
+SPEND_ROW = f"SELECT a.cap, a.committed, a.pending, a.overrun, {PRESUMED} FROM view_accounts a WHERE a.account = ?"
 # An account's latest plan hold (ledger.domain.plans): its row's `actual` counts what was drawn.
 PLAN_HOLD_ROW = (
     "SELECT reservation_id, state, amount, actual FROM view_reservations WHERE account = ? AND kind = 'plan'"
@@ -102,7 +105,7 @@ EXPIRED_CHECKPOINTS = (
 )
 
 
-class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads):
+class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads, LeaseReads):
     """Queries over the view tables; `connect()` gives this thread's connection."""
 
     def position(self, view: str) -> int:
@@ -129,6 +132,7 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads):
                 (ANY_BILL, ()),
                 (POSITION_ROW, ("runs",)),
                 (DATASET_ROWS, (run_id,)),
+                (LEASE_ROW, (run_id,)),
             ]
         ):
             return self._run_state(run_id, now)
@@ -138,6 +142,8 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads):
         if row is None:
             return None
         run_id, run_key, name, status, spec, summary, error, opened_at, finished_at, current, last_step = row
+        lease = self._row(LEASE_ROW, (run_id,))
+        leased, lease_s, last_seen_at, _, lost_at = lease if lease else (0, None, None, None, None)
         attempts = tuple(
             Attempt(
                 number=number,
@@ -146,6 +152,11 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads):
                 started_at=utc_time(started_at),
                 resumed_from_step=resumed,
                 ended=bool(ended),
+                lease_s=lease_s if number == leased else None,
+                # Shown once the attempt is lost (its last sign of life before the loss): a live
+                # one's moves with every batch, which would make every watched update carry it.
+                last_seen_at=optional_utc_time(last_seen_at) if number == leased and lost_at else None,
+                lost_at=optional_utc_time(lost_at) if number == leased else None,
             )
             for number, attempt_id, label, started_at, resumed, ended in self._rows(ATTEMPT_ROWS, (run_id,))
         )
@@ -154,11 +165,9 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads):
             self.run_plan(run_id), status=status, last_step=last_step, now=now
         )
         best = None if objective is None else self._best_usable(run_id, objective.metric, objective.mode, now)
-        spend_row = self._row(SPEND_ROW, (run_id,))
+        spend_row = self._row(SPEND_ROW, (run_id,)) or (None, 0, 0, 0, 0)
         spend = to_spend_totals(
-            spend_row if spend_row else (None, 0, 0, 0),
-            self.bill_totals(run_id, rolled_up=True),
-            to_plan_hold(self._row(PLAN_HOLD_ROW, (run_id,))),
+            spend_row, self.bill_totals(run_id, rolled_up=True), to_plan_hold(self._row(PLAN_HOLD_ROW, (run_id,)))
         )
         resume = Resume(
             available=checkpoint is not None,
@@ -347,21 +356,24 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads):
 
     def account(self, name: str) -> Account | None:
         row = self._row(
-            "SELECT account, parent, cap, committed, pending, overrun FROM view_accounts WHERE account = ?", (name,)
+            f"SELECT a.account, a.parent, a.cap, a.committed, a.pending, a.overrun, {PRESUMED}"
+            " FROM view_accounts a WHERE a.account = ?",
+            (name,),
         )
         if row is None:
             return None
-        account, parent, cap, committed, pending, overrun = row
+        account, parent, cap, committed, pending, overrun, presumed = row
         return Account(
             account=account,
             parent=parent or "",
             cap_usd_micro=cap,
             committed_usd_micro=committed,
             pending_usd_micro=pending,
-            remaining_usd_micro=remaining(cap, committed, pending),
+            remaining_usd_micro=remaining(cap, committed + presumed, pending),
             overrun_usd_micro=overrun,
             bill=self.bill_totals(account, rolled_up=True),
             plan=to_plan_hold(self._row(PLAN_HOLD_ROW, (account,))),
+            presumed_usd_micro=presumed,
         )
 
     def reservations(self, account: str, *, limit: int, after_position: int = 0) -> ReservationPage:

@@ -61,15 +61,16 @@ def utc_time(epoch: float) -> datetime:
 
 
 def to_spend_totals(row: Any, bill: BillTotals | None = None, plan: PlanHold | None = None) -> SpendTotals:
-    cap, committed, pending, overrun = row
+    cap, committed, pending, overrun, presumed = row
     return SpendTotals(
         cap_usd_micro=cap,
         committed_usd_micro=committed,
         pending_usd_micro=pending,
-        remaining_usd_micro=remaining(cap, committed, pending),
+        remaining_usd_micro=remaining(cap, committed + presumed, pending),
         overrun_usd_micro=overrun,
         bill=bill,
         plan=plan,
+        presumed_usd_micro=presumed,
     )
 
 
@@ -89,8 +90,9 @@ def to_plan_hold(row: Any) -> PlanHold | None:
     )
 
 
-def remaining(cap: int | None, committed: int, pending: int) -> int | None:
-    return None if cap is None else max(0, cap - committed - pending)
+def remaining(cap: int | None, spent: int, pending: int) -> int | None:
+    """What a cap leaves: the cap less what was spent (committed and presumed) and held."""
+    return None if cap is None else max(0, cap - spent - pending)
 
 
 def _verdict(stored: str) -> GateVerdict | None:

@@ -1,12 +1,14 @@
 """The schema of the views: every table, its columns, keys and indexes, and the view that owns it.
 
 The views, each with its own tracking position so each can be dropped and rebuilt alone:
-- runs: runs, attempts and checkpoints (everything resume needs);
+- runs: runs, attempts and checkpoints (everything resume needs), and the lease of each run's
+  current attempt (ledger.views.leases: what the lease sweep nominates);
 - series: one row per recorded batch of steps (its columns stay in its event, read by position),
   superseded ones marked;
 - chart: the min/max rollup of every metric of a run over buckets of 64, 512, 4,096 and 32,768
   steps, per attempt, which charts and metric stats read at any length (ledger.views.charts);
-- spend: accounts and every reservation, refusal and charge (the audit trail);
+- spend: accounts and every reservation, refusal and charge (the audit trail), and what the
+  ledger presumed spent for abandoned holds, per account (view_presumed);
 - registry: families, versions, the promotion history (refused promotions too), aliases and
   retirements;
 - bill: providers' bill lines, the sessions runs are linked to, and the spend the trainers
@@ -74,6 +76,22 @@ TABLES: dict[str, Table] = {
         },
         ("run_id", "number"),
         [],
+        "runs",
+    ),
+    # The lease of each run's current attempt (ledger.views.leases); expires_at is NULL once
+    # there is nothing to lapse (the run lost or finished, or retracted). A table of its own, so
+    # a file made before leases existed gets it (its attempts hold none).
+    "view_leases": Table(
+        {
+            "run_id": str,
+            "attempt": int,
+            "lease_s": int,
+            "last_seen_at": float,
+            "expires_at": float,
+            "lost_at": float,
+        },
+        ("run_id",),
+        [("expires_at",)],
         "runs",
     ),
     "view_checkpoints": Table(
@@ -147,6 +165,9 @@ TABLES: dict[str, Table] = {
         [("parent",)],
         "spend",
     ),
+    # What the ledger charged for abandoned holds (SpendSettled, less what late commits replaced),
+    # per account, its parents' rolled up: a table of its own, so a file made before it gets it.
+    "view_presumed": Table({"account": str, "presumed": int}, ("account",), [], "spend"),
     "view_reservations": Table(
         {
             "account": str,

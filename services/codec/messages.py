@@ -143,6 +143,9 @@ def _attempt(value: models.Attempt) -> runs_pb2.Attempt:
         started_at=timestamp(value.started_at),
         resumed_from_step=value.resumed_from_step,
         ended=value.ended,
+        lease_s=value.lease_s,
+        last_seen_at=timestamp(value.last_seen_at),
+        lost_at=timestamp(value.lost_at),
     )
 
 
@@ -171,6 +174,7 @@ def run_state(state: models.RunState) -> runs_pb2.RunState:
             overrun_usd_micro=spend.overrun_usd_micro,
             bill=bill_totals(spend.bill),
             plan=plan_hold(spend.plan),
+            presumed_usd_micro=spend.presumed_usd_micro,
         ),
         position=state.position,
         best_checkpoint=None if state.best_checkpoint is None else _checkpoint(state.best_checkpoint),
@@ -233,6 +237,7 @@ def account(value: models.Account) -> spend_pb2.Account:
         overrun_usd_micro=value.overrun_usd_micro,
         bill=bill_totals(value.bill),
         plan=plan_hold(value.plan),
+        presumed_usd_micro=value.presumed_usd_micro,
     )
 
 

@@ -52,6 +52,7 @@ _STATUS_ENUMS: dict[str, common_pb2.RunStatus] = {
     "done": common_pb2.RUN_STATUS_DONE,
     "failed": common_pb2.RUN_STATUS_FAILED,
     "stopped": common_pb2.RUN_STATUS_STOPPED,
+    "lost": common_pb2.RUN_STATUS_LOST,
 }
 _STATUS_NAMES: dict[int, str] = {value: name for name, value in _STATUS_ENUMS.items()}
 _MODE_ENUMS: dict[str, runs_pb2.ObjectiveMode] = {

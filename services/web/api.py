@@ -67,7 +67,7 @@ WIDTH_DEFAULT, WIDTH_MIN, WIDTH_MAX = 800, 16, 4_000
 COMPARE_RUNS_MAX = 10
 METRICS_MAX = 64
 STEP_MAX = 2**63 - 1
-STATUSES = ("running", "done", "failed", "stopped")
+STATUSES = ("running", "lost", "done", "failed", "stopped")
 PREFIX_MIN = 4
 MATCH_PAGE = 500
 MATCH_MAX = 5_000
@@ -361,6 +361,7 @@ def _spend_document(ledger: Any, run_id: str, limit: int, after: int) -> dict[st
         "account": account.account,
         "cap_usd_micro": account.cap_usd_micro,
         "committed_usd_micro": account.committed_usd_micro,
+        "presumed_usd_micro": account.presumed_usd_micro,
         "pending_usd_micro": account.pending_usd_micro,
         "remaining_usd_micro": account.remaining_usd_micro,
         "overrun_usd_micro": account.overrun_usd_micro,
@@ -432,6 +433,7 @@ def account_document(account: models.Account) -> dict[str, Any]:
         "parent": account.parent,
         "cap_usd_micro": account.cap_usd_micro,
         "committed_usd_micro": account.committed_usd_micro,
+        "presumed_usd_micro": account.presumed_usd_micro,
         "pending_usd_micro": account.pending_usd_micro,
         "remaining_usd_micro": account.remaining_usd_micro,
         "overrun_usd_micro": account.overrun_usd_micro,

@@ -339,7 +339,13 @@ async def run(request: Request) -> Response:
         f'<dt>spend</dt><dd data-field="spend">{bar(spend.committed_usd_micro, spend.cap_usd_micro)}'
         f'<span class="amount">{spend_text(spend.committed_usd_micro, spend.pending_usd_micro, spend.cap_usd_micro)}'
         "</span></dd>"
-        f"<dt>remaining</dt><dd>{e(usd(spend.remaining_usd_micro))}</dd>"
+        + (
+            f'<dt>presumed</dt><dd data-field="presumed">{e(usd(spend.presumed_usd_micro))}'
+            " (charged by the ledger for abandoned holds)</dd>"
+            if spend.presumed_usd_micro
+            else ""
+        )
+        + f"<dt>remaining</dt><dd>{e(usd(spend.remaining_usd_micro))}</dd>"
         + (f'<dt>plan hold</dt><dd data-field="plan_hold">{e(plan_hold_text(spend.plan))}</dd>' if spend.plan else "")
         + f"<dt>opened</dt><dd>{when(info.opened_at)}</dd>"
         f"<dt>finished</dt><dd>{when(info.finished_at)}</dd>"

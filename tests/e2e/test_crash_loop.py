@@ -9,8 +9,8 @@ Each image is checked in this process, on its copy, while the loop goes on:
 - every write a client had an answer for is in the log once: the event at the acknowledged
   position is that write, no step, hold, checkpoint or registration is recorded twice, and every
   step up to the last acked one is there;
-- no cap is crossed: committed + pending - overrun <= cap for every account at every position of
-  the log (an auditor's fold of the spend events) and in the views;
+- no cap is crossed: committed + presumed + pending - overrun <= cap for every account at every
+  position of the log (an auditor's fold of the spend events) and in the views;
 - the views, as the crashed server left them and then caught up, equal the views rebuilt from
   position 0;
 - the log of every image begins with the log of the image before it, event for event.
@@ -203,10 +203,10 @@ def check_acks(events: list[dict[str, Any]], acks: dict[str, list[dict[str, Any]
 
 
 def audit_caps(events: list[dict[str, Any]], checked: Checked) -> None:
-    """Fold every account's spend events in log order: committed + pending - overrun never
-    exceeds the cap at any position."""
+    """Fold every account's spend events in log order: committed + presumed + pending - overrun
+    never exceeds the cap at any position."""
     books: dict[str, dict[str, Any]] = defaultdict(
-        lambda: {"cap": None, "pending": 0, "committed": 0, "overrun": 0, "holds": {}}
+        lambda: {"cap": None, "pending": 0, "committed": 0, "presumed": 0, "overrun": 0, "holds": {}}
     )
     for event in events:
         kind, data = event["type"], event["data"]
@@ -222,7 +222,12 @@ def audit_caps(events: list[dict[str, Any]], checked: Checked) -> None:
             if book["holds"].pop(data["reservation_id"], None) is not None:
                 book["pending"] -= data["reserved"]
             book["committed"] += data["actual"]
+            book["presumed"] -= data.get("replaced", 0)
             book["overrun"] += data["overrun"]
+        elif kind == "Account.SpendSettled":
+            book["holds"].pop(data["reservation_id"], None)
+            book["pending"] -= data["reserved"]
+            book["presumed"] += data["amount"]
         elif kind in ("Account.SpendReleased", "Account.SpendExpired"):
             book["holds"].pop(data["reservation_id"], None)
             book["pending"] -= data["amount"]
@@ -232,8 +237,9 @@ def audit_caps(events: list[dict[str, Any]], checked: Checked) -> None:
         elif kind == "Account.SpendRolledUp":
             book["pending"] += data["pending_delta"]
             book["committed"] += data["committed_delta"]
+            book["presumed"] += data.get("presumed_delta", 0)
             book["overrun"] += data["overrun_delta"]
-        held = book["committed"] + book["pending"] - book["overrun"]
+        held = book["committed"] + book["presumed"] + book["pending"] - book["overrun"]
         if book["cap"] is not None and held > book["cap"]:
             checked.cap_crossings.append(
                 f"at position {event['position']} account {event['originator_id']} "
@@ -280,7 +286,12 @@ def check_image(image: Path, acks: dict[str, list[dict[str, Any]]]) -> Checked:
         for name, value in caught_up.items():
             if name.startswith("account ") and value["account"].cap_usd_micro is not None:
                 account = value["account"]
-                held = account.committed_usd_micro + account.pending_usd_micro - account.overrun_usd_micro
+                held = (
+                    account.committed_usd_micro
+                    + account.presumed_usd_micro
+                    + account.pending_usd_micro
+                    - account.overrun_usd_micro
+                )
                 if held > account.cap_usd_micro:
                     checked.cap_crossings.append(f"the view of {name} crosses its cap: {account}")
         ledger.projector.rebuild()

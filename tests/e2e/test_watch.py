@@ -25,12 +25,13 @@ import termios
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from clients import LedgerClient
-from clients.models import MetricColumn, RunInfo, RunState, StepBatch, WatchUpdate
+from clients.models import Attempt, MetricColumn, RunInfo, RunState, SpendTotals, StepBatch, WatchUpdate
 from services.cli import main
 from services.cli_watch import Follow, total_steps
 from tests.e2e.test_serve_guards import environment, trainledger
@@ -331,6 +332,23 @@ def test_the_rate_and_the_time_left_come_from_the_recent_steps() -> None:
     view.apply(batch(2, [151], [0.25]))
     assert view.last_step == 151 and view.rate() is None
     assert (view.metrics["loss"].least, view.metrics["loss"].greatest, view.metrics["loss"].last) == (0.25, 0.5, 0.25)
+
+
+def test_a_lost_run_is_told_with_its_last_sign_of_life_and_so_is_its_return() -> None:
+    seen = datetime(2026, 12, 2, 12, 0, 3, tzinfo=UTC)
+    running = RunState(run=RunInfo(name="m", status="running"), current_attempt=2, attempts=[Attempt(number=2)])
+    view = Follow("run", running)
+    lost = RunState(
+        run=RunInfo(name="m", status="lost"),
+        current_attempt=2,
+        attempts=[Attempt(number=2, lease_s=60, last_seen_at=seen, lost_at=seen)],
+        spend=SpendTotals(presumed_usd_micro=400_000),
+    )
+    lines = view.apply(WatchUpdate(position=20, event_type="Run.AttemptLost", state=lost))
+    assert "run lost (attempt 2: no sign of life since 12:00:03 UTC)" in lines
+    assert "spend $0.000000 of no cap, $0.400000 presumed" in lines
+    back = view.apply(WatchUpdate(position=21, event_type="Run.AttemptReturned", state=running))
+    assert "run running again" in back
 
 
 @pytest.mark.parametrize(

@@ -56,6 +56,7 @@ def summary_of(account: Account) -> dict[str, Any]:
         "parent": account.parent,
         "cap": account.cap_usd_micro,
         "committed": account.committed_usd_micro,
+        "presumed": account.presumed_usd_micro,
         "pending": account.pending_usd_micro,
         "remaining": account.remaining_usd_micro,
         "overrun": account.overrun_usd_micro,

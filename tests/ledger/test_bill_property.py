@@ -95,6 +95,7 @@ class Holder:
             "parent": self.parent,
             "cap": self.cap,
             "committed": self.committed,
+            "presumed": 0,  # No hold is abandoned here: none expires, no attempt is fenced.
             "pending": self.pending,
             "remaining": self.remaining,
             "overrun": self.overrun,

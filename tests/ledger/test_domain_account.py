@@ -318,26 +318,63 @@ class TestCommitReleaseExpire:
             spend.release(account, [], audit(), reservation_id="r1", reason="")
         assert caught.value.reason == "RESERVATION_COMMITTED"
 
-    def test_expiry_frees_the_hold_and_a_late_commit_is_charged_in_full(self) -> None:
+    def test_expiry_charges_an_unsettled_hold_as_reserved_and_a_late_commit_replaces_it(self) -> None:
         run, project = chain(100, 100)
         reserve(run, [project], "r1", 60)
         reserve(run, [project], "r2", 10, expires_at=LATER + timedelta(hours=1))
         events(run, project)
         assert spend.expire_overdue(run, [project], audit(LATER)) == 1
-        [[expired], [rolled]] = events(run, project)
-        assert isinstance(expired, Account.SpendExpired)
-        assert (expired.reservation_id, expired.amount) == ("r1", 60)
-        assert (rolled.kind, rolled.pending_delta) == ("expire", -60)
-        assert totals(run)[1:] == totals(project)[1:] == (0, 10, 0)
-        # Something else takes the freed room; the late commit is spent money all the same.
-        reserve(run, [project], "r3", 80, now=LATER)
-        events(run, project)
-        assert spend.commit(run, [project], audit(LATER), reservation_id="r1", actual=50, basis={}) == (None, 40)
-        [[late], [rolled]] = events(run, project)
-        assert (late.reserved, late.actual, late.overrun, late.late) == (0, 50, 40, True)
-        assert (rolled.kind, rolled.committed_delta, rolled.overrun_delta) == ("late_commit", 50, 40)
+        [[settled], [rolled]] = events(run, project)
+        assert isinstance(settled, Account.SpendSettled)
+        assert (settled.reservation_id, settled.reserved, settled.amount) == ("r1", 60, 60)
+        assert (settled.method, settled.reason) == ("as_reserved", "RESERVATION_EXPIRED")
+        assert (rolled.kind, rolled.pending_delta, rolled.presumed_delta) == ("settle", -60, 60)
         for account in (run, project):
-            assert account.committed + account.pending - account.overrun <= account.cap
+            assert (account.committed, account.presumed, account.pending, account.remaining) == (0, 60, 10, 30)
+        # Never written off at $0: the presumed spend binds the cap as the hold did.
+        with pytest.raises(CapExceeded):
+            reserve(run, [project], "r3", 31, now=LATER)
+        reserve(run, [project], "r4", 30, now=LATER)
+        events(run, project)
+        # The late commit replaces the settlement with the actual: 80 spent where 60 were presumed.
+        assert spend.commit(run, [project], audit(LATER), reservation_id="r1", actual=80, basis={}) == (None, 20)
+        [[late], [rolled]] = events(run, project)
+        assert (late.reserved, late.actual, late.replaced, late.overrun, late.late) == (0, 80, 60, 20, True)
+        assert (rolled.kind, rolled.committed_delta, rolled.presumed_delta) == ("late_commit", 80, -60)
+        assert rolled.overrun_delta == 20
+        for account in (run, project):
+            assert (account.committed, account.presumed) == (80, 0)
+            assert account.committed + account.presumed + account.pending - account.overrun <= account.cap
+
+    def test_an_abandoned_gpu_hold_is_charged_pro_rata_to_the_last_sign_of_life(self) -> None:
+        account = opened("run", 1_000_000)
+        # 60 s of one GPU at $3.60 an hour: 60,000 micro-dollars, one a millisecond.
+        gpu = {"gpu": {"gpu_milliseconds": 60_000, "usd_micro_per_gpu_hour": 3_600_000, "gpu_count": 1}}
+        reserve(account, [], "gpu", 60_000, basis=gpu, attempt=1)
+        reserve(account, [], "tokens", 500, basis=BASIS, attempt=1)
+        reserve(account, [], "later", 700, attempt=2)
+        account.collect_events()
+        seen = NOW + timedelta(seconds=23)
+        settled = spend.settle_attempts(
+            account, [], audit(NOW + timedelta(minutes=2)), below=2, reason=spend.SUPERSEDED, last_seen=lambda n: seen
+        )
+        assert settled == 2
+        by_id = {e.reservation_id: e for e in account.collect_events()}
+        assert (by_id["gpu"].amount, by_id["gpu"].method, by_id["gpu"].last_seen_at) == (23_000, "pro_rata", seen)
+        assert (by_id["tokens"].amount, by_id["tokens"].method) == (500, "as_reserved")
+        assert {e.reason for e in by_id.values()} == {"ATTEMPT_SUPERSEDED"}
+        assert (account.presumed, account.pending, account.committed) == (23_500, 700, 0)
+
+    def test_a_pro_rata_charge_is_at_most_the_hold(self) -> None:
+        account = opened("run", None)
+        gpu = {"gpu": {"gpu_milliseconds": 10_000, "usd_micro_per_gpu_hour": 3_600_000, "gpu_count": 1}}
+        reserve(account, [], "gpu", 10_000, basis=gpu, attempt=1)
+        account.collect_events()
+        spend.settle_attempts(
+            account, [], audit(LATER), below=2, reason=spend.LOST, last_seen=lambda n: NOW + timedelta(minutes=5)
+        )
+        [settled] = account.collect_events()
+        assert (settled.amount, settled.method, settled.reason) == (10_000, "pro_rata", "ATTEMPT_LOST")
 
     def test_late_commit_retry_answers_the_overrun_first_answered(self) -> None:
         account = opened("run", 100)
@@ -350,10 +387,11 @@ class TestCommitReleaseExpire:
 
     def test_reserve_expires_overdue_holds_before_checking_the_cap(self) -> None:
         account = opened("run", 100)
-        reserve(account, [], "r1", 100)
+        reserve(account, [], "r1", 60)
         account.collect_events()
-        assert reserve(account, [], "r2", 100, now=LATER, expires_at=LATER + timedelta(minutes=15)) is None
-        assert [type(e) for e in account.collect_events()] == [Account.SpendExpired, Account.SpendReserved]
+        # The overdue hold is settled (as reserved: 60 presumed spent) before the cap is checked.
+        assert reserve(account, [], "r2", 40, now=LATER, expires_at=LATER + timedelta(minutes=15)) is None
+        assert [type(e) for e in account.collect_events()] == [Account.SpendSettled, Account.SpendReserved]
 
     def test_releasing_an_expired_hold_is_a_no_op(self) -> None:
         account = opened("run", 100)

@@ -1,5 +1,6 @@
-"""The expiry sweep under an injected clock: every overdue pending reservation is expired, the
-cap is freed, and a commit after expiry is recorded as late. On each backend."""
+"""The expiry sweep under an injected clock: every overdue pending reservation is settled by the
+ledger (presumed spent, never at $0), and a commit after expiry is recorded as late and replaces
+the settlement. On each backend."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from ledger.domain.base import ledger_id
 from tests.ledger.conftest import FakeClock, summary_of
 
 
-def test_the_sweep_expires_every_overdue_reservation_and_frees_the_cap(ledger: Ledger, clock: FakeClock) -> None:
+def test_the_sweep_settles_every_overdue_reservation_as_presumed_spend(ledger: Ledger, clock: FakeClock) -> None:
     ledger.open_account(account="team", cap_usd_micro=1_000)
     first = ledger.open_run(run_key="a", cap_usd_micro=100, parent_account="team").run_id
     second = ledger.open_run(run_key="b", cap_usd_micro=None, parent_account="team").run_id
@@ -29,54 +30,66 @@ def test_the_sweep_expires_every_overdue_reservation_and_frees_the_cap(ledger: L
     clock.advance(minutes=1)  # exactly at the 5-minute expiry: overdue
     head = ledger.head()
     assert ledger.expire_reservations() == 2
-    expired = ledger.read_events(from_position=head + 1, types=["SpendExpired"])
-    assert sorted((e["originator_id"], e["data"]["reservation_id"], e["data"]["amount"]) for e in expired) == sorted(
-        [(str(ledger_id("account", first)), "short", 60), (str(ledger_id("account", second)), "short", 500)]
+    settled = ledger.read_events(from_position=head + 1, types=["SpendSettled"])
+    assert sorted(
+        (e["originator_id"], e["data"]["reservation_id"], e["data"]["amount"], e["data"]["reason"]) for e in settled
+    ) == sorted(
+        [
+            (str(ledger_id("account", first)), "short", 60, "RESERVATION_EXPIRED"),
+            (str(ledger_id("account", second)), "short", 500, "RESERVATION_EXPIRED"),
+        ]
     )
-    assert all(e["principal"] == "ledger" for e in expired)
-    assert ledger.account_now(first)["pending"] == 40
-    assert ledger.account_now("team")["pending"] == 140
-    assert ledger.account(first, min_position=ledger.head()).pending_usd_micro == 40
-    assert ledger.account("team").pending_usd_micro == 140
-    # The freed room can be reserved again.
-    ledger.reserve(account=first, reservation_id="again", amount_usd_micro=60)
+    # Holds with no GPU-time basis are presumed spent as reserved, never written off at $0.
+    assert {e["data"]["method"] for e in settled} == {"as_reserved"}
+    assert all(e["principal"] == "ledger" for e in settled)
+    assert (ledger.account_now(first)["pending"], ledger.account_now(first)["presumed"]) == (40, 60)
+    assert (ledger.account_now("team")["pending"], ledger.account_now("team")["presumed"]) == (140, 570)
+    viewed = ledger.account(first, min_position=ledger.head())
+    assert (viewed.pending_usd_micro, viewed.presumed_usd_micro, viewed.committed_usd_micro) == (40, 60, 0)
+    assert ledger.account("team").presumed_usd_micro == 570
+    # The presumed spend keeps binding the cap.
+    with pytest.raises(CapExceeded):
+        ledger.reserve(account=first, reservation_id="again", amount_usd_micro=1)
 
     clock.advance(hours=2)
-    assert ledger.expire_reservations() == 3
+    assert ledger.expire_reservations() == 2
     assert ledger.expire_reservations() == 0
-    for name in (first, second, "team"):
-        assert ledger.account_now(name)["pending"] == 0
+    for name, presumed in ((first, 100), (second, 600), ("team", 710)):
+        assert (ledger.account_now(name)["pending"], ledger.account_now(name)["presumed"]) == (0, presumed)
         assert ledger.account(name, min_position=ledger.head()).pending_usd_micro == 0
+        assert summary_of(ledger.account(name)) == ledger.account_now(name)
     states = {r.reservation_id: r.state for r in ledger.reservations(first).reservations}
-    assert states == {"short": "expired", "default": "expired", "more": "refused", "again": "expired"}
+    assert states == {"short": "settled", "default": "settled", "more": "refused", "again": "refused"}
 
 
-def test_a_commit_after_expiry_is_recorded_as_late_and_charged_in_full(ledger: Ledger, clock: FakeClock) -> None:
+def test_a_commit_after_expiry_replaces_the_presumed_spend(ledger: Ledger, clock: FakeClock) -> None:
     ledger.open_account(account="team", cap_usd_micro=150)
     run_id = ledger.open_run(run_key="a", cap_usd_micro=100, parent_account="team").run_id
     ledger.reserve(account=run_id, reservation_id="r1", amount_usd_micro=80, ttl=timedelta(minutes=1))
     clock.advance(minutes=2)
     assert ledger.expire_reservations() == 1
-    ledger.reserve(account=run_id, reservation_id="r2", amount_usd_micro=70)
+    ledger.reserve(account=run_id, reservation_id="r2", amount_usd_micro=20)
     head = ledger.head()
-    receipt = ledger.commit(account=run_id, reservation_id="r1", actual_usd_micro=50)
-    # 30 remained on the run's cap, so 20 of the 50 lie beyond it; the team had 80 left.
-    assert receipt.overrun_usd_micro == 20
+    receipt = ledger.commit(account=run_id, reservation_id="r1", actual_usd_micro=110)
+    # The 80 presumed are replaced by the 110 spent: 30 lie beyond the run's cap; the team had 50 left.
+    assert receipt.overrun_usd_micro == 30
     [late] = ledger.read_events(from_position=head + 1, types=["SpendCommitted"])
     assert (late["data"]["late"], late["data"]["reserved"], late["data"]["actual"], late["data"]["overrun"]) == (
         True,
         0,
-        50,
-        20,
+        110,
+        30,
     )
+    assert late["data"]["replaced"] == 80
     assert ledger.account_now(run_id) == {
         "account": run_id,
         "parent": "team",
         "cap": 100,
-        "committed": 50,
-        "pending": 70,
+        "committed": 110,
+        "presumed": 0,
+        "pending": 20,
         "remaining": 0,
-        "overrun": 20,
+        "overrun": 30,
     }
     assert ledger.account_now("team")["overrun"] == 0
     [r1] = [
@@ -84,14 +97,14 @@ def test_a_commit_after_expiry_is_recorded_as_late_and_charged_in_full(ledger: L
     ]
     assert (r1.state, r1.actual_usd_micro, r1.overrun_usd_micro, r1.reason) == (
         "committed",
-        50,
-        20,
-        "committed after expiry",
+        110,
+        30,
+        "committed late, replacing the ledger's settlement",
     )
     assert summary_of(ledger.account(run_id)) == ledger.account_now(run_id)
     # A retry of the late commit answers the first answer.
-    again = ledger.commit(account=run_id, reservation_id="r1", actual_usd_micro=50)
-    assert (again.duplicate, again.position, again.overrun_usd_micro) == (True, receipt.position, 20)
+    again = ledger.commit(account=run_id, reservation_id="r1", actual_usd_micro=110)
+    assert (again.duplicate, again.position, again.overrun_usd_micro) == (True, receipt.position, 30)
 
 
 def test_the_sweep_sees_a_reservation_the_views_have_not_projected_yet(sqlite_database: str, clock: FakeClock) -> None:

@@ -3,10 +3,17 @@ model predicts the one allowed answer of every command, and after every step the
 aggregates and its views) must agree with it. Restarts from the SQLite file happen mid-sequence.
 
 Invariants checked after every step, for every account and every parent:
-- committed + pending - overrun <= cap, read from the aggregate and from the view;
+- committed + presumed + pending - overrun <= cap, read from the aggregate and from the view
+  (presumed: what the ledger charged for abandoned holds; overrun: flagged spend beyond a hold
+  or a cap);
 - the model's totals equal the ledger's (aggregate and view);
 and for the run: the series holds one record per step, strictly increasing, equal to the
 model's; an append from a superseded attempt is refused (ATTEMPT_SUPERSEDED); RunState agrees.
+Abandoned holds (an attempt superseded, a lease lapsed, an expiry passed) are settled by the
+ledger as the model predicts: GPU-time holds pro rata to the attempt's last sign of life, others
+as reserved; a late commit replaces the settlement. Leases lapse (the run reads lost) exactly
+when the model says, heartbeats are recorded only when nothing renewed the lease lately, and a
+lost attempt that writes again is running again.
 Retries (same id, same payload) are no-ops answering the first position; the same id with
 another payload is refused with Conflict; refusals record nothing (a refused
 reservation records exactly its refusal and the expiries found on the way).
@@ -40,6 +47,9 @@ from ledger.views.models import SpendTotals
 from tests.ledger.conftest import FakeClock, summary_of
 
 CAPS = st.sampled_from([None, 0, 50, 100, 200, 400])
+LEASES = st.sampled_from([None, 2, 30])
+# One GPU at $3.60 an hour: a GPU-time hold of N micro-dollars holds N milliseconds.
+GPU_RATE_USD_MICRO_PER_HOUR = 3_600_000
 AMOUNTS = st.integers(min_value=0, max_value=120)
 POOL = ["p0", "p1", "p2", "p3"]
 
@@ -52,7 +62,7 @@ class Entry:
     """A reservation or a charge, as the model expects the account to hold it."""
 
     kind: str  # reservation | charge
-    state: str  # pending | committed | released | expired | refused | charged
+    state: str  # pending | committed | released | settled | refused | charged
     amount: int
     attempt: int = 0
     expires_at: datetime | None = None
@@ -62,6 +72,9 @@ class Entry:
     remaining: int = 0
     settled_position: int | None = None  # of the commit or release, when it came from a receipt
     reason: str = ""  # of a release
+    gpu: bool = False  # a GPU-time basis: settled pro rata when abandoned
+    granted_at: datetime | None = None
+    presumed: int = 0  # what the ledger charged when it settled the hold
 
 
 @dataclass
@@ -72,12 +85,13 @@ class ModelAccount:
     committed: int = 0
     pending: int = 0
     overrun: int = 0
+    presumed: int = 0
     opened_position: int = 0
     entries: dict[str, Entry] = field(default_factory=dict)
 
     @property
     def remaining(self) -> int | None:
-        return None if self.cap is None else max(0, self.cap - self.committed - self.pending)
+        return None if self.cap is None else max(0, self.cap - self.committed - self.presumed - self.pending)
 
     def excess(self, amount: int) -> int:
         """What of `amount`, spent without a hold, lies beyond the cap."""
@@ -90,6 +104,7 @@ class ModelAccount:
             "parent": self.parent,
             "cap": self.cap,
             "committed": self.committed,
+            "presumed": self.presumed,
             "pending": self.pending,
             "remaining": self.remaining,
             "overrun": self.overrun,
@@ -135,6 +150,9 @@ class LedgerMachine(RuleBasedStateMachine):
         self.records: list[Record] = []
         self.checkpoints: list[Checkpoint] = []
         self.recorded: set[int] = set()  # steps recorded by the current attempt
+        self.status = "running"
+        self.lease_s = 60
+        self.seen: dict[int, datetime] = {}  # each attempt's last sign of life in the run
 
     def teardown(self) -> None:
         try:
@@ -176,18 +194,40 @@ class LedgerMachine(RuleBasedStateMachine):
         assert not receipt.duplicate
         assert receipt.position == self.ledger.head()
 
-    def expire_holds(self, account: ModelAccount, now: datetime) -> tuple[int, int]:
-        """Expire `account`'s overdue holds, rolling up onto its parents. Returns how many
-        expired and how many events that records (a SpendExpired and a roll-up per parent)."""
+    def settle_holds(self, account: ModelAccount, entries: list[Entry], reason: str) -> int:
+        """The ledger settles `entries` (pending holds of `account`), rolling up onto its parents:
+        a GPU-time hold of an attempt the run knows pro rata to its last sign of life (the later
+        of the run's and of the attempt's latest pending grant), any other as reserved. Returns
+        how many events that records (a SpendSettled and a roll-up per parent)."""
         parents = self.chain(account.name)[1:]
-        expired = 0
-        for entry in account.entries.values():
-            if entry.state == "pending" and entry.expires_at is not None and entry.expires_at <= now:
-                entry.state = "expired"
-                for holder in (account, *parents):
-                    holder.pending -= entry.amount
-                expired += 1
-        return expired, expired * (1 + len(parents))
+        grants: dict[int, datetime] = {}
+        for other in account.entries.values():
+            if other.state == "pending" and other.granted_at is not None:
+                grants[other.attempt] = max(other.granted_at, grants.get(other.attempt, other.granted_at))
+        for entry in entries:
+            seen = self.seen.get(entry.attempt) if account.name == self.run_id and entry.attempt > 0 else None
+            if entry.gpu and seen is not None and entry.granted_at is not None:
+                seen = max(seen, grants[entry.attempt])
+                elapsed_ms = max(0, int((seen - entry.granted_at).total_seconds() * 1000))
+                entry.presumed = min(entry.amount, elapsed_ms)
+                event("a GPU hold settled pro rata" + (" in part" if entry.presumed < entry.amount else ""))
+            else:
+                entry.presumed = entry.amount
+                event("a hold settled as reserved")
+            entry.state, entry.reason = "settled", reason
+            for holder in (account, *parents):
+                holder.pending -= entry.amount
+                holder.presumed += entry.presumed
+        return len(entries) * (1 + len(parents))
+
+    def expire_holds(self, account: ModelAccount, now: datetime) -> tuple[int, int]:
+        """Settle `account`'s overdue holds. Returns how many and how many events that records."""
+        overdue = [
+            entry
+            for entry in account.entries.values()
+            if entry.state == "pending" and entry.expires_at is not None and entry.expires_at <= now
+        ]
+        return len(overdue), self.settle_holds(account, overdue, "RESERVATION_EXPIRED")
 
     def usable_checkpoints(self) -> list[Checkpoint]:
         now = self.clock.now
@@ -236,7 +276,7 @@ class LedgerMachine(RuleBasedStateMachine):
     @rule(data=st.data(), cap=CAPS)
     def set_cap(self, data: st.DataObject, cap: int | None) -> None:
         account = self.pick_account(data)
-        floor = account.committed + account.pending - account.overrun
+        floor = account.committed + account.presumed + account.pending - account.overrun
         call = lambda: self.ledger.set_cap(account=account.name, cap_usd_micro=cap)  # noqa: E731
         if cap == account.cap:
             assert call().duplicate
@@ -246,20 +286,32 @@ class LedgerMachine(RuleBasedStateMachine):
             self.fresh_write(call())
             account.cap = cap
 
-    @rule(data=st.data(), amount=AMOUNTS, ttl=st.sampled_from([1, 5, 15, 60]), attempt=st.integers(0, 2))
-    def reserve(self, data: st.DataObject, amount: int, ttl: int, attempt: int) -> None:
-        """Reserve under a fresh id: the account's overdue holds expire first, then the amount
-        is held on the account and every parent, or refused by the first that cannot hold it."""
-        account = self.pick_account(data)
+    @rule(
+        data=st.data(),
+        amount=AMOUNTS,
+        ttl=st.sampled_from([1, 5, 15, 60]),
+        attempt=st.integers(0, 2),
+        gpu=st.booleans(),
+    )
+    def reserve(self, data: st.DataObject, amount: int, ttl: int, attempt: int, gpu: bool) -> None:
+        """Reserve under a fresh id (GPU time, or an amount known only in total): the account's
+        overdue holds are settled first, then the amount is held on the account and every parent,
+        or refused by the first that cannot hold it. The run's own account is picked most often:
+        its holds are the ones a new attempt or a lapsed lease abandons."""
+        on_the_run = data.draw(st.booleans(), label="on the run")
+        account = self.accounts[self.run_id] if on_the_run else self.pick_account(data)
         rid = self.fresh("r")
         now = self.clock.now
-        arguments = {
+        arguments: dict[str, Any] = {
             "account": account.name,
             "reservation_id": rid,
             "amount_usd_micro": amount,
             "ttl": timedelta(minutes=ttl),
             "attempt": attempt,
         }
+        if gpu:
+            line = {"gpu_milliseconds": amount, "usd_micro_per_gpu_hour": GPU_RATE_USD_MICRO_PER_HOUR, "gpu_count": 1}
+            arguments["basis"] = {"price_sheet": "gpu", "gpu": line}
         _, expiry_events = self.expire_holds(account, now)
         chain = self.chain(account.name)
         for holder in chain:
@@ -282,7 +334,9 @@ class LedgerMachine(RuleBasedStateMachine):
         assert receipt.expires_at == now + timedelta(minutes=ttl)
         for holder in chain:
             holder.pending += amount
-        account.entries[rid] = Entry("reservation", "pending", amount, attempt, expires_at=now + timedelta(minutes=ttl))
+        account.entries[rid] = Entry(
+            "reservation", "pending", amount, attempt, expires_at=now + timedelta(minutes=ttl), gpu=gpu, granted_at=now
+        )
         self.history.append(("reserve", arguments, receipt))
 
     def pick_entry(self, data: st.DataObject) -> tuple[ModelAccount, str, Entry] | None:
@@ -291,8 +345,8 @@ class LedgerMachine(RuleBasedStateMachine):
         ]
         if not entries:
             return None
-        # Pending and expired holds are the interesting ones to settle: prefer them.
-        live = [e for e in entries if e[2].state in ("pending", "expired")]
+        # Pending holds and those the ledger settled are the interesting ones: prefer them.
+        live = [e for e in entries if e[2].state in ("pending", "settled")]
         pool = live if live and data.draw(st.integers(0, 3), label="prefer live") else entries
         return pool[data.draw(st.integers(0, len(pool) - 1), label="entry")]
 
@@ -324,17 +378,18 @@ class LedgerMachine(RuleBasedStateMachine):
             else:
                 self.refused(Conflict, call)
             return
-        superseded = entry.state == "released" and entry.reason == "ATTEMPT_SUPERSEDED"
-        if entry.state in ("released", "refused", "charged") and not superseded:
+        if entry.state in ("released", "refused", "charged"):
             self.refused(Refused, call, reason=Reason[f"RESERVATION_{entry.state.upper()}"])
             return
+        replaced = entry.presumed if entry.state == "settled" else 0
         if entry.state == "pending":
             overrun = max(0, actual - entry.amount)
             overruns = [overrun] * len(parents)
             event("commit with overrun" if overrun else "commit within the hold")
-        else:  # Expired or fenced off: a late commit, charged in full; each account's overrun is its own excess.
-            overrun = account.excess(actual)
-            overruns = [parent.excess(actual) for parent in parents]
+        else:  # Settled by the ledger: a late commit replacing the settlement, charged in full;
+            # each account's overrun is its own excess beyond what the settlement held.
+            overrun = account.excess(actual - replaced)
+            overruns = [parent.excess(actual - replaced) for parent in parents]
             event("late commit" + (" with overrun" if overrun else ""))
         receipt = call()
         self.fresh_write(receipt)
@@ -342,6 +397,7 @@ class LedgerMachine(RuleBasedStateMachine):
         held = entry.amount if entry.state == "pending" else 0
         for holder, holder_overrun in zip((account, *parents), (overrun, *overruns), strict=False):
             holder.pending -= held
+            holder.presumed -= replaced
             holder.committed += actual
             holder.overrun += holder_overrun
         entry.state, entry.actual, entry.overrun, entry.settled_position = (
@@ -355,7 +411,7 @@ class LedgerMachine(RuleBasedStateMachine):
     def release(self, account: ModelAccount, key: str, entry: Entry) -> None:
         arguments = {"account": account.name, "reservation_id": key, "reason": "not made"}
         call = lambda: self.ledger.release(**arguments)  # noqa: E731
-        if entry.state in ("released", "expired", "refused"):
+        if entry.state in ("released", "settled", "refused"):
             receipt = call()
             assert receipt.duplicate
             if entry.settled_position is not None:
@@ -391,7 +447,7 @@ class LedgerMachine(RuleBasedStateMachine):
 
     @rule(minutes=st.sampled_from([1, 4, 10, 16, 61]))
     def expire(self, minutes: int) -> None:
-        """Advance the clock and sweep: every overdue pending hold expires, and only those."""
+        """Advance the clock and sweep: every overdue pending hold is settled, and only those."""
         now = self.clock.advance(minutes=minutes)
         outcomes = [self.expire_holds(account, now) for account in self.accounts.values()]
         head = self.ledger.head()
@@ -471,19 +527,20 @@ class LedgerMachine(RuleBasedStateMachine):
 
     # The run.
 
-    def start(self, *, resume: int | None, attempt_id: str) -> None:
-        arguments = {"run_id": self.run_id, "attempt_id": attempt_id, "resume_from_step": resume}
+    def start(self, *, resume: int | None, attempt_id: str, lease_s: int | None = None) -> None:
+        arguments = {"run_id": self.run_id, "attempt_id": attempt_id, "resume_from_step": resume, "lease_s": lease_s}
         receipt = self.ledger.start_attempt(**arguments)
         self.fresh_write(receipt)
         self.attempt += 1
         assert receipt.attempt == self.attempt
-        # The holds of the attempts it fences off go back at once.
-        for entry in self.accounts[self.run_id].entries.values():
-            if entry.state == "pending" and 0 < entry.attempt < self.attempt:
-                event("a new attempt released a fenced hold")
-                entry.state, entry.reason = "released", "ATTEMPT_SUPERSEDED"
-                for holder in self.chain(self.run_id):
-                    holder.pending -= entry.amount
+        self.status, self.lease_s = "running", 60 if lease_s is None else lease_s
+        self.seen[self.attempt] = self.clock.now
+        # The holds of the attempts it fences off are settled at once, never at $0.
+        account = self.accounts[self.run_id]
+        fenced = [e for e in account.entries.values() if e.state == "pending" and 0 < e.attempt < self.attempt]
+        if fenced:
+            event("a new attempt settled a fenced hold")
+        self.settle_holds(account, fenced, "ATTEMPT_SUPERSEDED")
         # Everything above the resume point that earlier attempts recorded is superseded.
         floor = -1 if resume is None else resume
         for item in (*self.records, *self.checkpoints):
@@ -494,8 +551,8 @@ class LedgerMachine(RuleBasedStateMachine):
         if attempt_id:
             self.history.append(("start_attempt", arguments, receipt))
 
-    @rule(data=st.data(), with_id=st.booleans())
-    def start_attempt(self, data: st.DataObject, with_id: bool) -> None:
+    @rule(data=st.data(), with_id=st.booleans(), lease_s=LEASES)
+    def start_attempt(self, data: st.DataObject, with_id: bool, lease_s: int | None) -> None:
         """A new attempt, resumed from a usable checkpoint or from scratch; resuming from an
         expired checkpoint is refused."""
         expired = self.expired_checkpoints()
@@ -510,7 +567,7 @@ class LedgerMachine(RuleBasedStateMachine):
         if usable and data.draw(st.integers(0, 3), label="resume"):
             resume = usable[data.draw(st.integers(0, len(usable) - 1), label="checkpoint")].step
         event("attempt resumed" if resume is not None else "attempt from scratch")
-        self.start(resume=resume, attempt_id=self.fresh("attempt-") if with_id else "")
+        self.start(resume=resume, attempt_id=self.fresh("attempt-") if with_id else "", lease_s=lease_s)
 
     @rule(
         data=st.data(),
@@ -530,6 +587,9 @@ class LedgerMachine(RuleBasedStateMachine):
         receipt = self.ledger.append_steps(**arguments)
         self.fresh_write(receipt)
         assert receipt.last_step == steps[-1]
+        if self.status == "lost":
+            event("a lost attempt wrote again")
+        self.status, self.seen[self.attempt] = "running", self.clock.now
         self.records.extend(Record(step, self.attempt, value) for step, value in zip(steps, loss, strict=False))
         self.recorded.update(steps)
         self.history.append(("append_steps", arguments, receipt))
@@ -567,6 +627,45 @@ class LedgerMachine(RuleBasedStateMachine):
                 reason=Reason.STEP_BEFORE_RESUME,
             )
 
+    @rule(milliseconds=st.sampled_from([0, 7, 40, 150]))
+    def tick(self, milliseconds: int) -> None:
+        """Time passes a little: what a GPU-time hold held so far grows."""
+        self.clock.advance(milliseconds=milliseconds)
+
+    @rule(seconds=st.sampled_from([0.05, 1, 3, 31, 61]))
+    def sweep_leases(self, seconds: float) -> None:
+        """Advance the clock and sweep the leases: the run is lost exactly when its current
+        attempt's lease has lapsed, and that attempt's pending holds are settled with it."""
+        now = self.clock.advance(seconds=seconds)
+        lapsed = self.status == "running" and self.seen[self.attempt] + timedelta(seconds=self.lease_s) <= now
+        head = self.ledger.head()
+        assert self.ledger.sweep_leases() == int(lapsed)
+        recorded = 0
+        if lapsed:
+            event("a lease lapsed")
+            self.status = "lost"
+            account = self.accounts[self.run_id]
+            held = [e for e in account.entries.values() if e.state == "pending" and 0 < e.attempt <= self.attempt]
+            recorded = 1 + self.settle_holds(account, held, "ATTEMPT_LOST")
+        assert self.ledger.head() - head == recorded
+        assert self.ledger.sweep_leases() == 0
+
+    @rule()
+    def heartbeat(self) -> None:
+        """A heartbeat is recorded only when nothing renewed the lease in its last twentieth; a
+        lost attempt's heartbeat makes it running again."""
+        now = self.clock.now
+        head = self.ledger.head()
+        receipt = self.ledger.heartbeat(run_id=self.run_id, attempt=self.attempt)
+        stale = now - self.seen[self.attempt] >= timedelta(seconds=self.lease_s / 20)
+        if self.status == "lost" or stale:
+            event("heartbeat recorded" + (" by a lost attempt" if self.status == "lost" else ""))
+            self.fresh_write(receipt)
+            assert self.ledger.head() == head + 1
+            self.status, self.seen[self.attempt] = "running", now
+        else:
+            assert receipt.duplicate and self.ledger.head() == head
+
     @rule()
     def restart(self) -> None:
         """Close the application and open it again from its SQLite file."""
@@ -583,7 +682,7 @@ class LedgerMachine(RuleBasedStateMachine):
         account = self.accounts[self.run_id]
         parent = data.draw(st.sampled_from(sorted(self.accounts)), label="parent") if other_parent else ""
         call = lambda: self.ledger.open_run(run_key="run", cap_usd_micro=cap, parent_account=parent)  # noqa: E731
-        floor = account.committed + account.pending - account.overrun
+        floor = account.committed + account.presumed + account.pending - account.overrun
         if parent and parent != account.parent:
             self.refused(Refused, call, reason=Reason.PARENT_ACCOUNT_DIFFERS)
         elif cap is None or cap == account.cap:
@@ -623,7 +722,8 @@ class LedgerMachine(RuleBasedStateMachine):
             assert beside == model.totals(), (name, beside, model.totals())
             for totals in (now, view):
                 if totals["cap"] is not None:
-                    assert totals["committed"] + totals["pending"] - totals["overrun"] <= totals["cap"]
+                    spent = totals["committed"] + totals["presumed"] + totals["pending"]
+                    assert spent - totals["overrun"] <= totals["cap"]
 
     @invariant()
     def series_has_one_record_per_step(self) -> None:
@@ -644,6 +744,9 @@ class LedgerMachine(RuleBasedStateMachine):
     def run_state_agrees(self) -> None:
         state = self.ledger.run_state(self.run_id, min_position=self.ledger.head())
         assert state.current_attempt == self.attempt
+        assert state.run.status == self.status
+        current = state.attempts[-1]
+        assert (current.lease_s, current.lost_at is not None) == (self.lease_s, self.status == "lost")
         assert state.last_step == self.last_step
         usable = self.usable_checkpoints()
         best = max(usable, key=lambda c: (c.step, c.attempt)) if usable else None
@@ -659,6 +762,7 @@ class LedgerMachine(RuleBasedStateMachine):
             pending_usd_micro=model.pending,
             remaining_usd_micro=model.remaining,
             overrun_usd_micro=model.overrun,
+            presumed_usd_micro=model.presumed,
         )
 
     @invariant()

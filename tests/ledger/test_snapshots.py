@@ -45,6 +45,7 @@ def test_a_run_and_an_account_reload_from_their_snapshots(sqlite_database: str) 
                 "parent": "",
                 "cap": 10**9,
                 "committed": 550 * 7,
+                "presumed": 0,
                 "pending": 0,
                 "remaining": 10**9 - 550 * 7,
                 "overrun": 0,

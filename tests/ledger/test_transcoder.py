@@ -14,7 +14,7 @@ import pytest
 from eventsourcing.domain import Snapshot
 
 from ledger import Ledger
-from ledger.domain import plans
+from ledger.domain import leases, plans
 from ledger.domain import spending as spend
 from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
@@ -112,7 +112,9 @@ def run_events() -> tuple[Run, list[Any]]:
     )
     run.note_registered(AUDIT, family="llama", version=1, attempt=1, step=3)
     run.delete_checkpoint(AUDIT, attempt=1, step=2, reason="retention")
-    run.start_attempt(AUDIT, attempt_id="a2", label="", resume_from_step=3)
+    run.start_attempt(AUDIT, attempt_id="a2", label="", resume_from_step=3, lease_s=60)
+    leases.heartbeat(run, Audit("alice@example.com", "request-8", NOW + timedelta(seconds=10)), attempt=2)
+    leases.lapse(run, Audit("ledger", "", NOW + timedelta(minutes=5)))
     run.finish(AUDIT, attempt=2, status="failed", summary={"loss": 0.125}, error="x" * 2000)
     run.note_summary(AUDIT, summary={"note": "ünïcødé ✓"})
     run.link_session(AUDIT, provider="tinker", session_id="sess-1", attempt=2)
@@ -135,6 +137,10 @@ def account_events() -> tuple[Account, list[Any]]:
     spend.release(account, [parent], AUDIT, reservation_id="r2", reason="no call")
     spend.reserve(account, [parent], AUDIT, reservation_id="r3", amount=10, basis={}, expires_at=later, attempt=1)
     spend.expire_overdue(account, [parent], Audit("ledger", "", later))
+    spend.commit(account, [parent], AUDIT, reservation_id="r3", actual=5, basis={})
+    spend.reserve(account, [parent], AUDIT, reservation_id="r5", amount=10, basis={}, expires_at=later, attempt=1)
+    # How ledgers written before abandoned holds were settled recorded an expiry.
+    account.record(Account.SpendExpired, Audit("ledger", "", later), reservation_id="r5", amount=10)
     spend.charge(account, [parent], AUDIT, charge_id="c1", amount=500, basis=BASIS, reason="bill")
     with pytest.raises(CapExceeded):
         spend.reserve(account, [parent], AUDIT, reservation_id="r4", amount=10, basis={}, expires_at=later, attempt=1)

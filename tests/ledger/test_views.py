@@ -309,7 +309,10 @@ class TestSpendAndRegistry:
         assert (commit.basis, commit.actual_basis) == (basis(100), basis(150))
         assert (trail["r-release"].state, trail["r-release"].reason) == ("released", "call not made")
         assert trail["r-release"].actual_basis is None
-        assert trail["r-expire"].state == "expired"
+        # Expired unsettled: the ledger settles it, presumed spent as reserved (never at $0).
+        expired = trail["r-expire"]
+        assert (expired.state, expired.actual_usd_micro) == ("settled", expired.amount_usd_micro)
+        assert expired.reason == "RESERVATION_EXPIRED: presumed spent as reserved"
         assert trail["r-refused"].state == "refused"
         assert "remained" in trail["r-refused"].reason
         assert (
@@ -325,17 +328,17 @@ class TestSpendAndRegistry:
         rest = ledger.reservations(run_id, after_position=first.after_position or 0)
         assert [r.reservation_id for r in rest.reservations] == ["r-expire", "r-refused", "c-bill", "r-pending"]
         account = ledger.account(run_id)
-        # The bill's line of 150 against the 180 committed (a commit of 150 and a charge of 30),
-        # all in hours the bill covers: 30 below the estimate, flagged (beyond 5%). The team's row
-        # rolls up the run's.
+        # The bill's line of 150 against the 250 estimated (a commit of 150, a charge of 30 and
+        # the 70 of the expired hold presumed spent), all in hours the bill covers: 100 below the
+        # estimate, flagged (beyond 5%). The team's row rolls up the run's.
         billed = BillTotals(
-            estimated_usd_micro=180,
+            estimated_usd_micro=250,
             billed_usd_micro=150,
-            drift_usd_micro=-30,
-            drift_percent=-30 * 100 / 180,
+            drift_usd_micro=-100,
+            drift_percent=-100 * 100 / 250,
             lines=1,
             flagged=True,
-            unadjusted_usd_micro=-30,
+            unadjusted_usd_micro=-100,
         )
         assert account == Account(
             account=run_id,
@@ -343,9 +346,10 @@ class TestSpendAndRegistry:
             cap_usd_micro=1_000,
             committed_usd_micro=180,
             pending_usd_micro=20,
-            remaining_usd_micro=800,
+            remaining_usd_micro=730,
             overrun_usd_micro=50,
             bill=billed,
+            presumed_usd_micro=70,
         )
         assert ledger.account("team") == Account(
             account="team",
@@ -353,17 +357,19 @@ class TestSpendAndRegistry:
             cap_usd_micro=10_000,
             committed_usd_micro=180,
             pending_usd_micro=20,
-            remaining_usd_micro=9_800,
+            remaining_usd_micro=9_730,
             overrun_usd_micro=50,
             bill=billed,
+            presumed_usd_micro=70,
         )
         assert ledger.account_now(run_id) == {
             "account": run_id,
             "parent": "team",
             "cap": 1_000,
             "committed": 180,
+            "presumed": 70,
             "pending": 20,
-            "remaining": 800,
+            "remaining": 730,
             "overrun": 50,
         }
 

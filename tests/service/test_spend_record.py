@@ -163,7 +163,7 @@ def test_a_run_account_cannot_be_opened_before_its_run(stubs: Stubs) -> None:
     assert account_of(stubs, team, min_position=held.position).pending_usd_micro == 5
 
 
-def test_a_new_attempt_releases_the_holds_of_the_attempts_it_fences(stubs: Stubs) -> None:
+def test_a_new_attempt_settles_the_holds_of_the_attempts_it_fences(stubs: Stubs) -> None:
     opened = open_run(stubs, cap=1_000)
     run_id = opened.state.run.run_id
     stubs.spend.Reserve(
@@ -171,24 +171,28 @@ def test_a_new_attempt_releases_the_holds_of_the_attempts_it_fences(stubs: Stubs
     )
     started = stubs.runs.StartAttempt(runs_pb2.StartAttemptRequest(run_id=run_id, attempt_id="a2"), timeout=10)
     assert started.attempt == 2
+    # Not a GPU-time hold: presumed spent as reserved, not written off at $0.
     totals = account_of(stubs, run_id, min_position=started.position)
-    assert (totals.pending_usd_micro, totals.remaining_usd_micro) == (0, 1_000)
+    assert (totals.pending_usd_micro, totals.presumed_usd_micro, totals.remaining_usd_micro) == (0, 800, 200)
     listed = stubs.spend.ListReservations(
         spend_pb2.ListReservationsRequest(account=run_id, min_position=started.position), timeout=10
     ).reservations
-    assert [(r.reservation_id, r.state, r.reason) for r in listed] == [("zombie", "released", "ATTEMPT_SUPERSEDED")]
+    assert [(r.reservation_id, r.state, r.actual_usd_micro, r.reason) for r in listed] == [
+        ("zombie", "settled", 800, "ATTEMPT_SUPERSEDED: presumed spent as reserved")
+    ]
 
-    # The new attempt can use the whole cap; the zombie's late commit is still recorded, as overrun.
+    # The new attempt can use what remains; the zombie's late commit replaces the presumption.
     stubs.spend.Reserve(
-        spend_pb2.ReserveRequest(account=run_id, reservation_id="live", amount_usd_micro=900, attempt=2), timeout=10
+        spend_pb2.ReserveRequest(account=run_id, reservation_id="live", amount_usd_micro=200, attempt=2), timeout=10
     )
     late = stubs.spend.Commit(
-        spend_pb2.CommitRequest(account=run_id, reservation_id="zombie", actual_usd_micro=700), timeout=10
+        spend_pb2.CommitRequest(account=run_id, reservation_id="zombie", actual_usd_micro=900), timeout=10
     )
-    assert late.overrun_usd_micro == 700 - 100
+    assert late.overrun_usd_micro == 900 - 800
     totals = account_of(stubs, run_id, min_position=late.position)
-    assert (totals.committed_usd_micro, totals.pending_usd_micro, totals.overrun_usd_micro) == (700, 900, 600)
-    # A retry of the start releases nothing more.
+    assert (totals.committed_usd_micro, totals.presumed_usd_micro, totals.pending_usd_micro) == (900, 0, 200)
+    assert totals.overrun_usd_micro == 100
+    # A retry of the start settles nothing more.
     again = stubs.runs.StartAttempt(runs_pb2.StartAttemptRequest(run_id=run_id, attempt_id="a2"), timeout=10)
     assert again.duplicate and again.position == started.position
 

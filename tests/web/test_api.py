@@ -88,6 +88,7 @@ def test_run_has_its_state_metrics_and_checkpoints(http: httpx.Client, recorded:
         "remaining_usd_micro": 8_250_000,
         "overrun_usd_micro": 0,
         "plan": None,  # no plan was reserved up front
+        "presumed_usd_micro": 0,
     }
     assert body["metrics"] == [
         {"name": "eval_loss", "count": 1, "first_step": 4, "last_step": 4, "last": 0.5, "min": 0.5, "max": 0.5},
@@ -154,6 +155,7 @@ def test_spend_has_totals_hours_and_reservations_paged(http: httpx.Client, recor
         "pending_usd_micro": 250_000,
         "remaining_usd_micro": 8_250_000,
         "overrun_usd_micro": 0,
+        "presumed_usd_micro": 0,
     }
     assert body["account"] == recorded.run_id
     [hour] = body["hours"]
@@ -201,6 +203,7 @@ def test_accounts_are_the_caps_people_set(http: httpx.Client, recorded: Recorded
             "pending_usd_micro": 250_000,
             "remaining_usd_micro": 98_250_000,
             "overrun_usd_micro": 0,
+            "presumed_usd_micro": 0,
         }
     ]
 

@@ -147,6 +147,7 @@ def test_runs_page_filters_with_a_get_form(http: httpx.Client, recorded: Recorde
     assert [o.attrs["value"] for o in form.one("select", name="status").all("option")] == [
         "",
         "running",
+        "lost",
         "done",
         "failed",
         "stopped",

@@ -14,11 +14,13 @@ class RunStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RUN_STATUS_DONE: _ClassVar[RunStatus]
     RUN_STATUS_FAILED: _ClassVar[RunStatus]
     RUN_STATUS_STOPPED: _ClassVar[RunStatus]
+    RUN_STATUS_LOST: _ClassVar[RunStatus]
 RUN_STATUS_UNSPECIFIED: RunStatus
 RUN_STATUS_RUNNING: RunStatus
 RUN_STATUS_DONE: RunStatus
 RUN_STATUS_FAILED: RunStatus
 RUN_STATUS_STOPPED: RunStatus
+RUN_STATUS_LOST: RunStatus
 
 class CostBasis(_message.Message):
     __slots__ = ("price_sheet", "price_source", "tokens", "gpu")

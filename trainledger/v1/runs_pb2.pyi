@@ -60,18 +60,20 @@ class OpenRunResponse(_message.Message):
     def __init__(self, state: _Optional[_Union[RunState, _Mapping]] = ..., created: _Optional[bool] = ..., position: _Optional[int] = ...) -> None: ...
 
 class StartAttemptRequest(_message.Message):
-    __slots__ = ("run_id", "attempt_id", "label", "resume_from_step", "max_steps")
+    __slots__ = ("run_id", "attempt_id", "label", "resume_from_step", "max_steps", "lease_s")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
     LABEL_FIELD_NUMBER: _ClassVar[int]
     RESUME_FROM_STEP_FIELD_NUMBER: _ClassVar[int]
     MAX_STEPS_FIELD_NUMBER: _ClassVar[int]
+    LEASE_S_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     attempt_id: str
     label: str
     resume_from_step: int
     max_steps: int
-    def __init__(self, run_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., label: _Optional[str] = ..., resume_from_step: _Optional[int] = ..., max_steps: _Optional[int] = ...) -> None: ...
+    lease_s: int
+    def __init__(self, run_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., label: _Optional[str] = ..., resume_from_step: _Optional[int] = ..., max_steps: _Optional[int] = ..., lease_s: _Optional[int] = ...) -> None: ...
 
 class StartAttemptResponse(_message.Message):
     __slots__ = ("attempt", "position", "duplicate", "state")
@@ -263,20 +265,26 @@ class RunInfo(_message.Message):
     def __init__(self, run_id: _Optional[str] = ..., run_key: _Optional[str] = ..., name: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.RunStatus, str]] = ..., spec: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., summary: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., error: _Optional[str] = ..., opened_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., objective: _Optional[_Union[Objective, _Mapping]] = ..., retraction: _Optional[_Union[Retraction, _Mapping]] = ...) -> None: ...
 
 class Attempt(_message.Message):
-    __slots__ = ("number", "attempt_id", "label", "started_at", "resumed_from_step", "ended")
+    __slots__ = ("number", "attempt_id", "label", "started_at", "resumed_from_step", "ended", "lease_s", "last_seen_at", "lost_at")
     NUMBER_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
     LABEL_FIELD_NUMBER: _ClassVar[int]
     STARTED_AT_FIELD_NUMBER: _ClassVar[int]
     RESUMED_FROM_STEP_FIELD_NUMBER: _ClassVar[int]
     ENDED_FIELD_NUMBER: _ClassVar[int]
+    LEASE_S_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEEN_AT_FIELD_NUMBER: _ClassVar[int]
+    LOST_AT_FIELD_NUMBER: _ClassVar[int]
     number: int
     attempt_id: str
     label: str
     started_at: _timestamp_pb2.Timestamp
     resumed_from_step: int
     ended: bool
-    def __init__(self, number: _Optional[int] = ..., attempt_id: _Optional[str] = ..., label: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., resumed_from_step: _Optional[int] = ..., ended: _Optional[bool] = ...) -> None: ...
+    lease_s: int
+    last_seen_at: _timestamp_pb2.Timestamp
+    lost_at: _timestamp_pb2.Timestamp
+    def __init__(self, number: _Optional[int] = ..., attempt_id: _Optional[str] = ..., label: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., resumed_from_step: _Optional[int] = ..., ended: _Optional[bool] = ..., lease_s: _Optional[int] = ..., last_seen_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lost_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Checkpoint(_message.Message):
     __slots__ = ("attempt", "step", "handle", "sampler_uri", "final", "saved_at", "expires_at", "digest", "superseded", "scores", "deleted_at", "expired")
@@ -328,7 +336,7 @@ class Resume(_message.Message):
     def __init__(self, available: _Optional[bool] = ..., from_step: _Optional[int] = ..., handle: _Optional[_Union[_common_pb2.StateHandle, _Mapping]] = ..., sampler_uri: _Optional[str] = ..., spend_committed_usd_micro: _Optional[int] = ...) -> None: ...
 
 class SpendTotals(_message.Message):
-    __slots__ = ("cap_usd_micro", "committed_usd_micro", "pending_usd_micro", "remaining_usd_micro", "overrun_usd_micro", "bill", "plan")
+    __slots__ = ("cap_usd_micro", "committed_usd_micro", "pending_usd_micro", "remaining_usd_micro", "overrun_usd_micro", "bill", "plan", "presumed_usd_micro")
     CAP_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
     COMMITTED_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
     PENDING_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
@@ -336,6 +344,7 @@ class SpendTotals(_message.Message):
     OVERRUN_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
     BILL_FIELD_NUMBER: _ClassVar[int]
     PLAN_FIELD_NUMBER: _ClassVar[int]
+    PRESUMED_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
     cap_usd_micro: int
     committed_usd_micro: int
     pending_usd_micro: int
@@ -343,7 +352,8 @@ class SpendTotals(_message.Message):
     overrun_usd_micro: int
     bill: _common_pb2.BillTotals
     plan: _common_pb2.PlanHold
-    def __init__(self, cap_usd_micro: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., pending_usd_micro: _Optional[int] = ..., remaining_usd_micro: _Optional[int] = ..., overrun_usd_micro: _Optional[int] = ..., bill: _Optional[_Union[_common_pb2.BillTotals, _Mapping]] = ..., plan: _Optional[_Union[_common_pb2.PlanHold, _Mapping]] = ...) -> None: ...
+    presumed_usd_micro: int
+    def __init__(self, cap_usd_micro: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., pending_usd_micro: _Optional[int] = ..., remaining_usd_micro: _Optional[int] = ..., overrun_usd_micro: _Optional[int] = ..., bill: _Optional[_Union[_common_pb2.BillTotals, _Mapping]] = ..., plan: _Optional[_Union[_common_pb2.PlanHold, _Mapping]] = ..., presumed_usd_micro: _Optional[int] = ...) -> None: ...
 
 class ListRunsRequest(_message.Message):
     __slots__ = ("page_size", "page_token", "status", "min_position", "name_contains", "run_id_prefix", "account", "include_retracted")
@@ -692,3 +702,17 @@ class DeleteCheckpointResponse(_message.Message):
     position: int
     duplicate: bool
     def __init__(self, position: _Optional[int] = ..., duplicate: _Optional[bool] = ...) -> None: ...
+
+class HeartbeatRequest(_message.Message):
+    __slots__ = ("run_id", "attempt")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    attempt: int
+    def __init__(self, run_id: _Optional[str] = ..., attempt: _Optional[int] = ...) -> None: ...
+
+class HeartbeatResponse(_message.Message):
+    __slots__ = ("position",)
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    position: int
+    def __init__(self, position: _Optional[int] = ...) -> None: ...

@@ -130,6 +130,11 @@ class RunsStub:
                 request_serializer=trainledger_dot_v1_dot_runs__pb2.DeleteCheckpointRequest.SerializeToString,
                 response_deserializer=trainledger_dot_v1_dot_runs__pb2.DeleteCheckpointResponse.FromString,
                 _registered_method=True)
+        self.Heartbeat = channel.unary_unary(
+                '/trainledger.v1.Runs/Heartbeat',
+                request_serializer=trainledger_dot_v1_dot_runs__pb2.HeartbeatRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_runs__pb2.HeartbeatResponse.FromString,
+                _registered_method=True)
 
 
 class RunsServicer:
@@ -270,6 +275,14 @@ class RunsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Heartbeat(self, request, context):
+        """Renews the lease of the run's current attempt while its trainer is idle (a lost attempt is
+        running again).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RunsServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -367,6 +380,11 @@ def add_RunsServicer_to_server(servicer, server):
                     servicer.DeleteCheckpoint,
                     request_deserializer=trainledger_dot_v1_dot_runs__pb2.DeleteCheckpointRequest.FromString,
                     response_serializer=trainledger_dot_v1_dot_runs__pb2.DeleteCheckpointResponse.SerializeToString,
+            ),
+            'Heartbeat': grpc.unary_unary_rpc_method_handler(
+                    servicer.Heartbeat,
+                    request_deserializer=trainledger_dot_v1_dot_runs__pb2.HeartbeatRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_runs__pb2.HeartbeatResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -883,6 +901,33 @@ class Runs:
             '/trainledger.v1.Runs/DeleteCheckpoint',
             trainledger_dot_v1_dot_runs__pb2.DeleteCheckpointRequest.SerializeToString,
             trainledger_dot_v1_dot_runs__pb2.DeleteCheckpointResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Heartbeat(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainledger.v1.Runs/Heartbeat',
+            trainledger_dot_v1_dot_runs__pb2.HeartbeatRequest.SerializeToString,
+            trainledger_dot_v1_dot_runs__pb2.HeartbeatResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -12,7 +12,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Account(_message.Message):
-    __slots__ = ("account", "parent", "cap_usd_micro", "committed_usd_micro", "pending_usd_micro", "remaining_usd_micro", "overrun_usd_micro", "bill", "plan")
+    __slots__ = ("account", "parent", "cap_usd_micro", "committed_usd_micro", "pending_usd_micro", "remaining_usd_micro", "overrun_usd_micro", "bill", "plan", "presumed_usd_micro")
     ACCOUNT_FIELD_NUMBER: _ClassVar[int]
     PARENT_FIELD_NUMBER: _ClassVar[int]
     CAP_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
@@ -22,6 +22,7 @@ class Account(_message.Message):
     OVERRUN_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
     BILL_FIELD_NUMBER: _ClassVar[int]
     PLAN_FIELD_NUMBER: _ClassVar[int]
+    PRESUMED_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
     account: str
     parent: str
     cap_usd_micro: int
@@ -31,7 +32,8 @@ class Account(_message.Message):
     overrun_usd_micro: int
     bill: _common_pb2.BillTotals
     plan: _common_pb2.PlanHold
-    def __init__(self, account: _Optional[str] = ..., parent: _Optional[str] = ..., cap_usd_micro: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., pending_usd_micro: _Optional[int] = ..., remaining_usd_micro: _Optional[int] = ..., overrun_usd_micro: _Optional[int] = ..., bill: _Optional[_Union[_common_pb2.BillTotals, _Mapping]] = ..., plan: _Optional[_Union[_common_pb2.PlanHold, _Mapping]] = ...) -> None: ...
+    presumed_usd_micro: int
+    def __init__(self, account: _Optional[str] = ..., parent: _Optional[str] = ..., cap_usd_micro: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., pending_usd_micro: _Optional[int] = ..., remaining_usd_micro: _Optional[int] = ..., overrun_usd_micro: _Optional[int] = ..., bill: _Optional[_Union[_common_pb2.BillTotals, _Mapping]] = ..., plan: _Optional[_Union[_common_pb2.PlanHold, _Mapping]] = ..., presumed_usd_micro: _Optional[int] = ...) -> None: ...
 
 class OpenAccountRequest(_message.Message):
     __slots__ = ("account", "parent", "cap_usd_micro")

@@ -26,7 +26,7 @@ if _version_not_supported:
 
 
 class SpendStub:
-    """Tracks spend against capped accounts; committed + pending never exceeds a cap.
+    """Tracks spend against capped accounts; committed + presumed + pending never exceeds a cap.
     """
 
     def __init__(self, channel):
@@ -98,7 +98,7 @@ class SpendStub:
 
 
 class SpendServicer:
-    """Tracks spend against capped accounts; committed + pending never exceeds a cap.
+    """Tracks spend against capped accounts; committed + presumed + pending never exceeds a cap.
     """
 
     def OpenAccount(self, request, context):
@@ -259,7 +259,7 @@ def add_SpendServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class Spend:
-    """Tracks spend against capped accounts; committed + pending never exceeds a cap.
+    """Tracks spend against capped accounts; committed + presumed + pending never exceeds a cap.
     """
 
     @staticmethod

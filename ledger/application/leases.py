@@ -1,0 +1,92 @@
+"""Leases: the heartbeat of an idle attempt, and the sweep that records lapsed leases.
+
+The sweep finds the runs whose current attempt's lease has lapsed in the runs view, then decides
+on each run's aggregate (the view only nominates): it records the attempt and the run lost
+(Run.AttemptLost) and settles the attempt's pending holds (ledger.domain.spending, ATTEMPT_LOST)
+in one transaction. Several server processes over one PostgreSQL database each sweep: a second
+process's write of the same loss clashes on the run's version, decides again on the fresh run,
+finds it lost already and records nothing, so exactly one AttemptLost is appended.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError
+
+from ledger.application.commands import Heartbeat
+from ledger.application.kernel import Receipt
+from ledger.application.reads import Reads
+from ledger.domain import leases
+from ledger.domain import spending as spend
+from ledger.domain.base import Audit, LedgerAggregate
+from ledger.domain.runs import Run
+
+__all__ = ["LeaseCommands", "SWEEP_RUNS_MAX", "last_seen_of"]
+
+# The most runs one sweep records lost (the next sweep takes the rest).
+SWEEP_RUNS_MAX = 1_000
+
+
+class LeaseCommands(Reads):
+    """The heartbeat and the lease sweep."""
+
+    def heartbeat(self, *, run_id: str, attempt: int, principal: str = "", request_id: str = "") -> Receipt:
+        """Renew the lease of the run's current attempt (recorded only when nothing renewed it in
+        the last 1/HEARTBEAT_SHARE of it); a lost attempt is running again. Refused as a write of
+        the attempt would be (ATTEMPT_SUPERSEDED, RUN_FINISHED, RUN_RETRACTED)."""
+        Heartbeat(run_id=run_id, attempt=attempt)
+        audit = self._audit(principal, request_id)
+
+        def decide(touched: list[LedgerAggregate]) -> int | None:
+            _, run = self._run(run_id)
+            touched.append(run)
+            return leases.heartbeat(run, audit, attempt=attempt)
+
+        version, position = self._write(decide)
+        return self._receipt(UUID(run_id), version, position)
+
+    def sweep_leases(self, *, principal: str = "ledger", request_id: str = "") -> int:
+        """Record lost every run whose current attempt's lease has lapsed, settling that attempt's
+        pending holds. Returns how many runs this call recorded lost."""
+        now = self.clock()
+        # The lapsed leases are found in the runs view: let it reflect every write first.
+        self.wait(self.head())
+        audit = Audit(principal, request_id, now)
+        lost = 0
+        for run_id in self.views.lapsed_leases(now, SWEEP_RUNS_MAX):
+
+            def decide(touched: list[LedgerAggregate], run_id: str = run_id) -> int | None:
+                uuid, run = self._run(run_id)
+                touched.append(run)
+                number = leases.lapse(run, audit)
+                if number is None:
+                    return None  # Renewed meanwhile, or another process recorded it.
+                holder, parents = self._chain(str(uuid), touched)
+                spend.settle_attempts(
+                    holder,
+                    parents,
+                    audit,
+                    below=number + 1,
+                    reason=spend.LOST,
+                    last_seen=lambda n: leases.last_seen(run, n),
+                )
+                return number
+
+            number, _ = self._write(decide)
+            lost += number is not None
+        return lost
+
+
+def last_seen_of(repository: Any, account: str) -> spend.LastSeen | None:
+    """The last signs of life of the attempts of the run whose account is `account` (None for an
+    account of no run): what settles its expired GPU-time holds pro rata."""
+    try:
+        found = repository.get(UUID(account))
+    except (ValueError, AggregateNotFoundError):
+        return None
+    if not isinstance(found, Run):
+        return None
+    run = found
+    return lambda number: leases.last_seen(run, number)
