@@ -1,8 +1,8 @@
 """Plans under a hypothesis state machine against a small reference model: a run's account under a
 team account beside a sibling run, plans reserved, drawn by holds, committed, released, fenced off
 by new attempts and expired, in any interleaving. The model predicts each answer; after every step
-the aggregates and the views agree with it, and for every account committed + pending (the
-undrawn plan included) - overrun never exceeds the cap."""
+the aggregates and the views agree with it, and for every account committed + presumed + pending
+(the undrawn plan included) - overrun never exceeds the cap."""
 
 from __future__ import annotations
 
@@ -41,14 +41,15 @@ class Model:
     committed: int = 0
     pending: int = 0
     overrun: int = 0
+    presumed: int = 0  # what the ledger charged for abandoned holds (here: as reserved, no GPU basis)
     holds: dict[str, Hold] = field(default_factory=dict)
 
     @property
     def remaining(self) -> int | None:
-        return None if self.cap is None else max(0, self.cap - self.committed - self.pending)
+        return None if self.cap is None else max(0, self.cap - self.committed - self.presumed - self.pending)
 
     def totals(self) -> dict[str, object]:
-        keys = ("committed", "pending", "overrun")
+        keys = ("committed", "pending", "overrun", "presumed")
         return {"account": self.name, "parent": self.parent, "cap": self.cap, "remaining": self.remaining} | {
             key: getattr(self, key) for key in keys
         }
@@ -82,18 +83,27 @@ class PlanMachine(RuleBasedStateMachine):
             name = found[-1].parent
         return found
 
-    def move(self, name: str, pending: int, committed: int = 0, overrun: int = 0) -> None:
+    def move(self, name: str, pending: int, committed: int = 0, overrun: int = 0, presumed: int = 0) -> None:
         for model in self.chain(name):
             model.pending += pending
             model.committed += committed
             model.overrun += overrun
+            model.presumed += presumed
+
+    def abandon(self, name: str, hold: Hold) -> None:
+        """A plan's undrawn part goes back (nothing was spent from it); a call's hold nobody
+        settled is charged as reserved, presumed spent."""
+        if hold.plan:
+            self.move(name, -hold.undrawn)
+        else:
+            self.move(name, -hold.amount, presumed=hold.amount)
 
     def expire(self, name: str) -> None:
         model = self.accounts[name]
         for key, hold in list(model.holds.items()):
             if hold.expires_at <= self.clock.now:
                 del model.holds[key]
-                self.move(name, -(hold.undrawn if hold.plan else hold.amount))
+                self.abandon(name, hold)
 
     def plan_of(self, name: str) -> tuple[str, Hold] | None:
         return next(((k, h) for k, h in self.accounts[name].holds.items() if h.plan), None)
@@ -184,9 +194,9 @@ class PlanMachine(RuleBasedStateMachine):
         self.ledger.start_attempt(run_id=self.run_id, attempt_id=self.fresh())
         model = self.accounts[self.run_id]
         for key, hold in list(model.holds.items()):
-            if 0 < hold.attempt <= self.attempt:  # the fenced attempt's plan and holds go back
+            if 0 < hold.attempt <= self.attempt:  # the fenced attempt's plan goes back, its holds settle
                 del model.holds[key]
-                self.move(self.run_id, -(hold.undrawn if hold.plan else hold.amount))
+                self.abandon(self.run_id, hold)
         self.attempt += 1
 
     @invariant()
@@ -197,7 +207,7 @@ class PlanMachine(RuleBasedStateMachine):
             view = summary_of(self.ledger.account(name, min_position=head))
             assert now == model.totals() == view, (name, now, view, model.totals())
             if model.cap is not None:
-                assert model.committed + model.pending - model.overrun <= model.cap
+                assert model.committed + model.presumed + model.pending - model.overrun <= model.cap
 
 
 TestPlans = PlanMachine.TestCase
