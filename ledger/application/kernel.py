@@ -33,6 +33,7 @@ from eventsourcing.application import AggregateNotFoundError, Application, Proce
 from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError, Recording
 
 from ledger.application.gather import GROUP_COMMANDS_MAX, Command, Gathered, WriteQueue
+from ledger.application.naming import named
 from ledger.backend import open_storage, persistence_env
 from ledger.domain.accounts import Account, Recall
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
@@ -289,7 +290,7 @@ class Kernel(Application[UUID]):
         command = Command(decide)
         self._writes.submit(command)
         if command.error is not None:
-            raise command.error
+            raise named(command.error, self.repository, self.storage.outage_errors)
         result: T = command.result
         return result, command.position
 
@@ -309,7 +310,7 @@ class Kernel(Application[UUID]):
             if command.error is None:
                 outcomes.append((command.result, command.position))
             elif isinstance(command.error, Exception):
-                outcomes.append(command.error)
+                outcomes.append(named(command.error, self.repository, self.storage.outage_errors))
             else:
                 raise command.error  # An interruption (KeyboardInterrupt, SystemExit), not a refusal.
         return outcomes
