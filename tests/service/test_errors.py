@@ -229,6 +229,16 @@ def test_a_cap_below_the_spend_is_refused_in_dollars_naming_the_run(stubs: Stubs
     assert below.details() == (f"cap $12.50 of run sft-demo ({run_id}) is below the $49.97 already committed and held")
 
 
+def test_an_amount_above_the_limit_is_refused_in_dollars(stubs: Stubs) -> None:
+    run_id = open_run(stubs).state.run.run_id
+    huge = refused(
+        stubs.spend.Reserve,
+        spend_pb2.ReserveRequest(account=run_id, reservation_id="r1", amount_usd_micro=10**13 + 1),
+    )
+    assert assert_refusal(huge, Code.INVALID_ARGUMENT, "AMOUNT_TOO_LARGE")["field"] == "amount_usd_micro"
+    assert huge.details() == "amount_usd_micro is above the limit of $10,000,000.00"
+
+
 def test_unavailable_when_the_view_never_reaches_the_position(stubs: Stubs) -> None:
     run_id = open_run(stubs).state.run.run_id
     error = refused(
