@@ -284,11 +284,11 @@ def test_spend_show_pages_the_reservations(world: World) -> None:
 
 def test_spend_cap_sets_and_lifts_a_cap(world: World) -> None:
     set_to = out(world, "spend", "cap", "team-a", "25")
-    assert set_to.startswith("team-a: cap $25.00, $2.25 committed, $1.00 pending, remaining $21.75")
+    assert set_to.startswith("account team-a: cap $25.00, $2.25 committed, $1.00 pending, remaining $21.75")
     out(world, "spend", "cap", "team-a", "12.50")
     assert "cap:       $12.50" in out(world, "spend", "show", "team-a")
     lifted = out(world, "spend", "cap", "team-a", "none")
-    assert lifted.startswith("team-a: cap none,")
+    assert lifted.startswith("account team-a: cap none,")
     assert json.loads(out(world, "spend", "show", "team-a", "--json"))["account"]["cap_usd_micro"] is None
     bad = cli(world, "spend", "cap", "team-a", "lots", status=2).stderr
     assert bad.startswith("trainledger: not an amount: 'lots'")
@@ -300,6 +300,9 @@ def test_spend_cap_sets_and_lifts_a_cap(world: World) -> None:
     assert len(refused.strip().splitlines()) == 1 and refused.rstrip().endswith(")")
     run = f"run sft-llama-8b ({world.ids['sft']})"
     assert f"cap $1.00 of {run} is below the $3.25 already committed and held" in refused
+    # A run's cap by the run's name: the run is named by its name with its id after.
+    assert out(world, "spend", "cap", "sft-llama-8b", "60").startswith(f"{run}: cap $60.00, $2.25 committed,")
+    out(world, "spend", "cap", "sft-llama-8b", "50")
     out(world, "spend", "cap", "team-a", "100")
 
 
