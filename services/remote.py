@@ -383,8 +383,23 @@ def spend_cap(args: argparse.Namespace) -> None:
     with talking(args) as client:
         account = _account(client, args.account)
         receipt = client.set_cap(account=account.account, cap_usd_micro=cap)
+        run_name = _run_name(client, account.account)
     after = receipt.account or account
-    _emit(args, receipt, lambda: render.cap_text(after, receipt.position))
+    _emit(args, receipt, lambda: render.cap_text(after, receipt.position, run_name))
+
+
+def _run_name(client: LedgerClient, account: str) -> str | None:
+    """The name of the run whose account is `account` (named by the run's id), None for an
+    account of no run."""
+    from uuid import UUID  # Here: the parser does not need it.
+
+    from clients import NotFound
+
+    try:
+        UUID(account)
+        return client.get_run_state(run_id=account).run.name
+    except (ValueError, NotFound):
+        return None
 
 
 def cap_of(text: str) -> int | None:

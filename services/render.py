@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from services.tables import basis_text, fields, printable, table, usd, when
+from trainledger.text import account_text as holder_text
 
 __all__ = [
     "status_text",
@@ -583,11 +584,12 @@ def plan_hold_text(plan: Any) -> str:
     )
 
 
-def cap_text(account: Any, position: int) -> str:
-    """What `spend cap` prints: the account's cap and totals as they stand after it."""
+def cap_text(account: Any, position: int, run_name: str | None = None) -> str:
+    """What `spend cap` prints: the account (a run's by the run's name and id, given
+    `run_name`) and its cap and totals as they stand after it."""
     cap = usd(account.cap_usd_micro) if account.cap_usd_micro is not None else "none"
     return (
-        f"{account.account}: cap {cap}, {usd(account.committed_usd_micro)} committed,"
+        f"{holder_text(account.account, run_name)}: cap {cap}, {usd(account.committed_usd_micro)} committed,"
         f"{presumed_text(account.presumed_usd_micro)}"
         f" {usd(account.pending_usd_micro)} pending, remaining {usd(account.remaining_usd_micro)}"
         f" (position {position})"

@@ -117,7 +117,7 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> str:
             "tokens": [{"token_class": "sample", "tokens": tokens, "usd_micro_per_million_tokens": 1_500_000}],
         }
 
-    # 1,000 tokens estimated ($0.0015); 1,133 sampled, $0.0016995 rounded up to $0.001700.
+    # 1,000 tokens estimated ($0.0015); 1,133 sampled, $0.0016995 rounded up to $0.0017.
     ledger.reserve(account=run.run_id, reservation_id="call-1", amount_usd_micro=1_500, basis=sampled(1_000))
     ledger.commit(account=run.run_id, reservation_id="call-1", actual_usd_micro=1_700, basis=sampled(1_133))
     ledger.reserve(account=run.run_id, reservation_id="call-2", amount_usd_micro=2_000)
@@ -138,8 +138,8 @@ def test_runs_list_and_show(database: str, capsys: pytest.CaptureFixture[str]) -
     listed = run_cli(capsys, "runs", "list", "--db", database)
     header, rule, row = listed.splitlines()
     assert header.split() == ["RUN", "NAME", "STATUS", "ATTEMPT", "LAST", "STEP", "SPEND", "HELD", "OPENED"]
-    assert set(rule.replace(" ", "")) == {"-"} and "demo" in row and "$0.001700 of $5.000000" in row
-    assert "$0.002000" in row and row.rstrip().endswith(" UTC")
+    assert set(rule.replace(" ", "")) == {"-"} and "demo" in row and "$0.0017 of $5.00" in row
+    assert "$0.002" in row and row.rstrip().endswith(" UTC")
     assert header.index("NAME") == row.index("demo")  # aligned columns
     shown = run_cli(capsys, "runs", "show", "demo-key", "--db", database)
     for expected in (
@@ -177,13 +177,13 @@ def test_spend_show(database: str, capsys: pytest.CaptureFixture[str]) -> None:
     second = run_cli(capsys, "spend", "show", "demo", "--db", database, "--limit", "1", "--page", hint.split()[-1][:-1])
     assert "call-2" in second and "call-1" not in second and "more reservations" not in second
     for expected in (
-        "cap:       $5.000000",
-        "committed: $0.001700",
-        "pending:   $0.002000",
-        "overrun:   $0.000200",
+        "cap:       $5.00",
+        "committed: $0.0017",
+        "pending:   $0.002",
+        "overrun:   $0.0002",
         "call-1",
         "committed",
-        "1,133 sample @ $1.500000/M [sheet-7]",  # The usage committed, not the estimate.
+        "1,133 sample @ $1.50/M [sheet-7]",  # The usage committed, not the estimate.
         "call-2",
         "pending",
     ):
@@ -264,18 +264,18 @@ def test_tables_fit_a_width_cutting_text_never_amounts_or_times() -> None:
     from services.tables import fit_to, table, usd, when
 
     moment = datetime(2026, 12, 1, 6, 55, 2, tzinfo=UTC)
-    rows = [("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "a-rather-long-run-name", usd(12_500_000), when(moment), 7)]
+    rows = [("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "a-rather-long-run-name", usd(12_345_678), when(moment), 7)]
     headers = ["RUN", "NAME", "SPEND", "AT", "N"]
     try:
         fit_to(60)
         fitted = table(headers, rows).splitlines()
         assert max(len(line) for line in fitted) <= 60
-        assert fitted[2].split() == ["0f1e2d3c…", "a-rather…", "$12.500000", "2026-12-01", "06:55:02", "UTC", "7"]
+        assert fitted[2].split() == ["0f1e2d3c…", "a-rather…", "$12.345678", "2026-12-01", "06:55:02", "UTC", "7"]
         # Optional columns go, in the order given, before any column but those cut first is cut.
         fit_to(60)
         kept = table(headers, rows, optional=(3, 4), first=(0,)).splitlines()
         assert kept[0].split() == ["RUN", "NAME", "SPEND", "N"] and max(len(line) for line in kept) == 60
-        assert kept[2].split() == ["0f1e2d3c-4b5a-6978-8…", "a-rather-long-run-name", "$12.500000", "7"]
+        assert kept[2].split() == ["0f1e2d3c-4b5a-6978-8…", "a-rather-long-run-name", "$12.345678", "7"]
         fit_to(40)
         assert table(headers, rows, optional=(3, 4)).splitlines()[0].split() == ["RUN", "NAME", "SPEND"]
         # A column cut first gives way before the widest one.
@@ -284,7 +284,7 @@ def test_tables_fit_a_width_cutting_text_never_amounts_or_times() -> None:
     finally:
         fit_to(None)
     whole = table(headers, rows).splitlines()[2]
-    assert "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0  a-rather-long-run-name  $12.500000" in whole
+    assert "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0  a-rather-long-run-name  $12.345678" in whole
 
 
 @pytest.mark.parametrize("command", [["serve", "--listen", "127.0.0.1:0", "--no-http"], ["project"], ["runs", "list"]])

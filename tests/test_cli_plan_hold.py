@@ -22,8 +22,8 @@ def test_spend_and_runs_show_the_plan_hold(tmp_path, capsys: pytest.CaptureFixtu
     ledger.close()
 
     shown = run_cli(capsys, "spend", "show", "planned-key", "--db", path)
-    assert "plan:      $2.000000 planned, $0.500000 drawn, $1.500000 held (pending)" in shown
-    assert "pending:   $2.000000" in shown
+    assert "plan:      $2.00 planned, $0.50 drawn, $1.50 held (pending)" in shown
+    assert "pending:   $2.00" in shown
     listed = json.loads(run_cli(capsys, "spend", "show", "planned-key", "--db", path, "--json"))
     assert listed["account"]["plan"] == {
         "reservation_id": "plan-1",
@@ -37,4 +37,4 @@ def test_spend_and_runs_show_the_plan_hold(tmp_path, capsys: pytest.CaptureFixtu
         ("call-1", "reservation"),
     ]
     state = run_cli(capsys, "runs", "show", "planned-key", "--db", path)
-    assert "; plan $2.000000 planned, $0.500000 drawn, $1.500000 held (pending)" in state
+    assert "; plan $2.00 planned, $0.50 drawn, $1.50 held (pending)" in state

@@ -19,6 +19,7 @@ import re
 from decimal import ROUND_HALF_EVEN, Context, Decimal, DivisionByZero, InvalidOperation, Overflow, localcontext
 
 from trainledger.pricing import USD_MICRO_MAX
+from trainledger.text import usd_text  # Dollars for people; imported from here before.
 
 __all__ = ["AMOUNT_TEXT_MAX", "usd_micro_from_text", "usd_text"]
 
@@ -53,10 +54,3 @@ def usd_micro_from_text(text: str) -> int:
     if abs(micro) > USD_MICRO_MAX:
         raise ValueError(f"amount out of range: {text!r}")
     return micro
-
-
-def usd_text(usd_micro: int) -> str:
-    """Micro-dollars as dollars for people: 73_400 -> "$0.073400", -1_500_000 -> "-$1.500000"."""
-    sign = "-" if usd_micro < 0 else ""
-    whole, micro = divmod(abs(usd_micro), 1_000_000)
-    return f"{sign}${whole:,}.{micro:06d}"

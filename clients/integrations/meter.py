@@ -31,6 +31,7 @@ from clients.errors import LedgerClientError, SpendCapExceeded
 from clients.integrations.pricing import GpuPrice
 from clients.recorder import RunRecorder
 from clients.retry import REFUSAL_CODES
+from trainledger.text import usd_text
 
 __all__ = ["GpuMeter"]
 
@@ -225,10 +226,10 @@ class GpuMeter:
                 continue
             if actual > hold.amount_usd_micro:
                 log.info(
-                    "interval %s ran over its hold: %s > %s micro-USD",
+                    "interval %s ran over its hold: %s > %s",
                     hold.reservation_id,
-                    actual,
-                    hold.amount_usd_micro,
+                    usd_text(actual),
+                    usd_text(hold.amount_usd_micro),
                 )
             self._record(hold.reservation_id, hold.amount_usd_micro, used, actual)
         self._uncommitted = left

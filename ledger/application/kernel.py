@@ -33,6 +33,7 @@ from eventsourcing.application import AggregateNotFoundError, Application, Proce
 from eventsourcing.persistence import EventStore, IntegrityError, InterfaceError, OperationalError, Recording
 
 from ledger.application.gather import GROUP_COMMANDS_MAX, Command, Gathered, WriteQueue
+from ledger.application.naming import named
 from ledger.application.snapshots import TolerantSnapshots
 from ledger.backend import open_storage, persistence_env
 from ledger.domain.accounts import Account, Recall
@@ -306,7 +307,7 @@ class Kernel(Application[UUID]):
             if command.position is not None and isinstance(command.error, LedgerError):
                 # A refusal recorded for audit says where, so its caller can read it (min_position).
                 command.error.metadata.setdefault("recorded_position", str(command.position))
-            raise command.error
+            raise named(command.error, self.repository, self.storage.outage_errors)
         result: T = command.result
         return result, command.position
 
@@ -326,7 +327,7 @@ class Kernel(Application[UUID]):
             if command.error is None:
                 outcomes.append((command.result, command.position))
             elif isinstance(command.error, Exception):
-                outcomes.append(command.error)
+                outcomes.append(named(command.error, self.repository, self.storage.outage_errors))
             else:
                 raise command.error  # An interruption (KeyboardInterrupt, SystemExit), not a refusal.
         return outcomes

@@ -39,6 +39,7 @@ from ledger.domain.limits import (
 )
 from ledger.domain.reasons import Reason
 from trainledger.bills import AMOUNT_TEXT_MAX, usd_micro_from_text
+from trainledger.text import usd_text
 
 __all__ = [
     "Bill",
@@ -119,8 +120,9 @@ def _check_line(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
                 field=f"{where}.amount_text",
             ) from None
         if amount != from_text:
+            given = "no amount" if amount is None else usd_text(amount)
             raise Invalid(
-                f"{where}.amount_text {text!r} is {from_text} micro-dollars rounded half-even, not {amount}",
+                f"{where}.amount_text {text!r} is {usd_text(from_text)} (to the micro-dollar, half-even), not {given}",
                 reason=Reason.AMOUNT_TEXT_MISMATCH,
                 field=f"{where}.amount_usd_micro",
             )

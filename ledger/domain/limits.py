@@ -36,6 +36,7 @@ import msgspec
 from ledger.domain.errors import Invalid
 from ledger.domain.reasons import Reason
 from trainledger.pricing import USD_MICRO_MAX
+from trainledger.text import usd_text
 
 __all__ = [
     "BATCH_STEPS_MAX",
@@ -256,7 +257,7 @@ def check_usd_micro(value: Any, field: str) -> int:
         raise Invalid(f"{field} must not be negative", reason=Reason.NEGATIVE_AMOUNT, field=field)
     if value > USD_MICRO_MAX:
         raise Invalid(
-            f"{field} is above the limit of {USD_MICRO_MAX} micro-dollars",
+            f"{field} is above the limit of {usd_text(USD_MICRO_MAX)}",
             reason=Reason.AMOUNT_TOO_LARGE,
             field=field,
         )

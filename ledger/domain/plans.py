@@ -22,6 +22,7 @@ from ledger.domain.base import Audit
 from ledger.domain.errors import CapExceeded, Conflict, Refused
 from ledger.domain.reasons import Reason
 from ledger.domain.spending import SUPERSEDED, check_not_retracted, expire_overdue, roll_up
+from trainledger.text import account_text, usd_text
 
 __all__ = ["FINISHED", "RETRACTED", "SUPERSEDED", "release_plan", "reserve_plan", "summary"]
 
@@ -59,7 +60,7 @@ def reserve_plan(
             )
         if entry["state"] == "refused":
             raise CapExceeded(
-                f"plan {reservation_id} was refused: it would cross the cap of {entry['refused_by']}",
+                f"plan {reservation_id} was refused: it would cross the cap of {account_text(entry['refused_by'])}",
                 reason=Reason.SPEND_CAP_EXCEEDED,
                 account=entry["refused_by"],
                 remaining_usd_micro=entry["remaining"],
@@ -89,7 +90,8 @@ def reserve_plan(
                 remaining=headroom,
             )
             raise CapExceeded(
-                f"a plan of {amount} would cross the cap of {holder.name}: {headroom} remains",
+                f"a plan of {usd_text(amount)} would cross the cap of {account_text(holder.name)}:"
+                f" {usd_text(headroom)} remains",
                 reason=Reason.SPEND_CAP_EXCEEDED,
                 account=holder.name,
                 remaining_usd_micro=headroom,

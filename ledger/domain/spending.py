@@ -19,6 +19,7 @@ from ledger.domain.base import Audit
 from ledger.domain.errors import CapExceeded, Conflict, Invalid, NotFound, PermissionDenied, Refused
 from ledger.domain.reasons import Reason
 from trainledger.pricing import gpu_line_usd_micro
+from trainledger.text import account_text, usd_text
 
 __all__ = [
     "SETTLED",
@@ -201,7 +202,8 @@ def reserve(
             )
         if entry["state"] == "refused":
             raise CapExceeded(
-                f"reservation {reservation_id} was refused: it would cross the cap of {entry['refused_by']}",
+                f"reservation {reservation_id} was refused:"
+                f" it would cross the cap of {account_text(entry['refused_by'])}",
                 reason=Reason.SPEND_CAP_EXCEEDED,
                 account=entry["refused_by"],
                 remaining_usd_micro=entry["remaining"],
@@ -225,7 +227,8 @@ def reserve(
                 remaining=headroom,
             )
             raise CapExceeded(
-                f"reserving {amount} would cross the cap of {holder.name}: {headroom} remains",
+                f"reserving {usd_text(amount)} would cross the cap of {account_text(holder.name)}:"
+                f" {usd_text(headroom)} remains",
                 reason=Reason.SPEND_CAP_EXCEEDED,
                 account=holder.name,
                 remaining_usd_micro=headroom,
@@ -400,7 +403,7 @@ def adjust(
         return int(entry["settled_version"]), int(entry.get("overrun", 0))
     if amount < -account.committed:
         raise Invalid(
-            f"an adjustment of {amount} would take the committed spend below nothing",
+            f"an adjustment of {usd_text(amount)} would take the committed spend below nothing",
             reason=Reason.OUT_OF_RANGE,
             adjustment_id=adjustment_id,
         )
@@ -436,8 +439,10 @@ def set_cap(account: Account, audit: Audit, cap: int | None, *, scope: str = "")
     floor = account.committed + account.presumed + account.pending - account.overrun
     if cap is not None and cap < floor:
         raise Refused(
-            f"cap {cap} is below the {floor} already committed and held",
+            f"cap {usd_text(cap)} of {account_text(account.name)} is below the {usd_text(floor)}"
+            " already committed and held",
             reason=Reason.CAP_BELOW_SPEND,
+            account=account.name,
             minimum_cap_usd_micro=floor,
         )
     account.record(Account.CapSet, audit, cap=cap)

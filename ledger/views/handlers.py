@@ -22,6 +22,7 @@ import msgspec
 from ledger.views.leases import lease_handlers
 from ledger.views.rollup import ROLLUP_COLUMNS, ROLLUP_SHIFTS, STEPS_METRIC, Aggregate, ChartRollup, aggregate, merge
 from trainledger.pricing import cost_usd_micro
+from trainledger.text import account_text, usd_text
 
 __all__ = [
     "ROLLUP_COLUMNS",
@@ -372,7 +373,7 @@ class SpendView:
 
     def _refused(self, e: Any, position: int, sql: str = _REFUSED_SQL) -> None:
         at = to_epoch(e.timestamp)
-        reason = f"cap of {e.refused_by} would be crossed: {e.remaining} remained"
+        reason = f"cap of {account_text(e.refused_by)} would be crossed: {usd_text(e.remaining)} remained"
         after = (e.amount, _dump(e.basis), reason, e.attempt, at, at, position)
         self._rows.append((_ROW, e.originator_id, sql, e.reservation_id, (), after))
 

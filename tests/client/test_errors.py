@@ -55,6 +55,8 @@ def test_spend_cap_exceeded_says_what_remains(client: LedgerClient) -> None:
         client.reserve(account=run_id, amount_usd_micro=7_000, attempt=attempt)
     assert (caught.value.account, caught.value.remaining_usd_micro) == (run_id, 6_000)
     assert caught.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    # The message is for people: dollars, and the run by its name with its id after.
+    assert caught.value.message == f"reserving $0.007 would cross the cap of run test ({run_id}): $0.006 remains"
 
 
 def test_fencing_and_finish_are_failed_preconditions(client: LedgerClient) -> None:

@@ -2,7 +2,7 @@
 
 - ledger/ is plain Python: no gRPC, no protobuf, no generated code, no services/ or clients/. It may
   use the stdlib-only modules both sides of the wire share, trainledger.pricing, trainledger.bills,
-  trainledger.structs and trainledger.leases.
+  trainledger.structs, trainledger.leases and trainledger.text.
 - Inside ledger/, the layers import downwards only: domain/ imports only the domain; views/ the
   domain and the views; storage/ the domain, the views and storage. The backend factory
   (ledger.backend) and the application are above all three: nothing below imports them.
@@ -21,7 +21,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED_CONTRACT = ("trainledger.pricing", "trainledger.structs", "trainledger.bills", "trainledger.leases")
+SHARED_CONTRACT = (
+    "trainledger.pricing",
+    "trainledger.structs",
+    "trainledger.bills",
+    "trainledger.leases",
+    "trainledger.text",
+)
 
 
 def _sources(package: str) -> list[Path]:

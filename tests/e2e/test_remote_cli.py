@@ -155,10 +155,10 @@ def test_runs_list_shows_status_attempt_last_step_and_spend_against_the_cap(worl
     rows = {line.split()[1]: line for line in lines[2:]}
     assert set(rows) == {"sft-llama-8b", "sft-llama-70b", "dpo-mistral", "twin"}
     assert world.ids["sft"] in rows["sft-llama-8b"]
-    assert re.search(r"\$2\.250000 of \$50\.000000\s+\$1\.000000\s+team-a\s", rows["sft-llama-8b"])
+    assert re.search(r"\$2\.25 of \$50\.00\s+\$1\.00\s+team-a\s", rows["sft-llama-8b"])
     assert re.search(r"running\s+2\s+24\s", rows["sft-llama-8b"])
     assert "opened (no attempt yet)" in rows["sft-llama-70b"]
-    assert re.search(r"done\s+1\s+1\s+\$0\.000000 of no cap\s+-\s+-\s", rows["dpo-mistral"])
+    assert re.search(r"done\s+1\s+1\s+\$0\.00 of no cap\s+-\s+-\s", rows["dpo-mistral"])
     assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$", rows["dpo-mistral"])
     # Filters: status, part of the name (any case), account.
     assert [line.split()[1] for line in out(world, "runs", "list", "--status", "done").splitlines()[2:]] == [
@@ -186,7 +186,7 @@ def test_runs_show_has_the_spec_metrics_checkpoints_attempts_and_last_steps(worl
         "status:    running (attempt 2)",
         "last step: 24",
         "resume:    from step 24 (s3://ck/sft/24)",
-        "spend:     $2.250000 committed, $1.000000 pending, cap $50.000000, remaining $46.750000",
+        "spend:     $2.25 committed, $1.00 pending, cap $50.00, remaining $46.75",
         "  base_model: meta-llama/Llama-3.1-8B",
         "  lora.alpha: 32",
         "  lora.r: 16",
@@ -259,16 +259,16 @@ def test_spend_show_pages_the_reservations(world: World) -> None:
     for expected in (
         f"account:   {world.ids['sft']}",
         "parent:    team-a",
-        "cap:       $50.000000",
-        "committed: $2.250000",
-        "pending:   $1.000000",
-        "remaining: $46.750000",
+        "cap:       $50.00",
+        "committed: $2.25",
+        "pending:   $1.00",
+        "remaining: $46.75",
     ):
         assert expected in shown, expected
     rows = [line.split() for line in shown.splitlines() if line.startswith("call-")]
     assert [row[:6] for row in rows] == [
-        ["call-1", "reservation", "committed", "$2.500000", "$2.250000", "$0.000000"],
-        ["call-2", "reservation", "pending", "$1.000000", "$0.000000", "$0.000000"],
+        ["call-1", "reservation", "committed", "$2.50", "$2.25", "$0.00"],
+        ["call-2", "reservation", "pending", "$1.00", "$0.00", "$0.00"],
     ]
     first = out(world, "spend", "show", "sft-llama-8b", "--limit", "1")
     assert [line.split()[0] for line in first.splitlines() if line.startswith("call-")] == ["call-1"]
@@ -284,11 +284,11 @@ def test_spend_show_pages_the_reservations(world: World) -> None:
 
 def test_spend_cap_sets_and_lifts_a_cap(world: World) -> None:
     set_to = out(world, "spend", "cap", "team-a", "25")
-    assert set_to.startswith("team-a: cap $25.000000, $2.250000 committed, $1.000000 pending, remaining $21.750000")
+    assert set_to.startswith("account team-a: cap $25.00, $2.25 committed, $1.00 pending, remaining $21.75")
     out(world, "spend", "cap", "team-a", "12.50")
-    assert "cap:       $12.500000" in out(world, "spend", "show", "team-a")
+    assert "cap:       $12.50" in out(world, "spend", "show", "team-a")
     lifted = out(world, "spend", "cap", "team-a", "none")
-    assert lifted.startswith("team-a: cap none,")
+    assert lifted.startswith("account team-a: cap none,")
     assert json.loads(out(world, "spend", "show", "team-a", "--json"))["account"]["cap_usd_micro"] is None
     bad = cli(world, "spend", "cap", "team-a", "lots", status=2).stderr
     assert bad.startswith("trainledger: not an amount: 'lots'")
@@ -298,6 +298,11 @@ def test_spend_cap_sets_and_lifts_a_cap(world: World) -> None:
     # Below what is committed and held: the server's refusal, on one line with its reason.
     refused = cli(world, "spend", "cap", "sft-llama-8b", "1", status=1).stderr
     assert len(refused.strip().splitlines()) == 1 and refused.rstrip().endswith(")")
+    run = f"run sft-llama-8b ({world.ids['sft']})"
+    assert f"cap $1.00 of {run} is below the $3.25 already committed and held" in refused
+    # A run's cap by the run's name: the run is named by its name with its id after.
+    assert out(world, "spend", "cap", "sft-llama-8b", "60").startswith(f"{run}: cap $60.00, $2.25 committed,")
+    out(world, "spend", "cap", "sft-llama-8b", "50")
     out(world, "spend", "cap", "team-a", "100")
 
 
@@ -359,11 +364,11 @@ def test_tables_fit_the_terminal_unless_wide(world: World) -> None:
     fitted = out(world, "runs", "list", COLUMNS="80")
     assert max(len(line) for line in fitted.splitlines()) <= 80
     assert "…" in fitted and world.ids["sft"] not in fitted
-    assert "$2.250000 of $50.000000" in fitted  # amounts are never cut
+    assert "$2.25 of $50.00" in fitted  # amounts are never cut
     wide = out(world, "runs", "list", "--wide", COLUMNS="80")
     assert "…" not in wide and world.ids["sft"] in wide and max(len(line) for line in wide.splitlines()) > 80
     # A run id cut in a table is still a prefix that names the run.
-    cut = next(line for line in fitted.splitlines() if "$2.250000 of $50.000000" in line).split()[0].rstrip("…")
+    cut = next(line for line in fitted.splitlines() if "$2.25 of $50.00" in line).split()[0].rstrip("…")
     assert f"run:       {world.ids['sft']}" in out(world, "runs", "show", cut, "--steps", "0")
 
 

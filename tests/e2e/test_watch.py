@@ -215,14 +215,14 @@ def test_the_live_view_follows_steps_checkpoints_and_spend_until_the_run_is_done
         terminal.expect(r"step 5 \(attempt 1\): local file:///ckpt/5 at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC")
 
         hold = client.reserve(account=run_id, amount_usd_micro=2_000_000, attempt=attempt)
-        terminal.expect(r"\$0\.000000 of \$5\.000000, \$2\.000000 pending, \$3\.000000 left")
+        terminal.expect(r"\$0\.00 of \$5\.00, \$2\.00 pending, \$3\.00 left")
         client.commit(account=run_id, reservation_id=hold.reservation_id, actual_usd_micro=1_250_000)
-        terminal.expect(r"\$1\.250000 of \$5\.000000, \$3\.750000 left")
+        terminal.expect(r"\$1\.25 of \$5\.00, \$3\.75 left")
 
         client.finish_run(run_id=run_id, attempt=attempt, status="done")
         assert terminal.exit_status() == 0
         final = terminal.screen.strip().splitlines()[-1]
-        assert final == "watch-live done at step 5 of 100, spend $1.250000 of $5.000000, $3.750000 left"
+        assert final == "watch-live done at step 5 of 100, spend $1.25 of $5.00, $3.75 left"
     finally:
         terminal.close()
 
@@ -235,7 +235,7 @@ def test_through_a_pipe_each_event_is_one_plain_line_and_a_failed_run_exits_1(
     try:
         piped.expect(
             rf"^\d\d:\d\d:\d\d watching watch-plain \({run_id}\): running, attempt 1, no step yet,"
-            r" spend \$0\.000000 of no cap$"
+            r" spend \$0\.00 of no cap$"
         )
         client.append_steps(run_id=run_id, attempt=attempt, steps=[1, 2], metrics={"loss": [0.75, 0.5]})
         piped.expect(r"^\d\d:\d\d:\d\d steps 1-2 \(attempt 1\): loss=0\.5$")
@@ -248,7 +248,7 @@ def test_through_a_pipe_each_event_is_one_plain_line_and_a_failed_run_exits_1(
         client.finish_run(run_id=run_id, attempt=second, status="failed", error="out of memory")
         piped.expect(r"^\d\d:\d\d:\d\d run failed: out of memory$")
         status, rest, errors = piped.finish()
-        assert rest == ["watch-plain failed (out of memory) at step 3, spend $0.000000 of no cap"]
+        assert rest == ["watch-plain failed (out of memory) at step 3, spend $0.00 of no cap"]
         assert (status, errors) == (1, "trainledger: the run failed\n")
     finally:
         piped.close()
@@ -266,8 +266,8 @@ def test_a_run_already_done_prints_its_final_line_and_exits_0(
     out, errors = capsys.readouterr()
     assert re.fullmatch(
         rf"\d\d:\d\d:\d\d watching watch-over \({run_id}\): done, attempt 1, step 2 of 2,"
-        r" spend \$0\.000000 of \$1\.000000, \$1\.000000 left\n"
-        r"watch-over done at step 2 of 2, spend \$0\.000000 of \$1\.000000, \$1\.000000 left\n",
+        r" spend \$0\.00 of \$1\.00, \$1\.00 left\n"
+        r"watch-over done at step 2 of 2, spend \$0\.00 of \$1\.00, \$1\.00 left\n",
         out,
     ), out
     assert errors == ""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 import time
 import warnings
@@ -330,6 +331,10 @@ def test_spend_is_held_per_interval_and_a_refused_hold_stops_cleanly(client: Led
     trainer.end()
     state = run_state(client, spec)
     assert state.run.status == "stopped" and "spend cap reached" in state.run.summary["stop_reason"]
+    # Said in dollars, naming the run whose cap refused the hold.
+    who = re.escape(f"run {state.run.name} ({state.run.run_id})")
+    stopped = rf"spend cap reached at step {stop_step}: \$0\.\d+ left on {who}"
+    assert re.fullmatch(stopped, state.run.summary["stop_reason"])
     assert state.checkpoint.step == stop_step == state.last_step
     account = client.get_account(account=state.run.run_id)
     assert account.committed_usd_micro + account.pending_usd_micro <= cap

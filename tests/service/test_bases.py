@@ -78,7 +78,7 @@ def test_a_reservation_whose_basis_works_out_to_another_amount_is_refused(stubs:
     code, reason, metadata, message = refusal(stubs.spend.Reserve, request)
     assert (code, reason) == (INVALID, "BASIS_AMOUNT_MISMATCH")
     assert metadata == {"field": "amount_usd_micro", "amount_usd_micro": "100000", "basis_usd_micro": "200000"}
-    assert "$0.200000" in message and "$0.100000" in message
+    assert "$0.20" in message and "$0.10" in message
     assert head(stubs) == before
     assert reservations(stubs, name) == []
 

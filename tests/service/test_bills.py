@@ -315,6 +315,13 @@ BAD_LINES = [
 ]  # fmt: skip
 
 
+def test_a_figure_that_is_not_its_amount_is_refused_in_dollars(stubs: Stubs) -> None:
+    bad = line("x", T10, amount_usd_micro=1_000, amount_text="0.0734")
+    with pytest.raises(grpc.RpcError) as caught:
+        stubs.spend.RecordBilledUsage(spend_pb2.RecordBilledUsageRequest(provider="tinker", lines=[bad]), timeout=30)
+    assert "amount_text '0.0734' is $0.0734 (to the micro-dollar, half-even), not $0.001" in caught.value.details()
+
+
 @pytest.mark.parametrize("bad,reason", BAD_LINES)
 def test_a_bad_line_is_refused_by_its_index_and_nothing_is_recorded(stubs: Stubs, bad: Any, reason: str) -> None:
     good = [line(f"g{n}", T10, amount_usd_micro=1, amount_text="0.000001") for n in range(3)]

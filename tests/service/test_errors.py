@@ -14,7 +14,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from ledger.domain import errors as ledger_errors
 from ledger.domain.reasons import Reason
 from services.errors import DOMAIN, status_code
-from tests.service.support import Served, Stubs, batch, error_info, open_run
+from tests.service.support import Served, Stubs, batch, error_info, key, open_run
 from trainledger.v1 import common_pb2, registry_pb2, runs_pb2, spend_pb2
 
 Code = grpc.StatusCode
@@ -190,7 +190,7 @@ def test_aborted_when_current_version_moved(stubs: Stubs) -> None:
 
 
 def test_resource_exhausted_carries_what_remains(stubs: Stubs) -> None:
-    run_id = open_run(stubs, cap=1_000).state.run.run_id
+    run_id = open_run(stubs, cap=1_000, name="sft-demo").state.run.run_id
     held = stubs.spend.Reserve(
         spend_pb2.ReserveRequest(account=run_id, reservation_id="r1", amount_usd_micro=600), timeout=10
     )
@@ -199,10 +199,46 @@ def test_resource_exhausted_carries_what_remains(stubs: Stubs) -> None:
     )
     metadata = assert_refusal(over, Code.RESOURCE_EXHAUSTED, "SPEND_CAP_EXCEEDED")
     assert metadata["remaining_usd_micro"] == "400" and metadata["account"] == run_id
+    # People read dollars and the run's name; programs read the micro-dollars and id above.
+    assert over.details() == f"reserving $0.0005 would cross the cap of run sft-demo ({run_id}): $0.0004 remains"
     account = stubs.spend.GetAccount(
         spend_pb2.GetAccountRequest(account=run_id, min_position=held.position), timeout=10
     ).account
     assert (account.pending_usd_micro, account.committed_usd_micro, account.remaining_usd_micro) == (600, 0, 400)
+
+
+def test_a_parent_cap_refusal_names_the_parent_account_in_dollars(stubs: Stubs) -> None:
+    parent = f"team-{key()}"
+    stubs.spend.OpenAccount(spend_pb2.OpenAccountRequest(account=parent, cap_usd_micro=12_500_000), timeout=10)
+    run_id = open_run(stubs, name="sft-demo", parent_account=parent).state.run.run_id
+    over = refused(
+        stubs.spend.Reserve,
+        spend_pb2.ReserveRequest(account=run_id, reservation_id="r1", amount_usd_micro=50_000_000),
+    )
+    metadata = assert_refusal(over, Code.RESOURCE_EXHAUSTED, "SPEND_CAP_EXCEEDED")
+    assert (metadata["account"], metadata["remaining_usd_micro"]) == (parent, "12500000")
+    assert over.details() == f"reserving $50.00 would cross the cap of account {parent}: $12.50 remains"
+
+
+def test_a_cap_below_the_spend_is_refused_in_dollars_naming_the_run(stubs: Stubs) -> None:
+    run_id = open_run(stubs, cap=50_000_000, name="sft-demo").state.run.run_id
+    stubs.spend.Reserve(
+        spend_pb2.ReserveRequest(account=run_id, reservation_id="r1", amount_usd_micro=49_970_000), timeout=10
+    )
+    below = refused(stubs.spend.SetCap, spend_pb2.SetCapRequest(account=run_id, cap_usd_micro=12_500_000))
+    metadata = assert_refusal(below, Code.FAILED_PRECONDITION, "CAP_BELOW_SPEND")
+    assert metadata["minimum_cap_usd_micro"] == "49970000"
+    assert below.details() == (f"cap $12.50 of run sft-demo ({run_id}) is below the $49.97 already committed and held")
+
+
+def test_an_amount_above_the_limit_is_refused_in_dollars(stubs: Stubs) -> None:
+    run_id = open_run(stubs).state.run.run_id
+    huge = refused(
+        stubs.spend.Reserve,
+        spend_pb2.ReserveRequest(account=run_id, reservation_id="r1", amount_usd_micro=10**13 + 1),
+    )
+    assert assert_refusal(huge, Code.INVALID_ARGUMENT, "AMOUNT_TOO_LARGE")["field"] == "amount_usd_micro"
+    assert huge.details() == "amount_usd_micro is above the limit of $10,000,000.00"
 
 
 def test_unavailable_when_the_view_never_reaches_the_position(stubs: Stubs) -> None:

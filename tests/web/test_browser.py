@@ -233,7 +233,7 @@ def test_the_spend_chart_shows_committed_spend_the_cap_and_the_pending_hold(
     ]
     assert attributes(tab, "table.holds tbody tr", "data-state") == ["committed", "released", "pending"]
     totals = tab.locator(f"{spend} .totals").inner_text()
-    assert "committed $18.500000" in totals and "pending $10.000000" in totals and "cap $50.000000" in totals
+    assert "committed $18.50" in totals and "pending $10.00" in totals and "cap $50.00" in totals
     assert watch.clear() == []
 
 
@@ -306,7 +306,7 @@ def test_a_step_a_checkpoint_and_spend_appear_on_the_open_run_page(ledger: Ledge
     client.commit(account=ledger.live, reservation_id=hold.reservation_id, actual_usd_micro=750_000)
     tab.wait_for_function(
         "() => [...document.querySelectorAll('[data-field=\"spend\"] .amount')]"
-        ".some((c) => c.textContent.startsWith('$0.750000'))",
+        ".some((c) => c.textContent.startsWith('$0.75'))",
         timeout=LIVE_WAIT_MS,
     )
     tab.wait_for_selector('table.holds tr[data-state="committed"]', timeout=LIVE_WAIT_MS)
@@ -375,14 +375,14 @@ def test_the_runs_page_follows_a_run_live(ledger: Ledger, page: tuple[Page, Watc
         f"() => document.querySelector('{row} [data-field=\"spend\"] .fill').style.width === '40%'",
         timeout=LIVE_WAIT_MS,
     )
-    assert tab.locator(f'{row} [data-field="spend"] .amount').inner_text() == "$2.000000 of $5.000000"
+    assert tab.locator(f'{row} [data-field="spend"] .amount').inner_text() == "$2.00 of $5.00"
     assert tab.locator(f'{row} [data-field="spend"] .bar.over').count() == 0
     # A call that cost more than its hold commits past the cap: the bar fills and turns red.
     hold = client.reserve(account=run_id, amount_usd_micro=1_000_000, attempt=1)
     client.commit(account=run_id, reservation_id=hold.reservation_id, actual_usd_micro=4_000_000)
     tab.wait_for_selector(f'{row} [data-field="spend"] .bar.over', timeout=LIVE_WAIT_MS)
     assert tab.locator(f'{row} [data-field="spend"] .bar .fill').get_attribute("style") == "width: 100%;"
-    assert tab.locator(f'{row} [data-field="spend"] .amount').inner_text() == "$6.000000 of $5.000000"
+    assert tab.locator(f'{row} [data-field="spend"] .amount').inner_text() == "$6.00 of $5.00"
     # A run opened meanwhile gets a row on top, laid out as the server's.
     fresh = client.open_run(run_key="fresh", name="sft-fresh", cap_usd_micro=1_000_000).state.run.run_id
     client.start_attempt(run_id=fresh)
@@ -393,7 +393,7 @@ def test_the_runs_page_follows_a_run_live(ledger: Ledger, page: tuple[Page, Watc
     )
     assert tab.locator(f'{first} [data-field="name"] a').inner_text() == "sft-fresh"
     assert tab.locator(f'{first} [data-field="name"] a').get_attribute("href") == f"/runs/{fresh}"
-    assert tab.locator(f'{first} [data-field="spend"] .amount').inner_text() == "$0.000000 of $1.000000"
+    assert tab.locator(f'{first} [data-field="spend"] .amount').inner_text() == "$0.00 of $1.00"
     assert tab.locator(f"{first} td").count() == tab.locator(f"{row} td").count()
     assert watch.clear() == []
 

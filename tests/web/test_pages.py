@@ -125,7 +125,7 @@ def test_runs_page_lists_runs_with_status_attempt_step_and_spend(http: httpx.Cli
     assert row.one("td", data_field="last_step").text == "11"
     spend = row.one("td", data_field="spend")
     assert spend.one("div", class_="bar").one("div", class_="fill").attrs["style"] == "width:15%"
-    assert spend.text == "$1.500000 + $0.250000 held of $10.000000"
+    assert spend.text == "$1.50 + $0.25 held of $10.00"
     assert row.one("a").attrs["href"] == f"/runs/{recorded.run_id}"
     checkbox = row.one("input", type="checkbox")
     assert (checkbox.attrs["name"], checkbox.attrs["value"], checkbox.attrs["form"]) == (
@@ -328,11 +328,11 @@ def test_accounts_page_shows_the_tree_in_dollars(http: httpx.Client, recorded: R
     row = page(http, "/accounts").one("tr", data_account="team")
     assert [td.text for td in row.all("td")][:6] == [
         "team",
-        "$100.000000",
-        "$1.500000",
-        "$0.250000",
-        "$98.250000",
-        "$0.000000",
+        "$100.00",
+        "$1.50",
+        "$0.25",
+        "$98.25",
+        "$0.00",
     ]
 
 

@@ -16,6 +16,6 @@ def test_a_run_page_shows_its_plan_hold(http: httpx.Client, grpc_client: LedgerC
     held = grpc_client.reserve(account=run_id, amount_usd_micro=500_000, attempt=attempt)
     grpc_client.get_account(account=run_id, min_position=held.position)  # the views hold the write
     cell = page(http, "/runs/" + run_id).one(data_field="plan_hold")
-    assert cell.text == "$2.000000 planned, $0.500000 drawn, $1.500000 held (pending)"
+    assert cell.text == "$2.00 planned, $0.50 drawn, $1.50 held (pending)"
     unplanned = grpc_client.open_run(run_key=fresh_key(), name="web-unplanned").state.run.run_id
     assert "plan_hold" not in http.get("/runs/" + unplanned).text

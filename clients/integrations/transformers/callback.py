@@ -35,6 +35,7 @@ from clients.integrations.transformers.spend import Spend, SpendHoldRefused
 from clients.integrations.transformers.steps import StepRows
 from clients.recorder import RunRecorder, exit_error, exit_status
 from clients.tls import TLS
+from trainledger.text import usd_text
 
 __all__ = ["LedgerCallback", "LedgerCallbackWarning"]
 
@@ -256,11 +257,10 @@ class LedgerCallback(TrainerCallback):
         held_cap = held.spend.cap_usd_micro if held is not None else None
         if held is not None and self.cap_usd_micro is not None and held_cap != self.cap_usd_micro:
             log.warning(
-                "run %s has a cap of %s micro-USD, not the %s given: this ledger did not change it on "
-                "open (set_cap does)",
+                "run %s has a cap of %s, not the %s given: this ledger did not change it on open (set_cap does)",
                 self.run_key,
-                held_cap,
-                self.cap_usd_micro,
+                "none" if held_cap is None else usd_text(held_cap),
+                usd_text(self.cap_usd_micro),
             )
         self._steps.logs_at_begin = len(state.log_history)
         self._jobs = Jobs()

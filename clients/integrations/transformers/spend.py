@@ -13,6 +13,7 @@ from clients.integrations.meter import GpuMeter
 from clients.integrations.pricing import GpuPrice
 from clients.integrations.transformers.jobs import Jobs
 from clients.recorder import RunRecorder
+from trainledger.text import account_text, usd_text
 
 __all__ = ["SpendHoldRefused", "Spend"]
 
@@ -63,8 +64,8 @@ class Spend:
             self.meter = meter.start(state.global_step)
         except SpendCapExceeded as refused:
             reason = (
-                f"spend cap reached before training: {refused.remaining_usd_micro} micro-USD left on "
-                f"{refused.account or recorder.account}"
+                f"spend cap reached before training: {usd_text(refused.remaining_usd_micro or 0)} left on "
+                f"{_holder(recorder, refused.account)}"
             )
             self._refuse_start("SPEND_CAP_EXCEEDED", reason, refused, state, jobs)
         except LedgerClientError as error:
@@ -102,7 +103,7 @@ class Spend:
             self._spend_stop(
                 control,
                 f"spend cap reached at step {state.global_step}: "
-                f"{refused.remaining_usd_micro} micro-USD left on {refused.account}",
+                f"{usd_text(refused.remaining_usd_micro or 0)} left on {_holder(self.recorder, refused.account)}",
             )
         except LedgerClientError as error:
             self._spend_stop(
@@ -122,3 +123,12 @@ class Spend:
         if self.meter is not None:
             self.meter.stop()  # What it used is committed; the rest of this attempt runs without a hold.
             self.meter = None
+
+
+def _holder(recorder: RunRecorder, account: str | None) -> str:
+    """The account whose cap refused a hold, for people: the run's own by its name and id, a
+    parent by its name (trainledger.text.account_text)."""
+    if account and account != recorder.run_id:
+        return account_text(account)
+    state = recorder.state
+    return account_text(recorder.run_id, state.run.name if state is not None else "")

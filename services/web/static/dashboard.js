@@ -48,14 +48,15 @@ async function api(path) {
   return body;
 }
 
-/** Micro-dollars as trainledger.bills.usd_text writes them: 73_400 -> "$0.073400". */
+/** Micro-dollars as trainledger.text.usd_text writes them: cents always, further digits only
+ * where the amount has them: 12_500_000 -> "$12.50", 73_400 -> "$0.0734", 123 -> "$0.000123". */
 export function usd(micro) {
   if (micro === null || micro === undefined) return "–";
   const sign = micro < 0 ? "-" : "";
   const abs = Math.abs(micro);
   const whole = Math.floor(abs / 1e6);
-  const rest = String(abs - whole * 1e6).padStart(6, "0");
-  return `${sign}$${whole.toLocaleString("en-US")}.${rest}`;
+  const digits = String(abs - whole * 1e6).padStart(6, "0");
+  return `${sign}$${whole.toLocaleString("en-US")}.${digits.slice(0, 2)}${digits.slice(2).replace(/0+$/, "")}`;
 }
 
 /** Micro-dollars, short, for an axis: "$12.5", "$0.04". */
