@@ -208,7 +208,7 @@ def test_the_spend_chart_spans_the_runs_life(ledger: Ledger, page: tuple[Page, W
     assert len(times) >= 2 and len(set(times)) == len(times), times
     assert tab.locator(SPEND).get_attribute("data-cap-shown") == "number"
     assert 15_000_000 <= plot(tab, SPEND, "p.scales.y.max") < 100_000_000
-    assert tab.locator(f"{SPEND} .legend-item.cap").inner_text() == "cap $1,000.000000 (above the chart)"
+    assert tab.locator(f"{SPEND} .legend-item.cap").inner_text() == "cap $1,000.00 (above the chart)"
     assert watch.clear() == []
 
 
@@ -218,9 +218,9 @@ def test_the_holds_are_a_table_on_the_run_page(ledger: Ledger, page: tuple[Page,
     rows = tab.locator("table.holds tbody tr")
     cells = [row.locator("td").all_inner_texts()[:5] for row in rows.all()]
     assert cells == [
-        ["committed", "reservation", "$20.000000", "$18.500000", "2"],
-        ["released", "reservation", "$5.000000", "-", "2"],
-        ["pending", "reservation", "$10.000000", "-", "2"],
+        ["committed", "reservation", "$20.00", "$18.50", "2"],
+        ["released", "reservation", "$5.00", "-", "2"],
+        ["pending", "reservation", "$10.00", "-", "2"],
     ]
     assert attributes(tab, "table.holds tbody tr", "data-state") == ["committed", "released", "pending"]
     assert tab.locator("p.holds-empty").is_hidden()

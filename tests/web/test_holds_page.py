@@ -18,8 +18,8 @@ def test_a_run_page_lists_its_holds_in_a_table(http: httpx.Client, recorded: Rec
     # web-chart committed $1.50 of a $2 hold and holds $0.25 pending.
     assert [row.attrs["data-state"] for row in rows] == ["committed", "pending"]
     assert [[cell.text for cell in row.all("td")][:4] for row in rows] == [
-        ["committed", "reservation", "$2.000000", "$1.500000"],
-        ["pending", "reservation", "$0.250000", "-"],
+        ["committed", "reservation", "$2.00", "$1.50"],
+        ["pending", "reservation", "$0.25", "-"],
     ]
     assert "hidden" in main.one("p", class_="holds-empty").attrs
     assert "reservations (JSON)" not in http.get("/runs/" + recorded.run_id).text
