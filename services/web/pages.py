@@ -101,9 +101,20 @@ def error_page(error: WebError) -> HTMLResponse:
     return layout("error", error.reason, body, status=error.status)
 
 
-def table(css: str, headers: Sequence[str], rows: Iterable[str]) -> str:
+def table(css: str, headers: Sequence[str], rows: Iterable[str], empty: str = "none yet") -> str:
+    """A table; one without rows says so (`empty`) under its headers."""
     head = "".join(f"<th>{e(h)}</th>" for h in headers)
-    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    body = "".join(rows) or f'<tr class="empty"><td colspan="{len(headers)}">{e(empty)}</td></tr>'
+    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def live_panels(*panels: tuple[str, str]) -> str:
+    """Titled sections the run page renders again as its live feed reports changes (each is
+    swapped for the server's fresh one by its `data-live` name: dashboard.js livePanels)."""
+    return "".join(
+        f'<section class="panel" data-live="{e(title.lower())}"><h2>{e(title)}</h2>{content}</section>'
+        for title, content in panels
+    )
 
 
 def percent(used: int, cap: int | None) -> int:
@@ -193,6 +204,7 @@ async def runs(request: Request) -> Response:
         "runs",
         ["", "name", "status", "attempt", "last step", "progress", "spend", "account", "opened"],
         (run_row(r) for r in page.runs),
+        empty="No runs.",
     )
     following = ""
     token = tokens.runs_token(page.after)
@@ -207,8 +219,7 @@ async def runs(request: Request) -> Response:
             page=token,
         )
         following = f'<p class="pager"><a rel="next" href="{e(href)}">older runs</a></p>'
-    empty = "" if page.runs else '<p class="empty">No runs.</p>'
-    body = f"<h1>Runs</h1>{filters}{compare_form}{rows}{empty}{following}"
+    body = f"<h1>Runs</h1>{filters}{compare_form}{rows}{following}"
     return layout("runs", "runs", body)
 
 
@@ -288,6 +299,12 @@ def _attempt_row(attempt: models.Attempt) -> str:
     )
 
 
+METRIC_HEADERS = ("metric", "values", "first step", "last step", "last", "min", "max")
+ATTEMPT_HEADERS = ("attempt", "label", "started", "resumed from", "ended")
+CHECKPOINT_HEADERS = ("step", "attempt", "uri", "fidelity", "saved", "expires", "scores", "state")
+DATASET_HEADERS = ("role", "format", "rows", "tokens", "digest", "source", "verdict", "recorded")
+
+
 def _run_data(ledger: Any, run_id: str) -> tuple[models.RunState, tuple[models.MetricStats, ...], Any]:
     return (
         ledger.run_state(run_id),
@@ -324,7 +341,7 @@ async def run(request: Request) -> Response:
         for s in stats
     )
     facts = (
-        '<dl class="facts">'
+        '<dl class="facts" data-live="facts">'
         f'<dt>status</dt><dd data-field="status" data-status="{e(info.status)}">'
         f"{e(status_text(info.status, state.current_attempt))}</dd>"
         f'<dt>attempt</dt><dd data-field="attempt">{e(state.current_attempt)}</dd>'
@@ -347,28 +364,14 @@ async def run(request: Request) -> Response:
         f'<h2>Spend</h2><figure class="spend-chart" data-run-id="{rid}"></figure>'
         f'<p><a href="/api/runs/{rid}/spend">reservations (JSON)</a> · '
         f'<a href="/events?{e(query(run=run_id))}">events</a></p>'
-        "<h2>Metrics</h2>"
-        + table("metrics", ["metric", "values", "first step", "last step", "last", "min", "max"], [metric_rows])
-        + "<h2>Attempts</h2>"
-        + table("attempts", ["attempt", "label", "started", "resumed from", "ended"], map(_attempt_row, state.attempts))
-        + "<h2>Checkpoints</h2>"
-        + table(
-            "checkpoints",
-            ["step", "attempt", "uri", "fidelity", "saved", "expires", "scores", "state"],
-            (_checkpoint_row(c, state) for c in checkpoints),
+        + live_panels(
+            ("Metrics", table("metrics", METRIC_HEADERS, [metric_rows])),
+            ("Attempts", table("attempts", ATTEMPT_HEADERS, map(_attempt_row, state.attempts))),
+            ("Checkpoints", table("checkpoints", CHECKPOINT_HEADERS, (_checkpoint_row(c, state) for c in checkpoints))),
+            ("Datasets", table("datasets", DATASET_HEADERS, map(_dataset_row, state.datasets))),
+            ("Spec", f'<pre class="spec">{_document(info.spec)}</pre>'),
+            ("Summary", f'<pre class="summary">{_document(info.summary)}</pre>'),
         )
-        + "<h2>Datasets</h2>"
-        + (
-            table(
-                "datasets",
-                ["role", "format", "rows", "tokens", "digest", "source", "verdict", "recorded"],
-                map(_dataset_row, state.datasets),
-            )
-            if state.datasets
-            else '<p class="empty">No dataset recorded.</p>'
-        )
-        + f'<h2>Spec</h2><pre class="spec">{_document(info.spec)}</pre>'
-        + f'<h2>Summary</h2><pre class="summary">{_document(info.summary)}</pre>'
     )
     return layout("run", info.name or run_id, body, attributes=f' data-run-id="{rid}"')
 
@@ -449,9 +452,9 @@ async def registry(request: Request) -> Response:
         f"<td>{e(f.current or None)}</td><td>{e(f.version_count)}</td></tr>"
         for f in families
     )
-    body = "<h1>Registry</h1>" + table("families", ["family", "current", "versions"], rows)
-    if not families:
-        body += '<p class="empty">No families registered.</p>'
+    body = "<h1>Registry</h1>" + table(
+        "families", ["family", "current", "versions"], rows, empty="No families registered."
+    )
     return layout("registry", "registry", body)
 
 
