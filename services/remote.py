@@ -49,6 +49,7 @@ __all__ = [
     "add_server_options",
     "address_of",
     "choose_run",
+    "NoRun",
     "connect",
     "failure_of",
     "resolve_run",
@@ -82,6 +83,13 @@ _ID_PREFIX = re.compile(r"[0-9a-fA-F-]+")
 # ledger.domain.base.NAMESPACE (a test keeps them equal), here so that naming a run by its key
 # does not load the ledger.
 RUN_ID_NAMESPACE = "6f1d3c52-8a4e-5b7a-9c3d-2e8f4a1b7c60"
+
+
+class NoRun(Failure):
+    """No run answers to a reference (status 1); `trainledger watch` waits for one to appear."""
+
+    def __init__(self, ref: str) -> None:
+        super().__init__(f"no run {ref}", status=1)
 
 
 class Candidate(NamedTuple):
@@ -235,7 +243,7 @@ def choose_run(ref: str, runs: Lister) -> str:
         return by_name[0].run_id
     if by_name:
         raise _ambiguous(ref, "runs whose name holds it", by_name)
-    raise Failure(f"no run {ref}", status=1)
+    raise NoRun(ref)
 
 
 def _by_key(ref: str, runs: Lister) -> str | None:
