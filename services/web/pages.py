@@ -53,6 +53,7 @@ NAV = (
     ("events", "/events"),
 )
 TOKEN_LENGTH_MAX = 512
+EVENT_DATA_SHOWN_MAX = 20_000  # Characters of an event's data the events page shows expanded.
 FORM_BYTES_MAX = 4_096
 
 
@@ -270,6 +271,11 @@ def _progress_attributes(progress: models.Progress) -> str:
     return "".join(f' {name}="{e(value)}"' for name, value in attributes.items() if value is not None)
 
 
+def _plan_bar(progress: models.Progress) -> str:
+    """The progress fact's bar: none without a plan (the text says the step)."""
+    return progress_cell(progress, amount=False) if progress.fraction is not None else ""
+
+
 def _facts_of_plan(state: models.RunState) -> str:
     """The run's objective, progress (with its ETA) and best checkpoint, each when it has one."""
     info, parts = state.run, []
@@ -279,7 +285,7 @@ def _facts_of_plan(state: models.RunState) -> str:
     progress = progress_text(state.progress, info.status == "running")
     if progress is not None:
         parts.append(
-            f"<dt>progress</dt><dd{_progress_attributes(state.progress)}>{progress_cell(state.progress, amount=False)}"
+            f"<dt>progress</dt><dd{_progress_attributes(state.progress)}>{_plan_bar(state.progress)}"
             f'<span class="progress-text">{e(progress)}</span></dd>'
         )
     best = state.best_checkpoint
@@ -432,11 +438,36 @@ async def accounts(request: Request) -> Response:
         for a in found
     )
     body = "<h1>Accounts</h1>" + table(
-        "accounts", ["account", "cap", "committed", "pending", "remaining", "overrun", "", ""], rows
+        "accounts",
+        ["account", "cap", "committed", "pending", "remaining", "overrun", "", ""],
+        rows,
+        empty="No accounts with caps.",
     )
-    if not found:
-        body += '<p class="empty">No accounts with caps.</p>'
+    page = await api.runs_page(web, request, identity)
+    capped = [run for run in page.runs if run.cap_usd_micro is not None]
+    body += (
+        "<h2>Runs' accounts</h2><p>Each run spends from an account of its own; those with a cap, "
+        f"among the {len(page.runs)} newest runs.</p>"
+        + table(
+            "run-accounts",
+            ["run", "id", "cap", "committed", "pending", "remaining", "parent", ""],
+            map(_run_account_row, capped),
+            empty="No run has a cap.",
+        )
+    )
     return layout("accounts", "accounts", body)
+
+
+def _run_account_row(run: models.RunSummary) -> str:
+    cap = run.cap_usd_micro or 0
+    remaining = cap - run.committed_usd_micro - run.pending_usd_micro
+    return (
+        f'<tr data-run-id="{e(run.run_id)}"><td><a href="/runs/{e(run.run_id)}">{e(run.name or run.run_id)}</a></td>'
+        f"<td><code>{e(run.run_id)}</code></td><td>{e(usd(cap))}</td><td>{e(usd(run.committed_usd_micro))}</td>"
+        f"<td>{e(usd(run.pending_usd_micro))}</td><td>{e(usd(remaining))}</td>"
+        f"<td>{e(run.parent_account or None)}</td>"
+        f'<td data-field="spend">{bar(run.committed_usd_micro + run.pending_usd_micro, cap)}</td></tr>'
+    )
 
 
 # Registry.
@@ -518,7 +549,7 @@ async def events(request: Request) -> Response:
     rows = (
         f'<tr data-position="{ev["position"]}"><td>{e(ev["position"])}</td><td>{e(ev["at"])}</td>'
         f"<td>{e(ev['type'])}</td><td><code>{e(ev['originator_id'][:8])}</code></td><td>{e(ev['principal'])}</td>"
-        f'<td><code class="data">{e(_short(ev["data"]))}</code></td></tr>'
+        f"<td>{_event_data(ev['data'])}</td></tr>"
         for ev in found
     )
     pager = ""
@@ -539,6 +570,17 @@ async def events(request: Request) -> Response:
 def _short(data: Any, limit: int = 300) -> str:
     text = api.encode(data).decode()
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _event_data(data: Any) -> str:
+    """An event's data as one line (its start), expanding to the whole of it (indented, cut at
+    EVENT_DATA_SHOWN_MAX characters)."""
+    whole = json.dumps(data, indent=2, sort_keys=True, default=str)
+    if len(whole) > EVENT_DATA_SHOWN_MAX:
+        whole = whole[: EVENT_DATA_SHOWN_MAX - 1] + "…"
+    return (
+        f'<details class="data"><summary><code>{e(_short(data, 160))}</code></summary><pre>{e(whole)}</pre></details>'
+    )
 
 
 # Login.
