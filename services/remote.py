@@ -586,11 +586,24 @@ def _earlier(history: list[Any], current: int) -> int | None:
 def events_export(args: argparse.Namespace) -> None:
     """The log from --from as JSON lines, as the server sends it (each event with its digest),
     page by page."""
+    from clients import InvalidArgument
+
     with talking(args) as client:
         position = max(1, args.from_position)
         while True:
             count = 0
-            for event in client.read_events(from_position=position, limit=EVENTS_PAGE, types=args.types):
+            try:
+                events = list(client.read_events(from_position=position, limit=EVENTS_PAGE, types=args.types))
+            except InvalidArgument as refused:
+                from ledger.domain.reasons import Reason
+                from ledger.domain.topics import event_topics, unknown_types_text
+
+                if refused.reason != Reason.UNKNOWN_EVENT_TYPE:
+                    raise
+
+                unknown = [name for name in args.types if not event_topics(name)]
+                raise Failure(unknown_types_text(unknown) if unknown else refused.message, status=2) from None
+            for event in events:
                 sys.stdout.write(to_json(event, indent=None) + "\n")
                 position = event.position + 1
                 count += 1
