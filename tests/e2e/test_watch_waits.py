@@ -5,6 +5,8 @@ saying so, bounded by --wait-s."""
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 from clients import LedgerClient
@@ -58,3 +60,13 @@ def test_wait_s_bounds_the_wait_for_a_run_that_never_appears(
         "waiting for run never-opened to appear (at most 0.5 s; Ctrl-C to stop)…",
         "trainledger: no run never-opened",
     ]
+
+
+def test_ctrl_c_ends_the_wait_with_status_130(address: str) -> None:  # noqa: F811
+    terminal = Terminal("never-there", "--address", address)
+    try:
+        terminal.expect(r"waiting for run never-there to appear \(Ctrl-C to stop\)")
+        terminal.process.send_signal(signal.SIGINT)
+        assert terminal.exit_status() == 130
+    finally:
+        terminal.close()
