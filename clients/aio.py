@@ -9,6 +9,7 @@ clients.retry.Tries; this module adds the awaited waits.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
 
@@ -18,7 +19,7 @@ from clients.errors import error_from_rpc
 from clients.methods import Decode, next_page
 from clients.methods_spend import LedgerMethods
 from clients.models import StepAck
-from clients.retry import RetryPolicy, Tries
+from clients.retry import FirstContact, RetryPolicy, Tries
 from clients.tls import TLS, tls_of
 from clients.transport import (
     CHANNEL_OPTIONS,
@@ -30,6 +31,7 @@ from clients.transport import (
     open_channel,
     record_request,
     token_of,
+    unreached,
 )
 
 __all__ = ["AsyncLedgerClient", "AsyncAckStream"]
@@ -54,8 +56,8 @@ class AsyncAckStream(AckCore):
 class AsyncLedgerClient(LedgerMethods):
     """An asyncio client of one ledger server, or of several replicas (a list of "host:port",
     as LedgerClient); create it inside the event loop that uses it. Usable as an async context
-    manager (closes the channel). `token`, `tls`, `timeout_s`, `outage_budget_s` and `retries` as
-    LedgerClient."""
+    manager (closes the channel). `token`, `tls`, `timeout_s`, `outage_budget_s`, `first_contact_s`
+    and `retries` as LedgerClient."""
 
     def __init__(
         self,
@@ -67,6 +69,7 @@ class AsyncLedgerClient(LedgerMethods):
         timeout_s: float = 10.0,
         retries: RetryPolicy | int | None = None,
         outage_budget_s: float | None = None,
+        first_contact_s: float | None = None,
         channel: grpc.aio.Channel | None = None,
         options: Iterable[tuple[str, Any]] = (),
     ) -> None:
@@ -74,6 +77,7 @@ class AsyncLedgerClient(LedgerMethods):
         self.principal = principal
         self.timeout_s = timeout_s
         self.retry_policy = RetryPolicy.of(retries, outage_budget_s=outage_budget_s)
+        self._contact = FirstContact(first_contact_s)
         self._token = token_of(token)
         self.tls = tls_of(tls)
         self._channel = channel or open_channel(
@@ -81,6 +85,12 @@ class AsyncLedgerClient(LedgerMethods):
         )
         self._stubs = {name: stub(self._channel) for name, stub in STUBS.items()}
         self._closed = False
+
+    @property
+    def first_contact_s(self) -> float:
+        """How long a call retries while no ledger has ever answered this client (then it raises
+        Unavailable naming the address); the outage budget applies once one has."""
+        return self._contact.bound_s
 
     @property
     def outage_budget_s(self) -> float:
@@ -123,13 +133,19 @@ class AsyncLedgerClient(LedgerMethods):
         rpc = getattr(self._stubs[service], method)
         metadata = self.metadata()
         request = self._session(request)
-        tries = Tries(self.retry_policy, idempotent=idempotent)
+        answered = self._contact.answered
+        tries = Tries(self._contact.policy(self.retry_policy), idempotent=idempotent)
         while True:
             try:
-                return self._observe(decode(await rpc(request, timeout=timeout_s or self.timeout_s, metadata=metadata)))
+                reply = await rpc(request, timeout=timeout_s or self.timeout_s, metadata=metadata)
+                self._contact.saw(None)
+                return self._observe(decode(reply))
             except grpc.RpcError as rpc_error:
                 error, delay_s = tries.failed(rpc_error)
+            self._contact.saw(error)
             if delay_s is None or self._closed:
+                if not (answered or self._contact.answered):
+                    error = unreached(error, self.address, time.monotonic() - tries.began)
                 raise explained(error, secure=self.tls is not None)
             await asyncio.sleep(delay_s)
 

@@ -15,6 +15,7 @@ answered as a duplicate if the first try did land, so nothing is recorded twice.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -25,7 +26,7 @@ from clients.errors import error_from_rpc
 from clients.methods import Decode
 from clients.methods_spend import LedgerMethods
 from clients.models import StepAck
-from clients.retry import RetryPolicy, Tries
+from clients.retry import FirstContact, RetryPolicy, Tries
 from clients.tls import TLS, tls_of
 from clients.transport import (
     CHANNEL_OPTIONS,
@@ -37,6 +38,7 @@ from clients.transport import (
     open_channel,
     record_request,
     token_of,
+    unreached,
 )
 
 __all__ = ["LedgerClient", "AckStream", "CHANNEL_OPTIONS", "record_request", "channel_target"]
@@ -56,16 +58,17 @@ class AckStream(AckCore):
 
 
 class LedgerClient(LedgerMethods):
-    """A blocking client of one ledger server, or of several replicas given as a list of
-    "host:port" (failover in order). `timeout_s` is the deadline of each try; `outage_budget_s`
-    how long a call rides out an unreachable ledger (UNAVAILABLE is resent until then, default
-    30 s; then it raises Unavailable); `retries` a RetryPolicy, or a number of retries (0: none
-    at all). `token`: a bearer token sent as `authorization: Bearer ...` on every call (default
-    TRAINLEDGER_TOKEN; "" for none), never shown in a repr, a log line or an error; with one, the
-    ledger records the token's principal and `principal` is not sent. `tls`: True (the system's
-    roots), a clients.tls.TLS (a private CA, a client certificate), False (plaintext), or None
-    (the environment's, see clients.tls). Usable as a context manager (closes the channel). Safe
-    to share between threads."""
+    """A blocking client of one ledger server, or of several replicas given as a list of "host:port"
+    (failover in order). `timeout_s` is the deadline of each try; `outage_budget_s` how long a call
+    rides out an unreachable ledger (UNAVAILABLE is resent until then, default 30 s; then it raises
+    Unavailable) once a ledger has answered this client, and `first_contact_s` (default 5 s) before one
+    has: a first call to an address where no ledger answers raises Unavailable naming the address and
+    the cause; `retries` a RetryPolicy, or a number of retries (0: none at all). `token`: a bearer token
+    sent as `authorization: Bearer ...` on every call (default TRAINLEDGER_TOKEN; "" for none), never
+    shown in a repr, a log line or an error; with one, the ledger records the token's principal and
+    `principal` is not sent. `tls`: True (the system's roots), a clients.tls.TLS (a private CA, a client
+    certificate), False (plaintext), or None (the environment's, see clients.tls). Usable as a context
+    manager (closes the channel). Safe to share between threads."""
 
     def __init__(
         self,
@@ -77,6 +80,7 @@ class LedgerClient(LedgerMethods):
         timeout_s: float = 10.0,
         retries: RetryPolicy | int | None = None,
         outage_budget_s: float | None = None,
+        first_contact_s: float | None = None,
         channel: grpc.Channel | None = None,
         options: Iterable[tuple[str, Any]] = (),
     ) -> None:
@@ -84,6 +88,7 @@ class LedgerClient(LedgerMethods):
         self.principal = principal
         self.timeout_s = timeout_s
         self.retry_policy = RetryPolicy.of(retries, outage_budget_s=outage_budget_s)
+        self._contact = FirstContact(first_contact_s)
         self._local = threading.local()
         self._token = token_of(token)
         self.tls = tls_of(tls)
@@ -113,6 +118,12 @@ class LedgerClient(LedgerMethods):
     def __repr__(self) -> str:
         token = ", token=<hidden>" if self._token else ""
         return f"{type(self).__name__}({self.address!r}, tls={self.tls is not None}{token})"
+
+    @property
+    def first_contact_s(self) -> float:
+        """How long a call retries while no ledger has ever answered this client (then it raises
+        Unavailable naming the address); the outage budget applies once one has."""
+        return self._contact.bound_s
 
     @property
     def outage_budget_s(self) -> float:
@@ -147,13 +158,19 @@ class LedgerClient(LedgerMethods):
         metadata = self.metadata()
         request = self._session(request)
         policy: RetryPolicy = getattr(self._local, "policy", None) or self.retry_policy
-        tries = Tries(policy, idempotent=idempotent)
+        answered = self._contact.answered
+        tries = Tries(self._contact.policy(policy), idempotent=idempotent)
         while True:
             try:
-                return self._observe(decode(rpc(request, timeout=timeout_s or self.timeout_s, metadata=metadata)))
+                reply = rpc(request, timeout=timeout_s or self.timeout_s, metadata=metadata)
+                self._contact.saw(None)
+                return self._observe(decode(reply))
             except grpc.RpcError as rpc_error:
                 error, delay_s = tries.failed(rpc_error)
+            self._contact.saw(error)
             if delay_s is None or self._closed.is_set() or self._closed.wait(delay_s):
+                if not (answered or self._contact.answered):
+                    error = unreached(error, self.address, time.monotonic() - tries.began)
                 raise explained(error, secure=self.tls is not None)
 
     def _server_stream(

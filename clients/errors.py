@@ -255,6 +255,7 @@ REASONS: frozenset[str] = frozenset(
         "MALFORMED_REQUEST",
         "PAGE_SIZE_TOO_LARGE",
         "INVALID_PAGE_TOKEN",
+        "UNKNOWN_EVENT_TYPE",
         # Spend input (InvalidArgument).
         "INVALID_AMOUNT",
         "NEGATIVE_AMOUNT",

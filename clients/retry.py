@@ -5,7 +5,9 @@ ids, so a retry of a write that did land is answered as a duplicate: the server 
 
 UNAVAILABLE (the ledger restarting, a replica going away, the network) is retried for as long as
 the outage budget lasts (`total_s`, 30 s by default, counted from the call's first try): a ledger
-restart of a few seconds is ridden out, a longer outage raises Unavailable. Each try keeps its own
+restart of a few seconds is ridden out, a longer outage raises Unavailable. The budget applies once a
+ledger has answered the client: before that, a call gives up after the first-contact bound
+(`FIRST_CONTACT_S`, 5 s by default), so a wrong address fails soon instead of in silence. Each try keeps its own
 deadline (the client's `timeout_s`). `Tries` applies a policy to one logical call; the sync and
 asyncio clients both loop on it, each waiting in its own way.
 """
@@ -20,9 +22,19 @@ import grpc
 
 from clients.errors import Aborted, DeadlineExceeded, LedgerClientError, Unavailable, error_from_rpc
 
-__all__ = ["RetryPolicy", "Tries", "NO_RETRY", "REFUSAL_CODES", "CREDENTIAL_CODES", "OUTAGE_BUDGET_S"]
+__all__ = [
+    "RetryPolicy",
+    "Tries",
+    "NO_RETRY",
+    "REFUSAL_CODES",
+    "CREDENTIAL_CODES",
+    "OUTAGE_BUDGET_S",
+    "FIRST_CONTACT_S",
+    "FirstContact",
+]
 
 OUTAGE_BUDGET_S = 30.0
+FIRST_CONTACT_S = 5.0
 
 # The codes of refusals that no resend can change: a batch refused so is dropped, never resent.
 REFUSAL_CODES = frozenset(
@@ -120,3 +132,24 @@ class Tries:
         if not self.policy.should_retry(error, idempotent=self.idempotent, tried=self.tried, elapsed_s=elapsed_s):
             return error, None
         return error, self.policy.delay_s(self.tried, elapsed_s)
+
+
+class FirstContact:
+    """Whether a client has been answered by a ledger yet. Until one answers (a reply, or any
+    error but UNAVAILABLE), a call retries for at most `bound_s` instead of the outage budget."""
+
+    def __init__(self, bound_s: float | None) -> None:
+        bound_s = FIRST_CONTACT_S if bound_s is None else float(bound_s)
+        if not 0.0 <= bound_s <= 3_600.0:
+            raise ValueError(f"first_contact_s must be between 0 and 3600 seconds, not {bound_s}")
+        self.bound_s = bound_s
+        self.answered = False
+
+    def policy(self, policy: RetryPolicy) -> RetryPolicy:
+        """`policy`, its budget cut to the bound while no ledger has answered."""
+        return policy if self.answered else replace(policy, total_s=min(policy.total_s, self.bound_s))
+
+    def saw(self, error: LedgerClientError | None) -> None:
+        """A call came back: with a reply (None) or `error`."""
+        if error is None or not isinstance(error, Unavailable):
+            self.answered = True

@@ -33,6 +33,7 @@ __all__ = [
     "open_channel",
     "token_of",
     "explained",
+    "unreached",
     "record_request",
     "call_metadata",
     "AckCore",
@@ -153,6 +154,16 @@ def explained(error: LedgerClientError, *, secure: bool) -> LedgerClientError:
             "plaintext (pass tls=True, or tls=TLS(ca_file=...) for a private CA)"
         )
     return type(error)(error.reason, f"{error.message} ({hint})", error.metadata, error.code)
+
+
+def unreached(error: LedgerClientError, address: str | Sequence[str], waited_s: float) -> LedgerClientError:
+    """`error` (Unavailable) of a client that no ledger has answered yet, its message naming the
+    address it tried and how long; any other error unchanged."""
+    if not isinstance(error, Unavailable):
+        return error
+    where = address if isinstance(address, str) else ", ".join(address)
+    message = f"no ledger answered at {where} (never answered in {waited_s:.1f} s): {error.message}"
+    return type(error)(error.reason, message, error.metadata, error.code)
 
 
 class AckCore:

@@ -73,12 +73,15 @@ def main() -> None:
 
 
 def train(args: argparse.Namespace, address: str) -> None:
-    import mlx.core as mx
-    import mlx.optimizers as optim
-    import numpy as np
-    from mlx_lm.tuner.callbacks import TrainingCallback
-    from mlx_lm.tuner.trainer import TrainingArgs
-    from mlx_lm.tuner.trainer import train as mlx_train
+    from clients.integrations.extras import extra
+
+    with extra("mlx"):
+        import mlx.core as mx
+        import mlx.optimizers as optim
+        import numpy as np
+        from mlx_lm.tuner.callbacks import TrainingCallback
+        from mlx_lm.tuner.trainer import TrainingArgs
+        from mlx_lm.tuner.trainer import train as mlx_train
 
     from clients.integrations import tiny
 

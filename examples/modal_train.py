@@ -32,11 +32,13 @@ from __future__ import annotations
 import os
 import time
 
-import modal
-
 from clients import RunEnded, SpendCapExceeded, run_key
+from clients.integrations.extras import extra
 from clients.integrations.modal import GpuMeter, commit_and_record, open_recorder, resume_path
 from clients.integrations.pricing import GpuPrice
+
+with extra("modal"):
+    import modal
 
 GPU = "H100"
 # Modal's list price for the GPU (check https://modal.com/pricing); micro-dollars per GPU hour.

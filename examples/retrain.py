@@ -4,6 +4,8 @@ version made from that checkpoint, gate it against the current version, promote 
     .venv/bin/python examples/retrain.py                               # a demo run, on a ledger of its own
     .venv/bin/python examples/retrain.py --ledger 127.0.0.1:50051 --run-id RUN [--metric eval_loss --mode min]
 
+RUN is what `trainledger` commands take: a run id, a unique id prefix, a name or a run key.
+
 With no --run-id it records a run of its own first (no training: three checkpoints with made-up
 eval scores, the middle one the best). With no --ledger it serves a ledger in this process on a
 temporary SQLite file. The ledger checks that the checkpoint exists, was not deleted and has the
@@ -63,7 +65,10 @@ def gate(best: BestCheckpoint, current: dict[str, Any] | None) -> dict[str, Any]
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ledger", help="HOST:PORT of a ledger (default: one served in this process)")
-    parser.add_argument("--run-id", help="the run to pick from (default: a demo run recorded here)")
+    parser.add_argument(
+        "--run-id",
+        help="the run to pick from: an id, a unique id prefix, a name or a run key (default: a demo run recorded here)",
+    )
     parser.add_argument("--metric", default="", help="the score to pick by (default: the run's objective)")
     parser.add_argument("--mode", default="", choices=("", "min", "max"), help="min or max is better")
     parser.add_argument("--family", default="retrain-demo", help="the registry family")
@@ -77,7 +82,17 @@ def main() -> int:
             address = stack.enter_context(ServerThread(os.path.join(folder, "ledger.db"))).address
             print(f"serving a ledger at {address} on {folder}/ledger.db")
         client = stack.enter_context(LedgerClient(address, principal=os.environ.get("USER", "example")))
-        run_id = opts.run_id or demo_run(client)
+        if opts.run_id:
+            from services.remote import resolve_run  # what `trainledger` commands take as RUN
+            from services.reports import Failure
+
+            try:
+                run_id = resolve_run(client, opts.run_id)
+            except Failure as unknown:  # no such run, or a name several runs share
+                print(f"nothing to register: {unknown}")
+                return 1
+        else:
+            run_id = demo_run(client)
         try:
             best = client.best_checkpoint(run_id=run_id, metric=opts.metric, mode=opts.mode)
         except NotFound as missing:  # no such run, or no usable checkpoint with that score

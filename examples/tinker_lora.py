@@ -33,12 +33,14 @@ import sys
 import tempfile
 from contextlib import ExitStack
 
-from tinker import types
-
 from clients import LedgerClient, RunEnded, SpendCapExceeded, Unavailable
+from clients.integrations.extras import extra
 from clients.integrations.pricing import TokenPrices
 from clients.integrations.tinker import LedgeredServiceClient, ResumeReason, ResumeRefused
 from trainledger.bills import usd_text
+
+with extra("tinker"):
+    from tinker import types
 
 # Micro-dollars per million tokens. PLACEHOLDERS: copy the figures of your own price sheet.
 PRICES = TokenPrices(

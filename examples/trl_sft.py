@@ -29,6 +29,7 @@ import sys
 import tempfile
 
 from clients import LedgerClient, RunEnded
+from clients.integrations.extras import extra
 from clients.integrations.pricing import GpuPrice
 from clients.integrations.transformers import LedgerCallback, ResumeRefused, spec_for
 from clients.runkey import file_digest
@@ -53,8 +54,9 @@ def build(opts: argparse.Namespace):
     """(model, tokenizer, dataset, eval dataset, LoRA config, SFTConfig, dataset identity, model id,
     revision). With an eval dataset the trainer evaluates before every save: its eval_loss scores
     the checkpoint, and the run's objective (metric_for_best_model) makes the lowest the best."""
-    from peft import LoraConfig
-    from trl import SFTConfig
+    with extra("trl"):
+        from peft import LoraConfig
+        from trl import SFTConfig
 
     evaluates = opts.model is None or opts.eval_data is not None
     lora = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
@@ -90,8 +92,9 @@ def build(opts: argparse.Namespace):
             f"{tiny.MODEL_ID} (clients.integrations.tiny)",
             "seed-0",
         )
-    from datasets import load_dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    with extra("trl"):
+        from datasets import load_dataset
+        from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(opts.model, revision=opts.revision)
     model = AutoModelForCausalLM.from_pretrained(opts.model, revision=opts.revision)
@@ -138,7 +141,8 @@ def main() -> int:
         server, opts.ledger = start_local_ledger(scratch.name)
         print(f"started a local ledger at {opts.ledger}")
     try:
-        from trl import SFTTrainer
+        with extra("trl"):
+            from trl import SFTTrainer
 
         model, tokenizer, dataset, held_out, lora, config, data_identity, model_id, revision = build(opts)
         spec = spec_for(

@@ -1,16 +1,19 @@
 """`trainledger watch RUN`: a live terminal view of a run, through the server, until it finishes.
 
-    trainledger watch RUN [--address HOST:PORT] [--token-file FILE] [--tls] [--ca-file FILE]
+    trainledger watch RUN [--wait-s SECONDS] [--address HOST:PORT] [--token-file FILE] [--tls] [--ca-file FILE]
 
 RUN is a run id, a unique id prefix, a name or a run key (services.remote.resolve_run). The view
-shows the run's status and attempt; a progress bar of the last step against the spec's step count
-(`max_steps`, `total_steps` or `iters`, when the spec has one; without one, the step and the rate)
-with the recent step rate and the time left at that rate; every metric's last value, least and
+shows the run's status and attempt; a progress bar of the last step against the run's plan (the
+max_steps it was opened with, else the spec's `max_steps`, `total_steps` or `iters`; without one,
+the step and the rate), in the words of `runs show` ("step 96 of 400 (24.0%), 5.90 steps/s") with
+the time left at the recent rate; every metric's last value, least and
 greatest so far; spend against the cap as a bar (committed, pending, remaining, in dollars); the
 last attempts and the last checkpoints as they come. It ends when the run finishes, printing one
 final line (the run's status, its last step, its spend): exit status 0 when the run is done, 1 when
 it failed or was stopped, 130 on Ctrl-C. A server that does not answer is one line on stderr and
-exit status 2, and a name that is no run (or more than one) is one line and exit status 1.
+exit status 2, and a name that matches more than one run is one line and exit status 1. A run not
+there yet (the watch started before the trainer opened it) is waited for, saying so on stderr,
+until it appears, Ctrl-C, or --wait-s seconds (then `no run RUN`, exit status 1).
 
 How it follows the run:
 
@@ -49,7 +52,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from services import remote
-from services.render import status_text
+from services.render import progress_text, status_text
 from services.reports import Failure
 from services.tables import printable, usd, when
 
@@ -70,6 +73,8 @@ TICK_S = 1.0  # A redraw this often while nothing comes (the rate and the time l
 RATE_WINDOW_S = 30.0  # The step rate is that of the steps of the last this many seconds.
 RECONNECT_S = 30.0  # How long a server that went away is waited for before giving up.
 RECONNECT_PAUSE_S = 0.5
+WAIT_PAUSE_S = 0.5  # How often a run not there yet is looked for.
+WAIT_MAX_S = 7 * 86_400.0
 METRICS_SHOWN = 12
 ATTEMPTS_SHOWN = 3
 CHECKPOINTS_SHOWN = 5
@@ -145,7 +150,7 @@ class Follow:
     def __init__(self, run_id: str, state: RunState, clock: Callable[[], float] = time.monotonic) -> None:
         self.run_id = run_id
         self.clock = clock
-        self.total = total_steps(state.run.spec)
+        self.spec_total = total_steps(state.run.spec)  # WatchRun's states leave the spec out.
         self.metrics: dict[str, Metric] = {}
         self.checkpoints: deque[Checkpoint] = deque(maxlen=CHECKPOINTS_SHOWN)
         self._checkpoint_keys: set[tuple[int, int, str]] = set()
@@ -178,6 +183,12 @@ class Follow:
             self._see_checkpoint(checkpoint)
 
     # The stream.
+
+    @property
+    def total(self) -> int | None:
+        """The run's step count: the plan it was opened with (OpenRun max_steps), else its spec's."""
+        planned = self.state.progress.max_steps if self.state.progress is not None else None
+        return planned if planned else self.spec_total
 
     @property
     def status(self) -> str:
@@ -303,20 +314,20 @@ class Follow:
         return max(0, self.total - self.last_step) / rate
 
     def steps_text(self) -> str:
-        step = "-" if self.last_step is None else f"{self.last_step:,}"
-        of = f" / {self.total:,}" if self.total else ""
-        percent = (
-            f"  {min(100.0, 100 * self.last_step / self.total):.1f}%"
-            if self.total and self.last_step is not None
-            else ""
-        )
+        """ "step 96 of 400 (24.0%), 5.90 steps/s, ETA 0:03:00": the words of `runs show`
+        (services.render.progress_text) with the recent rate and the time left at it."""
+        from clients.models import Progress
+
+        total, step = self.total, self.last_step
+        fraction = None
+        if total and step is not None:
+            fraction = 1.0 if self.state.run.status == "done" else min(1.0, max(0.0, step / total))
+        progress = Progress(max_steps=total, step=step, fraction=fraction, steps_per_second=self.rate())
+        text = progress_text(progress, not self.finished) or "no step yet"
         if self.finished:
-            return f"step {step}{of}{percent}"
-        rate = self.rate()
-        pace = f"  {rate:,.2f} steps/s" if rate is not None else ""
+            return text
         eta = self.eta()
-        left = f"  ETA {_duration(eta)}" if eta is not None else ("  ETA -" if self.total else "")
-        return f"step {step}{of}{percent}{pace}{left}"
+        return text + (f", ETA {_duration(eta)}" if eta is not None else (", ETA -" if total else ""))
 
     def spend_text(self) -> str:
         spend = self.state.spend
@@ -572,7 +583,7 @@ def watch(args: argparse.Namespace) -> None:
 
     terminal = sys.stdout.isatty()
     with remote.talking(args) as client:
-        run_id = remote.resolve_run(client, args.run)
+        run_id = _await_run(client, args.run, args.wait_s)
         state = client.get_run_state(run_id=run_id)
         view = Follow(run_id, state)
         try:
@@ -601,6 +612,38 @@ def watch(args: argparse.Namespace) -> None:
         raise Failure(f"the run {view.state.run.status}", status=1)
 
 
+def _await_run(client: LedgerClient, ref: str, wait_s: float | None) -> str:
+    """The id of the run `ref` names. One not there yet (the trainer has not opened it) is looked
+    for again every WAIT_PAUSE_S, saying so once on stderr, for at most `wait_s` seconds (None:
+    until Ctrl-C); then it is `no run REF`. An ambiguous reference fails at once."""
+    deadline = None if wait_s is None else time.monotonic() + wait_s
+    told = False
+    while True:
+        try:
+            return remote.resolve_run(client, ref)
+        except remote.NoRun:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise
+            if not told:
+                bound = "" if wait_s is None else f"at most {wait_s:g} s; "
+                print(
+                    f"waiting for run {printable(ref)} to appear ({bound}Ctrl-C to stop)…", file=sys.stderr, flush=True
+                )
+                told = True
+            time.sleep(WAIT_PAUSE_S if left is None else min(WAIT_PAUSE_S, left))
+
+
+def _wait_s(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value <= WAIT_MAX_S:
+        raise argparse.ArgumentTypeError(f"--wait-s is between 0 and {WAIT_MAX_S:g} seconds, not {text}")
+    return value
+
+
 def _checkpoints(client: LedgerClient, run_id: str, position: int) -> list[Checkpoint]:
     """The run's last CHECKPOINTS_SHOWN checkpoints, in step order."""
     last: deque[Checkpoint] = deque(maxlen=CHECKPOINTS_SHOWN)
@@ -618,6 +661,13 @@ def _checkpoints(client: LedgerClient, run_id: str, position: int) -> list[Check
 def add_parser(commands: Any) -> None:
     sub = commands.add_parser("watch", help="a live view of a run in the terminal, until it finishes")
     sub.add_argument("run", metavar="RUN", help="run id, unique id prefix, name or run key")
+    sub.add_argument(
+        "--wait-s",
+        type=_wait_s,
+        default=None,
+        metavar="SECONDS",
+        help="how long to wait for a run not opened yet (default: until it appears or Ctrl-C; 0: not at all)",
+    )
     remote.add_server_options(sub, json=False)
     sub.set_defaults(handler=watch)
 

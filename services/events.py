@@ -24,6 +24,7 @@ import grpc
 from ledger.application.integrity import Progress, Stopped
 from ledger.domain.errors import Exhausted, Invalid
 from ledger.domain.reasons import Reason
+from ledger.domain.topics import check_event_types
 from ledger.views import models
 from services.codec import messages
 from services.edge import Edge
@@ -71,6 +72,7 @@ class EventsServicer(events_pb2_grpc.EventsServicer):
         head = await self.edge.call(self.ledger.head)
         position, left = max(1, request.from_position), request.limit or None
         types = list(request.types)
+        check_event_types(types)
         while position <= head and (left is None or left > 0):
             page = await self.edge.call(self._page, position, min(EVENTS_PAGE, left or EVENTS_PAGE), types)
             if not page:

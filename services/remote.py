@@ -49,6 +49,7 @@ __all__ = [
     "add_server_options",
     "address_of",
     "choose_run",
+    "NoRun",
     "connect",
     "failure_of",
     "resolve_run",
@@ -82,6 +83,13 @@ _ID_PREFIX = re.compile(r"[0-9a-fA-F-]+")
 # ledger.domain.base.NAMESPACE (a test keeps them equal), here so that naming a run by its key
 # does not load the ledger.
 RUN_ID_NAMESPACE = "6f1d3c52-8a4e-5b7a-9c3d-2e8f4a1b7c60"
+
+
+class NoRun(Failure):
+    """No run answers to a reference (status 1); `trainledger watch` waits for one to appear."""
+
+    def __init__(self, ref: str) -> None:
+        super().__init__(f"no run {ref}", status=1)
 
 
 class Candidate(NamedTuple):
@@ -235,7 +243,7 @@ def choose_run(ref: str, runs: Lister) -> str:
         return by_name[0].run_id
     if by_name:
         raise _ambiguous(ref, "runs whose name holds it", by_name)
-    raise Failure(f"no run {ref}", status=1)
+    raise NoRun(ref)
 
 
 def _by_key(ref: str, runs: Lister) -> str | None:
@@ -617,11 +625,24 @@ def _earlier(history: list[Any], current: int) -> int | None:
 def events_export(args: argparse.Namespace) -> None:
     """The log from --from as JSON lines, as the server sends it (each event with its digest),
     page by page."""
+    from clients import InvalidArgument
+
     with talking(args) as client:
         position = max(1, args.from_position)
         while True:
             count = 0
-            for event in client.read_events(from_position=position, limit=EVENTS_PAGE, types=args.types):
+            try:
+                events = list(client.read_events(from_position=position, limit=EVENTS_PAGE, types=args.types))
+            except InvalidArgument as refused:
+                from ledger.domain.reasons import Reason
+                from ledger.domain.topics import event_topics, unknown_types_text
+
+                if refused.reason != Reason.UNKNOWN_EVENT_TYPE:
+                    raise
+
+                unknown = [name for name in args.types if not event_topics(name)]
+                raise Failure(unknown_types_text(unknown) if unknown else refused.message, status=2) from None
+            for event in events:
                 sys.stdout.write(to_json(event, indent=None) + "\n")
                 position = event.position + 1
                 count += 1

@@ -81,13 +81,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mlx_lm.tuner.callbacks import TrainingCallback
-
 from clients.errors import AttemptSuperseded, LedgerClientError, RunFinished
+from clients.integrations.extras import extra
 from clients.integrations.provenance import finite_scores, record_dataset
 from clients.integrations.resume import Loader, ResumeReason, ResumeRefused, decide, resumed
 from clients.models import Attempt, RunState
 from clients.recorder import RunRecorder
+
+with extra("mlx"):
+    from mlx_lm.tuner.callbacks import TrainingCallback
 from clients.retry import REFUSAL_CODES
 from clients.runkey import file_digest
 

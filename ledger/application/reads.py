@@ -29,7 +29,7 @@ from ledger.domain.limits import (
     check_text,
 )
 from ledger.domain.reasons import Reason
-from ledger.domain.topics import event_topics
+from ledger.domain.topics import check_event_types, event_topics
 from ledger.views import models
 from ledger.views.charts import METRICS_LISTED_MAX
 
@@ -364,9 +364,8 @@ class Reads(Kernel):
         check_int(limit, "limit", minimum=1, maximum=PAGE_SIZE_MAX)
         if bytes_max is not None:
             check_int(bytes_max, "bytes_max", minimum=1)
+        check_event_types(types)
         topics = [topic for name in types for topic in event_topics(name)]
-        if types and not topics:
-            return []
         ids = [UUID(originator_id) for originator_id in originator_ids]
         out: list[dict[str, Any]] = []
         start, stored_bytes, largest = max(1, from_position), 0, 1

@@ -81,6 +81,7 @@ class Reason(enum.StrEnum):
     MALFORMED_REQUEST = "MALFORMED_REQUEST", "The request's bytes are not a valid protobuf message of its type."
     PAGE_SIZE_TOO_LARGE = "PAGE_SIZE_TOO_LARGE", "A page size is above the largest page the server gives."
     INVALID_PAGE_TOKEN = "INVALID_PAGE_TOKEN", "A page token is not one this server gave for this query."
+    UNKNOWN_EVENT_TYPE = "UNKNOWN_EVENT_TYPE", "An event type filter names no type of the ledger's events."
 
     # Spend input (Invalid): amounts, cost bases, holds and accounts.
     INVALID_AMOUNT = "INVALID_AMOUNT", "An amount is not integer micro-dollars."

@@ -118,16 +118,18 @@ def progress(
     max_steps: int | None,
     step: int | None,
     running: bool,
+    done: bool = False,
     anchor: tuple[float, int] | None,
     last: tuple[float, int] | None,
     now: datetime,
 ) -> Progress:
     """How far a run has come: `anchor` and `last` are (epoch seconds, step) of the older anchor
     and the last batch of the current attempt. The rate needs time between them; the ETA needs a
-    positive rate, a plan and a running run."""
+    positive rate, a plan and a running run. A run `done` has come the whole way (its last step of
+    a 0-based loop is max_steps - 1)."""
     fraction = None
     if max_steps and step is not None:
-        fraction = min(1.0, max(0.0, step / max_steps))
+        fraction = 1.0 if done else min(1.0, max(0.0, step / max_steps))
     rate = None
     if anchor is not None and last is not None and last[0] > anchor[0] and last[1] >= anchor[1]:
         rate = (last[1] - anchor[1]) / (last[0] - anchor[0])
@@ -172,6 +174,7 @@ class ProvenanceReads:
                 max_steps=max_steps,
                 step=last_step,
                 running=status == "running",
+                done=status == "done",
                 anchor=None if anchor_time is None else (anchor_time, anchor_step),
                 last=None if last_time is None else (last_time, last),
                 now=now,

@@ -326,6 +326,7 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads, LeaseReads
                     max_steps=max_steps,
                     step=last_step,
                     running=status == "running",
+                    done=status == "done",
                     anchor=None if anchor_time is None else (anchor_time, anchor_step),
                     last=None if last_time is None else (last_time, last_batch_step),
                     now=moment,

@@ -54,6 +54,7 @@ NAV = (
     ("events", "/events"),
 )
 TOKEN_LENGTH_MAX = 512
+EVENT_DATA_SHOWN_MAX = 20_000  # Characters of an event's data the events page shows expanded.
 FORM_BYTES_MAX = 4_096
 
 
@@ -102,9 +103,20 @@ def error_page(error: WebError) -> HTMLResponse:
     return layout("error", error.reason, body, status=error.status)
 
 
-def table(css: str, headers: Sequence[str], rows: Iterable[str]) -> str:
+def table(css: str, headers: Sequence[str], rows: Iterable[str], empty: str = "none yet") -> str:
+    """A table; one without rows says so (`empty`) under its headers."""
     head = "".join(f"<th>{e(h)}</th>" for h in headers)
-    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    body = "".join(rows) or f'<tr class="empty"><td colspan="{len(headers)}">{e(empty)}</td></tr>'
+    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def live_panels(*panels: tuple[str, str]) -> str:
+    """Titled sections the run page renders again as its live feed reports changes (each is
+    swapped for the server's fresh one by its `data-live` name: dashboard.js livePanels)."""
+    return "".join(
+        f'<section class="panel" data-live="{e(title.lower())}"><h2>{e(title)}</h2>{content}</section>'
+        for title, content in panels
+    )
 
 
 def percent(used: int, cap: int | None) -> int:
@@ -194,6 +206,7 @@ async def runs(request: Request) -> Response:
         "runs",
         ["", "name", "status", "attempt", "last step", "progress", "spend", "account", "opened"],
         (run_row(r) for r in page.runs),
+        empty="No runs.",
     )
     following = ""
     token = tokens.runs_token(page.after)
@@ -208,8 +221,7 @@ async def runs(request: Request) -> Response:
             page=token,
         )
         following = f'<p class="pager"><a rel="next" href="{e(href)}">older runs</a></p>'
-    empty = "" if page.runs else '<p class="empty">No runs.</p>'
-    body = f"<h1>Runs</h1>{filters}{compare_form}{rows}{empty}{following}"
+    body = f"<h1>Runs</h1>{filters}{compare_form}{rows}{following}"
     return layout("runs", "runs", body)
 
 
@@ -260,6 +272,11 @@ def _progress_attributes(progress: models.Progress) -> str:
     return "".join(f' {name}="{e(value)}"' for name, value in attributes.items() if value is not None)
 
 
+def _plan_bar(progress: models.Progress) -> str:
+    """The progress fact's bar: none without a plan (the text says the step)."""
+    return progress_cell(progress, amount=False) if progress.fraction is not None else ""
+
+
 def _facts_of_plan(state: models.RunState) -> str:
     """The run's objective, progress (with its ETA) and best checkpoint, each when it has one."""
     info, parts = state.run, []
@@ -269,7 +286,7 @@ def _facts_of_plan(state: models.RunState) -> str:
     progress = progress_text(state.progress, info.status == "running")
     if progress is not None:
         parts.append(
-            f"<dt>progress</dt><dd{_progress_attributes(state.progress)}>{progress_cell(state.progress, amount=False)}"
+            f"<dt>progress</dt><dd{_progress_attributes(state.progress)}>{_plan_bar(state.progress)}"
             f'<span class="progress-text">{e(progress)}</span></dd>'
         )
     best = state.best_checkpoint
@@ -291,6 +308,12 @@ def _attempt_row(attempt: models.Attempt) -> str:
 
 def _iso(moment: datetime | None) -> str:
     return "" if moment is None else moment.isoformat()
+
+
+METRIC_HEADERS = ("metric", "values", "first step", "last step", "last", "min", "max")
+ATTEMPT_HEADERS = ("attempt", "label", "started", "resumed from", "ended")
+CHECKPOINT_HEADERS = ("step", "attempt", "uri", "fidelity", "saved", "expires", "scores", "state")
+DATASET_HEADERS = ("role", "format", "rows", "tokens", "digest", "source", "verdict", "recorded")
 
 
 def _run_data(ledger: Any, run_id: str) -> tuple[models.RunState, tuple[models.MetricStats, ...], Any]:
@@ -330,7 +353,7 @@ async def run(request: Request) -> Response:
         for s in stats
     )
     facts = (
-        '<dl class="facts">'
+        '<dl class="facts" data-live="facts">'
         f'<dt>status</dt><dd data-field="status" data-status="{e(info.status)}">'
         f"{e(status_text(info.status, state.current_attempt))}</dd>"
         f'<dt>attempt</dt><dd data-field="attempt">{e(state.current_attempt)}</dd>'
@@ -361,28 +384,14 @@ async def run(request: Request) -> Response:
         "<figcaption>spend over the run's life</figcaption></figure>"
         f"<h3>Holds</h3>{holds}"
         f'<p><a href="/events?{e(query(run=run_id))}">events</a></p>'
-        "<h2>Metrics</h2>"
-        + table("metrics", ["metric", "values", "first step", "last step", "last", "min", "max"], [metric_rows])
-        + "<h2>Attempts</h2>"
-        + table("attempts", ["attempt", "label", "started", "resumed from", "ended"], map(_attempt_row, state.attempts))
-        + "<h2>Checkpoints</h2>"
-        + table(
-            "checkpoints",
-            ["step", "attempt", "uri", "fidelity", "saved", "expires", "scores", "state"],
-            (_checkpoint_row(c, state) for c in checkpoints),
+        + live_panels(
+            ("Metrics", table("metrics", METRIC_HEADERS, [metric_rows])),
+            ("Attempts", table("attempts", ATTEMPT_HEADERS, map(_attempt_row, state.attempts))),
+            ("Checkpoints", table("checkpoints", CHECKPOINT_HEADERS, (_checkpoint_row(c, state) for c in checkpoints))),
+            ("Datasets", table("datasets", DATASET_HEADERS, map(_dataset_row, state.datasets))),
+            ("Spec", f'<pre class="spec">{_document(info.spec)}</pre>'),
+            ("Summary", f'<pre class="summary">{_document(info.summary)}</pre>'),
         )
-        + "<h2>Datasets</h2>"
-        + (
-            table(
-                "datasets",
-                ["role", "format", "rows", "tokens", "digest", "source", "verdict", "recorded"],
-                map(_dataset_row, state.datasets),
-            )
-            if state.datasets
-            else '<p class="empty">No dataset recorded.</p>'
-        )
-        + f'<h2>Spec</h2><pre class="spec">{_document(info.spec)}</pre>'
-        + f'<h2>Summary</h2><pre class="summary">{_document(info.summary)}</pre>'
     )
     return layout("run", info.name or run_id, body, attributes=f' data-run-id="{rid}"')
 
@@ -443,11 +452,36 @@ async def accounts(request: Request) -> Response:
         for a in found
     )
     body = "<h1>Accounts</h1>" + table(
-        "accounts", ["account", "cap", "committed", "pending", "remaining", "overrun", "", ""], rows
+        "accounts",
+        ["account", "cap", "committed", "pending", "remaining", "overrun", "", ""],
+        rows,
+        empty="No accounts with caps.",
     )
-    if not found:
-        body += '<p class="empty">No accounts with caps.</p>'
+    page = await api.runs_page(web, request, identity)
+    capped = [run for run in page.runs if run.cap_usd_micro is not None]
+    body += (
+        "<h2>Runs' accounts</h2><p>Each run spends from an account of its own; those with a cap, "
+        f"among the {len(page.runs)} newest runs.</p>"
+        + table(
+            "run-accounts",
+            ["run", "id", "cap", "committed", "pending", "remaining", "parent", ""],
+            map(_run_account_row, capped),
+            empty="No run has a cap.",
+        )
+    )
     return layout("accounts", "accounts", body)
+
+
+def _run_account_row(run: models.RunSummary) -> str:
+    cap = run.cap_usd_micro or 0
+    remaining = cap - run.committed_usd_micro - run.pending_usd_micro
+    return (
+        f'<tr data-run-id="{e(run.run_id)}"><td><a href="/runs/{e(run.run_id)}">{e(run.name or run.run_id)}</a></td>'
+        f"<td><code>{e(run.run_id)}</code></td><td>{e(usd(cap))}</td><td>{e(usd(run.committed_usd_micro))}</td>"
+        f"<td>{e(usd(run.pending_usd_micro))}</td><td>{e(usd(remaining))}</td>"
+        f"<td>{e(run.parent_account or None)}</td>"
+        f'<td data-field="spend">{bar(run.committed_usd_micro + run.pending_usd_micro, cap)}</td></tr>'
+    )
 
 
 # Registry.
@@ -463,9 +497,9 @@ async def registry(request: Request) -> Response:
         f"<td>{e(f.current or None)}</td><td>{e(f.version_count)}</td></tr>"
         for f in families
     )
-    body = "<h1>Registry</h1>" + table("families", ["family", "current", "versions"], rows)
-    if not families:
-        body += '<p class="empty">No families registered.</p>'
+    body = "<h1>Registry</h1>" + table(
+        "families", ["family", "current", "versions"], rows, empty="No families registered."
+    )
     return layout("registry", "registry", body)
 
 
@@ -559,7 +593,7 @@ async def events(request: Request) -> Response:
     rows = (
         f'<tr data-position="{ev["position"]}"><td>{e(ev["position"])}</td><td>{e(ev["at"])}</td>'
         f"<td>{e(ev['type'])}</td><td><code>{e(ev['originator_id'][:8])}</code></td><td>{e(ev['principal'])}</td>"
-        f'<td><code class="data">{e(_short(ev["data"]))}</code></td></tr>'
+        f"<td>{_event_data(ev['data'])}</td></tr>"
         for ev in found
     )
     pager = ""
@@ -580,6 +614,17 @@ async def events(request: Request) -> Response:
 def _short(data: Any, limit: int = 300) -> str:
     text = api.encode(data).decode()
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _event_data(data: Any) -> str:
+    """An event's data as one line (its start), expanding to the whole of it (indented, cut at
+    EVENT_DATA_SHOWN_MAX characters)."""
+    whole = json.dumps(data, indent=2, sort_keys=True, default=str)
+    if len(whole) > EVENT_DATA_SHOWN_MAX:
+        whole = whole[: EVENT_DATA_SHOWN_MAX - 1] + "…"
+    return (
+        f'<details class="data"><summary><code>{e(_short(data, 160))}</code></summary><pre>{e(whole)}</pre></details>'
+    )
 
 
 # Login.

@@ -198,7 +198,7 @@ def test_the_live_view_follows_steps_checkpoints_and_spend_until_the_run_is_done
     terminal = Terminal("watch-live", "--address", address)  # By its name.
     try:
         terminal.expect(rf"watch-live\s+{run_id}\s+running\s+attempt 1")
-        terminal.expect(r"step 3 / 100\s+3\.0%")  # What was recorded before the watch began.
+        terminal.expect(r"step 3 of 100 \(3\.0%\)")  # What was recorded before the watch began.
         terminal.expect(r"loss\s+2\s+2\s+3\s+3")  # last, min, max, at step
 
         client.append_steps(
@@ -207,7 +207,7 @@ def test_the_live_view_follows_steps_checkpoints_and_spend_until_the_run_is_done
             steps=[4, 5],
             metrics={"loss": [1.5, 1.25], "eval_acc": {"values": [0.625], "index": [1]}},
         )
-        terminal.expect(r"step 5 / 100\s+5\.0%\s+[0-9.]+ steps/s\s+ETA \d+:\d\d:\d\d")
+        terminal.expect(r"step 5 of 100 \(5\.0%\), [0-9.]+ steps/s, ETA \d+:\d\d:\d\d")
         terminal.expect(r"loss\s+1\.25\s+1\.25\s+3\s+5")
         terminal.expect(r"eval_acc\s+0\.625\s+0\.625\s+0\.625\s+5")
 
@@ -285,7 +285,7 @@ def test_ctrl_c_ends_the_view_with_status_130(client: LedgerClient, address: str
 
 
 def test_an_unknown_run_is_one_line_and_exit_status_1(address: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["watch", "no-such-run", "--address", address]) == 1
+    assert main(["watch", "no-such-run", "--address", address, "--wait-s", "0"]) == 1
     assert capsys.readouterr() == ("", "trainledger: no run no-such-run\n")
 
 
@@ -317,13 +317,13 @@ def test_the_rate_and_the_time_left_come_from_the_recent_steps() -> None:
     )
     view = Follow("run", state, clock=lambda: now[0])
     assert view.rate() is None and view.eta() is None
-    assert view.steps_text() == "step 100 / 1,000  10.0%  ETA -"
+    assert view.steps_text() == "step 100 of 1,000 (10.0%), ETA -"
 
     now[0] += 10.0
     assert view.apply(batch(1, list(range(101, 201)), [0.5] * 100)) == ["steps 101-200 of 1,000 (attempt 1): loss=0.5"]
     assert view.rate() == 10.0  # 100 steps in 10 s
     assert view.eta() == 80.0  # 800 steps left
-    assert view.steps_text() == "step 200 / 1,000  20.0%  10.00 steps/s  ETA 0:01:20"
+    assert view.steps_text() == "step 200 of 1,000 (20.0%), 10.00 steps/s, ETA 0:01:20"
 
     now[0] += 10.0  # No step for 10 s: the rate falls.
     assert view.rate() == 5.0

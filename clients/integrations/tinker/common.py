@@ -7,11 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tinker import types
-
 from clients.errors import RunEnded
+from clients.integrations.extras import extra
 from clients.integrations.pricing import TokenPrices
 from clients.integrations.resume import ResumeRefused
+
+with extra("tinker"):
+    from tinker import types
 
 __all__ = [
     "BACKEND",

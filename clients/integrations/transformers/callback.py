@@ -14,10 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from transformers import TrainerCallback
-
 from clients.client import LedgerClient
 from clients.errors import LedgerClientError
+from clients.integrations.extras import extra
 from clients.integrations.pricing import GpuPrice
 from clients.integrations.provenance import DatasetRecord, describe_dataset, finite_scores
 from clients.integrations.resume import ResumeReason, ResumeRefused, hold_to_root, latest
@@ -36,6 +35,9 @@ from clients.integrations.transformers.steps import StepRows
 from clients.recorder import RunRecorder, exit_error, exit_status
 from clients.tls import TLS
 from trainledger.text import usd_text
+
+with extra("trl"):
+    from transformers import TrainerCallback
 
 __all__ = ["LedgerCallback", "LedgerCallbackWarning"]
 

@@ -475,6 +475,56 @@ function spendText(spend) {
   return `${usd(spend.committed_usd_micro)}${held} of ${cap}`;
 }
 
+// The run page's panels rendered by the server (facts, metrics, attempts, checkpoints, datasets,
+// spec, summary: each a [data-live] element) follow the same feed as its charts: a change the
+// feed reports fetches the page again and swaps each panel whose content changed. A `state` or a
+// `checkpoint` asks at once; a burst of steps at most once per PANEL_GAP_MS, and the last batch of a
+// burst always gets its turn.
+const PANEL_GAP_MS = 1000;
+
+function livePanels() {
+  let timer = null;
+  let running = false;
+  let again = false;
+  let last = 0;
+  const swap = async () => {
+    timer = null;
+    running = true;
+    last = Date.now();
+    try {
+      const response = await fetch(location.pathname, { credentials: "same-origin", headers: { Accept: "text/html" } });
+      if (!response.ok) return;
+      const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+      for (const panel of document.querySelectorAll("main [data-live]")) {
+        const next = fresh.querySelector(`main [data-live="${CSS.escape(panel.dataset.live)}"]`);
+        if (next && next.innerHTML !== panel.innerHTML) panel.replaceWith(document.importNode(next, true));
+      }
+      document.querySelector("main").dataset.panelsAt = String(last);
+    } catch {
+      // The next change asks again; the page keeps what it shows.
+    } finally {
+      running = false;
+      if (again) {
+        again = false;
+        schedule(false);
+      }
+    }
+  };
+  const schedule = (now) => {
+    if (running) {
+      again = true;
+      return;
+    }
+    const wait = now ? 0 : Math.max(0, last + PANEL_GAP_MS - Date.now());
+    if (timer !== null) {
+      if (!now) return;
+      clearTimeout(timer);
+    }
+    timer = setTimeout(swap, wait);
+  };
+  return schedule;
+}
+
 function runPage(main) {
   const runId = main.dataset.runId;
   const path = `/api/runs/${encodeURIComponent(runId)}`;
@@ -492,6 +542,7 @@ function runPage(main) {
   for (const chart of metricCharts) chart.load();
   spend?.reload();
   let attempts = null;
+  const panels = livePanels();
 
   const source = new EventSource(`${path}/live`);
   source.addEventListener("steps", (message) => {
@@ -502,10 +553,12 @@ function runPage(main) {
       setField("last_step", String(last));
       advanceProgress(last);
     }
+    panels(false);
   });
   source.addEventListener("checkpoint", (message) => {
     const checkpoint = JSON.parse(message.data);
     for (const chart of metricCharts) chart.addCheckpoint(checkpoint);
+    panels(true);
   });
   source.addEventListener("state", (message) => {
     const state = JSON.parse(message.data);
@@ -524,6 +577,7 @@ function runPage(main) {
       for (const chart of metricCharts) chart.refresh(fresh);
     }
     attempts = count;
+    panels(true);
   });
   source.addEventListener("spend", (message) => {
     updateSpendCells(document, JSON.parse(message.data));
@@ -552,7 +606,7 @@ function runsPage() {
       if (!showsNewRuns) return;
       row = newRunRow(run);
       table.tBodies[0].prepend(row);
-      document.querySelector("main p.empty")?.remove();
+      table.tBodies[0].querySelector("tr.empty")?.remove();
     }
     setStatus(run.status, run.current_attempt, row);
     setField("attempt", String(run.current_attempt), row);
