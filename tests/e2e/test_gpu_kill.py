@@ -62,7 +62,9 @@ def test_a_gpu_trainer_killed_inside_each_hold_records_the_gpu_time_it_had(serve
     listed_text = cli(address, "runs", "list", "--status", "lost")
     assert "gpu-kill" in listed_text and "lost" in listed_text
     shown = cli(address, "runs", "show", run_id)
-    assert f"$0.000000 committed, ${presumed / 1_000_000:.6f} presumed," in shown, shown
+    dollars = f"{presumed // 1_000_000}.{presumed % 1_000_000:06d}".rstrip("0")
+    dollars += "0" * max(0, 2 - len(dollars.split(".")[1]))  # cents always, more digits only when there are
+    assert f"$0.00 committed, ${dollars} presumed," in shown, shown
     assert "lost" in shown
 
 

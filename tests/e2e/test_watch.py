@@ -346,7 +346,7 @@ def test_a_lost_run_is_told_with_its_last_sign_of_life_and_so_is_its_return() ->
     )
     lines = view.apply(WatchUpdate(position=20, event_type="Run.AttemptLost", state=lost))
     assert "run lost (attempt 2: no sign of life since 12:00:03 UTC)" in lines
-    assert "spend $0.000000 of no cap, $0.400000 presumed" in lines
+    assert "spend $0.00 of no cap, $0.40 presumed" in lines
     back = view.apply(WatchUpdate(position=21, event_type="Run.AttemptReturned", state=running))
     assert "run running again" in back
 

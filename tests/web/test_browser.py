@@ -222,7 +222,7 @@ def test_the_spend_chart_shows_committed_spend_the_cap_and_the_pending_hold(
     assert tab.locator(f"{spend} .legend-item").all_inner_texts() == [
         "committed",
         "committed + held",
-        "cap $50.000000",
+        "cap $50.00",
     ]
     # $18.50 committed and $10 held: the $50 cap is in range, drawn as a line.
     assert tab.locator(spend).get_attribute("data-cap-shown") == "line"

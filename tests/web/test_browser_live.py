@@ -187,8 +187,8 @@ def test_the_accounts_page_lists_the_runs_capped_accounts_with_their_names(
     cells = row.locator("td").all_inner_texts()
     assert cells[0] == "sft-capped"
     assert capped in cells[1]
-    assert cells[2:5] == ["$12.500000", "$2.000000", "$0.000000"]
-    assert cells[5] == "$10.500000"  # remaining
+    assert cells[2:5] == ["$12.50", "$2.00", "$0.00"]
+    assert cells[5] == "$10.50"  # remaining
     assert "lab" in cells
     assert row.locator("a").first.get_attribute("href") == f"/runs/{capped}"
     assert watch.clear() == []
