@@ -56,14 +56,14 @@ def database_of(args: argparse.Namespace) -> str:
 
 def serve(args: argparse.Namespace) -> None:
     import asyncio
-    import logging
 
+    from services.logs import configure
     from services.server import StartupError
     from services.server import serve as run_server
     from services.tls import TLSError, from_arguments
     from services.web import serving
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure(args.log_format)
     try:
         asyncio.run(
             run_server(
@@ -75,6 +75,7 @@ def serve(args: argparse.Namespace) -> None:
                 tls=from_arguments(args),
                 http=None if args.no_http else args.http,
                 http_options=serving.from_arguments(args),
+                metrics=args.metrics,
             )
         )
     except (StartupError, TLSError) as error:
@@ -280,6 +281,15 @@ def parser(asked: str | None = None) -> argparse.ArgumentParser:
         help="serve the web dashboard and its JSON API here (default: TRAINLEDGER_HTTP, else %(default)s)",
     )
     serve_parser.add_argument("--no-http", action="store_true", help="serve no dashboard")
+    serve_parser.add_argument(
+        "--metrics",
+        default=None,
+        metavar="HOST:PORT",
+        help="serve /metrics, /healthz and /readyz here too, without authentication (works with --no-http)",
+    )
+    serve_parser.add_argument(
+        "--log-format", choices=("text", "json"), default="text", help="json: one object per line (default: text)"
+    )
     if command_is(asked, "serve"):
         from services.tls import add_arguments
         from services.web import serving
