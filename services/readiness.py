@@ -12,9 +12,9 @@ from __future__ import annotations
 import logging
 import threading
 
+from ledger import Ledger
 from ledger.domain.errors import Unavailable
 from ledger.storage.chain import Walk
-from services.edge import Edge
 
 __all__ = ["Readiness", "READY_LAG_EVENTS_MAX", "TAIL_EVENTS"]
 
@@ -27,8 +27,8 @@ TAIL_EVENTS = 100
 class Readiness:
     """Whether the server's views are caught up and its log's tail is intact."""
 
-    def __init__(self, edge: Edge, *, lag_events_max: int = READY_LAG_EVENTS_MAX, tail_events: int = TAIL_EVENTS):
-        self.edge = edge
+    def __init__(self, ledger: Ledger, *, lag_events_max: int = READY_LAG_EVENTS_MAX, tail_events: int = TAIL_EVENTS):
+        self.ledger = ledger
         self.lag_events_max, self.tail_events = lag_events_max, tail_events
         self.ready = False
         self.why = "not checked yet"
@@ -51,7 +51,7 @@ class Readiness:
 
     def problem(self) -> str:
         """Why the server is not ready ("" when it is)."""
-        ledger = self.edge.ledger
+        ledger = self.ledger
         failure = ledger.projector.failure
         if failure is not None:
             return f"the views are stopped: {failure}"
@@ -65,7 +65,7 @@ class Readiness:
 
     def broken_tail(self) -> str:
         """Why the newest events of the log do not chain from the seal before them ("" when they do)."""
-        storage = self.edge.ledger.storage
+        storage = self.ledger.storage
         stop = max(storage.head(), storage.last_seal()[0])
         after = max(0, stop - self.tail_events - 1)
         rows, seals = storage.chain_page(after, stop, self.tail_events + 2)

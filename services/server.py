@@ -220,7 +220,7 @@ class LedgerServer(grpc.aio.Server):
         ops_dashboard: Dashboard | None = None,
     ) -> None:
         self.server, self.edge, self.health = server, edge, health_servicer
-        self.readiness = ops.readiness if ops is not None else Readiness(edge)
+        self.readiness = ops.readiness if ops is not None else Readiness(edge.ledger)
         self.metrics = ops.metrics if ops is not None else None
         self.ops_dashboard = ops_dashboard  # /metrics, /healthz, /readyz on an address of their own.
         self.owns_ledger, self.holder = owns_ledger, holder
@@ -433,7 +433,7 @@ def create_server(
         gate.metrics = counters
         if counters is not None:
             counters.attach(edge)
-        ops = Ops(edge, counters, Readiness(edge), Access(gate))
+        ops = Ops(edge, counters, Readiness(edge.ledger), Access(gate))
         server = grpc.aio.server(
             interceptors=[EdgeInterceptor(edge, gate, counters)],
             options=[
