@@ -76,6 +76,7 @@ def serve(args: argparse.Namespace) -> None:
                 http=None if args.no_http else args.http,
                 http_options=serving.from_arguments(args),
                 metrics=args.metrics,
+                instrument=not args.no_metrics,
             )
         )
     except (StartupError, TLSError) as error:
@@ -212,7 +213,9 @@ class _Version(argparse.Action):
             number = version("trainledger")
         except PackageNotFoundError:
             number = "unknown (not installed)"
-        print(f"trainledger {number}")
+        from ledger.storage.version import SCHEMA_VERSION
+
+        print(f"trainledger {number} (ledger schema version {SCHEMA_VERSION})")
         parser.exit()
 
 
@@ -287,6 +290,7 @@ def parser(asked: str | None = None) -> argparse.ArgumentParser:
         metavar="HOST:PORT",
         help="serve /metrics, /healthz and /readyz here too, without authentication (works with --no-http)",
     )
+    serve_parser.add_argument("--no-metrics", action="store_true", help="count nothing for /metrics")
     serve_parser.add_argument(
         "--log-format", choices=("text", "json"), default="text", help="json: one object per line (default: text)"
     )

@@ -514,6 +514,7 @@ async def serve(
     http: str | None = None,
     http_options: HttpOptions | None = None,
     metrics: str | None = None,
+    instrument: bool = True,
 ) -> None:
     """Serve until SIGTERM or SIGINT, then shut down gracefully. With `http` (HOST:PORT) the web
     dashboard is served there too, on the same event loop over the same ledger. Raises StartupError."""
@@ -527,6 +528,7 @@ async def serve(
         http=http,
         http_options=http_options,
         metrics=metrics,
+        instrument=instrument,
     )
     try:
         await server.start()

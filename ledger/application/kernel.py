@@ -45,6 +45,7 @@ from ledger.domain.runs import Run
 from ledger.storage import transcoder
 from ledger.storage.base import Storage
 from ledger.storage.keys import batch_key, event_keys, spend_key
+from ledger.storage.version import check_schema
 
 __all__ = ["Kernel", "Receipt", "Recorded", "storage_read", "unrecorded", "utc_now"]
 
@@ -197,6 +198,12 @@ class Kernel(Application[UUID]):
         try:
             self.storage: Storage = open_storage(self)
         except BaseException:
+            super().close()
+            raise
+        try:
+            check_schema(self.storage)  # A ledger written by a newer schema is refused, untouched.
+        except BaseException:
+            self.storage.close()
             super().close()
             raise
         self.views = self.storage.views
