@@ -395,6 +395,12 @@ def parser(asked: str | None = None) -> argparse.ArgumentParser:
     command("backup", backup, read=False, help="copy a SQLite ledger, served or not, to a new file").add_argument(
         "--to", required=True, metavar="FILE", help="the new file (never overwritten)"
     )
+    if command_is(asked, "restore"):
+        from services import restore
+
+        restore.add_parser(commands)
+    else:
+        commands.add_parser("restore", help="make a verified new SQLite ledger of a backup", add_help=False)
     return top
 
 
