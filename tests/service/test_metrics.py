@@ -5,9 +5,11 @@ prometheus-client's parser, and the counters checked by value."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -166,3 +168,37 @@ def test_with_auth_metrics_are_a_wide_read(tmp_path: Any) -> None:
     finally:
         served.close()
         ledger.close()
+
+
+def test_the_sample_dashboard_asks_only_for_metrics_the_server_has(workload: tuple[Server, dict[str, Any]]) -> None:
+    served, _ = workload
+    response = httpx.get(f"http://{served.server.http_address}/metrics", timeout=10)
+    families = {family.name for family in text_string_to_metric_families(response.text)}
+    dashboard = json.loads((Path(__file__).resolve().parents[2] / "docs" / "grafana-dashboard.json").read_text())
+    asked = {
+        re.sub(r"_(bucket|sum|count|total)$", "", name)
+        for panel in dashboard["panels"]
+        for target in panel["targets"]
+        for name in re.findall(r"trainledger_[a-z_]+", target["expr"])
+    }
+    pool = {name for name in asked if name.startswith("trainledger_database_pool")}  # PostgreSQL only.
+    assert len(asked) > 15 and asked - pool <= families, sorted(asked - pool - families)
+
+
+def test_storage_gauges_on_each_backend(database: str) -> None:
+    """SQLite: the file's and the WAL's size; PostgreSQL: the views' pool."""
+    from services.metrics import _storage_gauges
+
+    ledger = Ledger.open(database)
+    try:
+        names = {family.name for family in _storage_gauges(ledger.storage)}
+    finally:
+        ledger.close()
+    if database.startswith("postgresql"):
+        assert names == {
+            "trainledger_database_pool_connections",
+            "trainledger_database_pool_max",
+            "trainledger_database_pool_waiting",
+        }
+    else:
+        assert names == {"trainledger_database_size_bytes", "trainledger_database_wal_size_bytes"}
