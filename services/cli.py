@@ -2,6 +2,7 @@
 file, and the writes operators make by hand.
 
     trainledger serve [--db PATH | --database-url URL] [--listen HOST:PORT] [--http HOST:PORT | --no-http]
+                      [--metrics HOST:PORT] [--no-metrics] [--log-format text|json]
     trainledger project --database-url URL      # a projection worker (PostgreSQL)
     trainledger runs list [--status S] [--name TEXT] [--account A] [--include-retracted] | runs show RUN
     trainledger runs retract RUN --reason TEXT    # operators: hidden from lists, refused new writes
@@ -10,6 +11,7 @@ file, and the writes operators make by hand.
     trainledger registry list | show FAMILY | register FAMILY URI --digest D [--from-checkpoint RUN:STEP]
     trainledger registry promote FAMILY VERSION | rollback FAMILY [VERSION]
     trainledger events export --from N | rebuild | backup --to FILE | verify | tokens ... | watch RUN
+    trainledger restore FILE --db NEW            # a backup made into a new ledger, verified first
     trainledger spend pull | spend reconcile    # providers' bills, through a server (services.cli_bills)
 
 Read commands (runs, spend show, registry list|show, events export, checkpoints) and the

@@ -10,7 +10,11 @@ is not loopback without authentication is refused like gRPC's. Shutdown ends the
 Health follows storage and projection: a probe reads the head of the log every second in a
 worker thread; when storage is unreachable (or the read hangs), or projection stopped on an event
 it could not apply, every service turns NOT_SERVING, and SERVING again as soon as a read succeeds.
-Calls meanwhile answer UNAVAILABLE by themselves.
+Calls meanwhile answer UNAVAILABLE by themselves. Health follows readiness too
+(services.readiness): NOT_SERVING until the views are within a bounded lag of the log and the
+log's tail is intact, from the start. Calls are counted for Prometheus (services.metrics) and
+/metrics, /healthz and /readyz are served on the dashboard and, with `metrics`, on an address of
+their own (services.ops).
 """
 
 from __future__ import annotations
@@ -244,8 +248,8 @@ class LedgerServer(grpc.aio.Server):
         await self.server.start()
         # Health reflects readiness: NOT_SERVING until the views have caught up (services.readiness).
         try:
-            self.serving = await asyncio.to_thread(self._ready)
-        except Exception:  # Storage is down: the probe says so, and says when it is back.
+            self.serving = await asyncio.wait_for(asyncio.to_thread(self._ready), PROBE_TIMEOUT_S)
+        except Exception:  # Storage is down or hangs: the probe says so, and says when it is back.
             self.serving = False
         status = health_pb2.HealthCheckResponse.SERVING if self.serving else health_pb2.HealthCheckResponse.NOT_SERVING
         if not self.serving:
