@@ -67,12 +67,14 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure(log_format: str = "text", stream: Any = None) -> None:
-    """The root logger at INFO, writing `log_format` ("text" or "json") to `stream` (stderr)."""
+    """The root logger at INFO, writing `log_format` ("text" or "json") to `stream` (stderr). As
+    logging.basicConfig, it leaves a root logger that has handlers already (an embedding program's,
+    or a test runner's) as it is."""
+    root = logging.getLogger()
+    if root.handlers:
+        return
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter(TEXT_FORMAT))
-    root = logging.getLogger()
-    for old in list(root.handlers):
-        root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(logging.INFO)
 
