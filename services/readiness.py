@@ -32,7 +32,7 @@ class Readiness:
         self.lag_events_max, self.tail_events = lag_events_max, tail_events
         self.ready = False
         self.why = "not checked yet"
-        self._announced = False
+        self._tail_checked = 0  # The log's end as of the last tail check that passed.
         self._lock = threading.Lock()
 
     def update(self) -> bool:
@@ -64,23 +64,30 @@ class Readiness:
         return self.broken_tail()
 
     def broken_tail(self) -> str:
-        """Why the newest events of the log do not chain from the seal before them ("" when they do)."""
+        """Why the newest events of the log do not chain from the seal before them ("" when they
+        do). Incremental: only events sealed since the last check that passed are read again (at
+        most tail_events of them), so an idle server reads no event."""
         storage = self.ledger.storage
         stop = max(storage.head(), storage.last_seal()[0])
-        after = max(0, stop - self.tail_events - 1)
-        rows, seals = storage.chain_page(after, stop, self.tail_events + 2)
-        sealed = dict(seals)
+        if stop == self._tail_checked:
+            return ""
+        after = max(self._tail_checked, stop - self.tail_events - 1, 0)
+        rows, seals = storage.chain_page(after, stop, stop - after + 1)
         walk = Walk()
-        if after > 0:
-            # Start from the first seal of the page: the events after it must chain from it.
+        anchor = bytes(storage.digests([after]).get(after) or b"") if after > 0 else b""
+        if anchor:
+            walk.position, walk.digest = after, anchor
+        elif after > 0:
+            # No event at `after` (PostgreSQL's positions may skip): start from the first seal after it.
             if not seals:
                 return f"no seal after position {after}"
-            anchor, digest = seals[0]
-            walk.position, walk.digest = anchor, bytes(digest)
-            rows = [row for row in rows if row[0] > anchor]
-            sealed = {position: value for position, value in seals if position > anchor}
+            walk.position, walk.digest = seals[0][0], bytes(seals[0][1])
+            rows = [row for row in rows if row[0] > walk.position]
+            seals = seals[1:]
+        sealed = dict(seals)
         present = {row[0] for row in rows}
         walk.feed(list(rows), sealed, [position for position in sealed if position not in present])
         if walk.broken is not None:
             return f"the log's tail is broken at position {walk.broken.position}: {walk.broken.problem}"
+        self._tail_checked = stop
         return ""
