@@ -16,9 +16,12 @@ Every release that changes the layout raises SCHEMA_VERSION and checks in a ledg
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-__all__ = ["SCHEMA_VERSION", "SchemaTooNew", "package_version", "check_schema", "stored_schema"]
+__all__ = ["SCHEMA_VERSION", "SchemaTooNew", "package_version", "check_schema", "schema_rows", "write_schema_row"]
+
+T = TypeVar("T")
 
 SCHEMA_VERSION = 1
 TABLE = "ledger_schema"
@@ -41,36 +44,68 @@ def package_version() -> str:
         return "unknown"
 
 
-def stored_schema(cursor: Any) -> dict[str, str]:
-    """The table's rows (name: value), read with `cursor` (which may create the table)."""
-    cursor.execute(CREATE)
-    return {str(name): str(value) for name, value in cursor.execute(READ).fetchall()}
+def schema_rows(storage: Any) -> dict[str, str]:
+    """The table's rows (name: value), creating the table when it is missing."""
+    return _on(storage, _rows)
+
+
+def write_schema_row(storage: Any, name: str, value: str) -> None:
+    """Set one row of the table (what a release records about the layout it wrote)."""
+
+    def write(execute: Execute) -> None:
+        _rows(execute)  # The table, made when missing.
+        execute(WRITE, (name, value))
+
+    _on(storage, write)
 
 
 def check_schema(storage: Any) -> int:
     """Refuse a ledger written by a newer schema (SchemaTooNew); record SCHEMA_VERSION on an older
     one or one without the table. Returns the version the ledger had."""
     try:
-        return _check(storage)
+        return _on(storage, _decide)
     except SchemaTooNew:
         raise
     except Exception:
         # Two processes creating the table at once on PostgreSQL: the second one's CREATE fails
         # on the catalogue's unique index; the table is there now.
-        return _check(storage)
+        return _on(storage, _decide)
 
 
-def _check(storage: Any) -> int:
-    with storage.transaction() as cursor:
-        rows = stored_schema(cursor)
-        stored = int(rows.get("version", "1"))
-        if stored > SCHEMA_VERSION:
-            writer = rows.get("written_by", "a newer release")
-            raise SchemaTooNew(
-                f"this ledger has schema version {stored} (written by trainledger {writer}); trainledger "
-                f"{package_version()} reads schema versions up to {SCHEMA_VERSION}: upgrade trainledger to open it"
-            )
-        if "version" not in rows or stored < SCHEMA_VERSION:
-            cursor.execute(WRITE, ("version", str(SCHEMA_VERSION)))
-            cursor.execute(WRITE, ("written_by", package_version()))
+Execute = Callable[..., Any]
+
+
+def _on(storage: Any, work: Callable[[Execute], T]) -> T:
+    """`work` in one transaction: on SQLite the storage's writer, on PostgreSQL a pooled
+    connection of its own (outside the views' pipeline mode)."""
+    run = getattr(storage, "run", None)
+    if run is None:
+        with storage.transaction() as cursor:
+            return work(lambda sql, params=(): cursor.execute(sql, params))
+
+    def on_postgres(connection: Any) -> T:
+        with connection.transaction():
+            return work(lambda sql, params=(): connection.execute(sql.replace("?", "%s"), params))
+
+    result: T = run(on_postgres)
+    return result
+
+
+def _rows(execute: Execute) -> dict[str, str]:
+    execute(CREATE)
+    return {str(name): str(value) for name, value in execute(READ).fetchall()}
+
+
+def _decide(execute: Execute) -> int:
+    rows = _rows(execute)
+    stored = int(rows.get("version", "1"))
+    if stored > SCHEMA_VERSION:
+        writer = rows.get("written_by", "a newer release")
+        raise SchemaTooNew(
+            f"this ledger has schema version {stored} (written by trainledger {writer}); trainledger "
+            f"{package_version()} reads schema versions up to {SCHEMA_VERSION}: upgrade trainledger to open it"
+        )
+    if "version" not in rows or stored < SCHEMA_VERSION:
+        execute(WRITE, ("version", str(SCHEMA_VERSION)))
+        execute(WRITE, ("written_by", package_version()))
     return stored

@@ -10,12 +10,11 @@ import sys
 import pytest
 
 from ledger import Ledger
-from ledger.storage.version import SCHEMA_VERSION, WRITE, SchemaTooNew, stored_schema
+from ledger.storage.version import SCHEMA_VERSION, SchemaTooNew, schema_rows, write_schema_row
 
 
 def _rows(ledger: Ledger) -> dict[str, str]:
-    with ledger.storage.transaction() as cursor:
-        return stored_schema(cursor)
+    return schema_rows(ledger.storage)
 
 
 def test_a_new_ledger_records_its_schema_version(database: str) -> None:
@@ -32,9 +31,8 @@ def test_a_ledger_from_a_newer_schema_is_refused_untouched(database: str) -> Non
     ledger = Ledger.open(database)
     try:
         ledger.open_account(account="team")
-        with ledger.storage.transaction() as cursor:
-            cursor.execute(WRITE, ("version", str(SCHEMA_VERSION + 1)))
-            cursor.execute(WRITE, ("written_by", "9.9.9"))
+        write_schema_row(ledger.storage, "version", str(SCHEMA_VERSION + 1))
+        write_schema_row(ledger.storage, "written_by", "9.9.9")
     finally:
         ledger.close()
     with pytest.raises(SchemaTooNew) as refused:
@@ -64,8 +62,7 @@ def test_a_ledger_from_before_the_table_gets_it(sqlite_database: str) -> None:
 
 def test_serve_refuses_a_newer_ledger_in_one_line(sqlite_database: str) -> None:
     ledger = Ledger.open(sqlite_database)
-    with ledger.storage.transaction() as cursor:
-        cursor.execute(WRITE, ("version", str(SCHEMA_VERSION + 1)))
+    write_schema_row(ledger.storage, "version", str(SCHEMA_VERSION + 1))
     ledger.close()
     done = subprocess.run(
         [sys.executable, "-m", "services.cli", "serve", "--db", sqlite_database, "--listen", "127.0.0.1:0"],
