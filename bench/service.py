@@ -1,7 +1,7 @@
 """Service benchmark: a `trainledger serve` process and this client process over loopback, raw stubs.
 
     .venv/bin/python bench/service.py [--database-url postgresql://...] [--batches 200] [--run-steps 1000000]
-                                      [--tls] [--auth] [--compare ROUNDS]
+                                      [--tls] [--auth] [--compare ROUNDS] [--compare-metrics ROUNDS]
 
 Figures: RecordSteps (one stream, 1,000-step batches, ack per batch), AppendSteps (unary, one at
 a time, 1,000-step batches, growing one run to --run-steps), Reserve latency (Reserve then Commit,
@@ -21,6 +21,9 @@ these move less than the rates. The last line printed is one JSON object with th
 CA; --auth serves with `--auth` and sends an admin token issued on the database before the server
 starts (Ledger.issue_token). --compare ROUNDS measures only grpc_steps_per_s, ROUNDS times over in
 turn plain, TLS and authentication with TLS (a fresh server each), and prints each one's median.
+--compare-metrics ROUNDS measures ingest with metrics counted and with `serve --no-metrics`, the
+order swapped each round: grpc_steps_per_s, server_cpu_ms_per_batch and append_calls_per_s (--pairs
+unary AppendSteps of 10 steps, one at a time), each one's median and the ratio of the two.
 """
 
 from __future__ import annotations
@@ -94,8 +97,10 @@ class Security:
         return (("authorization", f"Bearer {self.token}"),) if self.token else ()
 
 
-def start_server(database: str, url: str, security: Security) -> tuple[subprocess.Popen[str], int]:
-    command = [sys.executable, "-m", "services.cli", "serve", "--listen", "127.0.0.1:0", "--no-http"]
+def start_server(
+    database: str, url: str, security: Security, extra: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen[str], int]:
+    command = [sys.executable, "-m", "services.cli", "serve", "--listen", "127.0.0.1:0", "--no-http", *extra]
     command += security.serve_options()
     command += ["--database-url", url] if url else ["--db", database]
     if security.auth and not security.token:
@@ -375,6 +380,52 @@ def compare(args: argparse.Namespace) -> dict[str, float]:
     return figures
 
 
+def unary_appends(channel: grpc.Channel, args: argparse.Namespace, metadata: tuple[tuple[str, str], ...]) -> float:
+    """AppendSteps calls per second, one at a time, 10 steps each (args.pairs calls): the per-call path."""
+    runs = runs_pb2_grpc.RunsStub(channel)
+    run_id = new_run(runs, metadata)
+    started = time.perf_counter()
+    for n in range(args.pairs):
+        batch = common_pb2.StepBatch(run_id=run_id, attempt=1, steps=range(n * 10, n * 10 + 10))
+        batch.metrics.add(name="loss", values=[0.5] * 10)
+        runs.AppendSteps(runs_pb2.AppendStepsRequest(batch=batch), timeout=30, metadata=metadata)
+    return round(args.pairs / (time.perf_counter() - started))
+
+
+def compare_metrics(args: argparse.Namespace) -> dict[str, float]:
+    """Ingest with metrics counted and without (serve --no-metrics), alternated (the order swapped
+    each round), fresh servers: RecordSteps steps/s, the server's CPU per batch, unary AppendSteps/s."""
+    modes = {"metrics": (), "no_metrics": ("--no-metrics",)}
+    measured: dict[str, dict[str, list[float]]] = {mode: {} for mode in modes}
+    for round_number in range(args.compare_metrics):
+        order = list(modes) if round_number % 2 == 0 else list(reversed(modes))
+        for mode in order:
+            with tempfile.TemporaryDirectory(prefix="trainledger-bench-") as directory:
+                security = Security(directory, tls=False, auth=False)
+                process, port = start_server(os.path.join(directory, "bench.db"), "", security, modes[mode])
+                try:
+                    with security.channel(f"127.0.0.1:{port}") as channel:
+                        cpu = cpu_s([process.pid])
+                        rate = record_steps(channel, args, ())
+                        figures = {
+                            "grpc_steps_per_s": rate,
+                            "server_cpu_ms_per_batch": (cpu_s([process.pid]) - cpu) * 1000 / args.batches,
+                            "append_calls_per_s": unary_appends(channel, args, ()),
+                        }
+                finally:
+                    stop(process)
+            for name, value in figures.items():
+                measured[mode].setdefault(name, []).append(value)
+            print(f"round {round_number + 1}, {mode}: {figures}", file=sys.stderr)
+    result: dict[str, float] = {}
+    for mode, by_name in measured.items():
+        for name, values in by_name.items():
+            result[f"{name}_{mode}"] = round(statistics.median(values), 2)
+    for name in measured["metrics"]:
+        result[f"{name}_metrics_vs_none"] = round(result[f"{name}_metrics"] / result[f"{name}_no_metrics"], 3)
+    return result
+
+
 def run_all(args: argparse.Namespace, directory: str) -> dict[str, float]:
     security = Security(directory, tls=args.tls, auth=args.auth)
     process, port = start_server(os.path.join(directory, "bench.db"), args.database_url, security)
@@ -406,8 +457,14 @@ def main() -> None:
     parser.add_argument("--tls", action="store_true", help="serve and connect with TLS (a CA made for the run)")
     parser.add_argument("--auth", action="store_true", help="serve with --auth and call with an admin token")
     parser.add_argument("--compare", type=int, default=0, metavar="ROUNDS", help="plain vs TLS vs auth + TLS only")
+    parser.add_argument(
+        "--compare-metrics", type=int, default=0, metavar="ROUNDS", help="ingest with and without metrics only"
+    )
     args = parser.parse_args()
-    if args.compare:
+    if args.compare_metrics:
+        figures = compare_metrics(args)
+        setting = "medians, metrics counted / not counted (serve --no-metrics) alternated"
+    elif args.compare:
         figures = compare(args)
         setting = "grpc_steps_per_s medians, plain / TLS / auth + TLS alternated"
     else:

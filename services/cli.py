@@ -2,6 +2,7 @@
 file, and the writes operators make by hand.
 
     trainledger serve [--db PATH | --database-url URL] [--listen HOST:PORT] [--http HOST:PORT | --no-http]
+                      [--metrics HOST:PORT] [--no-metrics] [--log-format text|json]
     trainledger project --database-url URL      # a projection worker (PostgreSQL)
     trainledger runs list [--status S] [--name TEXT] [--account A] [--include-retracted] | runs show RUN
     trainledger runs retract RUN --reason TEXT    # operators: hidden from lists, refused new writes
@@ -11,6 +12,7 @@ file, and the writes operators make by hand.
     trainledger registry promote FAMILY VERSION --gate-rule RULE|--passed|--failed | rollback FAMILY [VERSION]
     trainledger registry alias FAMILY ALIAS VERSION [--expect N] | retire FAMILY --reason TEXT
     trainledger events export --from N | rebuild | backup --to FILE | verify | tokens ... | watch RUN
+    trainledger restore FILE --db NEW            # a backup made into a new ledger, verified first
     trainledger spend pull | spend reconcile    # providers' bills, through a server (services.cli_bills)
 
 Read commands (runs, spend show, registry list|show, events export, checkpoints) and the
@@ -57,14 +59,14 @@ def database_of(args: argparse.Namespace) -> str:
 
 def serve(args: argparse.Namespace) -> None:
     import asyncio
-    import logging
 
+    from services.logs import configure
     from services.server import StartupError
     from services.server import serve as run_server
     from services.tls import TLSError, from_arguments
     from services.web import serving
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure(args.log_format)
     try:
         asyncio.run(
             run_server(
@@ -77,6 +79,8 @@ def serve(args: argparse.Namespace) -> None:
                 http=None if args.no_http else args.http,
                 http_options=serving.from_arguments(args),
                 allow_unsealed=args.allow_unsealed,
+                metrics=args.metrics,
+                instrument=not args.no_metrics,
             )
         )
     except (StartupError, TLSError) as error:
@@ -213,7 +217,9 @@ class _Version(argparse.Action):
             number = version("trainledger")
         except PackageNotFoundError:
             number = "unknown (not installed)"
-        print(f"trainledger {number}")
+        from ledger.storage.version import SCHEMA_VERSION
+
+        print(f"trainledger {number} (ledger schema version {SCHEMA_VERSION})")
         parser.exit()
 
 
@@ -287,6 +293,16 @@ def parser(asked: str | None = None) -> argparse.ArgumentParser:
         "--allow-unsealed",
         action="store_true",
         help="serve a log whose seals are missing or whose chain breaks at its end (`trainledger verify` says where)",
+    )
+    serve_parser.add_argument(
+        "--metrics",
+        default=None,
+        metavar="HOST:PORT",
+        help="serve /metrics, /healthz and /readyz here too, without authentication (works with --no-http)",
+    )
+    serve_parser.add_argument("--no-metrics", action="store_true", help="count nothing for /metrics")
+    serve_parser.add_argument(
+        "--log-format", choices=("text", "json"), default="text", help="json: one object per line (default: text)"
     )
     if command_is(asked, "serve"):
         from services.tls import add_arguments
@@ -409,6 +425,12 @@ def parser(asked: str | None = None) -> argparse.ArgumentParser:
     command("backup", backup, read=False, help="copy a SQLite ledger, served or not, to a new file").add_argument(
         "--to", required=True, metavar="FILE", help="the new file (never overwritten)"
     )
+    if command_is(asked, "restore"):
+        from services import restore
+
+        restore.add_parser(commands)
+    else:
+        commands.add_parser("restore", help="make a verified new SQLite ledger of a backup", add_help=False)
     return top
 
 

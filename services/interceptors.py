@@ -38,6 +38,7 @@ from services import errors
 from services.auth import Gate, Identity
 from services.codec import wire
 from services.edge import BUSY_WAIT_S, CLIENT, Edge
+from services.logs import CALL_ERROR
 
 __all__ = ["PRINCIPAL", "REQUEST_ID", "SCOPE", "audit", "EdgeInterceptor"]
 
@@ -80,6 +81,7 @@ def _begin(context: grpc.aio.ServicerContext[Any, Any]) -> str:
 
 
 async def _fail(context: grpc.aio.ServicerContext[Any, Any], method: str, request_id: str, error: Exception) -> None:
+    CALL_ERROR.set(error)  # For the call's log line (services.logs).
     if isinstance(error, LedgerError) and errors.status_code(error) != grpc.StatusCode.INTERNAL:
         await errors.abort(context, error, request_id)
     log.error("unexpected error in %s (request id %s)", method, request_id, exc_info=error)
@@ -244,8 +246,9 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
     """Request id, principal, request limits and the error boundary for every RPC, unary or
     streaming."""
 
-    def __init__(self, edge: Edge, gate: Gate | None = None) -> None:
+    def __init__(self, edge: Edge, gate: Gate | None = None, metrics: Any = None) -> None:
         self.edge, self.gate = edge, gate
+        self.metrics = metrics  # services.metrics.Metrics: each call counted and timed.
         # By method: the servicer's handler and the one made of it, made once (the server hands
         # the same handler for a method every call).
         self._wrapped: dict[str, tuple[grpc.RpcMethodHandler[Any, Any], grpc.RpcMethodHandler[Any, Any]]] = {}
@@ -263,6 +266,8 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         if made is not None and made[0] is handler:
             return made[1]
         wrapped = self._wrap(method, handler)
+        if self.metrics is not None:
+            wrapped = self.metrics.instrument(method, wrapped)
         self._wrapped[method] = (handler, wrapped)
         return wrapped
 

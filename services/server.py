@@ -10,7 +10,11 @@ is not loopback without authentication is refused like gRPC's. Shutdown ends the
 Health follows storage and projection: a probe reads the head of the log every second in a
 worker thread; when storage is unreachable (or the read hangs), or projection stopped on an event
 it could not apply, every service turns NOT_SERVING, and SERVING again as soon as a read succeeds.
-Calls meanwhile answer UNAVAILABLE by themselves.
+Calls meanwhile answer UNAVAILABLE by themselves. Health follows readiness too
+(services.readiness): NOT_SERVING until the views are within a bounded lag of the log and the
+log's tail is intact, from the start. Calls are counted for Prometheus (services.metrics) and
+/metrics, /healthz and /readyz are served on the dashboard and, with `metrics`, on an address of
+their own (services.ops).
 """
 
 from __future__ import annotations
@@ -38,11 +42,15 @@ from services.edge import Edge
 from services.events import EventsServicer
 from services.holder import Holder, HolderError, acquire
 from services.interceptors import EdgeInterceptor
+from services.metrics import CountingGate, Metrics
+from services.ops import Ops
+from services.readiness import Readiness
 from services.registry import RegistryServicer
 from services.runs import RunsServicer
 from services.spend import SpendServicer
 from services.tls import ServerTLS, TLSError
 from services.web import create_app
+from services.web.access import Access
 from services.web.hosts import AllowedHosts, HostsError
 from services.web.serving import Dashboard, HttpOptions, HttpOptionsError, Limits
 from trainledger.v1 import (
@@ -212,8 +220,13 @@ class LedgerServer(grpc.aio.Server):
         holder: Holder | None = None,
         gate: Gate | None = None,
         dashboard: Dashboard | None = None,
+        ops: Ops | None = None,
+        ops_dashboard: Dashboard | None = None,
     ) -> None:
         self.server, self.edge, self.health = server, edge, health_servicer
+        self.readiness = ops.readiness if ops is not None else Readiness(edge.ledger)
+        self.metrics = ops.metrics if ops is not None else None
+        self.ops_dashboard = ops_dashboard  # /metrics, /healthz, /readyz on an address of their own.
         self.owns_ledger, self.holder = owns_ledger, holder
         self.gate = gate
         self.dashboard = dashboard
@@ -233,12 +246,32 @@ class LedgerServer(grpc.aio.Server):
 
     async def start(self) -> None:
         await self.server.start()
+        # Health reflects readiness: NOT_SERVING until the views have caught up (services.readiness).
+        try:
+            self.serving = await asyncio.wait_for(asyncio.to_thread(self._ready), PROBE_TIMEOUT_S)
+        except Exception:  # Storage is down or hangs: the probe says so, and says when it is back.
+            self.serving = False
+        status = health_pb2.HealthCheckResponse.SERVING if self.serving else health_pb2.HealthCheckResponse.NOT_SERVING
+        if not self.serving:
+            log.warning("not ready yet: %s", self.readiness.why)
         for name in ("", *SERVICE_NAMES):
-            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+            await self.health.set(name, status)
+        if self.ops_dashboard is not None:
+            await self.ops_dashboard.start()
         self._sweeper = asyncio.create_task(self._sweep(), name="trainledger-sweep")
         self._prober = asyncio.create_task(self._probe(), name="trainledger-probe")
         if self.dashboard is not None:
             await self.dashboard.start()
+
+    def _ready(self) -> bool:
+        """The storage probe and readiness, in one worker thread: raises what the probe raises."""
+        self.edge.ledger.check()
+        return self.readiness.update()
+
+    @property
+    def metrics_address(self) -> str:
+        """HOST:PORT of /metrics on an address of its own; empty when none is served."""
+        return self.ops_dashboard.address if self.ops_dashboard is not None else ""
 
     @property
     def http_address(self) -> str:
@@ -262,17 +295,20 @@ class LedgerServer(grpc.aio.Server):
     async def _probe(self) -> None:
         """Health follows storage: a read of the log's head every PROBE_INTERVAL_S, in a thread
         of its own (not in the workers' pool, which a storage outage may have filled)."""
-        probe: asyncio.Future[int] | None = None
+        probe: asyncio.Future[bool] | None = None
         try:
             while True:
                 if probe is None:
-                    probe = asyncio.ensure_future(asyncio.to_thread(self.edge.ledger.check))
+                    probe = asyncio.ensure_future(asyncio.to_thread(self._ready))
                 done, _ = await asyncio.wait({probe}, timeout=PROBE_TIMEOUT_S)
                 if not done:  # Still hanging: unavailable until it answers.
                     await self._set_serving(False, f"storage did not answer within {PROBE_TIMEOUT_S:.0f} s")
                     continue
-                error, probe = probe.exception(), None
-                if error is None:
+                error = probe.exception()
+                probe_result, probe = error is None and probe.result(), None
+                if error is None and not probe_result:
+                    await self._set_serving(False, f"not ready: {self.readiness.why}")
+                elif error is None:
                     await self._set_serving(True, "storage answers")
                 else:
                     if not isinstance(error, Unavailable) and self.serving:
@@ -290,6 +326,8 @@ class LedgerServer(grpc.aio.Server):
         status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
         if serving:
             log.info("storage is back (%s): health SERVING", why)
+        elif why.startswith("not ready"):
+            log.warning("%s: health NOT_SERVING", why)
         else:
             log.warning("storage is unavailable (%s): health NOT_SERVING", why)
         for name in ("", *SERVICE_NAMES):
@@ -304,6 +342,8 @@ class LedgerServer(grpc.aio.Server):
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         try:
+            if self.ops_dashboard is not None:
+                await self.ops_dashboard.stop(grace)
             if self.dashboard is not None:
                 await self.dashboard.stop(grace)
         finally:
@@ -333,6 +373,8 @@ def create_server(
     http: str | None = None,
     http_options: HttpOptions | None = None,
     allow_unsealed: bool = False,
+    metrics: str | None = None,
+    instrument: bool = True,
 ) -> tuple[LedgerServer, int]:
     """Build the server (call it on the event loop that will run it) and bind `address`, HOST:PORT
     or [IPv6]:PORT (port 0 picks a free port; an address in use is refused, never shared). Opens
@@ -345,8 +387,10 @@ def create_server(
     web dashboard's socket is bound too (LedgerServer.http_address; served from start()), over TLS
     with the same files whenever gRPC is, answering the hosts and under the caps of `http_options`
     (services.web.serving). A database it opens whose log has no seals, or whose chain breaks in its
-    last events, is refused unless `allow_unsealed` (see `unsealed`). Returns the server, not yet
-    started, and the bound port. Raises StartupError."""
+    last events, is refused unless `allow_unsealed` (see `unsealed`). With `instrument` (the
+    default) calls are counted for Prometheus (services.metrics: /metrics on the dashboard, and on
+    `metrics`, HOST:PORT, an address of its own with /healthz and /readyz, services.ops). Returns
+    the server, not yet started, and the bound port. Raises StartupError."""
     host, wanted_port = parse_listen(address)
     http_host = parse_listen(http)[0] if http is not None else ""
     http_options = http_options or HttpOptions()
@@ -396,9 +440,14 @@ def create_server(
             raise StartupError(
                 f"refusing to serve the dashboard on {http} without authentication: pass --auth or --insecure"
             )
-        gate = Gate(edge, required=auth)
+        counters = Metrics() if instrument else None
+        gate = CountingGate(edge, required=auth)
+        gate.metrics = counters
+        if counters is not None:
+            counters.attach(edge)
+        ops = Ops(edge, counters, Readiness(edge.ledger), Access(gate))
         server = grpc.aio.server(
-            interceptors=[EdgeInterceptor(edge, gate)],
+            interceptors=[EdgeInterceptor(edge, gate, counters)],
             options=[
                 ("grpc.max_receive_message_length", MESSAGE_SIZE_MAX),
                 ("grpc.max_send_message_length", MESSAGE_SIZE_MAX),
@@ -424,11 +473,17 @@ def create_server(
             raise StartupError(f"cannot listen on {address}: {problem}")
         bound = listen_address(host, port)
         dashboard: Dashboard | None = None
+        ops_dashboard: Dashboard | None = None
         if http is not None:
             sockets = bind_http(http)
             dashboard = Dashboard(
-                create_app(edge, gate, hosts), sockets, options=http_options, tls=http_tls, grace_s=GRACE_S
+                create_app(edge, gate, hosts, ops), sockets, options=http_options, tls=http_tls, grace_s=GRACE_S
             )
+        if metrics is not None:
+            metrics_sockets = bind_http(metrics)
+            sockets = [*sockets, *metrics_sockets]  # Closed on failure; the dashboard keeps its own list.
+            ops_tls = tls.ssl_context() if tls is not None else None
+            ops_dashboard = Dashboard(ops.app(), metrics_sockets, options=HttpOptions(), tls=ops_tls, grace_s=GRACE_S)
         if holder is not None:
             holder.record(bound)
     except BaseException:
@@ -452,6 +507,8 @@ def create_server(
             holder=holder,
             gate=gate,
             dashboard=dashboard,
+            ops=ops,
+            ops_dashboard=ops_dashboard,
         ),
         port,
     )
@@ -484,6 +541,8 @@ async def serve(
     http: str | None = None,
     http_options: HttpOptions | None = None,
     allow_unsealed: bool = False,
+    metrics: str | None = None,
+    instrument: bool = True,
 ) -> None:
     """Serve until SIGTERM or SIGINT, then shut down gracefully. With `http` (HOST:PORT) the web
     dashboard is served there too, on the same event loop over the same ledger. Raises StartupError."""
@@ -497,6 +556,8 @@ async def serve(
         http=http,
         http_options=http_options,
         allow_unsealed=allow_unsealed,
+        metrics=metrics,
+        instrument=instrument,
     )
     try:
         await server.start()
@@ -508,6 +569,8 @@ async def serve(
     print(f"trainledger: serving on {server.address} (database {describe(database)}{workers}{secure})", flush=True)
     if server.dashboard is not None:
         print(f"trainledger: dashboard on {server.dashboard.scheme}://{server.http_address}/", flush=True)
+    if server.ops_dashboard is not None:
+        print(f"trainledger: metrics on {server.ops_dashboard.scheme}://{server.metrics_address}/metrics", flush=True)
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

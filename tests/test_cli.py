@@ -241,7 +241,7 @@ def test_the_version_and_an_unknown_run(database: str, capsys: pytest.CaptureFix
     with pytest.raises(SystemExit) as exited:
         main(["--version"])
     assert exited.value.code == 0
-    assert re.fullmatch(r"trainledger \d+\.\d+\S*\n", capsys.readouterr().out)
+    assert re.fullmatch(r"trainledger \d+\.\d+\S* \(ledger schema version \d+\)\n", capsys.readouterr().out)
     assert main(["runs", "show", "nothing", "--db", database]) == 1
     assert capsys.readouterr().err == "trainledger: no run nothing\n"
 

@@ -47,6 +47,7 @@ from ledger.domain.runs import Run
 from ledger.storage import transcoder
 from ledger.storage.base import READ_ONLY, Storage, read_only
 from ledger.storage.keys import batch_key, event_keys, spend_key
+from ledger.storage.version import check_schema
 
 __all__ = ["Kernel", "Receipt", "Recorded", "storage_read", "unrecorded", "utc_now"]
 
@@ -188,6 +189,9 @@ class Kernel(Application[UUID]):
             raise Unavailable(f"storage is unavailable: {error}") from None
         self.clock = clock
         self._lock = threading.RLock()
+        # Called after each group commit with how many commands it answered and the events it
+        # saved (services.metrics counts them); called under the write lock, so kept cheap.
+        self.commit_listeners: list[Callable[[int, Sequence[Any]], None]] = []
         # Group commit needs the commands of a group to share the aggregates they change: with no
         # cache, or a copy per load, each command is its own group.
         cache = self.repository.cache
@@ -196,6 +200,12 @@ class Kernel(Application[UUID]):
         try:
             self.storage: Storage = open_storage(self)
         except BaseException:
+            super().close()
+            raise
+        try:
+            check_schema(self.storage)  # A ledger written by a newer schema is refused, untouched.
+        except BaseException:
+            self.storage.close()
             super().close()
             raise
         self.views = self.storage.views
@@ -407,6 +417,8 @@ class Kernel(Application[UUID]):
             self._take_snapshots(processing_event)
             # The offer wakes the projector (ledger.views.projector: Projector._pass).
             self.projector.offer([(recording.notification.id, recording.domain_event) for recording in recordings])
+            for listener in self.commit_listeners:
+                listener(len(gathered.decided), processing_event.events)
         gathered.answer([recording.notification.id for recording in recordings])
         self._evict(gathered.stale)
         return []

@@ -392,6 +392,11 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads, LeaseReads
             reservations=reservations, after_position=reservations[-1].position if len(rows) == limit else None
         )
 
+    def holds_pending(self) -> tuple[int, int]:
+        """How many holds are pending and their amount in micro-dollars."""
+        row = self._row("SELECT COUNT(*), COALESCE(SUM(amount), 0) FROM view_reservations WHERE state = 'pending'")
+        return (int(row[0]), int(row[1])) if row is not None else (0, 0)
+
     def accounts_with_overdue_holds(self, now: datetime) -> list[str]:
         return [
             r[0]

@@ -157,9 +157,10 @@ async def live(request: Request) -> Response:
     return StreamingResponse(chunks, media_type="text/event-stream", headers=SSE_HEADERS)
 
 
-def create_app(edge: Edge, gate: Gate, hosts: AllowedHosts | None = None) -> Starlette:
-    """The dashboard over `edge` and `gate`, answering `hosts` (default: the loopback names).
-    Create it on the server's event loop."""
+def create_app(edge: Edge, gate: Gate, hosts: AllowedHosts | None = None, ops: Any = None) -> Starlette:
+    """The dashboard over `edge` and `gate`, answering `hosts` (default: the loopback names), with
+    /metrics, /healthz and /readyz when given `ops` (services.ops). Create it on the server's
+    event loop."""
     routes: list[Any] = [
         Route("/", pages.runs),
         Route("/runs/{run:path}", pages.run),
@@ -184,6 +185,8 @@ def create_app(edge: Edge, gate: Gate, hosts: AllowedHosts | None = None) -> Sta
         Route("/api/live", live),
         Mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static"),
     ]
+    if ops is not None:
+        routes[:0] = ops.routes(protected=True)
     app = Starlette(
         routes=routes,
         exception_handlers={
@@ -196,4 +199,6 @@ def create_app(edge: Edge, gate: Gate, hosts: AllowedHosts | None = None) -> Sta
     )
     app.state.web = api.Web(edge, Access(gate), RunStreams.of(edge), LiveRuns.of(edge))
     app.add_middleware(_Connection, hosts=hosts or AllowedHosts())
+    if ops is not None:
+        ops.count_requests(app)
     return app

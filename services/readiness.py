@@ -1,0 +1,93 @@
+"""Readiness: up is not caught up. A server is ready when every view is within
+READY_LAG_EVENTS_MAX events of the log's head (as the views' tracking rows in storage say, so a
+server whose views are projected by workers is judged the same way) and the newest TAIL_EVENTS
+events of the log chain from the seal before them (ledger.storage.chain). The server's probe
+(services.server) asks once a second; gRPC health and /readyz follow the answer, /healthz only
+says the process answers. The first time the server is ready, and each time it is ready again,
+it logs one line.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from ledger import Ledger
+from ledger.domain.errors import Unavailable
+from ledger.storage.chain import Walk
+
+__all__ = ["Readiness", "READY_LAG_EVENTS_MAX", "TAIL_EVENTS"]
+
+log = logging.getLogger("trainledger.services")
+
+READY_LAG_EVENTS_MAX = 1000
+TAIL_EVENTS = 100
+
+
+class Readiness:
+    """Whether the server's views are caught up and its log's tail is intact."""
+
+    def __init__(self, ledger: Ledger, *, lag_events_max: int = READY_LAG_EVENTS_MAX, tail_events: int = TAIL_EVENTS):
+        self.ledger = ledger
+        self.lag_events_max, self.tail_events = lag_events_max, tail_events
+        self.ready = False
+        self.why = "not checked yet"
+        self._tail_checked = 0  # The log's end as of the last tail check that passed.
+        self._lock = threading.Lock()
+
+    def update(self) -> bool:
+        """Check now (reads storage: call it in a worker thread); returns whether ready."""
+        try:
+            why = self.problem()
+        except Unavailable as error:
+            why = f"storage is unavailable: {error}"
+        with self._lock:
+            was, self.ready, self.why = self.ready, not why, why or "caught up"
+        if self.ready and not was:
+            log.info("ready: the views are within %d events of the log and its tail is intact", self.lag_events_max)
+        elif was and not self.ready:
+            log.warning("not ready: %s", why)
+        return self.ready
+
+    def problem(self) -> str:
+        """Why the server is not ready ("" when it is)."""
+        ledger = self.ledger
+        failure = ledger.projector.failure
+        if failure is not None:
+            return f"the views are stopped: {failure}"
+        storage = ledger.storage
+        head = storage.head()
+        positions = storage.tracking_positions()
+        lagging = min(positions.values(), default=head)
+        if head - lagging > self.lag_events_max:
+            return f"the views are {head - lagging} events behind the log (at most {self.lag_events_max})"
+        return self.broken_tail()
+
+    def broken_tail(self) -> str:
+        """Why the newest events of the log do not chain from the seal before them ("" when they
+        do). Incremental: only events sealed since the last check that passed are read again (at
+        most tail_events of them), so an idle server reads no event."""
+        storage = self.ledger.storage
+        stop = max(storage.head(), storage.last_seal()[0])
+        if stop == self._tail_checked:
+            return ""
+        after = max(self._tail_checked, stop - self.tail_events - 1, 0)
+        rows, seals = storage.chain_page(after, stop, stop - after + 1)
+        walk = Walk()
+        anchor = bytes(storage.digests([after]).get(after) or b"") if after > 0 else b""
+        if anchor:
+            walk.position, walk.digest = after, anchor
+        elif after > 0:
+            # No event at `after` (PostgreSQL's positions may skip): start from the first seal after it.
+            if not seals:
+                return f"no seal after position {after}"
+            walk.position, walk.digest = seals[0][0], bytes(seals[0][1])
+            rows = [row for row in rows if row[0] > walk.position]
+            seals = seals[1:]
+        sealed = dict(seals)
+        present = {row[0] for row in rows}
+        walk.feed(list(rows), sealed, [position for position in sealed if position not in present])
+        if walk.broken is not None:
+            return f"the log's tail is broken at position {walk.broken.position}: {walk.broken.problem}"
+        self._tail_checked = stop
+        return ""

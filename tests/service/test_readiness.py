@@ -1,0 +1,105 @@
+"""Readiness over the wire: a server whose views were dropped (as `trainledger rebuild` does first)
+is alive but not ready (gRPC health NOT_SERVING, /readyz 503) until its views catch up with the
+log, then ready (SERVING, /readyz 200), saying so in one log line."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import grpc
+import httpx
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from ledger import Ledger
+from ledger.views.schema import VIEWS
+from services.readiness import Readiness
+from services.server import create_server
+
+WAIT_S = 30.0
+SERVING, NOT_SERVING = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+def _health(address: str) -> int:
+    with grpc.insecure_channel(address) as channel:
+        return health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10).status
+
+
+def _until(check: Any, what: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"not {what} within {WAIT_S:.0f} s")
+        time.sleep(0.1)
+
+
+def test_readiness_flips_once_the_views_catch_up_after_a_rebuild(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = str(tmp_path / "ledger.db")
+    writer = Ledger.open(path)
+    for number in range(20):
+        writer.open_account(account=f"team-{number}")
+    writer.close()
+    # Nobody projects this ledger until the test says so: its views start over from nothing.
+    ledger = Ledger.open(path, project=False)
+    ledger.storage.drop(VIEWS)
+    ledger.projector.positions = ledger.storage.tracking_positions()
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+
+    def run(coroutine: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, loop).result(30)
+
+    async def start() -> Any:
+        server, _ = create_server("127.0.0.1:0", ledger=ledger, http="127.0.0.1:0")
+        server.readiness.lag_events_max = 5
+        await server.start()
+        return server
+
+    caplog.set_level(logging.INFO, logger="trainledger.services")
+    server = run(start())
+    try:
+        readyz = f"http://{server.http_address}/readyz"
+        assert _health(server.address) == NOT_SERVING
+        answer = httpx.get(readyz, timeout=10)
+        assert answer.status_code == 503 and "behind" in answer.json()["reason"], answer.text
+        assert httpx.get(f"http://{server.http_address}/healthz", timeout=10).status_code == 200
+        assert not [r for r in caplog.records if r.getMessage().startswith("ready:")]
+
+        ledger.projector.catch_up()
+        _until(lambda: _health(server.address) == SERVING, "SERVING")
+        _until(lambda: httpx.get(readyz, timeout=10).status_code == 200, "ready")
+        assert len([r for r in caplog.records if r.getMessage().startswith("ready:")]) == 1
+    finally:
+        run(server.stop(1.0))
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+        ledger.close()
+
+
+def test_a_broken_tail_is_not_ready(tmp_path: Path) -> None:
+    """A seal changed among the newest events: the views are caught up, the tail is not intact."""
+    path = str(tmp_path / "ledger.db")
+    ledger = Ledger.open(path)
+    try:
+        for number in range(120):  # Longer than the tail checked: it starts from a seal.
+            ledger.open_account(account=f"team-{number}")
+        head = ledger.head()
+        ledger.projector.wait(head, 10)
+        assert Readiness(ledger).update() is True
+        with sqlite3.connect(path) as connection:
+            connection.execute("UPDATE stored_seals SET digest = ? WHERE position = ?", (bytes(32), head - 1))
+        readiness = Readiness(ledger)  # As a server starting on the file checks it.
+        assert readiness.update() is False
+        assert "tail is broken" in readiness.why
+    finally:
+        ledger.close()
