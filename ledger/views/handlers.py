@@ -22,7 +22,6 @@ import msgspec
 from ledger.views.leases import lease_handlers
 from ledger.views.rollup import ROLLUP_COLUMNS, ROLLUP_SHIFTS, STEPS_METRIC, Aggregate, ChartRollup, aggregate, merge
 from trainledger.pricing import cost_usd_micro
-from trainledger.text import account_text, usd_text
 
 __all__ = [
     "ROLLUP_COLUMNS",
@@ -373,7 +372,9 @@ class SpendView:
 
     def _refused(self, e: Any, position: int, sql: str = _REFUSED_SQL) -> None:
         at = to_epoch(e.timestamp)
-        reason = f"cap of {account_text(e.refused_by)} would be crossed: {usd_text(e.remaining)} remained"
+        # Stored, so its wording never changes: a ledger written by an earlier version must rebuild
+        # to the same rows (tests/ledger/test_upgrade_corpus.py). The amount is in micro-dollars.
+        reason = f"cap of {e.refused_by} would be crossed: {e.remaining} remained"
         after = (e.amount, _dump(e.basis), reason, e.attempt, at, at, position)
         self._rows.append((_ROW, e.originator_id, sql, e.reservation_id, (), after))
 
