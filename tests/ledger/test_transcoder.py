@@ -155,7 +155,7 @@ def account_events() -> tuple[Account, list[Any]]:
     plans.reserve_plan(
         account, [parent], AUDIT, reservation_id="p1", amount=100, basis=BASIS, expires_at=later, attempt=1
     )
-    spend.reserve(account, [parent], AUDIT, reservation_id="r5", amount=30, basis={}, expires_at=later, attempt=1)
+    spend.reserve(account, [parent], AUDIT, reservation_id="r6", amount=30, basis={}, expires_at=later, attempt=1)
     plans.release_plan(account, [parent], AUDIT, reason=plans.FINISHED)
     account.retract(AUDIT, reason="trained on a leaked eval set")
     return account, account.collect_events() + parent.collect_events()
