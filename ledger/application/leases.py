@@ -34,8 +34,8 @@ class LeaseCommands(Reads):
 
     def heartbeat(self, *, run_id: str, attempt: int, principal: str = "", request_id: str = "") -> Receipt:
         """Renew the lease of the run's current attempt (recorded only when nothing renewed it in
-        the last 1/HEARTBEAT_SHARE of it); a lost attempt is running again. Refused as a write of
-        the attempt would be (ATTEMPT_SUPERSEDED, RUN_FINISHED, RUN_RETRACTED)."""
+        the last heartbeat period, trainledger.leases); a lost attempt is running again. Refused
+        as a write of the attempt would be (ATTEMPT_SUPERSEDED, RUN_FINISHED, RUN_RETRACTED)."""
         Heartbeat(run_id=run_id, attempt=attempt)
         audit = self._audit(principal, request_id)
 
