@@ -15,7 +15,7 @@ from ledger.application.commands import INT32_MAX, RESERVATION_TTL_MAX, Command
 from ledger.application.kernel import Kernel, Receipt, Recorded
 from ledger.domain import plans
 from ledger.domain.base import LedgerAggregate, ledger_id
-from ledger.domain.basis import check_basis
+from ledger.domain.basis import check_basis, check_basis_amount
 from ledger.domain.errors import Invalid, LedgerError
 from ledger.domain.limits import check_id, check_int, check_usd_micro
 from ledger.domain.reasons import Reason
@@ -40,6 +40,7 @@ class ReservePlan(Command, frozen=True, kw_only=True):
         if self.amount_usd_micro == 0:
             raise Invalid("a plan holds a positive amount", reason=Reason.OUT_OF_RANGE, field="amount_usd_micro")
         self._normal("basis", check_basis(self.basis))
+        check_basis_amount(self.basis, self.amount_usd_micro, "amount_usd_micro")
         check_int(self.attempt, "attempt", maximum=INT32_MAX)
         if self.ttl == timedelta(0):
             self._normal("ttl", PLAN_TTL_DEFAULT)
