@@ -13,6 +13,7 @@ import msgspec
 
 from ledger.application.commands import INT32_MAX, RESERVATION_TTL_MAX, Command
 from ledger.application.kernel import Kernel, Receipt, Recorded
+from ledger.application.leases import check_hold_attempt
 from ledger.domain import plans
 from ledger.domain.base import LedgerAggregate, ledger_id
 from ledger.domain.basis import check_basis, check_basis_amount
@@ -80,6 +81,8 @@ class PlanCommands(Kernel):
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, datetime | None, dict[str, Any]]:
             holder, parents = self._chain(account, touched)
             recall = self._recall_spend(holder)
+            if holder.entry(reservation_id, recall) is None:
+                check_hold_attempt(self.repository, account, attempt)  # A retry is answered as it was.
             try:
                 version = plans.reserve_plan(
                     holder,
