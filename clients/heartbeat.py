@@ -1,9 +1,9 @@
 """The heartbeat of an attempt: what keeps its lease (StartAttempt's lease_s) while the trainer
 writes nothing, so a run is read as lost only when its trainer is gone.
 
-A daemon thread calls Heartbeat every lease_s / HEARTBEAT_SHARE seconds whatever else is written
+A daemon thread calls Heartbeat every heartbeat_period_s(lease_s) seconds whatever else is written
 (the server records one only when nothing renewed the lease lately, so the log grows by at most
-that many events a lease, and none while steps flow). It never raises into training: errors are
+one event a period, and none while steps flow). It never raises into training: errors are
 logged, and a refusal (the attempt superseded, the run finished) ends it.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from clients.errors import LedgerClientError
 from clients.retry import REFUSAL_CODES
-from trainledger.leases import HEARTBEAT_SHARE, LEASE_S_DEFAULT
+from trainledger.leases import LEASE_S_DEFAULT, heartbeat_period_s
 
 __all__ = ["Heartbeat"]
 
@@ -27,7 +27,7 @@ class Heartbeat:
 
     def __init__(self, client: Any, lease_s: int | None) -> None:
         self.client = client
-        self.period_s = (lease_s or LEASE_S_DEFAULT) / HEARTBEAT_SHARE
+        self.period_s = heartbeat_period_s(lease_s or LEASE_S_DEFAULT)
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 

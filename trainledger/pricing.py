@@ -1,6 +1,6 @@
 """The one cost rule: what a cost basis amounts to, in integer micro-dollars, rounded up.
 
-The ledger computes every basis it is given (a reservation's, a commit's, a charge's) with this
+The ledger computes every basis it is given (a reservation's, a plan's, a commit's, a charge's) with this
 rule and refuses one that does not come to its amount (ledger.domain.basis.check_basis_amount,
 BASIS_AMOUNT_MISMATCH); the trainer integrations price their reservations and commits with it
 (clients.integrations.pricing), so an estimate, its commit and an auditor's recomputation agree

@@ -11,7 +11,9 @@ out (the request's other fields) and keep every request quick to write.
 
 A bill is recorded whole or not at all: when it takes more than one request, every request is
 first sent with validate_only (the ledger checks its lines as a recording would, and records
-nothing), and only when all of them pass are they sent again to be recorded. A line the ledger
+nothing), and only when all of them pass are they sent again to be recorded; a line stated again
+in a later request with another payload is checked with its first statement in one request, so
+the bill is refused (DUPLICATE_LINE) as it would be in one request. A line the ledger
 refuses raises LineRefused with the line's index in the bill (not in its request), and nothing
 of the bill is recorded. What can still stop a bill part way is the connection or the server
 failing between two requests; every request is idempotent (a line the ledger already holds with
@@ -119,6 +121,68 @@ def batches(
         yield batch
 
 
+def _repeats(requests: list[list[BilledLine]]) -> list[tuple[int, BilledLine, int, BilledLine]]:
+    """The lines stated again in a later request with the same line id and interval and another
+    payload: (bill index, first line, bill index, later line) each. One request never sees the
+    other's line, so the ledger's DUPLICATE_LINE is asked of the two together."""
+    first: dict[tuple[str, datetime | None, datetime | None], tuple[int, int, BilledLine]] = {}
+    pairs: list[tuple[int, BilledLine, int, BilledLine]] = []
+    index = 0
+    for number, batch in enumerate(requests):
+        for line in batch:
+            key = (line.line_id, line.interval_start, line.interval_end)
+            seen = first.setdefault(key, (number, index, line))
+            if seen[0] != number and seen[2] != line:
+                pairs.append((seen[1], seen[2], index, line))
+            index += 1
+    return pairs
+
+
+def _pair_requests(
+    pairs: list[tuple[int, BilledLine, int, BilledLine]], max_lines: int, max_bytes: int
+) -> Iterator[tuple[list[BilledLine], list[int]]]:
+    """The pairs of `_repeats` cut into requests (lines, their bill indexes), a pair never split."""
+    batch: list[BilledLine] = []
+    indexes: list[int] = []
+    size = 0
+    for first_index, first, later_index, later in pairs:
+        pair_size = _wire_size(first) + _wire_size(later)
+        if batch and (len(batch) + 2 > max(max_lines, 2) or size + pair_size > max_bytes):
+            yield batch, indexes
+            batch, indexes, size = [], [], 0
+        batch += [first, later]
+        indexes += [first_index, later_index]
+        size += pair_size
+    if batch:
+        yield batch, indexes
+
+
+def _send(
+    ledger: LedgerClient,
+    provider: str,
+    batch: list[BilledLine],
+    indexes: list[int],
+    cost_data_through: datetime | None,
+    *,
+    validate_only: bool,
+    timeout_s: float | None,
+) -> BilledUsageReceipt:
+    """One RecordBilledUsage request; a refused line raises LineRefused with its bill index."""
+    try:
+        return ledger.record_billed_usage(
+            provider=provider,
+            lines=batch,
+            cost_data_through=cost_data_through,
+            validate_only=validate_only,
+            timeout_s=timeout_s,
+        )
+    except LedgerClientError as error:
+        where = error.metadata.get("line", "")
+        if where.isascii() and where.isdigit() and int(where) < len(batch):
+            raise LineRefused(indexes[int(where)], error, int(where)) from None
+        raise
+
+
 def send_lines(
     ledger: LedgerClient,
     provider: str,
@@ -133,25 +197,16 @@ def send_lines(
     or not at all (see the module docstring), and sum the receipts. Raises LineRefused for a line
     the ledger refuses, and the ledger's other errors (clients.errors) as they come."""
     requests = list(batches(lines, max_lines=max_lines, max_bytes=max_bytes))
-    passes = (True, False) if len(requests) > 1 else (False,)
+    offsets = [sum(len(batch) for batch in requests[:number]) for number in range(len(requests))]
+    if len(requests) > 1:
+        for batch, offset in zip(requests, offsets, strict=True):
+            indexes = list(range(offset, offset + len(batch)))
+            _send(ledger, provider, batch, indexes, cost_data_through, validate_only=True, timeout_s=timeout_s)
+        for batch, indexes in _pair_requests(_repeats(requests), max_lines, max_bytes):
+            _send(ledger, provider, batch, indexes, cost_data_through, validate_only=True, timeout_s=timeout_s)
     result = PullResult()
-    for validate_only in passes:
-        offset = 0
-        for batch in requests:
-            try:
-                receipt = ledger.record_billed_usage(
-                    provider=provider,
-                    lines=batch,
-                    cost_data_through=cost_data_through,
-                    validate_only=validate_only,
-                    timeout_s=timeout_s,
-                )
-            except LedgerClientError as error:
-                where = error.metadata.get("line", "")
-                if where.isascii() and where.isdigit() and int(where) < len(batch):
-                    raise LineRefused(offset + int(where), error, int(where)) from None
-                raise
-            offset += len(batch)
-            if not validate_only:
-                result = result + PullResult.of(receipt, len(batch))
+    for batch, offset in zip(requests, offsets, strict=True):
+        indexes = list(range(offset, offset + len(batch)))
+        receipt = _send(ledger, provider, batch, indexes, cost_data_through, validate_only=False, timeout_s=timeout_s)
+        result = result + PullResult.of(receipt, len(batch))
     return result

@@ -21,9 +21,11 @@ from ledger.application.reads import Reads
 from ledger.domain import leases
 from ledger.domain import spending as spend
 from ledger.domain.base import Audit, LedgerAggregate
+from ledger.domain.errors import Refused
+from ledger.domain.reasons import Reason
 from ledger.domain.runs import Run
 
-__all__ = ["LeaseCommands", "SWEEP_RUNS_MAX", "last_seen_of"]
+__all__ = ["LeaseCommands", "SWEEP_RUNS_MAX", "check_hold_attempt", "last_seen_of", "run_of"]
 
 # The most runs one sweep records lost (the next sweep takes the rest).
 SWEEP_RUNS_MAX = 1_000
@@ -34,8 +36,8 @@ class LeaseCommands(Reads):
 
     def heartbeat(self, *, run_id: str, attempt: int, principal: str = "", request_id: str = "") -> Receipt:
         """Renew the lease of the run's current attempt (recorded only when nothing renewed it in
-        the last 1/HEARTBEAT_SHARE of it); a lost attempt is running again. Refused as a write of
-        the attempt would be (ATTEMPT_SUPERSEDED, RUN_FINISHED, RUN_RETRACTED)."""
+        the last heartbeat period, trainledger.leases); a lost attempt is running again. Refused
+        as a write of the attempt would be (ATTEMPT_SUPERSEDED, RUN_FINISHED, RUN_RETRACTED)."""
         Heartbeat(run_id=run_id, attempt=attempt)
         audit = self._audit(principal, request_id)
 
@@ -79,14 +81,33 @@ class LeaseCommands(Reads):
         return lost
 
 
-def last_seen_of(repository: Any, account: str) -> spend.LastSeen | None:
-    """The last signs of life of the attempts of the run whose account is `account` (None for an
-    account of no run): what settles its expired GPU-time holds pro rata."""
+def run_of(repository: Any, account: str) -> Run | None:
+    """The run whose account is `account` (None for an account of no run)."""
     try:
         found = repository.get(UUID(account))
     except (ValueError, AggregateNotFoundError):
         return None
-    if not isinstance(found, Run):
+    return found if isinstance(found, Run) else None
+
+
+def last_seen_of(repository: Any, account: str) -> spend.LastSeen | None:
+    """The last signs of life of the attempts of the run whose account is `account` (None for an
+    account of no run): what settles its expired GPU-time holds pro rata."""
+    run = run_of(repository, account)
+    if run is None:
         return None
-    run = found
     return lambda number: leases.last_seen(run, number)
+
+
+def check_hold_attempt(repository: Any, account: str, attempt: int) -> None:
+    """A new hold or plan on a run's account for an attempt that a later one fenced off is
+    refused (ATTEMPT_SUPERSEDED), as its other writes are: its heartbeats are refused, so the
+    hold would be settled against a sign of life it can no longer leave."""
+    run = run_of(repository, account) if attempt > 0 else None
+    if run is not None and attempt < run.current_attempt:
+        raise Refused(
+            f"attempt {attempt} is superseded by attempt {run.current_attempt}",
+            reason=Reason.ATTEMPT_SUPERSEDED,
+            attempt=attempt,
+            current_attempt=run.current_attempt,
+        )

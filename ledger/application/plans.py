@@ -13,9 +13,10 @@ import msgspec
 
 from ledger.application.commands import INT32_MAX, RESERVATION_TTL_MAX, Command
 from ledger.application.kernel import Kernel, Receipt, Recorded
+from ledger.application.leases import check_hold_attempt
 from ledger.domain import plans
 from ledger.domain.base import LedgerAggregate, ledger_id
-from ledger.domain.basis import check_basis
+from ledger.domain.basis import check_basis, check_basis_amount
 from ledger.domain.errors import Invalid, LedgerError
 from ledger.domain.limits import check_id, check_int, check_usd_micro
 from ledger.domain.reasons import Reason
@@ -40,6 +41,7 @@ class ReservePlan(Command, frozen=True, kw_only=True):
         if self.amount_usd_micro == 0:
             raise Invalid("a plan holds a positive amount", reason=Reason.OUT_OF_RANGE, field="amount_usd_micro")
         self._normal("basis", check_basis(self.basis))
+        check_basis_amount(self.basis, self.amount_usd_micro, "amount_usd_micro")
         check_int(self.attempt, "attempt", maximum=INT32_MAX)
         if self.ttl == timedelta(0):
             self._normal("ttl", PLAN_TTL_DEFAULT)
@@ -79,6 +81,8 @@ class PlanCommands(Kernel):
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, datetime | None, dict[str, Any]]:
             holder, parents = self._chain(account, touched)
             recall = self._recall_spend(holder)
+            if holder.entry(reservation_id, recall) is None:
+                check_hold_attempt(self.repository, account, attempt)  # A retry is answered as it was.
             try:
                 version = plans.reserve_plan(
                     holder,

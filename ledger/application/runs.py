@@ -210,6 +210,7 @@ class RunCommands(Kernel):
                 resume_from_step=command.resume_from_step,
                 max_steps=command.max_steps,
                 lease_s=command.lease_s,
+                lease_asked=lease_s is not None,
             )
             if version is None:
                 # The fenced attempts' holds are settled at once, not at their expiry, and not at

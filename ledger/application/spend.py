@@ -20,7 +20,7 @@ from ledger.application.commands import (
     SetCap,
 )
 from ledger.application.kernel import Receipt, Recorded, storage_read
-from ledger.application.leases import last_seen_of
+from ledger.application.leases import check_hold_attempt, last_seen_of
 from ledger.application.reads import Reads
 from ledger.domain import spending as spend
 from ledger.domain.accounts import Account
@@ -111,6 +111,8 @@ class SpendCommands(Reads):
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, datetime | None, dict[str, Any]]:
             holder, parents = self._chain(account, touched)
             recall = self._recall_spend(holder)
+            if holder.entry(reservation_id, recall) is None:
+                check_hold_attempt(self.repository, account, attempt)  # A retry is answered as it was.
             try:
                 version = spend.reserve(
                     holder,

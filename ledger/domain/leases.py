@@ -3,11 +3,11 @@
 An attempt holds a lease of `lease_s` seconds (given at StartAttempt, LEASE_S_DEFAULT when not),
 renewed by every write of the attempt (a step batch, a checkpoint, a finish) and, when the
 trainer is idle, by a heartbeat. A heartbeat is recorded only when nothing renewed the lease in
-the last 1/HEARTBEAT_SHARE of it, so an idle run adds at most HEARTBEAT_SHARE events per lease
-and a busy one none. A lease that lapses makes the attempt and its run *lost* (Run.AttemptLost,
-appended by the server's sweep with the last sign of life); a lost attempt that writes again is
-running again (Run.AttemptReturned), and the gap stays in the record. Attempts started before
-leases existed hold none and are never lost.
+the last heartbeat period (1/HEARTBEAT_SHARE of it, at most HEARTBEAT_PERIOD_MAX_S), so an idle
+run adds at most one event per period and a busy one none. A lease that lapses makes the
+attempt and its run *lost* (Run.AttemptLost, appended by the server's sweep with the last sign
+of life); a lost attempt that writes again is running again (Run.AttemptReturned), and the gap
+stays in the record. Attempts started before leases existed hold none and are never lost.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ledger.domain.base import Audit
 from ledger.domain.errors import Invalid
 from ledger.domain.reasons import Reason
-from trainledger.leases import HEARTBEAT_SHARE, LEASE_S_DEFAULT, LEASE_S_MAX, LEASE_S_MIN
+from trainledger.leases import HEARTBEAT_SHARE, LEASE_S_DEFAULT, LEASE_S_MAX, LEASE_S_MIN, heartbeat_period_s
 
 if TYPE_CHECKING:
     from ledger.domain.runs import Run
@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 # A heartbeat renews the lease in the log only when the last sign of life is older than
-# lease_s / HEARTBEAT_SHARE: the resolution of the last sign of life an idle attempt leaves.
+# heartbeat_period_s(lease_s): the resolution of the last sign of life an idle attempt leaves.
 
 
 def check_lease_s(lease_s: int) -> None:
@@ -84,7 +84,7 @@ def expires_at(run: Run) -> datetime | None:
 
 def heartbeat(run: Run, audit: Audit, *, attempt: int) -> int | None:
     """Renew the current attempt's lease: a lost attempt is running again (AttemptReturned); a
-    heartbeat is recorded only when nothing renewed the lease in its last 1/HEARTBEAT_SHARE.
+    heartbeat is recorded only when nothing renewed the lease in its last heartbeat period.
     Returns the run's version when nothing was recorded (None: an event was). Raises what a write
     of a superseded or finished attempt raises."""
     run.check_writer(attempt)
@@ -92,7 +92,7 @@ def heartbeat(run: Run, audit: Audit, *, attempt: int) -> int | None:
         return None
     lease_s = run.attempts[-1].get("lease_s") or LEASE_S_DEFAULT
     seen = last_seen(run, attempt)
-    if seen is not None and audit.now - seen < timedelta(seconds=lease_s / HEARTBEAT_SHARE):
+    if seen is not None and audit.now - seen < timedelta(seconds=heartbeat_period_s(lease_s)):
         return int(run.version)
     run.record(run.AttemptHeartbeat, audit, attempt=attempt)
     return None

@@ -415,16 +415,24 @@ class Run(LedgerAggregate):
         resume_from_step: int | None,
         max_steps: int | None = None,
         lease_s: int | None = None,
+        lease_asked: bool = True,
     ) -> int | None:
         """Start attempt n+1, fencing attempt n, holding a lease of `lease_s` seconds (None: no
         lease). Returns the version of an earlier identical start (a retry), or None when a new
-        event was recorded. `max_steps` (when given) is the run's plan from now on; it may not be
-        below the resume point."""
+        event was recorded; a retry that did not ask for a lease (`lease_asked` False: a replay
+        that never knew it) takes the attempt's as it is. `max_steps` (when given) is the run's
+        plan from now on; it may not be below the resume point."""
         for attempt in self.attempts:
             if attempt_id and attempt["attempt_id"] == attempt_id:
-                if attempt["resumed_from_step"] != resume_from_step or attempt["label"] != label:
+                # An attempt started before leases holds none: any lease retries it.
+                held_s = attempt.get("lease_s")
+                if (
+                    attempt["resumed_from_step"] != resume_from_step
+                    or attempt["label"] != label
+                    or (lease_asked and held_s is not None and held_s != lease_s)
+                ):
                     raise Conflict(
-                        f"attempt id {attempt_id} was used with another resume point or label",
+                        f"attempt id {attempt_id} was used with another resume point, label or lease",
                         reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
                     )
                 return int(attempt["version"])

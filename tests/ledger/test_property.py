@@ -312,6 +312,11 @@ class LedgerMachine(RuleBasedStateMachine):
         if gpu:
             line = {"gpu_milliseconds": amount, "usd_micro_per_gpu_hour": GPU_RATE_USD_MICRO_PER_HOUR, "gpu_count": 1}
             arguments["basis"] = {"price_sheet": "gpu", "gpu": line}
+        if account.name == self.run_id and 0 < attempt < self.attempt:
+            # A fenced-off attempt takes no new hold on the run's account; nothing is recorded.
+            self.refused(Refused, lambda: self.ledger.reserve(**arguments), reason=Reason.ATTEMPT_SUPERSEDED)
+            event("reserve by a superseded attempt refused")
+            return
         _, expiry_events = self.expire_holds(account, now)
         chain = self.chain(account.name)
         for holder in chain:

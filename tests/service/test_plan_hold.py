@@ -148,9 +148,10 @@ def test_a_new_attempt_or_a_retraction_releases_the_plan_left_undrawn(stubs: Stu
     started = stubs.runs.StartAttempt(runs_pb2.StartAttemptRequest(run_id=run_id, attempt_id="a2"), timeout=10)
     account = account_of(stubs, run_id, started.position)
     assert totals(account) == (100, 0, 900) and plan_of(account.plan) == ("released", 800, 100, 0)
-    # The new attempt reserves its own plan; the old attempt's holds would not draw it.
+    # The new attempt reserves its own plan; a hold of no attempt would not draw it (the old
+    # attempt's are refused: fenced off).
     stubs.spend.ReservePlan(plan_request(run_id, 500, "plan-2", attempt=2), timeout=10)
-    assert totals(reserve(stubs, run_id, "old", 50, attempt=1)) == (100, 550, 350)
+    assert totals(reserve(stubs, run_id, "old", 50, attempt=0)) == (100, 550, 350)
     retracted = stubs.runs.RetractRun(runs_pb2.RetractRunRequest(run_id=run_id, reason="bad data"), timeout=10)
     account = account_of(stubs, run_id, retracted.position)
     assert totals(account) == (100, 50, 850) and plan_of(account.plan) == ("released", 500, 0, 0)
