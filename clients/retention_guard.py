@@ -15,7 +15,9 @@ recorded or deleted:
   here: it passes, and the deleter says so;
 - in every case the target must neither be, contain, nor lie inside a protected state: every
   run's live resume and best checkpoints, the checkpoints registry versions were made from and
-  every version's artifact (ListProtectedStates), compared as written and as resolved.
+  every version's artifact (ListProtectedStates), compared as written and as resolved; a
+  protected `file://` uri also as the literal path after `file://`, which is what a trainer
+  resumes from (`%41`, `?` and `#` are characters of a file name there).
 
 The roots come from `--root` (repeatable) or, when none is given, from the environment variable
 TRAINLEDGER_PRUNE_ROOTS (roots separated by os.pathsep; a uri root keeps its `scheme://`). With no
@@ -99,11 +101,16 @@ def _lineage(path: str) -> list[str]:
 
 
 def _forms(uri: str) -> set[str]:
-    """A protected uri as written and, for a local path, as resolved."""
-    if _scheme(uri) not in ("", "file"):
+    """A protected uri as written and, for a local path, as resolved. A `file://` uri is read both
+    as a uri (percent-decoded, without query or fragment) and as the literal path after its
+    `file://`, the way a trainer resumes from it (clients.integrations.resume.local_path)."""
+    scheme = _scheme(uri)
+    if scheme not in ("", "file"):
         return {_remote(uri)}
-    path = local_path(uri)
-    return set() if path is None else {path, os.path.realpath(path)}
+    paths = {local_path(uri)}
+    if scheme == "file":
+        paths.add(os.path.abspath(uri[len("file://") :]))
+    return {form for path in paths if path is not None for form in (path, os.path.realpath(path))}
 
 
 def _size_bytes(path: str) -> int:
