@@ -110,7 +110,9 @@ def _forms(uri: str) -> set[str]:
     paths = {local_path(uri)}
     if scheme == "file":
         paths.add(os.path.abspath(uri[len("file://") :]))
-    return {form for path in paths if path is not None for form in (path, os.path.realpath(path))}
+    # A path with a null byte names no file here: nothing to protect (nor to resolve).
+    readable = [path for path in paths if path is not None and "\x00" not in path]
+    return {form for path in readable for form in (path, os.path.realpath(path))}
 
 
 def _size_bytes(path: str) -> int:
@@ -172,6 +174,8 @@ class Guard:
         written = local_path(uri)
         if written is None:
             return Target(uri, "", 0, "")
+        if "\x00" in written:
+            return Target(uri, "", 0, f"{uri} names a path with a null byte: no file here has one")
         if not self.local_roots:
             return Target(uri, written, 0, f"no prune root is set: pass --root or set {ROOTS_ENVIRONMENT}")
         resolved = os.path.realpath(written)

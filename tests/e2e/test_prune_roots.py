@@ -205,3 +205,17 @@ def test_a_file_uri_is_protected_as_a_trainer_resumes_from_it(place: Place) -> N
     assert contents(escaped) == {"part-0.bin": b"x" * 16, "part-1.bin": b"x" * 16}
     assert contents(queried) == {"part-0.bin": b"x" * 16, "part-1.bin": b"x" * 16}
     assert deleted_steps(place, run_id) == []
+
+
+def test_a_uri_that_decodes_to_a_null_byte_is_refused_not_a_crash(place: Place) -> None:
+    # Another run's resume point and one of this run's checkpoints name a file uri with %00.
+    run_with(place, {5: f"file://{place.root}/other%00x"})
+    old = state(place.root / "a-2")
+    run_id = run_with(place, {1: f"file://{place.root}/a%00b", 2: str(old), 3: str(state(place.root / "a-3"))})
+
+    pruned = prune(place, run_id, "--root", str(place.root), "--yes", status=1)
+    assert results(pruned) == {1: "refused", 2: "deleted", 3: "kept"}
+    assert "null byte" in pruned
+    assert "Traceback" not in pruned
+    assert not old.exists()
+    assert deleted_steps(place, run_id) == [2]
