@@ -105,9 +105,12 @@ def _forms(uri: str) -> set[str]:
     as a uri (percent-decoded, without query or fragment) and as the literal path after its
     `file://`, the way a trainer resumes from it (clients.integrations.resume.local_path)."""
     scheme = _scheme(uri)
-    if scheme not in ("", "file"):
-        return {_remote(uri)}
-    paths = {local_path(uri)}
+    try:
+        if scheme not in ("", "file"):
+            return {_remote(uri)}
+        paths = {local_path(uri)}
+    except ValueError:  # Not a uri (an unclosed "[" in its host): no store reads it as one.
+        paths = set()
     if scheme == "file":
         paths.add(os.path.abspath(uri[len("file://") :]))
     # A path with a null byte names no file here: nothing to protect (nor to resolve).
@@ -166,6 +169,12 @@ class Guard:
 
     def check(self, uri: str, backend: str = "") -> Target:
         """What a prune may do with the state `uri` names (see the module docstring)."""
+        try:
+            return self._check(uri, backend)
+        except ValueError as error:  # Not a uri: an unclosed "[" in its host.
+            return Target(uri, "", 0, f"{uri} is not a uri a prune can read: {error}")
+
+    def _check(self, uri: str, backend: str) -> Target:
         scheme = _scheme(uri)
         if not uri or backend in PROVIDER_BACKENDS or scheme in PROVIDER_SCHEMES:
             return Target(uri, "", 0, "")

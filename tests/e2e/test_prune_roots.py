@@ -207,15 +207,19 @@ def test_a_file_uri_is_protected_as_a_trainer_resumes_from_it(place: Place) -> N
     assert deleted_steps(place, run_id) == []
 
 
-def test_a_uri_that_decodes_to_a_null_byte_is_refused_not_a_crash(place: Place) -> None:
+def test_a_uri_with_a_null_byte_or_no_uri_at_all_is_refused_not_a_crash(place: Place) -> None:
     # Another run's resume point and one of this run's checkpoints name a file uri with %00.
+    # Others name no uri at all (an unclosed "[" where a host would be).
     run_with(place, {5: f"file://{place.root}/other%00x"})
+    run_with(place, {5: "file://[x/y"})
     old = state(place.root / "a-2")
-    run_id = run_with(place, {1: f"file://{place.root}/a%00b", 2: str(old), 3: str(state(place.root / "a-3"))})
+    uris = {1: f"file://{place.root}/a%00b", 2: str(old), 4: "file://[x/y", 5: str(state(place.root / "a-5"))}
+    run_id = run_with(place, uris)
 
     pruned = prune(place, run_id, "--root", str(place.root), "--yes", status=1)
-    assert results(pruned) == {1: "refused", 2: "deleted", 3: "kept"}
+    assert results(pruned) == {1: "refused", 2: "deleted", 4: "refused", 5: "kept"}
     assert "null byte" in pruned
+    assert "is not a uri a prune can read" in pruned
     assert "Traceback" not in pruned
     assert not old.exists()
     assert deleted_steps(place, run_id) == [2]
