@@ -49,6 +49,7 @@ LAST_SEAL = f"SELECT position, digest FROM {SEALS_TABLE} ORDER BY position DESC 
 HEAD = "SELECT MAX(rowid) FROM stored_events"
 POSITION_OF = "SELECT rowid FROM stored_events WHERE originator_id = ? AND originator_version = ?"
 INSERT_SEALS = f"INSERT INTO {SEALS_TABLE} (position, digest) VALUES (?, ?)"
+EARLIER_EVENT = "SELECT 1 FROM stored_events WHERE rowid < ? LIMIT 1"
 
 SQLITE_TYPES = {int: int, float: float, str: str, bytes: bytes}
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -172,6 +173,10 @@ class SQLiteRecorder(SQLiteApplicationRecorder):
             )
         c.execute(LAST_SEAL)
         last = c.fetchone()
+        if last is None:
+            c.execute(EARLIER_EVENT, (positions[0],))
+            if c.fetchone() is not None:
+                return positions  # A log without seals stays so until an admin seals it whole (seal_log).
         rows = [
             (position, event.originator_id.bytes, event.originator_version, event.topic, event.state)
             for position, event in zip(positions, stored_events, strict=True)
