@@ -28,6 +28,7 @@ mapping from a backend name or a uri scheme to a function of the uri.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -44,6 +45,7 @@ __all__ = [
     "Deletion",
     "Outcome",
     "delete_local",
+    "delete_real",
     "delete_state",
     "delete_with_fsspec",
     "local_path",
@@ -132,6 +134,43 @@ def delete_local(uri: str) -> Deletion:
         return Deletion(uri, "deleted", f"deleted the file {path}")
     except OSError as error:
         return Deletion(uri, "failed", f"cannot delete {error.filename or path}: {error.strerror or error}")
+
+
+def delete_real(path: str) -> Deletion:
+    """Delete the file or directory tree at `path`, an absolute path with no symbolic link in it
+    (os.path.realpath's answer, which clients.retention_guard allowed). Each folder on the way is
+    opened without following a link, and the last part is deleted relative to its folder, so a
+    link swapped in above it after the check (ELOOP, ENOTDIR) deletes nothing, never what it
+    points at."""
+    parts = [part for part in path.split("/") if part]
+    if not path.startswith("/") or not parts or any(part in (".", "..") for part in parts):
+        return Deletion(path, "failed", f"{path} is not an absolute path without . or ..: nothing deleted")
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        folder = os.open("/", flags)
+    except OSError as error:
+        return Deletion(path, "failed", f"cannot open /: {error.strerror or error}")
+    try:
+        for part in parts[:-1]:
+            inner = os.open(part, flags, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        found = os.stat(parts[-1], dir_fd=folder, follow_symlinks=False)
+        if stat.S_ISLNK(found.st_mode):
+            return Deletion(path, "failed", f"{path} is a symbolic link: not followed, nothing deleted")
+        if stat.S_ISDIR(found.st_mode):
+            shutil.rmtree(parts[-1], dir_fd=folder)
+            return Deletion(path, "deleted", f"deleted the directory {path}")
+        os.unlink(parts[-1], dir_fd=folder)
+        return Deletion(path, "deleted", f"deleted the file {path}")
+    except FileNotFoundError:
+        return Deletion(path, "absent", f"nothing at {path}")
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENOTDIR):
+            return Deletion(path, "failed", f"a symbolic link appeared in {path}: not followed, nothing deleted")
+        return Deletion(path, "failed", f"cannot delete {path}: {error.strerror or error}")
+    finally:
+        os.close(folder)
 
 
 def delete_with_fsspec(uri: str) -> Deletion:

@@ -15,7 +15,9 @@ recorded or deleted:
   here: it passes, and the deleter says so;
 - in every case the target must neither be, contain, nor lie inside a protected state: every
   run's live resume and best checkpoints, the checkpoints registry versions were made from and
-  every version's artifact (ListProtectedStates), compared as written and as resolved.
+  every version's artifact (ListProtectedStates), compared as written and as resolved; a
+  protected `file://` uri also as the literal path after `file://`, which is what a trainer
+  resumes from (`%41`, `?` and `#` are characters of a file name there).
 
 The roots come from `--root` (repeatable) or, when none is given, from the environment variable
 TRAINLEDGER_PRUNE_ROOTS (roots separated by os.pathsep; a uri root keeps its `scheme://`). With no
@@ -99,11 +101,21 @@ def _lineage(path: str) -> list[str]:
 
 
 def _forms(uri: str) -> set[str]:
-    """A protected uri as written and, for a local path, as resolved."""
-    if _scheme(uri) not in ("", "file"):
-        return {_remote(uri)}
-    path = local_path(uri)
-    return set() if path is None else {path, os.path.realpath(path)}
+    """A protected uri as written and, for a local path, as resolved. A `file://` uri is read both
+    as a uri (percent-decoded, without query or fragment) and as the literal path after its
+    `file://`, the way a trainer resumes from it (clients.integrations.resume.local_path)."""
+    scheme = _scheme(uri)
+    try:
+        if scheme not in ("", "file"):
+            return {_remote(uri)}
+        paths = {local_path(uri)}
+    except ValueError:  # Not a uri (an unclosed "[" in its host): no store reads it as one.
+        paths = set()
+    if scheme == "file":
+        paths.add(os.path.abspath(uri[len("file://") :]))
+    # A path with a null byte names no file here: nothing to protect (nor to resolve).
+    readable = [path for path in paths if path is not None and "\x00" not in path]
+    return {form for path in readable for form in (path, os.path.realpath(path))}
 
 
 def _size_bytes(path: str) -> int:
@@ -157,6 +169,12 @@ class Guard:
 
     def check(self, uri: str, backend: str = "") -> Target:
         """What a prune may do with the state `uri` names (see the module docstring)."""
+        try:
+            return self._check(uri, backend)
+        except ValueError as error:  # Not a uri: an unclosed "[" in its host.
+            return Target(uri, "", 0, f"{uri} is not a uri a prune can read: {error}")
+
+    def _check(self, uri: str, backend: str) -> Target:
         scheme = _scheme(uri)
         if not uri or backend in PROVIDER_BACKENDS or scheme in PROVIDER_SCHEMES:
             return Target(uri, "", 0, "")
@@ -165,6 +183,8 @@ class Guard:
         written = local_path(uri)
         if written is None:
             return Target(uri, "", 0, "")
+        if "\x00" in written:
+            return Target(uri, "", 0, f"{uri} names a path with a null byte: no file here has one")
         if not self.local_roots:
             return Target(uri, written, 0, f"no prune root is set: pass --root or set {ROOTS_ENVIRONMENT}")
         resolved = os.path.realpath(written)

@@ -30,7 +30,8 @@ soon as it is issued.
 A call is authenticated when it starts; a stream is checked again while it is open (Gate.guard,
 Gate.recheck): a write stream with each request, every stream at least every STREAM_RECHECK_S,
 so a revoked or expired token ends its open streams (RecordSteps, WatchRun, ReadEvents, the
-dashboard's live feeds) within STREAM_RECHECK_S + CACHE_S, with UNAUTHENTICATED and its reason.
+dashboard's live feeds) within STREAM_RECHECK_S + CACHE_S, with UNAUTHENTICATED and its reason;
+so do the streams opened without a token once the first token turns authentication on.
 """
 
 from __future__ import annotations
@@ -173,9 +174,11 @@ OPENED_BY_METHOD: dict[str, tuple[str, str]] = {
 
 @dataclass(frozen=True)
 class Identity:
-    """The caller of one call: its token, or None when authentication is off."""
+    """The caller of one call: its token, or None when authentication is off (or the method is
+    open to all: `open`, health and reflection)."""
 
     token: Token | None
+    open: bool = False
 
     def principal(self, claimed: str) -> str:
         return claimed if self.token is None else self.token.holder
@@ -224,7 +227,7 @@ class Gate:
     async def authenticate(self, method: str, metadata: Mapping[str, str]) -> Identity:
         """The caller's identity. Raises Unauthenticated, PermissionDenied (ROLE_NOT_ALLOWED)."""
         if method.startswith(OPEN_PREFIXES):
-            return Identity(None)
+            return Identity(None, open=True)
         arrived = self.clock()
         book = await self.book()
         if not book and not self.required:
@@ -258,18 +261,24 @@ class Gate:
     async def recheck(self, identity: Identity) -> None:
         """Raises Unauthenticated (TOKEN_REVOKED, TOKEN_EXPIRED) when the caller's token has been
         revoked or has expired since its call was authenticated (as the book read at most
-        CACHE_S ago says)."""
+        CACHE_S ago says). A call made without a token, while authentication was off, raises
+        Unauthenticated (TOKEN_MISSING) once it is on: issuing the first token turns it on."""
         token = identity.token
         if token is None:
+            if not identity.open and (self.required or await self.book()):
+                raise Unauthenticated(
+                    "authentication is on now: send `authorization: Bearer <token>`", reason=Reason.TOKEN_MISSING
+                )
             return
         current = (await self.book()).get(token.token_id, token)
         current.check_usable(self.edge.ledger.clock())
 
     def guard(self, identity: Identity, items: AsyncIterator[_I]) -> AsyncIterator[_I]:
         """A stream of this caller's that ends with Unauthenticated once its token is revoked or
-        expires, checked at least every STREAM_RECHECK_S (services.guard); a call without a
-        token is never ended so."""
-        if identity.token is None:
+        expires, or that was opened without a token and authentication has been turned on since,
+        checked at least every STREAM_RECHECK_S (services.guard); a method open to all is never
+        ended so."""
+        if identity.open:
             return items
         return guarded(items, functools.partial(self.recheck, identity), STREAM_RECHECK_S)
 

@@ -37,7 +37,7 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from clients.retention import delete_state
+from clients.retention import delete_real, delete_state
 from clients.retention_guard import ROOTS_ENVIRONMENT, Guard, Target, roots_from
 from ledger.domain.reasons import Reason
 from services import render
@@ -135,7 +135,8 @@ def _prune_one(side: Side, guard: Guard, step: Step, reason: str) -> Outcome:
                 raise
             protected_by = getattr(error, "metadata", {}).get("protected_by", "")
             return outcome("kept", f"became protected since the plan was read ({protected_by or error})")
-    done = delete_state(again.path or uri, backend)
+    local = again.local and again.path  # Deleted as resolved: a link swapped in since is not followed.
+    done = delete_real(again.path) if local else delete_state(uri, backend)
     before = "recorded deleted before; " if "deleted" in entry.kept_because else ""
     if done.ok:
         freed = f" ({again.size_bytes:,} bytes)" if done.outcome == "deleted" and again.local and again.path else ""

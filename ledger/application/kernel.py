@@ -35,7 +35,7 @@ from eventsourcing.persistence import EventStore, IntegrityError, InterfaceError
 from ledger.application.gather import GROUP_COMMANDS_MAX, Command, Gathered, WriteQueue
 from ledger.application.naming import named
 from ledger.application.snapshots import TolerantSnapshots
-from ledger.backend import open_storage, persistence_env
+from ledger.backend import open_storage, persistence_env, uses_postgres
 from ledger.domain.accounts import Account, Recall
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
 from ledger.domain.bills import Bill
@@ -47,6 +47,7 @@ from ledger.domain.runs import Run
 from ledger.storage import transcoder
 from ledger.storage.base import READ_ONLY, Storage, read_only
 from ledger.storage.keys import batch_key, event_keys, spend_key
+from ledger.storage.sqlite import read_only_uri
 from ledger.storage.version import check_schema
 
 __all__ = ["Kernel", "Receipt", "Recorded", "storage_read", "unrecorded", "utc_now"]
@@ -239,6 +240,9 @@ class Kernel(Application[UUID]):
         if read_only:
             settings.update({READ_ONLY: "y", "CREATE_TABLE": "n"})
             project = False
+            name = settings.get("SQLITE_DBNAME", "")
+            if name and name != ":memory:" and not name.startswith("file:") and not uses_postgres(settings):
+                settings["SQLITE_DBNAME"] = read_only_uri(name)  # eventsourcing's connections too.
         return cls(settings, clock=clock, project=project)
 
     def close(self) -> None:

@@ -21,7 +21,7 @@ from eventsourcing.persistence import InterfaceError, Notification, OperationalE
 
 from ledger.domain.topics import event_topics
 from ledger.storage.chain import ChainRow
-from ledger.storage.keys import KEYED_EVENTS, event_keys
+from ledger.storage.keys import KEYED_EVENTS, SEVERAL_KEYS_EVENTS, event_keys
 from ledger.views.projector import Projector
 from ledger.views.queries import ViewReader
 
@@ -126,15 +126,18 @@ class Storage:
     def reindex_keys(self) -> int:
         """Rebuild from the log the keys of every aggregate whose keyed events the index does not
         all cover (rows deleted behind the ledger's back, or a ledger written before the index
-        existed), so a retried id is never taken for a new one. Two grouped counts when the index
-        is whole; the events of an aggregate found short are read again. Returns the keys written."""
+        existed), so a retried id is never taken for a new one. Grouped counts when the index is
+        whole; the events of an aggregate found short are read again, and so are those of every
+        aggregate whose one event may carry several keys (a bill's lines, SEVERAL_KEYS_EVENTS),
+        where a lost key leaves its version indexed. Returns the keys written."""
         topics = keyed_topics()
         logged, indexed = self.keyed_event_counts(topics)
+        several = set(self.keyed_event_counts([t for name in SEVERAL_KEYS_EVENTS for t in event_topics(name)])[0])
         wanted, written = set(topics), 0
         for aggregate_id, count in logged.items():
             # The log is counted first: writers made since add their events and keys together, so
             # an index found short of the log's count lacks keys, whatever was written meanwhile.
-            if indexed.get(aggregate_id, 0) >= count:
+            if indexed.get(aggregate_id, 0) >= count and aggregate_id not in several:
                 continue
             version = 0
             while True:

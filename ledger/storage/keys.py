@@ -14,7 +14,7 @@ from typing import Any
 
 from ledger.domain.bills import line_key
 
-__all__ = ["event_keys", "spend_key", "batch_key", "session_key", "line_key", "KEYED_EVENTS"]
+__all__ = ["event_keys", "spend_key", "batch_key", "session_key", "line_key", "KEYED_EVENTS", "SEVERAL_KEYS_EVENTS"]
 
 # The event classes that carry a key, by qualified name (resolved lazily to avoid an import cycle).
 KEYED_EVENTS = (
@@ -32,6 +32,9 @@ KEYED_EVENTS = (
     "Bill.LinesBilled",
     "Bill.LinesRestated",
 )
+# Those of them whose one event may carry several keys (a bill's lines): a count of the versions
+# the index holds cannot tell that one of an event's keys is missing.
+SEVERAL_KEYS_EVENTS = ("Bill.LinesBilled", "Bill.LinesRestated")
 
 
 def spend_key(reservation_or_charge_id: str) -> str:

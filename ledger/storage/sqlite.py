@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 from uuid import UUID
 
 from eventsourcing.application import Application
@@ -49,6 +49,7 @@ LAST_SEAL = f"SELECT position, digest FROM {SEALS_TABLE} ORDER BY position DESC 
 HEAD = "SELECT MAX(rowid) FROM stored_events"
 POSITION_OF = "SELECT rowid FROM stored_events WHERE originator_id = ? AND originator_version = ?"
 INSERT_SEALS = f"INSERT INTO {SEALS_TABLE} (position, digest) VALUES (?, ?)"
+EARLIER_EVENT = "SELECT 1 FROM stored_events WHERE rowid < ? LIMIT 1"
 
 SQLITE_TYPES = {int: int, float: float, str: str, bytes: bytes}
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -95,11 +96,23 @@ def sqlite_env(path: str) -> dict[str, str]:
     }
 
 
+def read_only_uri(path: str) -> str:
+    """The uri that opens the SQLite file at `path` read-only: eventsourcing's connections to a
+    ledger opened to check it use it too, so none can merge a write-ahead log into the file or
+    switch a rollback journal to one."""
+    return f"file:{quote(os.path.abspath(path))}?mode=ro"
+
+
+def _file_path(name: str) -> str:
+    """The file a SQLITE_DBNAME names: a path, or a `file:` uri of read_only_uri's."""
+    return unquote(name[len("file:") :].partition("?")[0]) if name.startswith("file:") else name
+
+
 def _read_only_connection(path: str) -> sqlite3.Connection:
     """A connection that cannot write the file (a ledger opened to check it: verify). A table a
     file written by an older version lacks (the seals, the keys index) reads as an empty one."""
     connection = sqlite3.connect(
-        f"file:{quote(os.path.abspath(path))}?mode=ro",
+        read_only_uri(path),
         uri=True,
         check_same_thread=False,
         isolation_level=None,
@@ -160,6 +173,10 @@ class SQLiteRecorder(SQLiteApplicationRecorder):
             )
         c.execute(LAST_SEAL)
         last = c.fetchone()
+        if last is None:
+            c.execute(EARLIER_EVENT, (positions[0],))
+            if c.fetchone() is not None:
+                return positions  # A log without seals stays so until an admin seals it whole (seal_log).
         rows = [
             (position, event.originator_id.bytes, event.originator_version, event.topic, event.state)
             for position, event in zip(positions, stored_events, strict=True)
@@ -179,8 +196,12 @@ class SQLiteStorage(Storage):
         path = app.env.get("SQLITE_DBNAME")
         if path is None:  # eventsourcing's SQLite factory refuses such settings before this.
             raise ValueError("SQLite settings name no file (SQLITE_DBNAME)")
-        self.path: str = path
+        self.path: str = _file_path(path)
         self.read_only = read_only(app)
+        if self.read_only:
+            # eventsourcing's connections (read_only_uri's) would switch a rollback journal to a
+            # write-ahead log on first use: a write. The file keeps the journal it has.
+            app.recorder.datastore.pool.is_journal_mode_wal = True  # type: ignore[attr-defined]
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()

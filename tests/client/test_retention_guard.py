@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from clients.retention import delete_real
 from clients.retention_guard import Guard, roots_from
 
 
@@ -59,3 +60,23 @@ def test_uris_of_other_schemes(tmp_path: Path) -> None:
     assert "outside the prune roots" in guard.check("gs://bucket/ckpt/run-a/5").refusal
     assert "still needs" in guard.check("s3://bucket/ckpt/run-b").refusal
     assert "still needs" in guard.check("s3://bucket/ckpt/run-b/10/shard-0").refusal
+
+
+def test_a_link_swapped_in_above_an_allowed_path_deletes_nothing(tmp_path: Path) -> None:
+    # A trainer that can write under the root replaces a folder above a checkpoint the guard
+    # allowed with a link out of the root, between the guard's check and the deletion.
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "run" / "ckpt").mkdir(parents=True)
+    (root / "run" / "ckpt" / "w.bin").write_bytes(b"1" * 10)
+    (outside / "ckpt").mkdir(parents=True)
+    (outside / "ckpt" / "victim.bin").write_bytes(b"v" * 10)
+    target = Guard([str(root)], []).check(str(root / "run" / "ckpt"))
+    assert (target.allowed, target.path) == (True, str(root / "run" / "ckpt"))
+    (root / "run").rename(root / "moved")
+    (root / "run").symlink_to(outside)
+
+    done = delete_real(target.path)
+    assert (done.outcome, done.ok) == ("failed", False)
+    assert "symbolic link" in done.detail
+    assert (outside / "ckpt" / "victim.bin").read_bytes() == b"v" * 10
+    assert (root / "moved" / "ckpt" / "w.bin").read_bytes() == b"1" * 10

@@ -187,3 +187,39 @@ def test_the_plan_lists_paths_and_bytes_and_nothing_goes_without_consent(place: 
     assert {o["step"]: o["result"] for o in json.loads(pruned)} == {1: "deleted", 2: "kept"}
     assert json.loads(pruned)[0]["detail"] == f"deleted the directory {old} (48 bytes)"
     assert not old.exists() and deleted_steps(place, run_id) == [1]
+
+
+def test_a_file_uri_is_protected_as_a_trainer_resumes_from_it(place: Place) -> None:
+    # A trainer resumes from a `file://` uri as its literal path (clients.integrations.resume):
+    # `%41` and `?` are characters of the name there, so both readings of the uri are kept.
+    escaped = state(place.root / "b%41")
+    queried = state(place.root / "c?v=1")
+    for protected in (escaped, queried):
+        other = run_with(place, {5: f"file://{protected}"})
+        with LedgerClient(place.address) as client:
+            assert client.get_run_state(run_id=other).resume.handle.uri == f"file://{protected}"
+    run_id = run_with(place, {1: str(escaped), 2: str(queried), 3: str(state(place.root / "a-3"))})
+
+    pruned = prune(place, run_id, "--root", str(place.root), "--yes", status=1)
+    assert results(pruned) == {1: "refused", 2: "refused", 3: "kept"}
+    assert contents(escaped) == {"part-0.bin": b"x" * 16, "part-1.bin": b"x" * 16}
+    assert contents(queried) == {"part-0.bin": b"x" * 16, "part-1.bin": b"x" * 16}
+    assert deleted_steps(place, run_id) == []
+
+
+def test_a_uri_with_a_null_byte_or_no_uri_at_all_is_refused_not_a_crash(place: Place) -> None:
+    # Another run's resume point and one of this run's checkpoints name a file uri with %00.
+    # Others name no uri at all (an unclosed "[" where a host would be).
+    run_with(place, {5: f"file://{place.root}/other%00x"})
+    run_with(place, {5: "file://[x/y"})
+    old = state(place.root / "a-2")
+    uris = {1: f"file://{place.root}/a%00b", 2: str(old), 4: "file://[x/y", 5: str(state(place.root / "a-5"))}
+    run_id = run_with(place, uris)
+
+    pruned = prune(place, run_id, "--root", str(place.root), "--yes", status=1)
+    assert results(pruned) == {1: "refused", 2: "deleted", 4: "refused", 5: "kept"}
+    assert "null byte" in pruned
+    assert "is not a uri a prune can read" in pruned
+    assert "Traceback" not in pruned
+    assert not old.exists()
+    assert deleted_steps(place, run_id) == [2]

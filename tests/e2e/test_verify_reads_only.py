@@ -107,3 +107,32 @@ def test_a_damaged_snapshot_is_named_without_a_traceback(tmp_path: Path, servers
     checked = cli(tmp_path, "verify", "--db", str(database))
     assert checked.returncode == 1 and "SNAPSHOT_DISAGREES" in checked.stdout, checked
     assert "cannot be decoded" in checked.stdout and "Traceback" not in checked.stderr
+
+
+def test_verify_leaves_a_crash_image_byte_for_byte(tmp_path: Path, servers: Servers) -> None:
+    """A server killed with its write-ahead log not yet merged into the file: verify reads the log
+    as SQLite recovers it and changes no byte of either file (nor merges or removes the log)."""
+    database, _, _ = served_ledger(tmp_path, servers)
+    servers.kill_all()
+
+    def image() -> dict[str, bytes]:
+        # The shared-memory index (-shm) is SQLite's to rebuild for any reader: not the ledger.
+        names = ("ledger.db", "ledger.db-wal", "ledger.db-journal")
+        return {p.name: p.read_bytes() for p in sorted(tmp_path.iterdir()) if p.name in names}
+
+    def verified_twice() -> None:
+        for args in (["--no-views"], []):
+            checked = cli(tmp_path, "verify", "--db", str(database), *args)
+            assert checked.returncode == 0 and checked.stdout.startswith(f"OK: {EVENTS} events verified"), checked
+            assert image() == before
+
+    before = image()
+    assert len(before.get("ledger.db-wal", b"")) > 0
+    verified_twice()
+    # A copy kept with a rollback journal (as a backup tool may write one) stays one.
+    with sqlite3.connect(database) as connection:
+        assert connection.execute("PRAGMA journal_mode=DELETE").fetchone() == ("delete",)
+    before = image()
+    verified_twice()
+    with sqlite3.connect(database) as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone() == ("delete",)

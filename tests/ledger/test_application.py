@@ -170,6 +170,35 @@ def test_a_ledger_written_before_the_keys_index_is_indexed_when_opened(sqlite_da
         ledger.domain.accounts.SETTLED_WINDOW, ledger.domain.runs.BATCH_WINDOW = windows
 
 
+def test_a_key_deleted_from_an_event_of_several_keys_is_rebuilt_when_opened(sqlite_database: str) -> None:
+    """One event of a bill records several lines, each with its key: losing one of its keys (the
+    event's other key still indexed) is found at open too, and the line's retry is no new line."""
+    import sqlite3
+    from datetime import UTC, datetime, timedelta
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    lines = [
+        {"line_id": name, "interval_start": start, "interval_end": start + timedelta(hours=1)}
+        | {"amount_usd_micro": amount, "amount_text": text, "run_id": "x"}
+        for name, amount, text in (("a", 150, "0.00015"), ("b", 40, "0.00004"))
+    ]
+    first = Ledger.open(sqlite_database)
+    try:
+        billed = first.record_billed_usage(provider="tinker", lines=lines)
+        assert (billed.recorded, billed.duplicate) == (2, False)
+    finally:
+        first.close()
+    with sqlite3.connect(sqlite_database) as side:
+        assert side.execute("DELETE FROM stored_keys WHERE key LIKE 'line:b|%'").rowcount == 1
+        assert side.execute("SELECT count(*) FROM stored_keys").fetchone() == (1,)
+    reopened = Ledger.open(sqlite_database)
+    try:
+        again = reopened.record_billed_usage(provider="tinker", lines=lines)
+        assert (again.recorded, again.unchanged, again.duplicate, again.position) == (0, 2, True, billed.position)
+    finally:
+        reopened.close()
+
+
 def test_command_arguments_are_refused_when_built_whoever_builds_them(ledger: Ledger) -> None:
     from ledger.application.commands import Register, Reserve
 

@@ -103,6 +103,23 @@ def test_opening_a_ledger_never_seals_it_and_sealing_is_recorded(written: tuple[
     assert result.ok and result.checked == HEAD + 2
 
 
+def test_a_log_without_seals_written_to_stays_unsealed_until_sealed_whole(written: tuple[str, Store]) -> None:
+    """Writing to a log whose seals are missing (serve --allow-unsealed, a command on the file)
+    seals nothing: a chain begun at the new events would make `seal` refuse the log for good."""
+    database, store = written
+    store.sql("DELETE FROM {seals}")
+    ledger = Ledger.open(database, clock=FakeClock())
+    try:
+        ledger.open_account(account="written-while-unsealed")
+        assert store.sql("SELECT position FROM {seals}") == []
+        receipt = ledger.seal_log(reason="restored from a copy", principal="local:admin")
+        assert receipt.position == HEAD + 3  # The account, the seal book's opening, LogSealed.
+    finally:
+        ledger.close()
+    result = verify(database)
+    assert result.ok and result.checked == HEAD + 3
+
+
 def test_a_changed_log_sealed_again_differs_from_the_head_written_down(written: tuple[str, Store]) -> None:
     """Seals dropped and an event edited, then the log sealed on an admin's word: the chain no
     longer passes through the head that was written down."""

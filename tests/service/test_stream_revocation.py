@@ -170,3 +170,25 @@ def test_a_revoked_token_ends_its_read_of_the_log(served: Served, ledger: Ledger
     code, reason, delivered = ended_with(read)
     assert (code, reason) == (grpc.StatusCode.UNAUTHENTICATED, "TOKEN_REVOKED")
     assert len(delivered) < 100
+
+
+def test_streams_opened_without_a_token_end_once_authentication_turns_on(served: Served, ledger: Ledger) -> None:
+    """A ledger with no token answers calls without one; issuing its first token turns
+    authentication on, and the streams opened without a token end then, the writer's too."""
+    run_id = started_run(served, ())
+    requests = Requests()
+    acks = served.stubs.runs.RecordSteps(iter(requests), timeout=WAIT_S + 5)
+    requests.send(run_id, 1)
+    assert next(acks).sequence == 1
+    watch = served.stubs.runs.WatchRun(runs_pb2.WatchRunRequest(run_id=run_id), timeout=WAIT_S)
+    assert next(watch).state.run.run_id == run_id
+    ledger.issue_token(holder="admin", role="admin", **WHO)
+    time.sleep(STREAM_RECHECK_S + CACHE_S)
+    requests.send(run_id, 2)
+    try:
+        recorded = ended_with(acks)
+    finally:
+        requests.end()
+    watched = ended_with(watch)
+    assert recorded == (grpc.StatusCode.UNAUTHENTICATED, "TOKEN_MISSING", [])
+    assert watched[:2] == (grpc.StatusCode.UNAUTHENTICATED, "TOKEN_MISSING")

@@ -147,6 +147,14 @@ class ApplicationRecorder(PostgresApplicationRecorder):
             .as_bytes(connection)
         )
 
+    def _earlier_event(self, cursor: psycopg.Cursor[Any], pipeline: psycopg.Pipeline, position: int) -> bool:
+        """Whether the log holds an event before `position` (asked only when it holds no seal)."""
+        cursor.execute(
+            SQL("SELECT 1 FROM {} WHERE notification_id < %s LIMIT 1").format(self._events_composable), (position,)
+        )
+        pipeline.sync()
+        return cursor.fetchone() is not None
+
     def _insert(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         """Insert and seal `stored_events`, and index their `keys`, in one transaction; their
         positions. The table lock (EXCLUSIVE, taken first) runs inserting transactions one at a
@@ -200,8 +208,12 @@ class ApplicationRecorder(PostgresApplicationRecorder):
                             (position, cast(UUID, e.originator_id).bytes, e.originator_version, e.topic, e.state)
                             for position, e in zip(positions, stored_events, strict=True)
                         )
-                        seals = seal_rows(GENESIS if found is None else bytes(found["digest"]), rows)
-                        cursor.execute(self._seals_sql, ([s[0] for s in seals], [s[1] for s in seals]), prepare=True)
+                        # A log without seals stays so until an admin seals it whole (seal_log).
+                        if found is not None or not self._earlier_event(cursor, pipeline, rows[0][0]):
+                            seals = seal_rows(GENESIS if found is None else bytes(found["digest"]), rows)
+                            cursor.execute(
+                                self._seals_sql, ([s[0] for s in seals], [s[1] for s in seals]), prepare=True
+                            )
                     except Exception as error:
                         # Raised once the pipeline is left (psycopg warns otherwise).
                         failed = error
