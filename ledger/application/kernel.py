@@ -203,7 +203,7 @@ class Kernel(Application[UUID]):
             super().close()
             raise
         try:
-            check_schema(self.storage)  # A ledger written by a newer schema is refused, untouched.
+            check_schema(self.storage, write=not read_only(self))  # A newer schema is refused, untouched.
         except BaseException:
             self.storage.close()
             super().close()
