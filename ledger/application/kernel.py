@@ -35,7 +35,7 @@ from eventsourcing.persistence import EventStore, IntegrityError, InterfaceError
 from ledger.application.gather import GROUP_COMMANDS_MAX, Command, Gathered, WriteQueue
 from ledger.application.naming import named
 from ledger.application.snapshots import TolerantSnapshots
-from ledger.backend import open_storage, persistence_env
+from ledger.backend import open_storage, persistence_env, uses_postgres
 from ledger.domain.accounts import Account, Recall
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
 from ledger.domain.bills import Bill
@@ -47,7 +47,7 @@ from ledger.domain.runs import Run
 from ledger.storage import transcoder
 from ledger.storage.base import READ_ONLY, Storage, read_only
 from ledger.storage.keys import batch_key, event_keys, spend_key
-from ledger.storage.version import check_schema
+from ledger.storage.version import check_file_schema, check_schema
 
 __all__ = ["Kernel", "Receipt", "Recorded", "storage_read", "unrecorded", "utc_now"]
 
@@ -182,6 +182,9 @@ class Kernel(Application[UUID]):
     def __init__(
         self, env: dict[str, str] | None = None, *, clock: Callable[[], datetime] = utc_now, project: bool = True
     ) -> None:
+        settings = env or {}
+        if not uses_postgres(settings) and settings.get("SQLITE_DBNAME"):
+            check_file_schema(settings["SQLITE_DBNAME"])  # Before the recorder makes its tables.
         try:
             super().__init__(env)
         except (OperationalError, InterfaceError) as error:

@@ -16,10 +16,14 @@ Every release that changes the layout raises SCHEMA_VERSION and checks in a ledg
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import re
+import sqlite3
 from collections.abc import Callable
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -27,6 +31,7 @@ __all__ = [
     "SchemaUnreadable",
     "package_version",
     "check_schema",
+    "check_file_schema",
     "schema_rows",
     "write_schema_row",
 ]
@@ -95,6 +100,23 @@ def check_schema(storage: Any, *, write: bool = True) -> int:
         # Two processes creating the table at once on PostgreSQL: the second one's CREATE fails
         # on the catalogue's unique index; the table is there now.
         return _on(storage, decide)
+
+
+def check_file_schema(path: str) -> None:
+    """Refuse a SQLite ledger from a newer schema (SchemaTooNew) or whose version is no version
+    (SchemaUnreadable) before anything opens it to write: a newer layout may lack a table this
+    code would make. Reads the file read-only; a file without the table, or none, passes."""
+    if not os.path.isfile(path):
+        return
+    try:
+        uri = f"file:{quote(os.path.abspath(path))}?mode=ro"
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as connection:
+            if connection.execute(EXISTS_SQLITE).fetchone() is None:
+                return
+            rows = {str(name): str(value) for name, value in connection.execute(READ).fetchall()}
+    except sqlite3.Error:
+        return  # Not a ledger, damaged or locked: the open that follows says so.
+    _version_of(rows)
 
 
 Execute = Callable[..., Any]

@@ -156,3 +156,21 @@ def test_the_cli_refuses_a_corrupt_version_in_one_line_untouched(sqlite_database
     assert done.stderr.count("\n") == 1 and "schema version '-5' is not a version" in done.stderr, done.stderr
     assert _dump(sqlite_database) == before
     assert _stored(sqlite_database)["version"] == "-5"
+
+
+@pytest.mark.parametrize("stored", [str(SCHEMA_VERSION + 1), "-5"])
+def test_a_newer_layout_is_refused_before_any_table_is_made(sqlite_database: str, stored: str) -> None:
+    """A newer release may have dropped or renamed a table this one makes: opening its ledger
+    must not make the table back before refusing it."""
+    ledger = Ledger.open(sqlite_database)
+    ledger.open_account(account="team")
+    write_schema_row(ledger.storage, "version", stored)
+    ledger.close()
+    with contextlib.closing(sqlite3.connect(sqlite_database)) as connection:
+        connection.execute("DROP TABLE view_series")
+        connection.execute("DROP TABLE stored_keys")
+        connection.commit()
+    before = _dump(sqlite_database)
+    with pytest.raises((SchemaTooNew, SchemaUnreadable)):
+        Ledger.open(sqlite_database)
+    assert _dump(sqlite_database) == before
