@@ -30,7 +30,9 @@ CALL_ERROR: ContextVar[BaseException | None] = ContextVar("call_error", default=
 
 FIELDS = ("method", "code", "principal", "reason", "latency_ms", "request_id", "run_id", "account")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-_TOKEN = re.compile(r"\b(tl_[0-9A-Za-z]+_)[A-Za-z0-9_\-]+")
+# A token's shape wherever it is, even glued to other text (no word boundary: `run_tl_…`,
+# or `\ntl_…` as JSON escapes a newline, would slip past one).
+_TOKEN = re.compile(r"(tl_[0-9A-Za-z]{8,64}_)[A-Za-z0-9_\-]+")
 _BEARER = re.compile(r"(?i)\b(bearer\s+)[^\s\"',;]+")
 _WARNED_CODES = frozenset({"UNAUTHENTICATED", "PERMISSION_DENIED"})
 

@@ -3,8 +3,9 @@ READY_LAG_EVENTS_MAX events of the log's head (as the views' tracking rows in st
 server whose views are projected by workers is judged the same way) and the newest TAIL_EVENTS
 events of the log chain from the seal before them (ledger.storage.chain). The server's probe
 (services.server) asks once a second; gRPC health and /readyz follow the answer, /healthz only
-says the process answers. The first time the server is ready, and each time it is ready again,
-it logs one line.
+says the process answers. A check that fails, or a storage probe that fails or hangs, is not
+ready either: /readyz never keeps an answer that health has dropped. The first time the server
+is ready, and each time it is ready again, it logs one line.
 """
 
 from __future__ import annotations
@@ -36,18 +37,29 @@ class Readiness:
         self._lock = threading.Lock()
 
     def update(self) -> bool:
-        """Check now (reads storage: call it in a worker thread); returns whether ready."""
+        """Check now (reads storage: call it in a worker thread); returns whether ready. A check
+        that fails leaves the server not ready, and raises."""
         try:
             why = self.problem()
         except Unavailable as error:
             why = f"storage is unavailable: {error}"
+        except Exception as error:
+            self.lost(f"the readiness check failed: {error}")
+            raise
+        self._settle(why)
+        return self.ready
+
+    def lost(self, why: str) -> None:
+        """Not ready, for `why`: the check failed, or the storage probe around it failed or hangs."""
+        self._settle(why or "the readiness check failed")
+
+    def _settle(self, why: str) -> None:
         with self._lock:
             was, self.ready, self.why = self.ready, not why, why or "caught up"
         if self.ready and not was:
             log.info("ready: the views are within %d events of the log and its tail is intact", self.lag_events_max)
         elif was and not self.ready:
             log.warning("not ready: %s", why)
-        return self.ready
 
     def problem(self) -> str:
         """Why the server is not ready ("" when it is)."""

@@ -58,7 +58,9 @@ def restore(source: str, destination: str) -> Restored:
         raise RestoreError(f"cannot write in {directory}: {error.strerror or error}") from None
     os.close(descriptor)
     try:
-        os.chmod(partial, stat.S_IMODE(os.stat(source).st_mode))
+        # The backup's permissions, owner-writable: a backup archived read-only restores to a
+        # ledger its owner can serve, readable by no one the backup was not.
+        os.chmod(partial, stat.S_IMODE(os.stat(source).st_mode) | stat.S_IWUSR)
         try:
             _copy(source, partial)
         except BackupError as error:

@@ -249,8 +249,9 @@ class LedgerServer(grpc.aio.Server):
         # Health reflects readiness: NOT_SERVING until the views have caught up (services.readiness).
         try:
             self.serving = await asyncio.wait_for(asyncio.to_thread(self._ready), PROBE_TIMEOUT_S)
-        except Exception:  # Storage is down or hangs: the probe says so, and says when it is back.
+        except Exception as error:  # Storage is down or hangs: the probe says so, and says when it is back.
             self.serving = False
+            self.readiness.lost(str(error) or f"storage did not answer within {PROBE_TIMEOUT_S:.0f} s")
         status = health_pb2.HealthCheckResponse.SERVING if self.serving else health_pb2.HealthCheckResponse.NOT_SERVING
         if not self.serving:
             log.warning("not ready yet: %s", self.readiness.why)
@@ -320,6 +321,8 @@ class LedgerServer(grpc.aio.Server):
                 probe.cancel()  # Its thread finishes on its own; nobody waits for the answer.
 
     async def _set_serving(self, serving: bool, why: str) -> None:
+        if not serving and self.readiness.ready:
+            self.readiness.lost(why)  # /readyz follows: the probe failed or hangs.
         if serving == self.serving:
             return
         self.serving = serving

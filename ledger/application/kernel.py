@@ -48,7 +48,7 @@ from ledger.storage import transcoder
 from ledger.storage.base import READ_ONLY, Storage, read_only
 from ledger.storage.keys import batch_key, event_keys, spend_key
 from ledger.storage.sqlite import read_only_uri
-from ledger.storage.version import check_schema
+from ledger.storage.version import check_file_schema, check_schema
 
 __all__ = ["Kernel", "Receipt", "Recorded", "storage_read", "unrecorded", "utc_now"]
 
@@ -183,6 +183,9 @@ class Kernel(Application[UUID]):
     def __init__(
         self, env: dict[str, str] | None = None, *, clock: Callable[[], datetime] = utc_now, project: bool = True
     ) -> None:
+        settings = env or {}
+        if not uses_postgres(settings) and settings.get("SQLITE_DBNAME"):
+            check_file_schema(settings["SQLITE_DBNAME"])  # Before the recorder makes its tables.
         try:
             super().__init__(env)
         except (OperationalError, InterfaceError) as error:
@@ -204,7 +207,7 @@ class Kernel(Application[UUID]):
             super().close()
             raise
         try:
-            check_schema(self.storage)  # A ledger written by a newer schema is refused, untouched.
+            check_schema(self.storage, write=not read_only(self))  # A newer schema is refused, untouched.
         except BaseException:
             self.storage.close()
             super().close()

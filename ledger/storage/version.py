@@ -16,10 +16,25 @@ Every release that changes the layout raises SCHEMA_VERSION and checks in a ledg
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import os
+import re
+import sqlite3
 from collections.abc import Callable
 from typing import Any, TypeVar
+from urllib.parse import quote
 
-__all__ = ["SCHEMA_VERSION", "SchemaTooNew", "package_version", "check_schema", "schema_rows", "write_schema_row"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "SchemaTooNew",
+    "SchemaUnreadable",
+    "package_version",
+    "check_schema",
+    "check_file_schema",
+    "schema_rows",
+    "write_schema_row",
+]
 
 T = TypeVar("T")
 
@@ -27,11 +42,20 @@ SCHEMA_VERSION = 1
 TABLE = "ledger_schema"
 CREATE = f"CREATE TABLE IF NOT EXISTS {TABLE} (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
 READ = f"SELECT name, value FROM {TABLE}"
+EXISTS_SQLITE = f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '{TABLE}'"
+EXISTS_POSTGRES = f"SELECT to_regclass('{TABLE}') IS NOT NULL"
+VERSION_FORMAT = re.compile(r"[1-9][0-9]{0,63}")  # What a release writes: a positive integer.
+SHOWN_CHARS_MAX = 64
 WRITE = f"INSERT INTO {TABLE} (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
 
 
 class SchemaTooNew(Exception):
     """The ledger was written by a newer schema than this code reads."""
+
+
+class SchemaUnreadable(Exception):
+    """The ledger's stored schema version is no version (edited or damaged): nothing can tell
+    which layout it holds."""
 
 
 def package_version() -> str:
@@ -59,17 +83,40 @@ def write_schema_row(storage: Any, name: str, value: str) -> None:
     _on(storage, write)
 
 
-def check_schema(storage: Any) -> int:
-    """Refuse a ledger written by a newer schema (SchemaTooNew); record SCHEMA_VERSION on an older
-    one or one without the table. Returns the version the ledger had."""
+def check_schema(storage: Any, *, write: bool = True) -> int:
+    """Refuse a ledger written by a newer schema (SchemaTooNew) or whose version is no version
+    (SchemaUnreadable); record SCHEMA_VERSION on an older one or one without the table, unless
+    not `write` (a ledger opened to check it: nothing is written, no table made). Returns the
+    version the ledger had."""
+    postgres = getattr(storage, "run", None) is not None
+    decide = _decide if write else functools.partial(_decide_reading, postgres=postgres)
     try:
-        return _on(storage, _decide)
-    except SchemaTooNew:
+        return _on(storage, decide)
+    except (SchemaTooNew, SchemaUnreadable):
         raise
     except Exception:
+        if not write:
+            raise
         # Two processes creating the table at once on PostgreSQL: the second one's CREATE fails
         # on the catalogue's unique index; the table is there now.
-        return _on(storage, _decide)
+        return _on(storage, decide)
+
+
+def check_file_schema(path: str) -> None:
+    """Refuse a SQLite ledger from a newer schema (SchemaTooNew) or whose version is no version
+    (SchemaUnreadable) before anything opens it to write: a newer layout may lack a table this
+    code would make. Reads the file read-only; a file without the table, or none, passes."""
+    if not os.path.isfile(path):
+        return
+    try:
+        uri = f"file:{quote(os.path.abspath(path))}?mode=ro"
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as connection:
+            if connection.execute(EXISTS_SQLITE).fetchone() is None:
+                return
+            rows = {str(name): str(value) for name, value in connection.execute(READ).fetchall()}
+    except sqlite3.Error:
+        return  # Not a ledger, damaged or locked: the open that follows says so.
+    _version_of(rows)
 
 
 Execute = Callable[..., Any]
@@ -98,14 +145,40 @@ def _rows(execute: Execute) -> dict[str, str]:
 
 def _decide(execute: Execute) -> int:
     rows = _rows(execute)
-    stored = int(rows.get("version", "1"))
-    if stored > SCHEMA_VERSION:
-        writer = rows.get("written_by", "a newer release")
-        raise SchemaTooNew(
-            f"this ledger has schema version {stored} (written by trainledger {writer}); trainledger "
-            f"{package_version()} reads schema versions up to {SCHEMA_VERSION}: upgrade trainledger to open it"
-        )
+    stored = _version_of(rows)
     if "version" not in rows or stored < SCHEMA_VERSION:
         execute(WRITE, ("version", str(SCHEMA_VERSION)))
         execute(WRITE, ("written_by", package_version()))
     return stored
+
+
+def _decide_reading(execute: Execute, postgres: bool = False) -> int:
+    exists = execute(EXISTS_POSTGRES if postgres else EXISTS_SQLITE).fetchone()
+    if not exists or not exists[0]:
+        return 1  # A ledger from before the table: the first layout.
+    return _version_of({str(name): str(value) for name, value in execute(READ).fetchall()})
+
+
+def _version_of(rows: dict[str, str]) -> int:
+    """The stored version; raises SchemaTooNew or SchemaUnreadable."""
+    text = rows.get("version", "1")
+    if not VERSION_FORMAT.fullmatch(text):
+        raise SchemaUnreadable(
+            f"this ledger's schema version {_shown(text)} is not a version (a positive integer) that any "
+            "trainledger writes: the ledger_schema table was edited or damaged; restore it from a backup"
+        )
+    stored = int(text)
+    if stored > SCHEMA_VERSION:
+        writer = rows.get("written_by", "a newer release")[:SHOWN_CHARS_MAX]
+        raise SchemaTooNew(
+            f"this ledger has schema version {stored} (written by trainledger {writer}); trainledger "
+            f"{package_version()} reads schema versions up to {SCHEMA_VERSION}: upgrade trainledger to open it"
+        )
+    return stored
+
+
+def _shown(text: str) -> str:
+    """`text` quoted and cut for a message (a stored value may be anything)."""
+    if len(text) > SHOWN_CHARS_MAX:
+        return repr(text[:SHOWN_CHARS_MAX] + "…")
+    return repr(text)

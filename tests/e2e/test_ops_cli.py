@@ -120,3 +120,40 @@ def test_json_logs_hold_refusals_and_never_a_token(tmp_path: Path) -> None:
     missing = [entry for entry in entries if entry.get("reason") == "RUN_NOT_FOUND"]
     assert sorted(entry["principal"] for entry in missing) == ["root", "trainer-1"]
     assert {entry["run_id"] for entry in missing} == {"0" * 32}
+
+
+def test_a_token_glued_to_other_text_never_reaches_the_log(tmp_path: Path) -> None:
+    database = tmp_path / "ledger.db"
+    ledger = Ledger.open(str(database))
+    try:
+        admin = ledger.issue_token(holder="root", role="admin").bearer
+    finally:
+        ledger.close()
+    log = tmp_path / "server.log"
+    process, addresses = _serve(tmp_path, database, log)
+    glued = [f"run{admin}", f"0{admin}", f"run_{admin}"]  # A token pasted onto a run id's prefix.
+    try:
+        with grpc.insecure_channel(addresses["serving"]) as channel:
+            runs = runs_pb2_grpc.RunsStub(channel)
+            for run_id in glued:
+                try:
+                    runs.GetRunState(
+                        runs_pb2.GetRunStateRequest(run_id=run_id),
+                        timeout=10,
+                        metadata=(("authorization", f"Bearer {admin}"),),
+                    )
+                except grpc.RpcError as error:
+                    assert error.code() == grpc.StatusCode.NOT_FOUND
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=WAIT_S) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=WAIT_S)
+        assert process.stdout is not None
+        process.stdout.close()
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    logged = [entry["run_id"] for entry in entries if entry.get("reason") == "RUN_NOT_FOUND"]
+    assert len(logged) == len(glued)
+    assert admin.split("_", 2)[2] not in log.read_text()
+    assert all(run_id.endswith("_<redacted>") for run_id in logged), logged

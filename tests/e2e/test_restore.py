@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,13 @@ def test_a_backup_that_does_not_verify_is_not_restored(
     assert error.startswith(f"trainledger: {backup} does not verify (") and "at position 3" in error, error
     assert error.endswith("nothing was restored\n") and error.count("\n") == 1
     assert not [name for name in os.listdir(tmp_path) if name.startswith((".restored", "restored"))]
+
+
+def test_a_read_only_backup_restores_to_a_ledger_its_owner_can_write(
+    tmp_path: Path, backed_up: tuple[Path, int]
+) -> None:
+    backup, _ = backed_up
+    backup.chmod(0o440)  # An archived backup, kept read-only.
+    target = tmp_path / "restored.db"
+    assert main(["restore", str(backup), "--db", str(target)]) == 0
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640  # Still no wider than the backup.

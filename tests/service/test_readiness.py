@@ -103,3 +103,43 @@ def test_a_broken_tail_is_not_ready(tmp_path: Path) -> None:
         assert "tail is broken" in readiness.why
     finally:
         ledger.close()
+
+
+def test_readyz_follows_health_when_the_readiness_check_fails(tmp_path: Path) -> None:
+    """The views' tracking table gone under a ready server: gRPC health turns NOT_SERVING, and
+    /readyz says not ready with it rather than the last answer it had."""
+    path = str(tmp_path / "ledger.db")
+    ledger = Ledger.open(path)
+    ledger.open_account(account="team")
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+
+    def run(coroutine: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, loop).result(30)
+
+    async def start() -> Any:
+        server, _ = create_server("127.0.0.1:0", ledger=ledger, http="127.0.0.1:0")
+        await server.start()
+        return server
+
+    server = run(start())
+    try:
+        readyz = f"http://{server.http_address}/readyz"
+        _until(lambda: httpx.get(readyz, timeout=10).status_code == 200, "ready")
+        with sqlite3.connect(path) as connection:
+            connection.execute("ALTER TABLE view_tracking RENAME TO view_tracking_moved")
+        _until(lambda: _health(server.address) == NOT_SERVING, "NOT_SERVING")
+        answer = httpx.get(readyz, timeout=10)
+        assert answer.status_code == 503, answer.text
+        assert "view_tracking" in answer.json()["reason"], answer.text
+        with sqlite3.connect(path) as connection:
+            connection.execute("ALTER TABLE view_tracking_moved RENAME TO view_tracking")
+        _until(lambda: _health(server.address) == SERVING, "SERVING again")
+        _until(lambda: httpx.get(readyz, timeout=10).status_code == 200, "ready again")
+    finally:
+        run(server.stop(1.0))
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+        ledger.close()
