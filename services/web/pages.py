@@ -29,6 +29,7 @@ from services.render import checkpoint_state, plan_hold_text, progress_text, rep
 from services.tables import usd
 from services.web import api
 from services.web.access import METHODS, TOKEN_COOKIE, Subject, WebError
+from services.web.did_it_work import did_it_work
 from services.web.holds import holds_section
 
 __all__ = [
@@ -377,7 +378,9 @@ async def run(request: Request) -> Response:
         + "</dl>"
     )
     body = (
-        f"<h1>{e(info.name or run_id)}</h1>{banner}{facts}"
+        f"<h1>{e(info.name or run_id)}</h1>{banner}"
+        + live_panels(("Did it work?", did_it_work(state.reports)))
+        + f"{facts}"
         f'<section class="charts">{charts or "<p class=empty>No metrics recorded.</p>"}</section>'
         f'<h2>Spend</h2><figure class="spend-chart" data-run-id="{rid}"'
         f' data-opened-at="{e(_iso(info.opened_at))}" data-finished-at="{e(_iso(info.finished_at))}">'
