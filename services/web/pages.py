@@ -29,7 +29,7 @@ from services.render import checkpoint_state, plan_hold_text, progress_text, rep
 from services.tables import usd
 from services.web import api
 from services.web.access import METHODS, TOKEN_COOKIE, Subject, WebError
-from services.web.did_it_work import did_it_work
+from services.web.did_it_work import compare_table, did_it_work
 from services.web.holds import holds_section
 
 __all__ = [
@@ -426,7 +426,10 @@ async def compare(request: Request) -> Response:
         if run_ids
         else '<p class="empty">Pick runs to compare on the runs page, or add them here.</p>'
     )
-    return layout("compare", "compare", f"<h1>Compare</h1>{form}{figure}")
+    states = [await web.call(web.ledger.run_state, run_id) for run_id in run_ids]
+    reports = [(s.run.run_id, s.run.name, s.reports) for s in states]
+    verdicts = f"<h2>Did it work?</h2>{compare_table(reports)}" if states else ""
+    return layout("compare", "compare", f"<h1>Compare</h1>{form}{figure}{verdicts}")
 
 
 # Accounts.

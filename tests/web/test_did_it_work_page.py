@@ -81,3 +81,17 @@ def test_runs_show_prints_did_it_work(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["runs", "show", "verdict", "--db", database]) == 0
     shown = capsys.readouterr().out
     assert "did it work?\n  holdout: held-out loss 2.5 → 1.75 (-0.75), better\n  note seed: 7\n" in shown
+
+
+def test_compare_shows_did_it_work_per_run(http: httpx.Client, grpc_client: LedgerClient) -> None:
+    reported, position = _recorded(grpc_client)
+    grpc_client.get_run_state(run_id=reported, min_position=position)
+    bare = grpc_client.open_run(run_key=fresh_key(), name="web-bare").state.run.run_id
+    root = page(http, "/compare", run=[reported, bare])
+    rows = root.one("table", class_="did-it-work").all("tr")[1:]
+    assert [row.attrs["data-run-id"] for row in rows] == [reported, bare]
+    assert [td.text for td in rows[0].all("td")] == [
+        "web-verdict", "pass rate 0.31 → 0.47 (+0.16)", "better", "+0.25", "[-0.3982, 0.8982]", "no clear change",
+        "safe", "over-optimized",
+    ]  # fmt: skip
+    assert [td.text for td in rows[1].all("td")] == ["web-bare", "-", "-", "-", "-", "-", "none", ""]
