@@ -182,6 +182,12 @@ class RunsMethods(Transport):
         request = runs_pb2.NoteSummaryRequest(run_id=run_id, summary=codec.struct(summary))
         return self._ask("Runs", "NoteSummary", request, reply(SummaryReceipt), timeout_s=timeout_s)
 
+    def record_report(self, *, run_id: str, kind: str, report: Doc, timeout_s: float | None = None) -> SummaryReceipt:
+        """Record a "holdout", "delta" or "notes" report on the run (clients.reports makes them):
+        the position. Also after the run finished; the same report again is a duplicate."""
+        request = runs_pb2.RecordReportRequest(run_id=run_id, kind=kind, report=codec.struct(report))
+        return self._ask("Runs", "RecordReport", request, reply(SummaryReceipt), timeout_s=timeout_s)
+
     def link_session(
         self, *, run_id: str, provider: str, session_id: str, attempt: int = 0, timeout_s: float | None = None
     ) -> LinkSessionReceipt:

@@ -41,6 +41,7 @@ from clients.models import (
 )
 from clients.opening import Opening, first_try, open_and_start
 from clients.outbox import MemoryOutbox, SqliteOutbox, check_outbox, pending_run_id
+from clients.recorder_reports import RecorderReports
 from clients.retry import REFUSAL_CODES
 from clients.run_end import ENDED_STATUSES, ERROR_LENGTH_MAX, SigtermStop, exit_error, exit_status, refuse_ended
 from clients.sender import Sender
@@ -52,7 +53,7 @@ log = logging.getLogger("trainledger.clients")
 OUTBOX_STEPS_MAX = 1_000_000
 
 
-class RunRecorder:
+class RunRecorder(RecorderReports):
     """Records one attempt of one run. Attach to an attempt that exists with the constructor, or
     open the run and start a new attempt with `RunRecorder.open`. Options: batch_steps_max (steps
     per batch), batch_interval_s (the most a step waits to be batched), queue_steps_max (steps

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from services.tables import basis_text, fields, printable, table, usd, when
+from services.verdict import report_lines
 from trainledger.text import account_text as holder_text
 
 __all__ = [
@@ -329,6 +330,9 @@ def run_text(
         ),
         "spec\n" + spec_lines(run.spec),
     ]
+    verdict = report_lines(getattr(state, "reports", None) or {})
+    if verdict:
+        parts.insert(1, "\n".join(verdict))
     if run.summary:
         parts.append("summary\n" + spec_lines(run.summary))
     parts.append(

@@ -240,6 +240,18 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
         )
         return runs_pb2.NoteSummaryResponse(position=receipt.position)
 
+    async def RecordReport(
+        self, request: runs_pb2.RecordReportRequest, context: Context
+    ) -> runs_pb2.RecordReportResponse:
+        receipt = await self.edge.call(
+            self.ledger.record_report,
+            run_id=request.run_id,
+            kind=request.kind,
+            report=codec.document(request.report),
+            **audit(),
+        )
+        return runs_pb2.RecordReportResponse(position=receipt.position)
+
     async def LinkSession(self, request: runs_pb2.LinkSessionRequest, context: Context) -> runs_pb2.LinkSessionResponse:
         receipt = await self.edge.call(
             self.ledger.link_session,

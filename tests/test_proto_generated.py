@@ -22,6 +22,7 @@ SERVICES = {
         "SaveCheckpoint",
         "FinishRun",
         "NoteSummary",
+        "RecordReport",
         "GetRunState",
         "ListRuns",
         "GetSeries",

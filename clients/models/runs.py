@@ -211,6 +211,8 @@ class RunState(Model, frozen=True, kw_only=True):
     best_checkpoint: Checkpoint | None = None
     progress: Progress = msgspec.field(default_factory=Progress)
     datasets: list[Dataset] = msgspec.field(default_factory=empty_list)
+    # The latest reports on whether training worked, by kind ("holdout", "delta", "notes").
+    reports: dict[str, Any] = msgspec.field(default_factory=empty_dict)
 
 
 class RunSummary(Model, frozen=True, kw_only=True):

@@ -34,8 +34,9 @@ from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
 from ledger.domain.batches import StepBatch
 from ledger.domain.errors import Invalid, Refused
-from ledger.domain.limits import check_id
+from ledger.domain.limits import check_id, check_reference
 from ledger.domain.reasons import Reason
+from ledger.domain.run_reports import check_report
 from ledger.domain.runs import Run
 
 __all__ = ["RunCommands"]
@@ -410,6 +411,23 @@ class RunCommands(Kernel):
             _, run = self._run(run_id)
             touched.append(run)
             return run.note_summary(audit, summary=command.summary)
+
+        version, position = self._write(decide)
+        return self._receipt(UUID(run_id), version, position)
+
+    def record_report(
+        self, *, run_id: str, kind: str, report: dict[str, Any], principal: str = "", request_id: str = ""
+    ) -> Receipt:
+        """Record a holdout, delta or notes report on the run (ledger.domain.run_reports), also
+        after it finished; the same report again is a duplicate."""
+        check_reference(run_id, "run_id")
+        checked = check_report(kind, report)
+        audit = self._audit(principal, request_id)
+
+        def decide(touched: list[LedgerAggregate]) -> int | None:
+            _, run = self._run(run_id)
+            touched.append(run)
+            return run.record_report(audit, kind=kind, report=checked)
 
         version, position = self._write(decide)
         return self._receipt(UUID(run_id), version, position)

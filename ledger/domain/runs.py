@@ -18,6 +18,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ledger.domain import run_reports
 from ledger.domain.base import Audit, LedgerAggregate
 from ledger.domain.batches import StepBatch
 from ledger.domain.errors import Conflict, Invalid, NotFound, Refused
@@ -243,6 +244,13 @@ class Run(LedgerAggregate):
 
         def apply(self, run: Run) -> None:
             run.summary = {**run.summary, **self.summary}
+
+    class ReportRecorded(LedgerAggregate.Event):
+        kind: str
+        report: dict[str, Any]
+
+        def apply(self, run: Run) -> None:
+            run_reports.apply_report(run.__dict__.setdefault("reports", {}), self.kind, self.report)
 
     class PlanChanged(LedgerAggregate.Event):
         """The run's planned number of steps changed (an OpenRun of the run with another max_steps)."""
@@ -634,6 +642,18 @@ class Run(LedgerAggregate):
         self.check_not_retracted()
         self._check_summary(summary)
         self.record(self.SummaryNoted, audit, summary=summary)
+        return None
+
+    def record_report(self, audit: Audit, *, kind: str, report: dict[str, Any]) -> int | None:
+        """Record a holdout, delta or notes report (ledger.domain.run_reports); allowed after
+        finish (a correction keeps the status); the same report again is a duplicate."""
+        reports = self.__dict__.get("reports", {})
+        if run_reports.is_recorded(reports, kind, report):
+            return self.version
+        self.check_not_retracted()
+        if kind == "notes":
+            run_reports.check_notes_bytes(reports, report)
+        self.record(self.ReportRecorded, audit, kind=kind, report=report)
         return None
 
     def _check_summary(self, notes: dict[str, Any]) -> None:

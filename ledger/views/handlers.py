@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import msgspec
 
 from ledger.views.leases import lease_handlers
+from ledger.views.reports import report_recorded
 from ledger.views.rollup import ROLLUP_COLUMNS, ROLLUP_SHIFTS, STEPS_METRIC, Aggregate, ChartRollup, aggregate, merge
 from trainledger.pricing import cost_usd_micro
 
@@ -882,6 +883,7 @@ def handlers(names: Names) -> dict[str, dict[type, Handler | Gathered]]:
             Family.Created: naming(_ignore),
             Family.VersionRegistered: named(_version_source),
         },
+        "reports": {Run.ReportRecorded: report_recorded},
     }
 
 

@@ -296,6 +296,7 @@ class RunState(msgspec.Struct, frozen=True, kw_only=True):
     best_checkpoint: Checkpoint | None = None
     progress: Progress = msgspec.field(default_factory=Progress)
     datasets: tuple[Dataset, ...] = ()
+    reports: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 class RunSummary(msgspec.Struct, frozen=True, kw_only=True):

@@ -47,6 +47,7 @@ from ledger.views.provenance import (
     to_version,
 )
 from ledger.views.provenance import to_checkpoint as to_scored_checkpoint
+from ledger.views.reports import REPORT_ROWS, reports_of
 from ledger.views.rows import (
     ALIAS_COLUMNS,
     PROMOTION_SELECT,
@@ -133,6 +134,7 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads, LeaseReads
                 (POSITION_ROW, ("runs",)),
                 (DATASET_ROWS, (run_id,)),
                 (LEASE_ROW, (run_id,)),
+                (REPORT_ROWS, (run_id,)),
             ]
         ):
             return self._run_state(run_id, now)
@@ -202,6 +204,7 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads, LeaseReads
             best_checkpoint=best,
             progress=progress,
             datasets=self.datasets(run_id),
+            reports=reports_of(self._rows(REPORT_ROWS, (run_id,))),
         )
 
     def _best_usable(self, run_id: str, metric: str, mode: str, now: datetime) -> Checkpoint | None:

@@ -16,7 +16,9 @@ The views, each with its own tracking position so each can be dropped and rebuil
 - provenance: each run's objective, plan (max_steps), retraction and the anchors of its recent
   step rate, its checkpoints' scores and deletions, its datasets, the registry versions made from
   its checkpoints (ledger.views.provenance). A view of its own, so a ledger written before it
-  existed builds it from its log when opened, as any new view is.
+  existed builds it from its log when opened, as any new view is;
+- reports: each run's latest holdout, delta and notes (ledger.views.reports), a view of its own
+  for the same reason.
 The schema is declared once here; each storage backend makes its CREATE statements from it
 (column types from the Python types), and adds the indexes declared after a database was made
 when it opens one.
@@ -28,7 +30,7 @@ from typing import NamedTuple
 
 __all__ = ["TABLES", "VIEWS", "Table"]
 
-VIEWS = ("runs", "series", "spend", "registry", "bill", "chart", "provenance")
+VIEWS = ("runs", "series", "spend", "registry", "bill", "chart", "provenance", "reports")
 
 
 class Table(NamedTuple):
@@ -364,5 +366,12 @@ TABLES: dict[str, Table] = {
         ("family", "version"),
         [],
         "provenance",
+    ),
+    # reports view (ledger.views.reports): a run's latest report of each kind.
+    "view_run_reports": Table(
+        {"run_id": str, "kind": str, "report": str, "position": int},
+        ("run_id", "kind"),
+        [],
+        "reports",
     ),
 }

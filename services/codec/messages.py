@@ -180,6 +180,7 @@ def run_state(state: models.RunState) -> runs_pb2.RunState:
         best_checkpoint=None if state.best_checkpoint is None else _checkpoint(state.best_checkpoint),
         progress=_progress(state.progress),
         datasets=[_dataset(d) for d in state.datasets],
+        reports=struct(state.reports) if state.reports else None,
     )
 
 

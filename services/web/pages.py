@@ -29,6 +29,7 @@ from services.render import checkpoint_state, plan_hold_text, progress_text, rep
 from services.tables import usd
 from services.web import api
 from services.web.access import METHODS, TOKEN_COOKIE, Subject, WebError
+from services.web.did_it_work import compare_table, did_it_work
 from services.web.holds import holds_section
 
 __all__ = [
@@ -377,7 +378,9 @@ async def run(request: Request) -> Response:
         + "</dl>"
     )
     body = (
-        f"<h1>{e(info.name or run_id)}</h1>{banner}{facts}"
+        f"<h1>{e(info.name or run_id)}</h1>{banner}"
+        + live_panels(("Did it work?", did_it_work(state.reports)))
+        + f"{facts}"
         f'<section class="charts">{charts or "<p class=empty>No metrics recorded.</p>"}</section>'
         f'<h2>Spend</h2><figure class="spend-chart" data-run-id="{rid}"'
         f' data-opened-at="{e(_iso(info.opened_at))}" data-finished-at="{e(_iso(info.finished_at))}">'
@@ -423,7 +426,10 @@ async def compare(request: Request) -> Response:
         if run_ids
         else '<p class="empty">Pick runs to compare on the runs page, or add them here.</p>'
     )
-    return layout("compare", "compare", f"<h1>Compare</h1>{form}{figure}")
+    states = [await web.call(web.ledger.run_state, run_id) for run_id in run_ids]
+    reports = [(s.run.run_id, s.run.name, s.reports) for s in states]
+    verdicts = f"<h2>Did it work?</h2>{compare_table(reports)}" if states else ""
+    return layout("compare", "compare", f"<h1>Compare</h1>{form}{figure}{verdicts}")
 
 
 # Accounts.

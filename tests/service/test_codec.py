@@ -130,6 +130,7 @@ def test_a_run_state_is_encoded_field_for_field() -> None:
                 recorded_at=AT,
             ),
         ),
+        reports={"holdout": {"metric": "loss", "before": 2.5, "after": 1.75}},
     )
     wire_handle = common_pb2.StateHandle(backend="tinker", uri="tinker://c/8", fidelity="weights")
     wire_checkpoint = runs_pb2.Checkpoint(
@@ -185,6 +186,7 @@ def test_a_run_state_is_encoded_field_for_field() -> None:
                 recorded_at=stamp(AT),
             )
         ],
+        reports=document({"holdout": {"metric": "loss", "before": 2.5, "after": 1.75}}),
     )
 
 
@@ -219,6 +221,7 @@ def test_optional_fields_stay_absent_on_the_wire() -> None:
     assert not message.run.HasField("retraction") and not message.progress.HasField("eta")
     assert not any(message.progress.HasField(name) for name in ("max_steps", "step", "fraction", "steps_per_second"))
     assert not message.resume.HasField("handle") and not message.run.HasField("finished_at")
+    assert not message.HasField("reports")  # no report recorded
     # A cap of 0 (spend nothing) is sent, unlike no cap at all.
     assert message.spend.HasField("cap_usd_micro") and message.spend.HasField("remaining_usd_micro")
 

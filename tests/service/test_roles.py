@@ -33,6 +33,7 @@ MATRIX = [
     ("Runs/SaveCheckpoint", "++S", "++S", "RRR", "++S"),
     ("Runs/FinishRun", "++S", "++S", "RRR", "++S"),
     ("Runs/NoteSummary", "++S", "++S", "RRR", "++S"),
+    ("Runs/RecordReport", "++S", "++S", "RRR", "++S"),
     ("Runs/GetRunState", "++S", "++S", "++S", "++S"),
     ("Runs/ListRuns", "RRR", "+SS", "+SS", "+SS"),
     ("Runs/GetSeries", "++S", "++S", "++S", "++S"),
@@ -164,6 +165,9 @@ def _calls(stubs: Stubs, team: str, run_id: str, spare_run_id: str) -> dict[str,
             runs_pb2.FinishRunRequest(run_id=run_id, attempt=1, status=common_pb2.RUN_STATUS_DONE), metadata=m
         ),
         "Runs/NoteSummary": lambda m: r.NoteSummary(runs_pb2.NoteSummaryRequest(run_id=run_id), metadata=m),
+        "Runs/RecordReport": lambda m: r.RecordReport(
+            runs_pb2.RecordReportRequest(run_id=run_id, kind="notes"), metadata=m
+        ),
         "Runs/GetRunState": lambda m: r.GetRunState(runs_pb2.GetRunStateRequest(run_id=run_id), metadata=m),
         "Runs/ListRuns": lambda m: r.ListRuns(runs_pb2.ListRunsRequest(page_size=1), metadata=m),
         "Runs/GetSeries": lambda m: r.GetSeries(runs_pb2.GetSeriesRequest(run_id=run_id), metadata=m),

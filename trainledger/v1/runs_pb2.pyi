@@ -194,6 +194,22 @@ class NoteSummaryResponse(_message.Message):
     position: int
     def __init__(self, position: _Optional[int] = ...) -> None: ...
 
+class RecordReportRequest(_message.Message):
+    __slots__ = ("run_id", "kind", "report")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    REPORT_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    kind: str
+    report: _struct_pb2.Struct
+    def __init__(self, run_id: _Optional[str] = ..., kind: _Optional[str] = ..., report: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class RecordReportResponse(_message.Message):
+    __slots__ = ("position",)
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    position: int
+    def __init__(self, position: _Optional[int] = ...) -> None: ...
+
 class GetRunStateRequest(_message.Message):
     __slots__ = ("run_id", "min_position")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
@@ -209,7 +225,7 @@ class GetRunStateResponse(_message.Message):
     def __init__(self, state: _Optional[_Union[RunState, _Mapping]] = ...) -> None: ...
 
 class RunState(_message.Message):
-    __slots__ = ("run", "attempts", "current_attempt", "checkpoint", "expired_checkpoints", "resume", "last_step", "spend", "position", "expired_checkpoint_count", "best_checkpoint", "progress", "datasets")
+    __slots__ = ("run", "attempts", "current_attempt", "checkpoint", "expired_checkpoints", "resume", "last_step", "spend", "position", "expired_checkpoint_count", "best_checkpoint", "progress", "datasets", "reports")
     RUN_FIELD_NUMBER: _ClassVar[int]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     CURRENT_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
@@ -223,6 +239,7 @@ class RunState(_message.Message):
     BEST_CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
     DATASETS_FIELD_NUMBER: _ClassVar[int]
+    REPORTS_FIELD_NUMBER: _ClassVar[int]
     run: RunInfo
     attempts: _containers.RepeatedCompositeFieldContainer[Attempt]
     current_attempt: int
@@ -236,7 +253,8 @@ class RunState(_message.Message):
     best_checkpoint: Checkpoint
     progress: Progress
     datasets: _containers.RepeatedCompositeFieldContainer[Dataset]
-    def __init__(self, run: _Optional[_Union[RunInfo, _Mapping]] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., current_attempt: _Optional[int] = ..., checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., expired_checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., resume: _Optional[_Union[Resume, _Mapping]] = ..., last_step: _Optional[int] = ..., spend: _Optional[_Union[SpendTotals, _Mapping]] = ..., position: _Optional[int] = ..., expired_checkpoint_count: _Optional[int] = ..., best_checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., datasets: _Optional[_Iterable[_Union[Dataset, _Mapping]]] = ...) -> None: ...
+    reports: _struct_pb2.Struct
+    def __init__(self, run: _Optional[_Union[RunInfo, _Mapping]] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., current_attempt: _Optional[int] = ..., checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., expired_checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., resume: _Optional[_Union[Resume, _Mapping]] = ..., last_step: _Optional[int] = ..., spend: _Optional[_Union[SpendTotals, _Mapping]] = ..., position: _Optional[int] = ..., expired_checkpoint_count: _Optional[int] = ..., best_checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., datasets: _Optional[_Iterable[_Union[Dataset, _Mapping]]] = ..., reports: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class RunInfo(_message.Message):
     __slots__ = ("run_id", "run_key", "name", "status", "spec", "summary", "error", "opened_at", "finished_at", "objective", "retraction")

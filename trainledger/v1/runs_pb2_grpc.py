@@ -70,6 +70,11 @@ class RunsStub:
                 request_serializer=trainledger_dot_v1_dot_runs__pb2.NoteSummaryRequest.SerializeToString,
                 response_deserializer=trainledger_dot_v1_dot_runs__pb2.NoteSummaryResponse.FromString,
                 _registered_method=True)
+        self.RecordReport = channel.unary_unary(
+                '/trainledger.v1.Runs/RecordReport',
+                request_serializer=trainledger_dot_v1_dot_runs__pb2.RecordReportRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_runs__pb2.RecordReportResponse.FromString,
+                _registered_method=True)
         self.GetRunState = channel.unary_unary(
                 '/trainledger.v1.Runs/GetRunState',
                 request_serializer=trainledger_dot_v1_dot_runs__pb2.GetRunStateRequest.SerializeToString,
@@ -185,6 +190,14 @@ class RunsServicer:
 
     def NoteSummary(self, request, context):
         """Merges a document into a run's summary; allowed after the run has finished.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RecordReport(self, request, context):
+        """Records a report on whether training worked (a holdout score, a delta over rollouts, or
+        notes); allowed after the run has finished, where it is a correction and the status stays.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -320,6 +333,11 @@ def add_RunsServicer_to_server(servicer, server):
                     servicer.NoteSummary,
                     request_deserializer=trainledger_dot_v1_dot_runs__pb2.NoteSummaryRequest.FromString,
                     response_serializer=trainledger_dot_v1_dot_runs__pb2.NoteSummaryResponse.SerializeToString,
+            ),
+            'RecordReport': grpc.unary_unary_rpc_method_handler(
+                    servicer.RecordReport,
+                    request_deserializer=trainledger_dot_v1_dot_runs__pb2.RecordReportRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_runs__pb2.RecordReportResponse.SerializeToString,
             ),
             'GetRunState': grpc.unary_unary_rpc_method_handler(
                     servicer.GetRunState,
@@ -577,6 +595,33 @@ class Runs:
             '/trainledger.v1.Runs/NoteSummary',
             trainledger_dot_v1_dot_runs__pb2.NoteSummaryRequest.SerializeToString,
             trainledger_dot_v1_dot_runs__pb2.NoteSummaryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RecordReport(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainledger.v1.Runs/RecordReport',
+            trainledger_dot_v1_dot_runs__pb2.RecordReportRequest.SerializeToString,
+            trainledger_dot_v1_dot_runs__pb2.RecordReportResponse.FromString,
             options,
             channel_credentials,
             insecure,
