@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from urllib.parse import quote
 
-__all__ = ["BackupError", "Copy", "backup"]
+__all__ = ["BackupError", "Copy", "backup", "copy_online", "sync_path"]
 
 
 class BackupError(Exception):
@@ -56,15 +56,15 @@ def backup(database: str, destination: str) -> Copy:
     os.close(descriptor)
     try:
         os.chmod(partial, stat.S_IMODE(os.stat(database).st_mode))  # Readable by whoever reads the ledger.
-        position = _copy(database, partial)
-        _sync(partial)
+        position = copy_online(database, partial)
+        sync_path(partial)
         try:
             os.link(partial, destination)  # Fails rather than replace a file made meanwhile.
         except FileExistsError:
             raise BackupError(f"{destination} already exists: back up to a new file") from None
         except OSError as error:
             raise BackupError(f"cannot write {destination}: {error.strerror or error}") from None
-        _sync(directory)
+        sync_path(directory)
         return Copy(destination, position, os.path.getsize(destination))
     finally:
         for leftover in (partial, partial + "-wal", partial + "-shm", partial + "-journal"):
@@ -72,7 +72,7 @@ def backup(database: str, destination: str) -> Copy:
                 os.unlink(leftover)
 
 
-def _copy(database: str, partial: str) -> int:
+def copy_online(database: str, partial: str) -> int:
     """Copy `database` into the empty file `partial` and check the copy; its log's head."""
     try:
         source = sqlite3.connect(f"file:{quote(os.path.abspath(database))}?mode=ro", uri=True, timeout=30)
@@ -96,7 +96,7 @@ def _copy(database: str, partial: str) -> int:
     return int(head or 0)
 
 
-def _sync(path: str) -> None:
+def sync_path(path: str) -> None:
     descriptor = os.open(path, os.O_RDONLY)
     try:
         os.fsync(descriptor)

@@ -18,7 +18,7 @@ import stat
 import tempfile
 from dataclasses import dataclass
 
-from services.backup import BackupError, _copy, _sync
+from services.backup import BackupError, copy_online, sync_path
 
 __all__ = ["Restored", "RestoreError", "restore", "add_parser"]
 
@@ -62,18 +62,18 @@ def restore(source: str, destination: str) -> Restored:
         # ledger its owner can serve, readable by no one the backup was not.
         os.chmod(partial, stat.S_IMODE(os.stat(source).st_mode) | stat.S_IWUSR)
         try:
-            _copy(source, partial)
+            copy_online(source, partial)
         except BackupError as error:
             raise RestoreError(str(error)) from None
         position, checked = _verify(source, partial)
-        _sync(partial)
+        sync_path(partial)
         try:
             os.link(partial, destination)  # Fails rather than replace a file made meanwhile.
         except FileExistsError:
             raise RestoreError(f"{destination} already exists: restore to a new file") from None
         except OSError as error:
             raise RestoreError(f"cannot write {destination}: {error.strerror or error}") from None
-        _sync(directory)
+        sync_path(directory)
         return Restored(destination, position, checked)
     finally:
         for leftover in (partial, partial + "-wal", partial + "-shm", partial + "-journal"):
