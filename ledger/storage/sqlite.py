@@ -171,6 +171,8 @@ class SQLiteRecorder(SQLiteApplicationRecorder):
                 f"INSERT OR IGNORE INTO {KEYS_TABLE} (originator_id, key, originator_version) VALUES (?, ?, ?)",
                 [(uuid.hex, key, version) for uuid, key, version in keys],
             )
+        if not positions:
+            return positions  # Nothing inserted, nothing to seal.
         c.execute(LAST_SEAL)
         last = c.fetchone()
         if last is None:
