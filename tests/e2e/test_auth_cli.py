@@ -109,3 +109,21 @@ def test_a_non_loopback_address_without_authentication_is_refused_in_one_line(tm
     )
     servers.processes.append(process)
     assert "serving on 0.0.0.0:" in first_line(process)
+
+
+def test_revoke_given_the_secret_token_revokes_it_and_never_prints_the_secret(tmp_path: Path) -> None:
+    database = str(tmp_path / "ledger.db")
+    made = cli("tokens", "create", "--db", database, "--principal", "root", "--role", "admin", cwd=tmp_path)
+    token = made.stdout.splitlines()[0]
+    token_id, secret = token.split("_", 2)[1:]
+    revoked = cli("tokens", "revoke", token, "--db", database, cwd=tmp_path)
+    assert revoked.returncode == 0, revoked.stderr
+    assert secret not in revoked.stdout + revoked.stderr
+    assert f"token {token_id} revoked" in revoked.stdout
+    rows = json.loads(cli("tokens", "list", "--db", database, "--json", cwd=tmp_path).stdout)
+    assert rows[0]["revoked_at"] != "-"
+    # A secret-like word that is no token id is refused without being echoed.
+    mangled = "tl_" + token_id + "_" + secret[:10]
+    refused = cli("tokens", "revoke", mangled, "--db", database, cwd=tmp_path)
+    assert refused.returncode == 2 and "TOKEN_ID" in refused.stderr
+    assert secret[:10] not in refused.stdout + refused.stderr
