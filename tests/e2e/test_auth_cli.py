@@ -127,3 +127,24 @@ def test_revoke_given_the_secret_token_revokes_it_and_never_prints_the_secret(tm
     refused = cli("tokens", "revoke", mangled, "--db", database, cwd=tmp_path)
     assert refused.returncode == 2 and "TOKEN_ID" in refused.stderr
     assert secret[:10] not in refused.stdout + refused.stderr
+
+
+def test_prune_with_a_token_that_may_not_read_the_protections_says_which_token_may(
+    tmp_path: Path, servers: Servers
+) -> None:
+    database = str(tmp_path / "ledger.db")
+    made = cli("tokens", "create", "--db", database, "--principal", "tina", "--role", "trainer", cwd=tmp_path)
+    token = made.stdout.splitlines()[0]
+    _, address = servers.start(Path(database))
+    (tmp_path / "root").mkdir()
+    pruned = subprocess.run(
+        [*trainledger(), "checkpoints", "prune", "--all", "--root", "root", "--dry-run", "--address", address],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**environment(), "TRAINLEDGER_TOKEN": token},
+        timeout=60,
+    )
+    assert pruned.returncode == 1
+    assert "checkpoints prune needs an unscoped operator or admin token" in pruned.stderr
+    assert "ListRuns" not in pruned.stderr
