@@ -107,3 +107,14 @@ def test_a_damaged_snapshot_is_named_without_a_traceback(tmp_path: Path, servers
     checked = cli(tmp_path, "verify", "--db", str(database))
     assert checked.returncode == 1 and "SNAPSHOT_DISAGREES" in checked.stdout, checked
     assert "cannot be decoded" in checked.stdout and "Traceback" not in checked.stderr
+
+
+def test_seal_refuses_a_database_a_server_holds(tmp_path: Path, servers: Servers) -> None:
+    database, _, _ = served_ledger(tmp_path, servers)
+    servers.kill_all()
+    with sqlite3.connect(database) as connection:
+        connection.execute("DELETE FROM stored_seals")
+    start_unsealed(servers, database)
+    held = cli(tmp_path, "seal", "--db", str(database), "--reason", "while served")
+    assert held.returncode == 2 and "is held by another process" in held.stderr, held
+    assert "serving on 127.0.0.1:" in held.stderr and seals(database) == 0
