@@ -22,7 +22,7 @@ from eventsourcing.persistence import IntegrityError, Notification
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 
 from ledger.storage.base import KeyRow, Storage, ViewRead, read_only, tracking_upsert
-from ledger.storage.chain import GENESIS, ChainRow, seal_rows
+from ledger.storage.chain import GENESIS, ChainRow, seal_rows, unsealed_refusal
 from ledger.views.queries import ViewReader
 from ledger.views.schema import TABLES, VIEWS
 
@@ -160,6 +160,9 @@ class SQLiteRecorder(SQLiteApplicationRecorder):
             )
         c.execute(LAST_SEAL)
         last = c.fetchone()
+        last_sealed = 0 if last is None else last[0]
+        if last_sealed != positions[0] - 1:  # Rowids run on with one writer: events before lack seals.
+            raise unsealed_refusal(last_sealed)  # The transaction rolls back: nothing is stored.
         rows = [
             (position, event.originator_id.bytes, event.originator_version, event.topic, event.state)
             for position, event in zip(positions, stored_events, strict=True)

@@ -18,7 +18,8 @@ import pytest
 
 from tests.e2e.test_serve_guards import Servers, environment, first_line, trainledger
 from tests.e2e.test_verify_cli import EVENTS, cli, head_of, served_ledger, write_history
-from trainledger.v1 import events_pb2, events_pb2_grpc
+from tests.service.support import error_info
+from trainledger.v1 import events_pb2, events_pb2_grpc, runs_pb2, runs_pb2_grpc
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -118,3 +119,27 @@ def test_seal_refuses_a_database_a_server_holds(tmp_path: Path, servers: Servers
     held = cli(tmp_path, "seal", "--db", str(database), "--reason", "while served")
     assert held.returncode == 2 and "is held by another process" in held.stderr, held
     assert "serving on 127.0.0.1:" in held.stderr and seals(database) == 0
+
+
+def test_a_log_with_missing_seals_takes_no_write_until_sealed(tmp_path: Path, servers: Servers) -> None:
+    database, _, _ = served_ledger(tmp_path, servers)
+    servers.kill_all()
+    with sqlite3.connect(database) as connection:
+        connection.execute("DELETE FROM stored_seals")
+    made = cli(tmp_path, "tokens", "create", "--db", str(database), "--principal", "root", "--role", "admin")
+    assert made.returncode == 1 and "trainledger seal --db" in made.stderr and made.stdout == "", made
+    assert seals(database) == 0
+    address = start_unsealed(servers, database)  # Served to be read: a write is answered, never stored.
+    with grpc.insecure_channel(address) as channel, pytest.raises(grpc.RpcError) as refused:
+        runs_pb2_grpc.RunsStub(channel).OpenRun(runs_pb2.OpenRunRequest(run_key="k", name="n"), timeout=10)
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert error_info(refused.value).reason == "LOG_UNSEALED"
+    with sqlite3.connect(database) as connection:
+        assert connection.execute("SELECT COUNT(*) FROM stored_events").fetchone()[0] == EVENTS
+    assert seals(database) == 0
+    servers.kill_all()
+    sealed = cli(tmp_path, "seal", "--db", str(database), "--reason", "seals deleted")
+    assert sealed.returncode == 0, sealed
+    again = cli(tmp_path, "tokens", "create", "--db", str(database), "--principal", "root", "--role", "admin")
+    assert again.returncode == 0, again
+    assert cli(tmp_path, "verify", "--db", str(database)).returncode == 0

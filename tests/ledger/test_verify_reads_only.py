@@ -214,3 +214,25 @@ def test_one_verification_at_a_time_and_it_stops_when_asked(written: tuple[str, 
         assert list(dict.fromkeys(seen)) == ["chain", "keys", "snapshots", "views"]
     finally:
         ledger.close()
+
+
+def test_a_log_with_missing_seals_takes_no_write_until_sealed(written: tuple[str, Store]) -> None:
+    """A write would seal only itself and leave the log unsealable: it is refused, nothing is
+    stored, and once sealed the log takes writes again and verifies."""
+    database, store = written
+    store.sql("DELETE FROM {seals}")
+    before = table_rows(store)
+    ledger = Ledger.open(database, clock=FakeClock())
+    try:
+        with pytest.raises(Refused) as refused:
+            ledger.issue_token(holder="root", role="admin", principal="local:admin")
+        assert refused.value.reason == "LOG_UNSEALED"
+        assert "trainledger seal" in str(refused.value)
+        after = table_rows(store)
+        assert len(after["events"]) == len(before["events"]), after["events"][len(before["events"]) :]
+        assert after == before
+        ledger.seal_log(reason="seals deleted", principal="local:admin")
+        ledger.issue_token(holder="root", role="admin", principal="local:admin")
+    finally:
+        ledger.close()
+    assert verify(database).ok
