@@ -61,7 +61,8 @@ def test_verify_rebuild_and_serve_never_seal_and_seal_is_recorded(tmp_path: Path
     rebuilt = cli(tmp_path, "rebuild", "--db", str(database))
     assert rebuilt.returncode == 0 and seals(database) == 0, rebuilt
     refusal = servers.refused("serve", "--db", str(database), "--listen", "127.0.0.1:0", "--no-http")
-    assert "SEAL_MISSING" in refusal and "trainledger seal" in refusal and "--allow-unsealed" in refusal
+    assert "SEAL_MISSING" in refusal and f"trainledger seal --db {database} --reason TEXT" in refusal
+    assert "--allow-unsealed" in refusal and "read" in refusal
     assert seals(database) == 0
 
     no_reason = cli(tmp_path, "seal", "--db", str(database))
@@ -87,6 +88,7 @@ def test_serve_refuses_a_broken_tail_unless_allowed(tmp_path: Path, servers: Ser
         connection.execute("UPDATE stored_seals SET digest = zeroblob(32) WHERE position = ?", (EVENTS - 1,))
     refusal = servers.refused("serve", "--db", str(database), "--listen", "127.0.0.1:0", "--no-http")
     assert f"breaks at position {EVENTS - 1}" in refusal
+    assert "trainledger seal" not in refusal and "backup" in refusal  # A log with seals is never sealed over.
     address = start_unsealed(servers, database)
     assert write_history(address) == EVENTS and head_of(address)[0] == EVENTS  # Served as it is, when told to.
 
