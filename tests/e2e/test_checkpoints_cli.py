@@ -234,6 +234,9 @@ def prune_story(world: World, *, offline: bool) -> None:
     assert "another host" in pruned and "1 checkpoint could not be deleted" in pruned
     assert alive(world) == [10, 20, 30]
 
+    listed = plan(cli(world, "checkpoints", "list", "sft-pruned", offline=offline))
+    assert (listed[3], listed[5], listed[15], listed[10]) == ("deleted", "deleted", "deleted", "keep: registered")
+
     shown = cli(world, "runs", "show", "sft-pruned", "--json", offline=offline)
     checkpoints = {c["step"]: c for c in json.loads(shown)["checkpoints"]}
     assert sorted(step for step, c in checkpoints.items() if c["deleted_at"]) == [3, 5, 15]
