@@ -293,6 +293,7 @@ REASONS: frozenset[str] = frozenset(
         "CHECKPOINT_DIGEST_MISMATCH",
         "RUN_RETRACTED",
         "LOG_SEALED_ALREADY",
+        "LOG_UNSEALED",
         "OBJECTIVE_DIFFERS",
         "RUN_ACCOUNT_TAKEN",
         "PARENT_ACCOUNT_DIFFERS",

@@ -188,6 +188,8 @@ class Guard:
         if not self.local_roots:
             return Target(uri, written, 0, f"no prune root is set: pass --root or set {ROOTS_ENVIRONMENT}")
         resolved = os.path.realpath(written)
+        if resolved in self.local_roots:
+            return Target(uri, resolved, 0, f"{resolved} is a prune root itself: only what lies inside it is deleted")
         if not any(_inside(resolved, root) for root in self.local_roots):
             shown = written if resolved == written else f"{written} (resolved: {resolved})"
             return Target(uri, resolved, 0, f"{shown} is outside the prune roots")
@@ -205,6 +207,9 @@ class Guard:
 
     def _check_remote(self, uri: str) -> Target:
         normal = _remote(uri)
+        if normal in self.remote_roots:
+            refusal = f"{normal} is a prune root itself: only what lies inside it is deleted"
+            return Target(uri, normal, 0, refusal, local=False)
         if not any(_inside(normal, root) for root in self.remote_roots):
             return Target(uri, normal, 0, f"{normal} is outside the prune roots", local=False)
         clash = self._clash(normal)

@@ -292,7 +292,10 @@ def parser(asked: str | None = None) -> argparse.ArgumentParser:
     serve_parser.add_argument(
         "--allow-unsealed",
         action="store_true",
-        help="serve a log whose seals are missing or whose chain breaks at its end (`trainledger verify` says where)",
+        help=(
+            "serve a log whose seals are missing (read only until `trainledger seal`) or whose chain is"
+            " broken, tampered events included (`trainledger verify` says where)"
+        ),
     )
     serve_parser.add_argument(
         "--metrics",

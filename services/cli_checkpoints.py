@@ -20,12 +20,17 @@ time, so the log never claims less than what is gone:
    just before).
 
 A checkpoint recorded deleted whose state is still there has its state deleted by the next prune.
-The table says per checkpoint what was deleted, kept, refused or could not be deleted: then the
-command exits 1, having done everything else. A second prune of the same plan changes nothing.
+The table says per checkpoint what was deleted, kept (by the plan, or because the guard refuses
+its path: outside the roots, a root itself, or a state the ledger still needs) or could not be
+deleted. Only the last is a failure: the command exits 1, having done everything else. A second
+prune of the same plan changes nothing. With no root at all, or with --dry-run and --yes
+together, it refuses before reading anything (exit 2); a root that is not a directory here is
+reported and skipped.
 
-Like every command, through a server by default (services.remote: the protected states are
-read with ListProtectedStates, an unscoped operator's or admin's call), or on a database file
-with --db PATH / --database-url URL (the principal `local:<user>`). --all prunes every run,
+`list` reads a server or a database file (--db PATH / --database-url URL). `prune` deletes files,
+so it reads the states the ledger protects from the live ledger only: through a server
+(services.remote; ListProtectedStates, an unscoped operator's or admin's call), never from a
+database file, which may be a backup that predates a protection. --all prunes every run,
 retracted ones included.
 """
 
@@ -37,7 +42,7 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from clients.retention import delete_real, delete_state
+from clients.retention import delete_real, delete_state, local_path
 from clients.retention_guard import ROOTS_ENVIRONMENT, Guard, Target, roots_from
 from ledger.domain.reasons import Reason
 from services import render
@@ -103,7 +108,7 @@ def _planned(entry: Any, guard: Guard) -> tuple[str, str, Target | None]:
     if recorded and target.local and not (target.path and os.path.lexists(target.path)):
         return "deleted", "recorded deleted before", None
     if not target.allowed:
-        return "refused", before + target.refusal, None
+        return "kept", before + target.refusal, None
     return "would delete", before + (_where(target) or "offered by the plan"), target
 
 
@@ -125,7 +130,7 @@ def _prune_one(side: Side, guard: Guard, step: Step, reason: str) -> Outcome:
 
     again = guard.check(uri, backend)  # The filesystem may have changed since the plan was shown.
     if not again.allowed or (target is not None and again.path != target.path):
-        return outcome("refused", again.refusal or f"{uri} now resolves elsewhere", failed=True)
+        return outcome("kept", again.refusal or f"{uri} now resolves elsewhere")
     position = 0
     if "deleted" not in entry.kept_because:
         try:
@@ -148,24 +153,70 @@ def _prune_one(side: Side, guard: Guard, step: Step, reason: str) -> Outcome:
 Step = tuple[str, str, Any, Target | None]
 
 
-def _guard(args: argparse.Namespace, side: Side) -> Guard:
+def _roots(args: argparse.Namespace) -> list[str]:
+    """The prune roots (--root, else the environment): a local one that is not a directory here is
+    reported and skipped; none left is a usage error."""
     try:
-        return Guard(roots_from(args.root, os.environ), side.protected())
+        named = roots_from(args.root, os.environ)
     except ValueError as error:
         raise Failure(str(error), status=2) from None
+    roots = []
+    for root in named:
+        local = "://" not in root or root.startswith("file://")
+        if local and not os.path.isdir(local_path(root) or root):
+            print(f"trainledger: prune root {root!r} is not a directory here: skipped", file=sys.stderr)
+            continue
+        roots.append(root)
+    if not roots:
+        raise Failure(
+            f"no prune root is set: pass --root DIR or set {ROOTS_ENVIRONMENT}"
+            " (`trainledger checkpoints list RUN` shows the plan)",
+            status=2,
+        )
+    return roots
+
+
+def _guard(roots: list[str], side: Side) -> Guard:
+    try:
+        return Guard(roots, _protected(side))
+    except ValueError as error:
+        raise Failure(str(error), status=2) from None
+
+
+def _protected(side: Side) -> list[str]:
+    """The states the live ledger protects; a token that may not read them all is told which may."""
+    try:
+        return side.protected()
+    except Exception as error:
+        if str(getattr(error, "reason", "")) not in (Reason.OUTSIDE_SCOPE, Reason.ROLE_NOT_ALLOWED):
+            raise
+        raise Failure(
+            "checkpoints prune needs an unscoped operator or admin token: it reads every state the"
+            f" ledger protects (ListProtectedStates), whatever run it prunes ({error})",
+            status=1,
+        ) from None
 
 
 def prune(args: argparse.Namespace) -> None:
     """Show the plan (paths and bytes); once confirmed, delete what it offers: record, then delete."""
     if bool(args.run) == bool(args.all):
         raise Failure("name a run or pass --all", status=1)
+    if args.offline_db or args.offline_database_url:
+        raise Failure(
+            "prune runs through a server (--address HOST:PORT): it deletes files, so it reads what the"
+            " live ledger protects, never a database file, which may be an older copy",
+            status=2,
+        )
+    if args.dry_run and args.yes:
+        raise Failure("--dry-run and --yes contradict each other: pass one", status=2)
+    roots = _roots(args)
     with side_of(args) as side:
+        guard = _guard(roots, side)  # First: a token that may not read the protections stops here.
         if args.all:
             targets = side.runs()
         else:
             run_id = side.run_id(args.run)
             targets = [(run_id, side.name(run_id))]
-        guard = _guard(args, side)
         shown: list[Outcome] = []
         steps: list[Step] = []
         for run_id, name in targets:
@@ -181,11 +232,11 @@ def prune(args: argparse.Namespace) -> None:
             return
         if steps and not _confirmed(args, shown, steps):
             raise Failure("nothing deleted: pass --yes to delete what the plan lists", status=1)
-        guard = _guard(args, side)  # What the ledger protects now, not when the plan was read.
+        guard = _guard(roots, side)  # What the ledger protects now, not when the plan was read.
         done = {(o.run_id, o.step, o.attempt): o for o in (_prune_one(side, guard, s, args.reason) for s in steps)}
     outcomes = [done.get((o.run_id, o.step, o.attempt), o) for o in shown]
     _print_prune(args, outcomes)
-    failed = [o for o in outcomes if o.failed or o.result == "refused"]
+    failed = [o for o in outcomes if o.failed]
     if failed:
         raise Failure(f"{len(failed)} checkpoint{'s' * (len(failed) != 1)} could not be deleted", status=1)
 
@@ -228,6 +279,7 @@ def _print_prune(args: argparse.Namespace, outcomes: list[Outcome]) -> None:
 def add_parser(commands: Any) -> argparse.ArgumentParser:
     """Add `checkpoints` to the CLI's subcommands (the `add_subparsers` of services.cli.parser)."""
     from services.cli import read_options
+    from services.remote import add_server_options
 
     checkpoints: argparse.ArgumentParser = commands.add_parser(
         "checkpoints", help="a run's checkpoints: the retention plan, and pruning what it offers"
@@ -243,7 +295,11 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     pruned: argparse.ArgumentParser = actions.add_parser(
         "prune", help="delete the checkpoints retention offers: record each deletion, then delete its state"
     )
-    read_options(pruned)
+    add_server_options(pruned)
+    pruned.add_argument("--wide", action="store_true", help="show every value whole (default: fit the terminal)")
+    # Refused with a clear message (see prune), so not listed.
+    pruned.add_argument("--db", dest="offline_db", default="", help=argparse.SUPPRESS)
+    pruned.add_argument("--database-url", dest="offline_database_url", default="", help=argparse.SUPPRESS)
     pruned.add_argument("run", metavar="RUN", nargs="?", default="", help="the run (or --all)")
     pruned.add_argument("--all", action="store_true", help="every run, retracted ones included")
     _keep_last(pruned)

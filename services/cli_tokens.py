@@ -3,7 +3,7 @@ the way `createuser` works on PostgreSQL, so the first admin token needs no secr
 
     trainledger tokens create --principal NAME --role ROLE [--account ACCOUNT] [--expires 90d]
     trainledger tokens list [--json]
-    trainledger tokens revoke TOKEN_ID [--reason TEXT]
+    trainledger tokens revoke TOKEN_ID [--reason TEXT]   # or the whole token: its id is taken
 
 `create` prints the bearer token once (only its hash is stored). Issuing and revoking are events
 in the log, recorded with the principal `local:<operating system user>`. A revocation is refused
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import os
+import re
 import uuid
 from typing import Any
 
@@ -22,13 +23,15 @@ from ledger import Ledger
 from ledger.application.kernel import utc_now
 from ledger.backend import is_postgres_url
 from ledger.domain.errors import LedgerError
-from ledger.domain.tokens import ROLES, Token, parse_expiry
+from ledger.domain.tokens import ROLES, Token, parse_bearer, parse_expiry
 from services.reports import Failure, emit, opened
 from services.tables import table
 
 __all__ = ["add_parser", "create", "listing", "revoke"]
 
 DATABASE_DEFAULT = "trainledger.db"
+# A token id as `tokens list` shows it (ledger.domain.tokens: the part of a bearer token before its secret).
+ID_FORM = re.compile(r"[A-Za-z0-9]{8,64}")
 
 
 def _who() -> dict[str, str]:
@@ -92,10 +95,25 @@ def listing(args: argparse.Namespace) -> None:
     emit(args, rows, table(columns, [[row[name] for name in columns] for row in rows]))
 
 
+def _token_id(given: str) -> str:
+    """The token id `tokens revoke` was given: the id itself, or the id of a whole bearer token
+    (its secret is never printed). Anything else is refused without being echoed."""
+    if ID_FORM.fullmatch(given):
+        return given
+    try:
+        return parse_bearer(given)[0]
+    except LedgerError:
+        raise Failure(
+            "TOKEN_ID is the id `trainledger tokens list` shows (8 to 64 letters and digits), or the whole token",
+            status=2,
+        ) from None
+
+
 def revoke(args: argparse.Namespace) -> None:
+    token_id = _token_id(args.token_id)
     with opened(args.database, catch_up=False) as ledger:
-        receipt = ledger.revoke_token(token_id=args.token_id, reason=args.reason, **_who())
-    print(f"token {args.token_id} {'was already revoked' if receipt.duplicate else 'revoked'}")
+        receipt = ledger.revoke_token(token_id=token_id, reason=args.reason, **_who())
+    print(f"token {token_id} {'was already revoked' if receipt.duplicate else 'revoked'}")
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
@@ -118,6 +136,8 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     made.add_argument("--expires", default="", metavar="DURATION", help="e.g. 90d, 12h, 30m (default: never)")
     action("list", listing, "list tokens (never their secrets)")
     revoked = action("revoke", revoke, "revoke a token")
-    revoked.add_argument("token_id", metavar="TOKEN_ID")
+    revoked.add_argument(
+        "token_id", metavar="TOKEN_ID", help="the id `tokens list` shows, or the whole token (never printed)"
+    )
     revoked.add_argument("--reason", default="", help="why (recorded)")
     return tokens

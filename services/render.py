@@ -418,7 +418,9 @@ def plan_table(entries: Sequence[Any], actions: Sequence[tuple[str, str]] | None
 
 
 def plan_text(entry: Any) -> str:
-    """ "delete", or "keep: resume, best" (why it is kept)."""
+    """ "delete", "deleted" (recorded deleted before), or "keep: resume, best" (why it is kept)."""
+    if "deleted" in entry.kept_because:
+        return "deleted"
     return "delete" if entry.delete else "keep: " + ", ".join(entry.kept_because)
 
 

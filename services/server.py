@@ -520,15 +520,25 @@ def create_server(
 def unsealed(ledger: Ledger, database: str) -> None:
     """Refuse to serve a log whose seals are missing, or whose chain breaks in its last events
     (Integrity.chain_tail_break): whatever is appended would extend a chain nobody can verify.
-    Raises StartupError saying what to do."""
+    Raises StartupError saying what to do: `seal` only for a log without any seal (it refuses one
+    that has some), the file's own --db in it."""
     broken = ledger.chain_tail_break()
     if broken is None:
         return
+    where = f"--db {database}" if "://" not in database else "--database-url URL"
+    if ledger.chain_head().position == 0:
+        remedy = (
+            f"if the log is as it should be, seal it: `trainledger seal {where} --reason TEXT`; or pass"
+            " --allow-unsealed to serve it for reading (it takes no write until sealed)"
+        )
+    else:
+        remedy = (
+            "restore the log from a backup (a log that holds seals is never sealed over), or pass"
+            " --allow-unsealed to serve it as it is, broken chain included"
+        )
     raise StartupError(
         f"refusing to serve {describe(database)}: its hash chain breaks at position {broken.position}"
-        f" ({broken.problem}: {broken.detail}); run `trainledger verify`, then restore the log from a backup,"
-        " or seal a log that has no seals with `trainledger seal --reason TEXT`, or pass --allow-unsealed to"
-        " serve it as it is"
+        f" ({broken.problem}: {broken.detail}); run `trainledger verify {where}`, then {remedy}"
     )
 
 

@@ -172,6 +172,10 @@ class Reason(enum.StrEnum):
         "LOG_SEALED_ALREADY",
         "The log holds seals already: only a log without any is sealed; verify it instead.",
     )
+    LOG_UNSEALED = (
+        "LOG_UNSEALED",
+        "The log has events without seals: it takes no write until an admin seals it (trainledger seal).",
+    )
     OBJECTIVE_DIFFERS = (
         "OBJECTIVE_DIFFERS",
         "The run was opened with another objective: a run's objective never changes.",

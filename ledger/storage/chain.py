@@ -33,6 +33,9 @@ import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from ledger.domain.errors import Refused
+from ledger.domain.reasons import Reason
+
 __all__ = [
     "GENESIS",
     "PROBLEMS",
@@ -51,6 +54,7 @@ __all__ = [
     "event_digest",
     "pages",
     "seal_rows",
+    "unsealed_refusal",
 ]
 
 GENESIS = bytes(32)
@@ -273,3 +277,14 @@ def pages(
         present = {row[0] for row in page}
         yield page, sealed, [position for position in sealed if position not in present]
         after = bound
+
+
+def unsealed_refusal(last_sealed: int) -> Refused:
+    """The refusal of a write to a log that has events without seals after its last seal
+    (`last_sealed`, 0 when none): sealing the write alone would leave them unsealable."""
+    return Refused(
+        f"the log has events without seals (after position {last_sealed}): it takes no new write until"
+        " sealed: run `trainledger seal --db FILE --reason TEXT` first (on the database, no server)",
+        reason=Reason.LOG_UNSEALED,
+        sealed_up_to=str(last_sealed),
+    )

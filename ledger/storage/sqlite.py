@@ -22,7 +22,7 @@ from eventsourcing.persistence import IntegrityError, Notification
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 
 from ledger.storage.base import KeyRow, Storage, ViewRead, read_only, tracking_upsert
-from ledger.storage.chain import GENESIS, ChainRow, seal_rows
+from ledger.storage.chain import GENESIS, ChainRow, seal_rows, unsealed_refusal
 from ledger.views.queries import ViewReader
 from ledger.views.schema import TABLES, VIEWS
 
@@ -49,7 +49,6 @@ LAST_SEAL = f"SELECT position, digest FROM {SEALS_TABLE} ORDER BY position DESC 
 HEAD = "SELECT MAX(rowid) FROM stored_events"
 POSITION_OF = "SELECT rowid FROM stored_events WHERE originator_id = ? AND originator_version = ?"
 INSERT_SEALS = f"INSERT INTO {SEALS_TABLE} (position, digest) VALUES (?, ?)"
-EARLIER_EVENT = "SELECT 1 FROM stored_events WHERE rowid < ? LIMIT 1"
 
 SQLITE_TYPES = {int: int, float: float, str: str, bytes: bytes}
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -175,10 +174,9 @@ class SQLiteRecorder(SQLiteApplicationRecorder):
             return positions  # Nothing inserted, nothing to seal.
         c.execute(LAST_SEAL)
         last = c.fetchone()
-        if last is None:
-            c.execute(EARLIER_EVENT, (positions[0],))
-            if c.fetchone() is not None:
-                return positions  # A log without seals stays so until an admin seals it whole (seal_log).
+        last_sealed = 0 if last is None else last[0]
+        if last_sealed != positions[0] - 1:  # Rowids run on with one writer: events before lack seals.
+            raise unsealed_refusal(last_sealed)  # The transaction rolls back: nothing is stored.
         rows = [
             (position, event.originator_id.bytes, event.originator_version, event.topic, event.state)
             for position, event in zip(positions, stored_events, strict=True)

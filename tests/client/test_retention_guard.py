@@ -39,7 +39,7 @@ def test_local_paths(tmp_path: Path) -> None:
     allowed = guard.check(str(root / "old"))
     assert (allowed.allowed, allowed.path, allowed.size_bytes) == (True, str(root / "old"), 10)
     assert guard.check(str(root / "never-written")).allowed
-    assert "outside the prune roots" in guard.check(str(root)).refusal  # The root itself.
+    assert "is a prune root itself" in guard.check(str(root)).refusal
     assert "outside the prune roots" in guard.check(str(root / "out" / "x")).refusal
     assert "outside the prune roots" in guard.check(str(root / ".." / "outside")).refusal
     assert "still needs" in guard.check(str(root / "kept")).refusal  # Holds a protected state.
@@ -56,7 +56,7 @@ def test_uris_of_other_schemes(tmp_path: Path) -> None:
     allowed = guard.check("s3://bucket/ckpt/run-a/5")
     assert (allowed.allowed, allowed.path, allowed.local) == (True, "s3://bucket/ckpt/run-a/5", False)
     assert "outside the prune roots" in guard.check("s3://bucket/ckpt/../models/1").refusal
-    assert "outside the prune roots" in guard.check("s3://bucket/ckpt").refusal
+    assert "is a prune root itself" in guard.check("s3://bucket/ckpt").refusal
     assert "outside the prune roots" in guard.check("gs://bucket/ckpt/run-a/5").refusal
     assert "still needs" in guard.check("s3://bucket/ckpt/run-b").refusal
     assert "still needs" in guard.check("s3://bucket/ckpt/run-b/10/shard-0").refusal

@@ -109,3 +109,42 @@ def test_a_non_loopback_address_without_authentication_is_refused_in_one_line(tm
     )
     servers.processes.append(process)
     assert "serving on 0.0.0.0:" in first_line(process)
+
+
+def test_revoke_given_the_secret_token_revokes_it_and_never_prints_the_secret(tmp_path: Path) -> None:
+    database = str(tmp_path / "ledger.db")
+    made = cli("tokens", "create", "--db", database, "--principal", "root", "--role", "admin", cwd=tmp_path)
+    token = made.stdout.splitlines()[0]
+    token_id, secret = token.split("_", 2)[1:]
+    revoked = cli("tokens", "revoke", token, "--db", database, cwd=tmp_path)
+    assert revoked.returncode == 0, revoked.stderr
+    assert secret not in revoked.stdout + revoked.stderr
+    assert f"token {token_id} revoked" in revoked.stdout
+    rows = json.loads(cli("tokens", "list", "--db", database, "--json", cwd=tmp_path).stdout)
+    assert rows[0]["revoked_at"] != "-"
+    # A secret-like word that is no token id is refused without being echoed.
+    mangled = "tl_" + token_id + "_" + secret[:10]
+    refused = cli("tokens", "revoke", mangled, "--db", database, cwd=tmp_path)
+    assert refused.returncode == 2 and "TOKEN_ID" in refused.stderr
+    assert secret[:10] not in refused.stdout + refused.stderr
+
+
+def test_prune_with_a_token_that_may_not_read_the_protections_says_which_token_may(
+    tmp_path: Path, servers: Servers
+) -> None:
+    database = str(tmp_path / "ledger.db")
+    made = cli("tokens", "create", "--db", database, "--principal", "tina", "--role", "trainer", cwd=tmp_path)
+    token = made.stdout.splitlines()[0]
+    _, address = servers.start(Path(database))
+    (tmp_path / "root").mkdir()
+    pruned = subprocess.run(
+        [*trainledger(), "checkpoints", "prune", "--all", "--root", "root", "--dry-run", "--address", address],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**environment(), "TRAINLEDGER_TOKEN": token},
+        timeout=60,
+    )
+    assert pruned.returncode == 1
+    assert "checkpoints prune needs an unscoped operator or admin token" in pruned.stderr
+    assert "ListRuns" not in pruned.stderr

@@ -7,6 +7,7 @@ byte for byte, after a prune told `--yes`."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -97,13 +98,13 @@ def test_a_path_outside_the_roots_is_never_deleted(place: Place) -> None:
     inside = state(place.root / "checkpoint-1")
     run_id = run_with(place, {1: str(inside), 2: f"file://{victim}", 3: str(state(place.root / "checkpoint-3"))})
 
-    # No root at all: nothing is deleted, whatever the plan offers.
-    unrooted = prune(place, run_id, "--yes", status=1)
-    assert results(unrooted) == {1: "refused", 2: "refused", 3: "kept"}
-    assert "no prune root is set" in unrooted
+    # No root at all: refused before anything is read; nothing is deleted.
+    unrooted = prune(place, run_id, "--yes", status=2)
+    assert "no prune root is set" in unrooted and inside.exists()
 
-    pruned = prune(place, run_id, "--root", str(place.root), "--yes", status=1)
-    assert results(pruned) == {1: "deleted", 2: "refused", 3: "kept"}
+    # A path outside the roots is kept, a policy the operator chose: no failure.
+    pruned = prune(place, run_id, "--root", str(place.root), "--yes", status=0)
+    assert results(pruned) == {1: "deleted", 2: "kept", 3: "kept"}
     assert f"{victim} is outside the prune roots" in pruned
     assert contents(victim) == {"part-0.bin": b"x" * 16, "part-1.bin": b"x" * 16}
     assert not inside.exists()
@@ -124,8 +125,8 @@ def test_a_path_another_run_resumes_from_is_never_deleted(place: Place) -> None:
         },
     )
 
-    pruned = prune(place, run_id, "--root", str(place.root), "--yes", status=1)
-    assert results(pruned) == {1: "refused", 2: "refused", 3: "refused", 4: "kept"}
+    pruned = prune(place, run_id, "--root", str(place.root), "--yes", status=0)
+    assert results(pruned) == {1: "kept", 2: "kept", 3: "kept", 4: "kept"}
     assert "which the ledger still needs" in pruned
     assert contents(shared) == {"part-0.bin": b"x" * 16, "part-1.bin": b"x" * 16}
     assert deleted_steps(place, run_id) == []
@@ -141,8 +142,8 @@ def test_a_registry_artifact_is_never_deleted(place: Place) -> None:
         place, {1: str(artifact), 2: str(place.root / "models"), 3: str(state(place.root / "checkpoint-3"))}
     )
 
-    pruned = prune(place, run_id, "--root", str(place.root), "--yes", status=1)
-    assert results(pruned) == {1: "refused", 2: "refused", 3: "kept"}
+    pruned = prune(place, run_id, "--root", str(place.root), "--yes", status=0)
+    assert results(pruned) == {1: "kept", 2: "kept", 3: "kept"}
     assert contents(artifact) == {"part-0.bin": b"x" * 16, "part-1.bin": b"x" * 16}
     assert deleted_steps(place, run_id) == []
 
@@ -161,8 +162,8 @@ def test_a_symbolic_link_out_of_the_roots_is_never_followed(place: Place) -> Non
         },
     )
 
-    pruned = prune(place, run_id, "--root", str(place.root), "--yes", status=1)
-    assert results(pruned) == {1: "refused", 2: "refused", 3: "kept"}
+    pruned = prune(place, run_id, "--root", str(place.root), "--yes", status=0)
+    assert results(pruned) == {1: "kept", 2: "kept", 3: "kept"}
     assert f"(resolved: {escaped})" in pruned
     assert contents(escaped) == {"part-0.bin": b"x" * 16, "part-1.bin": b"x" * 16}
     assert (place.root / "link").is_symlink() and (place.root / "ckpt-link").is_symlink()
@@ -200,8 +201,8 @@ def test_a_file_uri_is_protected_as_a_trainer_resumes_from_it(place: Place) -> N
             assert client.get_run_state(run_id=other).resume.handle.uri == f"file://{protected}"
     run_id = run_with(place, {1: str(escaped), 2: str(queried), 3: str(state(place.root / "a-3"))})
 
-    pruned = prune(place, run_id, "--root", str(place.root), "--yes", status=1)
-    assert results(pruned) == {1: "refused", 2: "refused", 3: "kept"}
+    pruned = prune(place, run_id, "--root", str(place.root), "--yes", status=0)  # Refusals are kept.
+    assert results(pruned) == {1: "kept", 2: "kept", 3: "kept"}
     assert contents(escaped) == {"part-0.bin": b"x" * 16, "part-1.bin": b"x" * 16}
     assert contents(queried) == {"part-0.bin": b"x" * 16, "part-1.bin": b"x" * 16}
     assert deleted_steps(place, run_id) == []
@@ -216,10 +217,67 @@ def test_a_uri_with_a_null_byte_or_no_uri_at_all_is_refused_not_a_crash(place: P
     uris = {1: f"file://{place.root}/a%00b", 2: str(old), 4: "file://[x/y", 5: str(state(place.root / "a-5"))}
     run_id = run_with(place, uris)
 
-    pruned = prune(place, run_id, "--root", str(place.root), "--yes", status=1)
-    assert results(pruned) == {1: "refused", 2: "deleted", 4: "refused", 5: "kept"}
+    pruned = prune(place, run_id, "--root", str(place.root), "--yes", status=0)  # Refusals are kept.
+    assert results(pruned) == {1: "kept", 2: "deleted", 4: "kept", 5: "kept"}
     assert "null byte" in pruned
     assert "is not a uri a prune can read" in pruned
     assert "Traceback" not in pruned
     assert not old.exists()
     assert deleted_steps(place, run_id) == [2]
+
+
+def command(place: Place, *args: str, status: int, **env: str) -> str:
+    """The CLI with `args` as given (no --address added), its stdout and stderr together."""
+    done = subprocess.run(
+        [COMMAND, *args],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        cwd=place.directory,
+        env=environment(**env),
+        timeout=60,
+    )
+    assert done.returncode == status, (args, done.returncode, done.stdout, done.stderr)
+    return done.stdout + done.stderr
+
+
+def test_prune_refuses_a_database_file(place: Place) -> None:
+    # A copy of a ledger cannot know what the live one protects now: prune runs through a server.
+    old = state(place.root / "checkpoint-1")
+    backup = place.directory / "backup.db"
+    backup.write_bytes(b"")
+    for where in (["--db", str(backup)], ["--database-url", "postgresql://nowhere/db"]):
+        refused = command(place, "checkpoints", "prune", "r", *where, "--root", str(place.root), "--yes", status=2)
+        assert "prune runs through a server" in refused and "--address" in refused
+    assert old.exists()
+    helped = command(place, "checkpoints", "prune", "--help", status=0)
+    assert "--db" not in helped and "--database-url" not in helped
+
+
+def test_a_policy_refusal_keeps_the_checkpoint_and_is_no_failure(place: Place) -> None:
+    victim = state(place.directory / "elsewhere")
+    old = state(place.root / "checkpoint-2")
+    run_id = run_with(
+        place, {1: str(victim), 2: str(old), 3: str(place.root), 4: str(state(place.root / "checkpoint-4"))}
+    )
+    pruned = prune(place, run_id, "--root", str(place.root), "--yes", status=0)
+    assert results(pruned) == {1: "kept", 2: "deleted", 3: "kept", 4: "kept"}
+    assert f"{victim} is outside the prune roots" in pruned
+    assert f"{place.root} is a prune root itself" in pruned
+    assert "could not be deleted" not in pruned
+    assert victim.exists() and place.root.exists() and not old.exists()
+
+
+def test_prune_options_that_cannot_work_are_usage_errors(place: Place) -> None:
+    old = state(place.root / "checkpoint-1")
+    run_id = run_with(place, {1: str(old), 2: str(state(place.root / "checkpoint-2"))})
+    both = prune(place, run_id, "--dry-run", "--yes", "--root", str(place.root), status=2)
+    assert "--dry-run and --yes" in both
+    unrooted = prune(place, run_id, "--dry-run", status=2)
+    assert unrooted.count("no prune root is set") == 1 and "checkpoints list" in unrooted
+    # A root that does not exist here is reported and skipped; the others still apply.
+    missing = place.directory / "gone"
+    roots = f"{missing}{os.pathsep}{place.root}"
+    pruned = prune(place, run_id, "--yes", status=0, TRAINLEDGER_PRUNE_ROOTS=roots)
+    assert f"prune root {str(missing)!r} is not a directory here: skipped" in pruned
+    assert results(pruned) == {1: "deleted", 2: "kept"} and not old.exists()

@@ -18,7 +18,8 @@ import pytest
 
 from tests.e2e.test_serve_guards import Servers, environment, first_line, trainledger
 from tests.e2e.test_verify_cli import EVENTS, cli, head_of, served_ledger, write_history
-from trainledger.v1 import events_pb2, events_pb2_grpc
+from tests.service.support import error_info
+from trainledger.v1 import events_pb2, events_pb2_grpc, runs_pb2, runs_pb2_grpc
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -60,7 +61,8 @@ def test_verify_rebuild_and_serve_never_seal_and_seal_is_recorded(tmp_path: Path
     rebuilt = cli(tmp_path, "rebuild", "--db", str(database))
     assert rebuilt.returncode == 0 and seals(database) == 0, rebuilt
     refusal = servers.refused("serve", "--db", str(database), "--listen", "127.0.0.1:0", "--no-http")
-    assert "SEAL_MISSING" in refusal and "trainledger seal" in refusal and "--allow-unsealed" in refusal
+    assert "SEAL_MISSING" in refusal and f"trainledger seal --db {database} --reason TEXT" in refusal
+    assert "--allow-unsealed" in refusal and "read" in refusal
     assert seals(database) == 0
 
     no_reason = cli(tmp_path, "seal", "--db", str(database))
@@ -86,6 +88,7 @@ def test_serve_refuses_a_broken_tail_unless_allowed(tmp_path: Path, servers: Ser
         connection.execute("UPDATE stored_seals SET digest = zeroblob(32) WHERE position = ?", (EVENTS - 1,))
     refusal = servers.refused("serve", "--db", str(database), "--listen", "127.0.0.1:0", "--no-http")
     assert f"breaks at position {EVENTS - 1}" in refusal
+    assert "trainledger seal" not in refusal and "backup" in refusal  # A log with seals is never sealed over.
     address = start_unsealed(servers, database)
     assert write_history(address) == EVENTS and head_of(address)[0] == EVENTS  # Served as it is, when told to.
 
@@ -136,3 +139,38 @@ def test_verify_leaves_a_crash_image_byte_for_byte(tmp_path: Path, servers: Serv
     verified_twice()
     with sqlite3.connect(database) as connection:
         assert connection.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+
+
+def test_seal_refuses_a_database_a_server_holds(tmp_path: Path, servers: Servers) -> None:
+    database, _, _ = served_ledger(tmp_path, servers)
+    servers.kill_all()
+    with sqlite3.connect(database) as connection:
+        connection.execute("DELETE FROM stored_seals")
+    start_unsealed(servers, database)
+    held = cli(tmp_path, "seal", "--db", str(database), "--reason", "while served")
+    assert held.returncode == 2 and "is held by another process" in held.stderr, held
+    assert "serving on 127.0.0.1:" in held.stderr and seals(database) == 0
+
+
+def test_a_log_with_missing_seals_takes_no_write_until_sealed(tmp_path: Path, servers: Servers) -> None:
+    database, _, _ = served_ledger(tmp_path, servers)
+    servers.kill_all()
+    with sqlite3.connect(database) as connection:
+        connection.execute("DELETE FROM stored_seals")
+    made = cli(tmp_path, "tokens", "create", "--db", str(database), "--principal", "root", "--role", "admin")
+    assert made.returncode == 1 and "trainledger seal --db" in made.stderr and made.stdout == "", made
+    assert seals(database) == 0
+    address = start_unsealed(servers, database)  # Served to be read: a write is answered, never stored.
+    with grpc.insecure_channel(address) as channel, pytest.raises(grpc.RpcError) as refused:
+        runs_pb2_grpc.RunsStub(channel).OpenRun(runs_pb2.OpenRunRequest(run_key="k", name="n"), timeout=10)
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert error_info(refused.value).reason == "LOG_UNSEALED"
+    with sqlite3.connect(database) as connection:
+        assert connection.execute("SELECT COUNT(*) FROM stored_events").fetchone()[0] == EVENTS
+    assert seals(database) == 0
+    servers.kill_all()
+    sealed = cli(tmp_path, "seal", "--db", str(database), "--reason", "seals deleted")
+    assert sealed.returncode == 0, sealed
+    again = cli(tmp_path, "tokens", "create", "--db", str(database), "--principal", "root", "--role", "admin")
+    assert again.returncode == 0, again
+    assert cli(tmp_path, "verify", "--db", str(database)).returncode == 0

@@ -103,23 +103,6 @@ def test_opening_a_ledger_never_seals_it_and_sealing_is_recorded(written: tuple[
     assert result.ok and result.checked == HEAD + 2
 
 
-def test_a_log_without_seals_written_to_stays_unsealed_until_sealed_whole(written: tuple[str, Store]) -> None:
-    """Writing to a log whose seals are missing (serve --allow-unsealed, a command on the file)
-    seals nothing: a chain begun at the new events would make `seal` refuse the log for good."""
-    database, store = written
-    store.sql("DELETE FROM {seals}")
-    ledger = Ledger.open(database, clock=FakeClock())
-    try:
-        ledger.open_account(account="written-while-unsealed")
-        assert store.sql("SELECT position FROM {seals}") == []
-        receipt = ledger.seal_log(reason="restored from a copy", principal="local:admin")
-        assert receipt.position == HEAD + 3  # The account, the seal book's opening, LogSealed.
-    finally:
-        ledger.close()
-    result = verify(database)
-    assert result.ok and result.checked == HEAD + 3
-
-
 def test_a_changed_log_sealed_again_differs_from_the_head_written_down(written: tuple[str, Store]) -> None:
     """Seals dropped and an event edited, then the log sealed on an admin's word: the chain no
     longer passes through the head that was written down."""
@@ -231,3 +214,25 @@ def test_one_verification_at_a_time_and_it_stops_when_asked(written: tuple[str, 
         assert list(dict.fromkeys(seen)) == ["chain", "keys", "snapshots", "views"]
     finally:
         ledger.close()
+
+
+def test_a_log_with_missing_seals_takes_no_write_until_sealed(written: tuple[str, Store]) -> None:
+    """A write would seal only itself and leave the log unsealable: it is refused, nothing is
+    stored, and once sealed the log takes writes again and verifies."""
+    database, store = written
+    store.sql("DELETE FROM {seals}")
+    before = table_rows(store)
+    ledger = Ledger.open(database, clock=FakeClock())
+    try:
+        with pytest.raises(Refused) as refused:
+            ledger.issue_token(holder="root", role="admin", principal="local:admin")
+        assert refused.value.reason == "LOG_UNSEALED"
+        assert "trainledger seal" in str(refused.value)
+        after = table_rows(store)
+        assert len(after["events"]) == len(before["events"]), after["events"][len(before["events"]) :]
+        assert after == before
+        ledger.seal_log(reason="seals deleted", principal="local:admin")
+        ledger.issue_token(holder="root", role="admin", principal="local:admin")
+    finally:
+        ledger.close()
+    assert verify(database).ok

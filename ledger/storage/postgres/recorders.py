@@ -30,7 +30,7 @@ from eventsourcing.postgres import (
 )
 from psycopg.sql import SQL, Composable, Identifier
 
-from ledger.storage.chain import GENESIS, seal_rows
+from ledger.storage.chain import GENESIS, seal_rows, unsealed_refusal
 from ledger.storage.postgres.connections import (
     RECONNECT_TIMEOUT_S,
     check_reachable,
@@ -105,6 +105,7 @@ class ApplicationRecorder(PostgresApplicationRecorder):
         self._keys_sql = b""
         self._last_seal_sql = b""
         self._seals_sql = b""
+        self._unsealed_sql = b""
         self._events_composable = events
         #: The backend pids of the connections this recorder inserted on: the NOTIFYs they sent
         #: are this process's own (PostgresProjector is not woken by them).
@@ -139,21 +140,20 @@ class ApplicationRecorder(PostgresApplicationRecorder):
             .as_bytes(connection)
         )
         self._last_seal_sql = (
-            SQL("SELECT digest FROM {} ORDER BY position DESC LIMIT 1").format(self.seals_table).as_bytes(connection)
+            SQL("SELECT position, digest FROM {} ORDER BY position DESC LIMIT 1")
+            .format(self.seals_table)
+            .as_bytes(connection)
+        )
+        self._unsealed_sql = (
+            SQL("SELECT EXISTS (SELECT 1 FROM {} WHERE notification_id > (SELECT COALESCE(MAX(position), 0) FROM {}))")
+            .format(self._events_composable, self.seals_table)
+            .as_bytes(connection)
         )
         self._seals_sql = (
             SQL("INSERT INTO {} (position, digest) SELECT * FROM unnest(%b::bigint[], %b::bytea[])")
             .format(self.seals_table)
             .as_bytes(connection)
         )
-
-    def _earlier_event(self, cursor: psycopg.Cursor[Any], pipeline: psycopg.Pipeline, position: int) -> bool:
-        """Whether the log holds an event before `position` (asked only when it holds no seal)."""
-        cursor.execute(
-            SQL("SELECT 1 FROM {} WHERE notification_id < %s LIMIT 1").format(self._events_composable), (position,)
-        )
-        pipeline.sync()
-        return cursor.fetchone() is not None
 
     def _insert(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         """Insert and seal `stored_events`, and index their `keys`, in one transaction; their
@@ -163,6 +163,7 @@ class ApplicationRecorder(PostgresApplicationRecorder):
             return None
         keys: list[tuple[Any, str, int]] = kwargs.get("keys") or []
         failed: Exception | None = None
+        refused: Exception | None = None
         positions: list[int] = []
         with self.datastore.get_connection() as connection:
             if not self._insert_sql:
@@ -179,10 +180,12 @@ class ApplicationRecorder(PostgresApplicationRecorder):
                         ([k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]),
                         prepare=True,
                     )
-                with connection.cursor() as inserted, connection.cursor() as last:
+                with connection.cursor() as inserted, connection.cursor() as last, connection.cursor() as unsealed:
                     try:
-                        # Under the table lock: the seal the new events follow.
+                        # Under the table lock: the seal the new events follow, and whether any
+                        # event after it lacks a seal (a log that must be sealed before a write).
                         last.execute(self._last_seal_sql, prepare=True)
+                        unsealed.execute(self._unsealed_sql, prepare=True)
                         inserted.execute(
                             self._events_sql,
                             (
@@ -208,8 +211,10 @@ class ApplicationRecorder(PostgresApplicationRecorder):
                             (position, cast(UUID, e.originator_id).bytes, e.originator_version, e.topic, e.state)
                             for position, e in zip(positions, stored_events, strict=True)
                         )
-                        # A log without seals stays so until an admin seals it whole (seal_log).
-                        if found is not None or not self._earlier_event(cursor, pipeline, rows[0][0]):
+                        last_sealed = 0 if found is None else int(found["position"])
+                        if (unsealed.fetchone() or {}).get("exists"):  # Events past the last seal, before these.
+                            refused = unsealed_refusal(last_sealed)
+                        else:
                             seals = seal_rows(GENESIS if found is None else bytes(found["digest"]), rows)
                             cursor.execute(
                                 self._seals_sql, ([s[0] for s in seals], [s[1] for s in seals]), prepare=True
@@ -217,6 +222,9 @@ class ApplicationRecorder(PostgresApplicationRecorder):
                     except Exception as error:
                         # Raised once the pipeline is left (psycopg warns otherwise).
                         failed = error
+                if refused is not None:
+                    failed = refused
+                    raise psycopg.Rollback()  # Nothing of the write is stored; raised once the pipeline is left.
             if failed is not None:
                 raise failed
         return positions
