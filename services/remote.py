@@ -80,6 +80,7 @@ CANDIDATES_SHOWN = 10
 MATCH_PAGE = 500
 MATCH_MAX = 5_000
 _ID_PREFIX = re.compile(r"[0-9a-fA-F-]+")
+_FULL_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 # ledger.domain.base.NAMESPACE (a test keeps them equal), here so that naming a run by its key
 # does not load the ledger.
 RUN_ID_NAMESPACE = "6f1d3c52-8a4e-5b7a-9c3d-2e8f4a1b7c60"
@@ -88,8 +89,8 @@ RUN_ID_NAMESPACE = "6f1d3c52-8a4e-5b7a-9c3d-2e8f4a1b7c60"
 class NoRun(Failure):
     """No run answers to a reference (status 1); `trainledger watch` waits for one to appear."""
 
-    def __init__(self, ref: str) -> None:
-        super().__init__(f"no run {ref}", status=1)
+    def __init__(self, ref: str, hint: str = "") -> None:
+        super().__init__(f"no run {ref}{hint}", status=1)
 
 
 class Candidate(NamedTuple):
@@ -191,8 +192,44 @@ def talking(args: argparse.Namespace) -> Iterator[LedgerClient]:
 
 
 def resolve_run(client: LedgerClient, ref: str) -> str:
-    """The id of the run `ref` names, through the server (see `choose_run`). Raises Failure
-    (status 1) for no run or an ambiguous reference; client errors propagate."""
+    """The id of the run `ref` names, through the server (see `choose_run`). A whole run id is
+    looked up by a read of that run first, so a token that may read the run but not list runs
+    (a trainer's) finds it; such a token is told to name a run by its id or run key, which it may
+    read. Raises Failure (status 1) for no run or an ambiguous reference; client errors propagate."""
+    from clients import PermissionDenied
+
+    if _FULL_ID.fullmatch(ref.strip()) and _readable(client, ref.strip().lower()):
+        return ref.strip().lower()
+    try:
+        return choose_run(ref, _lister(client))
+    except PermissionDenied as error:
+        if error.reason != "ROLE_NOT_ALLOWED":
+            raise
+        keyed = key_run_id(ref.strip())
+        if _readable(client, keyed):
+            return keyed
+        hint = " this token may read: it cannot list runs, so name a run by its run id or run key"
+        raise NoRun(ref.strip(), hint) from None
+
+
+def _readable(client: LedgerClient, run_id: str) -> bool:
+    """Whether run `run_id` exists and the caller may read it (a scoped token is told "outside
+    the scope" of a run that does not exist too)."""
+    from clients import NotFound, PermissionDenied
+
+    try:
+        client.get_run_state(run_id=run_id)
+    except NotFound:
+        return False
+    except PermissionDenied as error:
+        if error.reason == "OUTSIDE_SCOPE":
+            return False
+        raise
+    return True
+
+
+def _lister(client: LedgerClient) -> Lister:
+    """The runs the server lists by id prefix and part of the name, page by page."""
 
     def lister(prefix: str, contains: str) -> Iterator[Candidate]:
         token = ""
@@ -210,7 +247,7 @@ def resolve_run(client: LedgerClient, ref: str) -> str:
             if not token:
                 return
 
-    return choose_run(ref, lister)
+    return lister
 
 
 def choose_run(ref: str, runs: Lister) -> str:
@@ -248,13 +285,18 @@ def choose_run(ref: str, runs: Lister) -> str:
 
 def _by_key(ref: str, runs: Lister) -> str | None:
     """The run opened with run key `ref`, if any (its id is the uuid5 of the key)."""
-    from uuid import UUID, uuid5  # Here: the parser does not need it.
-
-    run_id = str(uuid5(UUID(RUN_ID_NAMESPACE), f"run:{ref}"))
+    run_id = key_run_id(ref)
     for run in runs(run_id, ""):
         if run.run_id == run_id:
             return run_id
     return None
+
+
+def key_run_id(run_key: str) -> str:
+    """The id of the run opened with `run_key` (the uuid5 of the key)."""
+    from uuid import UUID, uuid5  # Here: the parser does not need it.
+
+    return str(uuid5(UUID(RUN_ID_NAMESPACE), f"run:{run_key}"))
 
 
 def _take(candidates: Iterator[Candidate]) -> list[Candidate]:
