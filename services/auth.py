@@ -236,7 +236,9 @@ class Gate:
         value = metadata.get("authorization", "")
         if not value:
             raise Unauthenticated(
-                "authentication is on: send `authorization: Bearer <token>`", reason=Reason.TOKEN_MISSING
+                "authentication is on: send a token (the CLI: --token-file FILE or TRAINLEDGER_TOKEN;"
+                " gRPC: `authorization: Bearer <token>`)",
+                reason=Reason.TOKEN_MISSING,
             )
         scheme, _, credential = value.partition(" ")
         if scheme.lower() != "bearer":

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import os
+import sys
 import uuid
 from typing import Any
 
@@ -79,6 +80,7 @@ def create(args: argparse.Namespace) -> None:
     print(
         f"token {issued.token.token_id}: {args.principal} as {args.role}{scope}, expires {expiry}"
         " (shown once: store it now)",
+        file=sys.stderr,  # stdout is the token alone: `tokens create ... > token.txt`.
         flush=True,
     )
 

@@ -122,14 +122,24 @@ def add_server_options(sub: argparse.ArgumentParser, *, json: bool = True) -> No
         "--token-file", default="", metavar="FILE", help="a file holding the bearer token (default: TRAINLEDGER_TOKEN)"
     )
     sub.add_argument("--tls", action="store_true", help="speak TLS (default: TRAINLEDGER_TLS and the files it names)")
-    sub.add_argument("--ca-file", default="", metavar="FILE", help="with TLS: the CA to trust (PEM)")
+    sub.add_argument("--ca-file", default="", metavar="FILE", help="TLS: the CA to trust (PEM; TRAINLEDGER_CA_FILE)")
+    sub.add_argument(
+        "--cert-file", default="", metavar="FILE", help="mutual TLS: the client certificate (TRAINLEDGER_CERT_FILE)"
+    )
+    sub.add_argument("--key-file", default="", metavar="FILE", help="mutual TLS: its key (PEM; TRAINLEDGER_KEY_FILE)")
+    sub.add_argument(
+        "--tls-server-name",
+        default="",
+        metavar="NAME",
+        help="TLS: the name the server's certificate carries (TRAINLEDGER_TLS_SERVER_NAME)",
+    )
     if json:
         sub.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def connect(args: argparse.Namespace) -> LedgerClient:
     """A client of the server the options name, who runs the command as its principal."""
-    from clients import TLS, LedgerClient
+    from clients import LedgerClient
 
     token: str | None = None
     if getattr(args, "token_file", ""):
@@ -138,17 +148,54 @@ def connect(args: argparse.Namespace) -> LedgerClient:
                 token = file.read().strip()
         except OSError as error:
             raise Failure(f"cannot read the token file {args.token_file}: {error.strerror or error}") from None
-    tls: TLS | None = None
-    if getattr(args, "ca_file", ""):
-        tls = TLS(ca_file=args.ca_file)
-    elif getattr(args, "tls", False):
-        tls = TLS()
+        except UnicodeDecodeError:
+            token = "\x00"  # Not text: refused just below, naming the file.
+        if any(character.isspace() or not character.isprintable() for character in token):
+            raise Failure(
+                f"the token file {args.token_file} holds more than a token: a bearer token is one word of"
+                " printable characters (the first line `trainledger tokens create` prints)"
+            )
     try:
         return LedgerClient(
-            address_of(args), principal=_user(), token=token, tls=tls, timeout_s=TIMEOUT_S, outage_budget_s=OUTAGE_S
+            address_of(args),
+            principal=_user(),
+            token=token,
+            tls=_tls(args),
+            timeout_s=TIMEOUT_S,
+            outage_budget_s=OUTAGE_S,
         )
     except ValueError as error:  # A TLS file that cannot be read, an address that is not one.
         raise Failure(str(error)) from None
+
+
+def _tls(args: argparse.Namespace) -> Any:
+    """The TLS of the options, each over its environment variable (clients.TLS.from_environment):
+    a flag replaces its variable, the others stay. None (plaintext) when neither asks for TLS."""
+    from clients import TLS
+
+    given = {name: getattr(args, option, "") for name, (option, _) in _TLS_OPTIONS.items()}
+    switch = os.environ.get("TRAINLEDGER_TLS", "").strip().lower()
+    off = switch in ("0", "false", "no", "off")  # Off whatever the other variables say.
+    environ = {name: "" if off else os.environ.get(variable, "") for name, (_, variable) in _TLS_OPTIONS.items()}
+    files = ("ca_file", "cert_file", "key_file")
+    wanted = getattr(args, "tls", False) or (switch != "" and not off) or any(environ[n] for n in files)
+    if not (wanted or any(given.values())):
+        return None
+    try:
+        return TLS(**{name: given[name] or environ[name] for name in _TLS_OPTIONS})
+    except ValueError:
+        raise Failure(
+            "a client certificate needs both --cert-file and --key-file"
+            " (or TRAINLEDGER_CERT_FILE and TRAINLEDGER_KEY_FILE)"
+        ) from None
+
+
+_TLS_OPTIONS = {
+    "ca_file": ("ca_file", "TRAINLEDGER_CA_FILE"),
+    "cert_file": ("cert_file", "TRAINLEDGER_CERT_FILE"),
+    "key_file": ("key_file", "TRAINLEDGER_KEY_FILE"),
+    "server_name": ("tls_server_name", "TRAINLEDGER_TLS_SERVER_NAME"),
+}
 
 
 def _user() -> str:
@@ -168,13 +215,27 @@ def failure_of(error: Exception, address: str) -> Failure:
     from clients import DeadlineExceeded, LedgerClientError, Unavailable
 
     if isinstance(error, Unavailable | DeadlineExceeded) and error.reason in ("", error.code.name):
+        message = error.message or error.reason
+        for python, flags in _IN_FLAGS:
+            message = message.replace(python, flags)
+        if "TLS" in message:  # Something answered: the way the client speaks to it is at fault.
+            return Failure(f"cannot talk to the ledger at {address} ({message})")
         return Failure(
-            f"no ledger answers at {address} ({error.message or error.reason});"
+            f"no ledger answers at {address} ({message});"
             " start one with `trainledger serve`, pass --address HOST:PORT, or read a database file with --db PATH"
         )
     if isinstance(error, LedgerClientError):
         return Failure(f"{error.message} ({error.reason})" if error.message else error.reason, status=1)
     return Failure(str(error), status=1)
+
+
+# The client's hints (clients.transport.explained) name its Python arguments; a command's, its flags.
+_IN_FLAGS = (
+    ("tls=TLS(cert_file=..., key_file=...)", "--cert-file FILE --key-file FILE"),
+    ("tls=TLS(ca_file=...)", "--ca-file FILE"),
+    ("TLS(server_name=...)", "--tls-server-name NAME"),
+    ("tls=True", "--tls"),
+)
 
 
 @contextmanager

@@ -109,3 +109,17 @@ def test_a_non_loopback_address_without_authentication_is_refused_in_one_line(tm
     )
     servers.processes.append(process)
     assert "serving on 0.0.0.0:" in first_line(process)
+
+
+def test_a_token_made_into_a_file_is_read_from_it(tmp_path: Path, servers: Servers) -> None:
+    database = tmp_path / "ledger.db"
+    made = cli("tokens", "create", "--db", str(database), "--principal", "root", "--role", "admin", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    (tmp_path / "tok.txt").write_text(made.stdout)  # `tokens create ... > tok.txt`
+    assert "shown once" in made.stderr
+    _, address = servers.start(database)
+    listed = cli("runs", "list", "--address", address, "--token-file", "tok.txt", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    (tmp_path / "bad.txt").write_text("two words\n")
+    refused = cli("runs", "list", "--address", address, "--token-file", "bad.txt", cwd=tmp_path)
+    assert refused.returncode == 2 and "bad.txt" in refused.stderr

@@ -105,3 +105,16 @@ def test_a_trainer_naming_a_run_by_name_is_told_to_use_its_id_or_key(world: Worl
     refused = cli(world, "trainer-team-a", "runs", "show", "run-team-a")
     assert refused.returncode == 1
     assert "run id or run key" in refused.stderr
+
+
+def test_a_command_without_a_token_is_told_how_to_give_one(world: World) -> None:
+    refused = subprocess.run(
+        [*trainledger(), "runs", "list", "--address", world.address],
+        capture_output=True,
+        text=True,
+        cwd=world.directory,
+        env={k: v for k, v in environment().items() if k != "TRAINLEDGER_TOKEN"},
+        timeout=60,
+    )
+    assert refused.returncode == 1 and "TOKEN_MISSING" in refused.stderr
+    assert "--token-file FILE" in refused.stderr and "TRAINLEDGER_TOKEN" in refused.stderr
