@@ -5,8 +5,8 @@ A command that talks to a server takes `--address HOST:PORT` (else TRAINLEDGER_A
 `--ca-file` or, like every clients.LedgerClient, from the environment (TRAINLEDGER_TOKEN,
 TRAINLEDGER_TLS, TRAINLEDGER_CA_FILE, ...). A person is waiting, so a server that does not answer
 is tried again for OUTAGE_S only, then is one line on stderr naming the address (exit status 2);
-an error the server answers is its message and reason on one line (exit status 1), both as
-`Failure`.
+an error the server answers is its message and reason on one line (exit status 1; 3 when it
+refuses the token itself), both as `Failure`.
 
 Runs are named the way people remember them (`resolve_run`): a run id, a unique prefix of one (at
 least 4 characters), a run name (exact; else a unique case-insensitive part of one) or the run key
@@ -84,6 +84,11 @@ _FULL_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]
 # ledger.domain.base.NAMESPACE (a test keeps them equal), here so that naming a run by its key
 # does not load the ledger.
 RUN_ID_NAMESPACE = "6f1d3c52-8a4e-5b7a-9c3d-2e8f4a1b7c60"
+
+
+# The exit status of a command whose token the server refuses (UNAUTHENTICATED): a script tells a
+# credential to replace from a failed run (1) and a server that does not answer (2).
+AUTH_STATUS = 3
 
 
 class NoRun(Failure):
@@ -211,8 +216,9 @@ def _user() -> str:
 def failure_of(error: Exception, address: str) -> Failure:
     """The one line a client error is shown as: a server that does not answer names the address
     and the way to read a database file instead (exit status 2); an answered error is its message
-    and reason (exit status 1)."""
-    from clients import DeadlineExceeded, LedgerClientError, Unavailable
+    and reason (exit status 1; AUTH_STATUS when the server refuses the token itself: missing,
+    invalid, expired or revoked)."""
+    from clients import DeadlineExceeded, LedgerClientError, Unauthenticated, Unavailable
 
     if isinstance(error, Unavailable | DeadlineExceeded) and error.reason in ("", error.code.name):
         message = error.message or error.reason
@@ -225,7 +231,8 @@ def failure_of(error: Exception, address: str) -> Failure:
             " start one with `trainledger serve`, pass --address HOST:PORT, or read a database file with --db PATH"
         )
     if isinstance(error, LedgerClientError):
-        return Failure(f"{error.message} ({error.reason})" if error.message else error.reason, status=1)
+        status = AUTH_STATUS if isinstance(error, Unauthenticated) else 1
+        return Failure(f"{error.message} ({error.reason})" if error.message else error.reason, status=status)
     return Failure(str(error), status=1)
 
 

@@ -26,6 +26,9 @@ class World:
     address: str
     a_run: str
     b_run: str
+    database: Path
+    live_run: str
+    watcher_token_id: str
 
 
 @pytest.fixture(scope="module")
@@ -46,12 +49,16 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         for role, scope in (("trainer", "team-a"), ("operator", "team-a"), ("trainer", "")):
             issued = ledger.issue_token(holder=f"{role}-{scope or 'all'}", role=role, account=scope, **WHO)
             (directory / f"{role}-{scope or 'all'}.token").write_text(issued.bearer + "\n")
+        live = ledger.open_run(run_key="key-live", name="live", spec={}, cap_usd_micro=None, **WHO).run_id
+        ledger.start_attempt(run_id=live, attempt_id="attempt-live", label="", **WHO)
+        watcher = ledger.issue_token(holder="watcher", role="auditor", **WHO)
+        (directory / "watcher.token").write_text(watcher.bearer + "\n")
     finally:
         ledger.close()
     servers = Servers(directory)
     try:
         _, address = servers.start(database)
-        yield World(directory, address, runs["team-a"], runs["team-b"])
+        yield World(directory, address, runs["team-a"], runs["team-b"], database, live, watcher.token.token_id)
     finally:
         servers.kill_all()
 
@@ -116,5 +123,32 @@ def test_a_command_without_a_token_is_told_how_to_give_one(world: World) -> None
         env={k: v for k, v in environment().items() if k != "TRAINLEDGER_TOKEN"},
         timeout=60,
     )
-    assert refused.returncode == 1 and "TOKEN_MISSING" in refused.stderr
+    assert refused.returncode == 3 and "TOKEN_MISSING" in refused.stderr
     assert "--token-file FILE" in refused.stderr and "TRAINLEDGER_TOKEN" in refused.stderr
+
+
+def test_watch_ends_with_status_3_when_its_token_is_revoked(world: World) -> None:
+    token_file = str(world.directory / "watcher.token")
+    watch = subprocess.Popen(
+        [*trainledger(), "watch", world.live_run, "--address", world.address, "--token-file", token_file],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=world.directory,
+        env=environment(),
+    )
+    try:
+        assert watch.stdout is not None and "watching live" in watch.stdout.readline()
+        revoked = subprocess.run(
+            [*trainledger(), "tokens", "revoke", world.watcher_token_id, "--db", str(world.database)],
+            capture_output=True,
+            text=True,
+            cwd=world.directory,
+            env=environment(),
+            timeout=60,
+        )
+        assert revoked.returncode == 0, revoked.stderr
+        _, errors = watch.communicate(timeout=60)
+    finally:
+        watch.kill()
+    assert watch.returncode == 3 and "TOKEN_REVOKED" in errors
