@@ -60,6 +60,7 @@ __all__ = [
     "STREAM_RECHECK_S",
     "Identity",
     "Gate",
+    "startup_notes",
 ]
 
 log = logging.getLogger("trainledger.services")
@@ -330,3 +331,23 @@ class Gate:
                 if len(allowed) < STREAM_SUBJECTS_MAX:
                     allowed.add(subject)
             yield request
+
+
+def startup_notes(*, required: bool, tokens: int, host: str, tls: bool) -> tuple[str, list[str]]:
+    """What `serve` says of authentication: ", authentication on" for its first line when it is
+    on (--auth, or a token issued), and the warnings to print: no token to call with yet, and
+    tokens sent in plaintext to an address other machines reach."""
+    if not (required or tokens):
+        return "", []
+    notes = []
+    if not tokens:
+        notes.append(
+            "no token issued yet, so every call is refused: create one with"
+            " `trainledger tokens create --db FILE --principal NAME --role admin`"
+        )
+    if not tls and not is_loopback(host):
+        notes.append(
+            f"bearer tokens travel in plaintext to {host}: serve with --tls-cert FILE --tls-key FILE,"
+            " or listen on a loopback address"
+        )
+    return ", authentication on", notes
