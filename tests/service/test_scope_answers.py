@@ -197,3 +197,13 @@ def test_a_scoped_token_lists_only_the_runs_under_its_scope(world: World) -> Non
         assert_same_and_silent(world, *outside)
     code, _, reason, _ = answer(lambda: listed("trainer", "team-a"))
     assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "ROLE_NOT_ALLOWED")
+
+
+def test_a_refused_cap_raise_says_who_may_raise_it(world: World) -> None:
+    s = world.served.stubs.spend
+    set_by_unscoped = spend_pb2.SetCapRequest(account="team-a", cap_usd_micro=7_000_000)
+    s.SetCap(set_by_unscoped, metadata=world.metadata("operator", ""))
+    request = spend_pb2.SetCapRequest(account="team-a", cap_usd_micro=8_000_000)
+    _, details, reason, _ = answer(lambda: s.SetCap(request, metadata=world.metadata("operator")))
+    assert reason == "CAP_RAISE_OUTSIDE_SCOPE"
+    assert "scoped above team-a" in details and "unscoped" in details
