@@ -265,13 +265,14 @@ def resolve_run(client: LedgerClient, ref: str) -> str:
     (a trainer's) finds it; such a token is told to name a run by its id or run key, which it may
     read. Raises Failure (status 1) for no run or an ambiguous reference; client errors propagate."""
     from clients import PermissionDenied
+    from ledger.domain.reasons import Reason
 
     if _FULL_ID.fullmatch(ref.strip()) and _readable(client, ref.strip().lower()):
         return ref.strip().lower()
     try:
         return choose_run(ref, _lister(client))
     except PermissionDenied as error:
-        if error.reason != "ROLE_NOT_ALLOWED":
+        if error.reason != Reason.ROLE_NOT_ALLOWED:
             raise
         keyed = key_run_id(ref.strip())
         if _readable(client, keyed):
@@ -284,13 +285,14 @@ def _readable(client: LedgerClient, run_id: str) -> bool:
     """Whether run `run_id` exists and the caller may read it (a scoped token is told "outside
     the scope" of a run that does not exist too)."""
     from clients import NotFound, PermissionDenied
+    from ledger.domain.reasons import Reason
 
     try:
         client.get_run_state(run_id=run_id)
     except NotFound:
         return False
     except PermissionDenied as error:
-        if error.reason == "OUTSIDE_SCOPE":
+        if error.reason == Reason.OUTSIDE_SCOPE:
             return False
         raise
     return True
