@@ -37,6 +37,9 @@ class Link:
         self.client, self.outbox, self.wake = client, outbox, wake
         self.window, self.ack_timeout_s = window, ack_timeout_s
         self.last_error: LedgerClientError | None = None
+        # The ledger's refusal of this client's credentials, until a batch is acked again: no
+        # outage to wait out, nothing goes until the token is replaced.
+        self.refused: LedgerClientError | None = None
         self._stream: Stream | None = None
         self._inflight: dict[int, tuple[float, int]] = {}  # sequence -> (sent at, steps)
         self._sent_max = 0  # Batches an earlier recorder left in the outbox count as sent here.
@@ -76,16 +79,20 @@ class Link:
             sent = self._inflight.pop(value.sequence, None)
             if sent is not None:
                 self.outbox.done(value.sequence)
-                self._failures = 0
+                self._failures, self.refused = 0, None
                 settled.append(("acked", sent[1], value))
         return settled
 
     def _failed(self, error: LedgerClientError) -> list[tuple[str, int, StepAck | None]]:
         self.last_error = error
         if error.code in CREDENTIAL_CODES:
-            log.warning(
-                "the ledger refused this client's credentials (%s); the batches are kept to be sent again", error.reason
-            )
+            if self.refused is None or self.refused.reason != error.reason:  # Once, not every retry.
+                log.warning(
+                    "the ledger refused this client's credentials (%s): a new token is needed (TRAINLEDGER_TOKEN);"
+                    " the outbox keeps the steps until then",
+                    error.reason,
+                )
+            self.refused = error
             self._retry_later()
             return []
         sequence = int(error.metadata.get("sequence") or 0) or min(self._inflight, default=0)

@@ -42,7 +42,7 @@ from clients.models import (
 from clients.opening import Opening, first_try, open_and_start
 from clients.outbox import MemoryOutbox, SqliteOutbox, check_outbox, pending_run_id
 from clients.recorder_reports import RecorderReports
-from clients.retry import REFUSAL_CODES
+from clients.retry import CREDENTIAL_CODES, REFUSAL_CODES
 from clients.run_end import ENDED_STATUSES, ERROR_LENGTH_MAX, SigtermStop, exit_error, exit_status, refuse_ended
 from clients.sender import Sender
 from clients.spend import Hold, hold_spend
@@ -409,7 +409,7 @@ class RunRecorder(RecorderReports):
             self.close(flush_timeout_s=0)
             raise
         self.close()
-        if not self._sender.is_idle():
+        if not self._sender.is_idle() and self._sender.link.refused is None:
             log.warning("finishing run %s with steps not yet acked: %s", self._run_id, self.counters)
         finished = self.client.finish_run(
             run_id=self._run_id,
@@ -440,7 +440,7 @@ class RunRecorder(RecorderReports):
             if self._sigterm is not None:
                 self._sigterm.restore()
             self._opening.stop()
-            if not self.opened:
+            if not self.opened or self._sender.link.refused is not None:
                 flush_timeout_s = 0  # Nothing can be sent: keep what is held in the outbox.
             self._sender.stop(self.flush_timeout_s if flush_timeout_s is None else flush_timeout_s)
             if not self._sender.thread.is_alive():
@@ -454,11 +454,22 @@ class RunRecorder(RecorderReports):
     def __exit__(self, exc_type: Any, exc: BaseException | None, traceback: Any) -> None:
         """Finish the run: "done", or as exit_status says with the error ("stopped" for a cap
         refusal or an interrupt, "failed" for any other exception)."""
-        if exc is None:
-            self.finish("done")
-            return
-        status = exit_status(exc)
+        status = "done" if exc is None else exit_status(exc)
         try:
-            self.finish(status, error=exit_error(exc))
+            self.finish(status, error="" if exc is None else exit_error(exc))
         except LedgerClientError as error:
-            log.warning("could not record the run as %s: %s", status, error)
+            if error.code in CREDENTIAL_CODES:
+                log.error("%s", self._refused_line(status, error))
+            elif exc is None:
+                raise
+            else:
+                log.warning("could not record the run as %s: %s", status, error)
+
+    def _refused_line(self, status: str, error: LedgerClientError) -> str:
+        """The one line a run left unfinished because its credentials were refused ends with."""
+        path = getattr(self._sender.outbox, "path", "")
+        kept = f"kept in the outbox {path} for the next recorder of this run" if path else "lost (no outbox_dir)"
+        return (
+            f"run {self._run_id} was not recorded as {status}: the ledger refused this client's credentials"
+            f" ({error.reason}); a new token is needed (TRAINLEDGER_TOKEN); the steps not yet sent are {kept}"
+        )

@@ -131,6 +131,7 @@ class Sender:
                 if self._abandoned is not None:
                     self._abandon()
                 if self._stopping:
+                    self._build()  # Rows logged while this pass ran go to the outbox too.
                     break
                 if self._held and self.ready.is_set():
                     self._count("sent", self.link.send(time.monotonic()))

@@ -16,9 +16,9 @@ or expired: revoking the last admin token locks the ledger (a new admin token is
   whose accounts are under it (the ledger answers: Ledger.account_within, Ledger.run_within).
   Opening a run or an account that exists already acts on it, so its key or name must be new or
   under the scope too (Ledger.opening_within): refused as outside the scope otherwise.
-  Calls that are not about one account or run (ListRuns, the registry, the event log, providers'
-  bills and their reconciliation) are
-  ledger-wide: a scoped token is refused them (OUTSIDE_SCOPE). An unknown run or account is
+  ListRuns answers a scoped token the runs under its scope only (NARROWED_BY_METHOD). Calls
+  that are not about one account or run (the registry, the event log, providers' bills and
+  their reconciliation) are ledger-wide: a scoped token is refused them (OUTSIDE_SCOPE). An unknown run or account is
   outside every scope, so a scoped token cannot learn whether it exists.
 
 The book is read from storage at most once per CACHE_S per server, so a revocation written by any
@@ -61,6 +61,7 @@ __all__ = [
     "STREAM_RECHECK_S",
     "Identity",
     "Gate",
+    "startup_notes",
 ]
 
 log = logging.getLogger("trainledger.services")
@@ -165,6 +166,10 @@ SCOPE_BY_METHOD: dict[str, tuple[str, str]] = {
     "/trainledger.v1.Spend/GetAccount": ("account", "account"),
     "/trainledger.v1.Spend/ListReservations": ("account", "account"),
 }
+# Listings a scoped token may call all the same: the field of the request naming the account they
+# are narrowed to. Left empty, the servicer narrows the listing to the token's scope
+# (services.interceptors.SCOPE); naming an account outside it is refused as outside the scope.
+NARROWED_BY_METHOD: dict[str, str] = {"/trainledger.v1.Runs/ListRuns": "account"}
 # What an opening call names that may exist already, under another scope: ("run", run key field)
 # or ("account", name field). It must be new, or under the token's scope, as the parent is; else
 # the call is refused as outside the scope, never told where the thing lives.
@@ -237,7 +242,9 @@ class Gate:
         value = metadata.get("authorization", "")
         if not value:
             raise Unauthenticated(
-                "authentication is on: send `authorization: Bearer <token>`", reason=Reason.TOKEN_MISSING
+                "authentication is on: send a token (the CLI: --token-file FILE or TRAINLEDGER_TOKEN;"
+                " gRPC: `authorization: Bearer <token>`)",
+                reason=Reason.TOKEN_MISSING,
             )
         scheme, _, credential = value.partition(" ")
         if scheme.lower() != "bearer":
@@ -300,8 +307,12 @@ class Gate:
         if token is None or not token.account:
             return
         scope = SCOPE_BY_METHOD.get(method)
+        narrowed = NARROWED_BY_METHOD.get(method)
         inside = False
-        if scope is not None:
+        if narrowed is not None:
+            account = _field(request, narrowed)
+            inside = not account or await self.edge.call(self.edge.ledger.account_within, account, token.account)
+        elif scope is not None:
             kind, path = scope
             subject = _field(request, path)
             ledger = self.edge.ledger
@@ -331,3 +342,23 @@ class Gate:
                 if len(allowed) < STREAM_SUBJECTS_MAX:
                     allowed.add(subject)
             yield request
+
+
+def startup_notes(*, required: bool, tokens: int, host: str, tls: bool) -> tuple[str, list[str]]:
+    """What `serve` says of authentication: ", authentication on" for its first line when it is
+    on (--auth, or a token issued), and the warnings to print: no token to call with yet, and
+    tokens sent in plaintext to an address other machines reach."""
+    if not (required or tokens):
+        return "", []
+    notes = []
+    if not tokens:
+        notes.append(
+            "no token issued yet, so every call is refused: create one with"
+            " `trainledger tokens create --db FILE --principal NAME --role admin`"
+        )
+    if not tls and not is_loopback(host):
+        notes.append(
+            f"bearer tokens travel in plaintext to {host}: serve with --tls-cert FILE --tls-key FILE,"
+            " or listen on a loopback address"
+        )
+    return ", authentication on", notes

@@ -16,6 +16,7 @@ import argparse
 import getpass
 import os
 import re
+import sys
 import uuid
 from typing import Any
 
@@ -82,6 +83,7 @@ def create(args: argparse.Namespace) -> None:
     print(
         f"token {issued.token.token_id}: {args.principal} as {args.role}{scope}, expires {expiry}"
         " (shown once: store it now)",
+        file=sys.stderr,  # stdout is the token alone: `tokens create ... > token.txt`.
         flush=True,
     )
 

@@ -11,7 +11,8 @@ greatest so far; spend against the cap as a bar (committed, pending, remaining, 
 last attempts and the last checkpoints as they come. It ends when the run finishes, printing one
 final line (the run's status, its last step, its spend): exit status 0 when the run is done, 1 when
 it failed or was stopped, 130 on Ctrl-C. A server that does not answer is one line on stderr and
-exit status 2, and a name that matches more than one run is one line and exit status 1. A run not
+exit status 2, a token the server refuses (missing, invalid, expired, revoked) exit status 3, and
+a name that matches more than one run is one line and exit status 1. A run not
 there yet (the watch started before the trainer opened it) is waited for, saying so on stderr,
 until it appears, Ctrl-C, or --wait-s seconds (then `no run RUN`, exit status 1).
 

@@ -5,8 +5,8 @@ A command that talks to a server takes `--address HOST:PORT` (else TRAINLEDGER_A
 `--ca-file` or, like every clients.LedgerClient, from the environment (TRAINLEDGER_TOKEN,
 TRAINLEDGER_TLS, TRAINLEDGER_CA_FILE, ...). A person is waiting, so a server that does not answer
 is tried again for OUTAGE_S only, then is one line on stderr naming the address (exit status 2);
-an error the server answers is its message and reason on one line (exit status 1), both as
-`Failure`.
+an error the server answers is its message and reason on one line (exit status 1; 3 when it
+refuses the token itself), both as `Failure`.
 
 Runs are named the way people remember them (`resolve_run`): a run id, a unique prefix of one (at
 least 4 characters), a run name (exact; else a unique case-insensitive part of one) or the run key
@@ -80,16 +80,22 @@ CANDIDATES_SHOWN = 10
 MATCH_PAGE = 500
 MATCH_MAX = 5_000
 _ID_PREFIX = re.compile(r"[0-9a-fA-F-]+")
+_FULL_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 # ledger.domain.base.NAMESPACE (a test keeps them equal), here so that naming a run by its key
 # does not load the ledger.
 RUN_ID_NAMESPACE = "6f1d3c52-8a4e-5b7a-9c3d-2e8f4a1b7c60"
 
 
+# The exit status of a command whose token the server refuses (UNAUTHENTICATED): a script tells a
+# credential to replace from a failed run (1) and a server that does not answer (2).
+AUTH_STATUS = 3
+
+
 class NoRun(Failure):
     """No run answers to a reference (status 1); `trainledger watch` waits for one to appear."""
 
-    def __init__(self, ref: str) -> None:
-        super().__init__(f"no run {ref}", status=1)
+    def __init__(self, ref: str, hint: str = "") -> None:
+        super().__init__(f"no run {ref}{hint}", status=1)
 
 
 class Candidate(NamedTuple):
@@ -121,14 +127,24 @@ def add_server_options(sub: argparse.ArgumentParser, *, json: bool = True) -> No
         "--token-file", default="", metavar="FILE", help="a file holding the bearer token (default: TRAINLEDGER_TOKEN)"
     )
     sub.add_argument("--tls", action="store_true", help="speak TLS (default: TRAINLEDGER_TLS and the files it names)")
-    sub.add_argument("--ca-file", default="", metavar="FILE", help="with TLS: the CA to trust (PEM)")
+    sub.add_argument("--ca-file", default="", metavar="FILE", help="TLS: the CA to trust (PEM; TRAINLEDGER_CA_FILE)")
+    sub.add_argument(
+        "--cert-file", default="", metavar="FILE", help="mutual TLS: the client certificate (TRAINLEDGER_CERT_FILE)"
+    )
+    sub.add_argument("--key-file", default="", metavar="FILE", help="mutual TLS: its key (PEM; TRAINLEDGER_KEY_FILE)")
+    sub.add_argument(
+        "--tls-server-name",
+        default="",
+        metavar="NAME",
+        help="TLS: the name the server's certificate carries (TRAINLEDGER_TLS_SERVER_NAME)",
+    )
     if json:
         sub.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def connect(args: argparse.Namespace) -> LedgerClient:
     """A client of the server the options name, who runs the command as its principal."""
-    from clients import TLS, LedgerClient
+    from clients import LedgerClient
 
     token: str | None = None
     if getattr(args, "token_file", ""):
@@ -137,17 +153,54 @@ def connect(args: argparse.Namespace) -> LedgerClient:
                 token = file.read().strip()
         except OSError as error:
             raise Failure(f"cannot read the token file {args.token_file}: {error.strerror or error}") from None
-    tls: TLS | None = None
-    if getattr(args, "ca_file", ""):
-        tls = TLS(ca_file=args.ca_file)
-    elif getattr(args, "tls", False):
-        tls = TLS()
+        except UnicodeDecodeError:
+            token = "\x00"  # Not text: refused just below, naming the file.
+        if any(character.isspace() or not character.isprintable() for character in token):
+            raise Failure(
+                f"the token file {args.token_file} holds more than a token: a bearer token is one word of"
+                " printable characters (the first line `trainledger tokens create` prints)"
+            )
     try:
         return LedgerClient(
-            address_of(args), principal=_user(), token=token, tls=tls, timeout_s=TIMEOUT_S, outage_budget_s=OUTAGE_S
+            address_of(args),
+            principal=_user(),
+            token=token,
+            tls=_tls(args),
+            timeout_s=TIMEOUT_S,
+            outage_budget_s=OUTAGE_S,
         )
     except ValueError as error:  # A TLS file that cannot be read, an address that is not one.
         raise Failure(str(error)) from None
+
+
+def _tls(args: argparse.Namespace) -> Any:
+    """The TLS of the options, each over its environment variable (clients.TLS.from_environment):
+    a flag replaces its variable, the others stay. None (plaintext) when neither asks for TLS."""
+    from clients import TLS
+
+    given = {name: getattr(args, option, "") for name, (option, _) in _TLS_OPTIONS.items()}
+    switch = os.environ.get("TRAINLEDGER_TLS", "").strip().lower()
+    off = switch in ("0", "false", "no", "off")  # Off whatever the other variables say.
+    environ = {name: "" if off else os.environ.get(variable, "") for name, (_, variable) in _TLS_OPTIONS.items()}
+    files = ("ca_file", "cert_file", "key_file")
+    wanted = getattr(args, "tls", False) or (switch != "" and not off) or any(environ[n] for n in files)
+    if not (wanted or any(given.values())):
+        return None
+    try:
+        return TLS(**{name: given[name] or environ[name] for name in _TLS_OPTIONS})
+    except ValueError:
+        raise Failure(
+            "a client certificate needs both --cert-file and --key-file"
+            " (or TRAINLEDGER_CERT_FILE and TRAINLEDGER_KEY_FILE)"
+        ) from None
+
+
+_TLS_OPTIONS = {
+    "ca_file": ("ca_file", "TRAINLEDGER_CA_FILE"),
+    "cert_file": ("cert_file", "TRAINLEDGER_CERT_FILE"),
+    "key_file": ("key_file", "TRAINLEDGER_KEY_FILE"),
+    "server_name": ("tls_server_name", "TRAINLEDGER_TLS_SERVER_NAME"),
+}
 
 
 def _user() -> str:
@@ -163,17 +216,33 @@ def _user() -> str:
 def failure_of(error: Exception, address: str) -> Failure:
     """The one line a client error is shown as: a server that does not answer names the address
     and the way to read a database file instead (exit status 2); an answered error is its message
-    and reason (exit status 1)."""
-    from clients import DeadlineExceeded, LedgerClientError, Unavailable
+    and reason (exit status 1; AUTH_STATUS when the server refuses the token itself: missing,
+    invalid, expired or revoked)."""
+    from clients import DeadlineExceeded, LedgerClientError, Unauthenticated, Unavailable
 
     if isinstance(error, Unavailable | DeadlineExceeded) and error.reason in ("", error.code.name):
+        message = error.message or error.reason
+        for python, flags in _IN_FLAGS:
+            message = message.replace(python, flags)
+        if "TLS" in message:  # Something answered: the way the client speaks to it is at fault.
+            return Failure(f"cannot talk to the ledger at {address} ({message})")
         return Failure(
-            f"no ledger answers at {address} ({error.message or error.reason});"
+            f"no ledger answers at {address} ({message});"
             " start one with `trainledger serve`, pass --address HOST:PORT, or read a database file with --db PATH"
         )
     if isinstance(error, LedgerClientError):
-        return Failure(f"{error.message} ({error.reason})" if error.message else error.reason, status=1)
+        status = AUTH_STATUS if isinstance(error, Unauthenticated) else 1
+        return Failure(f"{error.message} ({error.reason})" if error.message else error.reason, status=status)
     return Failure(str(error), status=1)
+
+
+# The client's hints (clients.transport.explained) name its Python arguments; a command's, its flags.
+_IN_FLAGS = (
+    ("tls=TLS(cert_file=..., key_file=...)", "--cert-file FILE --key-file FILE"),
+    ("tls=TLS(ca_file=...)", "--ca-file FILE"),
+    ("TLS(server_name=...)", "--tls-server-name NAME"),
+    ("tls=True", "--tls"),
+)
 
 
 @contextmanager
@@ -191,8 +260,46 @@ def talking(args: argparse.Namespace) -> Iterator[LedgerClient]:
 
 
 def resolve_run(client: LedgerClient, ref: str) -> str:
-    """The id of the run `ref` names, through the server (see `choose_run`). Raises Failure
-    (status 1) for no run or an ambiguous reference; client errors propagate."""
+    """The id of the run `ref` names, through the server (see `choose_run`). A whole run id is
+    looked up by a read of that run first, so a token that may read the run but not list runs
+    (a trainer's) finds it; such a token is told to name a run by its id or run key, which it may
+    read. Raises Failure (status 1) for no run or an ambiguous reference; client errors propagate."""
+    from clients import PermissionDenied
+    from ledger.domain.reasons import Reason
+
+    if _FULL_ID.fullmatch(ref.strip()) and _readable(client, ref.strip().lower()):
+        return ref.strip().lower()
+    try:
+        return choose_run(ref, _lister(client))
+    except PermissionDenied as error:
+        if error.reason != Reason.ROLE_NOT_ALLOWED:
+            raise
+        keyed = key_run_id(ref.strip())
+        if _readable(client, keyed):
+            return keyed
+        hint = " this token may read: it cannot list runs, so name a run by its run id or run key"
+        raise NoRun(ref.strip(), hint) from None
+
+
+def _readable(client: LedgerClient, run_id: str) -> bool:
+    """Whether run `run_id` exists and the caller may read it (a scoped token is told "outside
+    the scope" of a run that does not exist too)."""
+    from clients import NotFound, PermissionDenied
+    from ledger.domain.reasons import Reason
+
+    try:
+        client.get_run_state(run_id=run_id)
+    except NotFound:
+        return False
+    except PermissionDenied as error:
+        if error.reason == Reason.OUTSIDE_SCOPE:
+            return False
+        raise
+    return True
+
+
+def _lister(client: LedgerClient) -> Lister:
+    """The runs the server lists by id prefix and part of the name, page by page."""
 
     def lister(prefix: str, contains: str) -> Iterator[Candidate]:
         token = ""
@@ -210,7 +317,7 @@ def resolve_run(client: LedgerClient, ref: str) -> str:
             if not token:
                 return
 
-    return choose_run(ref, lister)
+    return lister
 
 
 def choose_run(ref: str, runs: Lister) -> str:
@@ -248,13 +355,18 @@ def choose_run(ref: str, runs: Lister) -> str:
 
 def _by_key(ref: str, runs: Lister) -> str | None:
     """The run opened with run key `ref`, if any (its id is the uuid5 of the key)."""
-    from uuid import UUID, uuid5  # Here: the parser does not need it.
-
-    run_id = str(uuid5(UUID(RUN_ID_NAMESPACE), f"run:{ref}"))
+    run_id = key_run_id(ref)
     for run in runs(run_id, ""):
         if run.run_id == run_id:
             return run_id
     return None
+
+
+def key_run_id(run_key: str) -> str:
+    """The id of the run opened with `run_key` (the uuid5 of the key)."""
+    from uuid import UUID, uuid5  # Here: the parser does not need it.
+
+    return str(uuid5(UUID(RUN_ID_NAMESPACE), f"run:{run_key}"))
 
 
 def _take(candidates: Iterator[Candidate]) -> list[Candidate]:

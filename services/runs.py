@@ -25,7 +25,7 @@ from services import codec
 from services.codec import messages
 from services.codec.pages import checkpoint_after, checkpoint_token, name_after, name_token
 from services.edge import Edge
-from services.interceptors import audit
+from services.interceptors import SCOPE, audit
 from services.watch import Watchers, caller
 from trainledger.v1 import runs_pb2, runs_pb2_grpc
 
@@ -274,6 +274,7 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
         size = codec.page_size(request.page_size, RUNS_PAGE_DEFAULT)
         after = codec.runs_after(request.page_token)
         timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
+        scope = SCOPE.get()  # A scoped token lists the runs under its scope (services.auth).
 
         def read() -> RunPage:
             self.ledger.wait(request.min_position, timeout_s)
@@ -283,7 +284,7 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
                 status=codec.status_name(request.status),
                 name_contains=request.name_contains,
                 run_id_prefix=request.run_id_prefix,
-                account=request.account,
+                account=request.account or scope,
                 include_retracted=request.include_retracted,
             )
 

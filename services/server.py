@@ -27,6 +27,7 @@ import logging
 import re
 import signal
 import socket
+import sys
 from typing import Any
 
 import grpc
@@ -36,7 +37,7 @@ from grpc_reflection.v1alpha import reflection
 from ledger import Ledger
 from ledger.backend import damage, is_postgres_url
 from ledger.domain.errors import Unavailable
-from services.auth import Gate, is_loopback
+from services.auth import Gate, is_loopback, startup_notes
 from services.describe import describe
 from services.edge import Edge
 from services.events import EventsServicer
@@ -579,9 +580,15 @@ async def serve(
         raise
     workers = "" if project else ", projections left to workers"
     secure = f", {tls.describe()}" if tls is not None else ""
-    print(f"trainledger: serving on {server.address} (database {describe(database)}{workers}{secure})", flush=True)
+    tokens = len(server.edge.ledger.token_book())
+    host = server.address.rsplit(":", 1)[0]
+    authenticated, notes = startup_notes(required=auth, tokens=tokens, host=host, tls=tls is not None)
+    about = f"database {describe(database)}{workers}{secure}{authenticated}"
+    print(f"trainledger: serving on {server.address} ({about})", flush=True)
+    for note in notes:
+        print(f"trainledger: warning: {note}", file=sys.stderr, flush=True)
     if server.dashboard is not None:
-        print(f"trainledger: dashboard on {server.dashboard.scheme}://{server.http_address}/", flush=True)
+        print(f"trainledger: dashboard on {server.dashboard.scheme}://{reachable(server.http_address)}/", flush=True)
     if server.ops_dashboard is not None:
         print(f"trainledger: metrics on {server.ops_dashboard.scheme}://{server.metrics_address}/metrics", flush=True)
     loop = asyncio.get_running_loop()
@@ -595,3 +602,11 @@ async def serve(
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
         await server.stop(grace_s)
+
+
+def reachable(address: str) -> str:
+    """`address` (HOST:PORT) as a browser on this machine reaches it: a wildcard bind (0.0.0.0,
+    ::), which no browser is sent to and the dashboard does not answer for, as loopback."""
+    host, _, port = address.rpartition(":")
+    wildcard = {"0.0.0.0": "127.0.0.1", "[::]": "[::1]", "::": "[::1]"}
+    return f"{wildcard.get(host, host)}:{port}"

@@ -432,7 +432,8 @@ def set_cap(account: Account, audit: Audit, cap: int | None, *, scope: str = "")
         return account.version
     if scope and scope == account.name and (cap is None or (account.cap is not None and cap > account.cap)):
         raise PermissionDenied(
-            f"a token scoped to {scope} may lower its cap, not raise or lift it",
+            f"a token scoped to {scope} may lower its cap, not raise or lift it:"
+            f" ask an operator whose token is scoped above {scope}, or an unscoped one",
             reason=Reason.CAP_RAISE_OUTSIDE_SCOPE,
             scope=scope,
         )

@@ -74,7 +74,7 @@ class _Connection:
         host = next((value for name, value in scope["headers"] if name == b"host"), b"")
         server = scope.get("server")
         if not self.hosts.allows(host.decode("latin-1"), str(server[0]) if server else ""):
-            refusal = WebError(421, "HOST_NOT_ALLOWED", "this server does not answer for that host name")
+            refusal = _host_refusal(host)
             await _respond(Request(scope), refusal)(scope, receive, sending)
             return
         client = scope.get("client")
@@ -84,6 +84,19 @@ class _Connection:
 
 def _is_api(request: Request) -> bool:
     return request.url.path.startswith("/api/")
+
+
+def _host_refusal(host: bytes) -> WebError:
+    """421 HOST_NOT_ALLOWED, saying how to allow the name asked for (when it is one: echoed only
+    then, and at most a DNS name's length)."""
+    name = host.decode("latin-1").rsplit(":", 1)[0] if host.count(b":") <= 1 else ""
+    name = name if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}", name) else "NAME"
+    return WebError(
+        421,
+        "HOST_NOT_ALLOWED",
+        f"this server does not answer for that host name: add it with `trainledger serve --http-allowed-host {name}`"
+        " (or TRAINLEDGER_HTTP_ALLOWED_HOSTS)",
+    )
 
 
 def _respond(request: Request, error: WebError) -> Response:

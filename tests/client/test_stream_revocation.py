@@ -98,3 +98,29 @@ def test_a_replay_refused_for_its_token_keeps_the_batches(served: Served, ledger
             assert replay_attempts(client, outbox) == {"sent": 3, "acked": 3, "failed": 0}
     finally:
         outbox.close()
+
+
+@pytest.mark.timeout(120)
+def test_leaving_a_run_whose_token_is_refused_ends_at_once_in_one_line(
+    served: Served, ledger: Ledger, tmp_path, caplog: pytest.LogCaptureFixture
+) -> None:
+    outbox_dir = tmp_path / "outbox"
+    first = ledger.issue_token(holder="trainer-1", role="trainer", **WHO)
+    # A flush budget far past the test's timeout: credentials refused are no outage to wait out.
+    options = dict(outbox_dir=outbox_dir, batch_steps_max=4, batch_interval_s=0.05, flush_timeout_s=3_600.0)
+    with LedgerClient(served.address, token=first.bearer, timeout_s=10.0, outage_budget_s=3_600.0) as client:
+        with RunRecorder.open(client, run_key=run_key({"test": "left revoked"}), name="left", **options) as recorder:
+            recorder.log(1, loss=1.0)
+            assert recorder.flush(10.0)
+            ledger.revoke_token(token_id=first.token.token_id, reason="rotated", **WHO)
+            step = 2
+            while recorder.last_error is None:
+                recorder.log(step, loss=1.0 / step)
+                step += 1
+                time.sleep(0.02)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any("a new token" in text and "outbox" in text for text in warnings), warnings
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1, errors
+    assert "TOKEN_REVOKED" in errors[0] and "a new token" in errors[0] and str(outbox_dir) in errors[0]
+    assert recorder.counters["failed"] == 0

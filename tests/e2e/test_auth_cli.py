@@ -148,3 +148,65 @@ def test_prune_with_a_token_that_may_not_read_the_protections_says_which_token_m
     assert pruned.returncode == 1
     assert "checkpoints prune needs an unscoped operator or admin token" in pruned.stderr
     assert "ListRuns" not in pruned.stderr
+
+
+def test_a_token_made_into_a_file_is_read_from_it(tmp_path: Path, servers: Servers) -> None:
+    database = tmp_path / "ledger.db"
+    made = cli("tokens", "create", "--db", str(database), "--principal", "root", "--role", "admin", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    (tmp_path / "tok.txt").write_text(made.stdout)  # `tokens create ... > tok.txt`
+    assert "shown once" in made.stderr
+    _, address = servers.start(database)
+    listed = cli("runs", "list", "--address", address, "--token-file", "tok.txt", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    (tmp_path / "bad.txt").write_text("two words\n")
+    refused = cli("runs", "list", "--address", address, "--token-file", "bad.txt", cwd=tmp_path)
+    assert refused.returncode == 2 and "bad.txt" in refused.stderr
+
+
+def test_serve_says_authentication_is_on_and_warns_of_plaintext_tokens(tmp_path: Path, servers: Servers) -> None:
+    import re
+
+    database = tmp_path / "ledger.db"
+    server = subprocess.Popen(
+        [*trainledger(), "serve", "--db", str(database), "--listen", "0.0.0.0:0", "--auth", "--http", "0.0.0.0:0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=environment(),
+    )
+    servers.processes.append(server)
+    first = first_line(server)
+    assert "serving on" in first and "authentication on" in first, first
+    assert server.stdout is not None
+    dashboard = server.stdout.readline()  # Read with the first line, maybe: not select()ed for.
+    match = re.search(r"dashboard on http://127\.0\.0\.1:(\d+)/", dashboard)
+    assert match, dashboard  # Not 0.0.0.0, which the dashboard does not answer for.
+    server.kill()
+    _, errors = server.communicate(timeout=30)
+    assert "plaintext" in errors and "--tls-cert" in errors
+    assert "trainledger tokens create" in errors and "--role admin" in errors
+
+
+def test_a_refused_host_is_told_how_to_allow_it(tmp_path: Path, servers: Servers) -> None:
+    import http.client
+
+    database = tmp_path / "ledger.db"
+    server = subprocess.Popen(
+        [*trainledger(), "serve", "--db", str(database), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=tmp_path,
+        env=environment(),
+    )
+    servers.processes.append(server)
+    first_line(server)
+    assert server.stdout is not None
+    port = int(server.stdout.readline().strip().rstrip("/").rsplit(":", 1)[1])
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.request("GET", "/api/runs", headers={"Host": "ledger.example"})
+    answer = connection.getresponse()
+    assert answer.status == 421
+    assert "--http-allowed-host ledger.example" in answer.read().decode()

@@ -174,3 +174,36 @@ def test_a_scoped_operator_may_lower_its_own_cap_but_never_raise_or_lift_it(worl
     assert set_cap("team-a", 6_000_000, "org") == 6_000_000
     lifted = s.SetCap(spend_pb2.SetCapRequest(account="team-a"), metadata=world.metadata("operator", ""))
     assert not lifted.account.HasField("cap_usd_micro")
+
+
+def test_a_scoped_token_lists_only_the_runs_under_its_scope(world: World) -> None:
+    r = world.served.stubs.runs
+    a_run = world.ledger.open_run(
+        run_key="run-key-of-team-a", name="a-run-name", spec={}, parent_account="team-a", cap_usd_micro=None, **WHO
+    ).run_id
+    head = world.ledger.head()
+
+    def listed(role: str, scope: str, account: str = "") -> list[str]:
+        request = runs_pb2.ListRunsRequest(account=account, include_retracted=True, min_position=head)
+        return [run.run_id for run in r.ListRuns(request, metadata=world.metadata(role, scope)).runs]
+
+    for role in ("operator", "auditor"):
+        assert listed(role, "team-a") == [a_run]  # No account given: the token's scope.
+        assert listed(role, "team-a", account="team-a") == [a_run]
+        assert set(listed(role, "org")) >= {a_run, world.b_run}
+        assert set(listed(role, "")) >= {a_run, world.b_run}
+        # An account outside the scope is refused alike whether it exists or not.
+        outside = [answer(lambda r=role, a=account: listed(r, "team-a", a)) for account in ("team-b", "team-nobody")]
+        assert_same_and_silent(world, *outside)
+    code, _, reason, _ = answer(lambda: listed("trainer", "team-a"))
+    assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "ROLE_NOT_ALLOWED")
+
+
+def test_a_refused_cap_raise_says_who_may_raise_it(world: World) -> None:
+    s = world.served.stubs.spend
+    set_by_unscoped = spend_pb2.SetCapRequest(account="team-a", cap_usd_micro=7_000_000)
+    s.SetCap(set_by_unscoped, metadata=world.metadata("operator", ""))
+    request = spend_pb2.SetCapRequest(account="team-a", cap_usd_micro=8_000_000)
+    _, details, reason, _ = answer(lambda: s.SetCap(request, metadata=world.metadata("operator")))
+    assert reason == "CAP_RAISE_OUTSIDE_SCOPE"
+    assert "scoped above team-a" in details and "unscoped" in details

@@ -169,3 +169,29 @@ def test_serve_refuses_unusable_tls_files(authority: Authority, tmp_path: Path, 
     text.write_text("not a key")
     with pytest.raises(StartupError, match="is not a PEM file"):
         create_server("127.0.0.1:0", database=database, tls=ServerTLS(issued.cert_file, str(text)))
+
+
+def test_the_cli_speaks_mutual_tls_from_flags_and_the_environment(
+    mtls_server: ServerThread, authority: Authority, monkeypatch, capsys
+) -> None:
+    issued = authority.client("operator")
+    address = ["--address", f"localhost:{mtls_server.port}"]
+    files = ["--cert-file", issued.cert_file, "--key-file", issued.key_file]
+    assert cli.main(["runs", "list", *address, "--ca-file", authority.ca_file, *files]) == 0, capsys.readouterr().err
+    # The environment's client certificate and server name stay with a CA given as a flag.
+    monkeypatch.setenv("TRAINLEDGER_CERT_FILE", issued.cert_file)
+    monkeypatch.setenv("TRAINLEDGER_KEY_FILE", issued.key_file)
+    monkeypatch.setenv("TRAINLEDGER_TLS_SERVER_NAME", "localhost")
+    by_ip = ["--address", f"127.0.0.1:{mtls_server.port}"]
+    assert cli.main(["runs", "list", *by_ip, "--ca-file", authority.ca_file]) == 0, capsys.readouterr().err
+    assert cli.main(["runs", "list", *address, "--tls-server-name", "localhost", "--tls"]) == 2
+    monkeypatch.delenv("TRAINLEDGER_KEY_FILE")
+    assert cli.main(["runs", "list", *address, "--ca-file", authority.ca_file]) == 2
+    assert "--cert-file" in capsys.readouterr().err
+
+
+def test_the_cli_words_tls_hints_in_flags(tls_server: ServerThread, capsys) -> None:
+    assert cli.main(["runs", "list", "--address", tls_server.address]) == 2
+    told = capsys.readouterr().err
+    assert "--tls" in told and "--ca-file" in told
+    assert "tls=True" not in told and "start one with" not in told
