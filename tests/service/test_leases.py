@@ -215,6 +215,19 @@ class TestAbandonedHolds:
         ).state.spend
         assert (spend.committed_usd_micro, spend.presumed_usd_micro, spend.remaining_usd_micro) == (2_500, 0, 7_500)
 
+    def test_a_run_list_shows_what_the_ledger_presumed_spent(self, stubs: Stubs) -> None:
+        run_id = start(stubs, lease_s=60, cap=10_000)
+        stubs.spend.Reserve(
+            spend_pb2.ReserveRequest(
+                account=run_id, reservation_id="t-1", amount_usd_micro=4_000, basis=token_basis(4_000), attempt=1
+            ),
+            timeout=10,
+        )
+        second = stubs.runs.StartAttempt(runs_pb2.StartAttemptRequest(run_id=run_id, attempt_id="a2"), timeout=10)
+        request = runs_pb2.ListRunsRequest(min_position=second.position)
+        [summary] = [r for r in stubs.runs.ListRuns(request, timeout=10).runs if r.run_id == run_id]
+        assert (summary.committed_usd_micro, summary.presumed_usd_micro, summary.pending_usd_micro) == (0, 4_000, 0)
+
     def test_a_lost_attempts_hold_is_settled_with_the_loss(self, stubs: Stubs) -> None:
         run_id = start(stubs, cap=1_000_000)
         stubs.spend.Reserve(
