@@ -103,14 +103,28 @@ def reconcile(args: argparse.Namespace) -> None:
 
 
 def _target(client: LedgerClient, target: str) -> tuple[str, str]:
-    """(run id, "") when `target` is a run, ("", account) when an account, ("", "") for none."""
+    """(run id, "") when `target` names a run, ("", account) when an account, ("", "") for none.
+    A run id, then an account's name, then any other way `runs show` names a run (a unique id
+    prefix, a name, a run key, part of a name: services.remote.resolve_run). Raises Failure when
+    none answers or the reference fits several runs."""
+    from services.remote import NoRun, resolve_run  # Here: most spend commands never need it.
+
     if not target:
         return "", ""
     try:
         client.get_run_state(run_id=target)
+        return target, ""
     except NotFound:
+        pass
+    try:
+        client.get_account(account=target)
         return "", target
-    return target, ""
+    except NotFound:
+        pass
+    try:
+        return resolve_run(client, target), ""
+    except NoRun:
+        raise Failure(f"no run or account {target}", status=1) from None
 
 
 def _whole(client: LedgerClient, run_id: str, account: str, threshold: float, position: int) -> ReconcileReport:
