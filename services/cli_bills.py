@@ -25,7 +25,7 @@ from clients import LedgerClient, LedgerClientError, NotFound
 from clients.billing import BillFileError, PullResult, import_bill_file, pull_modal, pull_tinker
 from clients.models import AdjustReceipt, BillTotals, ReconcileReport, Reconciliation
 from services.reports import Failure, emit
-from services.tables import table, usd, when
+from services.tables import table, to_json, usd, when
 
 __all__ = ["add_parsers", "pull", "reconcile", "reconcile_text"]
 
@@ -68,12 +68,26 @@ def pull(args: argparse.Namespace) -> None:
         else:
             result = pull_modal(client, args.start, args.end, resolution=args.resolution)
     except BillFileError as error:
+        if args.json:  # What a script reads: every bad row, on stdout, beside the line on stderr.
+            print(to_json({"error": _bill_file_error(error)}))
         raise Failure(str(error), status=1) from None
     except (LedgerClientError, ValueError, OSError) as error:
         raise Failure(str(error), status=1) from None
     finally:
         client.close()
     emit(args, result, pull_text(args.provider or "the file's provider", result))
+
+
+def _bill_file_error(error: BillFileError) -> dict[str, Any]:
+    """A refused bill file as `spend pull --json` prints it: each bad row with its number (None
+    for the file as a whole), its unit ("line" or "object") and its problem."""
+    return {
+        "reason": "BILL_FILE_REFUSED",
+        "message": str(error),
+        "path": error.path,
+        "stage": error.stage,
+        "problems": [{"number": p.number, "unit": p.unit, "problem": p.reason} for p in error.problems],
+    }
 
 
 def pull_text(provider: str, result: PullResult) -> str:

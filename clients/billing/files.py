@@ -157,6 +157,7 @@ class BillFileError(ValueError):
     def __init__(self, path: str, problems: Sequence[BadRow], *, stage: Literal["read", "recorded"] = "read") -> None:
         self.path = path
         self.problems = list(problems)
+        self.stage = stage
         rows = sum(1 for problem in self.problems if problem.number is not None)
         head = f"{path}: {rows} bad row{'s' if rows != 1 else ''}" if rows else f"{path}: not a bill file"
         super().__init__("\n  ".join([f"{head}, nothing {stage}:", *map(str, self.problems)]))

@@ -92,6 +92,14 @@ def test_a_bill_file_is_pulled_reconciled_and_adjusted_through_the_server(tmp_pa
             elsewhere, "spend", "pull", "--file", "bad.csv", "--provider", "acme", "--address", address, status=1
         )
         assert "line 2" in refused.stderr
+        as_json = cli(
+            elsewhere, "spend", "pull", "--file", "bad.csv", "--provider", "acme", "--json", "--address", address,
+            status=1,
+        )  # fmt: skip
+        error = json.loads(as_json.stdout)["error"]
+        assert (error["reason"], error["path"], error["stage"]) == ("BILL_FILE_REFUSED", "bad.csv", "read")
+        assert [(p["number"], p["unit"]) for p in error["problems"]] == [(2, "line")]
+        assert "line 2" in as_json.stderr
     finally:
         servers.kill_all()
 
