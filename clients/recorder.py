@@ -324,7 +324,7 @@ class RunRecorder:
         spent nothing) and SpendCapExceeded is raised with the remaining amount."""
         self.require_open()
         try:
-            return self.client.reserve_plan(
+            receipt = self.client.reserve_plan(
                 account=self.account,
                 amount_usd_micro=amount_usd_micro,
                 basis=basis,
@@ -337,6 +337,11 @@ class RunRecorder:
             except LedgerClientError as finish_error:
                 log.warning("could not record the run as stopped: %s", finish_error)
             raise
+        try:  # `state` shows the plan held (best effort, as after finish).
+            self.refresh_state(receipt.position)
+        except LedgerClientError:
+            pass
+        return receipt
 
     def checkpoint(
         self,
