@@ -49,6 +49,10 @@ def status_text(status: str, attempt: int) -> str:
     return status
 
 
+#: What "presumed" means, in one line beside a presumed amount.
+PRESUMED_GLOSS = "presumed: charged by the ledger for holds nobody settled, pro rata or as reserved"
+
+
 def presumed_text(presumed: int) -> str:
     """ " $0.400000 presumed,": what the ledger charged for abandoned holds (pro rata or as reserved),
     shown apart from what was committed; empty when nothing was."""
@@ -328,6 +332,7 @@ def run_text(
                     + (f", overrun {usd(spend.overrun_usd_micro)}" if spend.overrun_usd_micro else "")
                     + (f"; plan {plan_hold_text(spend.plan)}" if spend.plan is not None else ""),
                 ),
+                *([("presumed", PRESUMED_GLOSS.removeprefix("presumed: "))] if spend.presumed_usd_micro else []),
             ]
         ),
         "spec\n" + spec_lines(run.spec),

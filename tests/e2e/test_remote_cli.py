@@ -193,6 +193,8 @@ def test_runs_list_spend_counts_what_the_ledger_presumed_spent(world: World) -> 
     [row] = out(world, "runs", "list", "--name", "presumed-run", "--wide").splitlines()[2:]
     assert re.search(r"\$4\.00 of \$10\.00 \(\$4\.00 presumed\)", row), row
     [listed] = json.loads(out(world, "runs", "list", "--name", "presumed-run", "--json"))
+    shown = out(world, "runs", "show", "presumed-run")
+    assert "presumed:  charged by the ledger for holds nobody settled, pro rata or as reserved" in shown, shown
     assert (listed["committed_usd_micro"], listed["presumed_usd_micro"]) == (0, 4_000_000)
 
 
