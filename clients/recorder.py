@@ -325,7 +325,7 @@ class RunRecorder(RecorderReports):
         spent nothing) and SpendCapExceeded is raised with the remaining amount."""
         self.require_open()
         try:
-            return self.client.reserve_plan(
+            receipt = self.client.reserve_plan(
                 account=self.account,
                 amount_usd_micro=amount_usd_micro,
                 basis=basis,
@@ -338,6 +338,11 @@ class RunRecorder(RecorderReports):
             except LedgerClientError as finish_error:
                 log.warning("could not record the run as stopped: %s", finish_error)
             raise
+        try:  # `state` shows the plan held (best effort, as after finish).
+            self.refresh_state(receipt.position)
+        except LedgerClientError:
+            pass
+        return receipt
 
     def checkpoint(
         self,

@@ -25,7 +25,7 @@ from clients import LedgerClient, LedgerClientError, NotFound
 from clients.billing import BillFileError, PullResult, import_bill_file, pull_modal, pull_tinker
 from clients.models import AdjustReceipt, BillTotals, ReconcileReport, Reconciliation
 from services.reports import Failure, emit
-from services.tables import table, usd, when
+from services.tables import table, to_json, usd, when
 
 __all__ = ["add_parsers", "pull", "reconcile", "reconcile_text"]
 
@@ -68,12 +68,26 @@ def pull(args: argparse.Namespace) -> None:
         else:
             result = pull_modal(client, args.start, args.end, resolution=args.resolution)
     except BillFileError as error:
+        if args.json:  # What a script reads: every bad row, on stdout, beside the line on stderr.
+            print(to_json({"error": _bill_file_error(error)}))
         raise Failure(str(error), status=1) from None
     except (LedgerClientError, ValueError, OSError) as error:
         raise Failure(str(error), status=1) from None
     finally:
         client.close()
     emit(args, result, pull_text(args.provider or "the file's provider", result))
+
+
+def _bill_file_error(error: BillFileError) -> dict[str, Any]:
+    """A refused bill file as `spend pull --json` prints it: each bad row with its number (None
+    for the file as a whole), its unit ("line" or "object") and its problem."""
+    return {
+        "reason": "BILL_FILE_REFUSED",
+        "message": str(error),
+        "path": error.path,
+        "stage": error.stage,
+        "problems": [{"number": p.number, "unit": p.unit, "problem": p.reason} for p in error.problems],
+    }
 
 
 def pull_text(provider: str, result: PullResult) -> str:
@@ -103,14 +117,28 @@ def reconcile(args: argparse.Namespace) -> None:
 
 
 def _target(client: LedgerClient, target: str) -> tuple[str, str]:
-    """(run id, "") when `target` is a run, ("", account) when an account, ("", "") for none."""
+    """(run id, "") when `target` names a run, ("", account) when an account, ("", "") for none.
+    A run id, then an account's name, then any other way `runs show` names a run (a unique id
+    prefix, a name, a run key, part of a name: services.remote.resolve_run). Raises Failure when
+    none answers or the reference fits several runs."""
+    from services.remote import NoRun, resolve_run  # Here: most spend commands never need it.
+
     if not target:
         return "", ""
     try:
         client.get_run_state(run_id=target)
+        return target, ""
     except NotFound:
+        pass
+    try:
+        client.get_account(account=target)
         return "", target
-    return target, ""
+    except NotFound:
+        pass
+    try:
+        return resolve_run(client, target), ""
+    except NoRun:
+        raise Failure(f"no run or account {target}", status=1) from None
 
 
 def _whole(client: LedgerClient, run_id: str, account: str, threshold: float, position: int) -> ReconcileReport:

@@ -53,7 +53,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from services import remote
-from services.render import progress_text, status_text
+from services.render import PRESUMED_GLOSS, progress_text, status_text
 from services.reports import Failure
 from services.tables import printable, usd, when
 
@@ -286,6 +286,8 @@ class Follow:
             was.cap_usd_micro,
         ):
             lines.append(f"spend {self.spend_text()}")
+            if spend.presumed_usd_micro > was.presumed_usd_micro:
+                lines.append(f"  ({PRESUMED_GLOSS})")
         if after.run.status != before.run.status and after.run.status in FINISHED:
             error = f": {printable(after.run.error)}" if after.run.error else ""
             lines.append(f"run {after.run.status}{error}")

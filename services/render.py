@@ -50,15 +50,22 @@ def status_text(status: str, attempt: int) -> str:
     return status
 
 
+#: What "presumed" means, in one line beside a presumed amount.
+PRESUMED_GLOSS = "presumed: charged by the ledger for holds nobody settled, pro rata or as reserved"
+
+
 def presumed_text(presumed: int) -> str:
     """ " $0.400000 presumed,": what the ledger charged for abandoned holds (pro rata or as reserved),
     shown apart from what was committed; empty when nothing was."""
     return f" {usd(presumed)} presumed," if presumed else ""
 
 
-def spend_text(committed: int, cap: int | None) -> str:
-    """ "$1.200000 of $5.000000": spend committed against the cap ("of no cap" without one)."""
-    return f"{usd(committed)} of {usd(cap) if cap is not None else 'no cap'}"
+def spend_text(committed: int, cap: int | None, presumed: int = 0) -> str:
+    """ "$1.200000 of $5.000000": spend against the cap ("of no cap" without one): committed plus
+    what the ledger presumed spent for abandoned holds, as the cap counts it, the presumed part
+    named ("$1.200000 of $5.000000 ($0.200000 presumed)")."""
+    text = f"{usd(committed + presumed)} of {usd(cap) if cap is not None else 'no cap'}"
+    return text + (f" ({usd(presumed)} presumed)" if presumed else "")
 
 
 def _leaves(prefix: str, value: Any) -> Iterable[tuple[str, Any]]:
@@ -129,7 +136,7 @@ def runs_table(runs: Sequence[Any]) -> str:
                 r.current_attempt or None,
                 r.last_step,
                 *([_percent(r.progress.fraction)] if planned else []),
-                spend_text(r.committed_usd_micro, r.cap_usd_micro),
+                spend_text(r.committed_usd_micro, r.cap_usd_micro, r.presumed_usd_micro),
                 *([usd(r.pending_usd_micro) if r.pending_usd_micro else None] if held else []),
                 *([r.parent_account or None] if accounts else []),
                 when(r.opened_at),
@@ -326,6 +333,7 @@ def run_text(
                     + (f", overrun {usd(spend.overrun_usd_micro)}" if spend.overrun_usd_micro else "")
                     + (f"; plan {plan_hold_text(spend.plan)}" if spend.plan is not None else ""),
                 ),
+                *([("presumed", PRESUMED_GLOSS.removeprefix("presumed: "))] if spend.presumed_usd_micro else []),
             ]
         ),
         "spec\n" + spec_lines(run.spec),

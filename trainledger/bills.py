@@ -2,7 +2,9 @@
 integer micro-dollars, rounded half-even (banker's rounding, as invoices do).
 
 Only ASCII decimal text is money: digits 0-9 with an optional sign, point and exponent of at most
-three digits ("0.0734", "-12", "1E-7", "1.5e-05"), after an optional "$" and thousands commas.
+three digits ("0.0734", "-12", "1E-7", "1.5e-05"), after an optional "$". A comma is read only as a
+thousands separator between whole groups of three digits ("1,250.00", "$12,345"): "1,5", "1,00" or
+",100" is refused, never read with its comma deleted (which would make "1,5" fifteen dollars).
 Python's Decimal also reads other scripts' digits ("\u0661\u0662" is 12), underscores ("1_0") and
 "Infinity", and raises Overflow or InvalidOperation (ArithmeticErrors, not ValueErrors) on an
 exponent beyond its context: each of these is refused here as "not an amount" before any
@@ -26,6 +28,8 @@ __all__ = ["AMOUNT_TEXT_MAX", "usd_micro_from_text", "usd_text"]
 #: The longest provider figure kept as text.
 AMOUNT_TEXT_MAX = 64
 _MICRO = Decimal(1_000_000)
+# Digits in thousands groups: "1,250" or "12,345,678"; the commas are then dropped.
+_GROUPED_TEXT = re.compile(r"[+-]?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]{1,3})?")
 _DECIMAL_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?")
 # Dollars past this power of ten are past USD_MICRO_MAX whatever their digits.
 _DOLLARS_EXPONENT_MAX = 7
@@ -40,7 +44,9 @@ def usd_micro_from_text(text: str) -> int:
     """`"0.0734"` -> 73_400; `"0.0000005"` -> 0 and `"0.0000015"` -> 2 (half to even).
     Raises ValueError for anything that is not ASCII decimal text (see above) within
     +-USD_MICRO_MAX."""
-    cleaned = text.strip().replace(",", "").removeprefix("$")
+    cleaned = text.strip().removeprefix("$")
+    if "," in cleaned and len(cleaned) <= AMOUNT_TEXT_MAX and _GROUPED_TEXT.fullmatch(cleaned):
+        cleaned = cleaned.replace(",", "")
     if not cleaned or len(cleaned) > AMOUNT_TEXT_MAX or not _DECIMAL_TEXT.fullmatch(cleaned):
         raise ValueError(f"not an amount: {text[: 2 * AMOUNT_TEXT_MAX]!r}")
     value = Decimal(cleaned)

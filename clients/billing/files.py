@@ -26,7 +26,8 @@ interval_start  yes      start of the billed interval, inclusive: RFC 3339 with 
                          alone ("2026-11-30") means midnight UTC. A time without an offset
                          is refused (it would be a guess).
 interval_end    yes      end of the interval, exclusive, same forms; after interval_start
-amount          yes      the amount in dollars as decimal text ("0.0734", "12", "$1,250.00");
+amount          yes      the amount in dollars as decimal text ("0.0734", "12", "$1,250.00"; a
+                         comma only between groups of three digits: "1,5" is refused);
                          an empty amount means the provider has not priced the line yet.
                          Kept as text; micro-dollars are that figure rounded half-even.
                          A JSON number is read from its literal, never through a float.
@@ -156,6 +157,7 @@ class BillFileError(ValueError):
     def __init__(self, path: str, problems: Sequence[BadRow], *, stage: Literal["read", "recorded"] = "read") -> None:
         self.path = path
         self.problems = list(problems)
+        self.stage = stage
         rows = sum(1 for problem in self.problems if problem.number is not None)
         head = f"{path}: {rows} bad row{'s' if rows != 1 else ''}" if rows else f"{path}: not a bill file"
         super().__init__("\n  ".join([f"{head}, nothing {stage}:", *map(str, self.problems)]))

@@ -228,6 +228,8 @@ class RunSummary(Model, frozen=True, kw_only=True):
     pending_usd_micro: int = 0
     progress: Progress = msgspec.field(default_factory=Progress)
     retracted: bool = False
+    # What the ledger charged for holds nobody settled: spent as far as the cap is concerned.
+    presumed_usd_micro: int = 0
 
 
 class RunPage(Model, frozen=True, kw_only=True):

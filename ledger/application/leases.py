@@ -18,7 +18,7 @@ from eventsourcing.application import AggregateNotFoundError
 from ledger.application.commands import Heartbeat
 from ledger.application.kernel import Receipt
 from ledger.application.reads import Reads
-from ledger.domain import leases
+from ledger.domain import leases, plans
 from ledger.domain import spending as spend
 from ledger.domain.base import Audit, LedgerAggregate
 from ledger.domain.errors import Refused
@@ -74,6 +74,8 @@ class LeaseCommands(Reads):
                     reason=spend.LOST,
                     last_seen=lambda n: leases.last_seen(run, n),
                 )
+                # The plan left undrawn holds the cap for nobody: released, as a fenced-off one is.
+                plans.release_plan(holder, parents, audit, reason=plans.LOST, before_attempt=number + 1)
                 return number
 
             number, _ = self._write(decide)

@@ -1,7 +1,7 @@
 """Plans: a run's whole projected cost reserved up front on its account (ledger.domain.plans), so
 a run that cannot afford its plan is refused before its first billable call and spends nothing.
 The attempt's holds draw the plan down; what is left is released when the run finishes or is
-retracted, when a new attempt fences off the plan's attempt, or at the plan's TTL.
+retracted, when its attempt is recorded lost or a new attempt fences it off, or at the plan's TTL.
 """
 
 from __future__ import annotations

@@ -72,12 +72,13 @@ class SpendCommands(Reads):
     ) -> Receipt:
         """Change an account's cap (None = uncapped). A cap below committed + held is refused, and
         so is raising or lifting the cap of `scope`, the account the caller's token is scoped to
-        (CAP_RAISE_OUTSIDE_SCOPE)."""
+        (CAP_RAISE_OUTSIDE_SCOPE), as is any change to a retracted run's cap (RUN_RETRACTED)."""
         SetCap(account=account, cap_usd_micro=cap_usd_micro)
         audit = self._audit(principal, request_id)
 
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, dict[str, Any]]:
             holder = self._account(account)
+            holder.check_not_retracted()  # A retracted run takes no further write.
             touched.append(holder)
             return spend.set_cap(holder, audit, cap_usd_micro, scope=scope), holder.summary()
 

@@ -21,12 +21,13 @@ from ledger.domain.accounts import Account, Recall
 from ledger.domain.base import Audit
 from ledger.domain.errors import CapExceeded, Conflict, Refused
 from ledger.domain.reasons import Reason
-from ledger.domain.spending import SUPERSEDED, check_not_retracted, expire_overdue, roll_up
+from ledger.domain.spending import LOST, SUPERSEDED, check_not_retracted, expire_overdue, roll_up
 from trainledger.text import account_text, usd_text
 
-__all__ = ["FINISHED", "RETRACTED", "SUPERSEDED", "release_plan", "reserve_plan", "summary"]
+__all__ = ["FINISHED", "LOST", "RETRACTED", "SUPERSEDED", "release_plan", "reserve_plan", "summary"]
 
-# The reasons a plan's undrawn part is released for (and SUPERSEDED, a fenced-off attempt's).
+# The reasons a plan's undrawn part is released for (and SUPERSEDED, a fenced-off attempt's; LOST,
+# a lost attempt's).
 FINISHED = "the run finished"
 RETRACTED = "the run was retracted"
 

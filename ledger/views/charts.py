@@ -30,7 +30,7 @@ from typing import Any
 
 import msgspec
 
-from ledger.views.handlers import ROLLUP_COLUMNS, ROLLUP_SHIFTS, STEPS_METRIC, Aggregate, merge
+from ledger.views.handlers import HOUR_S, ROLLUP_COLUMNS, ROLLUP_SHIFTS, STEPS_METRIC, Aggregate, merge
 from ledger.views.models import (
     Account,
     BillTotals,
@@ -465,12 +465,24 @@ class ChartReads:
         )
 
     def spend_hours(self, account: str) -> tuple[SpendHour, ...] | None:
-        """What `account` committed in each UTC hour it spent in (adjustments included, as in its
-        committed total), oldest first; None for an unknown account."""
+        """What `account` spent in each UTC hour it spent in (adjustments included, as in its
+        committed total), oldest first, with the part of it the ledger presumed for abandoned holds
+        (settlements no late commit replaced, by the hour they were settled in) apart; None for an
+        unknown account."""
         if self._row("SELECT 1 FROM view_accounts WHERE account = ?", (account,)) is None:
             return None
+        presumed: dict[int, int] = {}
+        for actual, settled_at in self._rows(
+            "SELECT actual, settled_at FROM view_reservations WHERE account = ? AND state = 'settled'", (account,)
+        ):
+            hour = int(settled_at) // HOUR_S * HOUR_S
+            presumed[hour] = presumed.get(hour, 0) + actual
         return tuple(
-            SpendHour(hour=utc_time(hour), committed_usd_micro=committed + adjusted)
+            SpendHour(
+                hour=utc_time(hour),
+                committed_usd_micro=committed + adjusted - presumed.get(hour, 0),
+                presumed_usd_micro=presumed.get(hour, 0),
+            )
             for hour, committed, adjusted in self._rows(
                 "SELECT hour, committed, adjusted FROM view_spend_hours WHERE account = ? ORDER BY hour", (account,)
             )

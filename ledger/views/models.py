@@ -314,6 +314,7 @@ class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
     pending_usd_micro: int = 0
     progress: Progress = msgspec.field(default_factory=Progress)
     retracted: bool = False
+    presumed_usd_micro: int = 0  # What the ledger charged for abandoned holds (see SpendTotals).
 
 
 class RunPage(msgspec.Struct, frozen=True, kw_only=True):
@@ -561,10 +562,12 @@ class Chart(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class SpendHour(msgspec.Struct, frozen=True, kw_only=True):
-    """What an account committed in one UTC hour (adjustments to a provider's bill included)."""
+    """What an account committed in one UTC hour (adjustments to a provider's bill included), and
+    apart from it what the ledger presumed spent in that hour for abandoned holds."""
 
     hour: Moment
     committed_usd_micro: int
+    presumed_usd_micro: int = 0
 
 
 class FamilySummary(msgspec.Struct, frozen=True, kw_only=True):

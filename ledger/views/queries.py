@@ -303,7 +303,8 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads, LeaseReads
         sql = (
             prefix + "SELECT r.run_id, r.name, r.status, r.current_attempt, r.last_step, r.opened_at,"
             " COALESCE(a.committed, 0), COALESCE(a.parent, ''), a.cap, COALESCE(a.pending, 0),"
-            " p.max_steps, p.anchor_time, p.anchor_step, p.last_time, p.last_step, p.retracted_at"
+            " p.max_steps, p.anchor_time, p.anchor_step, p.last_time, p.last_step, p.retracted_at,"
+            f" {PRESUMED}"
             " FROM view_runs r LEFT JOIN view_accounts a ON a.account = r.run_id"
             " LEFT JOIN view_run_plans p ON p.run_id = r.run_id"
         )
@@ -335,6 +336,7 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads, LeaseReads
                     now=moment,
                 ),
                 retracted=retracted_at is not None,
+                presumed_usd_micro=presumed,
             )
             for (
                 run_id,
@@ -353,6 +355,7 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads, LeaseReads
                 last_time,
                 last_batch_step,
                 retracted_at,
+                presumed,
             ) in rows[:limit]
         )
         last = rows[limit - 1] if len(rows) > limit else None

@@ -198,6 +198,7 @@ def run_summary(run: models.RunSummary) -> runs_pb2.RunSummary:
         pending_usd_micro=run.pending_usd_micro,
         progress=_progress(run.progress),
         retracted=run.retracted,
+        presumed_usd_micro=run.presumed_usd_micro,
     )
 
 

@@ -365,7 +365,14 @@ def _spend_document(ledger: Any, run_id: str, limit: int, after: int) -> dict[st
         "pending_usd_micro": account.pending_usd_micro,
         "remaining_usd_micro": account.remaining_usd_micro,
         "overrun_usd_micro": account.overrun_usd_micro,
-        "hours": [{"hour": builtins(h.hour), "committed_usd_micro": h.committed_usd_micro} for h in hours],
+        "hours": [
+            {
+                "hour": builtins(h.hour),
+                "committed_usd_micro": h.committed_usd_micro,
+                "presumed_usd_micro": h.presumed_usd_micro,
+            }
+            for h in hours
+        ],
         "reservations": [
             {
                 "reservation_id": r.reservation_id,

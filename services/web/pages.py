@@ -131,9 +131,12 @@ def bar(used: int, cap: int | None) -> str:
     return f'<div class="bar"><div class="fill" style="width:{percent(used, cap)}%"></div></div>'
 
 
-def spend_text(committed: int, pending: int, cap: int | None) -> str:
+def spend_text(committed: int, pending: int, cap: int | None, presumed: int = 0) -> str:
+    """ "$1.50 + $0.40 presumed + $0.25 held of $10.00": the bar beside it is committed + presumed
+    (what the cap counts as spent; presumed: charged by the ledger for abandoned holds)."""
+    charged = f" + {usd(presumed)} presumed" if presumed else ""
     held = f" + {usd(pending)} held" if pending else ""
-    return f"{e(usd(committed))}{e(held)} of {e(usd(cap)) if cap is not None else 'no cap'}"
+    return f"{e(usd(committed))}{e(charged)}{e(held)} of {e(usd(cap)) if cap is not None else 'no cap'}"
 
 
 def query(**values: Any) -> str:
@@ -157,8 +160,9 @@ def progress_cell(progress: models.Progress, *, amount: bool = True) -> str:
 
 
 def run_row(run: models.RunSummary) -> str:
-    spent = bar(run.committed_usd_micro, run.cap_usd_micro) + (
-        f'<span class="amount">{spend_text(run.committed_usd_micro, run.pending_usd_micro, run.cap_usd_micro)}</span>'
+    amount = spend_text(run.committed_usd_micro, run.pending_usd_micro, run.cap_usd_micro, run.presumed_usd_micro)
+    spent = bar(run.committed_usd_micro + run.presumed_usd_micro, run.cap_usd_micro) + (
+        f'<span class="amount">{amount}</span>'
     )
     retracted = ' <span class="tag retracted">retracted</span>' if run.retracted else ""
     marked = ' class="retracted"' if run.retracted else ""
@@ -171,6 +175,7 @@ def run_row(run: models.RunSummary) -> str:
         f'<td data-field="last_step">{e(run.last_step)}</td>'
         f'<td data-field="progress">{progress_cell(run.progress)}</td>'
         f'<td data-field="spend" data-committed-usd-micro="{run.committed_usd_micro}"'
+        f' data-presumed-usd-micro="{run.presumed_usd_micro}"'
         f' data-cap-usd-micro="{e(run.cap_usd_micro if run.cap_usd_micro is not None else "")}">{spent}</td>'
         f'<td data-field="account">{e(run.parent_account or "-")}</td>'
         f'<td data-field="opened_at">{when(run.opened_at)}</td>'
@@ -332,6 +337,8 @@ async def run(request: Request) -> Response:
     state, stats, checkpoints = await web.call(_run_data, web.ledger, run_id)
     holds = await holds_section(request, identity, run_id)
     info, spend = state.run, state.spend
+    presumed = spend.presumed_usd_micro
+    spend_amount = spend_text(spend.committed_usd_micro, spend.pending_usd_micro, spend.cap_usd_micro, presumed)
     rid = e(run_id)
     retraction = info.retraction
     banner = (
@@ -360,8 +367,8 @@ async def run(request: Request) -> Response:
         f'<dt>attempt</dt><dd data-field="attempt">{e(state.current_attempt)}</dd>'
         f'<dt>last step</dt><dd data-field="last_step">{e(state.last_step)}</dd>'
         f"{_facts_of_plan(state)}"
-        f'<dt>spend</dt><dd data-field="spend">{bar(spend.committed_usd_micro, spend.cap_usd_micro)}'
-        f'<span class="amount">{spend_text(spend.committed_usd_micro, spend.pending_usd_micro, spend.cap_usd_micro)}'
+        f'<dt>spend</dt><dd data-field="spend">{bar(spend.committed_usd_micro + presumed, spend.cap_usd_micro)}'
+        f'<span class="amount">{spend_amount}'
         "</span></dd>"
         + (
             f'<dt>presumed</dt><dd data-field="presumed">{e(usd(spend.presumed_usd_micro))}'

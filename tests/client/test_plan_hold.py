@@ -13,6 +13,10 @@ from clients import LedgerClient, RunRecorder, SpendCapExceeded, run_key
 def test_a_plan_is_held_at_open_drawn_by_holds_and_released_at_the_end(client: LedgerClient) -> None:
     key = run_key({"test": "plan drawn"})
     with RunRecorder.open(client, run_key=key, cap_usd_micro=10_000, plan_usd_micro=8_000) as recorder:
+        # The state kept at open has the plan already.
+        assert recorder.state is not None and recorder.state.spend.plan is not None
+        opened = recorder.state.spend
+        assert (opened.plan.state, opened.plan.held_usd_micro, opened.pending_usd_micro) == ("pending", 8_000, 8_000)
         account = client.get_account(account=recorder.run_id)
         assert (account.pending_usd_micro, account.remaining_usd_micro) == (8_000, 2_000)
         with recorder.reserve(3_000) as hold:

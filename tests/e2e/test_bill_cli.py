@@ -71,6 +71,10 @@ def test_a_bill_file_is_pulled_reconciled_and_adjusted_through_the_server(tmp_pa
         ]
         text = cli(elsewhere, "spend", "reconcile", run_id, "--address", address).stdout
         assert "$2.14" in text and "+7.00%" in text and "FLAGGED" in text
+        # A run is named as `runs show` names it: by name or id prefix, the report is that run's.
+        for ref in ("sft", run_id[:8]):
+            named = json.loads(cli(elsewhere, "spend", "reconcile", ref, "--json", "--address", address).stdout)
+            assert [(r["run_id"], r["bill"]["billed_usd_micro"]) for r in named["runs"]] == [(run_id, 2_140_000)]
 
         adjusted = json.loads(cli(elsewhere, "spend", "reconcile", "--adjust", "--json", "--address", address).stdout)
         assert [(a["account"], a["amount_usd_micro"]) for a in adjusted["adjustments"]] == [(run_id, 140_000)]
@@ -88,6 +92,14 @@ def test_a_bill_file_is_pulled_reconciled_and_adjusted_through_the_server(tmp_pa
             elsewhere, "spend", "pull", "--file", "bad.csv", "--provider", "acme", "--address", address, status=1
         )
         assert "line 2" in refused.stderr
+        as_json = cli(
+            elsewhere, "spend", "pull", "--file", "bad.csv", "--provider", "acme", "--json", "--address", address,
+            status=1,
+        )  # fmt: skip
+        error = json.loads(as_json.stdout)["error"]
+        assert (error["reason"], error["path"], error["stage"]) == ("BILL_FILE_REFUSED", "bad.csv", "read")
+        assert [(p["number"], p["unit"]) for p in error["problems"]] == [(2, "line")]
+        assert "line 2" in as_json.stderr
     finally:
         servers.kill_all()
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from clients import LedgerClient
+from clients import LedgerClient, run_key
 from ledger.storage.version import SCHEMA_VERSION
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
@@ -177,6 +177,25 @@ def test_runs_list_shows_status_attempt_last_step_and_spend_against_the_cap(worl
     assert by_name["sft-llama-8b"]["pending_usd_micro"] == 1_000_000
     assert by_name["sft-llama-8b"]["cap_usd_micro"] == 50_000_000
     assert by_name["sft-llama-8b"]["last_step"] == 24
+
+
+def test_runs_list_spend_counts_what_the_ledger_presumed_spent(world: World) -> None:
+    with LedgerClient(world.address, principal="alice") as client:
+        opened = client.open_run(run_key=run_key({"presumed": 1}), name="presumed-run", cap_usd_micro=10_000_000)
+        run_id = opened.state.run.run_id
+        client.start_attempt(run_id=run_id, attempt_id="a1", lease_s=60)
+        line = {"token_class": "train", "tokens": 4_000_000, "usd_micro_per_million_tokens": 1_000_000}
+        basis = {"price_sheet": "test-tokens", "price_source": "https://example.com/t", "tokens": [line]}
+        client.reserve(account=run_id, amount_usd_micro=4_000_000, reservation_id="t-1", basis=basis, attempt=1)
+        second = client.start_attempt(run_id=run_id, attempt_id="a2")
+        # The views have read the settlement before the CLI asks.
+        assert client.get_run_state(run_id=run_id, min_position=second.position).spend.presumed_usd_micro == 4_000_000
+    [row] = out(world, "runs", "list", "--name", "presumed-run", "--wide").splitlines()[2:]
+    assert re.search(r"\$4\.00 of \$10\.00 \(\$4\.00 presumed\)", row), row
+    [listed] = json.loads(out(world, "runs", "list", "--name", "presumed-run", "--json"))
+    shown = out(world, "runs", "show", "presumed-run")
+    assert "presumed:  charged by the ledger for holds nobody settled, pro rata or as reserved" in shown, shown
+    assert (listed["committed_usd_micro"], listed["presumed_usd_micro"]) == (0, 4_000_000)
 
 
 def test_runs_show_has_the_spec_metrics_checkpoints_attempts_and_last_steps(world: World) -> None:

@@ -334,6 +334,9 @@ def test_the_rate_and_the_time_left_come_from_the_recent_steps() -> None:
     assert (view.metrics["loss"].least, view.metrics["loss"].greatest, view.metrics["loss"].last) == (0.25, 0.5, 0.25)
 
 
+PRESUMED_GLOSS = "  (presumed: charged by the ledger for holds nobody settled, pro rata or as reserved)"
+
+
 def test_a_lost_run_is_told_with_its_last_sign_of_life_and_so_is_its_return() -> None:
     seen = datetime(2026, 12, 2, 12, 0, 3, tzinfo=UTC)
     running = RunState(run=RunInfo(name="m", status="running"), current_attempt=2, attempts=[Attempt(number=2)])
@@ -347,6 +350,7 @@ def test_a_lost_run_is_told_with_its_last_sign_of_life_and_so_is_its_return() ->
     lines = view.apply(WatchUpdate(position=20, event_type="Run.AttemptLost", state=lost))
     assert "run lost (attempt 2: no sign of life since 12:00:03 UTC)" in lines
     assert "spend $0.00 of no cap, $0.40 presumed" in lines
+    assert PRESUMED_GLOSS in lines
     back = view.apply(WatchUpdate(position=21, event_type="Run.AttemptReturned", state=running))
     assert "run running again" in back
 

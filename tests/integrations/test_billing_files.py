@@ -404,6 +404,40 @@ def test_hostile_amounts_and_documents_are_bad_rows_not_crashes(tmp_path) -> Non
     assert "line 8: tags " in str(refused.value)
 
 
+def test_commas_are_only_thousands_groups(tmp_path) -> None:
+    day = "2026-11-30,2026-12-01"
+    good = write(
+        tmp_path,
+        "good.csv",
+        "line_id,interval_start,interval_end,amount\n"
+        + f'a,{day},"1,000.00"\n'
+        + f'b,{day},"$12,345"\n'
+        + f"c,{day},$1.00\n"
+        + f'd,{day},"-1,250.5"\n',
+    )
+    assert [line.amount_usd_micro for line in read_bill_file(good)] == [
+        1_000_000_000,
+        12_345_000_000,
+        1_000_000,
+        -1_250_500_000,
+    ]
+    bad = write(
+        tmp_path,
+        "bad.csv",
+        "line_id,interval_start,interval_end,amount\n"
+        + f'a,{day},"1,5"\n'
+        + f'b,{day},"1,00"\n'
+        + f'c,{day},"1000,000"\n'
+        + f'd,{day},",100"\n'
+        + f'e,{day},"1.000,5"\n'
+        + f'f,{day},"1,000,"\n',
+    )
+    with pytest.raises(BillFileError) as refused:
+        read_bill_file(bad)
+    assert [problem.number for problem in refused.value.problems] == [2, 3, 4, 5, 6, 7]
+    assert "line 2: amount '1,5' is not a decimal amount in dollars" in str(refused.value)
+
+
 def test_a_json_bill_nested_deeply_or_with_a_huge_number_is_refused_whole(tmp_path) -> None:
     deep = write(tmp_path, "deep.json", "[" * 100_000 + "]" * 100_000)
     with pytest.raises(BillFileError) as refused:

@@ -215,6 +215,19 @@ class TestAbandonedHolds:
         ).state.spend
         assert (spend.committed_usd_micro, spend.presumed_usd_micro, spend.remaining_usd_micro) == (2_500, 0, 7_500)
 
+    def test_a_run_list_shows_what_the_ledger_presumed_spent(self, stubs: Stubs) -> None:
+        run_id = start(stubs, lease_s=60, cap=10_000)
+        stubs.spend.Reserve(
+            spend_pb2.ReserveRequest(
+                account=run_id, reservation_id="t-1", amount_usd_micro=4_000, basis=token_basis(4_000), attempt=1
+            ),
+            timeout=10,
+        )
+        second = stubs.runs.StartAttempt(runs_pb2.StartAttemptRequest(run_id=run_id, attempt_id="a2"), timeout=10)
+        request = runs_pb2.ListRunsRequest(min_position=second.position)
+        [summary] = [r for r in stubs.runs.ListRuns(request, timeout=10).runs if r.run_id == run_id]
+        assert (summary.committed_usd_micro, summary.presumed_usd_micro, summary.pending_usd_micro) == (0, 4_000, 0)
+
     def test_a_lost_attempts_hold_is_settled_with_the_loss(self, stubs: Stubs) -> None:
         run_id = start(stubs, cap=1_000_000)
         stubs.spend.Reserve(
@@ -236,3 +249,24 @@ class TestAbandonedHolds:
         assert 0 <= settled["amount"] < 600_000
         spend = state(stubs, run_id).spend
         assert (spend.pending_usd_micro, spend.presumed_usd_micro) == (0, settled["amount"])
+
+
+def test_a_lost_attempts_plan_left_undrawn_is_released_and_a_returning_attempt_plans_again(stubs: Stubs) -> None:
+    run_id = start(stubs, cap=1_000)
+    plan = spend_pb2.ReservePlanRequest(account=run_id, reservation_id="plan", amount_usd_micro=800, attempt=1)
+    stubs.spend.ReservePlan(plan, timeout=10)
+    stubs.spend.Reserve(
+        spend_pb2.ReserveRequest(account=run_id, reservation_id="r1", amount_usd_micro=100, attempt=1), timeout=10
+    )
+    stubs.spend.Commit(spend_pb2.CommitRequest(account=run_id, reservation_id="r1", actual_usd_micro=100), timeout=10)
+    lost = wait_for_status(stubs, run_id, common_pb2.RUN_STATUS_LOST, LEASE_S + 5)
+    assert lost.run.status == common_pb2.RUN_STATUS_LOST
+    spend = state(stubs, run_id, lost.position).spend
+    assert (spend.committed_usd_micro, spend.pending_usd_micro, spend.remaining_usd_micro) == (100, 0, 900)
+    assert (spend.plan.state, spend.plan.planned_usd_micro, spend.plan.drawn_usd_micro) == ("released", 800, 100)
+    [released] = [e for e in events(stubs, "SpendReleased", account_id(stubs, run_id)) if e["reservation_id"] == "plan"]
+    assert (released["amount"], released["reason"]) == (700, "ATTEMPT_LOST")
+    # The attempt comes back and plans again.
+    again = spend_pb2.ReservePlanRequest(account=run_id, reservation_id="plan-2", amount_usd_micro=900, attempt=1)
+    answer = stubs.spend.ReservePlan(again, timeout=10)
+    assert (answer.account.pending_usd_micro, answer.account.remaining_usd_micro) == (900, 0)

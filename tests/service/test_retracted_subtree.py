@@ -60,3 +60,12 @@ def test_no_new_account_hold_or_charge_under_a_retracted_run(stubs: Stubs) -> No
     committed = stubs.spend.Commit(commit, timeout=10)
     assert account_of(stubs, run_id, committed.position).committed_usd_micro == 1_300
     assert account_of(stubs, run_id, committed.position).pending_usd_micro == 0
+
+
+def test_a_retracted_runs_cap_is_not_changed(stubs: Stubs) -> None:
+    run_id = open_run(stubs, cap=10_000_000).state.run.run_id
+    retracted = stubs.runs.RetractRun(runs_pb2.RetractRunRequest(run_id=run_id, reason="bad data"), timeout=10)
+    for cap in (20_000_000, 5_000_000, None):
+        code, reason, metadata = refusal(stubs.spend.SetCap, spend_pb2.SetCapRequest(account=run_id, cap_usd_micro=cap))
+        assert (code, reason, metadata["account"]) == (Code.FAILED_PRECONDITION, "RUN_RETRACTED", run_id), cap
+    assert account_of(stubs, run_id, retracted.position).cap_usd_micro == 10_000_000

@@ -114,6 +114,37 @@ def test_every_page_has_the_layout(http: httpx.Client, recorded: Recorded, path:
     assert page(http, path).one("main").attrs["data-page"] == name
 
 
+def presumed_run(client: LedgerClient) -> str:
+    """A run capped at $10 whose first attempt left a $4 hold of tokens: the ledger presumed it
+    spent as reserved when a second attempt started."""
+    run_id = client.open_run(run_key=fresh_key(), name="presumed-spend", cap_usd_micro=10_000_000).state.run.run_id
+    client.start_attempt(run_id=run_id, attempt_id="a1", lease_s=60)
+    line = {"token_class": "train", "tokens": 4_000_000, "usd_micro_per_million_tokens": 1_000_000}
+    basis = {"price_sheet": "test-tokens", "price_source": "https://example.com/t", "tokens": [line]}
+    client.reserve(account=run_id, amount_usd_micro=4_000_000, reservation_id="t-1", basis=basis, attempt=1)
+    second = client.start_attempt(run_id=run_id, attempt_id="a2")
+    client.get_run_state(run_id=run_id, min_position=second.position)  # The views have read it.
+    return run_id
+
+
+def test_spend_bars_and_totals_count_what_the_ledger_presumed_spent(
+    http: httpx.Client, grpc_client: LedgerClient
+) -> None:
+    run_id = presumed_run(grpc_client)
+    assert grpc_client.get_run_state(run_id=run_id).spend.presumed_usd_micro == 4_000_000
+    row = page(http, "/").one("table", class_="runs").one("tr", data_run_id=run_id)
+    spend = row.one("td", data_field="spend")
+    assert spend.one("div", class_="fill").attrs["style"] == "width:40%"
+    assert spend.text == "$0.00 + $4.00 presumed of $10.00"
+    facts = page(http, f"/runs/{run_id}").one("dd", data_field="spend")
+    assert facts.one("div", class_="fill").attrs["style"] == "width:40%"
+    assert facts.text == "$0.00 + $4.00 presumed of $10.00"
+    [listed] = [r for r in http.get("/api/runs").json()["runs"] if r["run_id"] == run_id]
+    assert (listed["committed_usd_micro"], listed["presumed_usd_micro"]) == (0, 4_000_000)
+    [hour] = http.get(f"/api/runs/{run_id}/spend").json()["hours"]
+    assert (hour["committed_usd_micro"], hour["presumed_usd_micro"]) == (0, 4_000_000)
+
+
 def test_runs_page_lists_runs_with_status_attempt_step_and_spend(http: httpx.Client, recorded: Recorded) -> None:
     root = page(http, "/")
     table = root.one("table", class_="runs")

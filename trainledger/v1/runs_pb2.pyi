@@ -402,7 +402,7 @@ class ListRunsResponse(_message.Message):
     def __init__(self, runs: _Optional[_Iterable[_Union[RunSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class RunSummary(_message.Message):
-    __slots__ = ("run_id", "name", "status", "current_attempt", "last_step", "committed_usd_micro", "opened_at", "parent_account", "cap_usd_micro", "pending_usd_micro", "progress", "retracted")
+    __slots__ = ("run_id", "name", "status", "current_attempt", "last_step", "committed_usd_micro", "opened_at", "parent_account", "cap_usd_micro", "pending_usd_micro", "progress", "retracted", "presumed_usd_micro")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -415,6 +415,7 @@ class RunSummary(_message.Message):
     PENDING_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
     RETRACTED_FIELD_NUMBER: _ClassVar[int]
+    PRESUMED_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     name: str
     status: _common_pb2.RunStatus
@@ -427,7 +428,8 @@ class RunSummary(_message.Message):
     pending_usd_micro: int
     progress: Progress
     retracted: bool
-    def __init__(self, run_id: _Optional[str] = ..., name: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.RunStatus, str]] = ..., current_attempt: _Optional[int] = ..., last_step: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., opened_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., parent_account: _Optional[str] = ..., cap_usd_micro: _Optional[int] = ..., pending_usd_micro: _Optional[int] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., retracted: _Optional[bool] = ...) -> None: ...
+    presumed_usd_micro: int
+    def __init__(self, run_id: _Optional[str] = ..., name: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.RunStatus, str]] = ..., current_attempt: _Optional[int] = ..., last_step: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., opened_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., parent_account: _Optional[str] = ..., cap_usd_micro: _Optional[int] = ..., pending_usd_micro: _Optional[int] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., retracted: _Optional[bool] = ..., presumed_usd_micro: _Optional[int] = ...) -> None: ...
 
 class GetSeriesRequest(_message.Message):
     __slots__ = ("run_id", "from_step", "page_size", "metrics", "include_superseded", "min_position")

@@ -468,11 +468,12 @@ class SpendChart {
   }
 }
 
-/** The spend cells' text, as the server renders it: "$1.000000 + $0.500000 held of $5.000000". */
+/** The spend cells' text, as the server renders it: "$1.00 + $0.40 presumed + $0.50 held of $5.00". */
 function spendText(spend) {
+  const presumed = spend.presumed_usd_micro ? ` + ${usd(spend.presumed_usd_micro)} presumed` : "";
   const held = spend.pending_usd_micro ? ` + ${usd(spend.pending_usd_micro)} held` : "";
   const cap = spend.cap_usd_micro === null || spend.cap_usd_micro === undefined ? "no cap" : usd(spend.cap_usd_micro);
-  return `${usd(spend.committed_usd_micro)}${held} of ${cap}`;
+  return `${usd(spend.committed_usd_micro)}${presumed}${held} of ${cap}`;
 }
 
 // The run page's panels rendered by the server (facts, metrics, attempts, checkpoints, datasets,
@@ -675,10 +676,11 @@ function updateSpendCells(root, spend) {
     const bar = cell.querySelector(".bar");
     if (!bar) continue;
     const fill = bar.querySelector(".fill");
-    const committed = spend.committed_usd_micro;
+    // The bar is what the cap counts as spent: committed and what the ledger presumed.
+    const committed = spend.committed_usd_micro + (spend.presumed_usd_micro || 0);
     const share = !capped ? 0 : cap > 0 ? (committed / cap) * 100 : committed > 0 ? 100 : 0;
     if (fill) fill.style.width = `${Math.min(100, Math.max(0, share)).toFixed(1)}%`;
-    markBar(bar, spend.committed_usd_micro, capped ? cap : null);
+    markBar(bar, committed, capped ? cap : null);
   }
 }
 
