@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import base64
 import os
+import sqlite3
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -71,6 +72,8 @@ def opened(database: str, *, catch_up: bool = True, read_only: bool = False) -> 
         yield ledger
     except LedgerError as error:
         raise Failure(error.message, status=1) from None
+    except sqlite3.DatabaseError as error:  # A damaged file ("database disk image is malformed").
+        raise Failure(f"cannot read database {describe(database)}: {error}") from None
     finally:
         ledger.close()
 
