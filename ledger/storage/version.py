@@ -61,7 +61,10 @@ def write_schema_row(storage: Any, name: str, value: str) -> None:
 
 def check_schema(storage: Any) -> int:
     """Refuse a ledger written by a newer schema (SchemaTooNew); record SCHEMA_VERSION on an older
-    one or one without the table. Returns the version the ledger had."""
+    one or one without the table. Returns the version the ledger had. A ledger opened read-only
+    (verify) is only read: no table made, no version recorded."""
+    if getattr(storage, "read_only", False):
+        return _stored_version(_read_only_rows(storage))
     try:
         return _on(storage, _decide)
     except SchemaTooNew:
@@ -96,8 +99,22 @@ def _rows(execute: Execute) -> dict[str, str]:
     return {str(name): str(value) for name, value in execute(READ).fetchall()}
 
 
-def _decide(execute: Execute) -> int:
-    rows = _rows(execute)
+def _read_only_rows(storage: Any) -> dict[str, str]:
+    """The table's rows, read without writing: none when the ledger is from before the table."""
+
+    def read(execute: Execute) -> dict[str, str]:
+        return {str(name): str(value) for name, value in execute(READ).fetchall()}
+
+    try:
+        return _on(storage, read)
+    except Exception as error:
+        if "ledger_schema" in str(error):  # "no such table" / "relation ... does not exist"
+            return {}
+        raise
+
+
+def _stored_version(rows: dict[str, str]) -> int:
+    """The version `rows` record (1 without one); SchemaTooNew when newer than SCHEMA_VERSION."""
     stored = int(rows.get("version", "1"))
     if stored > SCHEMA_VERSION:
         writer = rows.get("written_by", "a newer release")
@@ -105,6 +122,12 @@ def _decide(execute: Execute) -> int:
             f"this ledger has schema version {stored} (written by trainledger {writer}); trainledger "
             f"{package_version()} reads schema versions up to {SCHEMA_VERSION}: upgrade trainledger to open it"
         )
+    return stored
+
+
+def _decide(execute: Execute) -> int:
+    rows = _rows(execute)
+    stored = _stored_version(rows)
     if "version" not in rows or stored < SCHEMA_VERSION:
         execute(WRITE, ("version", str(SCHEMA_VERSION)))
         execute(WRITE, ("written_by", package_version()))
