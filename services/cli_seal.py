@@ -16,11 +16,9 @@ import getpass
 import uuid
 from typing import Any
 
-from services.reports import opened
+from services.reports import DATABASE_DEFAULT, opened
 
 __all__ = ["add_parser", "seal"]
-
-DATABASE_DEFAULT = "trainledger.db"
 
 
 def seal(args: argparse.Namespace) -> None:

@@ -23,12 +23,10 @@ from ledger.application.kernel import utc_now
 from ledger.backend import is_postgres_url
 from ledger.domain.errors import LedgerError
 from ledger.domain.tokens import ROLES, Token, parse_expiry
-from services.reports import Failure, emit, opened
+from services.reports import DATABASE_DEFAULT, Failure, emit, opened
 from services.tables import table
 
 __all__ = ["add_parser", "create", "listing", "revoke"]
-
-DATABASE_DEFAULT = "trainledger.db"
 
 
 def _who() -> dict[str, str]:

@@ -46,6 +46,13 @@ PAGE = 1_000
 PAGE_BYTES = 1024 * 1024
 
 
+class DefaultDatabase(str):
+    """The --db default: a file name that TRAINLEDGER_DATABASE_URL replaces (a --db given does not)."""
+
+
+DATABASE_DEFAULT = DefaultDatabase("trainledger.db")
+
+
 class Failure(Exception):
     """A problem to report in one line, with the exit status to end with."""
 

@@ -205,9 +205,14 @@ def test_registry_events_and_rebuild(database: str, capsys: pytest.CaptureFixtur
     events = [json.loads(line) for line in lines]
     assert [e["position"] for e in events] == list(range(3, 3 + len(events))) and len(events) > 5
     assert run_cli(capsys, "rebuild", "--db", database).startswith("rebuilt every view from")
-    # The environment's database URL overrides --db.
+    # The environment's database URL stands in for a --db not given; a flag given beats it.
     monkeypatch.setenv("TRAINLEDGER_DATABASE_URL", database)
-    assert "demo" in run_cli(capsys, "runs", "list", "--db", os.devnull + ".missing")
+    assert "demo" in run_cli(capsys, "runs", "list")
+    assert run_cli(capsys, "verify").startswith("OK: ")
+    missing = os.devnull + ".missing"
+    for command in (["runs", "list"], ["verify"], ["rebuild"]):
+        assert main([*command, "--db", missing]) == 2, command
+        assert capsys.readouterr().err == f"trainledger: no database at {missing}\n", command
 
 
 def test_events_export_streams_pages_bounded_by_bytes(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
