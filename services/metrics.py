@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -36,6 +37,8 @@ from services.edge import Edge
 from services.logs import CALL_ERROR, call_ended
 
 __all__ = ["Metrics", "CountingGate", "HttpMetrics", "CONTENT_TYPE"]
+
+log = logging.getLogger("trainledger.services")
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -251,11 +254,28 @@ class LedgerCollector(Collector):
 
     def __init__(self, edge: Edge) -> None:
         self.edge = edge
+        self.storage_down = False  # Whether the last scrape found storage unavailable (logged once).
 
     def describe(self) -> list[Metric]:
         return []  # Unchecked: the gauges are read from storage, only when scraped.
 
     def collect(self) -> Iterator[Metric]:
+        try:
+            read = list(self._from_storage())
+        except Exception as error:  # Storage is down: the edge's gauges still answer, storage's do not.
+            if not self.storage_down:
+                log.warning("metrics: storage is unavailable (%s); its gauges are left out until it answers", error)
+            self.storage_down, read = True, []
+        else:
+            if self.storage_down:
+                log.info("metrics: storage answers again")
+            self.storage_down = False
+        up = int(bool(read))
+        yield _gauge("trainledger_storage_up", "1 when the last scrape read storage, 0 when it could not", up)
+        yield from read
+        yield from self._streams()
+
+    def _from_storage(self) -> Iterator[Metric]:
         ledger = self.edge.ledger
         storage = ledger.storage
         head = storage.head()
@@ -267,7 +287,6 @@ class LedgerCollector(Collector):
         count, amount = ledger.views.holds_pending()
         yield _gauge("trainledger_holds_pending", "spend holds not yet settled", count)
         yield _gauge("trainledger_holds_pending_usd_micro", "the amount held by pending holds (micro-dollars)", amount)
-        yield from self._streams()
         yield from _storage_gauges(storage)
 
     def _lag(self, head: int) -> Iterator[Metric]:

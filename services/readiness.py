@@ -40,7 +40,7 @@ class Readiness:
         try:
             why = self.problem()
         except Unavailable as error:
-            why = f"storage is unavailable: {error}"
+            why = f"storage unavailable: {str(error).removeprefix('storage is unavailable: ')}"
         with self._lock:
             was, self.ready, self.why = self.ready, not why, why or "caught up"
         if self.ready and not was:
@@ -48,6 +48,14 @@ class Readiness:
         elif was and not self.ready:
             log.warning("not ready: %s", why)
         return self.ready
+
+    def storage_unavailable(self, why: str) -> None:
+        """The storage probe failed or hung: not ready, whatever the views said last."""
+        why = why.removeprefix("storage is unavailable: ")
+        with self._lock:
+            was, self.ready, self.why = self.ready, False, f"storage unavailable: {why}"
+        if was:
+            log.warning("not ready: %s", self.why)
 
     def problem(self) -> str:
         """Why the server is not ready ("" when it is)."""

@@ -249,7 +249,8 @@ class LedgerServer(grpc.aio.Server):
         # Health reflects readiness: NOT_SERVING until the views have caught up (services.readiness).
         try:
             self.serving = await asyncio.wait_for(asyncio.to_thread(self._ready), PROBE_TIMEOUT_S)
-        except Exception:  # Storage is down or hangs: the probe says so, and says when it is back.
+        except Exception as error:  # Storage is down or hangs: the probe says so, and says when it is back.
+            self.readiness.storage_unavailable(str(error) or type(error).__name__)
             self.serving = False
         status = health_pb2.HealthCheckResponse.SERVING if self.serving else health_pb2.HealthCheckResponse.NOT_SERVING
         if not self.serving:
@@ -302,7 +303,9 @@ class LedgerServer(grpc.aio.Server):
                     probe = asyncio.ensure_future(asyncio.to_thread(self._ready))
                 done, _ = await asyncio.wait({probe}, timeout=PROBE_TIMEOUT_S)
                 if not done:  # Still hanging: unavailable until it answers.
-                    await self._set_serving(False, f"storage did not answer within {PROBE_TIMEOUT_S:.0f} s")
+                    hung = f"storage did not answer within {PROBE_TIMEOUT_S:.0f} s"
+                    self.readiness.storage_unavailable(hung)
+                    await self._set_serving(False, hung)
                     continue
                 error = probe.exception()
                 probe_result, probe = error is None and probe.result(), None
@@ -313,6 +316,7 @@ class LedgerServer(grpc.aio.Server):
                 else:
                     if not isinstance(error, Unavailable) and self.serving:
                         log.error("the storage probe failed", exc_info=error)
+                    self.readiness.storage_unavailable(str(error))
                     await self._set_serving(False, str(error))
                 await asyncio.sleep(PROBE_INTERVAL_S)
         finally:
