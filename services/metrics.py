@@ -23,7 +23,6 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime
 from typing import Any
 
 import grpc
@@ -306,14 +305,9 @@ class LedgerCollector(Collector):
         yield seconds
 
     def _age_after(self, position: int) -> float:
-        ledger = self.edge.ledger
-        notifications = ledger.recorder.select_notifications(position + 1, 1)
-        if not notifications:
-            return 0.0
-        stamp = ledger.mapper.transcoder.decode(notifications[0].state).get("timestamp")
-        if isinstance(stamp, datetime):
-            return max(0.0, (ledger.clock() - stamp).total_seconds())
-        return 0.0
+        from services.readiness import unapplied_age_s
+
+        return unapplied_age_s(self.edge.ledger, position)
 
     def _streams(self) -> Iterator[Metric]:
         from services.watch import Watchers

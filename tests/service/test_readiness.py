@@ -9,6 +9,7 @@ import logging
 import sqlite3
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -101,5 +102,32 @@ def test_a_broken_tail_is_not_ready(tmp_path: Path) -> None:
         readiness = Readiness(ledger)  # As a server starting on the file checks it.
         assert readiness.update() is False
         assert "tail is broken" in readiness.why
+    finally:
+        ledger.close()
+
+
+def test_views_that_stopped_following_are_not_ready_once_the_lag_is_old(tmp_path: Path) -> None:
+    """No projection worker (`serve --no-project` alone): a few events the views never apply are
+    far below the events' bound, but once the oldest of them is older than the bound in seconds
+    the server is not ready, naming the age and that no projection worker may be running."""
+    now = [datetime(2026, 12, 2, 8, 0, tzinfo=UTC)]
+    path = str(tmp_path / "ledger.db")
+    writer = Ledger.open(path, clock=lambda: now[0])
+    try:
+        writer.open_account(account="before")
+        writer.projector.wait(writer.head(), 10)
+    finally:
+        writer.close()
+    ledger = Ledger.open(path, project=False, clock=lambda: now[0])
+    try:
+        readiness = Readiness(ledger, lag_s_max=30.0)
+        assert readiness.update() is True
+        ledger.open_account(account="after")  # Logged; no view applies it.
+        assert ledger.head() > min(ledger.storage.tracking_positions().values())
+        now[0] += timedelta(seconds=10)
+        assert readiness.update() is True  # Behind, but not for long.
+        now[0] += timedelta(seconds=60)
+        assert readiness.update() is False
+        assert "70 s" in readiness.why and "projection worker" in readiness.why, readiness.why
     finally:
         ledger.close()
