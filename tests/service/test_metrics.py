@@ -202,3 +202,29 @@ def test_storage_gauges_on_each_backend(database: str) -> None:
         }
     else:
         assert names == {"trainledger_database_size_bytes", "trainledger_database_wal_size_bytes"}
+
+
+def test_a_healthy_run_counts_its_record_steps_stream_ok(tmp_path: Path) -> None:
+    """A recorder that logs, flushes and closes ends its RecordSteps stream by half-closing it:
+    the server counts the call OK, never CANCELLED."""
+    from clients import LedgerClient, RunRecorder
+
+    ledger = Ledger.open(str(tmp_path / "ledger.db"))
+    served = Server(ledger)
+    try:
+        with LedgerClient(served.server.address, principal=PRINCIPAL, timeout_s=10.0) as client:
+            recorder = RunRecorder.open(client, run_key="healthy", batch_steps_max=10, batch_interval_s=0.01)
+            for step in range(50):
+                recorder.log(step, loss=0.5)
+            assert recorder.flush(30)
+            recorder.close()
+        samples = scrape(f"http://{served.server.http_address}/metrics")
+        calls = {
+            dict(labels)["code"]: count
+            for (name, labels), count in samples.items()
+            if name == "trainledger_grpc_requests_total" and dict(labels).get("method") == "RecordSteps"
+        }
+        assert calls == {"OK": 1.0}, calls
+    finally:
+        served.close()
+        ledger.close()
