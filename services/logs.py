@@ -28,7 +28,11 @@ log = logging.getLogger("trainledger.services.calls")
 # The refusal a call ended with (set by the interceptor's error boundary), for its log line.
 CALL_ERROR: ContextVar[BaseException | None] = ContextVar("call_error", default=None)
 
-FIELDS = ("method", "code", "principal", "reason", "latency_ms", "request_id", "run_id", "account")
+# The call's token once its secret checked out: (its holder, its token id), never the secret. A
+# call refused for its role is logged as the token's holder, not as "anonymous".
+CALLER: ContextVar[tuple[str, str] | None] = ContextVar("caller", default=None)
+
+FIELDS = ("method", "code", "principal", "token_id", "reason", "latency_ms", "request_id", "run_id", "account")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _TOKEN = re.compile(r"\b(tl_[0-9A-Za-z]+_)[A-Za-z0-9_\-]+")
 _BEARER = re.compile(r"(?i)\b(bearer\s+)[^\s\"',;]+")
@@ -84,13 +88,16 @@ def call_ended(method: str, code: str, seconds: float) -> None:
     from services.interceptors import PRINCIPAL, REQUEST_ID
 
     error = CALL_ERROR.get()
+    caller = CALLER.get()
     fields: dict[str, Any] = {
         "method": method,
         "code": code,
-        "principal": PRINCIPAL.get(),
+        "principal": caller[0] if caller else PRINCIPAL.get(),
         "request_id": REQUEST_ID.get(),
         "latency_ms": round(seconds * 1000, 3),
     }
+    if caller:
+        fields["token_id"] = caller[1]
     message = f"{method.rsplit('/', 1)[-1]} ended {code}"
     if error is not None:
         fields["reason"] = str(getattr(error, "reason", "") or "")
