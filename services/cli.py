@@ -69,6 +69,8 @@ def serve(args: argparse.Namespace) -> None:
     from services.tls import TLSError, from_arguments
     from services.web import serving
 
+    if args.metrics and args.no_metrics:
+        raise Failure("--metrics serves the counters --no-metrics turns off: give one or the other")
     configure(args.log_format)
     try:
         asyncio.run(

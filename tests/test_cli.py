@@ -368,3 +368,14 @@ def test_progress_reads_step_of_plan_rate_and_eta() -> None:
     assert progress_text(Progress(step=7, steps_per_second=2.0)) == "step 7, 2.00 steps/s"
     assert progress_text(Progress(max_steps=50)) == "no step yet (50 planned)"
     assert progress_text(Progress()) is None
+
+
+def test_serve_refuses_metrics_with_no_metrics(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--metrics serves what --no-metrics turns off: refused at start in one line, nothing served."""
+    database = tmp_path / "ledger.db"
+    listen = ["--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0"]
+    assert main(["serve", "--db", str(database), *listen, "--no-metrics"]) == 2
+    assert capsys.readouterr().err == (
+        "trainledger: --metrics serves the counters --no-metrics turns off: give one or the other\n"
+    )
+    assert not database.exists()
