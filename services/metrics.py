@@ -26,11 +26,13 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import grpc
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from ledger.domain.errors import LedgerError
+from ledger.domain.reasons import Reason
+from ledger.storage.version import SCHEMA_VERSION, package_version
 from services.auth import Gate, Identity
 from services.edge import Edge
 from services.logs import CALL_ERROR, call_ended
@@ -43,6 +45,18 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 GROUP_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 VERIFY_METHOD = "/trainledger.v1.Events/Verify"
+AUTH_REFUSAL_REASONS = tuple(
+    str(reason)
+    for reason in (
+        Reason.TOKEN_MISSING,
+        Reason.TOKEN_INVALID,
+        Reason.TOKEN_EXPIRED,
+        Reason.TOKEN_REVOKED,
+        Reason.ROLE_NOT_ALLOWED,
+        Reason.OUTSIDE_SCOPE,
+    )
+)
+VERIFY_CODES = ("OK", "CANCELLED", "DEADLINE_EXCEEDED", "UNAVAILABLE", "PERMISSION_DENIED", "UNAUTHENTICATED")
 
 
 class Metrics:
@@ -92,6 +106,15 @@ class Metrics:
             "trainledger_verify_runs", "Verify calls ended, by status code", ["code"], registry=r
         )
         self._grpc_children: dict[tuple[str, str, str], Any] = {}
+        for reason in AUTH_REFUSAL_REASONS:  # Bounded label sets read 0 before their first count.
+            self.auth_refusals.labels(reason)
+        for code in VERIFY_CODES:
+            self.verify_runs.labels(code)
+        ProcessCollector(registry=r)
+        build = Gauge(
+            "trainledger_build_info", "this server's release and schema version", ["version", "schema"], registry=r
+        )
+        build.labels(package_version(), str(SCHEMA_VERSION)).set(1)
 
     def attach(self, edge: Edge) -> None:
         """Count the ledger's commits and read its gauges when scraped."""

@@ -228,3 +228,24 @@ def test_a_healthy_run_counts_its_record_steps_stream_ok(tmp_path: Path) -> None
     finally:
         served.close()
         ledger.close()
+
+
+def test_a_fresh_server_exports_zeros_process_and_build_info(tmp_path: Path) -> None:
+    """Before any refusal or Verify the bounded label sets read 0 (a dashboard shows 0, not "No
+    data"); the process' own metrics and the build's version and schema are exported."""
+    from importlib.metadata import version
+
+    ledger = Ledger.open(str(tmp_path / "ledger.db"))
+    served = Server(ledger)
+    try:
+        samples = scrape(f"http://{served.server.http_address}/metrics")
+    finally:
+        served.close()
+        ledger.close()
+    refusals = "TOKEN_MISSING TOKEN_INVALID TOKEN_EXPIRED TOKEN_REVOKED ROLE_NOT_ALLOWED OUTSIDE_SCOPE".split()
+    for reason in refusals:
+        assert value(samples, "trainledger_auth_refusals_total", reason=reason) == 0, reason
+    assert value(samples, "trainledger_verify_runs_total", code="OK") == 0
+    assert value(samples, "process_cpu_seconds_total") > 0
+    assert value(samples, "process_resident_memory_bytes") > 0
+    assert value(samples, "trainledger_build_info", version=version("trainledger"), schema="1") == 1
