@@ -166,17 +166,17 @@ def bind_problem(host: str, port: int) -> str | None:
     return None
 
 
-def bind_http(address: str) -> list[socket.socket]:
-    """Listening sockets for the dashboard at `address` (HOST:PORT; port 0: one free port for
-    every address of the host). Raises StartupError naming what is wrong."""
+def bind_http(address: str, what: str = "the dashboard") -> list[socket.socket]:
+    """Listening sockets for `what` (the dashboard, or /metrics) at `address` (HOST:PORT; port 0:
+    one free port for every address of the host). Raises StartupError naming what is wrong."""
     host, wanted_port = parse_listen(address)
     problem = bind_problem(host, wanted_port)
     if problem:
-        raise StartupError(f"cannot serve the dashboard on {address}: {problem}")
+        raise StartupError(f"cannot serve {what} on {address}: {problem}")
     try:
         resolved = socket.getaddrinfo(host, wanted_port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (socket.gaierror, UnicodeError) as error:
-        raise StartupError(f"cannot serve the dashboard on {address}: cannot resolve {host}") from error
+        raise StartupError(f"cannot serve {what} on {address}: cannot resolve {host}") from error
     sockets: list[socket.socket] = []
     port = wanted_port
     try:
@@ -194,7 +194,7 @@ def bind_http(address: str) -> list[socket.socket]:
                 if sockets and error.errno == errno.EADDRNOTAVAIL:
                     continue  # An address of the host this machine lacks (::1 without IPv6).
                 reason = BIND_ERRORS.get(error.errno or 0) or error.strerror or str(error)
-                raise StartupError(f"cannot serve the dashboard on {address}: {reason}") from None
+                raise StartupError(f"cannot serve {what} on {address}: {reason}") from None
             sockets.append(listener)
             port = listener.getsockname()[1]
     except BaseException:
@@ -484,7 +484,12 @@ def create_server(
                 create_app(edge, gate, hosts, ops), sockets, options=http_options, tls=http_tls, grace_s=GRACE_S
             )
         if metrics is not None:
-            metrics_sockets = bind_http(metrics)
+            metrics_sockets = bind_http(metrics, "/metrics (--metrics)")
+            if not is_loopback(parse_listen(metrics)[0]):
+                log.warning(
+                    "/metrics, /healthz and /readyz on %s are unauthenticated: bind it where only the scraper reaches",
+                    metrics,
+                )
             sockets = [*sockets, *metrics_sockets]  # Closed on failure; the dashboard keeps its own list.
             ops_tls = tls.ssl_context() if tls is not None else None
             ops_dashboard = Dashboard(ops.app(), metrics_sockets, options=HttpOptions(), tls=ops_tls, grace_s=GRACE_S)

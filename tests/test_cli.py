@@ -379,3 +379,17 @@ def test_serve_refuses_metrics_with_no_metrics(tmp_path: Path, capsys: pytest.Ca
         "trainledger: --metrics serves the counters --no-metrics turns off: give one or the other\n"
     )
     assert not database.exists()
+
+
+def test_a_metrics_port_in_use_names_the_metrics_listener(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        argv = ["serve", "--db", str(tmp_path / "ledger.db"), "--listen", "127.0.0.1:0", "--no-http"]
+        assert main([*argv, "--metrics", address]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"trainledger: cannot serve /metrics (--metrics) on {address}: "), error
+    assert error.count("\n") == 1

@@ -249,3 +249,24 @@ def test_a_fresh_server_exports_zeros_process_and_build_info(tmp_path: Path) -> 
     assert value(samples, "process_cpu_seconds_total") > 0
     assert value(samples, "process_resident_memory_bytes") > 0
     assert value(samples, "trainledger_build_info", version=version("trainledger"), schema="1") == 1
+
+
+def test_metrics_on_every_interface_is_logged_as_unauthenticated(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    ledger = Ledger.open(str(tmp_path / "ledger.db"))
+
+    async def start_and_stop() -> None:
+        server, _ = create_server("127.0.0.1:0", ledger=ledger, http=None, metrics="0.0.0.0:0")
+        await server.start()
+        await server.stop(1.0)
+
+    try:
+        with caplog.at_level(logging.INFO, logger="trainledger.services"):
+            asyncio.run(start_and_stop())
+    finally:
+        ledger.close()
+    lines = [r.getMessage() for r in caplog.records if "unauthenticated" in r.getMessage()]
+    assert len(lines) == 1 and "0.0.0.0:" in lines[0], lines
