@@ -575,11 +575,14 @@ async def serve(
         raise
     workers = "" if project else ", projections left to workers"
     secure = f", {tls.describe()}" if tls is not None else ""
-    print(f"trainledger: serving on {server.address} (database {describe(database)}{workers}{secure})", flush=True)
+    banner = [f"serving on {server.address} (database {describe(database)}{workers}{secure})"]
     if server.dashboard is not None:
-        print(f"trainledger: dashboard on {server.dashboard.scheme}://{server.http_address}/", flush=True)
+        banner.append(f"dashboard on {server.dashboard.scheme}://{server.http_address}/")
     if server.ops_dashboard is not None:
-        print(f"trainledger: metrics on {server.ops_dashboard.scheme}://{server.metrics_address}/metrics", flush=True)
+        banner.append(f"metrics on {server.ops_dashboard.scheme}://{server.metrics_address}/metrics")
+    for line in banner:  # On stdout for whoever waits for the server, and as events of the log.
+        print(f"trainledger: {line}", flush=True)
+        log.info("%s", line)
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
