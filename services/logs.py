@@ -108,3 +108,18 @@ def call_ended(method: str, code: str, seconds: float) -> None:
                 fields[name] = value[:200]
     level = logging.WARNING if code in _WARNED_CODES else logging.INFO
     log.log(level, message, extra=fields)
+
+
+def http_refused(method: str, path: str, status: int, reason: str) -> None:
+    """One line for a dashboard request refused by authentication or authorization, as a call's
+    (call_ended): who (the token's holder and id once its secret checked out), what, why."""
+    caller = CALLER.get()
+    fields: dict[str, Any] = {
+        "method": f"{method} {path}",
+        "code": status,
+        "principal": caller[0] if caller else "anonymous",
+        "reason": reason,
+    }
+    if caller:
+        fields["token_id"] = caller[1]
+    log.warning("%s %s refused %d", method, path, status, extra=fields)

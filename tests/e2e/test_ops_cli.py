@@ -123,7 +123,12 @@ def test_json_logs_hold_refusals_and_never_a_token(tmp_path: Path) -> None:
     assert any(entry["event"].startswith("metrics on http://") for entry in entries)
     role_refused = [entry for entry in entries if entry.get("reason") == "ROLE_NOT_ALLOWED"]
     assert [(entry["principal"], entry["token_id"]) for entry in role_refused] == [("trainer-1", trainer.split("_")[1])]
-    refused = [entry for entry in entries if entry.get("reason") == "TOKEN_INVALID"]
+    refused = [entry for entry in entries if entry.get("reason") == "TOKEN_INVALID" and entry["method"][0] == "/"]
+    # The dashboard's refusals are logged as the calls' are.
+    http_refused = [entry for entry in entries if entry.get("reason") == "TOKEN_INVALID" and entry not in refused]
+    assert [(entry["method"], entry["code"], entry["level"]) for entry in http_refused] == [
+        ("GET /api/runs", 401, "warning")
+    ] * 2
     assert len(refused) == 2 and {entry["method"] for entry in refused} == {
         "/trainledger.v1.Runs/GetRunState",
         "/trainledger.v1.Runs/ListRuns",
