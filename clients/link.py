@@ -115,7 +115,9 @@ class Link:
         self._retry_at = time.monotonic() + _BACKOFF.backoff_s(min(self._failures, 10))
         self._failures += 1
 
-    def close(self) -> None:
+    def close(self, drain_s: float = 0.0) -> None:
+        """Close the stream: cancelled at once, or with `drain_s` half-closed and its end awaited
+        that long (the recorder's end: the server counts the call OK, not CANCELLED)."""
         if self._stream is not None:
-            self._stream.close()
+            self._stream.close(drain_s)
         self._stream, self._inflight = None, {}

@@ -21,6 +21,7 @@ from typing import Any
 from clients.batcher import Batcher, Row
 from clients.errors import LedgerClientError
 from clients.link import Link
+from clients.stream import DRAIN_S
 
 __all__ = ["Sender"]
 
@@ -140,7 +141,7 @@ class Sender:
                 time.sleep(0.5)
             with self.idle:
                 self.idle.notify_all()
-        self.link.close()
+        self.link.close(drain_s=DRAIN_S)
         with self.idle:
             self.idle.notify_all()
 

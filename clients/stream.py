@@ -14,7 +14,9 @@ from typing import Any
 from clients.errors import LedgerClientError, Unavailable
 from trainledger.v1 import common_pb2, runs_pb2
 
-__all__ = ["Stream", "RequestQueue"]
+__all__ = ["Stream", "RequestQueue", "DRAIN_S"]
+
+DRAIN_S = 2.0  # How long a healthy close waits for the server to end the half-closed stream.
 
 
 class RequestQueue:
@@ -60,13 +62,18 @@ class Stream:
             except queue.Empty:
                 return events
 
-    def close(self) -> None:
+    def close(self, drain_s: float = 0.0) -> None:
         """End the request side and cancel the call; acks not yet read are dropped (their
-        batches stay in the outbox and are resent as duplicates)."""
+        batches stay in the outbox and are resent as duplicates). With `drain_s` (a healthy end)
+        the call is half-closed and its end awaited that long first, so the server ends it OK;
+        it is cancelled only if it has not ended by then."""
         if not self._closed:
             self._closed = True
             self._requests.end()
-            self._acks.cancel()
+            if drain_s > 0 and threading.current_thread() is not self._reader:
+                self._reader.join(drain_s)
+            if self._reader.is_alive():
+                self._acks.cancel()
 
     def _read(self) -> None:
         try:

@@ -158,10 +158,17 @@ def explained(error: LedgerClientError, *, secure: bool) -> LedgerClientError:
 
 def unreached(error: LedgerClientError, address: str | Sequence[str], waited_s: float) -> LedgerClientError:
     """`error` (Unavailable) of a client that no ledger has answered yet, its message naming the
-    address it tried and how long; any other error unchanged."""
+    address it tried and how long (VIEW_NOT_CAUGHT_UP comes from a ledger that answered: its
+    message says so and hints at the projection worker); any other error unchanged."""
     if not isinstance(error, Unavailable):
         return error
     where = address if isinstance(address, str) else ", ".join(address)
+    if error.reason == "VIEW_NOT_CAUGHT_UP":  # A ledger answered: its views lag.
+        message = (
+            f"the ledger at {where} answered, but its views did not catch up in {waited_s:.1f} s: {error.message} "
+            "(is a projection worker running? `serve --no-project` needs `trainledger project`)"
+        )
+        return type(error)(error.reason, message, error.metadata, error.code)
     message = f"no ledger answered at {where} (never answered in {waited_s:.1f} s): {error.message}"
     return type(error)(error.reason, message, error.metadata, error.code)
 

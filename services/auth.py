@@ -50,6 +50,7 @@ from ledger.domain.reasons import Reason
 from ledger.domain.tokens import Token, parse_bearer
 from services.edge import Edge
 from services.guard import guarded
+from services.logs import CALLER
 
 __all__ = [
     "is_loopback",
@@ -256,6 +257,7 @@ class Gate:
         if token is None:
             raise Unauthenticated("the bearer token is not valid", reason=Reason.TOKEN_INVALID)
         token.check(secret, self.edge.ledger.clock())
+        CALLER.set((token.holder, token.token_id))  # For the call's log line, refused or not.
         if token.role not in ROLES_BY_METHOD.get(method, frozenset({"admin"})):
             raise PermissionDenied(
                 f"role {token.role} may not call {method.rsplit('/', 1)[-1]}",

@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from urllib.parse import quote
 
-__all__ = ["BackupError", "Copy", "backup", "copy_online", "sync_path"]
+__all__ = ["BackupError", "Copy", "backup", "companion_left", "copy_online", "sync_path"]
 
 
 class BackupError(Exception):
@@ -36,6 +36,18 @@ class Copy:
     size_bytes: int
 
 
+COMPANIONS = ("-wal", "-shm", "-journal")
+
+
+def companion_left(path: str) -> str:
+    """The first of `path`-wal, -shm, -journal that exists ("" when none): files an earlier SQLite
+    file of that name left behind, which SQLite would replay into a new file given the name."""
+    for suffix in COMPANIONS:
+        if os.path.lexists(path + suffix):
+            return path + suffix
+    return ""
+
+
 def backup(database: str, destination: str) -> Copy:
     """Copy the SQLite ledger `database` to the new file `destination`. Raises BackupError."""
     if "://" in database:
@@ -44,6 +56,12 @@ def backup(database: str, destination: str) -> Copy:
         raise BackupError(f"no database at {database}")
     if os.path.lexists(destination):
         raise BackupError(f"{destination} already exists: back up to a new file")
+    left = companion_left(destination)
+    if left:
+        raise BackupError(
+            f"{left} exists (left by an earlier file of that name): "
+            f"back up to a new name, or move {left} away with its file"
+        )
     if os.path.realpath(destination) == os.path.realpath(database):
         raise BackupError("the backup must be another file than the database")
     directory = os.path.dirname(os.path.abspath(destination))

@@ -40,21 +40,24 @@ from typing import Any
 
 from services import tables
 from services.remote import add_server_options
-from services.reports import Failure
+from services.reports import DATABASE_DEFAULT, DefaultDatabase, Failure
 
 __all__ = ["main", "parser"]
 
-DATABASE_DEFAULT = "trainledger.db"
 LISTEN_DEFAULT = "127.0.0.1:50051"
 HTTP_DEFAULT = "127.0.0.1:8080"
 
 
 def database_of(args: argparse.Namespace) -> str:
     """The database a command opens ("" for the commands that talk to a server: a read command
-    given no --db, --database-url nor TRAINLEDGER_DATABASE_URL)."""
+    given no --db, --database-url nor TRAINLEDGER_DATABASE_URL). A flag given beats the environment."""
     if not hasattr(args, "db"):
         return ""
-    return args.database_url or os.environ.get("TRAINLEDGER_DATABASE_URL") or args.db or ""
+    if args.database_url:
+        return str(args.database_url)
+    if args.db and not isinstance(args.db, DefaultDatabase):
+        return str(args.db)  # A --db given beats the environment.
+    return os.environ.get("TRAINLEDGER_DATABASE_URL") or args.db or ""
 
 
 def serve(args: argparse.Namespace) -> None:
@@ -66,6 +69,8 @@ def serve(args: argparse.Namespace) -> None:
     from services.tls import TLSError, from_arguments
     from services.web import serving
 
+    if args.metrics and args.no_metrics:
+        raise Failure("--metrics serves the counters --no-metrics turns off: give one or the other")
     configure(args.log_format)
     try:
         asyncio.run(

@@ -21,11 +21,9 @@ from contextlib import nullcontext
 from typing import Any
 
 from services.holder import HolderError, held
-from services.reports import Failure, opened
+from services.reports import DATABASE_DEFAULT, Failure, opened
 
 __all__ = ["add_parser", "seal"]
-
-DATABASE_DEFAULT = "trainledger.db"
 
 
 def seal(args: argparse.Namespace) -> None:

@@ -25,12 +25,11 @@ from ledger.application.kernel import utc_now
 from ledger.backend import is_postgres_url
 from ledger.domain.errors import LedgerError
 from ledger.domain.tokens import ROLES, Token, parse_bearer, parse_expiry
-from services.reports import Failure, emit, opened
+from services.reports import DATABASE_DEFAULT, Failure, emit, opened
 from services.tables import table
 
 __all__ = ["add_parser", "create", "listing", "revoke"]
 
-DATABASE_DEFAULT = "trainledger.db"
 # A token id as `tokens list` shows it (ledger.domain.tokens: the part of a bearer token before its secret).
 ID_FORM = re.compile(r"[A-Za-z0-9]{8,64}")
 

@@ -16,12 +16,11 @@ import argparse
 from typing import Any
 
 from ledger.views import models
-from services.reports import Failure, emit, opened
+from services.reports import DATABASE_DEFAULT, Failure, emit, opened
 from services.tables import fields
 
 __all__ = ["add_parser", "verify", "head_argument"]
 
-DATABASE_DEFAULT = "trainledger.db"
 DIGEST_HEX_CHARS = 64
 _HEX = frozenset("0123456789abcdef")
 

@@ -38,7 +38,7 @@ from services import errors
 from services.auth import Gate, Identity
 from services.codec import wire
 from services.edge import BUSY_WAIT_S, CLIENT, Edge
-from services.logs import CALL_ERROR
+from services.logs import CALL_ERROR, CALLER
 
 __all__ = ["PRINCIPAL", "REQUEST_ID", "SCOPE", "audit", "EdgeInterceptor"]
 
@@ -74,6 +74,7 @@ def _begin(context: grpc.aio.ServicerContext[Any, Any]) -> str:
     request_id = metadata.get("x-request-id") or str(uuid.uuid4())
     PRINCIPAL.set(metadata.get("x-principal") or "anonymous")
     REQUEST_ID.set(request_id)
+    CALLER.set(None)
     SCOPE.set("")
     CLIENT.set(context.peer() or "unknown")
     context.set_trailing_metadata((("x-request-id", request_id),))

@@ -28,7 +28,11 @@ log = logging.getLogger("trainledger.services.calls")
 # The refusal a call ended with (set by the interceptor's error boundary), for its log line.
 CALL_ERROR: ContextVar[BaseException | None] = ContextVar("call_error", default=None)
 
-FIELDS = ("method", "code", "principal", "reason", "latency_ms", "request_id", "run_id", "account")
+# The call's token once its secret checked out: (its holder, its token id), never the secret. A
+# call refused for its role is logged as the token's holder, not as "anonymous".
+CALLER: ContextVar[tuple[str, str] | None] = ContextVar("caller", default=None)
+
+FIELDS = ("method", "code", "principal", "token_id", "reason", "latency_ms", "request_id", "run_id", "account")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 # A token's shape wherever it is, even glued to other text (no word boundary: `run_tl_…`,
 # or `\ntl_…` as JSON escapes a newline, would slip past one).
@@ -86,13 +90,16 @@ def call_ended(method: str, code: str, seconds: float) -> None:
     from services.interceptors import PRINCIPAL, REQUEST_ID
 
     error = CALL_ERROR.get()
+    caller = CALLER.get()
     fields: dict[str, Any] = {
         "method": method,
         "code": code,
-        "principal": PRINCIPAL.get(),
+        "principal": caller[0] if caller else PRINCIPAL.get(),
         "request_id": REQUEST_ID.get(),
         "latency_ms": round(seconds * 1000, 3),
     }
+    if caller:
+        fields["token_id"] = caller[1]
     message = f"{method.rsplit('/', 1)[-1]} ended {code}"
     if error is not None:
         fields["reason"] = str(getattr(error, "reason", "") or "")
@@ -103,3 +110,18 @@ def call_ended(method: str, code: str, seconds: float) -> None:
                 fields[name] = value[:200]
     level = logging.WARNING if code in _WARNED_CODES else logging.INFO
     log.log(level, message, extra=fields)
+
+
+def http_refused(method: str, path: str, status: int, reason: str) -> None:
+    """One line for a dashboard request refused by authentication or authorization, as a call's
+    (call_ended): who (the token's holder and id once its secret checked out), what, why."""
+    caller = CALLER.get()
+    fields: dict[str, Any] = {
+        "method": f"{method} {path}",
+        "code": status,
+        "principal": caller[0] if caller else "anonymous",
+        "reason": reason,
+    }
+    if caller:
+        fields["token_id"] = caller[1]
+    log.warning("%s %s refused %d", method, path, status, extra=fields)

@@ -19,28 +19,44 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime
 from typing import Any
 
 import grpc
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from ledger.domain.errors import LedgerError
+from ledger.domain.reasons import Reason
+from ledger.storage.version import SCHEMA_VERSION, package_version
 from services.auth import Gate, Identity
 from services.edge import Edge
 from services.logs import CALL_ERROR, call_ended
 
 __all__ = ["Metrics", "CountingGate", "HttpMetrics", "CONTENT_TYPE"]
 
+log = logging.getLogger("trainledger.services")
+
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 GROUP_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 VERIFY_METHOD = "/trainledger.v1.Events/Verify"
+AUTH_REFUSAL_REASONS = tuple(
+    str(reason)
+    for reason in (
+        Reason.TOKEN_MISSING,
+        Reason.TOKEN_INVALID,
+        Reason.TOKEN_EXPIRED,
+        Reason.TOKEN_REVOKED,
+        Reason.ROLE_NOT_ALLOWED,
+        Reason.OUTSIDE_SCOPE,
+    )
+)
+VERIFY_CODES = ("OK", "CANCELLED", "DEADLINE_EXCEEDED", "UNAVAILABLE", "PERMISSION_DENIED", "UNAUTHENTICATED")
 
 
 class Metrics:
@@ -90,6 +106,15 @@ class Metrics:
             "trainledger_verify_runs", "Verify calls ended, by status code", ["code"], registry=r
         )
         self._grpc_children: dict[tuple[str, str, str], Any] = {}
+        for reason in AUTH_REFUSAL_REASONS:  # Bounded label sets read 0 before their first count.
+            self.auth_refusals.labels(reason)
+        for code in VERIFY_CODES:
+            self.verify_runs.labels(code)
+        ProcessCollector(registry=r)
+        build = Gauge(
+            "trainledger_build_info", "this server's release and schema version", ["version", "schema"], registry=r
+        )
+        build.labels(package_version(), str(SCHEMA_VERSION)).set(1)
 
     def attach(self, edge: Edge) -> None:
         """Count the ledger's commits and read its gauges when scraped."""
@@ -251,11 +276,28 @@ class LedgerCollector(Collector):
 
     def __init__(self, edge: Edge) -> None:
         self.edge = edge
+        self.storage_down = False  # Whether the last scrape found storage unavailable (logged once).
 
     def describe(self) -> list[Metric]:
         return []  # Unchecked: the gauges are read from storage, only when scraped.
 
     def collect(self) -> Iterator[Metric]:
+        try:
+            read = list(self._from_storage())
+        except Exception as error:  # Storage is down: the edge's gauges still answer, storage's do not.
+            if not self.storage_down:
+                log.warning("metrics: storage is unavailable (%s); its gauges are left out until it answers", error)
+            self.storage_down, read = True, []
+        else:
+            if self.storage_down:
+                log.info("metrics: storage answers again")
+            self.storage_down = False
+        up = int(bool(read))
+        yield _gauge("trainledger_storage_up", "1 when the last scrape read storage, 0 when it could not", up)
+        yield from read
+        yield from self._streams()
+
+    def _from_storage(self) -> Iterator[Metric]:
         ledger = self.edge.ledger
         storage = ledger.storage
         head = storage.head()
@@ -267,7 +309,6 @@ class LedgerCollector(Collector):
         count, amount = ledger.views.holds_pending()
         yield _gauge("trainledger_holds_pending", "spend holds not yet settled", count)
         yield _gauge("trainledger_holds_pending_usd_micro", "the amount held by pending holds (micro-dollars)", amount)
-        yield from self._streams()
         yield from _storage_gauges(storage)
 
     def _lag(self, head: int) -> Iterator[Metric]:
@@ -287,14 +328,9 @@ class LedgerCollector(Collector):
         yield seconds
 
     def _age_after(self, position: int) -> float:
-        ledger = self.edge.ledger
-        notifications = ledger.recorder.select_notifications(position + 1, 1)
-        if not notifications:
-            return 0.0
-        stamp = ledger.mapper.transcoder.decode(notifications[0].state).get("timestamp")
-        if isinstance(stamp, datetime):
-            return max(0.0, (ledger.clock() - stamp).total_seconds())
-        return 0.0
+        from services.readiness import unapplied_age_s
+
+        return unapplied_age_s(self.edge.ledger, position)
 
     def _streams(self) -> Iterator[Metric]:
         from services.watch import Watchers

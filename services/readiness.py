@@ -1,6 +1,8 @@
 """Readiness: up is not caught up. A server is ready when every view is within
 READY_LAG_EVENTS_MAX events of the log's head (as the views' tracking rows in storage say, so a
-server whose views are projected by workers is judged the same way) and the newest TAIL_EVENTS
+server whose views are projected by workers is judged the same way), the oldest event a view has
+not applied is at most READY_LAG_S_MAX seconds old (a few events nobody projects, with no
+projection worker running, make writes wait as surely as many), and the newest TAIL_EVENTS
 events of the log chain from the seal before them (ledger.storage.chain). The server's probe
 (services.server) asks once a second; gRPC health and /readyz follow the answer, /healthz only
 says the process answers. A check that fails, or a storage probe that fails or hangs, is not
@@ -12,25 +14,34 @@ from __future__ import annotations
 
 import logging
 import threading
+from datetime import datetime
 
 from ledger import Ledger
 from ledger.domain.errors import Unavailable
 from ledger.storage.chain import Walk
 
-__all__ = ["Readiness", "READY_LAG_EVENTS_MAX", "TAIL_EVENTS"]
+__all__ = ["Readiness", "READY_LAG_EVENTS_MAX", "READY_LAG_S_MAX", "TAIL_EVENTS", "unapplied_age_s"]
 
 log = logging.getLogger("trainledger.services")
 
 READY_LAG_EVENTS_MAX = 1000
+READY_LAG_S_MAX = 60.0
 TAIL_EVENTS = 100
 
 
 class Readiness:
     """Whether the server's views are caught up and its log's tail is intact."""
 
-    def __init__(self, ledger: Ledger, *, lag_events_max: int = READY_LAG_EVENTS_MAX, tail_events: int = TAIL_EVENTS):
+    def __init__(
+        self,
+        ledger: Ledger,
+        *,
+        lag_events_max: int = READY_LAG_EVENTS_MAX,
+        lag_s_max: float = READY_LAG_S_MAX,
+        tail_events: int = TAIL_EVENTS,
+    ):
         self.ledger = ledger
-        self.lag_events_max, self.tail_events = lag_events_max, tail_events
+        self.lag_events_max, self.lag_s_max, self.tail_events = lag_events_max, lag_s_max, tail_events
         self.ready = False
         self.why = "not checked yet"
         self._tail_checked = 0  # The log's end as of the last tail check that passed.
@@ -42,7 +53,7 @@ class Readiness:
         try:
             why = self.problem()
         except Unavailable as error:
-            why = f"storage is unavailable: {error}"
+            why = f"storage unavailable: {str(error).removeprefix('storage is unavailable: ')}"
         except Exception as error:
             self.lost(f"the readiness check failed: {error}")
             raise
@@ -61,6 +72,10 @@ class Readiness:
         elif was and not self.ready:
             log.warning("not ready: %s", why)
 
+    def storage_unavailable(self, why: str) -> None:
+        """The storage probe failed or hung: not ready, whatever the views said last."""
+        self._settle(f"storage unavailable: {why.removeprefix('storage is unavailable: ')}")
+
     def problem(self) -> str:
         """Why the server is not ready ("" when it is)."""
         ledger = self.ledger
@@ -73,6 +88,13 @@ class Readiness:
         lagging = min(positions.values(), default=head)
         if head - lagging > self.lag_events_max:
             return f"the views are {head - lagging} events behind the log (at most {self.lag_events_max})"
+        if head > lagging:
+            age_s = unapplied_age_s(ledger, lagging)
+            if age_s > self.lag_s_max:
+                return (
+                    f"the views have not applied an event {age_s:.0f} s old (at most {self.lag_s_max:.0f} s): "
+                    "is a projection worker (trainledger project) running?"
+                )
         return self.broken_tail()
 
     def broken_tail(self) -> str:
@@ -103,3 +125,14 @@ class Readiness:
             return f"the log's tail is broken at position {walk.broken.position}: {walk.broken.problem}"
         self._tail_checked = stop
         return ""
+
+
+def unapplied_age_s(ledger: Ledger, position: int) -> float:
+    """How old the first event after `position` is, by the ledger's clock (0.0 when none)."""
+    notifications = ledger.recorder.select_notifications(position + 1, 1)
+    if not notifications:
+        return 0.0
+    stamp = ledger.mapper.transcoder.decode(notifications[0].state).get("timestamp")
+    if isinstance(stamp, datetime):
+        return max(0.0, (ledger.clock() - stamp).total_seconds())
+    return 0.0

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import base64
 import os
+import sqlite3
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -45,6 +46,13 @@ PAGE = 1_000
 PAGE_BYTES = 1024 * 1024
 
 
+class DefaultDatabase(str):
+    """The --db default: a file name that TRAINLEDGER_DATABASE_URL replaces (a --db given does not)."""
+
+
+DATABASE_DEFAULT = DefaultDatabase("trainledger.db")
+
+
 class Failure(Exception):
     """A problem to report in one line, with the exit status to end with."""
 
@@ -71,6 +79,8 @@ def opened(database: str, *, catch_up: bool = True, read_only: bool = False) -> 
         yield ledger
     except LedgerError as error:
         raise Failure(error.message, status=1) from None
+    except sqlite3.DatabaseError as error:  # A damaged file ("database disk image is malformed").
+        raise Failure(f"cannot read database {describe(database)}: {error}") from None
     finally:
         ledger.close()
 

@@ -5,7 +5,9 @@ FILE is opened read-only and copied with SQLite's online backup API into a tempo
 NEW; the copy's views are brought up to its log (a backup taken while the views lagged holds
 events they had not applied yet), then the whole copy is verified (ledger.application.integrity:
 the hash chain, the snapshots, the views). Only a copy that verifies is synced and linked to NEW;
-an existing NEW is never overwritten, and a copy that does not verify leaves nothing behind.
+an existing NEW is never overwritten, nor a NEW whose -wal, -shm or -journal an earlier file of
+that name left behind (SQLite would replay a stale -wal into the restored file), and a copy that
+does not verify leaves nothing behind.
 PostgreSQL databases are restored from their base backup and WAL archive (docs/operations-backup.md).
 """
 
@@ -18,7 +20,7 @@ import stat
 import tempfile
 from dataclasses import dataclass
 
-from services.backup import BackupError, copy_online, sync_path
+from services.backup import BackupError, companion_left, copy_online, sync_path
 
 __all__ = ["Restored", "RestoreError", "restore", "add_parser"]
 
@@ -49,6 +51,12 @@ def restore(source: str, destination: str) -> Restored:
         raise RestoreError(f"no backup at {source}")
     if os.path.lexists(destination):
         raise RestoreError(f"{destination} already exists: restore to a new file")
+    left = companion_left(destination)
+    if left:
+        raise RestoreError(
+            f"{left} exists (left by an earlier file of that name): "
+            f"restore to a new name, or move {left} away with its file"
+        )
     directory = os.path.dirname(os.path.abspath(destination))
     try:
         descriptor, partial = tempfile.mkstemp(

@@ -167,17 +167,17 @@ def bind_problem(host: str, port: int) -> str | None:
     return None
 
 
-def bind_http(address: str) -> list[socket.socket]:
-    """Listening sockets for the dashboard at `address` (HOST:PORT; port 0: one free port for
-    every address of the host). Raises StartupError naming what is wrong."""
+def bind_http(address: str, what: str = "the dashboard") -> list[socket.socket]:
+    """Listening sockets for `what` (the dashboard, or /metrics) at `address` (HOST:PORT; port 0:
+    one free port for every address of the host). Raises StartupError naming what is wrong."""
     host, wanted_port = parse_listen(address)
     problem = bind_problem(host, wanted_port)
     if problem:
-        raise StartupError(f"cannot serve the dashboard on {address}: {problem}")
+        raise StartupError(f"cannot serve {what} on {address}: {problem}")
     try:
         resolved = socket.getaddrinfo(host, wanted_port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (socket.gaierror, UnicodeError) as error:
-        raise StartupError(f"cannot serve the dashboard on {address}: cannot resolve {host}") from error
+        raise StartupError(f"cannot serve {what} on {address}: cannot resolve {host}") from error
     sockets: list[socket.socket] = []
     port = wanted_port
     try:
@@ -195,7 +195,7 @@ def bind_http(address: str) -> list[socket.socket]:
                 if sockets and error.errno == errno.EADDRNOTAVAIL:
                     continue  # An address of the host this machine lacks (::1 without IPv6).
                 reason = BIND_ERRORS.get(error.errno or 0) or error.strerror or str(error)
-                raise StartupError(f"cannot serve the dashboard on {address}: {reason}") from None
+                raise StartupError(f"cannot serve {what} on {address}: {reason}") from None
             sockets.append(listener)
             port = listener.getsockname()[1]
     except BaseException:
@@ -252,7 +252,7 @@ class LedgerServer(grpc.aio.Server):
             self.serving = await asyncio.wait_for(asyncio.to_thread(self._ready), PROBE_TIMEOUT_S)
         except Exception as error:  # Storage is down or hangs: the probe says so, and says when it is back.
             self.serving = False
-            self.readiness.lost(str(error) or f"storage did not answer within {PROBE_TIMEOUT_S:.0f} s")
+            self.readiness.storage_unavailable(str(error) or f"storage did not answer within {PROBE_TIMEOUT_S:.0f} s")
         status = health_pb2.HealthCheckResponse.SERVING if self.serving else health_pb2.HealthCheckResponse.NOT_SERVING
         if not self.serving:
             log.warning("not ready yet: %s", self.readiness.why)
@@ -304,7 +304,9 @@ class LedgerServer(grpc.aio.Server):
                     probe = asyncio.ensure_future(asyncio.to_thread(self._ready))
                 done, _ = await asyncio.wait({probe}, timeout=PROBE_TIMEOUT_S)
                 if not done:  # Still hanging: unavailable until it answers.
-                    await self._set_serving(False, f"storage did not answer within {PROBE_TIMEOUT_S:.0f} s")
+                    hung = f"storage did not answer within {PROBE_TIMEOUT_S:.0f} s"
+                    self.readiness.storage_unavailable(hung)
+                    await self._set_serving(False, hung)
                     continue
                 error = probe.exception()
                 probe_result, probe = error is None and probe.result(), None
@@ -315,6 +317,7 @@ class LedgerServer(grpc.aio.Server):
                 else:
                     if not isinstance(error, Unavailable) and self.serving:
                         log.error("the storage probe failed", exc_info=error)
+                    self.readiness.storage_unavailable(str(error))
                     await self._set_serving(False, str(error))
                 await asyncio.sleep(PROBE_INTERVAL_S)
         finally:
@@ -484,7 +487,12 @@ def create_server(
                 create_app(edge, gate, hosts, ops), sockets, options=http_options, tls=http_tls, grace_s=GRACE_S
             )
         if metrics is not None:
-            metrics_sockets = bind_http(metrics)
+            metrics_sockets = bind_http(metrics, "/metrics (--metrics)")
+            if not is_loopback(parse_listen(metrics)[0]):
+                log.warning(
+                    "/metrics, /healthz and /readyz on %s are unauthenticated: bind it where only the scraper reaches",
+                    metrics,
+                )
             sockets = [*sockets, *metrics_sockets]  # Closed on failure; the dashboard keeps its own list.
             ops_tls = tls.ssl_context() if tls is not None else None
             ops_dashboard = Dashboard(ops.app(), metrics_sockets, options=HttpOptions(), tls=ops_tls, grace_s=GRACE_S)
@@ -583,14 +591,16 @@ async def serve(
     tokens = len(server.edge.ledger.token_book())
     host = server.address.rsplit(":", 1)[0]
     authenticated, notes = startup_notes(required=auth, tokens=tokens, host=host, tls=tls is not None)
-    about = f"database {describe(database)}{workers}{secure}{authenticated}"
-    print(f"trainledger: serving on {server.address} ({about})", flush=True)
+    banner = [f"serving on {server.address} (database {describe(database)}{workers}{secure}{authenticated})"]
     for note in notes:
         print(f"trainledger: warning: {note}", file=sys.stderr, flush=True)
     if server.dashboard is not None:
-        print(f"trainledger: dashboard on {server.dashboard.scheme}://{reachable(server.http_address)}/", flush=True)
+        banner.append(f"dashboard on {server.dashboard.scheme}://{reachable(server.http_address)}/")
     if server.ops_dashboard is not None:
-        print(f"trainledger: metrics on {server.ops_dashboard.scheme}://{server.metrics_address}/metrics", flush=True)
+        banner.append(f"metrics on {server.ops_dashboard.scheme}://{server.metrics_address}/metrics")
+    for line in banner:  # On stdout for whoever waits for the server, and as events of the log.
+        print(f"trainledger: {line}", flush=True)
+        log.info("%s", line)
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -205,9 +205,14 @@ def test_registry_events_and_rebuild(database: str, capsys: pytest.CaptureFixtur
     events = [json.loads(line) for line in lines]
     assert [e["position"] for e in events] == list(range(3, 3 + len(events))) and len(events) > 5
     assert run_cli(capsys, "rebuild", "--db", database).startswith("rebuilt every view from")
-    # The environment's database URL overrides --db.
+    # The environment's database URL stands in for a --db not given; a flag given beats it.
     monkeypatch.setenv("TRAINLEDGER_DATABASE_URL", database)
-    assert "demo" in run_cli(capsys, "runs", "list", "--db", os.devnull + ".missing")
+    assert "demo" in run_cli(capsys, "runs", "list")
+    assert run_cli(capsys, "verify").startswith("OK: ")
+    missing = os.devnull + ".missing"
+    for command in (["runs", "list"], ["verify"], ["rebuild"]):
+        assert main([*command, "--db", missing]) == 2, command
+        assert capsys.readouterr().err == f"trainledger: no database at {missing}\n", command
 
 
 def test_events_export_streams_pages_bounded_by_bytes(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
@@ -361,3 +366,28 @@ def test_progress_reads_step_of_plan_rate_and_eta() -> None:
     assert progress_text(Progress(step=7, steps_per_second=2.0)) == "step 7, 2.00 steps/s"
     assert progress_text(Progress(max_steps=50)) == "no step yet (50 planned)"
     assert progress_text(Progress()) is None
+
+
+def test_serve_refuses_metrics_with_no_metrics(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--metrics serves what --no-metrics turns off: refused at start in one line, nothing served."""
+    database = tmp_path / "ledger.db"
+    listen = ["--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0"]
+    assert main(["serve", "--db", str(database), *listen, "--no-metrics"]) == 2
+    assert capsys.readouterr().err == (
+        "trainledger: --metrics serves the counters --no-metrics turns off: give one or the other\n"
+    )
+    assert not database.exists()
+
+
+def test_a_metrics_port_in_use_names_the_metrics_listener(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        argv = ["serve", "--db", str(tmp_path / "ledger.db"), "--listen", "127.0.0.1:0", "--no-http"]
+        assert main([*argv, "--metrics", address]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"trainledger: cannot serve /metrics (--metrics) on {address}: "), error
+    assert error.count("\n") == 1

@@ -17,6 +17,7 @@ page (or a redirect to /login) for pages. Ledger errors map by kind (`from_ledge
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,7 @@ from ledger.domain.errors import (
 )
 from ledger.domain.reasons import Reason
 from services.auth import Gate, Identity
+from services.logs import CALLER, http_refused
 
 __all__ = [
     "TOKEN_COOKIE",
@@ -116,6 +118,17 @@ def bearer(connection: HTTPConnection) -> str:
     return f"Bearer {cookie}" if cookie else ""
 
 
+# The request being identified, (HTTP method, path): for the log line of a refusal.
+_REQUEST: ContextVar[tuple[str, str]] = ContextVar("web_request", default=("GET", ""))
+
+
+def _logged(refusal: WebError) -> WebError:
+    """`refusal`, logged as a refused call is (services.logs.http_refused)."""
+    if refusal.status in (401, 403):
+        http_refused(*_REQUEST.get(), refusal.status, refusal.reason)
+    return refusal
+
+
 @dataclass(frozen=True)
 class Subject:
     """What a scoped token's request is about, shaped like the gRPC request the Gate reads."""
@@ -133,17 +146,19 @@ class Access:
     async def identify(self, connection: HTTPConnection, endpoint: str) -> Identity:
         """The caller, authenticated as the method `endpoint` mirrors. Raises WebError (401, 403)."""
         metadata: Mapping[str, str] = {"authorization": bearer(connection)}
+        CALLER.set(None)
+        _REQUEST.set((str(connection.scope.get("method", "GET")), connection.url.path))
         try:
             return await self.gate.authenticate(METHODS[endpoint], metadata)
         except LedgerError as error:
-            raise from_ledger(error) from None
+            raise _logged(from_ledger(error)) from None
 
     async def authorize(self, endpoint: str, identity: Identity, subject: Subject) -> None:
         """Raises WebError 403 (OUTSIDE_SCOPE) when a scoped token may not read `subject`."""
         try:
             await self.gate.authorize(METHODS[endpoint], identity, subject)
         except LedgerError as error:
-            raise from_ledger(error) from None
+            raise _logged(from_ledger(error)) from None
 
     async def within(self, identity: Identity, account: str) -> bool:
         """Whether the caller may read `account` (always, without a scoped token)."""

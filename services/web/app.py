@@ -82,8 +82,12 @@ class _Connection:
         await self.app(scope, receive, sending)
 
 
+OPS_PATHS = frozenset({"/metrics", "/healthz", "/readyz"})  # Read by scrapers and probes, not people.
+
+
 def _is_api(request: Request) -> bool:
-    return request.url.path.startswith("/api/")
+    """Whether `request` is answered JSON, never a page: the API and the operators' routes."""
+    return request.url.path.startswith("/api/") or request.url.path in OPS_PATHS
 
 
 def _host_refusal(host: bytes) -> WebError:

@@ -57,3 +57,26 @@ def test_the_async_client_fails_soon_too() -> None:
     with pytest.raises(Unavailable, match=address):
         asyncio.run(first_call())
     assert time.monotonic() - began < HANG_S
+
+
+def test_views_not_caught_up_is_not_called_an_unanswered_ledger(tmp_path) -> None:
+    """A ledger that answers VIEW_NOT_CAUGHT_UP (its views are projected by nobody: `serve
+    --no-project` with no `trainledger project`) did answer: the first call's error says so, and
+    hints at the projection worker, rather than "no ledger answered"."""
+    from ledger import Ledger
+    from tests.service.support import Served
+
+    ledger = Ledger.open(str(tmp_path / "ledger.db"), project=False)
+    served = Served(ledger)
+    try:
+        ledger.open_account(account="unprojected")  # Logged; no view applies it.
+        with LedgerClient(served.address, principal="trainer", timeout_s=1.0, first_contact_s=2.0) as client:
+            with pytest.raises(Unavailable) as raised:
+                client.get_account(account="unprojected", min_position=ledger.head())
+        assert raised.value.reason == "VIEW_NOT_CAUGHT_UP"
+        message = str(raised.value)
+        assert "no ledger answered" not in message and "never answered" not in message, message
+        assert served.address in message and "projection worker" in message, message
+    finally:
+        served.close()
+        ledger.close()

@@ -95,7 +95,14 @@ def test_json_logs_hold_refusals_and_never_a_token(tmp_path: Path) -> None:
             if sample.name == "trainledger_auth_refusals_total"
         }
         # gRPC: forged twice, trainer's ListRuns once, missing twice; HTTP: forged twice.
-        assert refusals == {"TOKEN_INVALID": 4, "ROLE_NOT_ALLOWED": 1, "TOKEN_MISSING": 2}
+        assert refusals == {
+            "TOKEN_INVALID": 4,
+            "ROLE_NOT_ALLOWED": 1,
+            "TOKEN_MISSING": 2,
+            "TOKEN_EXPIRED": 0,
+            "TOKEN_REVOKED": 0,
+            "OUTSIDE_SCOPE": 0,
+        }
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=WAIT_S) == 0
     finally:
@@ -111,7 +118,17 @@ def test_json_logs_hold_refusals_and_never_a_token(tmp_path: Path) -> None:
     entries = [json.loads(line) for line in text.splitlines()]
     assert all({"time", "level", "event"} <= entry.keys() for entry in entries)
     assert any(entry["event"].startswith("ready") for entry in entries)
-    refused = [entry for entry in entries if entry.get("reason") == "TOKEN_INVALID"]
+    # The startup lines on stdout are events of the log too.
+    assert any(entry["event"].startswith(f"serving on {addresses['serving']}") for entry in entries)
+    assert any(entry["event"].startswith("metrics on http://") for entry in entries)
+    role_refused = [entry for entry in entries if entry.get("reason") == "ROLE_NOT_ALLOWED"]
+    assert [(entry["principal"], entry["token_id"]) for entry in role_refused] == [("trainer-1", trainer.split("_")[1])]
+    refused = [entry for entry in entries if entry.get("reason") == "TOKEN_INVALID" and entry["method"][0] == "/"]
+    # The dashboard's refusals are logged as the calls' are.
+    http_refused = [entry for entry in entries if entry.get("reason") == "TOKEN_INVALID" and entry not in refused]
+    assert [(entry["method"], entry["code"], entry["level"]) for entry in http_refused] == [
+        ("GET /api/runs", 401, "warning")
+    ] * 2
     assert len(refused) == 2 and {entry["method"] for entry in refused} == {
         "/trainledger.v1.Runs/GetRunState",
         "/trainledger.v1.Runs/ListRuns",

@@ -84,3 +84,62 @@ def test_a_read_only_backup_restores_to_a_ledger_its_owner_can_write(
     target = tmp_path / "restored.db"
     assert main(["restore", str(backup), "--db", str(target)]) == 0
     assert stat.S_IMODE(target.stat().st_mode) == 0o640  # Still no wider than the backup.
+
+
+def stale_wal(path: Path) -> None:
+    """Leave at `path`-wal the write-ahead log of an earlier SQLite file of that name (a file
+    moved away without its -wal): pages SQLite would replay into whatever file takes the name."""
+    scratch = path.parent / "earlier.db"
+    connection = sqlite3.connect(scratch)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA wal_autocheckpoint=0")
+    connection.execute("CREATE TABLE earlier (value BLOB)")
+    connection.executemany("INSERT INTO earlier VALUES (?)", [(os.urandom(2000),) for _ in range(40)])
+    connection.commit()
+    (path.parent / f"{path.name}-wal").write_bytes((path.parent / "earlier.db-wal").read_bytes())
+    connection.close()
+    scratch.unlink()
+
+
+@pytest.mark.parametrize("companion", ["-wal", "-shm", "-journal"])
+def test_restore_and_backup_refuse_a_destination_whose_companion_files_remain(
+    tmp_path: Path, backed_up: tuple[Path, int], capsys: pytest.CaptureFixture[str], companion: str
+) -> None:
+    backup, _ = backed_up
+    restored = tmp_path / "restored.db"
+    if companion == "-wal":
+        stale_wal(restored)
+    else:
+        (tmp_path / f"restored.db{companion}").write_bytes(b"left behind")
+    capsys.readouterr()
+    assert main(["restore", str(backup), "--db", str(restored)]) == 2
+    assert capsys.readouterr().err == (
+        f"trainledger: {restored}{companion} exists (left by an earlier file of that name): "
+        f"restore to a new name, or move {restored}{companion} away with its file\n"
+    )
+    assert not restored.exists()
+    copy = tmp_path / "restored.db"
+    assert main(["backup", "--db", str(backup), "--to", str(copy)]) == 2
+    assert capsys.readouterr().err == (
+        f"trainledger: {copy}{companion} exists (left by an earlier file of that name): "
+        f"back up to a new name, or move {copy}{companion} away with its file\n"
+    )
+    assert not copy.exists()
+
+
+def test_verify_reports_a_damaged_file_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A ledger whose file was damaged (here: a stale -wal replayed over it) fails verify in one line."""
+    damaged = tmp_path / "damaged.db"
+    ledger = Ledger.open(str(damaged))
+    try:
+        ledger.open_account(account="a")
+    finally:
+        ledger.close()
+    with open(damaged, "r+b") as file:  # Pages past the header overwritten.
+        file.seek(4096)
+        file.write(b"\xff" * 8192)
+    capsys.readouterr()
+    assert main(["verify", "--db", str(damaged)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"trainledger: cannot read database {damaged}: ") and error.count("\n") == 1, error
+    assert "malformed" in error or "not a database" in error, error

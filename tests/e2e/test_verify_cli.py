@@ -183,3 +183,36 @@ def test_verify_and_export_on_each_backend(database: str, tmp_path: Path, capsys
     export.write_text(capsys.readouterr().out)
     checked = check(tmp_path, export, "--expect-head", head)
     assert (checked.returncode, checked.stdout) == (0, f"OK: head {head}\n"), checked
+
+
+def test_verify_reads_the_schema_version_without_writing_it(database: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """verify opens read-only (on PostgreSQL a read-only transaction): it reads the stored schema
+    version and never makes its table, even on a ledger from before the table."""
+    from ledger import Ledger
+    from services.cli import main
+    from tests.service.test_verify import recorded
+
+    where = ["--database-url", database] if "://" in database else ["--db", database]
+    recorded(database)
+    ledger = Ledger.open(database, project=False)
+    ledger.close()
+    assert main(["verify", *where]) == 0
+    assert capsys.readouterr().out.startswith("OK: 8 events verified")
+    if "://" in database:
+        import psycopg
+
+        url, schema = database.split("?schema=")
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute(f'DROP TABLE "{schema}".ledger_schema')
+            assert main(["verify", *where]) == 0
+            assert capsys.readouterr().out.startswith("OK: 8 events verified")
+            found = connection.execute("SELECT to_regclass(%s)", (f'"{schema}".ledger_schema',)).fetchone()
+        assert found == (None,)
+    else:
+        with sqlite3.connect(database) as connection:
+            connection.execute("DROP TABLE ledger_schema")
+        assert main(["verify", *where]) == 0
+        assert capsys.readouterr().out.startswith("OK: 8 events verified")
+        with sqlite3.connect(database) as connection:
+            tables = connection.execute("SELECT name FROM sqlite_master WHERE name = 'ledger_schema'").fetchall()
+        assert tables == []

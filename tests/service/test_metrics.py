@@ -202,3 +202,71 @@ def test_storage_gauges_on_each_backend(database: str) -> None:
         }
     else:
         assert names == {"trainledger_database_size_bytes", "trainledger_database_wal_size_bytes"}
+
+
+def test_a_healthy_run_counts_its_record_steps_stream_ok(tmp_path: Path) -> None:
+    """A recorder that logs, flushes and closes ends its RecordSteps stream by half-closing it:
+    the server counts the call OK, never CANCELLED."""
+    from clients import LedgerClient, RunRecorder
+
+    ledger = Ledger.open(str(tmp_path / "ledger.db"))
+    served = Server(ledger)
+    try:
+        with LedgerClient(served.server.address, principal=PRINCIPAL, timeout_s=10.0) as client:
+            recorder = RunRecorder.open(client, run_key="healthy", batch_steps_max=10, batch_interval_s=0.01)
+            for step in range(50):
+                recorder.log(step, loss=0.5)
+            assert recorder.flush(30)
+            recorder.close()
+        samples = scrape(f"http://{served.server.http_address}/metrics")
+        calls = {
+            dict(labels)["code"]: count
+            for (name, labels), count in samples.items()
+            if name == "trainledger_grpc_requests_total" and dict(labels).get("method") == "RecordSteps"
+        }
+        assert calls == {"OK": 1.0}, calls
+    finally:
+        served.close()
+        ledger.close()
+
+
+def test_a_fresh_server_exports_zeros_process_and_build_info(tmp_path: Path) -> None:
+    """Before any refusal or Verify the bounded label sets read 0 (a dashboard shows 0, not "No
+    data"); the process' own metrics and the build's version and schema are exported."""
+    from importlib.metadata import version
+
+    ledger = Ledger.open(str(tmp_path / "ledger.db"))
+    served = Server(ledger)
+    try:
+        samples = scrape(f"http://{served.server.http_address}/metrics")
+    finally:
+        served.close()
+        ledger.close()
+    refusals = "TOKEN_MISSING TOKEN_INVALID TOKEN_EXPIRED TOKEN_REVOKED ROLE_NOT_ALLOWED OUTSIDE_SCOPE".split()
+    for reason in refusals:
+        assert value(samples, "trainledger_auth_refusals_total", reason=reason) == 0, reason
+    assert value(samples, "trainledger_verify_runs_total", code="OK") == 0
+    assert value(samples, "process_cpu_seconds_total") > 0
+    assert value(samples, "process_resident_memory_bytes") > 0
+    assert value(samples, "trainledger_build_info", version=version("trainledger"), schema="1") == 1
+
+
+def test_metrics_on_every_interface_is_logged_as_unauthenticated(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    ledger = Ledger.open(str(tmp_path / "ledger.db"))
+
+    async def start_and_stop() -> None:
+        server, _ = create_server("127.0.0.1:0", ledger=ledger, http=None, metrics="0.0.0.0:0")
+        await server.start()
+        await server.stop(1.0)
+
+    try:
+        with caplog.at_level(logging.INFO, logger="trainledger.services"):
+            asyncio.run(start_and_stop())
+    finally:
+        ledger.close()
+    lines = [r.getMessage() for r in caplog.records if "unauthenticated" in r.getMessage()]
+    assert len(lines) == 1 and "0.0.0.0:" in lines[0], lines

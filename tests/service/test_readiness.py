@@ -9,6 +9,7 @@ import logging
 import sqlite3
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -142,4 +143,30 @@ def test_readyz_follows_health_when_the_readiness_check_fails(tmp_path: Path) ->
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         loop.close()
+
+
+def test_views_that_stopped_following_are_not_ready_once_the_lag_is_old(tmp_path: Path) -> None:
+    """No projection worker (`serve --no-project` alone): a few events the views never apply are
+    far below the events' bound, but once the oldest of them is older than the bound in seconds
+    the server is not ready, naming the age and that no projection worker may be running."""
+    now = [datetime(2026, 12, 2, 8, 0, tzinfo=UTC)]
+    path = str(tmp_path / "ledger.db")
+    writer = Ledger.open(path, clock=lambda: now[0])
+    try:
+        writer.open_account(account="before")
+        writer.projector.wait(writer.head(), 10)
+    finally:
+        writer.close()
+    ledger = Ledger.open(path, project=False, clock=lambda: now[0])
+    try:
+        readiness = Readiness(ledger, lag_s_max=30.0)
+        assert readiness.update() is True
+        ledger.open_account(account="after")  # Logged; no view applies it.
+        assert ledger.head() > min(ledger.storage.tracking_positions().values())
+        now[0] += timedelta(seconds=10)
+        assert readiness.update() is True  # Behind, but not for long.
+        now[0] += timedelta(seconds=60)
+        assert readiness.update() is False
+        assert "70 s" in readiness.why and "projection worker" in readiness.why, readiness.why
+    finally:
         ledger.close()

@@ -293,3 +293,31 @@ def test_role_matrix(world: World, method: str, role: str, variant: str, cell: s
         else:
             outcome = None  # A business answer: the call was let through.
     assert outcome == EXPECTED[cell]
+
+
+def test_a_role_refusal_is_logged_with_the_tokens_principal_and_id(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A valid token refused by its role is logged as its holder with its token id, never as
+    "anonymous", and never with its secret."""
+    import logging
+    import time
+
+    from ledger.domain.tokens import parse_bearer
+
+    bearer = world.tokens["auditor", "unscoped"]
+    token_id, secret = parse_bearer(bearer)
+    stubs = world.served.stubs
+    request_id = f"refused-{_unique()}"
+    metadata = (("authorization", f"Bearer {bearer}"), ("x-request-id", request_id))
+    with caplog.at_level(logging.INFO, logger="trainledger.services"):
+        with pytest.raises(grpc.RpcError) as refused:
+            stubs.spend.OpenAccount(spend_pb2.OpenAccountRequest(account=_unique()), timeout=10, metadata=metadata)
+        assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        deadline = time.monotonic() + 10
+        while not [r for r in caplog.records if getattr(r, "request_id", "") == request_id]:
+            assert time.monotonic() < deadline, "no log line for the refused call"
+            time.sleep(0.02)
+    (line,) = [r for r in caplog.records if getattr(r, "request_id", "") == request_id]
+    assert (line.principal, line.token_id, line.reason) == ("auditor-all", token_id, "ROLE_NOT_ALLOWED")
+    assert secret not in line.getMessage() and secret not in str(vars(line))

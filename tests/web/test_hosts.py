@@ -117,3 +117,12 @@ def test_an_allowed_host_that_is_not_a_host_name_is_refused_at_start(
     database = str(tmp_path / "ledger.db")
     line = servers.refused("serve", "--db", database, "--listen", "127.0.0.1:0", "--http-allowed-host", name)
     assert "--http-allowed-host" in line
+
+
+@pytest.mark.parametrize("path", ["/metrics", "/readyz", "/healthz"])
+def test_a_scraper_on_another_host_is_answered_json_not_a_page(served: Served, path: str) -> None:
+    """Prometheus scraping the dashboard's port by a name not allowed gets a JSON refusal that
+    names --http-allowed-host's reason, never an HTML page."""
+    response = httpx.get(f"{served.base}{path}", headers={"host": "prometheus-target.example"}, timeout=10)
+    _refused(response)
+    assert response.headers["content-type"].startswith("application/json")
