@@ -37,6 +37,12 @@ class Ops:
                 try:  # A scraper is answered 401 or 403, never sent to the login page.
                     identity = await self.access.identify(request, "runs")
                     await self.access.authorize("runs", identity, Subject())
+                    scope = identity.token.account if identity.token is not None else ""
+                    if scope:  # A run list narrows to a scope; the metrics are the whole ledger's.
+                        if self.metrics is not None:
+                            self.metrics.auth_refusals.labels("OUTSIDE_SCOPE").inc()
+                        message = f"metrics cover the whole ledger: outside the token's scope (account {scope})"
+                        raise WebError(403, "OUTSIDE_SCOPE", message)
                 except WebError as error:
                     return JSONResponse(error.body(), error.status)
             if self.metrics is None:
