@@ -389,7 +389,9 @@ def parser(asked: str | None = None) -> argparse.ArgumentParser:
         metavar="RUN",
         help="with --gate-rule: evaluate on this run's summary, not the version's source checkpoint's scores",
     )
-    promoted.add_argument("--reason", default="", help="the gate's reason")
+    promoted.add_argument(
+        "--reason", default="", help="the gate's reason (an asserted verdict needs one: who checked what)"
+    )
     promoted.add_argument("--stat", action="append", default=[], metavar="KEY=VALUE", help="a statistic of the gate")
     _expected(promoted)
     rolled = writing("rollback", registry, "registry_rollback", "make an earlier version current again")

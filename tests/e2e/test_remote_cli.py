@@ -317,7 +317,19 @@ def test_registry_list_show_promote_and_rollback(world: World) -> None:
     # A gate that failed is refused, and so is a compare-and-set on a version no longer current.
     failed = cli(world, "registry", "promote", "llama-sft", "2", "--failed", "--reason", "worse", status=1).stderr
     assert "GATE_NOT_PASSED" in failed
-    moved = cli(world, "registry", "promote", "llama-sft", "2", "--passed", "--expected-current", "2", status=1).stderr
+    moved = cli(
+        world,
+        "registry",
+        "promote",
+        "llama-sft",
+        "2",
+        "--passed",
+        "--reason",
+        "ok",
+        "--expected-current",
+        "2",
+        status=1,
+    ).stderr
     assert "CURRENT_VERSION_MOVED" in moved
     promoted = out(
         world, "registry", "promote", "llama-sft", "2", "--passed", "--reason", "better", "--stat", "win_rate=0.7"
