@@ -394,7 +394,7 @@ def parser(asked: str | None = None) -> argparse.ArgumentParser:
     )
     promoted.add_argument("--stat", action="append", default=[], metavar="KEY=VALUE", help="a statistic of the gate")
     _expected(promoted)
-    rolled = writing("rollback", registry, "registry_rollback", "make an earlier version current again")
+    rolled = writing("rollback", registry, "registry_rollback", "make a version current again that was current before")
     rolled.add_argument("family", metavar="FAMILY")
     rolled.add_argument(
         "version", metavar="VERSION", type=_positive, nargs="?", default=None, help="(default: the previous current)"

@@ -4,7 +4,7 @@ Registering never promotes. A promotion names the version, the version it expect
 current and a gate verdict, asserted by the caller or evaluated by the ledger on recorded scores
 (ledger.domain.gates); it is refused when the verdict did not pass (GATE_NOT_PASSED) or the
 current version moved (CURRENT_VERSION_MOVED), and that refusal is recorded (PromotionRefused). A
-rollback promotes an earlier version that was promoted before, with a reason. Aliases (staging,
+rollback makes a version current again that was current before (any number), with a reason. Aliases (staging,
 production ...) name versions that passed a gate (were promoted once; NEVER_PROMOTED) and move by
 compare-and-set on the version they name. A retired
 family takes no more writes (FAMILY_RETIRED) and still reads. History is never lost.
@@ -377,7 +377,8 @@ class Family(LedgerAggregate):
     def rollback(
         self, audit: Audit, *, version: int, expected_current: int, reason: str, request_digest: str = ""
     ) -> int | None:
-        """Promote an earlier, once-promoted version again, with a reason."""
+        """Make a version current again that was current before (promoted once; of any number,
+        an older one or a newer one rolled back from), with a reason."""
         self._check_version(version)
         retry = self._retry_of("rollback", version, expected_current, None, reason)
         if retry is not None:
@@ -385,9 +386,10 @@ class Family(LedgerAggregate):
         self.check_not_retired()
         if self.current != expected_current:
             raise self._moved(expected_current)
-        if version >= self.current:
+        if version == self.current:
             raise Refused(
-                f"rollback needs a version before the current {self.current}", reason=Reason.ROLLBACK_NOT_EARLIER
+                f"rollback needs a version current before, not the current {self.current}",
+                reason=Reason.ROLLBACK_NOT_EARLIER,
             )
         if not self.passed_gate(version):
             raise Refused(f"version {version} was never promoted", reason=Reason.NEVER_PROMOTED)

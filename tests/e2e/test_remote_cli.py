@@ -358,6 +358,9 @@ def test_registry_list_show_promote_and_rollback(world: World) -> None:
         ("rollback", 1, "bob", ""),
     ]
     assert "passed: from a file (win_rate=0.72)" in _section(out(world, "registry", "show", "llama-sft"), "history")[7]
+    # With no version, a rollback goes back to the previous current, here forward to version 2.
+    forward = out(world, "registry", "rollback", "llama-sft", "--reason", "v2 was fine after all")
+    assert forward.startswith("llama-sft: rolled back to version 2 (was 1)")
 
 
 def test_events_export_through_the_server(world: World) -> None:

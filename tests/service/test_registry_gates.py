@@ -424,3 +424,21 @@ def test_an_asserted_verdict_needs_a_reason(stubs: Stubs, given: str) -> None:
     )
     assert (code, reason, metadata["field"]) == (Code.INVALID_ARGUMENT, "MISSING_FIELD", "verdict.reason")
     assert not history(stubs, family).history
+
+
+def test_a_rollback_goes_to_any_version_current_before(stubs: Stubs) -> None:
+    family = bare_family(stubs, 3)
+    promote_each(stubs, family, 3)
+    back = stubs.registry.Rollback(
+        registry_pb2.RollbackRequest(family=family, version=1, expected_current=3, reason="v3 regressed"), timeout=10
+    )
+    assert (back.current, back.previous) == (1, 3)
+    forward = stubs.registry.Rollback(
+        registry_pb2.RollbackRequest(family=family, version=2, expected_current=1, reason="v2 was fine"), timeout=10
+    )
+    assert (forward.current, forward.previous) == (2, 1)
+    code, reason, _ = refusal(
+        stubs.registry.Rollback,
+        registry_pb2.RollbackRequest(family=family, version=2, expected_current=2, reason="again"),
+    )
+    assert (code, reason) == (Code.FAILED_PRECONDITION, "ROLLBACK_NOT_EARLIER")
