@@ -352,8 +352,19 @@ def run_text(
         "attempts\n"
         + (
             table(
-                ["ATTEMPT", "LABEL", "STARTED", "RESUMED FROM", "ENDED"],
-                [(a.number, a.label or None, when(a.started_at), a.resumed_from_step, a.ended) for a in state.attempts],
+                ["ATTEMPT", "LABEL", "STARTED", "RESUMED FROM", "ENDED", "LAST SEEN", "LOST"],
+                [
+                    (
+                        a.number,
+                        a.label or None,
+                        when(a.started_at),
+                        a.resumed_from_step,
+                        a.ended,
+                        when(getattr(a, "last_seen_at", None)),
+                        when(getattr(a, "lost_at", None)),
+                    )
+                    for a in state.attempts
+                ],
             )
             if state.attempts
             else "  (no attempt yet)"

@@ -363,3 +363,21 @@ def test_progress_reads_step_of_plan_rate_and_eta() -> None:
     assert progress_text(Progress(step=7, steps_per_second=2.0)) == "step 7, 2.00 steps/s"
     assert progress_text(Progress(max_steps=50)) == "no step yet (50 planned)"
     assert progress_text(Progress()) is None
+
+
+def test_runs_show_tells_when_an_attempt_was_last_seen_and_lost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(tmp_path / "lost.db")
+    started = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)
+    earlier = Ledger.open(path, clock=lambda: started)
+    run = earlier.open_run(run_key="lost-key", name="lost")
+    earlier.start_attempt(run_id=run.run_id, attempt_id="a1", lease_s=60)
+    earlier.close()
+    later = Ledger.open(path, clock=lambda: started + timedelta(minutes=5))
+    assert later.sweep_leases() == 1
+    later.close()
+    shown = run_cli(capsys, "runs", "show", "lost-key", "--db", path)
+    attempts = shown.split("attempts\n")[1].split("\n\n")[0].splitlines()
+    assert attempts[0].split() == ["ATTEMPT", "LABEL", "STARTED", "RESUMED", "FROM", "ENDED", "LAST", "SEEN", "LOST"]
+    assert "2026-01-05 10:00:00 UTC" in attempts[2] and "2026-01-05 10:05:00 UTC" in attempts[2]

@@ -302,7 +302,8 @@ def _attempt_row(attempt: models.Attempt) -> str:
     return (
         f'<tr data-attempt="{attempt.number}"><td>{e(attempt.number)}</td><td>{e(attempt.label)}</td>'
         f"<td>{when(attempt.started_at)}</td><td>{e(attempt.resumed_from_step)}</td>"
-        f"<td>{'yes' if attempt.ended else 'no'}</td></tr>"
+        f"<td>{'yes' if attempt.ended else 'no'}</td>"
+        f"<td>{when(attempt.last_seen_at)}</td><td>{when(attempt.lost_at)}</td></tr>"
     )
 
 
@@ -311,7 +312,7 @@ def _iso(moment: datetime | None) -> str:
 
 
 METRIC_HEADERS = ("metric", "values", "first step", "last step", "last", "min", "max")
-ATTEMPT_HEADERS = ("attempt", "label", "started", "resumed from", "ended")
+ATTEMPT_HEADERS = ("attempt", "label", "started", "resumed from", "ended", "last seen", "lost")
 CHECKPOINT_HEADERS = ("step", "attempt", "uri", "fidelity", "saved", "expires", "scores", "state")
 DATASET_HEADERS = ("role", "format", "rows", "tokens", "digest", "source", "verdict", "recorded")
 
