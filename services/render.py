@@ -494,7 +494,8 @@ def account_text(account: Any, reservations: Sequence[Any], more: str = "") -> s
 
 
 def families_table(families: Sequence[Any]) -> str:
-    return table(["FAMILY", "CURRENT", "VERSIONS"], [(f.family, f.current or None, f.version_count) for f in families])
+    rows = [(f.family, f.current or None, f.version_count, "yes" if f.retired else None) for f in families]
+    return table(["FAMILY", "CURRENT", "VERSIONS", "RETIRED"], rows)
 
 
 def verdict_text(verdict: Any) -> str | None:

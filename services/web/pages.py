@@ -495,11 +495,11 @@ async def registry(request: Request) -> Response:
     families: list[models.FamilySummary] = await web.call(web.ledger.families)
     rows = (
         f'<tr data-family="{e(f.family)}"><td><a href="/registry/{e(f.family)}">{e(f.family)}</a></td>'
-        f"<td>{e(f.current or None)}</td><td>{e(f.version_count)}</td></tr>"
+        f"<td>{e(f.current or None)}</td><td>{e(f.version_count)}</td><td>{'yes' if f.retired else '-'}</td></tr>"
         for f in families
     )
     body = "<h1>Registry</h1>" + table(
-        "families", ["family", "current", "versions"], rows, empty="No families registered."
+        "families", ["family", "current", "versions", "retired"], rows, empty="No families registered."
     )
     return layout("registry", "registry", body)
 

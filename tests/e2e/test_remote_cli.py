@@ -309,7 +309,8 @@ def test_spend_cap_sets_and_lifts_a_cap(world: World) -> None:
 
 def test_registry_list_show_promote_and_rollback(world: World) -> None:
     listed = out(world, "registry", "list").splitlines()
-    assert listed[0].split() == ["FAMILY", "CURRENT", "VERSIONS"] and listed[2].split() == ["llama-sft", "1", "2"]
+    assert listed[0].split() == ["FAMILY", "CURRENT", "VERSIONS", "RETIRED"]
+    assert listed[2].split() == ["llama-sft", "1", "2", "-"]
     shown = out(world, "registry", "show", "llama-sft")
     assert "current: 1" in shown and "s3://models/llama-sft/2" in shown
     history = _section(shown, "history")

@@ -442,3 +442,13 @@ def test_a_rollback_goes_to_any_version_current_before(stubs: Stubs) -> None:
         registry_pb2.RollbackRequest(family=family, version=2, expected_current=2, reason="again"),
     )
     assert (code, reason) == (Code.FAILED_PRECONDITION, "ROLLBACK_NOT_EARLIER")
+
+
+def test_the_list_of_families_marks_a_retired_one(stubs: Stubs) -> None:
+    live, gone = bare_family(stubs, 1), bare_family(stubs, 1)
+    retired = stubs.registry.RetireFamily(registry_pb2.RetireFamilyRequest(family=gone, reason="replaced"), timeout=10)
+    listed = stubs.registry.ListFamilies(
+        registry_pb2.ListFamiliesRequest(min_position=retired.position, page_size=1000), timeout=10
+    )
+    marks = {f.family: f.retired for f in listed.families if f.family in (live, gone)}
+    assert marks == {live: False, gone: True}
