@@ -535,8 +535,8 @@ def family_text(
     retired: Any = None,
 ) -> str:
     """A family: its current version, aliases and retirement, every version, and the history of
-    promotions, rollbacks and refused promotions with their gate verdicts (evaluated or asserted)
-    and who made them."""
+    promotions, rollbacks and refused promotions with their gate verdicts (evaluated or asserted),
+    alias moves (each alias's latest) and the retirement, with who made them."""
     named = ", ".join(f"{a.alias}={a.version}" for a in aliases)
     return "\n\n".join(
         [
@@ -568,24 +568,39 @@ def family_text(
             + (
                 table(
                     ["AT", "KIND", "VERSION", "PREVIOUS", "BY", "GATE", "REASON"],
-                    [
-                        (
-                            when(p.at),
-                            p.kind,
-                            p.version,
-                            p.previous or None,
-                            p.principal,
-                            verdict_text(p.verdict),
-                            _history_reason(p),
-                        )
-                        for p in history
-                    ],
+                    _history_rows(history, aliases, retired),
                 )
-                if history
+                if history or aliases or retired is not None
                 else "  (never promoted)"
             ),
         ]
     )
+
+
+def _history_rows(history: Sequence[Any], aliases: Sequence[Any], retired: Any) -> list[tuple[Any, ...]]:
+    """A family's history in log order: its promotions, rollbacks and refusals, each alias's move
+    to the version it names now and the retirement, each with who made it."""
+    rows: list[tuple[int, tuple[Any, ...]]] = [
+        (
+            p.position,
+            (
+                when(p.at),
+                p.kind,
+                p.version,
+                p.previous or None,
+                p.principal,
+                verdict_text(p.verdict),
+                _history_reason(p),
+            ),
+        )
+        for p in history
+    ]
+    rows += [(a.position, (when(a.moved_at), "alias", a.version, None, a.principal, None, a.alias)) for a in aliases]
+    if retired is not None:
+        rows.append(
+            (retired.position, (when(retired.at), "retire", None, None, retired.principal, None, retired.reason))
+        )
+    return [row for _, row in sorted(rows, key=lambda entry: entry[0])]
 
 
 def plan_hold_text(plan: Any) -> str:
