@@ -397,10 +397,12 @@ def parser(asked: str | None = None) -> argparse.ArgumentParser:
         metavar="RUN",
         help="with --gate-rule: evaluate on this run's summary, not the version's source checkpoint's scores",
     )
-    promoted.add_argument("--reason", default="", help="the gate's reason")
+    promoted.add_argument(
+        "--reason", default="", help="the gate's reason (an asserted verdict needs one: who checked what)"
+    )
     promoted.add_argument("--stat", action="append", default=[], metavar="KEY=VALUE", help="a statistic of the gate")
     _expected(promoted)
-    rolled = writing("rollback", registry, "registry_rollback", "make an earlier version current again")
+    rolled = writing("rollback", registry, "registry_rollback", "make a version current again that was current before")
     rolled.add_argument("family", metavar="FAMILY")
     rolled.add_argument(
         "version", metavar="VERSION", type=_positive, nargs="?", default=None, help="(default: the previous current)"

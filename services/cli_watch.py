@@ -1,6 +1,7 @@
 """`trainledger watch RUN`: a live terminal view of a run, through the server, until it finishes.
 
-    trainledger watch RUN [--wait-s SECONDS] [--address HOST:PORT] [--token-file FILE] [--tls] [--ca-file FILE]
+    trainledger watch RUN [--wait-s SECONDS] [--exit-on-lost] [--address HOST:PORT] [--token-file FILE]
+                          [--tls] [--ca-file FILE]
 
 RUN is a run id, a unique id prefix, a name or a run key (services.remote.resolve_run). The view
 shows the run's status and attempt; a progress bar of the last step against the run's plan (the
@@ -14,7 +15,9 @@ it failed or was stopped, 130 on Ctrl-C. A server that does not answer is one li
 exit status 2, a token the server refuses (missing, invalid, expired, revoked) exit status 3, and
 a name that matches more than one run is one line and exit status 1. A run not
 there yet (the watch started before the trainer opened it) is waited for, saying so on stderr,
-until it appears, Ctrl-C, or --wait-s seconds (then `no run RUN`, exit status 1).
+until it appears, Ctrl-C, or --wait-s seconds (then `no run RUN`, exit status 1). A lost run (its
+attempt's lease lapsed) is not finished: a new attempt may take it up, so the watch goes on
+waiting for it; with --exit-on-lost it ends there instead, with the final line and exit status 1.
 
 How it follows the run:
 
@@ -148,7 +151,10 @@ class Follow:
     its WatchRun stream. `apply` answers what changed as plain lines (the non-terminal output);
     `render` draws the whole of it with Rich."""
 
-    def __init__(self, run_id: str, state: RunState, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, run_id: str, state: RunState, clock: Callable[[], float] = time.monotonic, *, exit_on_lost: bool = False
+    ) -> None:
+        self.exit_on_lost = exit_on_lost
         self.run_id = run_id
         self.clock = clock
         self.spec_total = total_steps(state.run.spec)  # WatchRun's states leave the spec out.
@@ -197,7 +203,8 @@ class Follow:
 
     @property
     def finished(self) -> bool:
-        return self.state.run.status in FINISHED
+        """The run finished, or (with exit_on_lost) was lost."""
+        return self.state.run.status in FINISHED or (self.exit_on_lost and self.state.run.status == "lost")
 
     @property
     def name(self) -> str:
@@ -588,7 +595,7 @@ def watch(args: argparse.Namespace) -> None:
     with remote.talking(args) as client:
         run_id = _await_run(client, args.run, args.wait_s)
         state = client.get_run_state(run_id=run_id)
-        view = Follow(run_id, state)
+        view = Follow(run_id, state, exit_on_lost=args.exit_on_lost)
         try:
             view.seed_metrics(client.get_metrics(run_id=run_id, min_position=state.position))
         except LedgerClientError as error:
@@ -670,6 +677,11 @@ def add_parser(commands: Any) -> None:
         default=None,
         metavar="SECONDS",
         help="how long to wait for a run not opened yet (default: until it appears or Ctrl-C; 0: not at all)",
+    )
+    sub.add_argument(
+        "--exit-on-lost",
+        action="store_true",
+        help="end when the run is lost (its attempt's lease lapsed), exit status 1 (default: wait for it to return)",
     )
     remote.add_server_options(sub, json=False)
     sub.set_defaults(handler=watch)

@@ -194,7 +194,9 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         page = found[:size]
         return registry_pb2.ListFamiliesResponse(
             families=[
-                registry_pb2.FamilySummary(family=f.family, current=f.current, version_count=f.version_count)
+                registry_pb2.FamilySummary(
+                    family=f.family, current=f.current, version_count=f.version_count, retired=f.retired
+                )
                 for f in page
             ],
             next_page_token=name_token(page[-1].family) if len(found) > size else "",

@@ -711,13 +711,13 @@ def registry_promote(args: argparse.Namespace) -> None:
 
 
 def registry_rollback(args: argparse.Namespace) -> None:
-    """Make an earlier version current again (default: the earlier version current most recently)."""
+    """Make a version current again that was current before (default: the previous current)."""
     with talking(args) as client:
         current, _, history, _ = _family(client, args.family)
         expected = current if args.expected_current is None else args.expected_current
-        version = args.version if args.version is not None else _earlier(history, current)
+        version = args.version if args.version is not None else _previous(history, current)
         if version is None:
-            raise Failure(f"{args.family}: no earlier version was ever current; name the version", status=1)
+            raise Failure(f"{args.family}: no version was current before; name the version", status=1)
         receipt = client.rollback(family=args.family, version=version, expected_current=expected, reason=args.reason)
     _emit(
         args,
@@ -728,10 +728,11 @@ def registry_rollback(args: argparse.Namespace) -> None:
     )
 
 
-def _earlier(history: list[Any], current: int) -> int | None:
-    """The version below `current` that was current most recently (a rollback goes back only);
-    refused promotions never made a version current."""
-    return next((p.version for p in reversed(history) if p.kind != "refused" and 0 < p.version < current), None)
+def _previous(history: list[Any], current: int) -> int | None:
+    """The version current before `current` (what the latest move replaced); refused promotions
+    never made a version current."""
+    moved = next((p for p in reversed(history) if p.kind != "refused"), None)
+    return moved.previous if moved is not None and 0 < moved.previous != current else None
 
 
 def events_export(args: argparse.Namespace) -> None:

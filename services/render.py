@@ -364,8 +364,19 @@ def run_text(
         "attempts\n"
         + (
             table(
-                ["ATTEMPT", "LABEL", "STARTED", "RESUMED FROM", "ENDED"],
-                [(a.number, a.label or None, when(a.started_at), a.resumed_from_step, a.ended) for a in state.attempts],
+                ["ATTEMPT", "LABEL", "STARTED", "RESUMED FROM", "ENDED", "LAST SEEN", "LOST"],
+                [
+                    (
+                        a.number,
+                        a.label or None,
+                        when(a.started_at),
+                        a.resumed_from_step,
+                        a.ended,
+                        when(getattr(a, "last_seen_at", None)),
+                        when(getattr(a, "lost_at", None)),
+                    )
+                    for a in state.attempts
+                ],
             )
             if state.attempts
             else "  (no attempt yet)"
@@ -497,7 +508,8 @@ def account_text(account: Any, reservations: Sequence[Any], more: str = "") -> s
 
 
 def families_table(families: Sequence[Any]) -> str:
-    return table(["FAMILY", "CURRENT", "VERSIONS"], [(f.family, f.current or None, f.version_count) for f in families])
+    rows = [(f.family, f.current or None, f.version_count, "yes" if f.retired else None) for f in families]
+    return table(["FAMILY", "CURRENT", "VERSIONS", "RETIRED"], rows)
 
 
 def verdict_text(verdict: Any) -> str | None:
@@ -537,8 +549,8 @@ def family_text(
     retired: Any = None,
 ) -> str:
     """A family: its current version, aliases and retirement, every version, and the history of
-    promotions, rollbacks and refused promotions with their gate verdicts (evaluated or asserted)
-    and who made them."""
+    promotions, rollbacks and refused promotions with their gate verdicts (evaluated or asserted),
+    alias moves (each alias's latest) and the retirement, with who made them."""
     named = ", ".join(f"{a.alias}={a.version}" for a in aliases)
     return "\n\n".join(
         [
@@ -570,24 +582,39 @@ def family_text(
             + (
                 table(
                     ["AT", "KIND", "VERSION", "PREVIOUS", "BY", "GATE", "REASON"],
-                    [
-                        (
-                            when(p.at),
-                            p.kind,
-                            p.version,
-                            p.previous or None,
-                            p.principal,
-                            verdict_text(p.verdict),
-                            _history_reason(p),
-                        )
-                        for p in history
-                    ],
+                    _history_rows(history, aliases, retired),
                 )
-                if history
+                if history or aliases or retired is not None
                 else "  (never promoted)"
             ),
         ]
     )
+
+
+def _history_rows(history: Sequence[Any], aliases: Sequence[Any], retired: Any) -> list[tuple[Any, ...]]:
+    """A family's history in log order: its promotions, rollbacks and refusals, each alias's move
+    to the version it names now and the retirement, each with who made it."""
+    rows: list[tuple[int, tuple[Any, ...]]] = [
+        (
+            p.position,
+            (
+                when(p.at),
+                p.kind,
+                p.version,
+                p.previous or None,
+                p.principal,
+                verdict_text(p.verdict),
+                _history_reason(p),
+            ),
+        )
+        for p in history
+    ]
+    rows += [(a.position, (when(a.moved_at), "alias", a.version, None, a.principal, None, a.alias)) for a in aliases]
+    if retired is not None:
+        rows.append(
+            (retired.position, (when(retired.at), "retire", None, None, retired.principal, None, retired.reason))
+        )
+    return [row for _, row in sorted(rows, key=lambda entry: entry[0])]
 
 
 def plan_hold_text(plan: Any) -> str:

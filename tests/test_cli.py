@@ -197,7 +197,7 @@ def test_spend_show(database: str, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_registry_events_and_rebuild(database: str, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
-    assert run_cli(capsys, "registry", "list", "--db", database).splitlines()[2].split() == ["tiny", "1", "1"]
+    assert run_cli(capsys, "registry", "list", "--db", database).splitlines()[2].split() == ["tiny", "1", "1", "-"]
     shown = run_cli(capsys, "registry", "show", "tiny", "--db", database)
     assert "s3://models/1" in shown and "promote" in shown and "passed: eval ok" in shown
     assert json.loads(run_cli(capsys, "registry", "show", "tiny", "--db", database, "--json"))["current"] == 1
@@ -391,3 +391,39 @@ def test_a_metrics_port_in_use_names_the_metrics_listener(tmp_path: Path, capsys
     error = capsys.readouterr().err
     assert error.startswith(f"trainledger: cannot serve /metrics (--metrics) on {address}: "), error
     assert error.count("\n") == 1
+
+
+def test_runs_show_tells_when_an_attempt_was_last_seen_and_lost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(tmp_path / "lost.db")
+    started = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)
+    earlier = Ledger.open(path, clock=lambda: started)
+    run = earlier.open_run(run_key="lost-key", name="lost")
+    earlier.start_attempt(run_id=run.run_id, attempt_id="a1", lease_s=60)
+    earlier.close()
+    later = Ledger.open(path, clock=lambda: started + timedelta(minutes=5))
+    assert later.sweep_leases() == 1
+    later.close()
+    shown = run_cli(capsys, "runs", "show", "lost-key", "--db", path)
+    attempts = shown.split("attempts\n")[1].split("\n\n")[0].splitlines()
+    assert attempts[0].split() == ["ATTEMPT", "LABEL", "STARTED", "RESUMED", "FROM", "ENDED", "LAST", "SEEN", "LOST"]
+    assert "2026-01-05 10:00:00 UTC" in attempts[2] and "2026-01-05 10:05:00 UTC" in attempts[2]
+
+
+def test_registry_show_lists_alias_moves_and_the_retirement_with_who(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(tmp_path / "registry.db")
+    ledger = Ledger.open(path)
+    ledger.register(family="fam", artifact_uri="s3://m/1", digest="e" * 64)
+    ledger.promote(
+        family="fam", version=1, expected_current=0, verdict={"passed": True, "reason": "eval ok"}, principal="alice"
+    )
+    ledger.move_alias(family="fam", alias="production", version=1, expected_version=0, principal="carol")
+    ledger.retire_family(family="fam", reason="replaced by fam-2", principal="dave")
+    ledger.close()
+    history = run_cli(capsys, "registry", "show", "fam", "--db", path).split("history\n")[1].splitlines()
+    assert [row.split()[3:5] for row in history[2:]] == [["promote", "1"], ["alias", "1"], ["retire", "-"]]
+    assert "alice" in history[2] and "carol" in history[3] and "production" in history[3]
+    assert "dave" in history[4] and "replaced by fam-2" in history[4]

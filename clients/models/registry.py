@@ -142,6 +142,7 @@ class FamilySummary(Model, frozen=True, kw_only=True):
     family: str = ""
     current: int = 0
     version_count: int = 0
+    retired: bool = False
 
 
 class FamilyList(Model, frozen=True, kw_only=True):

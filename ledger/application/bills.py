@@ -294,8 +294,8 @@ class BillCommands(Reads):
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, int, int, str]:
             holder, parents = self._chain(target, touched)
             adjusted = getattr(holder, "adjusted", 0)
-            # Never below nothing committed: a credit beyond what was spent brings it to zero.
-            amount = max(goal - adjusted, -holder.committed)
+            # Never below nothing spent (committed and presumed): a credit beyond it brings it to zero.
+            amount = max(goal - adjusted, -(holder.committed + holder.presumed))
             if amount == 0:
                 return 0, 0, 0, ""
             # The account's version too: the same figures may come back later (a line restated and

@@ -32,7 +32,8 @@ def request_digest(kind: str, **payload: Any) -> str:
 
 def check_gate(verdict: dict[str, Any] | None, gate_rule: str, evaluation_run_id: str) -> None:
     """A promotion takes an asserted verdict or a gate rule, not both (INVALID_FIELD); a rule
-    must parse (INVALID_GATE_RULE); an evaluation run goes with a rule."""
+    must parse (INVALID_GATE_RULE); an evaluation run goes with a rule; an asserted verdict has a
+    reason (MISSING_FIELD)."""
     if gate_rule:
         if verdict:
             raise Invalid(
@@ -43,6 +44,14 @@ def check_gate(verdict: dict[str, Any] | None, gate_rule: str, evaluation_run_id
             check_reference(evaluation_run_id, "evaluation_run_id")
     elif evaluation_run_id:
         raise Invalid("evaluation_run_id needs a gate_rule", reason=Reason.INVALID_FIELD, field="evaluation_run_id")
+    else:
+        given = (verdict or {}).get("reason")
+        if not isinstance(given, str) or not given.strip():
+            raise Invalid(
+                "an asserted verdict needs a reason: who checked what",
+                reason=Reason.MISSING_FIELD,
+                field="verdict.reason",
+            )
 
 
 def asserted(verdict: dict[str, Any]) -> dict[str, Any]:

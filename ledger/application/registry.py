@@ -196,6 +196,10 @@ class RegistryCommands(Reads):
 
         def judge(aggregate: Family) -> dict[str, Any]:
             if not gate_rule:
+                # No assertion vouches for a retracted run's version (a rule refuses its scores too).
+                source = self._source_run(aggregate.versions[version - 1]["source_run_id"])
+                if source is not None:
+                    source.check_not_retracted()
                 return gating.asserted(command.verdict)
             if evaluation_run_id:
                 scores = gating.summary_scores(self._run(evaluation_run_id)[1], self.storage.position_of)

@@ -7,7 +7,8 @@ Invariant, for an account and every parent above it, at every position of the lo
     committed + presumed + pending - overrun <= cap        (when the account has a cap)
 where `presumed` is what the ledger itself charged for holds nobody settled (SpendSettled: a hold
 whose attempt was superseded or lost, or whose expiry passed): a GPU-time hold pro rata up to the
-attempt's last sign of life, any other as reserved. A commit that comes later replaces it.
+attempt's last sign of life, any other as reserved. A commit that comes later replaces it, and an
+adjustment to a bill below the estimate takes from it first (SpendAdjusted.presumed).
 where `overrun` is the money recorded beyond what a hold covered: the excess of an actual above
 its reservation, or the part of a charge or late commit beyond what remained. A reservation that
 would cross the cap of the account or of any parent is refused, and the refusal is recorded.
@@ -233,17 +234,20 @@ class Account(LedgerAggregate):
             )
 
     class SpendAdjusted(LedgerAggregate.Event):
-        """The committed spend brought to a provider's bill: `amount` (negative when the bill was
-        below the estimate) is what the bill said beyond what was committed; `bill` says which
-        bill and estimate it was computed from (ledger.application.bills)."""
+        """The spend brought to a provider's bill: `amount` (negative when the bill was below the
+        estimate) is what the bill said beyond what was spent; `bill` says which bill and estimate
+        it was computed from (ledger.application.bills). `presumed` (zero or negative) is the part
+        of a downward `amount` taken off what the ledger presumed spent; the rest moves committed."""
 
         adjustment_id: str
         amount: int
         bill: dict[str, Any]
         overrun: int
+        presumed: int = 0
 
         def apply(self, account: Account) -> None:
-            account.committed += self.amount
+            account.__dict__["presumed"] = account.presumed + self.presumed
+            account.committed += self.amount - self.presumed
             account.overrun += self.overrun
             account.adjusted = getattr(account, "adjusted", 0) + self.amount
             account.settle(
@@ -420,7 +424,8 @@ class Account(LedgerAggregate):
 
     @property
     def presumed(self) -> int:
-        """What the ledger charged for abandoned holds (SpendSettled) and no commit replaced."""
+        """What the ledger charged for abandoned holds (SpendSettled) that no commit replaced nor
+        adjustment to a bill took off."""
         value: int = self.__dict__.get("presumed", 0)
         return value
 

@@ -201,7 +201,7 @@ class Reason(enum.StrEnum):
     # Registry (Refused).
     GATE_NOT_PASSED = "GATE_NOT_PASSED", "A promotion's gate verdict did not pass."
     ALREADY_CURRENT = "ALREADY_CURRENT", "The version to promote is the current one already."
-    ROLLBACK_NOT_EARLIER = "ROLLBACK_NOT_EARLIER", "A rollback names a version that is not before the current one."
+    ROLLBACK_NOT_EARLIER = "ROLLBACK_NOT_EARLIER", "A rollback names the current version, not one current before."
     NEVER_PROMOTED = "NEVER_PROMOTED", "A rollback names a version that was never promoted."
     GATE_EVIDENCE_MISSING = (
         "GATE_EVIDENCE_MISSING",

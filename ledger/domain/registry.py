@@ -4,8 +4,9 @@ Registering never promotes. A promotion names the version, the version it expect
 current and a gate verdict, asserted by the caller or evaluated by the ledger on recorded scores
 (ledger.domain.gates); it is refused when the verdict did not pass (GATE_NOT_PASSED) or the
 current version moved (CURRENT_VERSION_MOVED), and that refusal is recorded (PromotionRefused). A
-rollback promotes an earlier version that was promoted before, with a reason. Aliases (staging,
-production ...) name versions and move by compare-and-set on the version they name. A retired
+rollback makes a version current again that was current before (any number), with a reason. Aliases (staging,
+production ...) name versions that passed a gate (were promoted once; NEVER_PROMOTED) and move by
+compare-and-set on the version they name. A retired
 family takes no more writes (FAMILY_RETIRED) and still reads. History is never lost.
 
 Promotions, rollbacks, alias moves and retirements are answered by request id: the same id again
@@ -234,6 +235,10 @@ class Family(LedgerAggregate):
         self.record(self.VersionRegistered, audit, version=number, **version_fields)
         return number, None
 
+    def passed_gate(self, version: int) -> bool:
+        """Whether `version` was ever promoted through a passing gate verdict."""
+        return any(p["version"] == version and p["kind"] == "promote" for p in self.promotions)
+
     def _check_version(self, version: int) -> None:
         if not 1 <= version <= len(self.versions):
             raise NotFound(f"{self.name} has no version {version}", reason=Reason.VERSION_NOT_FOUND, version=version)
@@ -326,8 +331,9 @@ class Family(LedgerAggregate):
         self, audit: Audit, *, alias: str, version: int, expected_version: int, request_digest: str = ""
     ) -> int | None:
         """Point `alias` at `version` (0 removes it), compare-and-set on the version it names now
-        (ALIAS_MOVED). Refused on a retired family (FAMILY_RETIRED), past ALIASES_MAX aliases
-        (TOO_MANY_ALIASES); VERSION_NOT_FOUND."""
+        (ALIAS_MOVED). Refused on a retired family (FAMILY_RETIRED), for a version never promoted
+        through a passing gate (NEVER_PROMOTED), past ALIASES_MAX aliases (TOO_MANY_ALIASES);
+        VERSION_NOT_FOUND."""
         check_alias(alias)
         if version:
             self._check_version(version)
@@ -340,6 +346,12 @@ class Family(LedgerAggregate):
                 alias=alias,
                 current=holder,
                 expected=expected_version,
+            )
+        if version and not self.passed_gate(version):
+            raise Refused(
+                f"version {version} never passed a gate: an alias names only a version once promoted",
+                reason=Reason.NEVER_PROMOTED,
+                version=version,
             )
         if version and not holder and len(self.aliases) >= ALIASES_MAX:
             raise Refused(f"{self.name} holds {ALIASES_MAX} aliases already", reason=Reason.TOO_MANY_ALIASES)
@@ -365,7 +377,8 @@ class Family(LedgerAggregate):
     def rollback(
         self, audit: Audit, *, version: int, expected_current: int, reason: str, request_digest: str = ""
     ) -> int | None:
-        """Promote an earlier, once-promoted version again, with a reason."""
+        """Make a version current again that was current before (promoted once; of any number,
+        an older one or a newer one rolled back from), with a reason."""
         self._check_version(version)
         retry = self._retry_of("rollback", version, expected_current, None, reason)
         if retry is not None:
@@ -373,11 +386,12 @@ class Family(LedgerAggregate):
         self.check_not_retired()
         if self.current != expected_current:
             raise self._moved(expected_current)
-        if version >= self.current:
+        if version == self.current:
             raise Refused(
-                f"rollback needs a version before the current {self.current}", reason=Reason.ROLLBACK_NOT_EARLIER
+                f"rollback needs a version current before, not the current {self.current}",
+                reason=Reason.ROLLBACK_NOT_EARLIER,
             )
-        if not any(p["version"] == version and p["kind"] == "promote" for p in self.promotions):
+        if not self.passed_gate(version):
             raise Refused(f"version {version} was never promoted", reason=Reason.NEVER_PROMOTED)
         self.record(
             self.VersionPromoted,

@@ -301,7 +301,10 @@ def commit(
         )
         roll_up(parents, audit, account, reservation_id, "commit", -reserved, actual)
     else:  # Abandoned: the money was spent all the same, without a hold.
-        replaced = int(entry.get("presumed", 0)) if state == "settled" else 0
+        # What the ledger presumed for the hold, at most what is left presumed on the account: an
+        # adjustment to a bill may have taken part of it off already (adjust), and what it took
+        # stays taken, so the spend never counts below nothing.
+        replaced = min(int(entry.get("presumed", 0)), account.presumed) if state == "settled" else 0
         overrun = account.excess(actual - replaced)
         fields: dict[str, Any] = {"replaced": replaced} if replaced else {}
         account.record(
@@ -387,8 +390,8 @@ def adjust(
     bill: dict[str, Any],
     recall: Recall | None = None,
 ) -> tuple[int | None, int]:
-    """Bring the committed spend to a provider's bill: add `amount` (negative for a bill below the
-    estimate; one that would take the committed spend below nothing is Invalid). What lies beyond
+    """Bring the spend to a provider's bill: add `amount` (negative for a bill below the estimate,
+    taken off presumed spend first; one that would take the spend below nothing is Invalid). What lies beyond
     the cap of the account or of a parent is recorded as overrun, as for a charge: the money was
     billed. The same id again with the same amount answers with its first version; with another
     amount it is a Conflict."""
@@ -401,15 +404,21 @@ def adjust(
                 adjustment_id=adjustment_id,
             )
         return int(entry["settled_version"]), int(entry.get("overrun", 0))
-    if amount < -account.committed:
+    if amount < -(account.committed + account.presumed):
         raise Invalid(
-            f"an adjustment of {usd_text(amount)} would take the committed spend below nothing",
+            f"an adjustment of {usd_text(amount)} would take the spend below nothing",
             reason=Reason.OUT_OF_RANGE,
             adjustment_id=adjustment_id,
         )
     overrun = account.excess(amount) if amount > 0 else 0
-    account.record(Account.SpendAdjusted, audit, adjustment_id=adjustment_id, amount=amount, bill=bill, overrun=overrun)
-    roll_up(parents, audit, account, adjustment_id, "adjust", 0, amount)
+    # A bill below the estimate takes off what the ledger presumed first (its own guess), then
+    # what the trainers committed.
+    presumed = -min(account.presumed, -amount) if amount < 0 else 0
+    fields: dict[str, Any] = {"presumed": presumed} if presumed else {}
+    account.record(
+        Account.SpendAdjusted, audit, adjustment_id=adjustment_id, amount=amount, bill=bill, overrun=overrun, **fields
+    )
+    roll_up(parents, audit, account, adjustment_id, "adjust", 0, amount - presumed, presumed)
     return None, overrun
 
 

@@ -434,7 +434,7 @@ class SpendView:
             position,
         )
         self._rows.append((_ROW, e.originator_id, _ADJUSTED_SQL, e.adjustment_id, (), after))
-        self._totals(e, position, 0, e.amount, e.overrun)
+        self._totals(e, position, 0, e.amount - e.presumed, e.overrun, e.presumed or None)
 
     def _rolled_up(self, e: Any, position: int) -> None:
         presumed = e.presumed_delta if e.presumed_delta or e.kind in ("settle", "late_commit") else None

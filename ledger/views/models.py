@@ -571,11 +571,13 @@ class SpendHour(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class FamilySummary(msgspec.Struct, frozen=True, kw_only=True):
-    """A family in the list of families: its current version (0: none) and how many it has."""
+    """A family in the list of families: its current version (0: none), how many it has and
+    whether it was retired."""
 
     family: str
     current: int
     version_count: int
+    retired: bool = False
 
 
 # Integrity (ledger.storage.chain, ledger.application.integrity).

@@ -498,16 +498,17 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads, LeaseReads
     def families(self, *, after: str = "", limit: int | None = None) -> list[FamilySummary]:
         """Families by name after `after`, at most `limit` of them (all when None)."""
         sql = (
-            "SELECT f.family, f.current, (SELECT COUNT(*) FROM view_versions v"
-            " WHERE v.family = f.family) FROM view_families f WHERE f.family > ? ORDER BY f.family"
+            "SELECT f.family, f.current, (SELECT COUNT(*) FROM view_versions v WHERE v.family = f.family),"
+            " (SELECT COUNT(*) FROM view_retirements r WHERE r.family = f.family)"
+            " FROM view_families f WHERE f.family > ? ORDER BY f.family"
         )
         params: tuple[Any, ...] = (after,)
         if limit is not None:
             sql += " LIMIT ?"
             params = (after, limit)
         return [
-            FamilySummary(family=family, current=current or 0, version_count=count)
-            for family, current, count in self._rows(sql, params)
+            FamilySummary(family=family, current=current or 0, version_count=count, retired=bool(retired))
+            for family, current, count, retired in self._rows(sql, params)
         ]
 
 

@@ -24,8 +24,9 @@ __all__ = ["HOLDS_SHOWN_MAX", "holds_section", "holds_table"]
 
 # As many as the spend figure reads (/api/runs/{run}/spend?limit=200): both show the same page.
 HOLDS_SHOWN_MAX = api.RESERVATIONS_LIMIT_DEFAULT
-HEADERS = ("state", "kind", "amount", "actual", "attempt", "reserved", "settled")
-SETTLED_STATES = frozenset({"committed", "charged"})
+HEADERS = ("state", "kind", "amount", "actual", "attempt", "reserved", "settled", "reason")
+# The states with an amount spent: committed or charged, or settled by the ledger (what it charged).
+SETTLED_STATES = frozenset({"committed", "charged", "settled"})
 
 
 def _text(value: Any) -> str:
@@ -42,7 +43,7 @@ def _row(r: models.Reservation) -> str:
     return (
         f'<tr data-state="{_text(r.state)}">'
         + "".join(f"<td>{_text(c)}</td>" for c in cells)
-        + f"<td>{_time(r.reserved_at)}</td><td>{_time(r.settled_at)}</td></tr>"
+        + f"<td>{_time(r.reserved_at)}</td><td>{_time(r.settled_at)}</td><td>{_text(r.reason or None)}</td></tr>"
     )
 
 

@@ -308,7 +308,8 @@ def _attempt_row(attempt: models.Attempt) -> str:
     return (
         f'<tr data-attempt="{attempt.number}"><td>{e(attempt.number)}</td><td>{e(attempt.label)}</td>'
         f"<td>{when(attempt.started_at)}</td><td>{e(attempt.resumed_from_step)}</td>"
-        f"<td>{'yes' if attempt.ended else 'no'}</td></tr>"
+        f"<td>{'yes' if attempt.ended else 'no'}</td>"
+        f"<td>{when(attempt.last_seen_at)}</td><td>{when(attempt.lost_at)}</td></tr>"
     )
 
 
@@ -317,7 +318,7 @@ def _iso(moment: datetime | None) -> str:
 
 
 METRIC_HEADERS = ("metric", "values", "first step", "last step", "last", "min", "max")
-ATTEMPT_HEADERS = ("attempt", "label", "started", "resumed from", "ended")
+ATTEMPT_HEADERS = ("attempt", "label", "started", "resumed from", "ended", "last seen", "lost")
 CHECKPOINT_HEADERS = ("step", "attempt", "uri", "fidelity", "saved", "expires", "scores", "state")
 DATASET_HEADERS = ("role", "format", "rows", "tokens", "digest", "source", "verdict", "recorded")
 
@@ -507,11 +508,11 @@ async def registry(request: Request) -> Response:
     families: list[models.FamilySummary] = await web.call(web.ledger.families)
     rows = (
         f'<tr data-family="{e(f.family)}"><td><a href="/registry/{e(f.family)}">{e(f.family)}</a></td>'
-        f"<td>{e(f.current or None)}</td><td>{e(f.version_count)}</td></tr>"
+        f"<td>{e(f.current or None)}</td><td>{e(f.version_count)}</td><td>{'yes' if f.retired else '-'}</td></tr>"
         for f in families
     )
     body = "<h1>Registry</h1>" + table(
-        "families", ["family", "current", "versions"], rows, empty="No families registered."
+        "families", ["family", "current", "versions", "retired"], rows, empty="No families registered."
     )
     return layout("registry", "registry", body)
 

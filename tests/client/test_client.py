@@ -92,8 +92,10 @@ def test_spend_and_registry_round_trips(client: LedgerClient) -> None:
     assert (account.committed_usd_micro, account.remaining_usd_micro) == (1_000, 7_000)
     one = client.register(family="f", artifact_uri="s3://m/1", digest="a" * 64, metadata={"base": "llama"})
     two = client.register(family="f", artifact_uri="s3://m/2", digest="b" * 64)
-    client.promote(family="f", version=one.version, expected_current=0, verdict={"passed": True})
-    client.promote(family="f", version=two.version, expected_current=one.version, verdict={"passed": True})
+    client.promote(family="f", version=one.version, expected_current=0, verdict={"passed": True, "reason": "checked"})
+    client.promote(
+        family="f", version=two.version, expected_current=one.version, verdict={"passed": True, "reason": "checked"}
+    )
     back = client.rollback(family="f", version=one.version, expected_current=two.version, reason="regressed")
     assert (back.current, back.previous) == (one.version, two.version)
     listed = client.list_versions(family="f", min_position=back.position)

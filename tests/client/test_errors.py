@@ -75,9 +75,14 @@ def test_promotion_refusals(client: LedgerClient) -> None:
     two = client.register(family="fam", artifact_uri="s3://a/2", digest="2" * 64).version
     with pytest.raises(GateNotPassed):
         client.promote(family="fam", version=one, expected_current=0, verdict={"passed": False, "reason": "eval"})
-    client.promote(family="fam", version=one, expected_current=0, verdict={"passed": True, "stats": {"acc": 0.9}})
+    client.promote(
+        family="fam",
+        version=one,
+        expected_current=0,
+        verdict={"passed": True, "reason": "checked", "stats": {"acc": 0.9}},
+    )
     with pytest.raises(CurrentVersionMoved) as caught:
-        client.promote(family="fam", version=two, expected_current=0, verdict={"passed": True})
+        client.promote(family="fam", version=two, expected_current=0, verdict={"passed": True, "reason": "checked"})
     assert caught.value.reason == "CURRENT_VERSION_MOVED"
     assert client.get_current(family="fam").version == one
 

@@ -83,6 +83,7 @@ def test_a_refused_promotion_raises_and_is_in_the_history(client: LedgerClient) 
 
 def test_aliases_and_retirement(client: LedgerClient) -> None:
     family, _ = scored_family(client, 0.1)
+    client.promote(family=family, version=1, expected_current=0, gate_rule="eval_loss <= 0.5")
     moved = client.move_alias(family=family, alias="production", version=1, expected_version=0)
     assert (moved.version, moved.previous, moved.duplicate) == (1, 0, False)
     with pytest.raises(Aborted) as lost:
@@ -92,7 +93,7 @@ def test_aliases_and_retirement(client: LedgerClient) -> None:
     assert found is not None and found.version == 1 and found.aliases == ["production"]
     retired = client.retire_family(family=family, reason="replaced")
     with pytest.raises(FailedPrecondition) as refused:
-        client.promote(family=family, version=1, expected_current=0, verdict={"passed": True})
+        client.promote(family=family, version=1, expected_current=1, verdict={"passed": True, "reason": "checked"})
     assert refused.value.reason == "FAMILY_RETIRED"
     page = client.list_versions(family=family, min_position=retired.position)
     assert page.retired is not None and page.retired.reason == "replaced"

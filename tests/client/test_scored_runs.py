@@ -215,7 +215,9 @@ def test_register_from_a_source_checkpoint(client: LedgerClient) -> None:
     family = f"family-{uuid.uuid4().hex[:8]}"
     source = SourceCheckpoint(run_id=run_id, step=20, checkpoint_digest=DIGEST)
     registered = client.register(family=family, artifact_uri="s3://m/20", digest=DIGEST, source_checkpoint=source)
-    client.promote(family=family, version=registered.version, expected_current=0, verdict={"passed": True})
+    client.promote(
+        family=family, version=registered.version, expected_current=0, verdict={"passed": True, "reason": "checked"}
+    )
     current = client.get_current(family=family)
     assert current is not None and (current.source_run_id, current.source_step) == (run_id, 20)
     # Attempt 0 named the usable checkpoint at step 20: the version records the attempt that saved it.

@@ -171,7 +171,7 @@ def test_rebuild_gives_identical_views(ledger: Ledger, clock: Clock) -> None:
     _run_with_resume(ledger, clock)
     test_spend_totals_and_audit_trail(ledger)
     ledger.register(family="fam", artifact_uri="s3://m/1", digest="a" * 64)
-    ledger.promote(family="fam", version=1, expected_current=0, verdict={"passed": True})
+    ledger.promote(family="fam", version=1, expected_current=0, verdict={"passed": True, "reason": "checked"})
     ledger.wait(ledger.head())
     ledger.projector.stop()
     before = dump_views(ledger)

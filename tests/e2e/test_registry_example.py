@@ -130,7 +130,7 @@ def test_gate_rules_refusals_aliases_and_retirement_through_the_cli(servers: Ser
     assert lost.returncode == 1 and "ALIAS_MOVED" in lost.stderr
     retired = cli(address, "retire", "chat", "--reason", "replaced by chat-v2")
     assert retired.returncode == 0 and "chat: retired at position" in retired.stdout
-    after = cli(address, "promote", "chat", "2", "--passed")
+    after = cli(address, "promote", "chat", "2", "--passed", "--reason", "checked")
     assert after.returncode == 1 and "FAMILY_RETIRED" in after.stderr
     shown = cli(address, "show", "chat", "--wide")
     assert shown.returncode == 0, shown.stderr

@@ -328,7 +328,8 @@ def test_spend_cap_sets_and_lifts_a_cap(world: World) -> None:
 
 def test_registry_list_show_promote_and_rollback(world: World) -> None:
     listed = out(world, "registry", "list").splitlines()
-    assert listed[0].split() == ["FAMILY", "CURRENT", "VERSIONS"] and listed[2].split() == ["llama-sft", "1", "2"]
+    assert listed[0].split() == ["FAMILY", "CURRENT", "VERSIONS", "RETIRED"]
+    assert listed[2].split() == ["llama-sft", "1", "2", "-"]
     shown = out(world, "registry", "show", "llama-sft")
     assert "current: 1" in shown and "s3://models/llama-sft/2" in shown
     history = _section(shown, "history")
@@ -336,7 +337,19 @@ def test_registry_list_show_promote_and_rollback(world: World) -> None:
     # A gate that failed is refused, and so is a compare-and-set on a version no longer current.
     failed = cli(world, "registry", "promote", "llama-sft", "2", "--failed", "--reason", "worse", status=1).stderr
     assert "GATE_NOT_PASSED" in failed
-    moved = cli(world, "registry", "promote", "llama-sft", "2", "--passed", "--expected-current", "2", status=1).stderr
+    moved = cli(
+        world,
+        "registry",
+        "promote",
+        "llama-sft",
+        "2",
+        "--passed",
+        "--reason",
+        "ok",
+        "--expected-current",
+        "2",
+        status=1,
+    ).stderr
     assert "CURRENT_VERSION_MOVED" in moved
     promoted = out(
         world, "registry", "promote", "llama-sft", "2", "--passed", "--reason", "better", "--stat", "win_rate=0.7"
@@ -365,6 +378,9 @@ def test_registry_list_show_promote_and_rollback(world: World) -> None:
         ("rollback", 1, "bob", ""),
     ]
     assert "passed: from a file (win_rate=0.72)" in _section(out(world, "registry", "show", "llama-sft"), "history")[7]
+    # With no version, a rollback goes back to the previous current, here forward to version 2.
+    forward = out(world, "registry", "rollback", "llama-sft", "--reason", "v2 was fine after all")
+    assert forward.startswith("llama-sft: rolled back to version 2 (was 1)")
 
 
 def test_events_export_through_the_server(world: World) -> None:

@@ -273,6 +273,25 @@ def test_a_run_already_done_prints_its_final_line_and_exits_0(
     assert errors == ""
 
 
+def test_exit_on_lost_ends_the_watch_of_a_lost_run_with_status_1(client: LedgerClient, address: str) -> None:
+    run_id = client.open_run(run_key="watch-lost", name="watch-lost").state.run.run_id
+    client.start_attempt(run_id=run_id, lease_s=2)
+    deadline = time.monotonic() + WAIT_S
+    while client.get_run_state(run_id=run_id).run.status != "lost":  # The server's sweep records it.
+        assert time.monotonic() < deadline, "the run was never recorded lost"
+        time.sleep(0.2)
+    watched = subprocess.run(
+        [*trainledger(), "watch", run_id, "--address", address, "--exit-on-lost"],
+        capture_output=True,
+        text=True,
+        env=environment(),
+        timeout=WAIT_S,
+    )
+    assert watched.returncode == 1, watched.stderr
+    assert watched.stdout.splitlines()[-1].startswith("watch-lost lost at ")
+    assert watched.stderr == "trainledger: the run lost\n"
+
+
 def test_ctrl_c_ends_the_view_with_status_130(client: LedgerClient, address: str) -> None:
     run_id, _ = opened(client, "watch-interrupted", {}, None)
     terminal = Terminal(run_id, "--address", address)

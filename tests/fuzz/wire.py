@@ -744,7 +744,10 @@ def seed(address: str) -> Known:
             )
         stubs.registry.Promote(
             registry_pb2.PromoteRequest(
-                family="fuzz-family", version=1, expected_current=0, verdict=registry_pb2.GateVerdict(passed=True)
+                family="fuzz-family",
+                version=1,
+                expected_current=0,
+                verdict=registry_pb2.GateVerdict(passed=True, reason="checked"),
             ),
             timeout=10,
         )

@@ -42,7 +42,10 @@ def test_every_write_answers_its_position_and_a_retry_answers_the_same(ledger: L
         ("charge", {"account": "other", "charge_id": "c1", "amount_usd_micro": 20}),
         ("set_cap", {"account": "other", "cap_usd_micro": 100}),
         ("register", {"family": "f", "artifact_uri": "s3://m/1", "digest": DIGEST_A}),
-        ("promote", {"family": "f", "version": 1, "expected_current": 0, "verdict": {"passed": True}}),
+        (
+            "promote",
+            {"family": "f", "version": 1, "expected_current": 0, "verdict": {"passed": True, "reason": "checked"}},
+        ),
     ]
     for name, arguments in calls:
         first = getattr(ledger, name)(**arguments)

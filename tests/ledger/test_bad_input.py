@@ -50,7 +50,7 @@ def world(ledger: Ledger, clock: FakeClock) -> Iterator[World]:
     ledger.append_steps(run_id=run_id, attempt=1, steps=[1, 2, 3], metrics={"loss": [1.0, 0.9, 0.8]})
     ledger.reserve(account=run_id, reservation_id="r1", amount_usd_micro=10)
     ledger.register(family="f", artifact_uri="s3://m/1", digest=DIGEST_A)
-    ledger.promote(family="f", version=1, expected_current=0, verdict={"passed": True})
+    ledger.promote(family="f", version=1, expected_current=0, verdict={"passed": True, "reason": "checked"})
     yield World(ledger, run_id, clock)
 
 
@@ -99,7 +99,12 @@ def valid(command: str, w: World) -> dict[str, Any]:
             "source_step": 3,
             "metadata": {"eval": 1.0},
         },
-        "promote": {"family": "f", "version": 1, "expected_current": 0, "verdict": {"passed": True}},
+        "promote": {
+            "family": "f",
+            "version": 1,
+            "expected_current": 0,
+            "verdict": {"passed": True, "reason": "checked"},
+        },
         "rollback": {"family": "f", "version": 1, "expected_current": 1, "reason": "r"},
     }[command]
 
@@ -199,7 +204,7 @@ CASES: dict[str, Case] = {
     "finish_run-nan-summary": ("finish_run", {"summary": {"loss": math.nan}}, Invalid, "NON_FINITE_VALUE"),
     "promote-inf-verdict": (
         "promote",
-        {"verdict": {"passed": True, "stats": {"a": math.inf}}},
+        {"verdict": {"passed": True, "reason": "checked", "stats": {"a": math.inf}}},
         Invalid,
         "NON_FINITE_VALUE",
     ),
@@ -295,7 +300,12 @@ CASES: dict[str, Case] = {
     ),
     "note_summary-bad-key": ("note_summary", {"summary": {"": 1}}, Invalid, "INVALID_FIELD"),
     "register-big-metadata": ("register", {"metadata": BIG_MAP}, Invalid, "MAP_TOO_LARGE"),
-    "promote-big-verdict": ("promote", {"verdict": {"passed": True, "stats": BIG_MAP}}, Invalid, "MAP_TOO_LARGE"),
+    "promote-big-verdict": (
+        "promote",
+        {"verdict": {"passed": True, "reason": "checked", "stats": BIG_MAP}},
+        Invalid,
+        "MAP_TOO_LARGE",
+    ),
     "reserve-big-basis": (
         "reserve",
         {"basis": {"tokens": [{"token_class": "t", "tokens": 1}] * 257}},
@@ -342,7 +352,7 @@ CASES: dict[str, Case] = {
     ),
     "promote-verdict-too-large": (
         "promote",
-        {"verdict": {"passed": True, "stats": {"a": ["x" * 4_000] * 20}}},
+        {"verdict": {"passed": True, "reason": "checked", "stats": {"a": ["x" * 4_000] * 20}}},
         Invalid,
         "DOCUMENT_TOO_LARGE",
     ),
@@ -436,7 +446,7 @@ def test_the_valid_arguments_of_the_table_are_accepted(world: World, command: st
     that field."""
     if command == "rollback":
         world.ledger.register(family="f", artifact_uri="s3://m/2", digest="b" * 64)
-        world.ledger.promote(family="f", version=2, expected_current=1, verdict={"passed": True})
+        world.ledger.promote(family="f", version=2, expected_current=1, verdict={"passed": True, "reason": "checked"})
         arguments = {**valid(command, world), "expected_current": 2}
     else:
         arguments = valid(command, world)

@@ -90,7 +90,11 @@ def test_each_document_is_capped(ledger: Ledger) -> None:
         family="f",
         version=1,
         expected_current=0,
-        verdict={"passed": True, "stats": {"rows": ["x" * 4_000] * 250, "more": ["y" * 4_000] * 250}},
+        verdict={
+            "passed": True,
+            "reason": "checked",
+            "stats": {"rows": ["x" * 4_000] * 250, "more": ["y" * 4_000] * 250},
+        },
     )
 
 

@@ -182,7 +182,10 @@ class RetentionMachine(RuleBasedStateMachine):
         self.registered.add(point.point)
         if promote:
             self.ledger.promote(
-                family="model", version=self.versions, expected_current=self.current, verdict={"passed": True}
+                family="model",
+                version=self.versions,
+                expected_current=self.current,
+                verdict={"passed": True, "reason": "checked"},
             )
             self.current = self.versions
 

@@ -128,7 +128,9 @@ def scenario(ledger: Ledger, clock: FakeClock) -> dict[str, Any]:
     )
     ledger.register(family="llama", artifact_uri="s3://m/3", digest=DIGEST_C)
     ledger.promote(family="llama", version=1, expected_current=0, verdict={"passed": True, "reason": "ok"})
-    ledger.promote(family="llama", version=3, expected_current=1, verdict={"passed": True, "stats": {"a": 1}})
+    ledger.promote(
+        family="llama", version=3, expected_current=1, verdict={"passed": True, "reason": "checked", "stats": {"a": 1}}
+    )
     ledger.rollback(family="llama", version=1, expected_current=3, reason="v3 regressed")
     # A refused promotion (recorded), an alias and a retired family.
     with pytest.raises(Refused):
@@ -407,7 +409,7 @@ class TestSpendAndRegistry:
             (2, 1, "refused", "the gate did not pass: worse"),
         ]
         assert family.history[0].verdict == GateVerdict(passed=True, reason="ok", stats={}, mode="asserted")
-        assert family.history[1].verdict == GateVerdict(passed=True, reason="", stats={"a": 1}, mode="asserted")
+        assert family.history[1].verdict == GateVerdict(passed=True, reason="checked", stats={"a": 1}, mode="asserted")
         assert family.history[2].verdict is None
         assert (family.history[3].refusal, family.history[3].verdict.mode) == ("GATE_NOT_PASSED", "asserted")
         assert [(a.alias, a.version) for a in family.aliases] == [("production", 1)]

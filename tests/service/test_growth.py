@@ -146,12 +146,15 @@ def test_verdicts_too_large_are_refused_and_versions_come_in_pages(stubs: Stubs)
         stubs.registry.Register(request, timeout=30)
     promoted = stubs.registry.Promote(
         registry_pb2.PromoteRequest(
-            family=family, version=1, expected_current=0, verdict=registry_pb2.GateVerdict(passed=True)
+            family=family,
+            version=1,
+            expected_current=0,
+            verdict=registry_pb2.GateVerdict(passed=True, reason="checked"),
         ),
         timeout=30,
     )
     huge = registry_pb2.PromoteRequest(
-        family=family, version=2, expected_current=1, verdict=registry_pb2.GateVerdict(passed=True)
+        family=family, version=2, expected_current=1, verdict=registry_pb2.GateVerdict(passed=True, reason="checked")
     )
     huge.verdict.stats.update({f"s{index}": ["x" * 4_000] * 256 for index in range(9)})
     with pytest.raises(grpc.RpcError) as caught:

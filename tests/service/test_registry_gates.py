@@ -79,7 +79,16 @@ def history(stubs: Stubs, family: str, min_position: int = 0) -> registry_pb2.Li
     )
 
 
-def asserted(passed: bool, reason: str = "") -> registry_pb2.GateVerdict:
+def promote_each(stubs: Stubs, family: str, versions: int) -> None:
+    """Promote versions 1 to `versions` in turn (an alias names only a version once promoted)."""
+    for number in range(1, versions + 1):
+        request = registry_pb2.PromoteRequest(
+            family=family, version=number, expected_current=number - 1, verdict=asserted(True)
+        )
+        stubs.registry.Promote(request, timeout=10)
+
+
+def asserted(passed: bool, reason: str = "checked by hand") -> registry_pb2.GateVerdict:
     return registry_pb2.GateVerdict(passed=passed, reason=reason)
 
 
@@ -257,6 +266,7 @@ def test_a_retry_by_request_id_answers_first_and_another_payload_is_already_exis
     assert (code, reason) == (Code.ALREADY_EXISTS, "EXISTS_WITH_DIFFERENT_PAYLOAD")
     assert [p.kind for p in history(stubs, family, int(first[2]["recorded_position"])).history] == ["refused"]
 
+    promote_each(stubs, family, 2)
     moved_id = (("x-request-id", f"req-{uuid.uuid4().hex}"),)
     move = registry_pb2.MoveAliasRequest(family=family, alias="staging", version=2, expected_version=0)
     moved = stubs.registry.MoveAlias(move, timeout=10, metadata=moved_id)
@@ -269,6 +279,7 @@ def test_a_retry_by_request_id_answers_first_and_another_payload_is_already_exis
 
 def test_aliases_move_by_compare_and_set_and_name_a_version(stubs: Stubs) -> None:
     family = bare_family(stubs)
+    promote_each(stubs, family, 2)
     staged = stubs.registry.MoveAlias(
         registry_pb2.MoveAliasRequest(family=family, alias="staging", version=2, expected_version=0), timeout=10
     )
@@ -318,6 +329,7 @@ def test_bad_alias_moves_are_refused(stubs: Stubs, alias: str, version: int, rea
 
 def test_a_family_holds_a_bounded_number_of_aliases(stubs: Stubs) -> None:
     family = bare_family(stubs, 1)
+    promote_each(stubs, family, 1)
     for index in range(32):
         stubs.registry.MoveAlias(registry_pb2.MoveAliasRequest(family=family, alias=f"a{index}", version=1), timeout=10)
     code, reason, _ = refusal(
@@ -369,3 +381,74 @@ def test_a_retired_family_takes_no_promotions_and_still_reads(stubs: Stubs) -> N
     assert [p.kind for p in page.history] == ["promote"]
     code, reason, _ = refusal(stubs.registry.RetireFamily, registry_pb2.RetireFamilyRequest(family=family, reason=""))
     assert (code, reason) == (Code.INVALID_ARGUMENT, "MISSING_FIELD")
+
+
+def test_an_alias_names_only_a_version_that_passed_a_gate(stubs: Stubs) -> None:
+    family = bare_family(stubs)
+    refusal(
+        stubs.registry.Promote,
+        registry_pb2.PromoteRequest(family=family, version=1, verdict=asserted(False, "eval loss rose")),
+    )
+    code, reason, metadata = refusal(
+        stubs.registry.MoveAlias, registry_pb2.MoveAliasRequest(family=family, alias="production", version=1)
+    )
+    assert (code, reason, metadata["version"]) == (Code.FAILED_PRECONDITION, "NEVER_PROMOTED", "1")
+    code, reason, _ = refusal(
+        stubs.registry.MoveAlias, registry_pb2.MoveAliasRequest(family=family, alias="production", version=2)
+    )
+    assert (code, reason) == (Code.FAILED_PRECONDITION, "NEVER_PROMOTED")
+    stubs.registry.Promote(
+        registry_pb2.PromoteRequest(family=family, version=2, verdict=asserted(True, "checked by hand")), timeout=10
+    )
+    moved = stubs.registry.MoveAlias(
+        registry_pb2.MoveAliasRequest(family=family, alias="production", version=2), timeout=10
+    )
+    assert (moved.version, moved.duplicate) == (2, False)
+
+
+def test_an_asserted_verdict_does_not_promote_a_version_of_a_retracted_run(stubs: Stubs) -> None:
+    family, run_id, _ = scored_version(stubs, {"eval_loss": 0.2})
+    retracted = stubs.runs.RetractRun(runs_pb2.RetractRunRequest(run_id=run_id, reason="leaked eval set"), timeout=10)
+    code, reason, _ = refusal(
+        stubs.registry.Promote, registry_pb2.PromoteRequest(family=family, version=1, verdict=asserted(True, "ok"))
+    )
+    assert (code, reason) == (Code.FAILED_PRECONDITION, "RUN_RETRACTED")
+    assert history(stubs, family, retracted.position).current == 0
+
+
+@pytest.mark.parametrize("given", ["", "   "])
+def test_an_asserted_verdict_needs_a_reason(stubs: Stubs, given: str) -> None:
+    family = bare_family(stubs, 1)
+    code, reason, metadata = refusal(
+        stubs.registry.Promote, registry_pb2.PromoteRequest(family=family, version=1, verdict=asserted(True, given))
+    )
+    assert (code, reason, metadata["field"]) == (Code.INVALID_ARGUMENT, "MISSING_FIELD", "verdict.reason")
+    assert not history(stubs, family).history
+
+
+def test_a_rollback_goes_to_any_version_current_before(stubs: Stubs) -> None:
+    family = bare_family(stubs, 3)
+    promote_each(stubs, family, 3)
+    back = stubs.registry.Rollback(
+        registry_pb2.RollbackRequest(family=family, version=1, expected_current=3, reason="v3 regressed"), timeout=10
+    )
+    assert (back.current, back.previous) == (1, 3)
+    forward = stubs.registry.Rollback(
+        registry_pb2.RollbackRequest(family=family, version=2, expected_current=1, reason="v2 was fine"), timeout=10
+    )
+    assert (forward.current, forward.previous) == (2, 1)
+    code, reason, _ = refusal(
+        stubs.registry.Rollback,
+        registry_pb2.RollbackRequest(family=family, version=2, expected_current=2, reason="again"),
+    )
+    assert (code, reason) == (Code.FAILED_PRECONDITION, "ROLLBACK_NOT_EARLIER")
+
+
+def test_the_list_of_families_marks_a_retired_one(stubs: Stubs) -> None:
+    live, gone = bare_family(stubs, 1), bare_family(stubs, 1)
+    retired = stubs.registry.RetireFamily(registry_pb2.RetireFamilyRequest(family=gone, reason="replaced"), timeout=10)
+    listed = stubs.registry.ListFamilies(
+        registry_pb2.ListFamiliesRequest(min_position=retired.position, page_size=1000), timeout=10
+    )
+    marks = {f.family: f.retired for f in listed.families if f.family in (live, gone)}
+    assert marks == {live: False, gone: True}

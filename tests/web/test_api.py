@@ -210,7 +210,9 @@ def test_accounts_are_the_caps_people_set(http: httpx.Client, recorded: Recorded
 
 
 def test_registry_lists_families_and_a_family_history(http: httpx.Client, recorded: Recorded) -> None:
-    assert ok(http, "/api/registry") == {"families": [{"family": "web-model", "current": 1, "version_count": 2}]}
+    assert ok(http, "/api/registry") == {
+        "families": [{"family": "web-model", "current": 1, "version_count": 2, "retired": False}]
+    }
     body = ok(http, "/api/registry/web-model")
     assert (body["family"], body["current"]) == ("web-model", 1)
     assert [(v["version"], v["artifact_uri"], v["source_run_id"], v["source_step"]) for v in body["versions"]] == [

@@ -46,3 +46,41 @@ def test_the_spend_figure_spans_the_runs_life(http: httpx.Client, grpc_client: L
     assert run.finished_at is not None
     figure = page(http, "/runs/" + run_id).one("figure", class_="spend-chart")
     assert figure.attrs["data-finished-at"] == run.finished_at.isoformat()
+
+
+def test_a_hold_the_ledger_settled_shows_its_amount_and_why(http: httpx.Client, grpc_client: LedgerClient) -> None:
+    run_id = grpc_client.open_run(run_key=fresh_key(), name="web-settled").state.run.run_id
+    grpc_client.start_attempt(run_id=run_id, attempt_id="a1")
+    grpc_client.reserve(account=run_id, reservation_id="held", amount_usd_micro=1_000_000, attempt=1)
+    started = grpc_client.start_attempt(run_id=run_id, attempt_id="a2")
+    grpc_client.get_run_state(run_id=run_id, min_position=started.position)
+    main = page(http, "/runs/" + run_id).one("main")
+    table = main.one("table", class_="holds")
+    assert [h.text for h in table.one("thead").all("th")] == [
+        "state",
+        "kind",
+        "amount",
+        "actual",
+        "attempt",
+        "reserved",
+        "settled",
+        "reason",
+    ]
+    [row] = table.one("tbody").all("tr")
+    cells = [cell.text for cell in row.all("td")]
+    assert cells[:5] == ["settled", "reservation", "$1.00", "$1.00", "1"]
+    assert cells[7] == "ATTEMPT_SUPERSEDED: presumed spent as reserved"
+
+
+def test_the_attempts_table_says_when_each_was_last_seen_and_lost(
+    http: httpx.Client, grpc_client: LedgerClient
+) -> None:
+    run_id = grpc_client.open_run(run_key=fresh_key(), name="web-attempts").state.run.run_id
+    started = grpc_client.start_attempt(run_id=run_id, attempt_id="a1")
+    grpc_client.get_run_state(run_id=run_id, min_position=started.position)
+    main = page(http, "/runs/" + run_id).one("main")
+    table = main.one("table", class_="attempts")
+    headers = [h.text for h in table.one("thead").all("th")]
+    assert headers == ["attempt", "label", "started", "resumed from", "ended", "last seen", "lost"]
+    [row] = table.one("tbody").all("tr")
+    assert [cell.text for cell in row.all("td")][5:] == ["-", "-"]

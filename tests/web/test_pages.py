@@ -369,7 +369,7 @@ def test_accounts_page_shows_the_tree_in_dollars(http: httpx.Client, recorded: R
 
 def test_registry_pages_show_families_versions_and_promotions(http: httpx.Client, recorded: Recorded) -> None:
     row = page(http, "/registry").one("tr", data_family="web-model")
-    assert [td.text for td in row.all("td")] == ["web-model", "1", "2"]
+    assert [td.text for td in row.all("td")] == ["web-model", "1", "2", "-"]
     family = page(http, "/registry/web-model")
     history = family.one("table", class_="history").all("tr")[1:]
     assert [[td.text for td in row.all("td")][1:] for row in history] == [

@@ -267,14 +267,16 @@ class ListFamiliesResponse(_message.Message):
     def __init__(self, families: _Optional[_Iterable[_Union[FamilySummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class FamilySummary(_message.Message):
-    __slots__ = ("family", "current", "version_count")
+    __slots__ = ("family", "current", "version_count", "retired")
     FAMILY_FIELD_NUMBER: _ClassVar[int]
     CURRENT_FIELD_NUMBER: _ClassVar[int]
     VERSION_COUNT_FIELD_NUMBER: _ClassVar[int]
+    RETIRED_FIELD_NUMBER: _ClassVar[int]
     family: str
     current: int
     version_count: int
-    def __init__(self, family: _Optional[str] = ..., current: _Optional[int] = ..., version_count: _Optional[int] = ...) -> None: ...
+    retired: bool
+    def __init__(self, family: _Optional[str] = ..., current: _Optional[int] = ..., version_count: _Optional[int] = ..., retired: _Optional[bool] = ...) -> None: ...
 
 class SourceCheckpoint(_message.Message):
     __slots__ = ("run_id", "step", "attempt", "checkpoint_digest")

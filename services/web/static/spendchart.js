@@ -152,7 +152,7 @@ export function holdRow(r, usd) {
   const row = document.createElement("tr");
   row.dataset.state = r.state;
   const time = (text) => (text ? `${text.slice(0, 19).replace("T", " ")} UTC` : "-");
-  const settled = ["committed", "charged"].includes(r.state);
+  const settled = ["committed", "charged", "settled"].includes(r.state);
   for (const text of [
     r.state,
     r.kind,
@@ -161,6 +161,7 @@ export function holdRow(r, usd) {
     String(r.attempt),
     time(r.reserved_at),
     time(r.settled_at),
+    r.reason || "-",
   ]) {
     const cell = document.createElement("td");
     cell.textContent = text;
