@@ -56,7 +56,18 @@ AUTH_REFUSAL_REASONS = tuple(
         Reason.OUTSIDE_SCOPE,
     )
 )
-VERIFY_CODES = ("OK", "CANCELLED", "DEADLINE_EXCEEDED", "UNAVAILABLE", "PERMISSION_DENIED", "UNAUTHENTICATED")
+# The status codes a Verify call ends with, by their gRPC names.
+VERIFY_CODES = tuple(
+    code.name
+    for code in (
+        grpc.StatusCode.OK,
+        grpc.StatusCode.CANCELLED,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.PERMISSION_DENIED,
+        grpc.StatusCode.UNAUTHENTICATED,
+    )
+)
 
 
 class Metrics:

@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ledger.domain.reasons import Reason
 from services.edge import Edge
 from services.metrics import CONTENT_TYPE, HttpMetrics, Metrics
 from services.readiness import Readiness
@@ -40,9 +41,9 @@ class Ops:
                     scope = identity.token.account if identity.token is not None else ""
                     if scope:  # A run list narrows to a scope; the metrics are the whole ledger's.
                         if self.metrics is not None:
-                            self.metrics.auth_refusals.labels("OUTSIDE_SCOPE").inc()
+                            self.metrics.auth_refusals.labels(Reason.OUTSIDE_SCOPE.value).inc()
                         message = f"metrics cover the whole ledger: outside the token's scope (account {scope})"
-                        raise WebError(403, "OUTSIDE_SCOPE", message)
+                        raise WebError(403, Reason.OUTSIDE_SCOPE.value, message)
                 except WebError as error:
                     return JSONResponse(error.body(), error.status)
             if self.metrics is None:

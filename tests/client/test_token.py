@@ -183,7 +183,7 @@ def test_a_refused_token_keeps_the_batches(refusing: tuple[str, Recording], capl
     assert link.last_error is not None and link.last_error.code == grpc.StatusCode.UNAUTHENTICATED
     assert settled == []
     assert [sequence for sequence, *_ in outbox.pending()] == [1, 2]
-    assert "kept to be sent again" in caplog.text
+    assert "the outbox keeps the steps" in caplog.text
     assert TOKEN not in caplog.text
     assert recording.calls and recording.calls[0][0] == "RecordSteps"
 

@@ -118,6 +118,7 @@ def run_events() -> tuple[Run, list[Any]]:
     run.finish(AUDIT, attempt=2, status="failed", summary={"loss": 0.125}, error="x" * 2000)
     run.note_summary(AUDIT, summary={"note": "ünïcødé ✓"})
     run.link_session(AUDIT, provider="tinker", session_id="sess-1", attempt=2)
+    run.record_report(AUDIT, kind="notes", report={"reviewer": "ünïcødé ✓", "passes": 3})
     run.retract(AUDIT, reason="trained on a leaked eval set")
     return run, run.collect_events()
 

@@ -17,7 +17,7 @@ def test_a_plan_whose_basis_works_out_to_another_amount_is_refused(stubs: Stubs)
     code, reason, metadata, message = refusal(stubs.spend.ReservePlan, request)
     assert (code, reason) == (INVALID, "BASIS_AMOUNT_MISMATCH")
     assert metadata == {"field": "amount_usd_micro", "amount_usd_micro": "100000", "basis_usd_micro": "200000"}
-    assert "$0.200000" in message and "$0.100000" in message
+    assert "$0.20" in message and "$0.10" in message
     assert head(stubs) == before
     # The same plan with the basis it states is held.
     request.amount_usd_micro = 200_000
