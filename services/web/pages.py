@@ -323,9 +323,16 @@ CHECKPOINT_HEADERS = ("step", "attempt", "uri", "fidelity", "saved", "expires", 
 DATASET_HEADERS = ("role", "format", "rows", "tokens", "digest", "source", "verdict", "recorded")
 
 
-def _run_data(ledger: Any, run_id: str) -> tuple[models.RunState, tuple[models.MetricStats, ...], Any]:
+# How long a page asked at a position (`?min_position=`, the last live event a run page was sent)
+# waits for the views to reach it; then it is a 503 VIEW_NOT_CAUGHT_UP, never an older page.
+PAGE_WAIT_S = 5.0
+
+
+def _run_data(
+    ledger: Any, run_id: str, min_position: int, timeout_s: float
+) -> tuple[models.RunState, tuple[models.MetricStats, ...], Any]:
     return (
-        ledger.run_state(run_id),
+        ledger.run_state(run_id, min_position=min_position, timeout_s=timeout_s),
         ledger.metric_stats(run_id),
         ledger.checkpoints(run_id, limit=api.CHECKPOINTS_MAX),
     )
@@ -335,7 +342,9 @@ async def run(request: Request) -> Response:
     web = api.web_of(request)
     identity = await api.identify(request, "run")
     run_id = await api.run_of(request, identity)
-    state, stats, checkpoints = await web.call(_run_data, web.ledger, run_id)
+    at = api.required_integer(request, "min_position", 0, maximum=tokens.POSITION_MAX)
+    timeout_s = await web.edge.caught_up(at, PAGE_WAIT_S)
+    state, stats, checkpoints = await web.call(_run_data, web.ledger, run_id, at, timeout_s)
     holds = await holds_section(request, identity, run_id)
     info, spend = state.run, state.spend
     presumed = spend.presumed_usd_micro

@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -512,3 +513,43 @@ def test_serve_without_http_serves_no_dashboard(tmp_path: Path) -> None:
 
     assert asyncio.run(attempt()) == ""
     assert os.path.exists(tmp_path / "l.db")
+
+
+def test_a_run_page_asked_at_a_position_waits_for_the_views_to_reach_it(tmp_path: Path) -> None:
+    """The live page swaps its panels with the page as of the last event it was sent
+    (`?min_position=`): a page read while the views lag would take back the step the live events
+    already showed. Here nothing projects but the test: asked at the head, the page waits for the
+    views, and shows the steps they reach; asked at a position they never reach, it is a 503
+    VIEW_NOT_CAUGHT_UP, not an older page."""
+    from ledger import Ledger
+
+    ledger = Ledger.open(str(tmp_path / "ledger.db"))
+    server = WebServer(ledger=ledger).start()
+    try:
+        with (
+            LedgerClient(server.address, principal="tests", timeout_s=10.0) as grpc_client,
+            httpx.Client(base_url=server.url, timeout=30.0) as http,
+        ):
+            run_id = grpc_client.open_run(run_key=fresh_key(), name="lagging").state.run.run_id
+            grpc_client.start_attempt(run_id=run_id)
+            grpc_client.append_steps(run_id=run_id, attempt=1, steps=[0, 1, 2, 3, 4], metrics={"loss": [1.0] * 5})
+            ledger.wait(ledger.head())
+            ledger.projector.stop()  # From here on, only the test projects.
+            grpc_client.append_steps(run_id=run_id, attempt=1, steps=[5, 6, 7], metrics={"loss": [1.0] * 3})
+            head = ledger.head()
+
+            def last_step(**params: Any) -> str:
+                return page(http, f"/runs/{run_id}", **params).one("dd", **{"data-field": "last_step"}).text
+
+            assert last_step() == "4"  # No position asked: the views as they are.
+            timer = threading.Timer(0.5, ledger.projector.catch_up)
+            timer.start()
+            assert last_step(min_position=head) == "7"
+            timer.join()
+            ahead = http.get(f"/runs/{run_id}", params={"min_position": head + 1})
+            assert ahead.status_code == 503 and "VIEW_NOT_CAUGHT_UP" in ahead.text
+            bad = http.get(f"/runs/{run_id}", params={"min_position": "soon"})
+            assert bad.status_code == 400 and "min_position" in bad.text
+    finally:
+        server.stop()
+        ledger.close()

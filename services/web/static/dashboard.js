@@ -480,22 +480,36 @@ function spendText(spend) {
 // spec, summary: each a [data-live] element) follow the same feed as its charts: a change the
 // feed reports fetches the page again and swaps each panel whose content changed. A `state` or a
 // `checkpoint` asks at once; a burst of steps at most once per PANEL_GAP_MS, and the last batch of a
-// burst always gets its turn.
+// burst always gets its turn. The page is asked as of the last event the feed sent (min_position),
+// so it never shows less than the feed did; a page that comes back after a newer event is dropped
+// and asked again (at most STALE_DROPS_MAX times in a row, so a busy feed still gets its panels).
 const PANEL_GAP_MS = 1000;
+const STALE_DROPS_MAX = 2;
 
 function livePanels() {
   let timer = null;
   let running = false;
   let again = false;
   let last = 0;
+  let seen = 0;
+  let drops = 0;
   const swap = async () => {
     timer = null;
     running = true;
     last = Date.now();
+    const asked = seen;
     try {
-      const response = await fetch(location.pathname, { credentials: "same-origin", headers: { Accept: "text/html" } });
+      const url = `${location.pathname}?min_position=${asked}`;
+      const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } });
       if (!response.ok) return;
-      const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+      const text = await response.text();
+      if (seen > asked && drops < STALE_DROPS_MAX) {
+        drops += 1;
+        again = true;
+        return;
+      }
+      drops = 0;
+      const fresh = new DOMParser().parseFromString(text, "text/html");
       for (const panel of document.querySelectorAll("main [data-live]")) {
         const next = fresh.querySelector(`main [data-live="${CSS.escape(panel.dataset.live)}"]`);
         if (next && next.innerHTML !== panel.innerHTML) panel.replaceWith(document.importNode(next, true));
@@ -511,7 +525,11 @@ function livePanels() {
       }
     }
   };
-  const schedule = (now) => {
+  const saw = (position) => {
+    if (Number.isSafeInteger(position) && position > seen) seen = position;
+  };
+  const schedule = (now, position = 0) => {
+    saw(position);
     if (running) {
       again = true;
       return;
@@ -523,6 +541,7 @@ function livePanels() {
     }
     timer = setTimeout(swap, wait);
   };
+  schedule.saw = saw; // a change the panels need not be asked for, but must not go back on
   return schedule;
 }
 
@@ -554,12 +573,12 @@ function runPage(main) {
       setField("last_step", String(last));
       advanceProgress(last);
     }
-    panels(false);
+    panels(false, Number(message.lastEventId));
   });
   source.addEventListener("checkpoint", (message) => {
     const checkpoint = JSON.parse(message.data);
     for (const chart of metricCharts) chart.addCheckpoint(checkpoint);
-    panels(true);
+    panels(true, Number(message.lastEventId));
   });
   source.addEventListener("state", (message) => {
     const state = JSON.parse(message.data);
@@ -578,10 +597,11 @@ function runPage(main) {
       for (const chart of metricCharts) chart.refresh(fresh);
     }
     attempts = count;
-    panels(true);
+    panels(true, Number(message.lastEventId));
   });
   source.addEventListener("spend", (message) => {
     updateSpendCells(document, JSON.parse(message.data));
+    panels.saw(Number(message.lastEventId));
     spend?.reload();
   });
 }
