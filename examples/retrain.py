@@ -83,8 +83,8 @@ def main() -> int:
             print(f"serving a ledger at {address} on {folder}/ledger.db")
         client = stack.enter_context(LedgerClient(address, principal=os.environ.get("USER", "example")))
         if opts.run_id:
-            from services.remote import resolve_run  # what `trainledger` commands take as RUN
-            from services.reports import Failure
+            from services.cli.local import Failure
+            from services.cli.remote import resolve_run  # what `trainledger` commands take as RUN
 
             try:
                 run_id = resolve_run(client, opts.run_id)

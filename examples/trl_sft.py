@@ -39,7 +39,16 @@ from trainledger.bills import usd_text
 def start_local_ledger(directory: str) -> tuple[subprocess.Popen[str], str]:
     """`trainledger serve` on a free port with its database in `directory`."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "services.cli", "serve", "--db", f"{directory}/ledger.db", "--listen", "127.0.0.1:0"],
+        [
+            sys.executable,
+            "-m",
+            "services.cli",
+            "serve",
+            "--db",
+            f"{directory}/ledger.db",
+            "--listen",
+            "127.0.0.1:0",
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -6,7 +6,7 @@ Usage:
     python scripts/generate_cli_docs.py --check  # exit 1 when that part is stale
 
 Everything above MARKER is written by hand; everything below it is generated: one section per
-command and subcommand, with its arguments and their help, read from services.cli.parser() with
+command and subcommand, with its arguments and their help, read from services.cli.commands.parser() with
 every command built whole. The TRAINLEDGER_* variables are cleared first, so defaults read from
 the environment print as the code's own. tests/test_docs.py keeps the page current.
 """

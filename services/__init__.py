@@ -1,5 +1,7 @@
-"""trainledger's gRPC edge: servicers, the proto <-> domain codec, the error table, interceptors,
-the composition root (`create_server`) and the CLI. Imports ledger's public API, never the other way.
+"""trainledger's programs over the ledger: the gRPC edge (services.grpc), the dashboard
+(services.web), what both run on (services.runtime), the CLI (services.cli) and the text the CLI
+and the dashboard print for people (services.render); the composition root (`create_server`,
+services.server) puts a server together. Imports ledger's public API, never the other way.
 
 `create_server` and `serve` are imported on first use: the CLI imports this package, and a command
 that only talks to a server must not load the ledger and gRPC's server side to start."""

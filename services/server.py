@@ -11,10 +11,10 @@ Health follows storage and projection: a probe reads the head of the log every s
 worker thread; when storage is unreachable (or the read hangs), or projection stopped on an event
 it could not apply, every service turns NOT_SERVING, and SERVING again as soon as a read succeeds.
 Calls meanwhile answer UNAVAILABLE by themselves. Health follows readiness too
-(services.readiness): NOT_SERVING until the views are within a bounded lag of the log and the
-log's tail is intact, from the start. Calls are counted for Prometheus (services.metrics) and
+(services.runtime.readiness): NOT_SERVING until the views are within a bounded lag of the log and the
+log's tail is intact, from the start. Calls are counted for Prometheus (services.runtime.metrics) and
 /metrics, /healthz and /readyz are served on the dashboard and, with `metrics`, on an address of
-their own (services.ops).
+their own (services.web.ops).
 """
 
 from __future__ import annotations
@@ -37,22 +37,22 @@ from grpc_reflection.v1alpha import reflection
 from ledger import Ledger
 from ledger.backend import damage, is_postgres_url
 from ledger.domain.errors import Unavailable
-from services.auth import Gate, is_loopback, startup_notes
-from services.describe import describe
-from services.edge import Edge
-from services.events import EventsServicer
-from services.holder import Holder, HolderError, acquire
-from services.interceptors import EdgeInterceptor
-from services.metrics import CountingGate, Metrics
-from services.ops import Ops
-from services.readiness import Readiness
-from services.registry import RegistryServicer
-from services.runs import RunsServicer
-from services.spend import SpendServicer
-from services.tls import ServerTLS, TLSError
+from services.grpc.events import EventsServicer
+from services.grpc.interceptors import EdgeInterceptor
+from services.grpc.registry import RegistryServicer
+from services.grpc.runs import RunsServicer
+from services.grpc.spend import SpendServicer
+from services.runtime.auth import Gate, is_loopback, startup_notes
+from services.runtime.describe import describe
+from services.runtime.edge import Edge
+from services.runtime.holder import Holder, HolderError, acquire
+from services.runtime.metrics import CountingGate, Metrics
+from services.runtime.readiness import Readiness
+from services.runtime.tls import ServerTLS, TLSError
 from services.web import create_app
 from services.web.access import Access
 from services.web.hosts import AllowedHosts, HostsError
+from services.web.ops import Ops
 from services.web.serving import Dashboard, HttpOptions, HttpOptionsError, Limits
 from trainledger.v1 import (
     events_pb2,
@@ -247,7 +247,7 @@ class LedgerServer(grpc.aio.Server):
 
     async def start(self) -> None:
         await self.server.start()
-        # Health reflects readiness: NOT_SERVING until the views have caught up (services.readiness).
+        # Health reflects readiness: NOT_SERVING until the views have caught up (services.runtime.readiness).
         try:
             self.serving = await asyncio.wait_for(asyncio.to_thread(self._ready), PROBE_TIMEOUT_S)
         except Exception as error:  # Storage is down or hangs: the probe says so, and says when it is back.
@@ -387,16 +387,16 @@ def create_server(
     or [IPv6]:PORT (port 0 picks a free port; an address in use is refused, never shared). Opens
     `database` unless a ledger is given; a given ledger must be projecting or following
     (Ledger.open's default projects) and stays the caller's to close. A SQLite database this
-    server opens is held for it (services.holder) until it stops: one SQLite file has one serving
+    server opens is held for it (services.runtime.holder) until it stops: one SQLite file has one serving
     process. With project=False the server applies no events to the views itself: `trainledger
     project` workers do (PostgreSQL only), and the server follows their progress. With `tls` the port
-    speaks TLS only (services.tls: mutual TLS when it names a client CA). With `http` (HOST:PORT) the
+    speaks TLS only (services.runtime.tls: mutual TLS when it names a client CA). With `http` (HOST:PORT) the
     web dashboard's socket is bound too (LedgerServer.http_address; served from start()), over TLS
     with the same files whenever gRPC is, answering the hosts and under the caps of `http_options`
     (services.web.serving). A database it opens whose log has no seals, or whose chain breaks in its
     last events, is refused unless `allow_unsealed` (see `unsealed`). With `instrument` (the
-    default) calls are counted for Prometheus (services.metrics: /metrics on the dashboard, and on
-    `metrics`, HOST:PORT, an address of its own with /healthz and /readyz, services.ops). Returns
+    default) calls are counted for Prometheus (services.runtime.metrics: /metrics on the dashboard, and on
+    `metrics`, HOST:PORT, an address of its own with /healthz and /readyz, services.web.ops). Returns
     the server, not yet started, and the bound port. Raises StartupError."""
     host, wanted_port = parse_listen(address)
     http_host = parse_listen(http)[0] if http is not None else ""
@@ -440,7 +440,7 @@ def create_server(
             if not project:
                 ledger.projector.follow()
         edge = Edge(ledger)
-        # Authentication is on with `auth` or once the ledger has issued a token (services.auth).
+        # Authentication is on with `auth` or once the ledger has issued a token (services.runtime.auth).
         if not (auth or insecure or is_loopback(host) or ledger.token_book()):
             raise StartupError(f"refusing to serve {address} without authentication: pass --auth or --insecure")
         if http is not None and not (auth or insecure or is_loopback(http_host) or ledger.token_book()):

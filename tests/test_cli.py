@@ -253,7 +253,7 @@ def test_the_version_and_an_unknown_run(database: str, capsys: pytest.CaptureFix
 
 def test_run_keys_name_runs_without_loading_the_ledger() -> None:
     from ledger.domain.base import NAMESPACE
-    from services.remote import RUN_ID_NAMESPACE
+    from services.cli.remote import RUN_ID_NAMESPACE
 
     assert RUN_ID_NAMESPACE == str(NAMESPACE)
 
@@ -266,7 +266,7 @@ def test_a_missing_database_is_reported_not_created(tmp_path: Path, capsys: pyte
 
 
 def test_tables_fit_a_width_cutting_text_never_amounts_or_times() -> None:
-    from services.tables import fit_to, table, usd, when
+    from services.render.tables import fit_to, table, usd, when
 
     moment = datetime(2026, 12, 1, 6, 55, 2, tzinfo=UTC)
     rows = [("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "a-rather-long-run-name", usd(12_345_678), when(moment), 7)]

@@ -194,7 +194,7 @@ class Kernel(Application[UUID]):
         self.clock = clock
         self._lock = threading.RLock()
         # Called after each group commit with how many commands it answered and the events it
-        # saved (services.metrics counts them); called under the write lock, so kept cheap.
+        # saved (services.runtime.metrics counts them); called under the write lock, so kept cheap.
         self.commit_listeners: list[Callable[[int, Sequence[Any]], None]] = []
         # Group commit needs the commands of a group to share the aggregates they change: with no
         # cache, or a copy per load, each command is its own group.

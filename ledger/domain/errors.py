@@ -3,7 +3,7 @@ Reason from the one catalogue (ledger.domain.reasons).
 
 A kind says what happened (the input was invalid, a thing was not found, a rule of the current
 state refused the request ...); the reason says precisely which refusal it was. The edge
-(services/errors.py) maps each kind to one gRPC status code and sends the reason as
+(services/grpc/errors.py) maps each kind to one gRPC status code and sends the reason as
 google.rpc.ErrorInfo; clients branch on the reason, never on the message text.
 """
 

@@ -7,7 +7,7 @@ on the same event loop, reading the same views through the same Edge and Gate.
 - services.web.live: server-sent events, fed by the projector's notifications (a run's page, the
   runs page);
 - services.web.pages: the server-rendered pages (the charts are drawn by static/dashboard.js);
-- services.web.access: bearer tokens (header or cookie) checked by services.auth's Gate, each
+- services.web.access: bearer tokens (header or cookie) checked by services.runtime.auth's Gate, each
   endpoint as the gRPC method it mirrors;
 - services.web.hosts: the Host headers it answers (DNS rebinding);
 - services.web.serving: uvicorn on connections it accepts itself: capped, timed, over TLS when

@@ -4,7 +4,7 @@ as gRPC calls, and the refusals the web answers.
 A request carries its token as `Authorization: Bearer <token>` or in the `trainledger_token`
 cookie (set by POST /login, HttpOnly, SameSite=Strict). Each endpoint is authenticated and
 authorized as the gRPC method it mirrors (METHODS), so one table of roles and scopes
-(services.auth) decides for both: the Gate's `authenticate` checks the token and its role for the
+(services.runtime.auth) decides for both: the Gate's `authenticate` checks the token and its role for the
 method, its `authorize` checks a scoped token's account against the run or account asked about
 (a request-like object carrying `run_id` or `account`). Without authentication (no token issued,
 no --auth) every request is let in, as gRPC lets every call in.
@@ -37,8 +37,8 @@ from ledger.domain.errors import (
     Unavailable,
 )
 from ledger.domain.reasons import Reason
-from services.auth import Gate, Identity
-from services.logs import CALLER, http_refused
+from services.runtime.auth import Gate, Identity
+from services.runtime.logs import CALLER, http_refused
 
 __all__ = [
     "TOKEN_COOKIE",
@@ -64,7 +64,7 @@ METHODS: dict[str, str] = {
     "events": "/trainledger.v1.Events/ReadEvents",
 }
 
-# HTTP status by ledger error kind, most specific first (as services.errors maps them to gRPC).
+# HTTP status by ledger error kind, most specific first (as services.grpc.errors maps them to gRPC).
 _STATUS_BY_KIND: tuple[tuple[type[LedgerError], int], ...] = (
     (Invalid, 400),
     (NotFound, 404),
@@ -123,7 +123,7 @@ _REQUEST: ContextVar[tuple[str, str]] = ContextVar("web_request", default=("GET"
 
 
 def _logged(refusal: WebError) -> WebError:
-    """`refusal`, logged as a refused call is (services.logs.http_refused)."""
+    """`refusal`, logged as a refused call is (services.runtime.logs.http_refused)."""
     if refusal.status in (401, 403):
         http_refused(*_REQUEST.get(), refusal.status, refusal.reason)
     return refusal

@@ -32,9 +32,9 @@ from ledger.domain.limits import ID_LENGTH_MAX, check_text
 from ledger.domain.reasons import Reason
 from ledger.domain.topics import event_topics
 from ledger.views import models
-from services.auth import Identity
-from services.codec import pages as tokens
-from services.edge import Edge
+from services.runtime import paging as tokens
+from services.runtime.auth import Identity
+from services.runtime.edge import Edge
 from services.web.access import Access, Subject, WebError, from_ledger, invalid
 
 if TYPE_CHECKING:

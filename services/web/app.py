@@ -34,8 +34,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ledger.domain.errors import LedgerError
 from ledger.domain.reasons import Reason
-from services.auth import Gate
-from services.edge import CLIENT, Edge
+from services.runtime.auth import Gate
+from services.runtime.edge import CLIENT, Edge
 from services.web import api, pages
 from services.web.access import Access, WebError, from_ledger
 from services.web.hosts import AllowedHosts
@@ -176,7 +176,7 @@ async def live(request: Request) -> Response:
 
 def create_app(edge: Edge, gate: Gate, hosts: AllowedHosts | None = None, ops: Any = None) -> Starlette:
     """The dashboard over `edge` and `gate`, answering `hosts` (default: the loopback names), with
-    /metrics, /healthz and /readyz when given `ops` (services.ops). Create it on the server's
+    /metrics, /healthz and /readyz when given `ops` (services.web.ops). Create it on the server's
     event loop."""
     routes: list[Any] = [
         Route("/", pages.runs),

@@ -1,7 +1,7 @@
 """The run page's opening section, "Did it work?": the held-out score before → after with its
 direction, the delta report's table (target, must-not-regress markers, proxy: n, interval,
 verdict), its per-group table, the over-optimization flag, and the run's notes
-(services.verdict reads the reports)."""
+(services.render.verdict reads the reports)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from services.verdict import delta_rows, group_rows, holdout_text
+from services.render.verdict import delta_rows, group_rows, holdout_text
 
 __all__ = ["did_it_work"]
 

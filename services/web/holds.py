@@ -10,7 +10,7 @@ import html
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from services.tables import usd
+from services.render.tables import usd
 from services.web import api
 from services.web.access import Subject, WebError
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
 
     from ledger.views import models
-    from services.auth import Identity
+    from services.runtime.auth import Identity
 
 __all__ = ["HOLDS_SHOWN_MAX", "holds_section", "holds_table"]
 

@@ -1,7 +1,7 @@
 """Server-sent events for the dashboard: a run's page follows its run (`RunStreams`), the runs page
 follows every run (`LiveRuns`). Neither polls per client.
 
-RunStreams (GET /api/runs/{run}/live) works as services.watch and services.feed do for WatchRun,
+RunStreams (GET /api/runs/{run}/live) works as services.grpc.watch and services.grpc.feed do for WatchRun,
 but speaks JSON: one stream per watched run reads the events of the run and of its spend account
 once, however many browsers follow it, woken only by projector chunks that touched that run
 (Projector.originator_listeners); it encodes each SSE event once and hands the same bytes to every
@@ -10,7 +10,7 @@ then per event `steps` {attempt, steps, metrics: {name: [value or null per step]
 (the checkpoint saved) followed by `state`, `spend` (the run's spend totals) for its account's
 events, and `state` (the RunState without its spec) for the run's other events; each carries
 `id: <position>`, and a follower that reconnects with Last-Event-ID first reads the step batches it
-missed itself. Followers are bounded per caller and in all (services.watch's bounds: 429
+missed itself. Followers are bounded per caller and in all (services.grpc.watch's bounds: 429
 TOO_MANY_WATCHERS); one whose backlog passes BACKLOG_MESSAGES_MAX or BACKLOG_BYTES_MAX is sent an
 `error` event (WATCHER_TOO_SLOW, with the position to resume from) and dropped. A comment line
 every PING_S keeps proxies from closing an idle stream. Every stream ends when the server shuts
@@ -37,16 +37,16 @@ from uuid import UUID
 from ledger.domain.base import ledger_id
 from ledger.domain.errors import LedgerError, Unauthenticated
 from ledger.domain.reasons import Reason
-from services.auth import Gate, Identity
-from services.edge import READ_TIMEOUT_MAX_S, Edge
-from services.watch import BACKLOG_BYTES_MAX, BACKLOG_MESSAGES_MAX, WATCHERS_MAX, WATCHERS_PER_CALLER_MAX
+from services.runtime.auth import Gate, Identity
+from services.runtime.edge import READ_TIMEOUT_MAX_S, Edge
+from services.runtime.followers import BACKLOG_BYTES_MAX, BACKLOG_MESSAGES_MAX, WATCHERS_MAX, WATCHERS_PER_CALLER_MAX
 from services.web.access import WebError
 
 __all__ = ["RunStreams", "LiveRuns", "Follower", "sse", "until_refused", "PING_S", "LIVE_INTERVAL_S"]
 
 PING_S = 15.0
 LIVE_INTERVAL_S = 0.1
-# One read of a run's events: at most this many, and this many stored bytes (as services.feed).
+# One read of a run's events: at most this many, and this many stored bytes (as services.grpc.feed).
 PAGE = 256
 PAGE_BYTES = 1024 * 1024
 # The most runs one wake of LiveRuns reads; the rest wait for the next.
@@ -355,6 +355,7 @@ class RunStreams:
         self.edge = edge
         self.loop = asyncio.get_running_loop()
         self.bounds = _Bounds()
+        edge.followers["sse_run"] = lambda: self.bounds.count
         self.streams: dict[str, RunStream] = {}
         self._by_id: dict[UUID, RunStream] = {}
         self._watched: frozenset[UUID] = frozenset()  # Read by the projector's thread.
@@ -447,6 +448,7 @@ class RunStreams:
         for stream in list(self.streams.values()):
             stream.close()
         RunStreams._of.pop(self.edge, None)
+        self.edge.followers.pop("sse_run", None)
 
 
 async def _close_with(edge: Edge, close: Callable[[], None]) -> None:
@@ -507,6 +509,7 @@ class LiveRuns:
         self.edge = edge
         self.loop = asyncio.get_running_loop()
         self.bounds = _Bounds()
+        edge.followers["sse_runs"] = lambda: self.bounds.count
         self.followers: set[Follower] = set()
         self.first_page = first_page
         self.touched: set[UUID] | None = set()
@@ -610,3 +613,4 @@ class LiveRuns:
             follower.end()
         self.wake.set()
         LiveRuns._of.pop(self.edge, None)
+        self.edge.followers.pop("sse_runs", None)

@@ -4,7 +4,7 @@ html.escape. The tables work without JavaScript; charts are empty <figure> eleme
 `figure.chart[data-run-id][data-metric][data-sparse]`, `table.runs tr[data-run-id]`,
 `[data-field=...]` cells, `figure.spend-chart`, `figure.chart.compare[data-metric][data-runs]`).
 
-Amounts are shown in dollars (services.tables.usd), times in UTC with their zone. Each page reads
+Amounts are shown in dollars (services.render.tables.usd), times in UTC with their zone. Each page reads
 through the same helpers as the API (services.web.api), so it is authorized as the same gRPC method;
 without a valid token, when authentication is on, a page redirects to /login.
 """
@@ -24,9 +24,9 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from ledger.domain.errors import LedgerError
 from ledger.domain.reasons import Reason
 from ledger.views import models
-from services.codec import pages as tokens
 from services.render import checkpoint_state, plan_hold_text, progress_text, report_verdict, scores_text, status_text
-from services.tables import usd
+from services.render.tables import usd
+from services.runtime import paging as tokens
 from services.web import api
 from services.web.access import METHODS, TOKEN_COOKIE, Subject, WebError
 from services.web.did_it_work import compare_table, did_it_work

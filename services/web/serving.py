@@ -11,7 +11,7 @@ and the dashboard can never take the file descriptors that gRPC and storage need
 - Timeouts: a TLS handshake has REQUEST_TIMEOUT_S; then a connection has REQUEST_TIMEOUT_S, and
   again from each response it was sent, to send a whole request (line, head and body); a slow or
   silent one is closed. Between requests uvicorn closes a connection idle for KEEP_ALIVE_S.
-- TLS: with an ssl.SSLContext (services.tls: the gRPC port's certificate and client CA) every
+- TLS: with an ssl.SSLContext (services.runtime.tls: the gRPC port's certificate and client CA) every
   connection is HTTPS, and a request's scheme is https (so the login cookie is Secure).
 """
 

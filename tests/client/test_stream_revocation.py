@@ -16,7 +16,7 @@ from clients.attempts import replay_attempts
 from clients.errors import Unauthenticated
 from clients.outbox import SqliteOutbox
 from ledger import Ledger
-from services.auth import CACHE_S, STREAM_RECHECK_S
+from services.runtime.auth import CACHE_S, STREAM_RECHECK_S
 from tests.service.support import Served
 
 WHO = {"principal": "setup", "request_id": ""}

@@ -7,6 +7,10 @@
   domain and the views; storage/ the domain, the views and storage. The backend factory
   (ledger.backend) and the application are above all three: nothing below imports them.
 - clients/ never imports ledger/ or services/: it speaks to the ledger over the wire only.
+- services/ holds one package per program and what they share: services.runtime (what a server
+  process runs on) imports none of them; the gRPC edge (services.grpc) and the dashboard
+  (services.web) import neither each other nor the CLI, and nothing from clients/;
+  services.render (text for people) imports no program; only the CLI (services.cli) uses clients/.
 - No module imports another module's private (underscore) names.
 
 Every import is found by walking the syntax tree, including imports inside functions.
@@ -122,3 +126,19 @@ def test_no_module_imports_the_private_names_of_another(package: str) -> None:
             if private and imported != module and _within(imported, ("ledger", "services", "clients", "trainledger")):
                 found.append(f"{path.relative_to(ROOT)}:{line} imports {private} from {imported}")
     assert found == []
+
+
+SERVICES_PROGRAMS = ("services.grpc", "services.web", "services.cli", "services.server", "services.embedded")
+
+
+@pytest.mark.parametrize(
+    ("package", "forbidden"),
+    [
+        ("services/runtime", (*SERVICES_PROGRAMS, "services.render", "clients")),
+        ("services/render", (*SERVICES_PROGRAMS, "services.runtime", "clients")),
+        ("services/grpc", ("services.web", "services.cli", "services.server", "services.render", "clients")),
+        ("services/web", ("services.grpc", "services.cli", "services.server", "clients")),
+    ],
+)
+def test_each_program_of_services_keeps_to_its_package(package: str, forbidden: tuple[str, ...]) -> None:
+    assert _violations(package, (), forbidden) == []

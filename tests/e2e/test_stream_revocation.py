@@ -17,7 +17,7 @@ import grpc
 import httpx
 import pytest
 
-from services.auth import CACHE_S, STREAM_RECHECK_S
+from services.runtime.auth import CACHE_S, STREAM_RECHECK_S
 from services.web.access import TOKEN_COOKIE
 from tests.e2e.test_serve_guards import Servers, environment, first_line, trainledger
 from tests.service.support import batch, error_info, key

@@ -2,10 +2,10 @@
 module), runs recorded through clients.LedgerClient over loopback, and the watch command as its own
 process, in a pseudo-terminal (the live view, ANSI stripped) and through a pipe (one plain line per
 event); a run already finished and the one-line refusals (no such run, no ledger at the address)
-run the command in this process through services.cli.main, which saves a process start each.
+run the command in this process through services.cli.commands.main, which saves a process start each.
 Every wait reads with a deadline until the expected text is there; nothing sleeps blindly.
 
-Also the model behind the view (services.cli_watch.Follow) with a clock the test moves: the step
+Also the model behind the view (services.cli.watch.Follow) with a clock the test moves: the step
 rate and the time left, and the spec keys that give the step count."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import pytest
 from clients import LedgerClient
 from clients.models import Attempt, MetricColumn, RunInfo, RunState, SpendTotals, StepBatch, WatchUpdate
 from services.cli import main
-from services.cli_watch import Follow, total_steps
+from services.cli.watch import Follow, total_steps
 from tests.e2e.test_serve_guards import environment, trainledger
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
@@ -393,7 +393,7 @@ def test_the_watch_command_starts_without_importing_the_server_or_the_ledger() -
     probe = (
         "import sys\n"
         "from services.cli import main\n"
-        "import services.cli_watch\n"
+        "import services.cli.watch\n"
         "print(sorted(m for m in ('grpc', 'ledger', 'services.server', 'clients') if m in sys.modules))\n"
     )
     done = subprocess.run(

@@ -23,7 +23,7 @@ import grpc  # noqa: E402
 import psycopg  # noqa: E402
 
 from ledger import Ledger  # noqa: E402
-from services.auth import CACHE_S, STREAM_RECHECK_S  # noqa: E402
+from services.runtime.auth import CACHE_S, STREAM_RECHECK_S  # noqa: E402
 from tests.service.support import Served, batch, error_info, key  # noqa: E402
 from trainledger.v1 import runs_pb2  # noqa: E402
 

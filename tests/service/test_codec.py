@@ -10,7 +10,7 @@ import pytest
 from google.protobuf import struct_pb2, timestamp_pb2
 
 from ledger.views import models
-from services.codec import messages
+from services.grpc.codec import messages
 from trainledger.v1 import common_pb2, registry_pb2, runs_pb2, spend_pb2
 
 AT = datetime(2025, 3, 1, 12, 30, tzinfo=UTC)

@@ -13,7 +13,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ledger.domain import errors as ledger_errors
 from ledger.domain.reasons import Reason
-from services.errors import DOMAIN, status_code
+from services.grpc.errors import DOMAIN, status_code
 from tests.service.support import Served, Stubs, batch, error_info, key, open_run
 from trainledger.v1 import common_pb2, registry_pb2, runs_pb2, spend_pb2
 

@@ -14,7 +14,7 @@ import pytest
 
 from ledger.domain.errors import Unavailable
 from ledger.domain.reasons import Reason
-from services.edge import STREAMS_PER_CLIENT_MAX, WORKER_THREADS_PER_CLIENT, ByteBudget, Edge
+from services.runtime.edge import STREAMS_PER_CLIENT_MAX, WORKER_THREADS_PER_CLIENT, ByteBudget, Edge
 from tests.service.support import Served, Stubs, batch, error_info, open_run
 from trainledger.v1 import runs_pb2, spend_pb2
 

@@ -1,4 +1,4 @@
-"""services.guard on its own (no sockets): a guarded stream hands on its items in order and their
+"""services.runtime.guard on its own (no sockets): a guarded stream hands on its items in order and their
 error, and a check that refuses ends the stream, after the stream's own cleanup has run, whether
 the stream is waiting for its next item or its caller is busy with the last one."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from ledger.domain.errors import Unauthenticated
 from ledger.domain.reasons import Reason
-from services.guard import guarded
+from services.runtime.guard import guarded
 
 
 class Broken(Exception):

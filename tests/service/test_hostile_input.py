@@ -17,7 +17,7 @@ from ledger import Ledger
 from ledger.domain.errors import Invalid
 from ledger.domain.limits import DOCUMENT_REQUEST_BYTES_MAX, REQUEST_BYTES_MAX
 from ledger.domain.reasons import Reason
-from services.codec import encode_token
+from services.grpc.codec import encode_token
 from tests.service.support import Served, Stubs, error_info, field, key, open_run
 from trainledger.v1 import common_pb2, runs_pb2, spend_pb2
 
@@ -89,7 +89,7 @@ def test_document_shapes_are_refused_with_the_ledger_reasons(stubs: Stubs) -> No
     spec = {"name": "tiny", "lr": 0.5, "epochs": 3, "tags": ["a", None, True], "lora": {"r": 8}}
     request = runs_pb2.OpenRunRequest(run_key=key())
     request.spec.update(spec)
-    from services.codec import document
+    from services.grpc.codec import document
 
     assert document(stubs.runs.OpenRun(request, timeout=30).state.run.spec) == spec
 

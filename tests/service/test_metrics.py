@@ -187,7 +187,7 @@ def test_the_sample_dashboard_asks_only_for_metrics_the_server_has(workload: tup
 
 def test_storage_gauges_on_each_backend(database: str) -> None:
     """SQLite: the file's and the WAL's size; PostgreSQL: the views' pool."""
-    from services.metrics import _storage_gauges
+    from services.runtime.metrics import _storage_gauges
 
     ledger = Ledger.open(database)
     try:

@@ -20,7 +20,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ledger import Ledger
 from ledger.views.schema import VIEWS
-from services.readiness import Readiness
+from services.runtime.readiness import Readiness
 from services.server import create_server
 
 WAIT_S = 30.0

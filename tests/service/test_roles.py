@@ -1,6 +1,6 @@
 """The whole role matrix over the wire: every RPC x every role x (unscoped, scoped to the account
 asked about, scoped to another account). The expected outcome of each cell is written out below,
-not read from services.auth.
+not read from services.runtime.auth.
 
 A cell is three characters, one per token: unscoped, scoped to team-a asking about team-a's
 things, scoped to team-a asking about team-b's things. "+" is let through (whatever the call

@@ -13,7 +13,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from ledger import Ledger
-from services.codec import document
+from services.grpc.codec import document
 from tests.service.support import Served, Stubs, batch, key, open_run
 from trainledger.v1 import common_pb2, events_pb2, runs_pb2, spend_pb2
 

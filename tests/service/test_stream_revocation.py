@@ -16,7 +16,7 @@ import grpc
 import pytest
 
 from ledger import Ledger
-from services.auth import CACHE_S, STREAM_RECHECK_S
+from services.runtime.auth import CACHE_S, STREAM_RECHECK_S
 from tests.service.support import Served, batch, error_info, key
 from trainledger.v1 import events_pb2, runs_pb2
 

@@ -10,7 +10,7 @@ import unicodedata
 import grpc
 import pytest
 
-from services.tables import fields, table
+from services.render.tables import fields, table
 from tests.service.support import Stubs, error_info, open_run
 from trainledger.v1 import spend_pb2
 

@@ -17,9 +17,9 @@ from clients import LedgerClient, run_key
 from clients.aio import AsyncLedgerClient
 from clients.errors import Unavailable
 from clients.tls import TLS
-from services import cli
+from services.cli import commands as cli
+from services.runtime.tls import ServerTLS
 from services.server import StartupError, create_server
-from services.tls import ServerTLS
 from tests.certs import Authority
 from tests.client.server_thread import ServerThread
 

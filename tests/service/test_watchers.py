@@ -13,7 +13,7 @@ import grpc
 import pytest
 
 from ledger import Ledger
-from services import watch
+from services.grpc import watch
 from tests.service.support import Served, Stubs, batch, error_info, open_run
 from trainledger.v1 import common_pb2, runs_pb2, spend_pb2
 

@@ -1,4 +1,4 @@
-"""The worker pool ledger calls run in (services.edge.Workers): bounded, in the caller's context,
+"""The worker pool ledger calls run in (services.runtime.edge.Workers): bounded, in the caller's context,
 and a cancelled caller still waits for its thread to end before the cancellation goes through."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ledger import Ledger
-from services.edge import Edge, Workers
+from services.runtime.edge import Edge, Workers
 
 WHO: contextvars.ContextVar[str] = contextvars.ContextVar("who", default="nobody")
 

@@ -12,7 +12,7 @@ import pytest
 
 from clients import LedgerClient
 from ledger import Ledger
-from services.auth import CACHE_S, STREAM_RECHECK_S
+from services.runtime.auth import CACHE_S, STREAM_RECHECK_S
 from services.web.access import TOKEN_COOKIE
 from tests.web.conftest import WebServer
 from tests.web.test_live import Event, events, new_run

@@ -119,7 +119,7 @@ function setField(name, text, root = document) {
   }
 }
 
-// A run's status as people read it (services/render.py status_text): a run opened with no attempt
+// A run's status as people read it (services/render/__init__.py status_text): a run opened with no attempt
 // yet is not running.
 function statusText(status, attempt) {
   return (status === "running" || status === "") && attempt === 0 ? "opened (no attempt yet)" : status;
@@ -130,7 +130,7 @@ function setStatus(status, attempt, root = document) {
   for (const cell of root.querySelectorAll('[data-field="status"]')) cell.dataset.status = status;
 }
 
-// A run's progress against its plan as people read it (services/render.py progress_text):
+// A run's progress against its plan as people read it (services/render/__init__.py progress_text):
 // "step 400 of 1,000 (40.0%), 12.50 steps/s, ETA 2026-12-01 07:10:00 UTC".
 function progressText(progress, running = true) {
   if (!progress || (progress.step == null && progress.max_steps == null)) return null;

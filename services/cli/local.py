@@ -1,0 +1,284 @@
+"""The CLI's read commands on a database file (`--db PATH`, `--database-url URL` or
+TRAINLEDGER_DATABASE_URL): offline inspection, no server. They print what services.cli.remote prints
+through a server (services.render), naming runs the same way (services.cli.remote.choose_run). A read
+never projects beside a server: it shows the views that the serving process has committed; with no
+process serving the file, it first brings the views up to the head of the log.
+
+The ledger is imported inside the handlers, so that the CLI starts without it when it talks to a
+server. `Failure` (a one-line problem and its exit status) and `emit` are shared by every command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import sqlite3
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from services import render
+from services.render.tables import to_json
+
+if TYPE_CHECKING:
+    from ledger import Ledger
+
+__all__ = [
+    "Failure",
+    "emit",
+    "opened",
+    "runs_list",
+    "runs_show",
+    "spend_show",
+    "registry_list",
+    "registry_show",
+    "runs_retract",
+    "events_export",
+    "rebuild",
+]
+
+PAGE = 1_000
+# An export page also ends at this many stored bytes (one larger event is a page of its own), so
+# the export holds a page of the log, never the log.
+PAGE_BYTES = 1024 * 1024
+
+
+class DefaultDatabase(str):
+    """The --db default: a file name that TRAINLEDGER_DATABASE_URL replaces (a --db given does not)."""
+
+
+DATABASE_DEFAULT = DefaultDatabase("trainledger.db")
+
+
+class Failure(Exception):
+    """A problem to report in one line, with the exit status to end with."""
+
+    def __init__(self, message: str, status: int = 2) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@contextmanager
+def opened(database: str, *, catch_up: bool = True, read_only: bool = False) -> Iterator[Ledger]:
+    """The ledger on `database` for one command; with `read_only` nothing can write to it (verify)."""
+    from ledger import Ledger, LedgerError
+    from services.runtime.describe import describe
+
+    if "://" not in database and not os.path.exists(database):
+        raise Failure(f"no database at {database}")
+    try:
+        ledger = Ledger.open(database, project=False, read_only=read_only)
+    except Exception as error:
+        raise Failure(f"cannot open database {describe(database)}: {error}") from None
+    try:
+        if catch_up and not read_only:
+            _catch_up_when_alone(database, ledger)
+        yield ledger
+    except LedgerError as error:
+        raise Failure(error.message, status=1) from None
+    except sqlite3.DatabaseError as error:  # A damaged file ("database disk image is malformed").
+        raise Failure(f"cannot read database {describe(database)}: {error}") from None
+    finally:
+        ledger.close()
+
+
+def _catch_up_when_alone(database: str, ledger: Ledger) -> None:
+    """A read never projects beside a process that serves the file (that process projects, and
+    the read shows the views as it committed them). With none serving, the views are brought up
+    to the head of the log first, holding the file as a server would."""
+    from services.runtime.holder import HolderError, acquire
+
+    try:
+        holder = acquire(database, "read")
+    except HolderError:
+        return
+    if holder is None:  # PostgreSQL: projected by its servers and workers.
+        return
+    with holder:
+        ledger.projector.catch_up()
+
+
+def emit(args: argparse.Namespace, value: Any, text: str) -> None:
+    print(to_json(value) if args.json else text)
+
+
+def _lister(ledger: Ledger) -> Any:
+    """services.cli.remote.choose_run's way to list runs, over the ledger's views."""
+    from services.cli.remote import Candidate
+
+    def lister(prefix: str, contains: str) -> Iterator[Candidate]:
+        after = None
+        while True:
+            page = ledger.list_runs(
+                limit=PAGE, after=after, run_id_prefix=prefix, name_contains=contains, include_retracted=True
+            )
+            for run in page.runs:
+                yield Candidate(run.run_id, run.name, render.status_text(run.status, run.current_attempt))
+            after = page.after
+            if after is None:
+                return
+
+    return lister
+
+
+def run_id_of(ledger: Ledger, ref: str) -> str:
+    """The run `ref` names (services.cli.remote.choose_run: id, prefix, name, key, part of a name)."""
+    from services.cli.remote import choose_run
+
+    return choose_run(ref, _lister(ledger))
+
+
+def runs_list(args: argparse.Namespace) -> None:
+    with opened(args.database) as ledger:
+        page = ledger.list_runs(
+            limit=args.limit,
+            status=args.status,
+            name_contains=args.name,
+            account=args.account,
+            include_retracted=args.include_retracted,
+        )
+    runs = list(page.runs)
+    hint = f"\n(more runs: --limit {args.limit * 2})" if page.after is not None else ""
+    emit(args, runs, (render.runs_table(runs) if runs else "(no run)") + hint)
+
+
+def runs_show(args: argparse.Namespace) -> None:
+    from ledger.views.models import SeriesPage
+
+    with opened(args.database) as ledger:
+        run_id = run_id_of(ledger, args.run)
+        state = ledger.run_state(run_id)
+        metrics = ledger.metric_stats(run_id)
+        checkpoints = ledger.checkpoints(run_id, limit=PAGE * 10)
+        last, count = state.last_step, max(0, min(args.steps, PAGE * 10))
+        if last is None or count == 0:
+            series = SeriesPage(
+                steps=(), attempts=(), tokens=(), usd_micro=(), superseded=(), metrics=(), next_from_step=None
+            )
+        else:
+            series = ledger.series(run_id, from_step=max(0, last - count + 1), limit=count)
+    value = {"state": state, "metrics": metrics, "checkpoints": checkpoints, "series": series}
+    emit(args, value, render.run_text(state, metrics, checkpoints, series, datetime.now(UTC)))
+
+
+def runs_retract(args: argparse.Namespace) -> None:
+    """Retract a run on the database itself, recorded as `local:<user>`."""
+    import getpass
+    import uuid
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    with opened(args.database) as ledger:
+        run_id = run_id_of(ledger, args.run)
+        receipt = ledger.retract_run(
+            run_id=run_id, reason=args.reason, principal=f"local:{user}", request_id=str(uuid.uuid4())
+        )
+        name = ledger.run_state(run_id).run.name
+    value = {"position": receipt.position, "duplicate": receipt.duplicate}
+    emit(args, value, render.retract_text(run_id, name, receipt.position, receipt.duplicate))
+
+
+def _account(ledger: Ledger, ref: str) -> Any:
+    from ledger import LedgerError
+
+    try:
+        return ledger.account(ref)
+    except LedgerError:
+        pass
+    try:
+        run_id = run_id_of(ledger, ref)
+    except Failure as failure:
+        if str(failure).startswith("no run"):
+            raise Failure(f"no account or run {ref}", status=1) from None
+        raise
+    return ledger.account(run_id)
+
+
+def spend_show(args: argparse.Namespace) -> None:
+    """The account's totals and a page of its reservations: --limit of them after the position
+    that --page names (the previous page's last)."""
+    try:
+        after = int(args.page or 0)
+    except ValueError:
+        raise Failure(f"--page {args.page} is not a page this command printed") from None
+    with opened(args.database) as ledger:
+        account = _account(ledger, args.account)
+        page = ledger.reservations(account.account, limit=max(1, args.limit), after_position=after)
+        following = page.after_position
+        if (
+            following is not None
+            and not ledger.reservations(account.account, limit=1, after_position=following).reservations
+        ):
+            following = None  # A full last page: nothing follows.
+    token = "" if following is None else str(following)
+    more = f"(more reservations: trainledger spend show {args.account} --db ... --page {token})" if token else ""
+    value = {"account": account, "reservations": page.reservations, "next_page_token": token}
+    emit(args, value, render.account_text(account, page.reservations, more))
+
+
+def registry_list(args: argparse.Namespace) -> None:
+    with opened(args.database) as ledger:
+        families = ledger.families()
+    emit(args, families, render.families_table(families) if families else "(no family)")
+
+
+def registry_show(args: argparse.Namespace) -> None:
+    with opened(args.database) as ledger:
+        family = ledger.family(args.family)
+    value = {
+        "family": family.family,
+        "current": family.current,
+        "versions": family.versions,
+        "history": family.history,
+        "aliases": family.aliases,
+        "retired": family.retired,
+    }
+    text = render.family_text(
+        family.family, family.current, family.versions, family.history, family.aliases, family.retired
+    )
+    emit(args, value, text)
+
+
+def _with_stored(ledger: Ledger, page: list[dict[str, Any]], types: list[str]) -> None:
+    """Add to each event of a page what its digest covers that the decoded event does not show:
+    its stored topic and its stored bytes (base64), so a checker can recompute the chain
+    (ledger.storage.chain) without trainledger."""
+    from ledger.domain.topics import event_topics
+
+    topics = [topic for name in types for topic in event_topics(name)]
+    stored = ledger.recorder.select_notifications(page[0]["position"], len(page), topics=topics)
+    by_position = {notification.id: notification for notification in stored}
+    for event in page:
+        notification = by_position[event["position"]]
+        event["topic"] = notification.topic
+        event["stored"] = base64.b64encode(notification.state).decode("ascii")
+
+
+def events_export(args: argparse.Namespace) -> None:
+    """The log up to its head as JSON lines, streamed page by page (pages bounded by bytes). Each
+    line is an event with its digest in the hash chain, its stored topic and its stored bytes
+    (base64): examples/check_export.py recomputes the chain from an export."""
+    with opened(args.database, catch_up=False) as ledger:
+        head, position = ledger.head(), max(1, args.from_position)
+        while position <= head:
+            page = ledger.read_events(from_position=position, limit=PAGE, types=args.types, bytes_max=PAGE_BYTES)
+            if not page:
+                return
+            _with_stored(ledger, page, args.types)
+            position = page[-1]["position"] + 1
+            while page:
+                event = page.pop(0)  # Each event is let go of once written.
+                if event["position"] > head:
+                    return
+                sys.stdout.write(to_json(event, indent=None) + "\n")
+
+
+def rebuild(args: argparse.Namespace) -> None:
+    with opened(args.database, catch_up=False) as ledger:
+        count = ledger.projector.rebuild()
+    print(f"rebuilt every view from {count} events")
