@@ -69,7 +69,8 @@ def run_with(place: Place, uris: dict[int, str]) -> str:
         client.start_attempt(run_id=run_id, label="host")
         client.append_steps(run_id=run_id, attempt=1, steps=list(range(max(uris) + 1)), metrics={})
         for step, uri in sorted(uris.items()):
-            client.save_checkpoint(run_id=run_id, attempt=1, step=step, uri=uri, backend="hf")
+            saved = client.save_checkpoint(run_id=run_id, attempt=1, step=step, uri=uri, backend="hf")
+        client.get_run_state(run_id=run_id, min_position=saved.position)  # The views have it: read your writes.
     return run_id
 
 

@@ -69,7 +69,10 @@ def test_a_cap_that_runs_out_stops_training_cleanly_with_a_checkpoint(tmp_path: 
         assert state.checkpoint.handle.uri == str(tiny.checkpoint_dir(out, stop_step).resolve())
 
         account = client.get_account(account=run_id, min_position=state.position)
-        assert account.pending_usd_micro == 0 and account.overrun_usd_micro == 0
+        # Nothing left held, and the cap held. (A step slower than the meter's interval commits more
+        # GPU time than its hold, recorded as overrun: how much depends on the machine's load.)
+        assert account.pending_usd_micro == 0
+        assert account.committed_usd_micro + account.presumed_usd_micro <= account.cap_usd_micro
         assert 0 < account.committed_usd_micro <= CAP
         entries = client.list_reservations(account=run_id, page_size=10_000, min_position=state.position).reservations
         assert sum(e.actual_usd_micro for e in entries if e.state == "committed") == account.committed_usd_micro
