@@ -17,7 +17,7 @@ import grpc
 
 from clients.errors import error_from_rpc
 from clients.methods import Decode, next_page
-from clients.methods_spend import LedgerMethods
+from clients.methods_ledger import LedgerMethods
 from clients.models import StepAck
 from clients.retry import FirstContact, RetryPolicy, Tries
 from clients.tls import TLS, tls_of
