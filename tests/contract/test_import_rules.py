@@ -7,6 +7,8 @@
   domain and the views; storage/ the domain, the views and storage. The backend factory
   (ledger.backend) and the application are above all three: nothing below imports them.
 - clients/ never imports ledger/ or services/: it speaks to the ledger over the wire only.
+- No installed package imports tests/ (the fakes of providers' services live there, not in the
+  package).
 - No module imports another module's private (underscore) names.
 
 Every import is found by walking the syntax tree, including imports inside functions.
@@ -110,6 +112,11 @@ def test_each_layer_of_the_ledger_imports_only_what_lies_below_it(layer: str, ma
 
 def test_clients_speak_to_the_ledger_only_over_the_wire() -> None:
     assert _violations("clients", (), ("ledger", "services")) == []
+
+
+@pytest.mark.parametrize("package", ["ledger", "services", "clients", "trainledger"])
+def test_no_installed_package_imports_the_tests(package: str) -> None:
+    assert _violations(package, (), ("tests",)) == []
 
 
 @pytest.mark.parametrize("package", ["ledger", "services", "clients", "trainledger"])
