@@ -17,7 +17,7 @@ import grpc
 
 from clients.errors import error_from_rpc
 from clients.methods import Decode, next_page
-from clients.methods_spend import LedgerMethods
+from clients.methods_ledger import LedgerMethods
 from clients.models import StepAck
 from clients.retry import FirstContact, RetryPolicy, Tries
 from clients.tls import TLS, tls_of
@@ -25,7 +25,7 @@ from clients.transport import (
     CHANNEL_OPTIONS,
     STUBS,
     AckCore,
-    call_metadata,
+    CallIdentity,
     channel_target,
     explained,
     open_channel,
@@ -53,7 +53,7 @@ class AsyncAckStream(AckCore):
         return self._ack(response)
 
 
-class AsyncLedgerClient(LedgerMethods):
+class AsyncLedgerClient(LedgerMethods, CallIdentity):
     """An asyncio client of one ledger server, or of several replicas (a list of "host:port",
     as LedgerClient); create it inside the event loop that uses it. Usable as an async context
     manager (closes the channel). `token`, `tls`, `timeout_s`, `outage_budget_s`, `first_contact_s`
@@ -106,19 +106,6 @@ class AsyncLedgerClient(LedgerMethods):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
-
-    def metadata(self, request_id: str | None = None) -> tuple[tuple[str, str], ...]:
-        """The call metadata: a new request id unless one is given, and the token or the principal."""
-        return call_metadata(self.principal, request_id, self._token)
-
-    @property
-    def has_token(self) -> bool:
-        """Whether calls carry a bearer token (the token itself is never shown)."""
-        return bool(self._token)
-
-    def __repr__(self) -> str:
-        token = ", token=<hidden>" if self._token else ""
-        return f"{type(self).__name__}({self.address!r}, tls={self.tls is not None}{token})"
 
     async def _unary(
         self,

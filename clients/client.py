@@ -24,7 +24,7 @@ import grpc
 
 from clients.errors import error_from_rpc
 from clients.methods import Decode
-from clients.methods_spend import LedgerMethods
+from clients.methods_ledger import LedgerMethods
 from clients.models import StepAck
 from clients.retry import FirstContact, RetryPolicy, Tries
 from clients.tls import TLS, tls_of
@@ -32,7 +32,7 @@ from clients.transport import (
     CHANNEL_OPTIONS,
     STUBS,
     AckCore,
-    call_metadata,
+    CallIdentity,
     channel_target,
     explained,
     open_channel,
@@ -57,7 +57,7 @@ class AckStream(AckCore):
             raise self._error(error) from None
 
 
-class LedgerClient(LedgerMethods):
+class LedgerClient(LedgerMethods, CallIdentity):
     """A blocking client of one ledger server, or of several replicas given as a list of "host:port"
     (failover in order). `timeout_s` is the deadline of each try; `outage_budget_s` how long a call
     rides out an unreachable ledger (UNAVAILABLE is resent until then, default 30 s; then it raises
@@ -105,19 +105,6 @@ class LedgerClient(LedgerMethods):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-    def metadata(self, request_id: str | None = None) -> tuple[tuple[str, str], ...]:
-        """The call metadata: a new request id unless one is given, and the token or the principal."""
-        return call_metadata(self.principal, request_id, self._token)
-
-    @property
-    def has_token(self) -> bool:
-        """Whether calls carry a bearer token (the token itself is never shown)."""
-        return bool(self._token)
-
-    def __repr__(self) -> str:
-        token = ", token=<hidden>" if self._token else ""
-        return f"{type(self).__name__}({self.address!r}, tls={self.tls is not None}{token})"
 
     @property
     def first_contact_s(self) -> float:

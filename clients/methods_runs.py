@@ -6,15 +6,12 @@ dataset's role as "train" or "eval". Scores are a dict of metric name to a finit
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any
-
-import msgspec
 
 from clients import codec
-from clients.methods import Doc, Transport, field_of, new_id, reply
+from clients import runs_replies as replies
+from clients.methods import Doc, Transport, new_id, reply
 from clients.models import (
     AppendReceipt,
     BestCheckpoint,
@@ -199,7 +196,7 @@ class RunsMethods(Transport):
     def get_run_state(self, *, run_id: str, min_position: int = 0, timeout_s: float | None = None) -> RunState:
         """The RunState (run, attempts, current_attempt, checkpoint, resume, last_step, spend ...)."""
         request = runs_pb2.GetRunStateRequest(run_id=run_id, min_position=min_position)
-        return self._ask("Runs", "GetRunState", request, _state, timeout_s=timeout_s)
+        return self._ask("Runs", "GetRunState", request, replies.run_state, timeout_s=timeout_s)
 
     def list_runs(
         self,
@@ -233,7 +230,9 @@ class RunsMethods(Transport):
         """Every metric of the run's live line of steps, by name: count, first and last step, the
         last value, min and max (read a page at a time, each within the deadline)."""
         request = runs_pb2.GetMetricsRequest(run_id=run_id, min_position=min_position)
-        return self._all_pages("Runs", "GetMetrics", request, reply(RunMetrics), _metrics_of_page, timeout_s=timeout_s)
+        return self._all_pages(
+            "Runs", "GetMetrics", request, reply(RunMetrics), replies.metrics_of_page, timeout_s=timeout_s
+        )
 
     def list_checkpoints(
         self,
@@ -272,7 +271,7 @@ class RunsMethods(Transport):
             include_superseded=include_superseded,
             min_position=min_position,
         )
-        return self._ask("Runs", "BestCheckpoint", request, _best, timeout_s=timeout_s)
+        return self._ask("Runs", "BestCheckpoint", request, replies.best_checkpoint, timeout_s=timeout_s)
 
     def retract_run(self, *, run_id: str, reason: str, timeout_s: float | None = None) -> RetractReceipt:
         """Retract a run (operators): left out of lists, refused every further write (RunRetracted),
@@ -328,7 +327,9 @@ class RunsMethods(Transport):
         request = runs_pb2.PlanPruneRequest(
             run_id=run_id, keep_last=keep_last, min_position=min_position, page_size=page_size
         )
-        return self._all_pages("Runs", "PlanPrune", request, reply(PrunePage), _entries_of_page, timeout_s=timeout_s)
+        return self._all_pages(
+            "Runs", "PlanPrune", request, reply(PrunePage), replies.entries_of_page, timeout_s=timeout_s
+        )
 
     def delete_checkpoint(
         self, *, run_id: str, attempt: int, step: int, reason: str = "", timeout_s: float | None = None
@@ -371,47 +372,4 @@ class RunsMethods(Transport):
         behind is dropped with LedgerClientError reason WATCHER_TOO_SLOW, whose
         metadata["next_position"] is where to watch again from."""
         request = runs_pb2.WatchRunRequest(run_id=run_id, from_position=from_position)
-        return self._stream("Runs", "WatchRun", request, _WatchedState().apply, timeout_s=timeout_s)
-
-
-def _metrics_of_page(page: RunMetrics) -> list[MetricStats]:
-    return page.metrics
-
-
-def _entries_of_page(page: PrunePage) -> list[PruneEntry]:
-    return page.entries
-
-
-def _best(response: runs_pb2.BestCheckpointResponse) -> BestCheckpoint:
-    """BestCheckpoint's answer with its objective's metric and mode beside the checkpoint."""
-    answer = codec.to_dict(response, omit_unset=True)
-    objective = answer.pop("objective", None) or {}
-    return msgspec.convert({**answer, **objective}, BestCheckpoint)
-
-
-def _state(response: runs_pb2.GetRunStateResponse) -> RunState:
-    state = field_of("state", RunState)(response)
-    return state if state is not None else RunState()
-
-
-class _WatchedState:
-    """Folds the changed fields of each WatchRun message into the state the stream has built."""
-
-    def __init__(self) -> None:
-        self.state: dict[str, Any] = {}
-
-    def apply(self, response: runs_pb2.WatchRunResponse) -> WatchUpdate:
-        message = codec.to_dict(response, omit_unset=True)
-        delta = message.pop("state", None) or {}
-        for path in message.pop("state_mask", None) and response.state_mask.paths or ():
-            *parents, name = path.split(".")
-            source, target = delta, self.state
-            for key in parents:
-                source = source.get(key) or {}
-                target = target.setdefault(key, {})
-            if name in source:
-                target[name] = source[name]
-            else:
-                target.pop(name, None)
-        message["state"] = copy.deepcopy(self.state)
-        return msgspec.convert(message, WatchUpdate)
+        return self._stream("Runs", "WatchRun", request, replies.WatchedState().apply, timeout_s=timeout_s)

@@ -20,32 +20,29 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from datetime import datetime
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import grpc
 
 from clients.batcher import Batcher, make_row
 from clients.client import LedgerClient
-from clients.errors import LedgerClientError, SpendCapExceeded, Unavailable
+from clients.errors import LedgerClientError, Unavailable
 from clients.heartbeat import Heartbeat
 from clients.models import (
-    CheckpointReceipt,
-    DatasetReceipt,
     FinishReceipt,
-    ReservePlanReceipt,
     RunState,
     StartAttemptReceipt,
 )
 from clients.opening import Opening, first_try, open_and_start
 from clients.outbox import MemoryOutbox, SqliteOutbox, check_outbox, pending_run_id
+from clients.recorder_records import RecorderRecords
 from clients.recorder_reports import RecorderReports
+from clients.recorder_spend import RecorderSpend
 from clients.retry import CREDENTIAL_CODES, REFUSAL_CODES
 from clients.run_end import ENDED_STATUSES, ERROR_LENGTH_MAX, SigtermStop, exit_error, exit_status, refuse_ended
 from clients.sender import Sender
-from clients.spend import Hold, hold_spend
+from clients.spend import Hold
 
 __all__ = ["RunRecorder", "Hold", "exit_status", "exit_error", "refuse_ended", "ENDED_STATUSES"]
 
@@ -53,7 +50,7 @@ log = logging.getLogger("trainledger.clients")
 OUTBOX_STEPS_MAX = 1_000_000
 
 
-class RunRecorder(RecorderReports):
+class RunRecorder(RecorderSpend, RecorderRecords, RecorderReports):
     """Records one attempt of one run. Attach to an attempt that exists with the constructor, or
     open the run and start a new attempt with `RunRecorder.open`. Options: batch_steps_max (steps
     per batch), batch_interval_s (the most a step waits to be batched), queue_steps_max (steps
@@ -183,32 +180,49 @@ class RunRecorder(RecorderReports):
         quarantined = {"quarantined": check_outbox(outbox_dir)} if outbox_dir else {}
         sigterm = SigtermStop() if stop_on_sigterm else None
         try:
-            try:
-                with first_try(client, defer and resume_from_step != "latest"):
-                    started, counters = open_and_start(client, *open_and_start_args)
-            except LedgerClientError as error:
-                if not defer or error.code in REFUSAL_CODES or resume_from_step == "latest":
-                    raise
-                log.warning("the ledger is unreachable (%s); run %s opens in the background", error.reason, run_key)
-                pending = dict(attempt_id=attempt_id, run_key=run_key, label=label, resume_from_step=resume_from_step)
-                recorder = cls(client, run_id="", attempt=0, outbox_dir=outbox_dir, _pending=pending, **options)
-                recorder._add_counters(quarantined)
-                recorder._sigterm = sigterm
-                recorder._opening.start(recorder._sender, recorder._started, *open_and_start_args)
-                return recorder
-            run_id = started.state.run.run_id
-            recorder = cls(
-                client, run_id=run_id, attempt=started.attempt, outbox_dir=outbox_dir, state=started.state, **options
-            )
+            recorder = cls._open_or_defer(client, defer, open_and_start_args, quarantined, sigterm, options)
         except BaseException:
             if sigterm is not None:
                 sigterm.restore()
             raise
+        if plan_usd_micro is not None:
+            recorder.hold_plan(plan_usd_micro, basis=plan_basis)
+        return recorder
+
+    @classmethod
+    def _open_or_defer(
+        cls,
+        client: LedgerClient,
+        defer: bool,
+        open_and_start_args: tuple[Any, ...],
+        quarantined: Mapping[str, int],
+        sigterm: SigtermStop | None,
+        options: Any,
+    ) -> RunRecorder:
+        """The recorder of the attempt `open_and_start` started, or with `defer` and a ledger that
+        cannot be reached (not a refusal), one whose attempt a background opener starts."""
+        open_args, label, resume_from_step, outbox_dir, attempt_id = open_and_start_args[:5]
+        try:
+            with first_try(client, defer and resume_from_step != "latest"):
+                started, counters = open_and_start(client, *open_and_start_args)
+        except LedgerClientError as error:
+            if not defer or error.code in REFUSAL_CODES or resume_from_step == "latest":
+                raise
+            run_key = open_args["run_key"]
+            log.warning("the ledger is unreachable (%s); run %s opens in the background", error.reason, run_key)
+            pending = dict(attempt_id=attempt_id, run_key=run_key, label=label, resume_from_step=resume_from_step)
+            recorder = cls(client, run_id="", attempt=0, outbox_dir=outbox_dir, _pending=pending, **options)
+            recorder._add_counters(quarantined)
+            recorder._sigterm = sigterm
+            recorder._opening.start(recorder._sender, recorder._started, *open_and_start_args)
+            return recorder
+        run_id = started.state.run.run_id
+        recorder = cls(
+            client, run_id=run_id, attempt=started.attempt, outbox_dir=outbox_dir, state=started.state, **options
+        )
         recorder._sigterm = sigterm
         recorder._add_counters(counters)
         recorder._add_counters(quarantined)
-        if plan_usd_micro is not None:
-            recorder.hold_plan(plan_usd_micro, basis=plan_basis)
         return recorder
 
     def _add_counters(self, counters: Mapping[str, int]) -> None:
@@ -292,115 +306,6 @@ class RunRecorder(RecorderReports):
     def flush(self, timeout_s: float | None = None) -> bool:
         """Wait until every step queued so far is acked (or failed for good); False on timeout."""
         return self._sender.flush(self.flush_timeout_s if timeout_s is None else timeout_s)
-
-    @contextmanager
-    def reserve(
-        self,
-        amount_usd_micro: int,
-        *,
-        basis: Mapping[str, Any] | None = None,
-        ttl_s: float | None = None,
-        reservation_id: str | None = None,
-    ) -> Iterator[Hold]:
-        """Hold spend for a billable call (see clients.spend.hold_spend): blocks for the hold, raises
-        SpendCapExceeded when refused and Unavailable when the ledger cannot be reached within the
-        client's outage budget (outage_budget_s): no hold, so no billable call."""
-        self.require_open()
-        with hold_spend(
-            self.client,
-            account=self.account,
-            amount_usd_micro=amount_usd_micro,
-            basis=basis,
-            ttl_s=ttl_s,
-            attempt=self._attempt,
-            reservation_id=reservation_id,
-        ) as hold:
-            yield hold
-
-    def hold_plan(self, amount_usd_micro: int, *, basis: Mapping[str, Any] | None = None) -> ReservePlanReceipt:
-        """Reserve this attempt's whole projected cost before its first billable call: its
-        reservations (`reserve`) then draw on the plan, and the ledger releases what is left when
-        the run finishes or a later attempt starts. The id is the run's and attempt's, so a retry
-        is answered once. When the plan would cross a cap, the run is finished "stopped" (it has
-        spent nothing) and SpendCapExceeded is raised with the remaining amount."""
-        self.require_open()
-        try:
-            receipt = self.client.reserve_plan(
-                account=self.account,
-                amount_usd_micro=amount_usd_micro,
-                basis=basis,
-                attempt=self._attempt,
-                reservation_id=f"plan-{self._run_id}-{self._attempt}",
-            )
-        except SpendCapExceeded as error:
-            try:
-                self.finish("stopped", error=exit_error(error))
-            except LedgerClientError as finish_error:
-                log.warning("could not record the run as stopped: %s", finish_error)
-            raise
-        try:  # `state` shows the plan held (best effort, as after finish).
-            self.refresh_state(receipt.position)
-        except LedgerClientError:
-            pass
-        return receipt
-
-    def checkpoint(
-        self,
-        step: int,
-        uri: str,
-        backend: str,
-        fidelity: str = "weights",
-        *,
-        sampler_uri: str = "",
-        final: bool = False,
-        expires_at: datetime | None = None,
-        digest: str = "",
-        scores: Mapping[str, float] | None = None,
-    ) -> CheckpointReceipt:
-        """Record a durable checkpoint, with the evaluation `scores` measured at it, after
-        flushing the steps logged before it. Raises LedgerClientError when it cannot be recorded
-        (Unavailable while a deferred open still waits for the ledger after `flush_timeout_s`)."""
-        self.require_open(self.flush_timeout_s)
-        self.flush()
-        return self.client.save_checkpoint(
-            run_id=self._run_id,
-            attempt=self._attempt,
-            step=step,
-            uri=uri,
-            backend=backend,
-            fidelity=fidelity,
-            sampler_uri=sampler_uri,
-            final=final,
-            expires_at=expires_at,
-            digest=digest,
-            scores=scores,
-        )
-
-    def record_dataset(
-        self,
-        *,
-        role: str,
-        digest: str,
-        format: str,
-        rows: int,
-        tokens: int | None = None,
-        source_uri: str = "",
-        report: Mapping[str, Any] | None = None,
-    ) -> DatasetReceipt:
-        """Record a dataset this run trains ("train") or evaluates ("eval") on (see
-        LedgerClient.record_dataset). Raises LedgerClientError when it cannot be recorded
-        (Unavailable while a deferred open still waits for the ledger after `flush_timeout_s`)."""
-        self.require_open(self.flush_timeout_s)
-        return self.client.record_dataset(
-            run_id=self._run_id,
-            role=role,
-            digest=digest,
-            format=format,
-            rows=rows,
-            tokens=tokens,
-            source_uri=source_uri,
-            report=report,
-        )
 
     def finish(self, status: str = "done", summary: Mapping[str, Any] | None = None, error: str = "") -> FinishReceipt:
         """Flush, stop the sender and finish the run (once; later calls answer the first result).

@@ -86,8 +86,8 @@ def delete_state(uri: str, backend: str = "", *, deleters: Mapping[str, Deleter]
     if scheme in chosen:
         return chosen[scheme](uri)
     if backend in PROVIDER_BACKENDS or scheme in PROVIDER_SCHEMES:
-        holder = backend if backend in PROVIDER_BACKENDS else scheme
-        return Deletion(uri, "unsupported", f"a {holder} handle: its provider holds the state; delete it there")
+        provider = backend if backend in PROVIDER_BACKENDS else scheme
+        return Deletion(uri, "unsupported", f"a {provider} handle: its provider holds the state; delete it there")
     if not uri:
         return Deletion(uri, "unsupported", "no uri: nothing names the state")
     if scheme in ("", "file"):

@@ -173,6 +173,30 @@ def unreached(error: LedgerClientError, address: str | Sequence[str], waited_s: 
     return type(error)(error.reason, message, error.metadata, error.code)
 
 
+class CallIdentity:
+    """Who a client's calls come from, shared by the sync and asyncio clients: the metadata each
+    call carries (its request id, and the bearer token or the principal) and a repr that never
+    shows the token."""
+
+    address: str | Sequence[str]
+    principal: str
+    tls: TLS | None
+    _token: str
+
+    def metadata(self, request_id: str | None = None) -> tuple[tuple[str, str], ...]:
+        """The call metadata: a new request id unless one is given, and the token or the principal."""
+        return call_metadata(self.principal, request_id, self._token)
+
+    @property
+    def has_token(self) -> bool:
+        """Whether calls carry a bearer token (the token itself is never shown)."""
+        return bool(self._token)
+
+    def __repr__(self) -> str:
+        token = ", token=<hidden>" if self._token else ""
+        return f"{type(self).__name__}({self.address!r}, tls={self.tls is not None}{token})"
+
+
 class AckCore:
     """The core of a RecordSteps ack stream, shared by the sync and asyncio streams: each ack as a
     StepAck seen by the client (read-your-writes), a failed call as a LedgerClientError, `cancel()`."""

@@ -14,13 +14,14 @@ The cap goes with every open of the run (the resume that may create it, the fres
 rerun with another --cap-usd). A run that ended "stopped" (the cap refused a hold, or Ctrl-C) or
 "failed" is resumed only with --reopen; a "done" run is never: change the spec for a new run.
 
-A dry run with nothing real (the package's loopback Tinker, clients.integrations.tinker.loopback,
-and an in-process ledger on a temporary database; from any directory):
+A trial run with nothing real: a fake Tinker on a loopback port (the repository's test fake, in
+one shell from the repository root) and, with --local-ledger, a ledger in this process on a
+temporary database (instead of the one at --ledger):
 
-    .venv/bin/python examples/tinker_lora.py --dry-run [--cap-usd 0.0005]
+    .venv/bin/python -m tests.fakes.tinker      # prints the TINKER_BASE_URL and TINKER_API_KEY to export
+    .venv/bin/python examples/tinker_lora.py --local-ledger --base-model fake/tiny-llama [--cap-usd 0.0005]
 
-(each dry run starts from nothing: the fake keeps no checkpoints between processes; with
---ledger, a dry run reports to that ledger instead of one of its own).
+(the fake keeps no checkpoints once stopped: restart it and each run starts from nothing).
 
 The prices below are placeholders, not Tinker's: put your price sheet's figures in PRICES.
 """
@@ -84,21 +85,18 @@ def main() -> int:
     parser.add_argument("--ttl-s", type=int, default=7 * 86_400, help="how long Tinker keeps each checkpoint")
     parser.add_argument("--restart", action="store_true", help="start a run with no live checkpoint from step 0")
     parser.add_argument("--reopen", action="store_true", help="start a new attempt on a stopped or failed run")
-    parser.add_argument("--dry-run", action="store_true", help="fake Tinker and an in-process ledger")
+    parser.add_argument("--local-ledger", action="store_true", help="a ledger in this process on a temporary database")
     args = parser.parse_args()
 
     with ExitStack() as stack:
-        base_url = None  # Tinker's own default: TINKER_BASE_URL, else the service.
-        api_key = None
-        if args.dry_run:
-            base_url, api_key, ledger_address = dry_run(stack, args.ledger)
-            args.ledger = ledger_address
-            args.base_model = "fake/tiny-llama"
+        if args.local_ledger:
+            args.ledger = local_ledger(stack)
         # Each call rides out a ledger restart of up to 30 s (outage_budget_s), then raises Unavailable.
         ledger = stack.enter_context(
             LedgerClient(args.ledger or "127.0.0.1:50051", principal=os.environ.get("USER", "example"))
         )
-        service = LedgeredServiceClient(ledger, prices={args.base_model: PRICES}, base_url=base_url, api_key=api_key)
+        # Tinker's own settings: TINKER_BASE_URL (else the service) and TINKER_API_KEY.
+        service = LedgeredServiceClient(ledger, prices={args.base_model: PRICES})
         hyperparameters = {"learning_rate": args.learning_rate, "steps": args.steps, "texts": len(TEXTS)}
         # The same name, cap and reopen choice on every open: resume() opens (or creates) the run first.
         cap = None if args.cap_usd is None else round(args.cap_usd * 1_000_000)
@@ -156,17 +154,12 @@ def main() -> int:
     return 0
 
 
-def dry_run(stack: ExitStack, ledger_address: str | None) -> tuple[str, str, str]:
-    """The package's loopback Tinker, and the ledger at `ledger_address` or else a ledger server
-    in this process on a temporary database."""
-    from clients.integrations.tinker.loopback import FakeTinkerServer
+def local_ledger(stack: ExitStack) -> str:
+    """The address of a ledger server in this process on a temporary database."""
     from services.embedded import ServerThread
 
-    fake = stack.enter_context(FakeTinkerServer())
-    if ledger_address is None:
-        folder = stack.enter_context(tempfile.TemporaryDirectory())
-        ledger_address = stack.enter_context(ServerThread(os.path.join(folder, "ledger.db"))).address
-    return fake.base_url, FakeTinkerServer.API_KEY, ledger_address
+    folder = stack.enter_context(tempfile.TemporaryDirectory())
+    return stack.enter_context(ServerThread(os.path.join(folder, "ledger.db"))).address
 
 
 if __name__ == "__main__":

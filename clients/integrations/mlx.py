@@ -74,7 +74,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import shutil
 import threading
 import time
@@ -83,9 +82,16 @@ from typing import Any
 
 from clients.errors import AttemptSuperseded, LedgerClientError, RunFinished
 from clients.integrations.extras import extra
+from clients.integrations.mlx_adapters import (
+    NUMBERED_ADAPTER,
+    adapter_iteration,
+    current_attempt,
+    fsync_file,
+    resume_adapter_file,
+    resume_step,
+)
 from clients.integrations.provenance import finite_scores, record_dataset
-from clients.integrations.resume import Loader, ResumeReason, ResumeRefused, decide, resumed
-from clients.models import Attempt, RunState
+from clients.integrations.resume import ResumeReason, ResumeRefused
 from clients.recorder import RunRecorder
 
 with extra("mlx"):
@@ -112,65 +118,6 @@ BACKEND = "mlx"
 FIDELITY = "weights"
 SCORE = "val_loss"
 OBJECTIVE = (SCORE, "min")
-ADAPTER_FILE_NAME = "adapters.safetensors"
-_NUMBERED = re.compile(r"^(\d{7,})_adapters\.safetensors$")
-
-
-def adapter_iteration(path: str | os.PathLike[str]) -> int | None:
-    """The iteration in an mlx-lm numbered adapter file name (``0000300_adapters.safetensors``
-    -> 300), or None for any other name."""
-    match = _NUMBERED.match(Path(path).name)
-    return int(match.group(1)) if match else None
-
-
-def resume_step(state: RunState | None) -> int:
-    """The step the current attempt resumed from (its checkpoint's step), 0 for a fresh attempt:
-    the offset from mlx-lm iterations to ledger steps."""
-    attempt = _current_attempt(state)
-    resumed_from = attempt.resumed_from_step if attempt is not None else None
-    return int(resumed_from) if resumed_from is not None else 0
-
-
-def _current_attempt(state: RunState | None) -> Attempt | None:
-    if state is None:
-        return None
-    return next((attempt for attempt in state.attempts if attempt.number == state.current_attempt), None)
-
-
-# An adapter file on this machine, under the adapter root, of any backend.
-_LOADER = Loader(kind="file", digest=file_digest, root_name="adapter root")
-
-
-def resume_adapter_file(
-    state: RunState | None,
-    *,
-    adapter_root: str | os.PathLike[str] | None = None,
-    verify: bool = True,
-    verify_digest: bool = True,
-) -> Path | None:
-    """The adapter file (its real path) to pass as mlx-lm's ``resume_adapter_file`` (or to
-    ``model.load_weights(..., strict=False)``) for the current attempt: the checkpoint it resumed
-    from, or None when the attempt started from scratch. `state` is a RunState
-    (RunRecorder.state after ``RunRecorder.open(..., resume_from_step="latest" | step)``). The
-    file must resolve under `adapter_root`, the directory the run's adapter directories are in
-    (a `..` or a symlink out of it is refused, always). With `verify`, the file must exist and,
-    with `verify_digest` too, match the digest recorded with the checkpoint; `verify_digest=False`
-    resumes from a checkpoint recorded without a digest (or changed since). Raises ResumeRefused
-    (clients.integrations.resume, a ValueError) with its reason: CHECKPOINT_UNKNOWN (the state
-    does not name the checkpoint), ROOT_UNKNOWN (no adapter_root), OUTSIDE_ROOT,
-    CHECKPOINT_MISSING, DIGEST_MISSING, DIGEST_UNVERIFIABLE, DIGEST_MISMATCH."""
-    point = resumed(state)
-    if point is None:
-        return None
-    return decide(point, _LOADER, root=adapter_root, verify=verify, verify_digest=verify_digest, state=state)
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class LedgerTrainingCallback(TrainingCallback):
@@ -236,7 +183,7 @@ class LedgerTrainingCallback(TrainingCallback):
         # open completes later (after the callback was made) still gives the right offset.
         if self._offset is None:
             state = self.recorder.state
-            attempt = _current_attempt(state)
+            attempt = current_attempt(state)
             offset = resume_step(state) if self._given_offset is None else int(self._given_offset)
             from_checkpoint = (attempt is not None and attempt.resumed_from_step is not None) or offset > 0
             self._offset = (offset, offset + 1 if from_checkpoint else 0)
@@ -287,7 +234,7 @@ class LedgerTrainingCallback(TrainingCallback):
         if self._pending is not None and self._pending[0] <= step:
             self._emit()  # a later held step stays held: an eval for it may still come
         if self.fsync:
-            _fsync(path)
+            fsync_file(path)
         digest = file_digest(path)
         scores = None
         if self._val is not None and self._val[0] <= step:
@@ -401,7 +348,7 @@ class LedgerTrainingCallback(TrainingCallback):
             return {}
         found = {}
         for entry in os.scandir(self.adapter_file.parent):
-            if _NUMBERED.match(entry.name) and entry.is_file():
+            if NUMBERED_ADAPTER.match(entry.name) and entry.is_file():
                 stat = entry.stat()
                 found[entry.name] = (stat.st_mtime_ns, stat.st_size)
         return found

@@ -11,6 +11,8 @@
   process runs on) imports none of them; the gRPC edge (services.grpc) and the dashboard
   (services.web) import neither each other nor the CLI, and nothing from clients/;
   services.render (text for people) imports no program; only the CLI (services.cli) uses clients/.
+- No installed package imports tests/ (the fakes of providers' services live there, not in the
+  package).
 - No module imports another module's private (underscore) names.
 
 Every import is found by walking the syntax tree, including imports inside functions.
@@ -114,6 +116,11 @@ def test_each_layer_of_the_ledger_imports_only_what_lies_below_it(layer: str, ma
 
 def test_clients_speak_to_the_ledger_only_over_the_wire() -> None:
     assert _violations("clients", (), ("ledger", "services")) == []
+
+
+@pytest.mark.parametrize("package", ["ledger", "services", "clients", "trainledger"])
+def test_no_installed_package_imports_the_tests(package: str) -> None:
+    assert _violations(package, (), ("tests",)) == []
 
 
 @pytest.mark.parametrize("package", ["ledger", "services", "clients", "trainledger"])

@@ -1,1 +1,1 @@
-"""Loopback fakes of external services (Tinker HTTP API) that the real SDKs talk to."""
+"""Loopback fakes of external services (Tinker's HTTP API, Modal's gRPC API) that the real SDKs talk to."""

@@ -13,7 +13,7 @@ import pytest
 tinker = pytest.importorskip("tinker")
 from tinker import types  # noqa: E402
 
-from clients.integrations.tinker.loopback import FakeTinkerServer, usage_event  # noqa: E402
+from tests.fakes.tinker import FakeTinkerServer, usage_event  # noqa: E402
 
 
 @pytest.fixture

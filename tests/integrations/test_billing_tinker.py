@@ -21,10 +21,10 @@ from clients import LedgerClient, LedgerClientError, RetryPolicy  # noqa: E402
 from clients.billing import PullResult, batches, pull_tinker, send_lines, tinker_lines, tinker_windows  # noqa: E402
 from clients.integrations.pricing import TokenPrices  # noqa: E402
 from clients.integrations.tinker import METADATA_RUN_ID, LedgeredServiceClient, LedgeredTrainingClient  # noqa: E402
-from clients.integrations.tinker.loopback import FakeTinkerServer, usage_event  # noqa: E402
 from clients.methods_spend import billed_line  # noqa: E402
 from clients.models import BilledLine  # noqa: E402
 from tests.client.server_thread import ServerThread  # noqa: E402
+from tests.fakes.tinker import FakeTinkerServer, usage_event  # noqa: E402
 
 HOUR = datetime(2026, 11, 30, 10, tzinfo=UTC)
 QWEN = "Qwen/Qwen3-8B"
@@ -428,8 +428,8 @@ def test_send_lines_cuts_a_large_bill_into_requests_the_server_takes(ledger: Led
 class LongSessionIds(FakeTinkerServer):
     """Tinker handing out session ids longer than the ledger takes (256 characters)."""
 
-    def _new_id(self, prefix: str) -> str:
-        made = super()._new_id(prefix)
+    def new_id(self, prefix: str) -> str:
+        made = super().new_id(prefix)
         return made + "-" + "x" * 300 if prefix == "fake-session" else made
 
 

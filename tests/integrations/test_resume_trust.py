@@ -383,7 +383,7 @@ def test_tinker_resumes_only_from_a_tinker_path(client: LedgerClient, tmp_path: 
     pytest.importorskip("tinker")
     from clients.integrations.pricing import TokenPrices
     from clients.integrations.tinker import LedgeredServiceClient, ResumeRefused, tinker_spec
-    from clients.integrations.tinker.loopback import FakeTinkerServer
+    from tests.fakes.tinker import FakeTinkerServer
 
     fake = FakeTinkerServer().start()
     try:

@@ -27,9 +27,10 @@ from clients.integrations.tinker import (  # noqa: E402
     RunDone,
     tinker_spec,
 )
-from clients.integrations.tinker.loopback import FakeTinkerServer, Served  # noqa: E402
 from clients.models import Reservation  # noqa: E402
 from tests.client.server_thread import ServerThread  # noqa: E402
+from tests.fakes.tinker import FakeTinkerServer  # noqa: E402
+from tests.fakes.tinker.records import Call, Reply  # noqa: E402
 
 MODEL = FakeTinkerServer.BASE_MODEL
 HYPERPARAMETERS = {"learning_rate": 1e-4, "batch_size": 2}
@@ -52,25 +53,22 @@ class SamplingFake(FakeTinkerServer):
     GENERATED = 3
     PROMPT_CACHE_HITS = 2
 
-    def _dispatch(
-        self, method: str, path: str, ep: str, headers: dict[str, str], raw: bytes, failure: Any, api_key: str | None
-    ):  # type: ignore[no-untyped-def]
-        if method == "GET" and ep.startswith("samplers/"):
+    def dispatch(self, call: Call) -> Reply:
+        ep = call.endpoint
+        if call.method == "GET" and ep.startswith("samplers/"):
             sampler_id = ep.split("/", 1)[1]
-            return self._reply(
-                Served(ep, method, path, 200, api_key=api_key),
-                {"sampler_id": sampler_id, "base_model": self.BASE_MODEL},
-            )
-        if method != "POST" or ep not in ("create_sampling_session", "asample"):
-            return super()._dispatch(method, path, ep, headers, raw, failure, api_key)
-        body = json.loads(raw)
-        record = Served(ep, method, path, 200, api_key=api_key, body=body, session_id=body.get("session_id"))
+            return self.reply(call.record, {"sampler_id": sampler_id, "base_model": self.BASE_MODEL})
+        if call.method != "POST" or ep not in ("create_sampling_session", "asample"):
+            return super().dispatch(call)
+        body = json.loads(call.raw)
+        record = call.record
+        record.body, record.session_id = body, body.get("session_id")
         if ep == "create_sampling_session":
-            return self._reply(
+            return self.reply(
                 record,
                 {
                     "type": "create_sampling_session",
-                    "sampling_session_id": self._new_id(f"{body['session_id']}:sample"),
+                    "sampling_session_id": self.new_id(f"{body['session_id']}:sample"),
                 },
             )
         response = pb.SampleResponse(prompt_cache_hit_tokens=self.PROMPT_CACHE_HITS)
@@ -78,10 +76,10 @@ class SamplingFake(FakeTinkerServer):
             response.sequences.add(
                 stop_reason=pb.STOP_REASON_LENGTH, tokens=np.arange(self.GENERATED, dtype=np.int32).tobytes()
             )
-        future = self._future(proto=response.SerializeToString(), failure=failure)
+        future = self.future(proto=response.SerializeToString(), failure=call.failure)
         future["sample_sequence_ids"] = [f"{future['request_id']}:{i}" for i in range(body["num_samples"])]
         record.request_id = future["request_id"]
-        return self._reply(record, future)
+        return self.reply(record, future)
 
 
 @pytest.fixture

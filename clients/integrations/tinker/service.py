@@ -92,15 +92,7 @@ class LedgeredServiceClient:
         sheet_for(self.prices, base_model)  # No sheet, no run.
         spec = tinker_spec(base_model, rank, hyperparameters, **(extra_spec or {}))
         key = run_key or make_run_key(spec)
-        state = self.ledger.open_run(
-            run_key=key,
-            name=name,
-            spec=spec,
-            cap_usd_micro=cap_usd_micro,
-            parent_account=parent_account,
-            max_steps=max_steps,
-            objective=objective,
-        ).state
+        state = self._open_run(key, name, spec, cap_usd_micro, parent_account, objective, max_steps)
         refuse_ended(state, reopen=reopen)
         if not restart and (state.last_step is not None or state.checkpoint or state.expired_checkpoints):
             raise ResumeRefused(
@@ -161,14 +153,7 @@ class LedgeredServiceClient:
                 raise ValueError("give run_id, run_key, or base_model and rank")
             spec = tinker_spec(base_model, rank, hyperparameters, **(extra_spec or {}))
             run_key = make_run_key(spec)
-        state = self.ledger.open_run(
-            run_key=run_key,
-            name=name,
-            spec=spec,
-            cap_usd_micro=cap_usd_micro,
-            parent_account=parent_account,
-            objective=objective,
-        ).state
+        state = self._open_run(run_key, name, spec, cap_usd_micro, parent_account, objective)
         refuse_ended(state, reopen=reopen)
         key, spec = state.run.run_key, state.run.spec
         spec_rank, spec_model = _check_spec(state, spec, rank, base_model)
@@ -182,18 +167,8 @@ class LedgeredServiceClient:
         run_id, step = state.run.run_id, point.step
         service = self._service_client(run_id, key, parent_account)
         try:
-            training = service.create_training_client_from_state_with_optimizer(
-                point.uri, user_metadata=self._model_metadata(run_id, key)
-            ).result()
-            info = training.get_info()
-            expected_rank = spec_rank if spec_rank is not None else rank
-            if expected_rank is not None and info.lora_rank != int(expected_rank):
-                raise ResumeRefused(
-                    ResumeReason.LORA_MISMATCH,
-                    f"the checkpoint at step {step} has LoRA rank "
-                    f"{info.lora_rank}, the run's spec {int(expected_rank)}",
-                    state=state,
-                )
+            metadata = self._model_metadata(run_id, key)
+            training = _load_state(service, point, metadata, spec_rank if spec_rank is not None else rank, state)
             plan = {"max_steps": max_steps, "objective": objective}
             recorder = self._recorder(key, name, spec, cap_usd_micro, parent_account, step, reopen, plan)
         except BaseException:
@@ -201,6 +176,28 @@ class LedgeredServiceClient:
             raise
         client = self._wrap(service, training, recorder, base_model, key, start_step=step, resumed_from_step=step)
         return _record_datasets(client, datasets)
+
+    def _open_run(
+        self,
+        key: str,
+        name: str,
+        spec: Mapping[str, Any] | None,
+        cap_usd_micro: int | None,
+        parent_account: str,
+        objective: tuple[str, str] | None,
+        max_steps: int | None = None,
+    ) -> RunState:
+        """The run's state once opened (or found) with its cap and parent account, as every open
+        of the run, and the plan it was given (None leaves each as the run has it)."""
+        return self.ledger.open_run(
+            run_key=key,
+            name=name,
+            spec=spec,
+            cap_usd_micro=cap_usd_micro,
+            parent_account=parent_account,
+            max_steps=max_steps,
+            objective=objective,
+        ).state
 
     def _recorder(
         self,
@@ -298,6 +295,26 @@ def _check_spec(state: RunState, spec: Mapping[str, Any], rank: int | None, base
             ResumeReason.SPEC_MISMATCH, f"the run's spec has base model {spec_model!r}, not {base_model!r}", state=state
         )
     return spec_rank, spec_model
+
+
+def _load_state(
+    service: tinker.ServiceClient,
+    point: ResumePoint,
+    metadata: dict[str, str],
+    expected_rank: Any,
+    state: RunState,
+) -> tinker.TrainingClient:
+    """A new Tinker model from the checkpoint's weights and optimizer state, once its LoRA rank is
+    the run's (`expected_rank`, when known)."""
+    training = service.create_training_client_from_state_with_optimizer(point.uri, user_metadata=metadata).result()
+    info = training.get_info()
+    if expected_rank is not None and info.lora_rank != int(expected_rank):
+        raise ResumeRefused(
+            ResumeReason.LORA_MISMATCH,
+            f"the checkpoint at step {point.step} has LoRA rank {info.lora_rank}, the run's spec {int(expected_rank)}",
+            state=state,
+        )
+    return training
 
 
 def _resume_point(state: RunState, reopen: bool) -> ResumePoint:

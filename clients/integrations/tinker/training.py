@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 import tinker
@@ -19,14 +18,12 @@ from tinker import types
 from clients.errors import AttemptSuperseded, LedgerClientError, RunFinished
 from clients.integrations.provenance import DatasetRecord, finite_scores
 from clients.integrations.provenance import record_dataset as record_dataset_on
+from clients.integrations.tinker.checkpoints import TrainingCheckpoints
 from clients.integrations.tinker.common import (
     BACKEND,
-    FIDELITY_STATE,
-    FIDELITY_WEIGHTS,
     METADATA_RUN_ID,
     METADATA_RUN_KEY,
     RESERVED_LOG_NAMES,
-    CheckpointConflict,
     PriceSheets,
     loss_weight,
     merge_metrics,
@@ -42,7 +39,7 @@ __all__ = ["LedgeredTrainingClient"]
 log = logging.getLogger("trainledger.clients.tinker")
 
 
-class LedgeredTrainingClient(Settler):
+class LedgeredTrainingClient(TrainingCheckpoints, Settler):
     """A Tinker TrainingClient recorded as one attempt of a ledger run. The plain clients are
     `training_client` and `service_client`; calls made on them directly are not ledgered."""
 
@@ -225,106 +222,6 @@ class LedgeredTrainingClient(Settler):
             fail,
         )
 
-    # Checkpoints.
-    def save_state(
-        self,
-        name: str,
-        ttl_seconds: int | None = None,
-        *,
-        overwrite: bool = False,
-        final: bool = False,
-        user_metadata: dict[str, str] | None = None,
-        scores: Mapping[str, float] | None = None,
-    ) -> LedgeredFuture[types.SaveWeightsResponse]:
-        """Save weights and optimizer state; its result records a weights+optimizer checkpoint
-        (uri tinker://.../weights/<name>) at the current step, expiring after `ttl_seconds`, with
-        the scores of the evaluations since the last checkpoint (evaluate()) and `scores` over them."""
-        self._check_no_sampler_checkpoint()
-        saved_at, metadata = datetime.now(UTC), self._metadata(user_metadata)
-
-        def settle(response: types.SaveWeightsResponse) -> types.SaveWeightsResponse:
-            self._record_checkpoint(
-                response.path, FIDELITY_STATE, "", saved_at, ttl_seconds, final, "state", self._take_scores(scores)
-            )
-            return response
-
-        return self._submit(
-            "save_state",
-            None,
-            settle,
-            lambda: self.training_client.save_state(
-                name, ttl_seconds=ttl_seconds, overwrite=overwrite, user_metadata=metadata
-            ),
-        )
-
-    def save_weights_for_sampler(
-        self,
-        name: str,
-        ttl_seconds: int | None = None,
-        *,
-        record: bool = True,
-        user_metadata: dict[str, str] | None = None,
-    ) -> LedgeredFuture[types.SaveWeightsForSamplerResponse]:
-        """Save sampler weights; its result records a weights-only checkpoint (uri and sampler_uri
-        the sampler path) unless `record` is False or this step already has a checkpoint. It is
-        no resume point: prefer save_checkpoint() for one checkpoint with both paths."""
-        saved_at, metadata = datetime.now(UTC), self._metadata(user_metadata)
-
-        def settle(response: types.SaveWeightsForSamplerResponse) -> types.SaveWeightsForSamplerResponse:
-            if record and self._step not in self._checkpoints:
-                self._record_checkpoint(
-                    response.path, FIDELITY_WEIGHTS, response.path, saved_at, ttl_seconds, False, "sampler"
-                )
-            return response
-
-        return self._submit(
-            "save_weights_for_sampler",
-            None,
-            settle,
-            lambda: self.training_client.save_weights_for_sampler(
-                name, ttl_seconds=ttl_seconds, user_metadata=metadata
-            ),
-        )
-
-    def save_checkpoint(
-        self,
-        name: str,
-        ttl_seconds: int | None = None,
-        *,
-        final: bool = False,
-        user_metadata: dict[str, str] | None = None,
-        scores: Mapping[str, float] | None = None,
-    ) -> LedgeredFuture[dict[str, str]]:
-        """save_state and save_weights_for_sampler under one name, recorded as one checkpoint:
-        {"path": tinker://.../weights/<name>, "sampler_path": tinker://.../sampler_weights/<name>},
-        with scores as save_state's."""
-        self._check_no_sampler_checkpoint()
-        saved_at, metadata = datetime.now(UTC), self._metadata(user_metadata)
-        futures: list[Any] = []
-
-        def wait(timeout: float | None) -> dict[str, str]:
-            return {"path": futures[0].result(timeout).path, "sampler_path": futures[1].result(timeout).path}
-
-        def settle(paths: dict[str, str]) -> dict[str, str]:
-            self._record_checkpoint(
-                paths["path"],
-                FIDELITY_STATE,
-                paths["sampler_path"],
-                saved_at,
-                ttl_seconds,
-                final,
-                "state",
-                self._take_scores(scores),
-            )
-            return paths
-
-        with self._submit_lock:
-            futures.append(self.training_client.save_state(name, ttl_seconds=ttl_seconds, user_metadata=metadata))
-            futures.append(
-                self.training_client.save_weights_for_sampler(name, ttl_seconds=ttl_seconds, user_metadata=metadata)
-            )
-            return self.add(LedgeredFuture("save_checkpoint", wait, settle, lambda error: None, self))
-
     # Sampling.
     def create_sampling_client(
         self, model_path: str | None = None, *, base_model: str | None = None, **options: Any
@@ -420,14 +317,6 @@ class LedgeredTrainingClient(Settler):
                 raise
             return self.add(LedgeredFuture(kind, future.result, settle, fail, self))
 
-    def _check_no_sampler_checkpoint(self) -> None:
-        # The ledger keeps one checkpoint per step and attempt: a sampler-only one would hide this.
-        if self._checkpoints.get(self._submitted_steps) == "sampler":
-            raise CheckpointConflict(
-                f"step {self._submitted_steps} already has a sampler-only checkpoint; "
-                "save_checkpoint() records weights, optimizer and sampler paths in one"
-            )
-
     def _metadata(self, extra: Mapping[str, str] | None) -> dict[str, str]:
         return {METADATA_RUN_ID: self.run_id, METADATA_RUN_KEY: self.run_key, **(extra or {})}
 
@@ -441,41 +330,6 @@ class LedgeredTrainingClient(Settler):
         metrics = {(f"metric/{name}" if name in RESERVED_LOG_NAMES else name): value for name, value in metrics.items()}
         self.recorder.log(self._step, tokens=self._tokens, usd_micro=self._spend.take_spend(), **metrics)
         self._tokens, self._loss_weight, self._metrics = 0, 0.0, {}
-
-    def _record_checkpoint(
-        self,
-        uri: str,
-        fidelity: str,
-        sampler_uri: str,
-        saved_at: datetime,
-        ttl_seconds: int | None,
-        final: bool,
-        kind: str,
-        scores: Mapping[str, float] | None = None,
-    ) -> None:
-        step = self._step
-        if self.resumed_from_step is not None and step <= self.resumed_from_step:
-            log.info("not recording %s at step %d: this attempt resumed from it", uri, step)
-            return
-        expires_at = saved_at + timedelta(seconds=ttl_seconds) if ttl_seconds else None
-        self.recorder.checkpoint(
-            step,
-            uri,
-            BACKEND,
-            fidelity,
-            sampler_uri=sampler_uri,
-            final=final,
-            expires_at=expires_at,
-            scores=scores or None,
-        )
-        self._checkpoints[step] = kind
-
-    def _take_scores(self, given: Mapping[str, float] | None) -> dict[str, float]:
-        """The scores of the checkpoint being recorded: the evaluations' since the last one, with
-        `given` over them (finite values only); the evaluations' are used up."""
-        scores, self._scores = self._scores, {}
-        scores.update(finite_scores(given, what=f"the checkpoint at step {self._step}"))
-        return scores
 
     def _session_id(self) -> str:
         try:

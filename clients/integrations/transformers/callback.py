@@ -19,16 +19,15 @@ from clients.errors import LedgerClientError
 from clients.integrations.extras import extra
 from clients.integrations.pricing import GpuPrice
 from clients.integrations.provenance import DatasetRecord, describe_dataset, finite_scores
-from clients.integrations.resume import ResumeReason, ResumeRefused, hold_to_root, latest
+from clients.integrations.resume import ResumeReason, ResumeRefused
 from clients.integrations.transformers.checkpoints import (
     CLIENT_RETRIES,
     FIDELITY_FULL,
     FIDELITY_WEIGHTS,
-    open_state,
-    verified,
 )
 from clients.integrations.transformers.jobs import Jobs, record_checkpoint
 from clients.integrations.transformers.plan import objective_from_args, planned_steps
+from clients.integrations.transformers.resuming import ResumeHelper
 from clients.integrations.transformers.spec import check_spec, training_run_key
 from clients.integrations.transformers.spend import Spend, SpendHoldRefused
 from clients.integrations.transformers.steps import StepRows
@@ -48,7 +47,7 @@ class LedgerCallbackWarning(UserWarning):
     """Something about the ledger callback's use that loses data silently."""
 
 
-class LedgerCallback(TrainerCallback):
+class LedgerCallback(ResumeHelper, TrainerCallback):
     """Records a Trainer's run in the ledger (see the module docstring). Give `address` (a client
     is made, and closed at the end; its calls ride out a ledger outage of `outage_budget_s`, 30 s
     by default; `token` and `tls` as LedgerClient's, from TRAINLEDGER_TOKEN and the TLS variables
@@ -139,60 +138,6 @@ class LedgerCallback(TrainerCallback):
         self._trainer_state: Any = None  # the TrainerState of this train() (one object, updated in place)
         self._scores: dict[str, float] | None = None  # of the evaluation since the last save
         self._datasets_queued: set[str] = set()  # the roles whose record is queued in this train()
-
-    # -- the one-call resume helper --
-
-    def resume_checkpoint(
-        self,
-        *,
-        allow_restart: bool = False,
-        verify_digest: bool = True,
-        output_dir: str | os.PathLike[str] | None = None,
-        args: Any = None,
-    ) -> str | None:
-        """resume_checkpoint() for this callback's run, opened as the callback opens it (with
-        `args`, the TrainingArguments the trainer is built with, its objective and max_steps go
-        with the open, so that a run this open creates has them from the start), held to
-        `output_dir`, else the callback's, else the args.output_dir of the trainer it was given
-        to. Asked before any of these is known (before Trainer(callbacks=[callback]) is built),
-        it checks the rest now and holds the path to args.output_dir when the trainer is built:
-        on_init_end (or on_train_begin, at the latest) raises ResumeRefused OUTSIDE_ROOT.
-        `verify_digest=False` accepts a checkpoint recorded without a digest."""
-        root = next((d for d in (output_dir, self.output_dir, self._trainer_output_dir) if d is not None), None)
-        state = open_state(
-            self._get_client(),
-            key=self.run_key,
-            spec=self.spec,
-            name=self.name,
-            cap_usd_micro=self.cap_usd_micro,
-            parent_account=self.parent_account,
-            objective=(objective_from_args(args) if args is not None else None) or self.objective,
-            max_steps=planned_steps(args) if args is not None else None,
-        )
-        point = latest(state, reopen=self.reopen, allow_restart=allow_restart)
-        self._unchecked = None
-        if point is None:
-            return None
-        path = verified(
-            point,
-            state,
-            output_dir=root,
-            lora=(self.spec or {}).get("lora"),
-            verify_digest=verify_digest,
-            defer_root=True,
-        )
-        if root is None:
-            self._unchecked = path
-        return path
-
-    def _hold_to_output_dir(self, args: Any) -> None:
-        """Refuse the resume path handed out before the output directory was known unless it is
-        under args.output_dir."""
-        path, self._unchecked = self._unchecked, None
-        output_dir = getattr(args, "output_dir", None)
-        if path is None or output_dir is None:
-            return
-        hold_to_root(path, output_dir, root_name="trainer's output directory")
 
     def _get_client(self) -> LedgerClient:
         if self._client is None:

@@ -65,7 +65,7 @@ class Spend:
         except SpendCapExceeded as refused:
             reason = (
                 f"spend cap reached before training: {usd_text(refused.remaining_usd_micro or 0)} left on "
-                f"{_holder(recorder, refused.account)}"
+                f"{_capped_account(recorder, refused.account)}"
             )
             self._refuse_start("SPEND_CAP_EXCEEDED", reason, refused, state, jobs)
         except LedgerClientError as error:
@@ -100,11 +100,9 @@ class Spend:
         try:
             meter.tick(state.global_step, last=ending)
         except SpendCapExceeded as refused:
-            self._spend_stop(
-                control,
-                f"spend cap reached at step {state.global_step}: "
-                f"{usd_text(refused.remaining_usd_micro or 0)} left on {_holder(self.recorder, refused.account)}",
-            )
+            left = usd_text(refused.remaining_usd_micro or 0)
+            where = _capped_account(self.recorder, refused.account)
+            self._spend_stop(control, f"spend cap reached at step {state.global_step}: {left} left on {where}")
         except LedgerClientError as error:
             self._spend_stop(
                 control, f"no spend hold at step {state.global_step}: the ledger cannot be reached ({error.reason})"
@@ -125,7 +123,7 @@ class Spend:
             self.meter = None
 
 
-def _holder(recorder: RunRecorder, account: str | None) -> str:
+def _capped_account(recorder: RunRecorder, account: str | None) -> str:
     """The account whose cap refused a hold, for people: the run's own by its name and id, a
     parent by its name (trainledger.text.account_text)."""
     if account and account != recorder.run_id:
