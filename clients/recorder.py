@@ -43,6 +43,7 @@ from clients.retry import CREDENTIAL_CODES, REFUSAL_CODES
 from clients.run_end import ENDED_STATUSES, ERROR_LENGTH_MAX, SigtermStop, exit_error, exit_status, refuse_ended
 from clients.sender import Sender
 from clients.spend import Hold
+from clients.system import SystemSampler
 
 __all__ = ["RunRecorder", "Hold", "exit_status", "exit_error", "refuse_ended", "ENDED_STATUSES"]
 
@@ -58,7 +59,9 @@ class RunRecorder(RecorderSpend, RecorderRecords, RecorderReports):
     stops draining; default queue_steps_max in memory, a million with an outbox), window (batches
     in flight), ack_timeout_s, flush_timeout_s (flush, finish and close), on_ack (called on the
     sender thread with each StepAck), lease_s (the attempt's lease, which a heartbeat keeps while
-    nothing else is written: clients.heartbeat; None: the server's default)."""
+    nothing else is written: clients.heartbeat; None: the server's default), system_metrics_s
+    (CPU, RAM and GPU use sampled once per this many seconds onto the step logged, as "system/"
+    metrics: clients.system; None, the default, records none)."""
 
     def __init__(
         self,
@@ -78,9 +81,12 @@ class RunRecorder(RecorderSpend, RecorderRecords, RecorderReports):
         flush_timeout_s: float = 30.0,
         on_ack: Any = None,
         lease_s: int | None = None,
+        system_metrics_s: float | None = None,
         _pending: Mapping[str, Any] | None = None,
     ) -> None:
         self.client = client
+        # System metrics (clients.system), one sample per `system_metrics_s` on the step logged.
+        self._system = SystemSampler(system_metrics_s) if system_metrics_s is not None else None
         self.account = account or run_id
         self.flush_timeout_s = flush_timeout_s
         self._run_id, self._attempt, self._state = run_id, attempt, state
@@ -295,6 +301,8 @@ class RunRecorder(RecorderSpend, RecorderRecords, RecorderReports):
         """Queue one step's record; returns at once, never raises. Non-finite metric values are
         dropped (counted); non-numeric ones are ignored; a full queue drops the step (counted)."""
         try:
+            if self._system is not None:
+                metrics.update(self._system.sample())
             row, non_finite = make_row(step, tokens, usd_micro, metrics)
             queued = not self._closed and self._sender.put(row)
         except Exception:  # Never into the training loop: a bad value drops the step.

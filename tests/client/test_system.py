@@ -11,6 +11,7 @@ import os
 import psutil
 import pytest
 
+from clients import LedgerClient, RunRecorder, run_key
 from clients.system import SYSTEM_PREFIX, SystemSampler
 
 
@@ -75,3 +76,26 @@ def test_each_gpu_is_read_through_nvml_where_one_answers() -> None:
         assert 0.0 <= sample[f"system/gpu{index}_util_percent"] <= 100.0
         assert 0.0 <= sample[f"system/gpu{index}_mem_percent"] <= 100.0
         assert sample[f"system/gpu{index}_mem_used_bytes"] >= 0.0
+
+
+def test_a_recorder_records_system_metrics_as_a_sparse_group(client: LedgerClient) -> None:
+    """With `system_metrics_s`, the first step logged carries a sample, and the next only once the
+    period has passed: over the wire they are sparse columns beside the training metrics."""
+    with RunRecorder.open(client, run_key=run_key({"system": "sparse"}), system_metrics_s=3600.0) as recorder:
+        for step in range(50):
+            recorder.log(step, loss=1.0 / (step + 1))
+        assert recorder.flush(30)
+    page = client.get_series(run_id=recorder.run_id, from_step=0, page_size=100)
+    columns = {column.name: column for column in page.metrics}
+    assert columns["loss"].index == [] and len(columns["loss"].values) == 50  # dense
+    assert columns["system/ram_used_bytes"].index == [0]  # one sample in the hour: at the first step
+    assert columns["system/ram_used_bytes"].values[0] > 0
+    assert {"system/cpu_percent", "system/process_rss_bytes"} <= set(columns)
+
+
+def test_a_recorder_records_no_system_metrics_unless_asked(client: LedgerClient) -> None:
+    with RunRecorder.open(client, run_key=run_key({"system": "off"})) as recorder:
+        recorder.log(0, loss=1.0)
+        assert recorder.flush(30)
+    page = client.get_series(run_id=recorder.run_id, from_step=0, page_size=10)
+    assert [column.name for column in page.metrics] == ["loss"]

@@ -195,7 +195,10 @@ def test_steps_are_mapped_merged_per_step_and_non_finite_values_dropped(client: 
     page = client.get_series(run_id=recorder.run_id)
     assert page.steps == [1, 2, 3, 4, 5] and page.tokens == [100, 200, 300, 400, 500]
     columns = {column.name: column for column in page.metrics}
-    assert set(columns) == {"loss", "grad_norm", "lr", "token_accuracy", "epoch", "entropy", "eval_loss"}
+    system = {name for name in columns if name.startswith("system/")}
+    assert set(columns) - system == {"loss", "grad_norm", "lr", "token_accuracy", "epoch", "entropy", "eval_loss"}
+    # System metrics by default: one sample in 15 s, on the first step logged.
+    assert "system/ram_used_bytes" in system and all(columns[name].index == [0] for name in system)
     assert columns["lr"].values == pytest.approx([1e-3, 2e-3, 3e-3, 4e-3, 5e-3])
     assert columns["grad_norm"].index == [0, 1, 3, 4] and columns["entropy"].index == [0, 1, 2, 4]
     assert columns["eval_loss"].index == [4] and columns["eval_loss"].values == [0.9]

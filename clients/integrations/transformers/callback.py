@@ -32,6 +32,7 @@ from clients.integrations.transformers.spec import check_spec, training_run_key
 from clients.integrations.transformers.spend import Spend, SpendHoldRefused
 from clients.integrations.transformers.steps import StepRows
 from clients.recorder import RunRecorder, exit_error, exit_status
+from clients.system import SYSTEM_PERIOD_S
 from clients.tls import TLS
 from trainledger.text import usd_text
 
@@ -59,7 +60,8 @@ class LedgerCallback(ResumeHelper, TrainerCallback):
     args.output_dir of the trainer the callback is given to). `reopen=True` lets a
     failed or stopped run take a new attempt (else RunEnded). Use `with callback:` around
     trainer.train() so that an exception ends the run "failed" (an interrupt "stopped").
-    `recorder_options` go to RunRecorder.open (batch_interval_s, flush_timeout_s, stop_on_sigterm ...).
+    `recorder_options` go to RunRecorder.open (batch_interval_s, flush_timeout_s, stop_on_sigterm,
+    system_metrics_s: every 15 s unless given, None for none ...).
     `check_spec` refuses (SpecMismatch) a spec whose LoRA shape or hyperparameters differ from
     the trainer's. `count_tokens` turns on the trainer's token count (args.include_num_input_tokens_seen
     "non_padding") when it is off, so steps carry tokens. `objective` ((metric, "min" | "max"))
@@ -119,7 +121,8 @@ class LedgerCallback(ResumeHelper, TrainerCallback):
         self.attempt_label, self.principal, self.check_spec = attempt_label, principal, check_spec
         self._token, self.tls = token, tls  # For the client made for `address` (None: the environment's).
         self.count_tokens, self.reopen, self.outage_budget_s = count_tokens, reopen, outage_budget_s
-        self.recorder_options = dict(recorder_options or {})
+        # GPU jobs record system metrics (clients.system) unless told otherwise, as W&B users expect.
+        self.recorder_options = {"system_metrics_s": SYSTEM_PERIOD_S, **(recorder_options or {})}
         self.objective = objective
         self.datasets: dict[str, Any] = {"train": train_dataset, "eval": eval_dataset}
         self.source_uris = {"train": train_source_uri, "eval": eval_source_uri}
