@@ -17,9 +17,7 @@ from typing import Any
 import msgspec
 
 from ledger.domain.limits import EXPIRED_CHECKPOINTS_LISTED, PAGE_BYTES_MAX
-from ledger.views.bills import ANY_BILL, BillReads
-from ledger.views.charts import ChartReads
-from ledger.views.leases import LEASE_ROW, LeaseReads
+from ledger.views.bills.reads import ANY_BILL, BillReads
 from ledger.views.models import (
     Account,
     Alias,
@@ -37,7 +35,7 @@ from ledger.views.models import (
     RunState,
     RunSummary,
 )
-from ledger.views.provenance import (
+from ledger.views.provenance.reads import (
     CHECKPOINT_SELECT,
     DATASET_ROWS,
     PLAN_ROW,
@@ -46,7 +44,7 @@ from ledger.views.provenance import (
     progress,
     to_version,
 )
-from ledger.views.provenance import to_checkpoint as to_scored_checkpoint
+from ledger.views.provenance.reads import to_checkpoint as to_scored_checkpoint
 from ledger.views.reports import REPORT_ROWS, reports_of
 from ledger.views.rows import (
     ALIAS_COLUMNS,
@@ -63,7 +61,9 @@ from ledger.views.rows import (
     to_spend_totals,
     utc_time,
 )
-from ledger.views.series import SeriesReads
+from ledger.views.runs.leases import LEASE_ROW, LeaseReads
+from ledger.views.series.charts import ChartReads
+from ledger.views.series.pages import SeriesReads
 
 __all__ = ["ViewReader"]
 

@@ -1,5 +1,5 @@
 """The chart view's rollup is the same whether its batches are projected one per chunk or all in
-one chunk (ledger.views.rollup): buckets fed by several batches merge alike."""
+one chunk (ledger.views.series.rollup): buckets fed by several batches merge alike."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import msgspec
 
-from ledger.views.handlers import HOUR_S, ROLLUP_COLUMNS, ROLLUP_SHIFTS, STEPS_METRIC, Aggregate, merge
+from ledger.views.bills.handlers import HOUR_S
 from ledger.views.models import (
     Account,
     BillTotals,
@@ -42,7 +42,8 @@ from ledger.views.models import (
     SpendHour,
 )
 from ledger.views.rows import CHECKPOINT_COLUMNS, remaining, to_checkpoint, utc_time
-from ledger.views.series import decode_batch, decode_metric
+from ledger.views.series.pages import decode_batch, decode_metric
+from ledger.views.series.rollup import ROLLUP_COLUMNS, ROLLUP_SHIFTS, STEPS_METRIC, Aggregate, merge
 
 __all__ = ["RAW_FACTOR", "METRICS_LISTED_MAX", "CHART_METRICS_MAX", "ChartReads"]
 

@@ -39,7 +39,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from ledger.views.handlers import HOUR_S
+from ledger.views.bills.handlers import HOUR_S
 from ledger.views.models import (
     BillTotals,
     ProviderBill,

@@ -1,0 +1,1 @@
+"""The provenance view: runs' objectives, plans, progress, datasets and checkpoints' scores."""

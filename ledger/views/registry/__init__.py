@@ -1,0 +1,1 @@
+"""The registry view: families, versions, promotions, aliases and retirements."""

@@ -1,0 +1,1 @@
+"""The spend view: accounts and their audit trail."""
