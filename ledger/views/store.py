@@ -18,7 +18,20 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, NamedTuple, Protocol, TypeVar
 
-__all__ = ["Query", "ReadConnection", "ReadCursor", "Table", "ViewCursor", "ViewStore"]
+__all__ = [
+    "POSITION_ROW",
+    "Query",
+    "ReadConnection",
+    "ReadCursor",
+    "Table",
+    "ViewCursor",
+    "ViewStore",
+    "tracking_position",
+]
+
+#: A view's tracking position: the log position it has projected up to (view_tracking, made by
+#: each backend beside the views' tables).
+POSITION_ROW = "SELECT position FROM view_tracking WHERE view = ?"
 
 
 class Table(NamedTuple):
@@ -141,3 +154,9 @@ class Query:
             return
         with prefetch(queries):
             yield
+
+
+def tracking_position(query: Query, view: str) -> int:
+    """The position `view` has projected up to, as committed (0 before any)."""
+    row = query.row(POSITION_ROW, (view,))
+    return int(row[0]) if row else 0

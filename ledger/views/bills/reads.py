@@ -1,66 +1,35 @@
-"""Reconciliation: what the trainers committed beside what the providers billed.
-
-Attribution. A bill line belongs to the run its run id names, when the ledger knows that run; else
-to the run linked to its session (Runs.LinkSession); else to the account its account names, when
-the ledger knows it; else to no one: unattributed, billed spend no run accounted for. Attribution
-is decided when the views are read, so a run opened or linked after its bill was recorded takes
-its lines from then on, and every replica answers alike.
-
-Figures, per account a line or a commit belongs to directly (a run's own account is named by its
-run id), all integer micro-dollars:
-
-- estimated: what the trainers committed there (commits and charges; adjustments excluded);
-- billed: the current amounts of its lines (a restatement replaces the amount it restates);
-- the time a bill covers: up to its provider's cost_data_through, or, without one, the end of the
-  provider's last billed interval (the earliest of these over the providers billing the account);
-- pending bill: the estimate after that time (hours whose end is past it): the bill is to come;
-- provisional: billed amounts of lines that end after it (rate-card estimates that may change);
-- drift: billed minus estimated over the covered time (billed - provisional - (estimated -
-  pending)), and as a percentage of that estimate; flagged when its magnitude is above the
-  threshold (5% by default), or when there is billed spend against no estimate at all;
-- adjusted: the adjustments recorded (spend reconcile --adjust); unadjusted: drift - adjusted,
-  what an adjustment would record now (with no line left, -adjusted: the adjustment of lines that
-  went to a run opened or linked since is taken back).
-
-An account's row rolls up its own figures and those of every account under it. Tokens are
-compared by class (train, prefill, sample) where the lines give quantities of that class: the
-tokens in the commits' cost bases over the covered time against the tokens of the lines that are
-not provisional. The commits
-are counted by the hour they were recorded in (view_spend_hours), so a bill that covers a time
-within an hour counts that hour as not covered yet.
-"""
+"""Reads of the bill view: the reconciliation (see ledger.views.bills for its rules and figures),
+an account's bill beside its estimate, and an account's spend by hour."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from collections.abc import Iterable
+from typing import Any
 
 import msgspec
 
+from ledger.views.bills.figures import (
+    DEFAULT_THRESHOLD_PERCENT,
+    TOKEN_CLASSES,
+    Coverage,
+    Coverages,
+    Figures,
+    provider_bills,
+    reconciliation,
+    rolled_up,
+    totals,
+)
 from ledger.views.bills.handlers import HOUR_S
 from ledger.views.models import (
     BillTotals,
-    ProviderBill,
     ReconcileReport,
-    Reconciliation,
-    TokenClassDrift,
-    UnattributedGroup,
+    SpendHour,
 )
+from ledger.views.rows import utc_time
+from ledger.views.store import Query
 
-__all__ = [
-    "BillReads",
-    "Figures",
-    "DEFAULT_THRESHOLD_PERCENT",
-    "TOKEN_CLASSES",
-    "UNATTRIBUTED_LISTED",
-    "totals",
-]
+__all__ = ["ANY_BILL", "BillReads"]
 
-DEFAULT_THRESHOLD_PERCENT = 5.0
-TOKEN_CLASSES = ("train", "prefill", "sample")
-UNATTRIBUTED_LISTED = 50
 # Whether any bill was recorded at all (the common answer, none, ends a totals read).
 ANY_BILL = "SELECT 1 FROM view_bill_providers LIMIT 1"
 _decode_quantities = msgspec.json.Decoder(dict[str, float]).decode
@@ -75,111 +44,18 @@ _LINES_OF_SESSIONS = (
 )
 
 
-@dataclass
-class Figures:
-    """What belongs to one account directly, or to an account and everything under it."""
-
-    billed: int = 0
-    provisional: int = 0
-    lines: int = 0
-    unpriced: int = 0
-    estimated: int = 0
-    estimated_final: int = 0
-    adjusted: int = 0
-    providers: set[str] = field(default_factory=set)
-    billed_tokens: dict[str, int] = field(default_factory=dict)
-    ledger_tokens: dict[str, int] = field(default_factory=dict)
-
-    def add(self, other: Figures) -> None:
-        self.billed += other.billed
-        self.provisional += other.provisional
-        self.lines += other.lines
-        self.unpriced += other.unpriced
-        self.estimated += other.estimated
-        self.estimated_final += other.estimated_final
-        self.adjusted += other.adjusted
-        self.providers |= other.providers
-        for mine, theirs in ((self.billed_tokens, other.billed_tokens), (self.ledger_tokens, other.ledger_tokens)):
-            for token_class, tokens in theirs.items():
-                mine[token_class] = mine.get(token_class, 0) + tokens
-
-    @property
-    def empty(self) -> bool:
-        return not (self.lines or self.estimated or self.adjusted)
-
-
-def totals(figures: Figures, threshold_percent: float) -> BillTotals:
-    """The BillTotals of `figures` (see the module's docstring for each)."""
-    covered_estimate = figures.estimated_final
-    billed_final = figures.billed - figures.provisional
-    if figures.lines:
-        drift = billed_final - covered_estimate
-        percent = drift * 100 / covered_estimate if covered_estimate else None
-        flagged = abs(drift) * 100 > threshold_percent * covered_estimate if covered_estimate else drift != 0
-        unadjusted = drift - figures.adjusted
-    else:
-        # Nothing billed here (any more: its lines went to a run opened or linked since): nothing
-        # drifts, and an adjustment made for those lines is to be taken back.
-        drift, percent, flagged, unadjusted = 0, None, False, -figures.adjusted
-    return BillTotals(
-        estimated_usd_micro=figures.estimated,
-        billed_usd_micro=figures.billed,
-        drift_usd_micro=drift,
-        drift_percent=percent,
-        adjusted_usd_micro=figures.adjusted,
-        pending_bill_usd_micro=figures.estimated - covered_estimate,
-        provisional_usd_micro=figures.provisional,
-        lines=figures.lines,
-        unpriced_lines=figures.unpriced,
-        flagged=flagged,
-        unadjusted_usd_micro=unadjusted,
-    )
-
-
-def token_drifts(figures: Figures) -> tuple[TokenClassDrift, ...]:
-    return tuple(
-        TokenClassDrift(
-            token_class=token_class,
-            ledger_tokens=figures.ledger_tokens.get(token_class, 0),
-            billed_tokens=figures.billed_tokens[token_class],
-            drift_tokens=figures.billed_tokens[token_class] - figures.ledger_tokens.get(token_class, 0),
-        )
-        for token_class in TOKEN_CLASSES
-        if token_class in figures.billed_tokens
-    )
-
-
-def _utc(epoch: float | None) -> datetime | None:
-    return None if epoch is None else datetime.fromtimestamp(epoch, UTC)
-
-
-class Coverage(NamedTuple):
-    """What one provider's bill covers (epoch seconds)."""
-
-    covered: float | None  # cost_data_through, else the end of the last billed interval
-    cost_data_through: float | None
-    first_start: float | None
-    last_end: float | None
-    lines: int
-    restatements: int
-
-
-Coverages = dict[str, Coverage]
-
-
 class BillReads:
-    """The reconciliation queries over the bill view (mixed into ledger.views.queries.ViewReader,
-    which provides `_rows` and `_row`)."""
+    """The reconciliation queries over the bill view, run by `query`."""
 
-    _rows: Callable[..., list[Any]]
-    _row: Callable[..., Any]
+    def __init__(self, query: Query) -> None:
+        self.query = query
 
     # What each provider's bill covers.
 
     def _coverage(self) -> Coverages:
         return {
             provider: Coverage(through if through is not None else last, through, first, last, lines, restatements)
-            for provider, through, first, last, lines, restatements in self._rows(
+            for provider, through, first, last, lines, restatements in self.query.rows(
                 "SELECT provider, cost_data_through, first_start, last_end, lines, restatements"
                 " FROM view_bill_providers"
             )
@@ -199,7 +75,7 @@ class BillReads:
         for provider in {provider for provider, _ in sessions}:
             ids = {session for p, session in sessions if p == provider}
             for chunk in _chunks(sorted(ids)):
-                for session, run_id in self._rows(
+                for session, run_id in self.query.rows(
                     "SELECT session_id, run_id FROM view_run_sessions WHERE provider = ? AND session_id IN"
                     f" ({', '.join('?' * len(chunk))})",
                     (provider, *chunk),
@@ -222,7 +98,7 @@ class BillReads:
     def _known(self, sql: str, values: set[str]) -> set[str]:
         known: set[str] = set()
         for chunk in _chunks(sorted(values)):
-            known.update(row[0] for row in self._rows(sql.format(", ".join("?" * len(chunk))), tuple(chunk)))
+            known.update(row[0] for row in self.query.rows(sql.format(", ".join("?" * len(chunk))), tuple(chunk)))
         return known
 
     # Figures.
@@ -280,10 +156,10 @@ class BillReads:
 
     def _spend_rows(self, sql: str, accounts: set[str] | None) -> list[Any]:
         if accounts is None:
-            return self._rows(sql)
+            return self.query.rows(sql)
         rows: list[Any] = []
         for chunk in _chunks(sorted(accounts)):
-            rows.extend(self._rows(f"{sql} WHERE account IN ({', '.join('?' * len(chunk))})", tuple(chunk)))
+            rows.extend(self.query.rows(f"{sql} WHERE account IN ({', '.join('?' * len(chunk))})", tuple(chunk)))
         return rows
 
     def _lines_of(self, accounts: set[str]) -> list[Any]:
@@ -292,7 +168,7 @@ class BillReads:
         rows: dict[tuple[Any, ...], Any] = {}
         for chunk in _chunks(sorted(accounts)):
             marks = ", ".join("?" * len(chunk))
-            for row in self._rows(
+            for row in self.query.rows(
                 f"{_LINES} WHERE run_id IN ({marks}) UNION {_LINES} WHERE account IN ({marks})"
                 f" UNION {_LINES_OF_SESSIONS} WHERE s.run_id IN ({marks})",
                 (*chunk, *chunk, *chunk),
@@ -307,7 +183,7 @@ class BillReads:
     ) -> BillTotals | None:
         """The bill beside the estimate for one account (a run's: its run id), alone or with every
         account under it; None when no bill line is attributed there (and nothing was adjusted)."""
-        if self._row(ANY_BILL) is None:
+        if self.query.row(ANY_BILL) is None:
             return None  # No bill recorded at all: one tiny query.
         accounts = {account} | (self._descendants(account) if rolled_up else set())
         lines = self._lines_of(accounts)
@@ -343,7 +219,7 @@ class BillReads:
             for chunk in _chunks(frontier):
                 children.extend(
                     row[0]
-                    for row in self._rows(
+                    for row in self.query.rows(
                         f"SELECT account FROM view_accounts WHERE parent IN ({', '.join('?' * len(chunk))})",
                         tuple(chunk),
                     )
@@ -366,55 +242,38 @@ class BillReads:
         `limit` after `offset`; the bool says whether more follow), accounts that are not a run's
         rolled up, every provider, and the largest unattributed groups."""
         coverage = self._coverage()
-        parents = dict(self._rows("SELECT account, parent FROM view_accounts"))
-        names = dict(self._rows("SELECT run_id, name FROM view_runs"))
+        parents = dict(self.query.rows("SELECT account, parent FROM view_accounts"))
+        names = dict(self.query.rows("SELECT run_id, name FROM view_runs"))
         if run_id:
             scope: set[str] | None = {run_id}
         elif account:
             scope = {account} | self._descendants(account)
         else:
             scope = None
-        rows = self._rows(_LINES) if scope is None else self._lines_of(scope)
+        rows = self.query.rows(_LINES) if scope is None else self._lines_of(scope)
         attributed = self._attributed(rows)
         figures = self._figures(attributed, coverage, scope)
         threshold = threshold_percent
         run_rows = [
-            self._reconciliation(target, names.get(target, ""), parents.get(target, ""), entry, threshold)
+            reconciliation(target, names.get(target, ""), parents.get(target, ""), entry, threshold)
             for target, entry in figures.items()
             if target in names
         ]
         run_rows.sort(key=lambda row: (-abs(row.bill.drift_usd_micro), -row.bill.billed_usd_micro, row.run_id))
         page = run_rows[offset : offset + limit]
-        rolled: dict[str, Figures] = {}
-        if not run_id:
-            for target, entry in figures.items():
-                holder, seen = parents.get(target, ""), 0
-                if target not in names:
-                    rolled.setdefault(target, Figures()).add(entry)
-                while holder and seen < 64:
-                    if scope is None or holder in scope:
-                        rolled.setdefault(holder, Figures()).add(entry)
-                    holder, seen = parents.get(holder, ""), seen + 1
+        rolled = {} if run_id else rolled_up(figures, parents, set(names), scope)
         account_rows = tuple(
             sorted(
                 (
-                    Reconciliation(
-                        run_id="",
-                        name="",
-                        account=name,
-                        parent=parents.get(name, ""),
-                        bill=totals(entry, threshold),
-                        providers=tuple(sorted(entry.providers)),
-                        token_classes=token_drifts(entry),
-                    )
+                    reconciliation("", "", parents.get(name, ""), entry, threshold, account=name)
                     for name, entry in rolled.items()
                     if name not in names
                 ),
                 key=lambda row: row.account,
             )
         )
-        providers, unattributed = self._providers(
-            attributed if scope is None else self._attributed(self._rows(_LINES)), coverage
+        providers, unattributed = provider_bills(
+            attributed if scope is None else self._attributed(self.query.rows(_LINES)), coverage
         )
         report = ReconcileReport(
             runs=tuple(page),
@@ -427,78 +286,35 @@ class BillReads:
         )
         return report, offset + limit < len(run_rows)
 
-    @staticmethod
-    def _reconciliation(target: str, name: str, parent: str, entry: Figures, threshold: float) -> Reconciliation:
-        return Reconciliation(
-            run_id=target,
-            name=name,
-            account=target,
-            parent=parent,
-            bill=totals(entry, threshold),
-            providers=tuple(sorted(entry.providers)),
-            token_classes=token_drifts(entry),
-        )
-
-    def _providers(
-        self,
-        attributed: list[tuple[str, Any]],
-        coverage: Coverages,
-    ) -> tuple[tuple[ProviderBill, ...], tuple[UnattributedGroup, ...]]:
-        billed: dict[str, list[int]] = {provider: [0, 0, 0, 0] for provider in coverage}
-        groups: dict[tuple[str, str], list[int]] = {}
-        for target, row in attributed:
-            provider, amount = row[0], row[4] or 0
-            figures = billed.setdefault(provider, [0, 0, 0, 0])
-            figures[0] += amount
-            figures[2] += 1
-            if not target:
-                figures[1] += amount
-                figures[3] += 1
-                run_id, account, session, description = row[6], row[7], row[8], row[9]
-                source = (
-                    f"session {session}"
-                    if session
-                    else f"run {run_id}"
-                    if run_id
-                    else f"account {account}"
-                    if account
-                    else description or row[1]
-                )
-                group = groups.setdefault((provider, source), [0, 0])
-                group[0] += amount
-                group[1] += 1
-        nothing = Coverage(None, None, None, None, 0, 0)
-        providers = tuple(
-            ProviderBill(
-                provider=provider,
-                billed_usd_micro=figures[0],
-                unattributed_usd_micro=figures[1],
-                lines=figures[2],
-                unattributed_lines=figures[3],
-                restatements=coverage.get(provider, nothing).restatements,
-                cost_data_through=_utc(coverage.get(provider, nothing).cost_data_through),
-                first_interval_start=_utc(coverage.get(provider, nothing).first_start),
-                last_interval_end=_utc(coverage.get(provider, nothing).last_end),
+    def spend_hours(self, account: str) -> tuple[SpendHour, ...] | None:
+        """What `account` spent in each UTC hour it spent in (adjustments included, as in its
+        committed total), oldest first, with the part of it the ledger presumed for abandoned holds
+        (settlements no late commit replaced, by the hour they were settled in) apart; None for an
+        unknown account."""
+        if self.query.row("SELECT 1 FROM view_accounts WHERE account = ?", (account,)) is None:
+            return None
+        presumed: dict[int, int] = {}
+        for actual, settled_at in self.query.rows(
+            "SELECT actual, settled_at FROM view_reservations WHERE account = ? AND state = 'settled'", (account,)
+        ):
+            hour = int(settled_at) // HOUR_S * HOUR_S
+            presumed[hour] = presumed.get(hour, 0) + actual
+        return tuple(
+            SpendHour(
+                hour=utc_time(hour),
+                committed_usd_micro=committed + adjusted - presumed.get(hour, 0),
+                presumed_usd_micro=presumed.get(hour, 0),
             )
-            for provider, figures in sorted(billed.items())
+            for hour, committed, adjusted in self.query.rows(
+                "SELECT hour, committed, adjusted FROM view_spend_hours WHERE account = ? ORDER BY hour", (account,)
+            )
         )
-        unattributed = tuple(
-            UnattributedGroup(provider=provider, source=source, billed_usd_micro=amount, lines=count)
-            for (provider, source), (amount, count) in sorted(
-                groups.items(), key=lambda item: (-abs(item[1][0]), item[0])
-            )[:UNATTRIBUTED_LISTED]
-        )
-        return providers, unattributed
-
-    def _last_end(self, coverage: Coverages, provider: str) -> float | None:
-        row = self._row("SELECT MAX(end_at) FROM view_bill_lines WHERE provider = ?", (provider,))
-        return None if row is None else row[0]
 
     def adjust_targets(self, *, run_id: str = "", account: str = "") -> list[tuple[str, Figures]]:
         """The accounts (a run's: its run id) whose own figures have unadjusted drift, with them."""
         coverage = self._coverage()
         scope: set[str] | None = {run_id or account} if (run_id or account) else None
-        rows = self._rows(_LINES) if scope is None else self._lines_of(scope)
+        rows = self.query.rows(_LINES) if scope is None else self._lines_of(scope)
         figures = self._figures(self._attributed(rows), coverage, scope)
         return sorted(
             (

@@ -12,7 +12,7 @@ from ledger.views.store import ViewCursor
 __all__ = ["PROGRESS_WINDOW_S", "provenance_handlers"]
 
 #: How old the newer progress anchor gets before it becomes the older one: the recent step rate
-#: spans roughly one to two of these (ledger.views.provenance.progress).
+#: spans roughly one to two of these (ledger.views.provenance.reads.progress).
 PROGRESS_WINDOW_S = 60.0
 
 

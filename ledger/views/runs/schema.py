@@ -44,7 +44,7 @@ RUNS_TABLES: dict[str, Table] = {
         [],
         "runs",
     ),
-    # The lease of each run's current attempt (ledger.views.leases); expires_at is NULL once
+    # The lease of each run's current attempt (ledger.views.runs.leases); expires_at is NULL once
     # there is nothing to lapse (the run lost or finished, or retracted). A table of its own, so
     # a file made before leases existed gets it (its attempts hold none).
     "view_leases": Table(
