@@ -22,18 +22,13 @@ __all__ = ["handlers"]
 def handlers(names: Names) -> dict[str, ViewHandlers]:
     """view -> event class -> handler(cursor, event, position); account, family and provider names
     are recorded in and looked up through `names`."""
-    from ledger.domain.accounts import Account
-    from ledger.domain.bills import Bill
-    from ledger.domain.registry import Family
-    from ledger.domain.runs import Run
-
     return {
-        "runs": runs_handlers(Run),
-        "series": series_handlers(Run),
-        "chart": chart_handlers(Run),
-        "spend": spend_handlers(Account, names),
-        "bill": bill_handlers(Account, Run, Bill, names),
-        "registry": registry_handlers(Family, names),
-        "provenance": provenance_handlers(Run, Family, names),
-        "reports": reports_handlers(Run),
+        "runs": runs_handlers(),
+        "series": series_handlers(),
+        "chart": chart_handlers(),
+        "spend": spend_handlers(names),
+        "bill": bill_handlers(names),
+        "registry": registry_handlers(names),
+        "provenance": provenance_handlers(names),
+        "reports": reports_handlers(),
     }

@@ -40,9 +40,11 @@ def report_recorded(c: ViewCursor, e: Any, position: int) -> None:
     )
 
 
-def reports_handlers(run: Any) -> ViewHandlers:
-    """The reports view's handler of each event class it projects (`run`: the Run aggregate)."""
-    return {run.ReportRecorded: report_recorded}
+def reports_handlers() -> ViewHandlers:
+    """The reports view's handler of each event class it projects."""
+    from ledger.domain.runs import Run
+
+    return {Run.ReportRecorded: report_recorded}
 
 
 def reports_of(rows: list[tuple[str, str]]) -> dict[str, Any]:

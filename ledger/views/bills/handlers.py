@@ -139,17 +139,21 @@ def _adjusted_in_hour(c: ViewCursor, e: Any, position: int, account: str) -> Non
     _spent_in_hour(c, account, e.timestamp, 0, e.amount, {})
 
 
-def bill_handlers(account: Any, run: Any, bill: Any, names: Names) -> ViewHandlers:
-    """The bill view's handler of each event class it projects (`account`, `run`, `bill`: the
-    aggregates), accounts and bills named through `names`."""
+def bill_handlers(names: Names) -> ViewHandlers:
+    """The bill view's handler of each event class it projects, accounts and bills named through
+    `names`."""
+    from ledger.domain.accounts import Account
+    from ledger.domain.bills import Bill
+    from ledger.domain.runs import Run
+
     return {
-        account.Opened: naming(names),
-        account.SpendCommitted: named(names, _committed_in_hour),
-        account.SpendSettled: named(names, _settled_in_hour),
-        account.SpendCharged: named(names, _charged_in_hour),
-        account.SpendAdjusted: named(names, _adjusted_in_hour),
-        run.SessionLinked: _session_linked,
-        bill.Opened: providing(names, _bill_opened),
-        bill.LinesBilled: named(names, _lines_billed),
-        bill.LinesRestated: named(names, _lines_restated),
+        Account.Opened: naming(names),
+        Account.SpendCommitted: named(names, _committed_in_hour),
+        Account.SpendSettled: named(names, _settled_in_hour),
+        Account.SpendCharged: named(names, _charged_in_hour),
+        Account.SpendAdjusted: named(names, _adjusted_in_hour),
+        Run.SessionLinked: _session_linked,
+        Bill.Opened: providing(names, _bill_opened),
+        Bill.LinesBilled: named(names, _lines_billed),
+        Bill.LinesRestated: named(names, _lines_restated),
     }

@@ -243,7 +243,7 @@ class BillReads:
         rolled up, every provider, and the largest unattributed groups."""
         coverage = self._coverage()
         parents = dict(self.query.rows("SELECT account, parent FROM view_accounts"))
-        names = dict(self.query.rows("SELECT run_id, name FROM view_runs"))
+        run_names = dict(self.query.rows("SELECT run_id, name FROM view_runs"))
         if run_id:
             scope: set[str] | None = {run_id}
         elif account:
@@ -255,19 +255,19 @@ class BillReads:
         figures = self._figures(attributed, coverage, scope)
         threshold = threshold_percent
         run_rows = [
-            reconciliation(target, names.get(target, ""), parents.get(target, ""), entry, threshold)
+            reconciliation(target, run_names.get(target, ""), parents.get(target, ""), entry, threshold)
             for target, entry in figures.items()
-            if target in names
+            if target in run_names
         ]
         run_rows.sort(key=lambda row: (-abs(row.bill.drift_usd_micro), -row.bill.billed_usd_micro, row.run_id))
         page = run_rows[offset : offset + limit]
-        rolled = {} if run_id else rolled_up(figures, parents, set(names), scope)
+        rolled = {} if run_id else rolled_up(figures, parents, set(run_names), scope)
         account_rows = tuple(
             sorted(
                 (
                     reconciliation("", "", parents.get(name, ""), entry, threshold, account=name)
                     for name, entry in rolled.items()
-                    if name not in names
+                    if name not in run_names
                 ),
                 key=lambda row: row.account,
             )

@@ -137,19 +137,22 @@ def _version_source(c: ViewCursor, e: Any, position: int, family: str) -> None:
         )
 
 
-def provenance_handlers(run: Any, family: Any, names: Names) -> ViewHandlers:
-    """The provenance view's handler of each event class it projects (`run`, `family`: the
-    aggregates), families named through `names`."""
+def provenance_handlers(names: Names) -> ViewHandlers:
+    """The provenance view's handler of each event class it projects, families named through
+    `names`."""
+    from ledger.domain.registry import Family
+    from ledger.domain.runs import Run
+
     return {
-        run.Opened: _plan_opened,
-        run.PlanChanged: _plan_changed,
-        run.AttemptStarted: _plan_attempt,
-        run.StepsRecorded: _plan_steps,
-        run.Retracted: _plan_retracted,
-        run.CheckpointSaved: _checkpoint_scored,
-        run.CheckpointDeleted: _checkpoint_deleted,
-        run.CheckpointRegistered: _checkpoint_registered,
-        run.DatasetRecorded: _dataset_recorded,
-        family.Created: naming(names),
-        family.VersionRegistered: named(names, _version_source),
+        Run.Opened: _plan_opened,
+        Run.PlanChanged: _plan_changed,
+        Run.AttemptStarted: _plan_attempt,
+        Run.StepsRecorded: _plan_steps,
+        Run.Retracted: _plan_retracted,
+        Run.CheckpointSaved: _checkpoint_scored,
+        Run.CheckpointDeleted: _checkpoint_deleted,
+        Run.CheckpointRegistered: _checkpoint_registered,
+        Run.DatasetRecorded: _dataset_recorded,
+        Family.Created: naming(names),
+        Family.VersionRegistered: named(names, _version_source),
     }

@@ -80,14 +80,16 @@ def _family_retired(c: ViewCursor, e: Any, position: int, family: str) -> None:
     )
 
 
-def registry_handlers(family: Any, names: Names) -> ViewHandlers:
-    """The registry view's handler of each event class it projects (`family`: the Family
-    aggregate), families named through `names`."""
+def registry_handlers(names: Names) -> ViewHandlers:
+    """The registry view's handler of each event class it projects, families named through
+    `names`."""
+    from ledger.domain.registry import Family
+
     return {
-        family.Created: naming(names, _family_created),
-        family.VersionRegistered: named(names, _version_registered),
-        family.VersionPromoted: named(names, _version_promoted),
-        family.PromotionRefused: named(names, _promotion_refused),
-        family.AliasMoved: named(names, _alias_moved),
-        family.Retired: named(names, _family_retired),
+        Family.Created: naming(names, _family_created),
+        Family.VersionRegistered: named(names, _version_registered),
+        Family.VersionPromoted: named(names, _version_promoted),
+        Family.PromotionRefused: named(names, _promotion_refused),
+        Family.AliasMoved: named(names, _alias_moved),
+        Family.Retired: named(names, _family_retired),
     }

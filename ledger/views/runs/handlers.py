@@ -92,18 +92,20 @@ def _summary_noted(c: ViewCursor, e: Any, position: int) -> None:
     )
 
 
-def runs_handlers(run: Any) -> ViewHandlers:
-    """The runs view's handler of each event class it projects (`run`: the Run aggregate): its own,
-    each followed by the lease rows' handler of the same event."""
+def runs_handlers() -> ViewHandlers:
+    """The runs view's handler of each event class it projects: its own, each followed by the
+    lease rows' handler of the same event."""
+    from ledger.domain.runs import Run
+
     handlers: ViewHandlers = {
-        run.Opened: _run_opened,
-        run.AttemptStarted: _attempt_started,
-        run.StepsRecorded: _steps_recorded,
-        run.CheckpointSaved: _checkpoint_saved,
-        run.Finished: _finished,
-        run.SummaryNoted: _summary_noted,
+        Run.Opened: _run_opened,
+        Run.AttemptStarted: _attempt_started,
+        Run.StepsRecorded: _steps_recorded,
+        Run.CheckpointSaved: _checkpoint_saved,
+        Run.Finished: _finished,
+        Run.SummaryNoted: _summary_noted,
     }
-    for event_class, lease_handler in lease_handlers(run).items():
+    for event_class, lease_handler in lease_handlers().items():
         known = handlers.get(event_class)
         handlers[event_class] = lease_handler if known is None else both(known, lease_handler)  # type: ignore[arg-type]
     return handlers

@@ -66,17 +66,19 @@ def _ended(c: ViewCursor, e: Any, position: int) -> None:
     c.execute("UPDATE view_leases SET expires_at = NULL WHERE run_id = ?", (str(e.originator_id),))
 
 
-def lease_handlers(run: Any) -> dict[type, Handler]:
+def lease_handlers() -> dict[type, Handler]:
     """The lease rows' handler of each Run event (the runs view runs each after its own)."""
+    from ledger.domain.runs import Run
+
     return {
-        run.AttemptStarted: _started,
-        run.StepsRecorded: _seen,
-        run.CheckpointSaved: _seen,
-        run.AttemptHeartbeat: _seen,
-        run.AttemptLost: _lost,
-        run.AttemptReturned: _returned,
-        run.Finished: _ended,
-        run.Retracted: _ended,
+        Run.AttemptStarted: _started,
+        Run.StepsRecorded: _seen,
+        Run.CheckpointSaved: _seen,
+        Run.AttemptHeartbeat: _seen,
+        Run.AttemptLost: _lost,
+        Run.AttemptReturned: _returned,
+        Run.Finished: _ended,
+        Run.Retracted: _ended,
     }
 
 

@@ -133,14 +133,14 @@ class ChartReads:
             return None
         names = self.ranges.metric_names(run_id, after=after or STEPS_METRIC, limit=limit)
         spans = self.ranges.spans(run_id)
-        totals: dict[str, Aggregate] = {}
+        whole: dict[str, Aggregate] = {}
         for attempt, floor in floors.items():
             if floor is not None and floor < 0:
                 continue
             for name, agg in self.ranges.aggregates(
                 run_id, names, attempt, 0, END if floor is None else floor, spans
             ).items():
-                totals[name] = merge(totals.get(name), agg)
+                whole[name] = merge(whole.get(name), agg)
         return tuple(
             MetricStats(
                 name=name,
@@ -151,7 +151,7 @@ class ChartReads:
                 min=agg[6],
                 max=agg[8],
             )
-            for name, agg in sorted(totals.items())
+            for name, agg in sorted(whole.items())
         )
 
     # Charts.
@@ -259,12 +259,12 @@ class ChartReads:
     def _counts(self, run_id: str, names: Sequence[str], low: int, high: int) -> tuple[int, dict[str, int]]:
         """How many steps, and values of each metric, the coarsest buckets overlapping [low, high]
         hold: what tells a sparse metric from a dense one, a few rows each."""
-        totals = []
+        sums = []
         for name in (STEPS_METRIC, *names):
             row = self.query.row(
                 "SELECT SUM(count) FROM view_series_rollup WHERE run_id = ? AND metric = ? AND level = ?"
                 " AND bucket >= ? AND bucket <= ?",
                 (run_id, name, 1 << TOP, low >> TOP, high >> TOP),
             )
-            totals.append(int(row[0] or 0) if row else 0)
-        return totals[0], dict(zip(names, totals[1:], strict=True))
+            sums.append(int(row[0] or 0) if row else 0)
+        return sums[0], dict(zip(names, sums[1:], strict=True))

@@ -35,11 +35,15 @@ def _attempt_started(c: ViewCursor, e: Any, position: int) -> None:
     )
 
 
-def series_handlers(run: Any) -> ViewHandlers:
-    """The series view's handler of each event class it projects (`run`: the Run aggregate)."""
-    return {run.StepsRecorded: _steps_recorded, run.AttemptStarted: _attempt_started}
+def series_handlers() -> ViewHandlers:
+    """The series view's handler of each event class it projects."""
+    from ledger.domain.runs import Run
+
+    return {Run.StepsRecorded: _steps_recorded, Run.AttemptStarted: _attempt_started}
 
 
-def chart_handlers(run: Any) -> ViewHandlers:
+def chart_handlers() -> ViewHandlers:
     """The chart view's one handler: the rollup of step batches, gathered per chunk."""
-    return {run.StepsRecorded: ChartRollup()}
+    from ledger.domain.runs import Run
+
+    return {Run.StepsRecorded: ChartRollup()}

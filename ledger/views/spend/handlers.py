@@ -85,28 +85,29 @@ class SpendView:
     `write` writes a chunk's rows: reservation rows by statement, one executemany each (a
     reservation met again under another statement first writes what is batched, so each one's
     writes keep their order), and each account's totals summed over the chunk into one update,
-    which leaves the position of the account's last event (a later cap's stays)."""
+    which leaves the position of the account's last event (a later cap's stays). `aggregate` is
+    the Account aggregate, whose events it projects."""
 
     gathered = True
 
-    def __init__(self, names: Names, account: Any) -> None:
+    def __init__(self, names: Names, aggregate: Any) -> None:
         self._names = names
         self._rows: list[tuple[Any, ...]] = []
         self._make: dict[type, Callable[[Any, int], None]] = {
-            account.Opened: self._opened,
-            account.CapSet: self._cap_set,
-            account.SpendReserved: self._reserved,
-            account.SpendRefused: self._refused,
-            account.SpendCommitted: self._committed,
-            account.SpendReleased: self._released,
-            account.SpendExpired: self._expired,
-            account.SpendSettled: self._settled_by_ledger,
-            account.SpendCharged: self._charged,
-            account.SpendAdjusted: self._adjusted,
-            account.SpendRolledUp: self._rolled_up,
-            account.PlanReserved: self._plan_reserved,
-            account.PlanRefused: self._plan_refused,
-            account.PlanDrawn: self._plan_drawn,
+            aggregate.Opened: self._opened,
+            aggregate.CapSet: self._cap_set,
+            aggregate.SpendReserved: self._reserved,
+            aggregate.SpendRefused: self._refused,
+            aggregate.SpendCommitted: self._committed,
+            aggregate.SpendReleased: self._released,
+            aggregate.SpendExpired: self._expired,
+            aggregate.SpendSettled: self._settled_by_ledger,
+            aggregate.SpendCharged: self._charged,
+            aggregate.SpendAdjusted: self._adjusted,
+            aggregate.SpendRolledUp: self._rolled_up,
+            aggregate.PlanReserved: self._plan_reserved,
+            aggregate.PlanRefused: self._plan_refused,
+            aggregate.PlanDrawn: self._plan_drawn,
         }
 
     def events(self) -> tuple[type, ...]:
@@ -269,8 +270,9 @@ class SpendView:
         self._totals(e, position, e.pending_delta, e.committed_delta, e.overrun_delta, presumed)
 
 
-def spend_handlers(account: Any, names: Names) -> ViewHandlers:
-    """The spend view's handler of each event class it projects (`account`: the Account aggregate):
-    one SpendView for them all."""
-    spend = SpendView(names, account)
+def spend_handlers(names: Names) -> ViewHandlers:
+    """The spend view's handler of each event class it projects: one SpendView for them all."""
+    from ledger.domain.accounts import Account
+
+    spend = SpendView(names, Account)
     return dict.fromkeys(spend.events(), spend)
