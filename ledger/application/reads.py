@@ -31,7 +31,7 @@ from ledger.domain.limits import (
 from ledger.domain.reasons import Reason
 from ledger.domain.topics import check_event_types, event_topics
 from ledger.views import models
-from ledger.views.charts import METRICS_LISTED_MAX
+from ledger.views.series.charts import METRICS_LISTED_MAX
 
 __all__ = ["Reads"]
 

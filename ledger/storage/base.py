@@ -225,6 +225,18 @@ class Storage:
         """Each view's committed position."""
         raise NotImplementedError
 
+    def transaction(self) -> AbstractContextManager[Any]:
+        """A write transaction on the views; its cursor is what their handlers write with."""
+        raise NotImplementedError
+
+    def lock_tracking(self, cursor: Any) -> dict[str, int]:
+        """The views' positions, read (and held) inside the caller's transaction."""
+        raise NotImplementedError
+
+    def set_tracking(self, cursor: Any, views: Sequence[str], position: int) -> None:
+        """Move `views` to `position` inside the caller's transaction."""
+        raise NotImplementedError
+
     def drop(self, views: tuple[str, ...]) -> None:
         """Empty `views` and reset their positions (a rebuild projects them again)."""
         raise NotImplementedError

@@ -1,3 +1,7 @@
-"""The views: their tables (schema) and how each event changes them (handlers), the projector that
-keeps them, the queries that read them (series pages in series) and the read models they answer
-with (models)."""
+"""The views, sliced by view: each of runs, series (with the chart view), spend, bills, registry,
+provenance and reports holds its tables (schema), how each event changes them (handlers) and its
+reads, over what they share: what they ask of the database (store: the ViewStore and cursor
+protocols, the Query runner), how handlers are applied (handling) and the read models they answer
+with (models). Above them: the whole schema (schema), the handlers' registry (handlers), the
+projector that keeps the views (projector), the scratch rebuild that checks them (scratch) and
+ViewReader, which names every read (queries)."""

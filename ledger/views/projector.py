@@ -18,8 +18,10 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
-from ledger.views.handlers import Names, apply_events, handlers, prepare
+from ledger.views.handlers import handlers
+from ledger.views.handling import Names, apply_events, prepare
 from ledger.views.schema import VIEWS
+from ledger.views.store import ViewStore
 
 __all__ = ["Projector", "ProjectionFailed"]
 
@@ -54,7 +56,8 @@ class ProjectionFailed(Exception):
 
 
 class Projector:
-    """Projects `app`'s log into the views held by `database` (see ledger.storage.sqlite).
+    """Projects `app`'s log into the views held by `database` (a ViewStore: ledger.storage.sqlite,
+    ledger.storage.postgres).
 
     Only a started projector (`start()`) or an explicit `catch_up()`/`rebuild()` writes the views;
     a ledger opened to read (project=False) never projects: its `wait()` follows the positions
@@ -62,7 +65,7 @@ class Projector:
     own transaction and applies only what they have not seen, so two projectors on one store can
     never both apply an event."""
 
-    def __init__(self, app: Any, database: Any, *, poll_s: float = POLL_S) -> None:
+    def __init__(self, app: Any, database: ViewStore[Any], *, poll_s: float = POLL_S) -> None:
         self.app = app
         self.database = database
         self.poll_s = poll_s

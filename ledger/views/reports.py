@@ -1,5 +1,6 @@
 """The reports view: each run's latest holdout, delta and notes (Run.ReportRecorded), one row per
-run and kind; a correction replaces the row (notes merge), so a read is one query."""
+run and kind; a correction replaces the row (notes merge), so a read is one query. A view of its
+own, so a ledger written before it existed builds it from its log when opened."""
 
 from __future__ import annotations
 
@@ -8,13 +9,25 @@ from typing import Any
 import msgspec
 
 from ledger.domain.run_reports import apply_report
+from ledger.views.handling import ViewHandlers
+from ledger.views.store import Table, ViewCursor
 
-__all__ = ["REPORT_ROWS", "report_recorded", "reports_of"]
+__all__ = ["REPORTS_TABLES", "REPORT_ROWS", "report_recorded", "reports_handlers", "reports_of"]
+
+REPORTS_TABLES: dict[str, Table] = {
+    # A run's latest report of each kind.
+    "view_run_reports": Table(
+        {"run_id": str, "kind": str, "report": str, "position": int},
+        ("run_id", "kind"),
+        [],
+        "reports",
+    ),
+}
 
 REPORT_ROWS = "SELECT kind, report FROM view_run_reports WHERE run_id = ? ORDER BY kind"
 
 
-def report_recorded(c: Any, e: Any, position: int) -> None:
+def report_recorded(c: ViewCursor, e: Any, position: int) -> None:
     """Run.ReportRecorded: replace the run's report of that kind (notes: merge into them)."""
     run_id = str(e.originator_id)
     c.execute("SELECT kind, report FROM view_run_reports WHERE run_id = ? AND kind = ?", (run_id, e.kind))
@@ -25,6 +38,13 @@ def report_recorded(c: Any, e: Any, position: int) -> None:
         "INSERT INTO view_run_reports (run_id, kind, report, position) VALUES (?, ?, ?, ?)",
         (run_id, e.kind, msgspec.json.encode(reports[e.kind]).decode(), position),
     )
+
+
+def reports_handlers() -> ViewHandlers:
+    """The reports view's handler of each event class it projects."""
+    from ledger.domain.runs import Run
+
+    return {Run.ReportRecorded: report_recorded}
 
 
 def reports_of(rows: list[tuple[str, str]]) -> dict[str, Any]:

@@ -13,7 +13,8 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-from ledger.views.handlers import Names, apply_events, handlers
+from ledger.views.handlers import handlers
+from ledger.views.handling import Names, apply_events
 from ledger.views.schema import TABLES, VIEWS
 
 __all__ = ["Difference", "ScratchViews", "first_difference", "ordered_select"]

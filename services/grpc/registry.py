@@ -12,7 +12,7 @@ from ledger.domain.limits import check_reference
 from ledger.domain.reasons import Reason
 from ledger.domain.registry import check_alias
 from ledger.views.models import Family, FamilyPage, FamilySummary
-from ledger.views.rows import to_verdict
+from ledger.views.registry.reads import to_verdict
 from services.grpc import codec
 from services.grpc.codec import messages
 from services.grpc.interceptors import audit

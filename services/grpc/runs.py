@@ -19,8 +19,8 @@ import grpc
 from ledger import Receipt
 from ledger.domain.errors import LedgerError
 from ledger.domain.limits import PAGE_SIZE_MAX
-from ledger.views.charts import METRICS_LISTED_MAX
 from ledger.views.models import RunPage
+from ledger.views.series.charts import METRICS_LISTED_MAX
 from services.grpc import codec
 from services.grpc.codec import messages
 from services.grpc.interceptors import SCOPE, audit

@@ -149,3 +149,43 @@ SERVICES_PROGRAMS = ("services.grpc", "services.web", "services.cli", "services.
 )
 def test_each_program_of_services_keeps_to_its_package(package: str, forbidden: tuple[str, ...]) -> None:
     assert _violations(package, (), forbidden) == []
+
+
+# The views are sliced by view: each slice holds one view's tables, handlers and reads, over what
+# they share (the store's protocols and Query runner, how handlers are applied, row decoding, the
+# read models); above them, what assembles them (the schema, the handlers' registry, ViewReader,
+# the projector, the scratch rebuild).
+VIEW_SLICES = (
+    "ledger.views.runs",
+    "ledger.views.series",
+    "ledger.views.spend",
+    "ledger.views.bills",
+    "ledger.views.registry",
+    "ledger.views.provenance",
+    "ledger.views.reports",
+)
+VIEWS_SHARED = ("ledger.views.store", "ledger.views.handling", "ledger.views.rows", "ledger.views.models")
+VIEWS_ASSEMBLY = (
+    "ledger.views.schema",
+    "ledger.views.handlers",
+    "ledger.views.queries",
+    "ledger.views.projector",
+    "ledger.views.scratch",
+)
+
+
+@pytest.mark.parametrize(
+    ("modules", "forbidden"),
+    [(VIEW_SLICES, VIEWS_ASSEMBLY), (VIEWS_SHARED, (*VIEW_SLICES, *VIEWS_ASSEMBLY))],
+    ids=["slices", "shared"],
+)
+def test_the_views_slices_lie_below_what_assembles_them(modules: tuple[str, ...], forbidden: tuple[str, ...]) -> None:
+    found = []
+    for path in _sources("ledger/views"):
+        if not _within(_module_of(path), modules):
+            continue
+        for line, imported, names in _imports(path):
+            for target in (imported, *(f"{imported}.{name}" for name in names)):
+                if _within(target, forbidden) and not _within(target, modules):
+                    found.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
+    assert found == []

@@ -1,4 +1,4 @@
-"""The chart reads of the ledger (ledger.views.charts) on a real ledger of each backend: a run of
+"""The chart reads of the ledger (ledger.views.series.charts) on a real ledger of each backend: a run of
 200,001 live steps (and 19,999 superseded ones) charted at raw and rollup resolution against values
 computed here from the formulas that wrote them; exact metric stats across a resume; every
 checkpoint with its flag; spend by hour; the account tree; refused arguments; and a ledger file made

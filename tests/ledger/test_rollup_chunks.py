@@ -1,5 +1,5 @@
 """The chart view's rollup is the same whether its batches are projected one per chunk or all in
-one chunk (ledger.views.rollup): buckets fed by several batches merge alike."""
+one chunk (ledger.views.series.rollup): buckets fed by several batches merge alike."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def _record(ledger: Ledger, run_id: str) -> list[int]:
 
 
 def _rollup(ledger: Ledger, run_id: str) -> list[tuple[Any, ...]]:
-    return ledger.views._rows(
+    return ledger.views.query.rows(
         "SELECT metric, level, bucket, attempt, count, first_step, first_value, last_step, last_value, min_step,"
         " min_value, max_step, max_value, position FROM view_series_rollup WHERE run_id = ?"
         " ORDER BY metric, level, bucket",

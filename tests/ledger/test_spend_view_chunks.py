@@ -1,4 +1,4 @@
-"""The spend view writes each chunk of the log in batches (ledger.views.handlers.SpendView): a
+"""The spend view writes each chunk of the log in batches (ledger.views.spend.handlers.SpendView): a
 chunk that holds a reservation's whole life, caps set between an account's totals and the same
 reservation id on two accounts projects exactly as its events did one write at a time."""
 

@@ -687,7 +687,7 @@ def test_a_chunk_rolls_up_as_its_batches_merged_one_at_a_time_in_log_order(seed:
     from datetime import UTC, datetime
 
     from ledger.domain.runs import Run
-    from ledger.views.rollup import ROLLUP_SHIFTS, STEPS_METRIC, ChartRollup, aggregate, merge
+    from ledger.views.series.rollup import ROLLUP_SHIFTS, STEPS_METRIC, ChartRollup, aggregate, merge
 
     rng = random.Random(seed)
     runs = [uuid.UUID(int=rng.getrandbits(128)) for _ in range(3)]

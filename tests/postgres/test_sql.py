@@ -20,8 +20,8 @@ import psycopg  # noqa: E402
 from ledger import Ledger  # noqa: E402
 from ledger.storage.chain import GENESIS, seal_rows  # noqa: E402
 from ledger.storage.postgres.sql import PG_TYPES, Cursor, many_rows  # noqa: E402
-from ledger.views.rollup import ROLLUP_UPSERT  # noqa: E402
 from ledger.views.schema import TABLES  # noqa: E402
+from ledger.views.series.rollup import ROLLUP_UPSERT  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 

@@ -1,8 +1,9 @@
 """The views' portable SQL on PostgreSQL: translation, cursors, and the views' tables.
 
-ledger.views.handlers and ledger.views.queries write SQL once, with `?` placeholders, for both
-backends. Here that SQL is translated to psycopg's, NUL is kept out of text columns, and reads
-run lazily on pooled connections (ReadConnection is what ViewReader.connect() returns).
+The views' handlers and reads (ledger.views, against ledger.views.store) write SQL once, with `?`
+placeholders, for both backends. Here that SQL is translated to psycopg's, NUL is kept out of text
+columns, and reads run lazily on pooled connections (ReadConnection is what ViewReader.connect()
+returns).
 """
 
 from __future__ import annotations

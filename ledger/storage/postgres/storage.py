@@ -104,9 +104,12 @@ class PostgresStorage(Storage):
         except (psycopg.Error, psycopg_pool.PoolTimeout) as error:
             self.pool.close()
             raise Unavailable(f"cannot open the views on {where(self.connect_kwargs)}: {error}") from None
-        self.views = ViewReader(lambda: ReadConnection(self))
-        # Series pages read their batches' columns from the events (ledger.views.series).
-        self.views.events_table, self.views.events_position = f'"{recorder.events_table_name}"', "notification_id"
+        # Series pages and charts read their batches' columns from the events (ledger.views.store.Query).
+        self.views = ViewReader(
+            lambda: ReadConnection(self),
+            events_table=f'"{recorder.events_table_name}"',
+            events_position="notification_id",
+        )
 
     def projector(self, app: Application[UUID]) -> PostgresProjector:
         return PostgresProjector(app, self)

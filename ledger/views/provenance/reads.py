@@ -1,31 +1,30 @@
-"""Reads of the provenance view: a run's objective, plan and progress, retraction, datasets, its
-checkpoints with their scores and deletions, the best checkpoint and the retention plan, and
-registry versions with the checkpoint each was made from.
+"""Reads of the provenance view (its tables: ledger.views.provenance.schema): a run's objective,
+plan and progress, retraction, datasets, its checkpoints with their scores and deletions, the best
+checkpoint, the retention plan and the states no prune may delete. Registry versions with the
+checkpoint each was made from are read with the registry (ledger.views.registry.reads).
 
 The best checkpoint and the retention plan are answered by ledger.domain.retention from the
 checkpoints as the views hold them (the same keys as the Run aggregate's: attempt, step, scores,
 superseded, deleted_at, expires_at), so the ledger has one rule for what matters.
 
-Progress is computed at read time from the anchors the view keeps per run (ledger.views.handlers,
-PROGRESS_WINDOW_S): the rate is the steps between the older anchor and the last batch over the
-server time between them, so it covers roughly the last one to two windows of the current
-attempt; the ETA is `now` plus the steps left at that rate, only while the run is running.
+Progress is computed at read time from the anchors the view keeps per run
+(ledger.views.provenance.handlers, PROGRESS_WINDOW_S): the rate is the steps between the older
+anchor and the last batch over the server time between them, so it covers roughly the last one to
+two windows of the current attempt; the ETA is `now` plus the steps left at that rate, only while
+the run is running.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
-
-import msgspec
+from typing import Any
 
 from ledger.domain import retention
 from ledger.views.models import (
     BestCheckpoint,
     Checkpoint,
     Dataset,
-    ModelVersion,
     Objective,
     Progress,
     ProtectedPage,
@@ -33,27 +32,13 @@ from ledger.views.models import (
     PruneEntry,
     PrunePage,
     Retraction,
-    SourceCheckpoint,
 )
-from ledger.views.rows import decode, optional_utc_time, to_model_version, utc_time
-from ledger.views.rows import to_checkpoint as to_stored_checkpoint
+from ledger.views.rows import decode, utc_time
+from ledger.views.runs.checkpoints import CHECKPOINT_SELECT, to_scored_checkpoint
+from ledger.views.store import Query
 
-__all__ = ["CHECKPOINT_SELECT", "VERSION_SELECT", "ProvenanceReads", "progress", "to_version"]
+__all__ = ["DATASET_ROWS", "PLAN_ROW", "ProvenanceReads", "progress"]
 
-#: A run's checkpoints with their scores and deletions (filter on c.run_id).
-CHECKPOINT_SELECT = (
-    "SELECT c.attempt, c.step, c.backend, c.uri, c.fidelity, c.sampler_uri, c.final, c.saved_at, c.expires_at,"
-    " c.digest, c.superseded, m.scores, m.deleted_at FROM view_checkpoints c LEFT JOIN view_checkpoint_marks m"
-    " ON m.run_id = c.run_id AND m.attempt = c.attempt AND m.step = c.step"
-)
-#: Registry versions with their source checkpoint and whether the source run was retracted
-#: (filter on v.family); columns 2, 3, 4 and 6 are those of ledger.views.rows.VERSION_COLUMNS.
-VERSION_SELECT = (
-    "SELECT v.family, v.version, v.artifact_uri, v.digest, v.source_run_id, v.source_step, v.metadata,"
-    " v.registered_at, s.run_id, s.step, s.attempt, s.checkpoint_digest, p.retracted_at FROM view_versions v"
-    " LEFT JOIN view_version_sources s ON s.family = v.family AND s.version = v.version"
-    " LEFT JOIN view_run_plans p ON p.run_id = v.source_run_id"
-)
 _PLAN_COLUMNS = (
     "metric, mode, max_steps, retraction_reason, retraction_principal, retracted_at, anchor_time, anchor_step,"
     " last_time, last_step"
@@ -71,33 +56,6 @@ DATASET_ROWS = (
     "SELECT role, digest, format, rows, tokens, source_uri, report, recorded_at FROM view_datasets"
     " WHERE run_id = ? ORDER BY position, role, digest"
 )
-
-
-def to_checkpoint(row: Sequence[Any], now: float) -> Checkpoint:
-    """A row of CHECKPOINT_SELECT as a Checkpoint, `expired` as of `now` (epoch seconds)."""
-    superseded, scores, deleted_at = row[10:13]
-    expires_at = row[8]
-    return msgspec.structs.replace(
-        to_stored_checkpoint(row[:10]),
-        superseded=bool(superseded),
-        scores=decode(scores) if scores else {},
-        deleted_at=optional_utc_time(deleted_at),
-        expired=expires_at is not None and expires_at <= now,
-    )
-
-
-def to_version(row: Sequence[Any]) -> ModelVersion:
-    """A row of VERSION_SELECT as a ModelVersion."""
-    source_run, source_step, source_attempt, source_digest, retracted_at = row[8:13]
-    return msgspec.structs.replace(
-        to_model_version(row[:8]),
-        source_checkpoint=None
-        if source_run is None
-        else SourceCheckpoint(
-            run_id=source_run, step=source_step, attempt=source_attempt, checkpoint_digest=source_digest or ""
-        ),
-        source_retracted=retracted_at is not None,
-    )
 
 
 def _mapping(checkpoint: Checkpoint) -> dict[str, Any]:
@@ -140,17 +98,14 @@ def progress(
 
 
 class ProvenanceReads:
-    """Reads of the provenance view, mixed into ledger.views.queries.ViewReader."""
+    """Reads of the provenance view, run by `query`."""
 
-    if TYPE_CHECKING:  # ledger.views.series.SeriesReads provides them.
-
-        def _row(self, sql: str, params: tuple[Any, ...] = ()) -> Any: ...
-
-        def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]: ...
+    def __init__(self, query: Query) -> None:
+        self.query = query
 
     def run_plan(self, run_id: str) -> tuple[Any, ...] | None:
         """The run's row of view_run_plans (_PLAN_COLUMNS), None before the view has it."""
-        row = self._row(PLAN_ROW, (run_id,))
+        row = self.query.row(PLAN_ROW, (run_id,))
         return tuple(row) if row else None
 
     @staticmethod
@@ -194,7 +149,7 @@ class ProvenanceReads:
                 report=decode(report),
                 recorded_at=utc_time(recorded_at),
             )
-            for role, digest, format_, rows, tokens, source_uri, report, recorded_at in self._rows(
+            for role, digest, format_, rows, tokens, source_uri, report, recorded_at in self.query.rows(
                 DATASET_ROWS, (run_id,)
             )
         )
@@ -207,13 +162,13 @@ class ProvenanceReads:
             sql += " LIMIT ?"
             params = (run_id, limit)
         moment = now.timestamp()
-        return [to_checkpoint(row, moment) for row in self._rows(sql, params)]
+        return [to_scored_checkpoint(row, moment) for row in self.query.rows(sql, params)]
 
     def registered_points(self, run_id: str) -> list[tuple[int, int]]:
         """The (attempt, step) of every checkpoint of the run a registry version was made from."""
         return [
             (attempt, step)
-            for attempt, step in self._rows(
+            for attempt, step in self.query.rows(
                 "SELECT attempt, step FROM view_registered_points WHERE run_id = ?", (run_id,)
             )
         ]
@@ -265,14 +220,14 @@ class ProvenanceReads:
         up to `limit` runs after `after`, then up to `limit` registry versions' artifacts."""
         phase, key, version = after or ("runs", "", 0)
         if phase == "runs":
-            rows = self._rows(PROTECTED_RUNS, (key, limit + 1))
+            rows = self.query.rows(PROTECTED_RUNS, (key, limit + 1))
             states: list[ProtectedState] = []
             for run_id, metric, mode in rows[:limit]:
                 states += self._protected_of_run(run_id, metric, mode, now)
             if len(rows) > limit:
                 return ProtectedPage(states=tuple(states), after=("runs", rows[limit - 1][0], 0))
             return ProtectedPage(states=tuple(states), after=("versions", "", 0))
-        found = self._rows(PROTECTED_ARTIFACTS, (key, key, version, limit + 1))
+        found = self.query.rows(PROTECTED_ARTIFACTS, (key, key, version, limit + 1))
         states = [ProtectedState(uri=uri, backend="", why=("artifact",)) for _, _, uri in found[:limit] if uri]
         more = len(found) > limit
         return ProtectedPage(

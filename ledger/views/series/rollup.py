@@ -1,8 +1,8 @@
-"""The chart view's rollup, computed a chunk at a time: what ledger.views.handlers writes to
-view_series_rollup for a run of step batches.
+"""The chart view's rollup, computed a chunk at a time: what the chart view's handler writes to
+view_series_rollup for a run of step batches (ledger.views.series.handlers).
 
 The rollup holds, per run, metric, attempt and bucket of 64, 512, 4,096 and 32,768 steps, how many
-values the bucket holds and its first, last, least and greatest (step, value) (ledger.views.charts
+values the bucket holds and its first, last, least and greatest (step, value) (ledger.views.series.charts
 reads it). Projecting it one batch at a time cost a Python loop per bucket and an upsert per bucket
 and batch; `ChartRollup` instead gathers every batch of a projector's chunk (`add`), groups the
 values by (run, attempt, metric), computes each level's buckets over every group of the chunk at
@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from ledger.views.store import ViewCursor
 
 __all__ = [
     "ROLLUP_COLUMNS",
@@ -179,7 +181,7 @@ class _Group:
 
 
 class ChartRollup:
-    """The chart view's handler of step batches, gathered per chunk (ledger.views.handlers runs
+    """The chart view's handler of step batches, gathered per chunk (ledger.views.handling runs
     `add` for each event of a chunk, then writes its `rows()` once in the chunk's transaction)."""
 
     gathered = True
@@ -245,7 +247,7 @@ class ChartRollup:
                     rows.append((run_id, metric, width, bucket, attempt, *agg, position))
         return rows
 
-    def write(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
+    def write(self, cursor: ViewCursor, rows: list[tuple[Any, ...]]) -> None:
         if rows:
             cursor.executemany(ROLLUP_UPSERT, rows)
 

@@ -1,21 +1,23 @@
 """The runs view's lease rows: the lease of each run's current attempt, its last sign of life and
 when it lapses (view_leases), and the run's status as it is lost and returns. The lease sweep
 (ledger.application.leases) asks `LeaseReads.lapsed_leases` which runs to look at; the aggregate
-decides.
+decides. The table is the runs view's (ledger.views.runs.schema).
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-__all__ = ["LEASE_ROW", "LeaseReads", "lease_handlers"]
+from ledger.views.handling import Handler
+from ledger.views.store import Query, ViewCursor
 
-Cursor = Any
+__all__ = ["LEASE_ROW", "LeaseReads", "lease_handlers"]
 
 LEASE_ROW = "SELECT attempt, lease_s, last_seen_at, expires_at, lost_at FROM view_leases WHERE run_id = ?"
 
 
-def _started(c: Cursor, e: Any, position: int) -> None:
+def _started(c: ViewCursor, e: Any, position: int) -> None:
     run_id = str(e.originator_id)
     if e.lease_s is None:  # An attempt started before leases existed: nothing to lapse.
         c.execute("DELETE FROM view_leases WHERE run_id = ?", (run_id,))
@@ -30,7 +32,7 @@ def _started(c: Cursor, e: Any, position: int) -> None:
     )
 
 
-def _seen(c: Cursor, e: Any, position: int) -> None:
+def _seen(c: ViewCursor, e: Any, position: int) -> None:
     """A write or heartbeat of the attempt renews its lease (a lost run's first write is preceded
     by AttemptReturned, which reopens the lease)."""
     seen = e.timestamp.timestamp()
@@ -41,7 +43,7 @@ def _seen(c: Cursor, e: Any, position: int) -> None:
     )
 
 
-def _lost(c: Cursor, e: Any, position: int) -> None:
+def _lost(c: ViewCursor, e: Any, position: int) -> None:
     run_id = str(e.originator_id)
     c.execute(
         "UPDATE view_leases SET expires_at = NULL, lost_at = ? WHERE run_id = ?", (e.timestamp.timestamp(), run_id)
@@ -49,7 +51,7 @@ def _lost(c: Cursor, e: Any, position: int) -> None:
     c.execute("UPDATE view_runs SET status = 'lost', position = ? WHERE run_id = ?", (position, run_id))
 
 
-def _returned(c: Cursor, e: Any, position: int) -> None:
+def _returned(c: ViewCursor, e: Any, position: int) -> None:
     run_id = str(e.originator_id)
     seen = e.timestamp.timestamp()
     c.execute(
@@ -59,33 +61,36 @@ def _returned(c: Cursor, e: Any, position: int) -> None:
     c.execute("UPDATE view_runs SET status = 'running', position = ? WHERE run_id = ?", (position, run_id))
 
 
-def _ended(c: Cursor, e: Any, position: int) -> None:
+def _ended(c: ViewCursor, e: Any, position: int) -> None:
     """A finished or retracted run has no lease to lapse."""
     c.execute("UPDATE view_leases SET expires_at = NULL WHERE run_id = ?", (str(e.originator_id),))
 
 
-def lease_handlers(run: Any) -> dict[type, Any]:
-    """The lease rows' handler of each Run event (the runs view chains them after its own)."""
+def lease_handlers() -> dict[type, Handler]:
+    """The lease rows' handler of each Run event (the runs view runs each after its own)."""
+    from ledger.domain.runs import Run
+
     return {
-        run.AttemptStarted: _started,
-        run.StepsRecorded: _seen,
-        run.CheckpointSaved: _seen,
-        run.AttemptHeartbeat: _seen,
-        run.AttemptLost: _lost,
-        run.AttemptReturned: _returned,
-        run.Finished: _ended,
-        run.Retracted: _ended,
+        Run.AttemptStarted: _started,
+        Run.StepsRecorded: _seen,
+        Run.CheckpointSaved: _seen,
+        Run.AttemptHeartbeat: _seen,
+        Run.AttemptLost: _lost,
+        Run.AttemptReturned: _returned,
+        Run.Finished: _ended,
+        Run.Retracted: _ended,
     }
 
 
 class LeaseReads:
     """The sweep's question to the runs view."""
 
-    _rows: Any
+    def __init__(self, query: Query) -> None:
+        self.query = query
 
-    def lapsed_leases(self, now: Any, limit: int) -> list[str]:
+    def lapsed_leases(self, now: datetime, limit: int) -> list[str]:
         """The ids of runs whose current attempt's lease lapsed by `now`, at most `limit`."""
-        rows = self._rows(
+        rows = self.query.rows(
             "SELECT run_id FROM view_leases WHERE expires_at <= ? ORDER BY expires_at LIMIT ?", (now.timestamp(), limit)
         )
         return [row[0] for row in rows]

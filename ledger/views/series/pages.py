@@ -5,15 +5,13 @@ and the position of its event. The batch's columns (steps, tokens, cost, metrics
 in that event: a page joins the rows it needs with the log by position and decodes only their
 columns, so a step costs its event's bytes and no more, and a page costs the same however many
 superseded steps lie behind it. A page is bounded in count and in bytes (PAGE_BYTES_MAX).
-SeriesReads also holds the row helpers that every read of ledger.views.queries uses.
 """
 
 from __future__ import annotations
 
 import heapq
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from itertools import repeat
 from operator import itemgetter
 from typing import Any
@@ -22,8 +20,9 @@ import msgspec
 
 from ledger.domain.limits import PAGE_BYTES_MAX
 from ledger.views.models import MetricColumn, SeriesPage
+from ledger.views.store import Query, ReadCursor
 
-__all__ = ["SeriesReads"]
+__all__ = ["BatchColumns", "SeriesReads", "decode_batch", "decode_metric"]
 
 
 class BatchColumns(msgspec.Struct):
@@ -160,50 +159,10 @@ def _metric_columns(records: list[Record]) -> tuple[MetricColumn, ...]:
 
 
 class SeriesReads:
-    """Series pages, and row access over `connect()` (this thread's connection)."""
+    """Series pages, read by `query`."""
 
-    #: The log's table, as the views' connections name it, and its column of positions (SQLite's
-    #: defaults; the PostgreSQL storage sets its own).
-    events_table = "stored_events"
-    events_position = "rowid"
-
-    def __init__(self, connect: Callable[[], Any]) -> None:
-        self.connect = connect
-
-    def _with_columns(self, select: str) -> str:
-        """`select` (of view_series rows, aliased s) joined with the events holding their columns,
-        as `state` after the selected columns."""
-        head, _, tail = select.partition(" FROM view_series s")
-        return (
-            f"{head}, e.state FROM view_series s JOIN {self.events_table} e"
-            f" ON e.{self.events_position} = s.position{tail}"
-        )
-
-    @contextmanager
-    def together(self, queries: list[tuple[str, tuple[Any, ...]]]) -> Iterator[None]:
-        """Within the block, `queries` (SQL and parameters, as the block will run them) are
-        answered from one round trip made at its start, where the storage can (PostgreSQL's
-        pipeline: `prefetch` on its connection); elsewhere (SQLite, in-process) each runs when
-        asked. A query the block does not run again costs that round trip only."""
-        prefetch = getattr(self.connect(), "prefetch", None)
-        if prefetch is None:
-            yield
-            return
-        with prefetch(queries):
-            yield
-
-    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        cursor = self.connect().cursor()
-        try:
-            cursor.execute(sql, params)
-            rows: list[Any] = cursor.fetchall()
-            return rows
-        finally:
-            cursor.close()
-
-    def _row(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
-        rows = self._rows(sql, params)
-        return rows[0] if rows else None
+    def __init__(self, query: Query) -> None:
+        self.query = query
 
     def series(
         self,
@@ -221,7 +180,7 @@ class SeriesReads:
         wanted = set(metrics)
         records: list[Record] = []
         estimate, names = 0, set[str]()
-        cursor = self.connect().cursor()
+        cursor = self.query.cursor()
         try:
             # Rows come in first-step order, so once the page is full and the next batch starts
             # after the first step left out of it, no later batch can hold a step of the page.
@@ -256,7 +215,7 @@ class SeriesReads:
             next_from_step=records[-1][0] + 1 if more and records else None,
         )
 
-    def _series_rows(self, cursor: Any, run_id: str, from_step: int, include_superseded: bool) -> Iterator[Any]:
+    def _series_rows(self, cursor: ReadCursor, run_id: str, from_step: int, include_superseded: bool) -> Iterator[Any]:
         """The batch rows a page from `from_step` may need, in (first_step, attempt) order. With
         superseded steps left out, a row whose steps are all superseded is never read: the page
         comes from the rows that nothing superseded (their step ranges are disjoint, so the one
@@ -264,14 +223,14 @@ class SeriesReads:
         columns = "SELECT s.first_step, s.attempt, s.superseded_above FROM view_series s"
         if include_superseded:
             cursor.execute(
-                self._with_columns(
+                self.query.with_columns(
                     f"{columns} WHERE s.run_id = ? AND s.last_step >= ? ORDER BY s.first_step, s.attempt"
                 ),
                 (run_id, from_step),
             )
             return iter(cursor)
-        straddling = self._rows(
-            self._with_columns(
+        straddling = self.query.rows(
+            self.query.with_columns(
                 "SELECT s.first_step, s.attempt, s.superseded_above FROM view_series s"
                 " JOIN (SELECT DISTINCT resumed_from_step AS floor FROM view_attempts WHERE run_id = ?"
                 " AND resumed_from_step IS NOT NULL) f ON s.run_id = ?"
@@ -280,18 +239,16 @@ class SeriesReads:
             (run_id, run_id, from_step),
         )
         straddling.sort(key=lambda row: (row[0], row[1]))
-        start = self._row(
+        start = self.query.row(
             "SELECT first_step FROM view_series WHERE run_id = ? AND superseded_above IS NULL"
             " AND first_step <= ? ORDER BY first_step DESC LIMIT 1",
             (run_id, from_step),
         )
         cursor.execute(
-            self._with_columns(
+            self.query.with_columns(
                 f"{columns} WHERE s.run_id = ? AND s.superseded_above IS NULL"
                 " AND s.first_step >= ? AND s.last_step >= ? ORDER BY s.first_step, s.attempt"
             ),
             (run_id, from_step if start is None else start[0], from_step),
         )
         return heapq.merge(straddling, cursor, key=lambda row: (row[0], row[1]))
-
-    # Spend.
