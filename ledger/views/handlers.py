@@ -22,6 +22,7 @@ import msgspec
 from ledger.views.leases import lease_handlers
 from ledger.views.reports import report_recorded
 from ledger.views.rollup import ROLLUP_COLUMNS, ROLLUP_SHIFTS, STEPS_METRIC, Aggregate, ChartRollup, aggregate, merge
+from ledger.views.search.tables import search_handlers
 from trainledger.pricing import cost_usd_micro
 
 __all__ = [
@@ -884,6 +885,7 @@ def handlers(names: Names) -> dict[str, dict[type, Handler | Gathered]]:
             Family.VersionRegistered: named(_version_source),
         },
         "reports": {Run.ReportRecorded: report_recorded},
+        "search": search_handlers(Run),
     }
 
 

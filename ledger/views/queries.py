@@ -35,7 +35,6 @@ from ledger.views.models import (
     RunInfo,
     RunPage,
     RunState,
-    RunSummary,
 )
 from ledger.views.provenance import (
     CHECKPOINT_SELECT,
@@ -43,7 +42,6 @@ from ledger.views.provenance import (
     PLAN_ROW,
     VERSION_SELECT,
     ProvenanceReads,
-    progress,
     to_version,
 )
 from ledger.views.provenance import to_checkpoint as to_scored_checkpoint
@@ -63,6 +61,8 @@ from ledger.views.rows import (
     to_spend_totals,
     utc_time,
 )
+from ledger.views.run_summaries import PRESUMED, RUN_SUMMARY_SELECT, run_summaries
+from ledger.views.search.reads import SearchPage, search_runs
 from ledger.views.series import SeriesReads
 
 __all__ = ["ViewReader"]
@@ -76,8 +76,6 @@ ATTEMPT_ROWS = (
     "SELECT number, attempt_id, label, started_at, resumed_from_step, ended FROM view_attempts"
     " WHERE run_id = ? ORDER BY number"
 )
-# An account's totals with what the ledger presumed spent for its abandoned holds.
-PRESUMED = "COALESCE((SELECT p.presumed FROM view_presumed p WHERE p.account = a.account), 0)"
 SPEND_ROW = f"SELECT a.cap, a.committed, a.pending, a.overrun, {PRESUMED} FROM view_accounts a WHERE a.account = ?"
 # An account's latest plan hold (ledger.domain.plans): its row's `actual` counts what was drawn.
 PLAN_HOLD_ROW = (
@@ -300,66 +298,19 @@ class ViewReader(SeriesReads, BillReads, ChartReads, ProvenanceReads, LeaseReads
             # A row value: a seek into the (opened_at, run_id) index, not every run older than it.
             where.append("(r.opened_at, r.run_id) < (?, ?)")
             params += [after[0], after[1]]
-        sql = (
-            prefix + "SELECT r.run_id, r.name, r.status, r.current_attempt, r.last_step, r.opened_at,"
-            " COALESCE(a.committed, 0), COALESCE(a.parent, ''), a.cap, COALESCE(a.pending, 0),"
-            " p.max_steps, p.anchor_time, p.anchor_step, p.last_time, p.last_step, p.retracted_at,"
-            f" {PRESUMED}"
-            " FROM view_runs r LEFT JOIN view_accounts a ON a.account = r.run_id"
-            " LEFT JOIN view_run_plans p ON p.run_id = r.run_id"
-        )
+        sql = prefix + RUN_SUMMARY_SELECT
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY r.opened_at DESC, r.run_id DESC LIMIT ?"
         # One more than the page, to know whether another follows.
         rows = self._rows(sql, (*params, limit + 1))
-        moment = now if now is not None else datetime.now(UTC)
-        runs = tuple(
-            RunSummary(
-                run_id=run_id,
-                name=name,
-                status=status,
-                current_attempt=current or 0,
-                last_step=last_step,
-                committed_usd_micro=committed,
-                opened_at=utc_time(opened_at),
-                parent_account=parent,
-                cap_usd_micro=cap,
-                pending_usd_micro=pending,
-                progress=progress(
-                    max_steps=max_steps,
-                    step=last_step,
-                    running=status == "running",
-                    done=status == "done",
-                    anchor=None if anchor_time is None else (anchor_time, anchor_step),
-                    last=None if last_time is None else (last_time, last_batch_step),
-                    now=moment,
-                ),
-                retracted=retracted_at is not None,
-                presumed_usd_micro=presumed,
-            )
-            for (
-                run_id,
-                name,
-                status,
-                current,
-                last_step,
-                opened_at,
-                committed,
-                parent,
-                cap,
-                pending,
-                max_steps,
-                anchor_time,
-                anchor_step,
-                last_time,
-                last_batch_step,
-                retracted_at,
-                presumed,
-            ) in rows[:limit]
-        )
+        runs = run_summaries(rows[:limit], now if now is not None else datetime.now(UTC))
         last = rows[limit - 1] if len(rows) > limit else None
         return RunPage(runs=runs, after=None if last is None else (last[5], last[0]))
+
+    def search_runs(self, **search: Any) -> SearchPage:
+        """A page of a run search (ledger.views.search.reads.search_runs, its arguments)."""
+        return search_runs(self._rows, **search)
 
     def account(self, name: str) -> Account | None:
         row = self._row(

@@ -18,7 +18,9 @@ The views, each with its own tracking position so each can be dropped and rebuil
   its checkpoints (ledger.views.provenance). A view of its own, so a ledger written before it
   existed builds it from its log when opened, as any new view is;
 - reports: each run's latest holdout, delta and notes (ledger.views.reports), a view of its own
-  for the same reason.
+  for the same reason;
+- search: what a run search compares, indexed: spec, summary and tag values and each metric's
+  last, least and greatest value (its tables: ledger.views.search.tables).
 The schema is declared once here; each storage backend makes its CREATE statements from it
 (column types from the Python types), and adds the indexes declared after a database was made
 when it opens one.
@@ -28,9 +30,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ledger.views.search.tables import SEARCH_TABLES
+
 __all__ = ["TABLES", "VIEWS", "Table"]
 
-VIEWS = ("runs", "series", "spend", "registry", "bill", "chart", "provenance", "reports")
+VIEWS = ("runs", "series", "spend", "registry", "bill", "chart", "provenance", "reports", "search")
 
 
 class Table(NamedTuple):
@@ -375,3 +379,4 @@ TABLES: dict[str, Table] = {
         "reports",
     ),
 }
+TABLES.update({name: Table(*table, "search") for name, table in SEARCH_TABLES.items()})
