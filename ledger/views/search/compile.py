@@ -30,7 +30,7 @@ USD_MICRO = Decimal(1_000_000)
 _OPERATORS = {"=": "=", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 _FIELDS = "SELECT run_id FROM view_run_fields WHERE key = ?"
 _METRICS = "SELECT run_id FROM view_run_metrics WHERE metric = ?"
-_LIKE = "LOWER({}) LIKE LOWER(?) ESCAPE '\\'"
+_LIKE = "LOWER({}) LIKE LOWER(CAST(? AS TEXT)) ESCAPE '\\'"
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,7 +54,7 @@ SEARCH_TABLES: dict[str, tuple[dict[str, type], tuple[str, ...], list[tuple[str,
 
 _FIELD_INSERT = "INSERT INTO view_run_fields (run_id, key, num, text) VALUES (?, ?, ?, ?)"
 # A top-level summary key replaced drops its old leaves: the key itself and those under it.
-_FIELD_DELETE = "DELETE FROM view_run_fields WHERE run_id = ? AND (key = ? OR substr(key, 1, ?) = ?)"
+_FIELD_DELETE = "DELETE FROM view_run_fields WHERE run_id = ? AND (key = ? OR substr(key, 1, CAST(? AS INTEGER)) = ?)"
 _T = "view_run_metrics"
 _NEWER = (
     f"(excluded.last_attempt > {_T}.last_attempt"
