@@ -5,6 +5,9 @@ anything is read."""
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -53,6 +56,7 @@ RUN_FIELDS: dict[str, tuple[str, list[Any]]] = {
     "cap_usd": ("usd", [1, 5]),
 }
 COMPARISONS = ["=", "!=", "<", "<=", ">", ">="]
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "0.1.0"
 
 
 def _quoted(text: str) -> str:
@@ -220,3 +224,16 @@ def test_page_size_and_offset_are_bounded(ledger: Ledger) -> None:
         with pytest.raises(Invalid) as raised:
             ledger.search_runs(where="", **arguments)
         assert raised.value.reason == Reason.OUT_OF_RANGE, arguments
+
+
+def test_a_ledger_written_before_the_search_view_builds_it_when_opened(tmp_path: Path) -> None:
+    copy = tmp_path / "ledger.db"
+    shutil.copyfile(CORPUS / "ledger.sqlite", copy)
+    run_id = json.loads((CORPUS / "manifest.json").read_text())["sqlite"]["run_id"]
+    ledger = Ledger.open(str(copy))
+    try:
+        # The 0.1.0 corpus run: spec {"lr": 0.0001}, summary eval_loss 0.25, a loss metric.
+        where = "spec.lr = 0.0001 and summary.eval_loss < 0.3 and metrics.loss.min is not null"
+        assert ids(ledger, ledger.head(), where=where, include_retracted=True) == [run_id]
+    finally:
+        ledger.close()
