@@ -60,7 +60,7 @@ CORPUS = Path(__file__).resolve().parents[1] / "data" / "0.1.0"
 
 
 def _quoted(text: str) -> str:
-    return "'" + text + "'"
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _literal(kind: str, value: Any) -> tuple[str, Any, str]:

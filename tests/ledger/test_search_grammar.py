@@ -68,6 +68,10 @@ def refusal(query: str, reason: Reason = Reason.INVALID_QUERY) -> dict[str, str]
         ("spec.flag = true", ("spec.flag", "=", True)),
         ("spec.flag = FALSE", ("spec.flag", "=", False)),
         ("spec.note = 'it\\'s'", ("spec.note", "=", "it's")),
+        # A backslash escapes a quote or a backslash, and stays before anything else.
+        ("name like 'a\\_b'", ("name", "like", "a\\_b")),
+        ("name like 'a\\\\_b'", ("name", "like", "a\\_b")),
+        ('name = "say \\"hi\\""', ("name", "=", 'say "hi"')),
         ("spec.`warmup-steps` = 3", ("spec.`warmup-steps`", "=", 3)),
         ("metrics.`train/loss`.min < 0.5", ("metrics.`train/loss`.min", "<", 0.5)),
         # Keywords inside a field name are the field's.

@@ -4,8 +4,8 @@ A query is comparisons joined by `and`, `or` and `not` (binding in that order, l
 `not` tighter than `and`, `and` tighter than `or`), with parentheses. A comparison is a field, an
 operator and a literal: `= != < <= > >=`, `in (...)`, `not in (...)`, `like` (SQL LIKE: `%` any
 run of characters, `_` one character, backslash escapes either), `not like`, `is null`, `is not
-null`. Literals are numbers, single- or double-quoted strings (a backslash escapes the next
-character), durations (`90s`, `30m`, `2h`, `7d`), times (ISO 8601: `2026-11-01`,
+null`. Literals are numbers, single- or double-quoted strings (a backslash escapes a quote or a
+backslash; any other stays as written), durations (`90s`, `30m`, `2h`, `7d`), times (ISO 8601: `2026-11-01`,
 `2026-11-01T12:00:00Z`) and `true`/`false`. What the fields are, and which literal each takes, is
 ledger.views.search.fields; the query's SQL is ledger.views.search.compile.
 
@@ -188,13 +188,14 @@ def too_large(message: str, limit: str, maximum: int, position: int) -> Invalid:
 
 
 def _unescape(quoted: str) -> str:
-    body, out, escaped = quoted[1:-1], [], False
-    for character in body:
-        if escaped or character != "\\":
-            out.append(character)
-            escaped = False
-        else:
-            escaped = True
+    """A string literal's value: a backslash before a quote or a backslash escapes it; any other
+    backslash stays as written (so a like pattern's \\% and \\_ are written as they are)."""
+    body, out, at = quoted[1:-1], [], 0
+    while at < len(body):
+        if body[at] == "\\" and at + 1 < len(body) and body[at + 1] in "\\'\"":
+            at += 1
+        out.append(body[at])
+        at += 1
     return "".join(out)
 
 

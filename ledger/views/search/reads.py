@@ -18,7 +18,7 @@ from ledger.views.run_summaries import RUN_SUMMARY_SELECT, run_summaries
 from ledger.views.search.compile import Sql, compile_order, compile_where
 from ledger.views.search.grammar import parse_order, parse_query
 
-__all__ = ["SEARCH_OFFSET_MAX", "SearchPage", "compile_search", "search_runs"]
+__all__ = ["SEARCH_OFFSET_MAX", "SEARCH_SELECT", "SearchPage", "compile_search", "search_runs"]
 
 SEARCH_OFFSET_MAX = 100_000
 
@@ -30,15 +30,22 @@ class SearchPage(msgspec.Struct, frozen=True, kw_only=True):
     next_offset: int | None
 
 
+# The runs a search selects and orders, by id: narrow rows, so sorting many matches stays cheap.
+SEARCH_SELECT = (
+    "SELECT r.run_id FROM view_runs r LEFT JOIN view_accounts a ON a.account = r.run_id"
+    " LEFT JOIN view_run_plans p ON p.run_id = r.run_id"
+)
+
+
 def compile_search(where: str, order_by: str, *, descending: bool, include_retracted: bool, now: float) -> Sql:
-    """The SELECT of a search, up to its ORDER BY (LIMIT and OFFSET follow); INVALID_QUERY or
-    QUERY_TOO_LARGE, before any SQL runs, when `where` or `order_by` is refused."""
+    """The SELECT of the ids a search finds, in order, up to its LIMIT and OFFSET; INVALID_QUERY
+    or QUERY_TOO_LARGE, before any SQL runs, when `where` or `order_by` is refused."""
     condition = compile_where(parse_query(where), now) if where.strip() else None
     join, terms = compile_order(parse_order(order_by) if order_by.strip() else None, descending, now)
     conditions = [] if condition is None else [f"({condition.text})"]
     if not include_retracted:
         conditions.append("p.retracted_at IS NULL")
-    text = RUN_SUMMARY_SELECT + join.text
+    text = SEARCH_SELECT + join.text
     if conditions:
         text += " WHERE " + " AND ".join(conditions)
     text += " ORDER BY " + terms.text
@@ -59,11 +66,20 @@ def search_runs(
 ) -> SearchPage:
     """Up to `limit` runs `where` selects (every run when empty), from `offset`, ordered by
     `order_by` (a field, then optionally asc or desc; `descending` too), newest first when none;
-    retracted runs only with `include_retracted`. `rows` runs a query (ViewReader's)."""
+    retracted runs only with `include_retracted`. `rows` runs a query (ViewReader's). The page's
+    ids come first, then their summaries: only the page's rows are ever made whole."""
     search = compile_search(
         where, order_by, descending=descending, include_retracted=include_retracted, now=now.timestamp()
     )
     # One more than the page, to know whether another follows.
-    found = rows(search.text + " LIMIT ? OFFSET ?", (*search.params, limit + 1, offset))
+    found = [run_id for (run_id,) in rows(search.text + " LIMIT ? OFFSET ?", (*search.params, limit + 1, offset))]
+    page = found[:limit]
+    summaries = {}
+    if page:
+        listed = rows(f"{RUN_SUMMARY_SELECT} WHERE r.run_id IN ({', '.join('?' * len(page))})", tuple(page))
+        summaries = {row[0]: row for row in listed}
     more = len(found) > limit
-    return SearchPage(runs=run_summaries(found[:limit], now), next_offset=offset + limit if more else None)
+    return SearchPage(
+        runs=run_summaries([summaries[run_id] for run_id in page], now),
+        next_offset=offset + limit if more else None,
+    )
