@@ -310,6 +310,8 @@ REASONS: frozenset[str] = frozenset(
         "TOO_MANY_ALIASES",
         "ALIAS_MOVED",
         "INVALID_GATE_RULE",
+        "INVALID_QUERY",
+        "QUERY_TOO_LARGE",
         "INVALID_ALIAS",
         "ALREADY_CURRENT",
         "ROLLBACK_NOT_EARLIER",

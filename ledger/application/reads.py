@@ -31,6 +31,7 @@ from ledger.domain.limits import (
 from ledger.domain.reasons import Reason
 from ledger.domain.topics import check_event_types, event_topics
 from ledger.views import models
+from ledger.views.search.reads import SEARCH_OFFSET_MAX, SearchPage, compile_search
 from ledger.views.series.charts import METRICS_LISTED_MAX
 
 __all__ = ["Reads"]
@@ -333,6 +334,37 @@ class Reads(Kernel):
             account=account,
             include_retracted=include_retracted,
             now=self.clock(),
+        )
+
+    @storage_read
+    def search_runs(
+        self,
+        *,
+        where: str,
+        order_by: str = "",
+        descending: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+        include_retracted: bool = False,
+        min_position: int = 0,
+        timeout_s: float = 5.0,
+    ) -> SearchPage:
+        """The runs `where` selects (the search language: ledger.views.search), ordered by
+        `order_by`, a page of `limit` from `offset`; INVALID_QUERY or QUERY_TOO_LARGE (with the
+        position) for a query refused, checked before anything is read."""
+        check_int(limit, "limit", minimum=1, maximum=PAGE_SIZE_MAX)
+        check_int(offset, "offset", minimum=0, maximum=SEARCH_OFFSET_MAX)
+        now = self.clock()
+        compile_search(where, order_by, descending=descending, include_retracted=include_retracted, now=now.timestamp())
+        self.wait(min_position, timeout_s)
+        return self.views.search_runs(
+            where=where,
+            order_by=order_by,
+            descending=descending,
+            limit=limit,
+            offset=offset,
+            include_retracted=include_retracted,
+            now=now,
         )
 
     @storage_read

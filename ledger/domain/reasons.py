@@ -53,6 +53,16 @@ class Reason(enum.StrEnum):
         "INVALID_GATE_RULE",
         "A gate rule does not parse or crosses its size limits; metadata names the position.",
     )
+    INVALID_QUERY = (
+        "INVALID_QUERY",
+        "A run search does not parse, names an unknown field or compares a field with a literal of another type;"
+        " metadata names the 1-based position and what was expected there.",
+    )
+    QUERY_TOO_LARGE = (
+        "QUERY_TOO_LARGE",
+        "A run search crosses a bound (bytes, comparisons, nesting, literal length, in-list values);"
+        " metadata names the limit, its maximum and the position.",
+    )
     INVALID_ALIAS = (
         "INVALID_ALIAS",
         "An alias is not a lowercase letter then up to 63 lowercase letters, digits, - or _.",

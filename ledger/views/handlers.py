@@ -1,7 +1,7 @@
 """The views' handlers, assembled: for each view, the handler of each event class it projects.
 
 Each view keeps its tables and its handlers together (ledger.views.runs, series, spend, bills,
-registry, provenance, reports); this registry only gathers them, in ledger.views.schema.VIEWS'
+registry, provenance, reports, search); this registry only gathers them, in ledger.views.schema.VIEWS'
 names. How handlers are typed and applied (gathered ones included) is ledger.views.handling.
 """
 
@@ -13,6 +13,7 @@ from ledger.views.provenance.handlers import provenance_handlers
 from ledger.views.registry.handlers import registry_handlers
 from ledger.views.reports import reports_handlers
 from ledger.views.runs.handlers import runs_handlers
+from ledger.views.search.tables import search_handlers
 from ledger.views.series.handlers import chart_handlers, series_handlers
 from ledger.views.spend.handlers import spend_handlers
 
@@ -31,4 +32,5 @@ def handlers(names: Names) -> dict[str, ViewHandlers]:
         "registry": registry_handlers(names),
         "provenance": provenance_handlers(names),
         "reports": reports_handlers(),
+        "search": search_handlers(),
     }

@@ -11,6 +11,7 @@ count and in bytes (PAGE_BYTES_MAX).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from ledger.views.bills.reads import BillReads
@@ -18,6 +19,7 @@ from ledger.views.provenance.reads import ProvenanceReads
 from ledger.views.registry.reads import RegistryReads
 from ledger.views.runs.leases import LeaseReads
 from ledger.views.runs.reads import RunReads
+from ledger.views.search.reads import search_runs
 from ledger.views.series.charts import ChartReads
 from ledger.views.series.pages import SeriesReads
 from ledger.views.spend.reads import SpendReads
@@ -74,6 +76,7 @@ class ViewReader:
         charts = ChartReads(query)
         self.chart = charts.chart
         self.metric_stats = charts.metric_stats
+        self.search_runs = functools.partial(search_runs, query.rows)
 
     def position(self, view: str) -> int:
         """The position `view` has projected up to, as committed."""

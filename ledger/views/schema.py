@@ -17,7 +17,9 @@ The views, each with its own tracking position so each can be dropped and rebuil
 - provenance: each run's objective, plan, retraction and progress anchors, its checkpoints'
   scores and deletions, its datasets, the registry versions made from its checkpoints
   (ledger.views.provenance);
-- reports: each run's latest holdout, delta and notes (ledger.views.reports).
+- reports: each run's latest holdout, delta and notes (ledger.views.reports);
+- search: what a run search compares, indexed: spec, summary and tag values and each metric's
+  last, least and greatest value (its tables: ledger.views.search.tables).
 A view added later is built from the log when a ledger written before it is opened.
 The schema is declared once; each storage backend makes its CREATE statements from it (column
 types from the Python types), and adds the indexes declared after a database was made when it
@@ -32,13 +34,14 @@ from ledger.views.provenance.schema import PROVENANCE_TABLES
 from ledger.views.registry.schema import REGISTRY_TABLES
 from ledger.views.reports import REPORTS_TABLES
 from ledger.views.runs.schema import RUNS_TABLES
+from ledger.views.search.tables import SEARCH_TABLES
 from ledger.views.series.schema import CHART_TABLES, SERIES_TABLES
 from ledger.views.spend.schema import SPEND_TABLES
 from ledger.views.store import Table
 
 __all__ = ["TABLES", "VIEWS", "Table"]
 
-VIEWS = ("runs", "series", "spend", "registry", "bill", "chart", "provenance", "reports")
+VIEWS = ("runs", "series", "spend", "registry", "bill", "chart", "provenance", "reports", "search")
 
 TABLES: dict[str, Table] = {
     **RUNS_TABLES,
@@ -50,4 +53,5 @@ TABLES: dict[str, Table] = {
     **REGISTRY_TABLES,
     **PROVENANCE_TABLES,
     **REPORTS_TABLES,
+    **SEARCH_TABLES,
 }

@@ -163,6 +163,7 @@ VIEW_SLICES = (
     "ledger.views.registry",
     "ledger.views.provenance",
     "ledger.views.reports",
+    "ledger.views.search",
 )
 VIEWS_SHARED = ("ledger.views.store", "ledger.views.handling", "ledger.views.rows", "ledger.views.models")
 VIEWS_ASSEMBLY = (

@@ -240,14 +240,14 @@ class RunReads:
             account=account,
             include_retracted=include_retracted,
         )
-        sql = prefix + _RUN_SUMMARY_SELECT
+        sql = prefix + RUN_SUMMARY_SELECT
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY r.opened_at DESC, r.run_id DESC LIMIT ?"
         # One more than the page, to know whether another follows.
         rows = self.query.rows(sql, (*params, limit + 1))
         moment = now if now is not None else datetime.now(UTC)
-        runs = tuple(_to_run_summary(row, moment) for row in rows[:limit])
+        runs = tuple(to_run_summary(row, moment) for row in rows[:limit])
         last = rows[limit - 1] if len(rows) > limit else None
         return RunPage(runs=runs, after=None if last is None else (last[5], last[0]))
 
@@ -266,7 +266,7 @@ class RunReads:
         )
 
 
-_RUN_SUMMARY_SELECT = (
+RUN_SUMMARY_SELECT = (
     "SELECT r.run_id, r.name, r.status, r.current_attempt, r.last_step, r.opened_at,"
     " COALESCE(a.committed, 0), COALESCE(a.parent, ''), a.cap, COALESCE(a.pending, 0),"
     " p.max_steps, p.anchor_time, p.anchor_step, p.last_time, p.last_step, p.retracted_at,"
@@ -318,8 +318,8 @@ def _run_filters(
     return prefix, where, params
 
 
-def _to_run_summary(row: Any, now: datetime) -> RunSummary:
-    """A row of _RUN_SUMMARY_SELECT as a RunSummary, its progress as of `now`."""
+def to_run_summary(row: Any, now: datetime) -> RunSummary:
+    """A row of RUN_SUMMARY_SELECT as a RunSummary, its progress as of `now`."""
     (
         run_id,
         name,

@@ -1,0 +1,226 @@
+"""A parsed run search (ledger.views.search.grammar) as SQL over the views: a WHERE clause over
+view_runs r, view_accounts a and view_run_plans p, and an ORDER BY, each with its parameters.
+Values only ever travel as parameters; field names and keys too (a key is a parameter of its
+subquery), so the SQL text holds nothing the query's author wrote.
+
+Logic is two-valued: a comparison on a field the run lacks (or holds with a value of another
+kind) is false, and `not` makes it true. So `spec.lr != 0.1` holds for runs whose lr is a number
+other than 0.1, and `not spec.lr = 0.1` also for runs without a numeric lr. `like` ignores the case
+of ASCII letters (as SQLite's LIKE does; PostgreSQL's is made to match). Ordering puts the runs
+that lack the field last in either direction; for spec, summary and tag keys numbers come before
+strings; ties go newest first, as ListRuns orders.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from ledger.views.search.fields import STATUSES, Field, resolve
+from ledger.views.search.grammar import And, Comparison, Literal, Node, Not, Or, OrderBy, invalid_query
+
+__all__ = ["LIKE_WILDCARDS_MAX", "Sql", "compile_order", "compile_where", "like_pattern"]
+
+#: The `%` a like pattern may hold: each one multiplies the work of a match.
+LIKE_WILDCARDS_MAX = 8
+USD_MICRO = Decimal(1_000_000)
+
+_OPERATORS = {"=": "=", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+_FIELDS = "SELECT run_id FROM view_run_fields WHERE key = ?"
+_METRICS = "SELECT run_id FROM view_run_metrics WHERE metric = ?"
+_LIKE = "LOWER({}) LIKE LOWER(CAST(? AS TEXT)) ESCAPE '\\'"
+
+
+@dataclass(frozen=True, slots=True)
+class Sql:
+    text: str
+    params: tuple[Any, ...]
+
+
+def _clash(field: Field, literal: Literal, expected: str) -> Exception:
+    return invalid_query(f"{field.name} cannot be compared with {literal.text}", literal.position, expected)
+
+
+def _time(field: Field, literal: Literal) -> float:
+    if literal.kind not in ("time", "string"):
+        raise _clash(field, literal, "a time (ISO 8601, e.g. 2026-11-01 or '2026-11-01T12:00:00Z')")
+    try:
+        moment = datetime.fromisoformat(literal.value)
+    except ValueError:
+        raise _clash(field, literal, "a time (ISO 8601, e.g. 2026-11-01 or '2026-11-01T12:00:00Z')") from None
+    return (moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def _usd_micro(field: Field, literal: Literal) -> int:
+    expected = "an amount in dollars of at most 6 decimal places"
+    if literal.kind != "number":
+        raise _clash(field, literal, expected)
+    try:
+        micro = Decimal(literal.text) * USD_MICRO
+    except InvalidOperation:
+        raise _clash(field, literal, expected) from None
+    if micro != micro.to_integral_value():
+        raise _clash(field, literal, expected)
+    return int(micro)
+
+
+def _run_value(field: Field, literal: Literal) -> Any:
+    takes = field.run.takes
+    if takes == "string":
+        if literal.kind != "string":
+            raise _clash(field, literal, "a string")
+        return literal.value
+    if takes == "time":
+        return _time(field, literal)
+    if takes == "usd":
+        return _usd_micro(field, literal)
+    if literal.kind == "number" or (takes == "duration" and literal.kind == "duration"):
+        return literal.value
+    raise _clash(field, literal, "a duration or a number of seconds" if takes == "duration" else "a number")
+
+
+def _column_value(field: Field, literal: Literal) -> tuple[str, Any]:
+    """The column of view_run_fields (num or text) a document literal compares with, and its
+    value; a metric's literal is a number."""
+    if field.source == "metric":
+        if literal.kind != "number":
+            raise _clash(field, literal, "a number")
+        return f"{field.stat}_value", float(literal.value)
+    if literal.kind == "number":
+        return "num", float(literal.value)
+    if literal.kind == "string":
+        return "text", literal.value
+    if literal.kind == "bool":
+        return "text", "true" if literal.value else "false"
+    raise _clash(field, literal, "a number, a string, true or false")
+
+
+def like_pattern(field: Field, literal: Literal) -> str:
+    """A like pattern, checked: a string, ending in no lone escape, with few `%`."""
+    if literal.kind != "string":
+        raise _clash(field, literal, "a string pattern")
+    pattern, escaped, wildcards = literal.value, False, 0
+    for character in pattern:
+        if not escaped and character == "%":
+            wildcards += 1
+        escaped = not escaped and character == "\\"
+    if escaped:
+        raise invalid_query("a like pattern ends with a lone \\", literal.position, "a character after \\")
+    if wildcards > LIKE_WILDCARDS_MAX:
+        raise invalid_query(
+            f"a like pattern holds more than {LIKE_WILDCARDS_MAX} %",
+            literal.position,
+            f"at most {LIKE_WILDCARDS_MAX} %",
+        )
+    return str(pattern)
+
+
+def _not_string(field: Field, comparison: Comparison) -> Exception:
+    return invalid_query(f"like compares strings, and {field.name} is not one", comparison.position, "a string field")
+
+
+def _check_status(field: Field, comparison: Comparison) -> None:
+    if field.key == "status" and comparison.operator in ("=", "!=", "in", "not in"):
+        for literal in comparison.values:
+            if literal.value not in STATUSES:
+                raise invalid_query(f"no status {literal.text}", literal.position, ", ".join(STATUSES))
+
+
+def _run_comparison(field: Field, comparison: Comparison, now: float) -> Sql:
+    run = field.run
+    expression, head = run.sql, (now,) if "?" in run.sql else ()
+    operator, values = comparison.operator, comparison.values
+    if operator in ("is null", "is not null"):
+        return Sql(f"{expression} {operator.upper()}", head)
+    if operator in ("like", "not like"):
+        if run.takes != "string":
+            raise invalid_query(
+                f"like compares strings, and {field.name} is not one", comparison.position, "a string field"
+            )
+        test = _LIKE.format(expression)
+        params: tuple[Any, ...] = (like_pattern(field, values[0]),)
+        test = test if operator == "like" else f"NOT {test}"
+    else:
+        _check_status(field, comparison)
+        params = tuple(_run_value(field, literal) for literal in values)
+        if operator in ("in", "not in"):
+            test = f"{expression} {operator.upper()} ({', '.join('?' * len(params))})"
+        else:
+            test = f"{expression} {_OPERATORS[operator]} ?"
+        params = (*head, *params)
+    if not run.nullable:
+        return Sql(test, params)
+    # A run lacking the field: false, never NULL (which `not` would keep NULL).
+    return Sql(f"({expression} IS NOT NULL AND {test})", (*head, *params))
+
+
+def _stored_comparison(field: Field, comparison: Comparison) -> Sql:
+    """A comparison on a document key or a metric: the runs of a subquery over its indexed rows."""
+    rows, key = (_METRICS, field.key) if field.source == "metric" else (_FIELDS, field.key)
+    operator, values = comparison.operator, comparison.values
+    if operator in ("is null", "is not null"):
+        return Sql(f"r.run_id {'NOT IN' if operator == 'is null' else 'IN'} ({rows})", (key,))
+    if operator in ("like", "not like"):
+        if field.source == "metric":
+            raise invalid_query(
+                f"like compares strings, and {field.name} is a number", comparison.position, "a string field"
+            )
+        test = _LIKE.format("text")
+        test = test if operator == "like" else f"text IS NOT NULL AND NOT {test}"
+        return Sql(f"r.run_id IN ({rows} AND {test})", (key, like_pattern(field, values[0])))
+    typed = [_column_value(field, literal) for literal in values]
+    column = typed[0][0]
+    for (other, _), literal in zip(typed, values, strict=True):
+        if other != column:
+            raise invalid_query("an in list mixes numbers and strings", literal.position, "values of one kind")
+    params = tuple(value for _, value in typed)
+    if operator in ("in", "not in"):
+        test = f"{column} {operator.upper()} ({', '.join('?' * len(params))})"
+    else:
+        test = f"{column} {_OPERATORS[operator]} ?"
+    return Sql(f"r.run_id IN ({rows} AND {test})", (key, *params))
+
+
+def compile_where(node: Node, now: float) -> Sql:
+    """The WHERE condition of a parsed query (`now`: the epoch seconds elapsed is measured to).
+    Recursion is as deep as the query nests, which the parser bounds."""
+    if isinstance(node, Comparison):
+        field = resolve(node.field, node.position)
+        if field.source == "run":
+            return _run_comparison(field, node, now)
+        return _stored_comparison(field, node)
+    if isinstance(node, Not):
+        inner = compile_where(node.item, now)
+        return Sql(f"NOT ({inner.text})", inner.params)
+    parts = [compile_where(item, now) for item in node.items]
+    joiner = " AND " if isinstance(node, And) else " OR "
+    assert isinstance(node, And | Or)
+    return Sql(joiner.join(f"({part.text})" for part in parts), tuple(p for part in parts for p in part.params))
+
+
+def compile_order(order: OrderBy | None, descending: bool, now: float) -> tuple[Sql, Sql]:
+    """The LEFT JOIN (empty for a run field) and the ORDER BY terms that order a search; runs
+    lacking the field come last either way, ties newest first."""
+    ties = "r.opened_at DESC, r.run_id DESC"
+    if order is None:
+        return Sql("", ()), Sql(ties, ())
+    field = resolve(order.field, order.position)
+    direction = "DESC" if descending or order.descending else "ASC"
+    if field.source == "run":
+        expression = field.run.sql
+        head = (now,) if "?" in expression else ()
+        terms = f"CASE WHEN {expression} IS NULL THEN 1 ELSE 0 END, {expression} {direction}, {ties}"
+        return Sql("", ()), Sql(terms, (*head, *head))
+    if field.source == "metric":
+        value = f"o.{field.stat}_value"
+        join = " LEFT JOIN view_run_metrics o ON o.run_id = r.run_id AND o.metric = ?"
+        terms = f"CASE WHEN {value} IS NULL THEN 1 ELSE 0 END, {value} {direction}, {ties}"
+        return Sql(join, (field.key,)), Sql(terms, ())
+    join = " LEFT JOIN view_run_fields o ON o.run_id = r.run_id AND o.key = ?"
+    terms = (
+        "CASE WHEN o.num IS NOT NULL THEN 0 WHEN o.text IS NOT NULL THEN 1 ELSE 2 END,"
+        f" o.num {direction}, o.text {direction}, {ties}"
+    )
+    return Sql(join, (field.key,)), Sql(terms, ())

@@ -1,0 +1,85 @@
+"""A run search: the runs a query (ledger.views.search.grammar) selects, in the order asked, as the
+same RunSummary rows ListRuns answers, a page at a time.
+
+A page continues from an offset: a search may order by any field, so no single index orders every
+search, and an offset costs the rows it skips (bounded by SEARCH_OFFSET_MAX).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from ledger.views.models import RunSummary
+from ledger.views.runs.reads import RUN_SUMMARY_SELECT, to_run_summary
+from ledger.views.search.compile import Sql, compile_order, compile_where
+from ledger.views.search.grammar import parse_order, parse_query
+
+__all__ = ["SEARCH_OFFSET_MAX", "SEARCH_SELECT", "SearchPage", "compile_search", "search_runs"]
+
+SEARCH_OFFSET_MAX = 100_000
+
+
+class SearchPage(msgspec.Struct, frozen=True, kw_only=True):
+    """A page of a run search; `next_offset` continues it, None when no run is left."""
+
+    runs: tuple[RunSummary, ...]
+    next_offset: int | None
+
+
+# The runs a search selects and orders, by id: narrow rows, so sorting many matches stays cheap.
+SEARCH_SELECT = (
+    "SELECT r.run_id FROM view_runs r LEFT JOIN view_accounts a ON a.account = r.run_id"
+    " LEFT JOIN view_run_plans p ON p.run_id = r.run_id"
+)
+
+
+def compile_search(where: str, order_by: str, *, descending: bool, include_retracted: bool, now: float) -> Sql:
+    """The SELECT of the ids a search finds, in order, up to its LIMIT and OFFSET; INVALID_QUERY
+    or QUERY_TOO_LARGE, before any SQL runs, when `where` or `order_by` is refused."""
+    condition = compile_where(parse_query(where), now) if where.strip() else None
+    join, terms = compile_order(parse_order(order_by) if order_by.strip() else None, descending, now)
+    conditions = [] if condition is None else [f"({condition.text})"]
+    if not include_retracted:
+        conditions.append("p.retracted_at IS NULL")
+    text = SEARCH_SELECT + join.text
+    if conditions:
+        text += " WHERE " + " AND ".join(conditions)
+    text += " ORDER BY " + terms.text
+    params = (*join.params, *(() if condition is None else condition.params), *terms.params)
+    return Sql(text, params)
+
+
+def search_runs(
+    rows: Callable[[str, tuple[Any, ...]], list[Any]],
+    *,
+    where: str,
+    order_by: str = "",
+    descending: bool = False,
+    limit: int,
+    offset: int = 0,
+    include_retracted: bool = False,
+    now: datetime,
+) -> SearchPage:
+    """Up to `limit` runs `where` selects (every run when empty), from `offset`, ordered by
+    `order_by` (a field, then optionally asc or desc; `descending` too), newest first when none;
+    retracted runs only with `include_retracted`. `rows` runs a query (ViewReader's). The page's
+    ids come first, then their summaries: only the page's rows are ever made whole."""
+    search = compile_search(
+        where, order_by, descending=descending, include_retracted=include_retracted, now=now.timestamp()
+    )
+    # One more than the page, to know whether another follows.
+    found = [run_id for (run_id,) in rows(search.text + " LIMIT ? OFFSET ?", (*search.params, limit + 1, offset))]
+    page = found[:limit]
+    summaries = {}
+    if page:
+        listed = rows(f"{RUN_SUMMARY_SELECT} WHERE r.run_id IN ({', '.join('?' * len(page))})", tuple(page))
+        summaries = {row[0]: row for row in listed}
+    more = len(found) > limit
+    return SearchPage(
+        runs=tuple(to_run_summary(summaries[run_id], now) for run_id in page),
+        next_offset=offset + limit if more else None,
+    )
