@@ -28,6 +28,7 @@ from eventsourcing.application import AggregateNotFoundError
 
 from ledger.application.kernel import Receipt, storage_read
 from ledger.application.reads import Reads
+from ledger.domain import run_notes
 from ledger.domain import spending as spend
 from ledger.domain.base import LedgerAggregate, ledger_id
 from ledger.domain.bills import BILLED_LINES_MAX, Bill, check_line, line_key
@@ -197,7 +198,7 @@ class BillCommands(Reads):
         def decide(touched: list[LedgerAggregate]) -> tuple[UUID, int | None]:
             uuid, run = self._run(run_id)
             touched.append(run)
-            return uuid, run.link_session(audit, provider=provider, session_id=session_id, attempt=attempt)
+            return uuid, run_notes.link_session(run, audit, provider=provider, session_id=session_id, attempt=attempt)
 
         (uuid, version), position = self._write(decide)
         return self._receipt(uuid, version, position)

@@ -25,6 +25,7 @@ from ledger.application import gating
 from ledger.application.commands import INT32_MAX, Promote, Register, Rollback
 from ledger.application.kernel import Receipt, Recorded, storage_read
 from ledger.application.reads import Reads
+from ledger.domain import run_checkpoints
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
 from ledger.domain.errors import Invalid, LedgerError, NotFound
 from ledger.domain.gates import evaluate
@@ -128,8 +129,8 @@ class RegistryCommands(Reads):
                 if same and given["attempt"] in (0, recorded["attempt"]):
                     return dict(recorded)
         _, run = self._run(given["run_id"])
-        checkpoint = run.source_checkpoint(
-            step=given["step"], attempt=given["attempt"], digest=given["checkpoint_digest"]
+        checkpoint = run_checkpoints.source_checkpoint(
+            run, step=given["step"], attempt=given["attempt"], digest=given["checkpoint_digest"]
         )
         return {**given, "attempt": checkpoint["attempt"]}
 
@@ -160,10 +161,12 @@ class RegistryCommands(Reads):
             attempt = int(source["attempt"])
         else:
             try:
-                attempt = int(run.checkpoint_at(command.source_step)["attempt"])
+                attempt = int(run_checkpoints.checkpoint_at(run, command.source_step)["attempt"])
             except NotFound:
                 return
-        run.note_registered(audit, family=family, version=number, attempt=attempt, step=command.source_step)
+        run_checkpoints.note_registered(
+            run, audit, family=family, version=number, attempt=attempt, step=command.source_step
+        )
         touched.append(run)
 
     def promote(

@@ -28,7 +28,7 @@ from ledger.application.commands import (
     StartAttempt,
 )
 from ledger.application.kernel import Kernel, Receipt
-from ledger.domain import leases, plans
+from ledger.domain import leases, plans, run_attempts, run_checkpoints, run_notes, run_steps
 from ledger.domain import spending as spend
 from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
@@ -157,7 +157,7 @@ class RunCommands(Kernel):
                 metric=held["metric"] if held else "",
                 mode=held["mode"] if held else "",
             )
-        return run.change_plan(audit, max_steps=command.max_steps)
+        return run_attempts.change_plan(run, audit, max_steps=command.max_steps)
 
     def _reopen_account(self, name: str, command: OpenRun, audit: Audit, touched: list[LedgerAggregate]) -> None:
         """What an OpenRun of an existing run asks of its account: a cap given is a cap change
@@ -204,7 +204,8 @@ class RunCommands(Kernel):
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, int]:
             uuid, run = self._run(run_id)
             touched.append(run)
-            version = run.start_attempt(
+            version = run_attempts.start_attempt(
+                run,
                 audit,
                 attempt_id=command.attempt_id,
                 label=command.label,
@@ -312,7 +313,7 @@ class RunCommands(Kernel):
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, int | None]:
             _, run = self._run(run_id)
             touched.append(run)
-            version = run.record_steps(audit, batch, self._recall_batch(run))
+            version = run_steps.record_steps(run, audit, batch, self._recall_batch(run))
             last_step: int | None = run.last_step
             return version, last_step
 
@@ -356,7 +357,7 @@ class RunCommands(Kernel):
         def decide(touched: list[LedgerAggregate]) -> int | None:
             _, run = self._run(run_id)
             touched.append(run)
-            version = run.save_checkpoint(audit, attempt=attempt, checkpoint=checkpoint)
+            version = run_checkpoints.save_checkpoint(run, audit, attempt=attempt, checkpoint=checkpoint)
             # After the duplicate test: a retry of a save made before its expiry is still answered
             # as that save. The refusal drops the event just triggered with the rest of the write.
             if version is None and expires_at is not None and expires_at <= audit.now:
@@ -390,7 +391,9 @@ class RunCommands(Kernel):
         def decide(touched: list[LedgerAggregate]) -> int | None:
             uuid, run = self._run(run_id)
             touched.append(run)
-            version = run.finish(audit, attempt=attempt, status=status, summary=command.summary, error=command.error)
+            version = run_attempts.finish(
+                run, audit, attempt=attempt, status=status, summary=command.summary, error=command.error
+            )
             if version is None:
                 # What the run's plan left undrawn goes back: the run spends nothing more.
                 holder, parents = self._chain(str(uuid), touched)
@@ -410,7 +413,7 @@ class RunCommands(Kernel):
         def decide(touched: list[LedgerAggregate]) -> int | None:
             _, run = self._run(run_id)
             touched.append(run)
-            return run.note_summary(audit, summary=command.summary)
+            return run_notes.note_summary(run, audit, summary=command.summary)
 
         version, position = self._write(decide)
         return self._receipt(UUID(run_id), version, position)
@@ -427,7 +430,7 @@ class RunCommands(Kernel):
         def decide(touched: list[LedgerAggregate]) -> int | None:
             _, run = self._run(run_id)
             touched.append(run)
-            return run.record_report(audit, kind=kind, report=checked)
+            return run_notes.record_report(run, audit, kind=kind, report=checked)
 
         version, position = self._write(decide)
         return self._receipt(UUID(run_id), version, position)
@@ -442,7 +445,7 @@ class RunCommands(Kernel):
         def decide(touched: list[LedgerAggregate]) -> int | None:
             uuid, run = self._run(run_id)
             touched.append(run)
-            version = run.retract(audit, reason=command.reason)
+            version = run_notes.retract(run, audit, reason=command.reason)
             account, parents = self._chain(str(uuid), touched)
             account.retract(audit, reason=command.reason)
             plans.release_plan(account, parents, audit, reason=plans.RETRACTED)
@@ -484,7 +487,7 @@ class RunCommands(Kernel):
         def decide(touched: list[LedgerAggregate]) -> int | None:
             _, run = self._run(run_id)
             touched.append(run)
-            return run.record_dataset(audit, dataset=dataset)
+            return run_notes.record_dataset(run, audit, dataset=dataset)
 
         version, position = self._write(decide)
         return self._receipt(UUID(run_id), version, position)
@@ -501,7 +504,9 @@ class RunCommands(Kernel):
         def decide(touched: list[LedgerAggregate]) -> int | None:
             _, run = self._run(run_id)
             touched.append(run)
-            return run.delete_checkpoint(audit, attempt=command.attempt, step=command.step, reason=command.reason)
+            return run_checkpoints.delete_checkpoint(
+                run, audit, attempt=command.attempt, step=command.step, reason=command.reason
+            )
 
         version, position = self._write(decide)
         return self._receipt(UUID(run_id), version, position)
