@@ -538,7 +538,7 @@ class Kernel(Application[UUID]):
             events = self._recalled_events(account.id, spend_key(entry_id))
             if not events:
                 return None
-            scratch = Account.scratch()
+            scratch = scratch_account()
             for event in events:
                 event.apply(scratch)
             return scratch.entry(entry_id)
@@ -551,3 +551,24 @@ class Kernel(Application[UUID]):
             return (events[0].digest, events[0].originator_version) if events else None
 
         return recall
+
+
+def scratch_account() -> Account:
+    """An empty account, to fold the recalled events of one id into (ledger.storage.keys): its
+    settled window is unbounded, so the recalled entry stays in it."""
+    account = Account.__new__(Account)
+    account.__dict__.update(
+        name="",
+        parent="",
+        cap=None,
+        committed=0,
+        pending=0,
+        overrun=0,
+        presumed=0,
+        holds={},
+        settled={},
+        evicted=0,
+        adjusted=0,
+        window_max=float("inf"),
+    )
+    return account

@@ -2,7 +2,7 @@
 
 The sweep finds the runs whose current attempt's lease has lapsed in the runs view, then decides
 on each run's aggregate (the view only nominates): it records the attempt and the run lost
-(Run.AttemptLost) and settles the attempt's pending holds (ledger.domain.spending, ATTEMPT_LOST)
+(Run.AttemptLost) and settles the attempt's pending holds (ledger.domain.abandoned, ATTEMPT_LOST)
 in one transaction. Several server processes over one PostgreSQL database each sweep: a second
 process's write of the same loss clashes on the run's version, decides again on the fresh run,
 finds it lost already and records nothing, so exactly one AttemptLost is appended.
@@ -18,8 +18,7 @@ from eventsourcing.application import AggregateNotFoundError
 from ledger.application.commands import Heartbeat
 from ledger.application.kernel import Receipt
 from ledger.application.reads import Reads
-from ledger.domain import leases, plans
-from ledger.domain import spending as spend
+from ledger.domain import abandoned, leases, plans
 from ledger.domain.base import Audit, LedgerAggregate
 from ledger.domain.errors import Refused
 from ledger.domain.reasons import Reason
@@ -66,12 +65,12 @@ class LeaseCommands(Reads):
                 if number is None:
                     return None  # Renewed meanwhile, or another process recorded it.
                 holder, parents = self._chain(str(uuid), touched)
-                spend.settle_attempts(
+                abandoned.settle_attempts(
                     holder,
                     parents,
                     audit,
                     below=number + 1,
-                    reason=spend.LOST,
+                    reason=abandoned.LOST,
                     last_seen=lambda n: leases.last_seen(run, n),
                 )
                 # The plan left undrawn holds the cap for nobody: released, as a fenced-off one is.
@@ -92,7 +91,7 @@ def run_of(repository: Any, account: str) -> Run | None:
     return found if isinstance(found, Run) else None
 
 
-def last_seen_of(repository: Any, account: str) -> spend.LastSeen | None:
+def last_seen_of(repository: Any, account: str) -> abandoned.LastSeen | None:
     """The last signs of life of the attempts of the run whose account is `account` (None for an
     account of no run): what settles its expired GPU-time holds pro rata."""
     run = run_of(repository, account)

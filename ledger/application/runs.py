@@ -28,7 +28,7 @@ from ledger.application.commands import (
     StartAttempt,
 )
 from ledger.application.kernel import Kernel, Receipt
-from ledger.domain import leases, plans, run_attempts, run_checkpoints, run_notes, run_steps
+from ledger.domain import abandoned, leases, parents, plans, run_attempts, run_checkpoints, run_notes, run_steps
 from ledger.domain import spending as spend
 from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
@@ -105,7 +105,7 @@ class RunCommands(Kernel):
             try:
                 taken: Account = self.repository.get(account_id)
             except AggregateNotFoundError:
-                spend.check_not_retracted(self._parents(parent_account, touched))
+                parents.check_not_retracted(self._parents(parent_account, touched))
                 touched.append(
                     Account._create(
                         Account.Opened,
@@ -216,16 +216,16 @@ class RunCommands(Kernel):
             )
             if version is None:
                 # The fenced attempts' holds are settled at once, not at their expiry, and not at
-                # $0: what they spent up to their last sign of life (ledger.domain.spending). What
+                # $0: what they spent up to their last sign of life (ledger.domain.abandoned). What
                 # their plan left undrawn goes back first (no money was spent from it).
                 holder, parents = self._chain(str(uuid), touched)
                 plans.release_plan(holder, parents, audit, reason=plans.SUPERSEDED, before_attempt=run.current_attempt)
-                spend.settle_attempts(
+                abandoned.settle_attempts(
                     holder,
                     parents,
                     audit,
                     below=run.current_attempt,
-                    reason=spend.SUPERSEDED,
+                    reason=abandoned.SUPERSEDED,
                     last_seen=lambda number: leases.last_seen(run, number),
                 )
             number: int = (

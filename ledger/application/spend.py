@@ -22,6 +22,7 @@ from ledger.application.commands import (
 from ledger.application.kernel import Receipt, Recorded, storage_read
 from ledger.application.leases import check_hold_attempt, last_seen_of
 from ledger.application.reads import Reads
+from ledger.domain import abandoned, parents
 from ledger.domain import spending as spend
 from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
@@ -53,7 +54,7 @@ class SpendCommands(Reads):
                 existing: Account = self.repository.get(account_id)
             except AggregateNotFoundError:
                 check_id(account, "account")  # A new account takes a name under the identifier rules.
-                spend.check_not_retracted(self._parents(parent, touched))
+                parents.check_not_retracted(self._parents(parent, touched))
                 opened = Account._create(
                     Account.Opened, id=account_id, name=account, parent=parent, cap=cap_usd_micro, **audit.fields()
                 )
@@ -243,7 +244,7 @@ class SpendCommands(Reads):
 
             def decide(touched: list[LedgerAggregate], name: str = name) -> int:
                 holder, parents = self._chain(name, touched)
-                return spend.expire_overdue(holder, parents, audit, last_seen_of(self.repository, name))
+                return abandoned.expire_overdue(holder, parents, audit, last_seen_of(self.repository, name))
 
             count, _ = self._write(decide)
             expired += count

@@ -14,7 +14,7 @@ import pytest
 from eventsourcing.domain import Snapshot
 
 from ledger import Ledger
-from ledger.domain import leases, plans, run_attempts, run_checkpoints, run_notes, run_steps
+from ledger.domain import abandoned, leases, plans, run_attempts, run_checkpoints, run_notes, run_steps
 from ledger.domain import spending as spend
 from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
@@ -141,7 +141,7 @@ def account_events() -> tuple[Account, list[Any]]:
     spend.reserve(account, [parent], AUDIT, reservation_id="r2", amount=10, basis={}, expires_at=later, attempt=1)
     spend.release(account, [parent], AUDIT, reservation_id="r2", reason="no call")
     spend.reserve(account, [parent], AUDIT, reservation_id="r3", amount=10, basis={}, expires_at=later, attempt=1)
-    spend.expire_overdue(account, [parent], Audit("ledger", "", later))
+    abandoned.expire_overdue(account, [parent], Audit("ledger", "", later))
     spend.commit(account, [parent], AUDIT, reservation_id="r3", actual=5, basis={})
     spend.reserve(account, [parent], AUDIT, reservation_id="r5", amount=10, basis={}, expires_at=later, attempt=1)
     # How ledgers written before abandoned holds were settled recorded an expiry.
