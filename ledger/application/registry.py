@@ -25,13 +25,13 @@ from ledger.application import gating
 from ledger.application.commands import INT32_MAX, Promote, Register, Rollback
 from ledger.application.kernel import Receipt, Recorded, storage_read
 from ledger.application.reads import Reads
-from ledger.domain import run_checkpoints
+from ledger.domain import aliases, run_checkpoints
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
 from ledger.domain.errors import Invalid, LedgerError, NotFound
 from ledger.domain.gates import evaluate
 from ledger.domain.limits import PAGE_SIZE_MAX, check_id, check_int, check_text
 from ledger.domain.reasons import Reason
-from ledger.domain.registry import Family, check_alias
+from ledger.domain.registry import Family
 from ledger.domain.runs import Run
 from ledger.views import models
 
@@ -270,7 +270,7 @@ class RegistryCommands(Reads):
     ) -> Receipt:
         """Point `alias` at `version` (0 removes it), compare-and-set on the version it names now
         (ALIAS_MOVED); INVALID_ALIAS, TOO_MANY_ALIASES, FAMILY_RETIRED, VERSION_NOT_FOUND."""
-        check_alias(alias)
+        aliases.check_alias(alias)
         check_int(version, "version", maximum=INT32_MAX)
         check_int(expected_version, "expected_version", maximum=INT32_MAX)
         audit = self._audit(principal, request_id)
@@ -281,8 +281,13 @@ class RegistryCommands(Reads):
             touched.append(aggregate)
             retry = aggregate.answered(audit, digest)
             if retry is None:
-                aggregate.move_alias(
-                    audit, alias=alias, version=version, expected_version=expected_version, request_digest=digest
+                aliases.move_alias(
+                    aggregate,
+                    audit,
+                    alias=alias,
+                    version=version,
+                    expected_version=expected_version,
+                    request_digest=digest,
                 )
             return retry, version, expected_version
 

@@ -14,7 +14,7 @@ import pytest
 from eventsourcing.domain import Snapshot
 
 from ledger import Ledger
-from ledger.domain import abandoned, leases, plans, run_attempts, run_checkpoints, run_notes, run_steps
+from ledger.domain import abandoned, aliases, leases, plans, run_attempts, run_checkpoints, run_notes, run_steps
 from ledger.domain import spending as spend
 from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
@@ -216,7 +216,7 @@ def family_events() -> tuple[Family, list[Any]]:
     family.rollback(AUDIT, version=1, expected_current=2, reason="regression")
     with pytest.raises(Refused):
         family.promote(AUDIT, version=2, expected_current=1, verdict={"passed": False, "mode": "evaluated"})
-    family.move_alias(AUDIT, alias="production", version=1, expected_version=0, request_digest="d1")
+    aliases.move_alias(family, AUDIT, alias="production", version=1, expected_version=0, request_digest="d1")
     family.retire(AUDIT, reason="replaced")
     return family, family.collect_events()
 
