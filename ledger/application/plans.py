@@ -6,16 +6,15 @@ retracted, when its attempt is recorded lost or a new attempt fences it off, or 
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from ledger.application.context import Context
 from ledger.application.outcomes import Receipt
-from ledger.application.spend import hold_decision
+from ledger.application.spend import write_hold
 from ledger.application.spend_commands import PLAN_TTL_DEFAULT, ReservePlan
 from ledger.domain import plans
 from ledger.domain.accounts import Account, Recall
-from ledger.domain.base import ledger_id
 
 __all__ = ["PlanCommands"]
 
@@ -47,9 +46,8 @@ class PlanCommands(Context):
             attempt=attempt,
         )
         audit = self.writer.audit(principal, request_id)
-        expires_at = audit.now + command.ttl
 
-        def hold(spend_account: Account, parents: list[Account], recall: Recall) -> int | None:
+        def hold(spend_account: Account, parents: list[Account], recall: Recall, expires_at: datetime) -> int | None:
             return plans.reserve_plan(
                 spend_account,
                 parents,
@@ -65,6 +63,4 @@ class PlanCommands(Context):
         def with_plan(spend_account: Account) -> dict[str, Any]:
             return {**spend_account.summary(), "plan": plans.summary(spend_account)}
 
-        decide = hold_decision(self.aggregates, account, reservation_id, attempt, hold, with_plan)
-        (version, expires, totals), position = self.writer.write(decide)
-        return self.writer.receipt(ledger_id("account", account), version, position, expires_at=expires, account=totals)
+        return write_hold(self.writer, command, audit, hold, with_plan)

@@ -13,7 +13,6 @@ from eventsourcing.application import AggregateNotFoundError
 
 from ledger.application.context import Context
 from ledger.application.leases import check_hold_attempt, last_seen_of
-from ledger.application.loading import Aggregates
 from ledger.application.outcomes import Receipt, Recorded, storage_read
 from ledger.application.spend_commands import (
     RESERVATION_TTL_DEFAULT,
@@ -24,6 +23,7 @@ from ledger.application.spend_commands import (
     Reserve,
     SetCap,
 )
+from ledger.application.writer import Writer
 from ledger.domain import abandoned, parents
 from ledger.domain import spending as spend
 from ledger.domain.accounts import Account, Recall
@@ -31,7 +31,7 @@ from ledger.domain.base import Audit, LedgerAggregate, ledger_id
 from ledger.domain.errors import Conflict, LedgerError
 from ledger.domain.limits import check_id
 
-__all__ = ["HoldDecision", "SpendCommands", "hold_decision"]
+__all__ = ["HoldDecision", "SpendCommands", "write_hold"]
 
 #: What a hold's decision answers: the version of an identical earlier hold (None: recorded now),
 #: when the hold expires, and the account's totals.
@@ -114,9 +114,8 @@ class SpendCommands(Context):
             attempt=attempt,
         )
         audit = self.writer.audit(principal, request_id)
-        expires_at = audit.now + command.ttl
 
-        def hold(spend_account: Account, parents: list[Account], recall: Recall) -> int | None:
+        def hold(spend_account: Account, parents: list[Account], recall: Recall, expires_at: datetime) -> int | None:
             return spend.reserve(
                 spend_account,
                 parents,
@@ -130,9 +129,7 @@ class SpendCommands(Context):
                 recall=recall,
             )
 
-        decide = hold_decision(self.aggregates, account, reservation_id, attempt, hold, Account.summary)
-        (version, expires, totals), position = self.writer.write(decide)
-        return self.writer.receipt(ledger_id("account", account), version, position, expires_at=expires, account=totals)
+        return write_hold(self.writer, command, audit, hold, Account.summary)
 
     def commit(
         self,
@@ -266,30 +263,35 @@ class SpendCommands(Context):
             return self.aggregates.account(account).summary()
 
 
-def hold_decision(
-    aggregates: Aggregates,
-    account: str,
-    reservation_id: str,
-    attempt: int,
-    hold: Callable[[Account, list[Account], Recall], int | None],
+def write_hold(
+    writer: Writer,
+    command: Reserve,
+    audit: Audit,
+    hold: Callable[[Account, list[Account], Recall, datetime], int | None],
     totals: Callable[[Account], dict[str, Any]],
-) -> Callable[[list[LedgerAggregate]], HoldDecision]:
-    """The decision of a hold on `account`, a call's (reserve) or a plan's (reserve_plan): `hold`
-    records it on the account and its parents. A new hold for an attempt that a later one fenced
-    off is refused; a refusal of the hold itself is recorded for audit, with any expiries found on
-    the way (Recorded). Answers with the hold's version, its expiry and the account's `totals`."""
+) -> Receipt:
+    """Write a hold on the command's account, a call's (reserve) or a plan's (reserve_plan): `hold`
+    records it on the account and its parents, to expire at the end of the command's ttl. A new
+    hold for an attempt that a later one fenced off is refused; a refusal of the hold itself is
+    recorded for audit, with any expiries found on the way (Recorded). Answers with the hold's
+    expiry and the account's `totals`."""
+    aggregates = writer.aggregates
+    expires_at = audit.now + command.ttl
 
     def decide(touched: list[LedgerAggregate]) -> HoldDecision:
-        spend_account, parents = aggregates.with_parents(account, touched)
+        spend_account, parents = aggregates.with_parents(command.account, touched)
         recall = aggregates.recall_spend(spend_account)
-        if spend_account.entry(reservation_id, recall) is None:
-            check_hold_attempt(aggregates.repository, account, attempt)  # A retry is answered as it was.
+        if spend_account.entry(command.reservation_id, recall) is None:
+            # A retry is answered as it was.
+            check_hold_attempt(aggregates.repository, command.account, command.attempt)
         try:
-            version = hold(spend_account, parents, recall)
+            version = hold(spend_account, parents, recall, expires_at)
         except LedgerError as error:
             raise Recorded(error) from error
-        entry = spend_account.entry(reservation_id, recall) or {}
+        entry = spend_account.entry(command.reservation_id, recall) or {}
         expires: datetime | None = entry.get("expires_at")
         return version, expires, totals(spend_account)
 
-    return decide
+    (version, expires, account_totals), position = writer.write(decide)
+    account_id = ledger_id("account", command.account)
+    return writer.receipt(account_id, version, position, expires_at=expires, account=account_totals)

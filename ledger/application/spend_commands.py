@@ -109,19 +109,17 @@ class Charge(Command, frozen=True, kw_only=True):
         check_text(self.reason, "reason")
 
 
-class ReservePlan(Command, frozen=True, kw_only=True):
-    account: str
-    reservation_id: str
-    amount_usd_micro: int
-    basis: Document = msgspec.field(default_factory=dict)
+class ReservePlan(Reserve, frozen=True, kw_only=True):
+    """A run's plan: a hold of its own kind (ledger.domain.plans), of a positive amount, for a day
+    unless asked otherwise."""
+
     ttl: timedelta = PLAN_TTL_DEFAULT
-    attempt: int = 0
 
     def __post_init__(self) -> None:
         _check_hold(self, PLAN_TTL_DEFAULT, positive=True)
 
 
-def _check_hold(command: Reserve | ReservePlan, ttl_default: timedelta, *, positive: bool = False) -> None:
+def _check_hold(command: Reserve, ttl_default: timedelta, *, positive: bool = False) -> None:
     """The arguments of a hold, a call's or a plan's (a plan holds a positive amount): its id,
     amount and basis (which must say the same amount), its attempt, and its ttl (0: `ttl_default`),
     positive and at most RESERVATION_TTL_MAX."""
