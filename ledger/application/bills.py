@@ -26,8 +26,9 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
 
-from ledger.application.kernel import Receipt, storage_read
-from ledger.application.reads import Reads
+from ledger.application.context import Context
+from ledger.application.outcomes import Receipt, storage_read
+from ledger.domain import run_notes
 from ledger.domain import spending as spend
 from ledger.domain.base import LedgerAggregate, ledger_id
 from ledger.domain.bills import BILLED_LINES_MAX, Bill, check_line, line_key
@@ -89,7 +90,7 @@ class AdjustmentReceipt:
     duplicate: bool
 
 
-class BillCommands(Reads):
+class BillCommands(Context):
     """Bills, session links, reconciliation and adjustments."""
 
     def record_billed_usage(
@@ -112,7 +113,7 @@ class BillCommands(Reads):
         by_key = _checked_lines(lines)
         if validate_only:
             return BillReceipt(0, False, 0, 0, 0)
-        audit = self._audit(principal, request_id)
+        audit = self.writer.audit(principal, request_id)
         bill_id = ledger_id("bill", provider)
 
         def decide(touched: list[LedgerAggregate]) -> tuple[int, int, int, int]:
@@ -148,7 +149,7 @@ class BillCommands(Reads):
             bill.record_lines(audit, new, restated, cost_data_through)
             return len(new), len(restated), len(by_key) - len(new) - len(restated), repeated or bill.version
 
-        (recorded, restated, unchanged, repeated), position = self._write(decide)
+        (recorded, restated, unchanged, repeated), position = self.writer.write(decide)
         duplicate = position is None
         if position is None:
             position = self.storage.position_of(bill_id, repeated)
@@ -156,7 +157,7 @@ class BillCommands(Reads):
 
     def _bill(self, bill_id: UUID) -> Bill | None:
         try:
-            found: object = self.repository.get(bill_id)
+            found: object = self.aggregates.repository.get(bill_id)
         except AggregateNotFoundError:
             return None
         assert isinstance(found, Bill), "a provider's bill id names another aggregate"
@@ -170,8 +171,8 @@ class BillCommands(Reads):
             wanted.setdefault(version, set()).add(key)
         latest: dict[str, tuple[int, dict[str, Any]]] = {}
         for version, keys_there in wanted.items():
-            for stored in self.recorder.select_events(bill_id, gt=version - 1, lte=version):
-                event = self.mapper.to_domain_event(stored)
+            for stored in self.aggregates.recorder.select_events(bill_id, gt=version - 1, lte=version):
+                event = self.aggregates.mapper.to_domain_event(stored)
                 for line in getattr(event, "lines", ()):
                     key = line_key(line["line_id"], line["start"], line["end"])
                     if key in keys_there:
@@ -192,15 +193,15 @@ class BillCommands(Reads):
         check_id(provider, "provider")
         check_reference(session_id, "session_id")
         check_int(attempt, "attempt", maximum=2**31 - 1)
-        audit = self._audit(principal, request_id)
+        audit = self.writer.audit(principal, request_id)
 
         def decide(touched: list[LedgerAggregate]) -> tuple[UUID, int | None]:
-            uuid, run = self._run(run_id)
+            uuid, run = self.aggregates.run(run_id)
             touched.append(run)
-            return uuid, run.link_session(audit, provider=provider, session_id=session_id, attempt=attempt)
+            return uuid, run_notes.link_session(run, audit, provider=provider, session_id=session_id, attempt=attempt)
 
-        (uuid, version), position = self._write(decide)
-        return self._receipt(uuid, version, position)
+        (uuid, version), position = self.writer.write(decide)
+        return self.writer.receipt(uuid, version, position)
 
     @storage_read
     def reconcile(
@@ -219,15 +220,15 @@ class BillCommands(Reads):
         threshold = self._threshold(threshold_percent)
         limit = check_int(page_size, "page_size", maximum=PAGE_SIZE_MAX) or RECONCILE_PAGE_DEFAULT
         self._check_target(run_id, account)
-        self.wait(min_position, timeout_s)
+        self.reader.wait(min_position, timeout_s)
         self._known_target(run_id, account)
-        return self.views.reconcile(
+        return self.reader.views.reconcile(
             run_id=run_id,
             account=account,
             threshold_percent=threshold,
             limit=limit,
             offset=offset,
-            position=self.projector.position,
+            position=self.reader.projector.position,
         )
 
     @staticmethod
@@ -250,9 +251,9 @@ class BillCommands(Reads):
         check_text(account, "account", limit=256)
 
     def _known_target(self, run_id: str, account: str) -> None:
-        if run_id and self.views.run_state(run_id, self.clock()) is None:
+        if run_id and self.reader.views.run_state(run_id, self.writer.clock()) is None:
             raise NotFound(f"no run {run_id}", reason=Reason.RUN_NOT_FOUND, run_id=run_id)
-        if account and self.views.account(account) is None:
+        if account and self.reader.views.account(account) is None:
             raise NotFound(f"no account {account}", reason=Reason.ACCOUNT_NOT_FOUND, account=account)
 
     def adjust_to_bill(
@@ -261,13 +262,13 @@ class BillCommands(Reads):
         """Record each account's unadjusted drift (one run's, one account's own, or every one's) as
         an adjustment. Returns the adjustments and the highest position written (0: none)."""
         self._check_target(run_id, account)
-        audit = self._audit(principal, request_id)
+        audit = self.writer.audit(principal, request_id)
         # The drift is read from the views: let them reflect every write first.
-        self.wait(self.head())
+        self.reader.wait(self.reader.head())
         self._known_target(run_id, account)
         receipts: list[AdjustmentReceipt] = []
         highest = 0
-        for target, figures in self.views.adjust_targets(run_id=run_id, account=account):
+        for target, figures in self.reader.views.adjust_targets(run_id=run_id, account=account):
             receipt = self._adjust(target, figures, audit, is_run=target == run_id or self._is_run(target))
             if receipt is not None:
                 receipts.append(receipt)
@@ -275,7 +276,7 @@ class BillCommands(Reads):
         return receipts, highest
 
     def _is_run(self, name: str) -> bool:
-        return self.views.run_state(name, self.clock()) is not None
+        return self.reader.views.run_state(name, self.writer.clock()) is not None
 
     def _adjust(self, target: str, figures: Figures, audit: Any, *, is_run: bool) -> AdjustmentReceipt | None:
         bill_totals = totals(figures, DEFAULT_THRESHOLD_PERCENT)
@@ -292,32 +293,32 @@ class BillCommands(Reads):
         }
 
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, int, int, str]:
-            holder, parents = self._chain(target, touched)
-            adjusted = getattr(holder, "adjusted", 0)
+            spend_account, parents = self.aggregates.with_parents(target, touched)
+            adjusted = getattr(spend_account, "adjusted", 0)
             # Never below nothing spent (committed and presumed): a credit beyond it brings it to zero.
-            amount = max(goal - adjusted, -(holder.committed + holder.presumed))
+            amount = max(goal - adjusted, -(spend_account.committed + spend_account.presumed))
             if amount == 0:
                 return 0, 0, 0, ""
             # The account's version too: the same figures may come back later (a line restated and
             # restated back), and must then be adjusted again, not answered as the first time.
-            decided_on = (sorted(facts.items()), adjusted, amount, holder.version)
+            decided_on = (sorted(facts.items()), adjusted, amount, spend_account.version)
             digest = hashlib.blake2b(repr(decided_on).encode(), digest_size=8).hexdigest()
             adjustment_id = f"bill:{digest}"
             version, overrun = spend.adjust(
-                holder,
+                spend_account,
                 parents,
                 audit,
                 adjustment_id=adjustment_id,
                 amount=amount,
                 bill={**facts, "adjusted_before_usd_micro": adjusted},
-                recall=self._recall_spend(holder),
+                recall=self.aggregates.recall_spend(spend_account),
             )
             return version, amount, overrun, adjustment_id
 
-        (version, amount, overrun, adjustment_id), position = self._write(decide)
+        (version, amount, overrun, adjustment_id), position = self.writer.write(decide)
         if not adjustment_id:
             return None
-        receipt = self._receipt(ledger_id("account", target), version, position)
+        receipt = self.writer.receipt(ledger_id("account", target), version, position)
         return AdjustmentReceipt(
             account=target,
             run_id=target if is_run else "",

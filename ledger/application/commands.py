@@ -11,14 +11,13 @@ ledger.domain.batches.StepBatch, built the same way by StepBatch.build.
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 import msgspec
 from msgspec.structs import force_setattr
 
-from ledger.domain.basis import check_basis, check_basis_amount
 from ledger.domain.errors import Invalid
 from ledger.domain.leases import LEASE_S_DEFAULT, check_lease_s
 from ledger.domain.limits import (
@@ -38,30 +37,25 @@ from ledger.domain.reasons import Reason
 from ledger.domain.runs import DATASET_ROLES, FIDELITIES, FINISH_STATUSES, OBJECTIVE_MODES
 
 __all__ = [
-    "Charge",
-    "Commit",
+    "INT32_MAX",
+    "Command",
     "DeleteCheckpoint",
+    "Document",
+    "FinishRun",
+    "Heartbeat",
+    "NoteSummary",
+    "OpenRun",
     "RecordDataset",
     "RetractRun",
-    "FinishRun",
-    "NoteSummary",
-    "OpenAccount",
-    "OpenRun",
-    "Promote",
-    "Register",
-    "Release",
-    "Reserve",
-    "Rollback",
     "SaveCheckpoint",
-    "SetCap",
     "StartAttempt",
-    "Heartbeat",
-    "RESERVATION_TTL_DEFAULT",
-    "RESERVATION_TTL_MAX",
+    "check_cap",
+    "check_objective",
+    "check_scores",
+    "is_uuid",
+    "sha256_digest",
 ]
 
-RESERVATION_TTL_DEFAULT = timedelta(minutes=15)
-RESERVATION_TTL_MAX = timedelta(days=7)
 INT32_MAX = 2**31 - 1
 Document = dict[str, Any]
 #: How many scores one checkpoint may carry.
@@ -78,7 +72,7 @@ class Command(msgspec.Struct, frozen=True, kw_only=True):
         force_setattr(self, field, value)
 
 
-def _cap(cap_usd_micro: int | None) -> None:
+def check_cap(cap_usd_micro: int | None) -> None:
     if cap_usd_micro is not None:
         check_usd_micro(cap_usd_micro, "cap_usd_micro")
 
@@ -100,7 +94,7 @@ class OpenRun(Command, frozen=True, kw_only=True):
         check_reference(self.run_key, "run_key")
         check_text(self.name, "name", limit=256)
         self._normal("spec", check_document(self.spec, "spec"))
-        _cap(self.cap_usd_micro)
+        check_cap(self.cap_usd_micro)
         check_reference(self.parent_account, "parent_account", required=False)
         _max_steps(self.max_steps)
         self._normal("objective", check_objective(self.objective))
@@ -235,7 +229,7 @@ class RecordDataset(Command, frozen=True, kw_only=True):
         check_reference(self.run_id, "run_id")
         if self.role not in DATASET_ROLES:
             raise Invalid(f"role must be one of {DATASET_ROLES}", reason=Reason.INVALID_FIELD, field="role")
-        self._normal("digest", _sha256_digest(self.digest))
+        self._normal("digest", sha256_digest(self.digest))
         check_id(self.format, "format")
         if len(self.format) > FORMAT_LENGTH_MAX:
             raise Invalid(
@@ -329,205 +323,18 @@ def check_scores(scores: Any) -> dict[str, float] | None:
     return checked
 
 
-# Spend.
+def sha256_digest(digest: Any) -> str:
+    """A content digest as "sha256:<64 lowercase hex>"; a bare hex sha256 is accepted too."""
+    hexdigest = digest[7:] if isinstance(digest, str) and digest.startswith("sha256:") else digest
+    if not isinstance(hexdigest, str) or len(hexdigest) != 64 or any(c not in "0123456789abcdef" for c in hexdigest):
+        raise Invalid('digest must be "sha256:" and 64 lowercase hex digits', reason=Reason.INVALID_DIGEST)
+    return "sha256:" + hexdigest
 
 
-class OpenAccount(Command, frozen=True, kw_only=True):
-    account: str
-    parent: str = ""
-    cap_usd_micro: int | None = None
-
-    def __post_init__(self) -> None:
-        check_reference(self.account, "account")
-        check_reference(self.parent, "parent", required=False)
-        if _is_uuid(self.account):
-            raise Invalid(
-                "account names in the form of a uuid are reserved for the accounts of runs",
-                reason=Reason.ACCOUNT_NAME_RESERVED,
-                account=self.account,
-            )
-        _cap(self.cap_usd_micro)
-
-
-class SetCap(Command, frozen=True, kw_only=True):
-    account: str
-    cap_usd_micro: int | None
-
-    def __post_init__(self) -> None:
-        _cap(self.cap_usd_micro)
-
-
-class Reserve(Command, frozen=True, kw_only=True):
-    account: str
-    reservation_id: str
-    amount_usd_micro: int
-    basis: Document = msgspec.field(default_factory=dict)
-    ttl: timedelta = RESERVATION_TTL_DEFAULT
-    attempt: int = 0
-
-    def __post_init__(self) -> None:
-        check_id(self.reservation_id, "reservation_id")
-        check_usd_micro(self.amount_usd_micro, "amount_usd_micro")
-        self._normal("basis", check_basis(self.basis))
-        check_basis_amount(self.basis, self.amount_usd_micro, "amount_usd_micro")
-        check_int(self.attempt, "attempt", maximum=INT32_MAX)
-        if self.ttl == timedelta(0):
-            self._normal("ttl", RESERVATION_TTL_DEFAULT)
-        if not timedelta(0) < self.ttl <= RESERVATION_TTL_MAX:
-            raise Invalid("ttl must be positive and at most 7 days", reason=Reason.INVALID_TTL)
-
-
-class Commit(Command, frozen=True, kw_only=True):
-    account: str
-    reservation_id: str
-    actual_usd_micro: int
-    basis: Document = msgspec.field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        check_reference(self.reservation_id, "reservation_id")
-        check_usd_micro(self.actual_usd_micro, "actual_usd_micro")
-        self._normal("basis", check_basis(self.basis))
-        check_basis_amount(self.basis, self.actual_usd_micro, "actual_usd_micro")
-
-
-class Release(Command, frozen=True, kw_only=True):
-    account: str
-    reservation_id: str
-    reason: str = ""
-
-    def __post_init__(self) -> None:
-        check_reference(self.reservation_id, "reservation_id")
-        check_text(self.reason, "reason")
-
-
-class Charge(Command, frozen=True, kw_only=True):
-    account: str
-    charge_id: str
-    amount_usd_micro: int
-    basis: Document = msgspec.field(default_factory=dict)
-    reason: str = ""
-
-    def __post_init__(self) -> None:
-        check_id(self.charge_id, "charge_id")
-        check_usd_micro(self.amount_usd_micro, "amount_usd_micro")
-        self._normal("basis", check_basis(self.basis))
-        check_basis_amount(self.basis, self.amount_usd_micro, "amount_usd_micro")
-        check_text(self.reason, "reason")
-
-
-# Registry.
-
-
-class Register(Command, frozen=True, kw_only=True):
-    family: str
-    artifact_uri: str
-    digest: str
-    source_run_id: str = ""
-    source_step: int = 0
-    metadata: Document = msgspec.field(default_factory=dict)
-    # {run_id, step, attempt, checkpoint_digest}: the run's checkpoint the version is made from.
-    source_checkpoint: Document | None = None
-
-    def __post_init__(self) -> None:
-        check_reference(self.family, "family")
-        check_text(self.artifact_uri, "artifact_uri")
-        if not self.artifact_uri:
-            raise Invalid("artifact_uri is required", reason=Reason.MISSING_FIELD, field="artifact_uri")
-        self._normal("digest", _sha256_digest(self.digest))
-        check_reference(self.source_run_id, "source_run_id", required=False)
-        check_int(self.source_step, "source_step")
-        self._normal("metadata", check_document(self.metadata, "metadata"))
-        if self.source_checkpoint is not None:
-            self._source_checkpoint(self.source_checkpoint)
-
-    def _source_checkpoint(self, source: Any) -> None:
-        """Checks the source checkpoint and fills source_run_id and source_step from it: when the
-        request gave them too they must name the same checkpoint (INVALID_FIELD)."""
-        if not isinstance(source, dict):
-            raise Invalid("source_checkpoint must be a mapping", reason=Reason.INVALID_FIELD, field="source_checkpoint")
-        unknown = set(source) - {"run_id", "step", "attempt", "checkpoint_digest"}
-        if unknown:
-            raise Invalid(
-                f"source_checkpoint has unknown fields {sorted(unknown)}",
-                reason=Reason.INVALID_FIELD,
-                field="source_checkpoint",
-            )
-        run_id = check_reference(source.get("run_id", ""), "source_checkpoint.run_id")
-        step = check_int(source.get("step", 0), "source_checkpoint.step")
-        attempt = check_int(source.get("attempt", 0), "source_checkpoint.attempt", maximum=INT32_MAX)
-        checkpoint_digest = check_text(
-            source.get("checkpoint_digest", ""), "source_checkpoint.checkpoint_digest", limit=256
-        )
-        if self.source_run_id and self.source_run_id != run_id:
-            raise Invalid(
-                "source_run_id names another run than source_checkpoint",
-                reason=Reason.INVALID_FIELD,
-                field="source_run_id",
-            )
-        if self.source_step and self.source_step != step:
-            raise Invalid(
-                "source_step names another step than source_checkpoint",
-                reason=Reason.INVALID_FIELD,
-                field="source_step",
-            )
-        self._normal("source_run_id", run_id)
-        self._normal("source_step", step)
-        self._normal(
-            "source_checkpoint",
-            {"run_id": run_id, "step": step, "attempt": attempt, "checkpoint_digest": checkpoint_digest},
-        )
-
-    def version_fields(self) -> Document:
-        """The version as the family records it (source_checkpoint only when one was named, so a
-        version without one is recorded as versions were before it existed)."""
-        fields = {
-            "artifact_uri": self.artifact_uri,
-            "digest": self.digest,
-            "source_run_id": self.source_run_id,
-            "source_step": self.source_step,
-            "metadata": self.metadata,
-        }
-        if self.source_checkpoint is not None:
-            fields["source_checkpoint"] = self.source_checkpoint
-        return fields
-
-
-class Promote(Command, frozen=True, kw_only=True):
-    family: str
-    version: int
-    expected_current: int
-    verdict: Document
-
-    def __post_init__(self) -> None:
-        check_int(self.version, "version", minimum=1, maximum=INT32_MAX)
-        check_int(self.expected_current, "expected_current", maximum=INT32_MAX)
-        self._normal("verdict", check_document(self.verdict, "verdict"))
-
-
-class Rollback(Command, frozen=True, kw_only=True):
-    family: str
-    version: int
-    expected_current: int
-    reason: str
-
-    def __post_init__(self) -> None:
-        check_int(self.version, "version", minimum=1, maximum=INT32_MAX)
-        check_int(self.expected_current, "expected_current", maximum=INT32_MAX)
-        check_text(self.reason, "reason")
-
-
-def _is_uuid(name: str) -> bool:
+def is_uuid(name: str) -> bool:
     """Whether a name reads as a uuid (in any case, with or without braces or dashes)."""
     try:
         UUID(name)
     except ValueError:
         return False
     return True
-
-
-def _sha256_digest(digest: Any) -> str:
-    """A content digest as "sha256:<64 lowercase hex>"; a bare hex sha256 is accepted too."""
-    hexdigest = digest[7:] if isinstance(digest, str) and digest.startswith("sha256:") else digest
-    if not isinstance(hexdigest, str) or len(hexdigest) != 64 or any(c not in "0123456789abcdef" for c in hexdigest):
-        raise Invalid('digest must be "sha256:" and 64 lowercase hex digits', reason=Reason.INVALID_DIGEST)
-    return "sha256:" + hexdigest

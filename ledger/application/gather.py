@@ -32,14 +32,14 @@ from uuid import UUID
 
 from ledger.domain.base import LedgerAggregate
 
-__all__ = ["GROUP_COMMANDS_MAX", "Command", "Gathered", "WriteQueue"]
+__all__ = ["GROUP_COMMANDS_MAX", "DecidedGroup", "QueuedWrite", "WriteQueue"]
 
 # The commands of one group at most: a bound on one transaction's size (a command saves a few
 # events; a step batch is one event of up to 10,000 steps).
 GROUP_COMMANDS_MAX = 128
 
 
-class Command:
+class QueuedWrite:
     """One queued write: its decision, and, once answered, its result or its error and the log
     position of its events (None when it recorded none)."""
 
@@ -74,11 +74,13 @@ class WriteQueue:
     queued commands with `commit`, which answers those it settles and returns those to decide
     again (they go back to the front of the queue)."""
 
-    def __init__(self, commit: Callable[[list[Command]], list[Command]], *, group_max: int = GROUP_COMMANDS_MAX):
+    def __init__(
+        self, commit: Callable[[list[QueuedWrite]], list[QueuedWrite]], *, group_max: int = GROUP_COMMANDS_MAX
+    ):
         self._commit = commit
         self.group_max = group_max
         self._mutex = threading.Lock()
-        self._queue: collections.deque[Command] = collections.deque()
+        self._queue: collections.deque[QueuedWrite] = collections.deque()
         self._leading = False
         # How many writers the last group answered (other than its leader).
         self._answered = 0
@@ -88,11 +90,11 @@ class WriteQueue:
         """Commands waiting for a group (not counting one being committed)."""
         return len(self._queue)
 
-    def submit(self, command: Command) -> None:
+    def submit(self, command: QueuedWrite) -> None:
         """Queue `command` and return once it is answered (command.done)."""
         self.submit_all((command,))
 
-    def submit_all(self, commands: Sequence[Command]) -> None:
+    def submit_all(self, commands: Sequence[QueuedWrite]) -> None:
         """Queue `commands` together and in their order (no other writer's command comes between
         them) and return once each is answered. They are decided in that order, and go back to
         the queue in that order when a group cannot settle them."""
@@ -109,7 +111,7 @@ class WriteQueue:
                 return
         self._lead(commands)
 
-    def _lead(self, own: Sequence[Command]) -> None:
+    def _lead(self, own: Sequence[QueuedWrite]) -> None:
         mine = {id(command) for command in own}
         try:
             # Its first unanswered command is in the first group it takes.
@@ -150,7 +152,7 @@ class WriteQueue:
                     self._leading = False
 
 
-class Gathered:
+class DecidedGroup:
     """The commands of one group as they are decided, and the events they recorded.
 
     A decision loads aggregates from the application's cache and triggers events on them, so
@@ -167,7 +169,7 @@ class Gathered:
         self.aggregates: dict[UUID, LedgerAggregate] = {}
         self._pending: dict[UUID, int] = {}
         # (command, its events in saving order, what it returned, what it raised)
-        self.decided: list[tuple[Command, list[Any], Any, BaseException | None]] = []
+        self.decided: list[tuple[QueuedWrite, list[Any], Any, BaseException | None]] = []
         self.stale: list[LedgerAggregate] = []
 
     def _base(self, aggregate: LedgerAggregate) -> int:
@@ -180,7 +182,7 @@ class Gathered:
 
     def keep(
         self,
-        command: Command,
+        command: QueuedWrite,
         touched: list[LedgerAggregate],
         *,
         result: Any = None,
@@ -200,7 +202,7 @@ class Gathered:
                 self._pending[aggregate.id] = len(aggregate.pending_events)
         self.decided.append((command, events, result, error))
 
-    def refuse(self, command: Command, touched: list[LedgerAggregate], error: BaseException) -> None:
+    def refuse(self, command: QueuedWrite, touched: list[LedgerAggregate], error: BaseException) -> None:
         """The command is refused (after roll_back). A refusal decided on what the group changed
         shares the group's fate (a conflict decides it again); any other is answered now."""
         if any(self.aggregates.get(aggregate.id) is aggregate for aggregate in touched):
@@ -209,7 +211,7 @@ class Gathered:
             command.answer(error=error)
 
     def roll_back(
-        self, command: Command, touched: list[LedgerAggregate], evict: Callable[[list[LedgerAggregate]], None]
+        self, command: QueuedWrite, touched: list[LedgerAggregate], evict: Callable[[list[LedgerAggregate]], None]
     ) -> bool:
         """Undo what a refused decision triggered. False when it changed an aggregate that the
         group had changed before it: that aggregate is stale, and the group must end before it."""

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
+from ledger.domain import run_checkpoints
 from ledger.domain.errors import Invalid, NotFound, Refused, Unavailable
 from ledger.domain.gates import ASSERTED, Score, parse_rule
 from ledger.domain.limits import check_reference
@@ -78,7 +79,7 @@ def checkpoint_scores(
     try:
         if run is None:
             raise NotFound("no source run", reason=Reason.RUN_NOT_FOUND)
-        checkpoint = run.checkpoint_at(step, int(source["attempt"]) if source else 0)
+        checkpoint = run_checkpoints.checkpoint_at(run, step, int(source["attempt"]) if source else 0)
     except NotFound:
         raise Refused(
             f"version {entry['version']} names no source checkpoint of a known run to evaluate a gate rule on",

@@ -25,10 +25,13 @@ from typing import Any
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, project_aggregate
+from eventsourcing.persistence import EventStore
 
-from ledger.application.kernel import Receipt, storage_read
+from ledger.application.context import Context
 from ledger.application.keys_check import KeysCheck
+from ledger.application.outcomes import Receipt, storage_read
 from ledger.application.reads import Reads
+from ledger.application.writer import Writer
 from ledger.domain.base import LedgerAggregate
 from ledger.domain.errors import Exhausted, Invalid, Refused
 from ledger.domain.limits import check_text
@@ -82,14 +85,19 @@ class Stopped(Exception):
         self.checked = checked
 
 
-class Integrity(Reads):
+class Integrity(Context):
     """The chain's head and the check of the log (`verify`); the explicit sealing of a log that
     has no seals (`seal_log`)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self, writer: Writer, reader: Reads, *, events: EventStore[UUID], snapshots: EventStore[UUID] | None
+    ) -> None:
+        super().__init__(writer, reader)
+        #: The events and the snapshots of the aggregates (None when the application takes none).
+        self.events = events
+        self.snapshots = snapshots
         #: Held by the verification running now: one at a time per ledger (VERIFY_BUSY otherwise).
         self.verifying = threading.Lock()
-        super().__init__(*args, **kwargs)
 
     @storage_read
     def chain_head(self) -> ChainHead:
@@ -131,7 +139,7 @@ class Integrity(Reads):
                 ok=False, head=ChainHead(position=0, digest=GENESIS.hex()), checked=0, broken_at=1,
                 problem=SEAL_MISSING, detail=UNSEALED,
             )  # fmt: skip
-        keys = KeysCheck(self.storage, self.mapper)
+        keys = KeysCheck(self.storage, self.aggregates.mapper)
         for page in pages(self.storage.chain_page, stop, VERIFY_PAGE_EVENTS):
             pace.between("chain", walk.checked)
             walk.feed(*page)
@@ -191,7 +199,7 @@ class Integrity(Reads):
         reason = check_text(reason, "reason", limit=REASON_CHARS_MAX)
         if not reason.strip():
             raise Invalid("say why the log is sealed (--reason)", reason=Reason.MISSING_FIELD, field="reason")
-        audit = self._audit(principal, request_id)
+        audit = self.writer.audit(principal, request_id)
         refusal = Refused(
             "the log holds seals already: verify it (a broken chain is evidence, not something to seal over)",
             reason=Reason.LOG_SEALED_ALREADY,
@@ -205,13 +213,13 @@ class Integrity(Reads):
 
         def decide(touched: list[LedgerAggregate]) -> None:
             try:
-                book: SealBook = self.repository.get(SEALS_BOOK_ID)
+                book: SealBook = self.aggregates.repository.get(SEALS_BOOK_ID)
             except AggregateNotFoundError:
                 book = SealBook.open(audit)
             book.sealed(audit, reason=reason, events_sealed=sealed, head_position=head)
             touched.append(book)
 
-        _, position = self._write(decide)
+        _, position = self.writer.write(decide)
         return Receipt(position or 0)
 
     @staticmethod
@@ -244,7 +252,7 @@ class Integrity(Reads):
         contradicts, or that cannot be decoded at all."""
         if self.snapshots is None:
             return None
-        decode = self.mapper.transcoder.decode
+        decode = self.aggregates.mapper.transcoder.decode
         for aggregate_id in self.storage.snapshot_ids():
             aggregate: Any = None
             version = 0
@@ -261,7 +269,7 @@ class Integrity(Reads):
                         return self._snapshot_problem(
                             aggregate_id, version, "its aggregate has no event at its version"
                         )
-                    fresh = self.mapper.to_stored_event(type(aggregate).Snapshot.take(aggregate))
+                    fresh = self.aggregates.mapper.to_stored_event(type(aggregate).Snapshot.take(aggregate))
                     try:
                         state = decode(snapshot.state)
                     except Exception as error:  # Whatever the decoder makes of damaged bytes.
@@ -284,8 +292,8 @@ class Integrity(Reads):
         projected up to the live views' positions, then, inside one read of the live views, brought
         up to the positions that read sees (the live views may have moved meanwhile)."""
         scratch = ScratchViews(
-            lambda start, limit, stop: self.recorder.select_notifications(start, limit, stop=stop),
-            self.mapper.to_domain_event,
+            lambda start, limit, stop: self.aggregates.recorder.select_notifications(start, limit, stop=stop),
+            self.aggregates.mapper.to_domain_event,
         )
         try:
             scratch.project(self.storage.tracking_positions(), between=lambda: pace.between("views"))
@@ -316,7 +324,7 @@ class Integrity(Reads):
     ) -> list[dict[str, Any]]:
         """Reads.read_events, each event with its seal's `digest` (64 lowercase hex characters; ""
         for an event without a seal, which `verify` reports)."""
-        events = super().read_events(
+        events = self.reader.read_events(
             from_position=from_position,
             limit=limit,
             types=types,

@@ -2,7 +2,7 @@
 
 The sweep finds the runs whose current attempt's lease has lapsed in the runs view, then decides
 on each run's aggregate (the view only nominates): it records the attempt and the run lost
-(Run.AttemptLost) and settles the attempt's pending holds (ledger.domain.spending, ATTEMPT_LOST)
+(Run.AttemptLost) and settles the attempt's pending holds (ledger.domain.abandoned, ATTEMPT_LOST)
 in one transaction. Several server processes over one PostgreSQL database each sweep: a second
 process's write of the same loss clashes on the run's version, decides again on the fresh run,
 finds it lost already and records nothing, so exactly one AttemptLost is appended.
@@ -16,10 +16,9 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError
 
 from ledger.application.commands import Heartbeat
-from ledger.application.kernel import Receipt
-from ledger.application.reads import Reads
-from ledger.domain import leases, plans
-from ledger.domain import spending as spend
+from ledger.application.context import Context
+from ledger.application.outcomes import Receipt
+from ledger.domain import abandoned, leases, plans
 from ledger.domain.base import Audit, LedgerAggregate
 from ledger.domain.errors import Refused
 from ledger.domain.reasons import Reason
@@ -31,7 +30,7 @@ __all__ = ["LeaseCommands", "SWEEP_RUNS_MAX", "check_hold_attempt", "last_seen_o
 SWEEP_RUNS_MAX = 1_000
 
 
-class LeaseCommands(Reads):
+class LeaseCommands(Context):
     """The heartbeat and the lease sweep."""
 
     def heartbeat(self, *, run_id: str, attempt: int, principal: str = "", request_id: str = "") -> Receipt:
@@ -39,46 +38,46 @@ class LeaseCommands(Reads):
         the last heartbeat period, trainledger.leases); a lost attempt is running again. Refused
         as a write of the attempt would be (ATTEMPT_SUPERSEDED, RUN_FINISHED, RUN_RETRACTED)."""
         Heartbeat(run_id=run_id, attempt=attempt)
-        audit = self._audit(principal, request_id)
+        audit = self.writer.audit(principal, request_id)
 
         def decide(touched: list[LedgerAggregate]) -> int | None:
-            _, run = self._run(run_id)
+            _, run = self.aggregates.run(run_id)
             touched.append(run)
             return leases.heartbeat(run, audit, attempt=attempt)
 
-        version, position = self._write(decide)
-        return self._receipt(UUID(run_id), version, position)
+        version, position = self.writer.write(decide)
+        return self.writer.receipt(UUID(run_id), version, position)
 
     def sweep_leases(self, *, principal: str = "ledger", request_id: str = "") -> int:
         """Record lost every run whose current attempt's lease has lapsed, settling that attempt's
         pending holds. Returns how many runs this call recorded lost."""
-        now = self.clock()
+        now = self.writer.clock()
         # The lapsed leases are found in the runs view: let it reflect every write first.
-        self.wait(self.head())
+        self.reader.wait(self.reader.head())
         audit = Audit(principal, request_id, now)
         lost = 0
-        for run_id in self.views.lapsed_leases(now, SWEEP_RUNS_MAX):
+        for run_id in self.reader.views.lapsed_leases(now, SWEEP_RUNS_MAX):
 
             def decide(touched: list[LedgerAggregate], run_id: str = run_id) -> int | None:
-                uuid, run = self._run(run_id)
+                uuid, run = self.aggregates.run(run_id)
                 touched.append(run)
                 number = leases.lapse(run, audit)
                 if number is None:
                     return None  # Renewed meanwhile, or another process recorded it.
-                holder, parents = self._chain(str(uuid), touched)
-                spend.settle_attempts(
-                    holder,
+                spend_account, parents = self.aggregates.with_parents(str(uuid), touched)
+                abandoned.settle_attempts(
+                    spend_account,
                     parents,
                     audit,
                     below=number + 1,
-                    reason=spend.LOST,
+                    reason=abandoned.LOST,
                     last_seen=lambda n: leases.last_seen(run, n),
                 )
                 # The plan left undrawn holds the cap for nobody: released, as a fenced-off one is.
-                plans.release_plan(holder, parents, audit, reason=plans.LOST, before_attempt=number + 1)
+                plans.release_plan(spend_account, parents, audit, reason=plans.LOST, before_attempt=number + 1)
                 return number
 
-            number, _ = self._write(decide)
+            number, _ = self.writer.write(decide)
             lost += number is not None
         return lost
 
@@ -92,7 +91,7 @@ def run_of(repository: Any, account: str) -> Run | None:
     return found if isinstance(found, Run) else None
 
 
-def last_seen_of(repository: Any, account: str) -> spend.LastSeen | None:
+def last_seen_of(repository: Any, account: str) -> abandoned.LastSeen | None:
     """The last signs of life of the attempts of the run whose account is `account` (None for an
     account of no run): what settles its expired GPU-time holds pro rata."""
     run = run_of(repository, account)

@@ -22,15 +22,17 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError
 
 from ledger.application import gating
-from ledger.application.commands import INT32_MAX, Promote, Register, Rollback
-from ledger.application.kernel import Receipt, Recorded, storage_read
-from ledger.application.reads import Reads
+from ledger.application.commands import INT32_MAX
+from ledger.application.context import Context
+from ledger.application.outcomes import Receipt, Recorded, storage_read
+from ledger.application.registry_commands import Promote, Register, Rollback
+from ledger.domain import aliases, run_checkpoints
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
 from ledger.domain.errors import Invalid, LedgerError, NotFound
 from ledger.domain.gates import evaluate
 from ledger.domain.limits import PAGE_SIZE_MAX, check_id, check_int, check_text
 from ledger.domain.reasons import Reason
-from ledger.domain.registry import Family, check_alias
+from ledger.domain.registry import Family
 from ledger.domain.runs import Run
 from ledger.views import models
 
@@ -44,7 +46,7 @@ class PromotionReceipt(Receipt):
     verdict: dict[str, Any] | None = None
 
 
-class RegistryCommands(Reads):
+class RegistryCommands(Context):
     """The commands on registry families, and the states retention must keep."""
 
     @storage_read
@@ -62,8 +64,8 @@ class RegistryCommands(Reads):
         check_int(limit, "limit", minimum=1, maximum=PAGE_SIZE_MAX)
         if after is not None and after[0] not in ("runs", "versions"):
             raise Invalid("after names no page of protected states", reason=Reason.INVALID_PAGE_TOKEN, field="after")
-        self.wait(min_position, timeout_s)
-        return self.views.protected_page(after=after, limit=limit, now=self.clock())
+        self.reader.wait(min_position, timeout_s)
+        return self.reader.views.protected_page(after=after, limit=limit, now=self.writer.clock())
 
     def register(
         self,
@@ -91,12 +93,12 @@ class RegistryCommands(Reads):
             metadata={} if metadata is None else metadata,
             source_checkpoint=source_checkpoint,
         )
-        audit = self._audit(principal, request_id)
+        audit = self.writer.audit(principal, request_id)
         family_id = ledger_id("family", family)
 
         def decide(touched: list[LedgerAggregate]) -> tuple[int, int | None]:
             try:
-                aggregate: Family = self.repository.get(family_id)
+                aggregate: Family = self.aggregates.repository.get(family_id)
             except AggregateNotFoundError:
                 check_id(family, "family")  # A new family takes a name under the identifier rules.
                 aggregate = Family._create(Family.Created, id=family_id, name=family, **audit.fields())
@@ -112,8 +114,8 @@ class RegistryCommands(Reads):
                     self._note_registered(run, aggregate.name, number, command, source, audit, touched)
             return number, version
 
-        (number, version), position = self._write(decide)
-        return self._receipt(family_id, version, position, version=number)
+        (number, version), position = self.writer.write(decide)
+        return self.writer.receipt(family_id, version, position, version=number)
 
     def _registered_source(self, family: Family, command: Register) -> dict[str, Any]:
         """The source checkpoint as the version records it: with the attempt that saved it. A retry
@@ -127,9 +129,9 @@ class RegistryCommands(Reads):
                 same = all(recorded[key] == given[key] for key in ("run_id", "step", "checkpoint_digest"))
                 if same and given["attempt"] in (0, recorded["attempt"]):
                     return dict(recorded)
-        _, run = self._run(given["run_id"])
-        checkpoint = run.source_checkpoint(
-            step=given["step"], attempt=given["attempt"], digest=given["checkpoint_digest"]
+        _, run = self.aggregates.run(given["run_id"])
+        checkpoint = run_checkpoints.source_checkpoint(
+            run, step=given["step"], attempt=given["attempt"], digest=given["checkpoint_digest"]
         )
         return {**given, "attempt": checkpoint["attempt"]}
 
@@ -139,7 +141,7 @@ class RegistryCommands(Reads):
             return None
         try:
             uuid = UUID(run_id)
-            run: object = self.repository.get(uuid)
+            run: object = self.aggregates.repository.get(uuid)
         except (ValueError, AggregateNotFoundError):
             return None
         return run if isinstance(run, Run) else None
@@ -160,10 +162,12 @@ class RegistryCommands(Reads):
             attempt = int(source["attempt"])
         else:
             try:
-                attempt = int(run.checkpoint_at(command.source_step)["attempt"])
+                attempt = int(run_checkpoints.checkpoint_at(run, command.source_step)["attempt"])
             except NotFound:
                 return
-        run.note_registered(audit, family=family, version=number, attempt=attempt, step=command.source_step)
+        run_checkpoints.note_registered(
+            run, audit, family=family, version=number, attempt=attempt, step=command.source_step
+        )
         touched.append(run)
 
     def promote(
@@ -184,7 +188,7 @@ class RegistryCommands(Reads):
         A failed gate or a lost compare-and-set is recorded, then raised."""
         gating.check_gate(verdict, gate_rule, evaluation_run_id)
         command = Promote(family=family, version=version, expected_current=expected_current, verdict=verdict or {})
-        audit = self._audit(principal, request_id)
+        audit = self.writer.audit(principal, request_id)
         digest = gating.request_digest(
             "promote",
             version=version,
@@ -202,7 +206,7 @@ class RegistryCommands(Reads):
                     source.check_not_retracted()
                 return gating.asserted(command.verdict)
             if evaluation_run_id:
-                scores = gating.summary_scores(self._run(evaluation_run_id)[1], self.storage.position_of)
+                scores = gating.summary_scores(self.aggregates.run(evaluation_run_id)[1], self.storage.position_of)
             else:
                 entry = aggregate.versions[version - 1]
                 scores = gating.checkpoint_scores(entry, self._source_run, self.storage.position_of)
@@ -235,7 +239,7 @@ class RegistryCommands(Reads):
     ) -> PromotionReceipt:
         """Promote an earlier, once-promoted version again, with a reason."""
         Rollback(family=family, version=version, expected_current=expected_current, reason=reason)
-        audit = self._audit(principal, request_id)
+        audit = self.writer.audit(principal, request_id)
         digest = gating.request_digest("rollback", version=version, expected_current=expected_current, reason=reason)
 
         def act(aggregate: Family) -> int | None:
@@ -250,14 +254,16 @@ class RegistryCommands(Reads):
 
     def _promotion(self, family: str, act: Callable[[Family], int | None]) -> PromotionReceipt:
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, int, int, dict[str, Any] | None]:
-            aggregate = self._family(family)
+            aggregate = self.aggregates.family(family)
             touched.append(aggregate)
             version = _recording(aggregate, lambda: act(aggregate))
             entry = next(p for p in reversed(aggregate.promotions) if version is None or p["event_version"] == version)
             return version, entry["version"], entry["previous"], entry["verdict"]
 
-        (version, current, previous, verdict), position = self._write(decide)
-        receipt = self._receipt(ledger_id("family", family), version, position, version=current, previous=previous)
+        (version, current, previous, verdict), position = self.writer.write(decide)
+        receipt = self.writer.receipt(
+            ledger_id("family", family), version, position, version=current, previous=previous
+        )
         return PromotionReceipt(
             **{f.name: getattr(receipt, f.name) for f in dataclasses.fields(receipt)}, verdict=verdict
         )
@@ -267,24 +273,29 @@ class RegistryCommands(Reads):
     ) -> Receipt:
         """Point `alias` at `version` (0 removes it), compare-and-set on the version it names now
         (ALIAS_MOVED); INVALID_ALIAS, TOO_MANY_ALIASES, FAMILY_RETIRED, VERSION_NOT_FOUND."""
-        check_alias(alias)
+        aliases.check_alias(alias)
         check_int(version, "version", maximum=INT32_MAX)
         check_int(expected_version, "expected_version", maximum=INT32_MAX)
-        audit = self._audit(principal, request_id)
+        audit = self.writer.audit(principal, request_id)
         digest = gating.request_digest("alias", alias=alias, version=version, expected_version=expected_version)
 
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, int, int]:
-            aggregate = self._family(family)
+            aggregate = self.aggregates.family(family)
             touched.append(aggregate)
             retry = aggregate.answered(audit, digest)
             if retry is None:
-                aggregate.move_alias(
-                    audit, alias=alias, version=version, expected_version=expected_version, request_digest=digest
+                aliases.move_alias(
+                    aggregate,
+                    audit,
+                    alias=alias,
+                    version=version,
+                    expected_version=expected_version,
+                    request_digest=digest,
                 )
             return retry, version, expected_version
 
-        (retry, moved_to, previous), position = self._write(decide)
-        return self._receipt(ledger_id("family", family), retry, position, version=moved_to, previous=previous)
+        (retry, moved_to, previous), position = self.writer.write(decide)
+        return self.writer.receipt(ledger_id("family", family), retry, position, version=moved_to, previous=previous)
 
     def retire_family(self, *, family: str, reason: str, principal: str = "", request_id: str = "") -> Receipt:
         """Retire a family, with a reason (required): it takes no more registrations, promotions,
@@ -292,17 +303,17 @@ class RegistryCommands(Reads):
         check_text(reason, "reason")
         if not reason.strip():
             raise Invalid("reason is required", reason=Reason.MISSING_FIELD, field="reason")
-        audit = self._audit(principal, request_id)
+        audit = self.writer.audit(principal, request_id)
         digest = gating.request_digest("retire", reason=reason)
 
         def decide(touched: list[LedgerAggregate]) -> int | None:
-            aggregate = self._family(family)
+            aggregate = self.aggregates.family(family)
             touched.append(aggregate)
             retry = aggregate.answered(audit, digest)
             return retry if retry is not None else aggregate.retire(audit, reason=reason, request_digest=digest)
 
-        retry, position = self._write(decide)
-        return self._receipt(ledger_id("family", family), retry, position)
+        retry, position = self.writer.write(decide)
+        return self.writer.receipt(ledger_id("family", family), retry, position)
 
 
 def _recording(family: Family, act: Callable[[], int | None]) -> int | None:

@@ -1,7 +1,7 @@
-"""Runs: open a run (with its spend account, its plan and its objective), start attempts, record
-step batches, scored checkpoints, the finish and summary notes, datasets, checkpoint deletions, and
-retract a run. Each command validates its arguments (ledger.application.commands), then decides on
-the Run aggregate in the kernel's write loop.
+"""Runs: open a run (with its spend account, its plan and its objective), start attempts, finish
+and retract a run. Each command validates its arguments (ledger.application.commands), then
+decides on the Run aggregate through the writer. What a run records as it trains (step batches,
+checkpoints, notes, reports, datasets) is ledger.application.run_records.
 
 A retraction touches two aggregates in one write, as opening a run does: the run (Run.Retracted:
 no more writes) and its spend account (Account.Retracted: no new spend), saved together, so a run
@@ -10,40 +10,33 @@ is never retracted without its account or the other way round.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
 
 from ledger.application.commands import (
-    DeleteCheckpoint,
     FinishRun,
-    NoteSummary,
     OpenRun,
-    RecordDataset,
     RetractRun,
-    SaveCheckpoint,
     StartAttempt,
 )
-from ledger.application.kernel import Kernel, Receipt
-from ledger.domain import leases, plans
+from ledger.application.context import Context
+from ledger.application.outcomes import Receipt
+from ledger.domain import abandoned, leases, parents, plans, run_attempts, run_notes
 from ledger.domain import spending as spend
 from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
-from ledger.domain.batches import StepBatch
-from ledger.domain.errors import Invalid, Refused
-from ledger.domain.limits import check_id, check_reference
+from ledger.domain.errors import Refused
+from ledger.domain.limits import check_id
 from ledger.domain.reasons import Reason
-from ledger.domain.run_reports import check_report
 from ledger.domain.runs import Run
 
 __all__ = ["RunCommands"]
 
 
-class RunCommands(Kernel):
-    """The commands on runs."""
+class RunCommands(Context):
+    """The commands that open a run, start its attempts, finish it and retract it."""
 
     def open_run(
         self,
@@ -72,74 +65,85 @@ class RunCommands(Kernel):
             max_steps=max_steps,
             objective=objective,
         )
-        audit = self._audit(principal, request_id)
+        audit = self.writer.audit(principal, request_id)
         run_id = ledger_id("run", run_key)
         account_id = ledger_id("account", str(run_id))
 
         def decide(touched: list[LedgerAggregate]) -> tuple[bool, int | None]:
             try:
-                touched.append(self.repository.get(run_id))
+                touched.append(self.aggregates.repository.get(run_id))
             except AggregateNotFoundError:
                 pass
             else:
                 planned = self._reopen_run(touched[-1], command, audit)
                 self._reopen_account(str(run_id), command, audit, touched)
                 return False, planned
-            check_id(run_key, "run_key")  # A new run takes a key under the identifier rules.
-            plan: dict[str, Any] = {}
-            if command.max_steps is not None:
-                plan["max_steps"] = command.max_steps
-            if command.objective is not None:
-                plan["objective"] = command.objective
+            self._open_new(run_key, command, audit, touched)
+            return True, None
+
+        (created, planned), position = self.writer.write(decide)
+        if position is None:
+            position = self._first_position(run_id, account_id, planned)
+        return Receipt(position, duplicate=not created, created=created, run_id=str(run_id))
+
+    def _open_new(self, run_key: str, command: OpenRun, audit: Audit, touched: list[LedgerAggregate]) -> None:
+        """Open a new run and its account (or take the account a ledger written before run account
+        names were reserved opened for it, when its cap and parent are the run's)."""
+        run_id = ledger_id("run", run_key)
+        account_id = ledger_id("account", str(run_id))
+        check_id(run_key, "run_key")  # A new run takes a key under the identifier rules.
+        plan: dict[str, Any] = {}
+        if command.max_steps is not None:
+            plan["max_steps"] = command.max_steps
+        if command.objective is not None:
+            plan["objective"] = command.objective
+        touched.append(
+            Run._create(
+                Run.Opened,
+                id=run_id,
+                run_key=run_key,
+                name=command.name or run_key,
+                spec=command.spec,
+                **plan,
+                **audit.fields(),
+            )
+        )
+        try:
+            taken: Account = self.aggregates.repository.get(account_id)
+        except AggregateNotFoundError:
+            parents.check_not_retracted(self.aggregates.parents(command.parent_account, touched))
             touched.append(
-                Run._create(
-                    Run.Opened,
-                    id=run_id,
-                    run_key=run_key,
-                    name=name or run_key,
-                    spec=command.spec,
-                    **plan,
+                Account._create(
+                    Account.Opened,
+                    id=account_id,
+                    name=str(run_id),
+                    parent=command.parent_account,
+                    cap=command.cap_usd_micro,
                     **audit.fields(),
                 )
             )
-            try:
-                taken: Account = self.repository.get(account_id)
-            except AggregateNotFoundError:
-                spend.check_not_retracted(self._parents(parent_account, touched))
-                touched.append(
-                    Account._create(
-                        Account.Opened,
-                        id=account_id,
-                        name=str(run_id),
-                        parent=parent_account,
-                        cap=cap_usd_micro,
-                        **audit.fields(),
-                    )
-                )
-                return True, None
-            # Only in a ledger written before run account names were reserved: the account was
-            # opened by OpenAccount. The run is opened only if its cap and parent are honoured.
-            if (taken.cap, taken.parent) != (cap_usd_micro, parent_account):
-                raise Refused(
-                    f"the account {run_id} of this run was opened before it with another cap or parent",
-                    reason=Reason.RUN_ACCOUNT_TAKEN,
-                    account=str(run_id),
-                )
-            return True, None
+            return
+        # Only in a ledger written before run account names were reserved: the account was
+        # opened by OpenAccount. The run is opened only if its cap and parent are honoured.
+        if (taken.cap, taken.parent) != (command.cap_usd_micro, command.parent_account):
+            raise Refused(
+                f"the account {run_id} of this run was opened before it with another cap or parent",
+                reason=Reason.RUN_ACCOUNT_TAKEN,
+                account=str(run_id),
+            )
 
-        (created, planned), position = self._write(decide)
-        if position is None:
-            # A retry answers with the first answer: the position of the transaction that opened
-            # the run and its account together (the later of the two events), or of the plan
-            # change that set the max_steps it asks for.
-            position = self.storage.position_of(run_id, 1)
-            try:
-                position = max(position, self.storage.position_of(account_id, 1))
-            except LookupError:
-                pass
-            if planned is not None:
-                position = max(position, self.storage.position_of(run_id, planned))
-        return Receipt(position, duplicate=not created, created=created, run_id=str(run_id))
+    def _first_position(self, run_id: UUID, account_id: UUID, planned: int | None) -> int:
+        """A retry of OpenRun answers with the first answer: the position of the transaction that
+        opened the run and its account together (the later of the two events), or of the plan
+        change that set the max_steps it asks for."""
+        position = self.storage.position_of(run_id, 1)
+        try:
+            position = max(position, self.storage.position_of(account_id, 1))
+        except LookupError:
+            pass
+        if planned is not None:
+            position = max(position, self.storage.position_of(run_id, planned))
+        return position
 
     @staticmethod
     def _reopen_run(run: LedgerAggregate, command: OpenRun, audit: Audit) -> int | None:
@@ -157,12 +161,12 @@ class RunCommands(Kernel):
                 metric=held["metric"] if held else "",
                 mode=held["mode"] if held else "",
             )
-        return run.change_plan(audit, max_steps=command.max_steps)
+        return run_attempts.change_plan(run, audit, max_steps=command.max_steps)
 
     def _reopen_account(self, name: str, command: OpenRun, audit: Audit, touched: list[LedgerAggregate]) -> None:
         """What an OpenRun of an existing run asks of its account: a cap given is a cap change
         (set_cap's rules), an absent one leaves the cap; a parent given must be the account's."""
-        account = self._account(name)
+        account = self.aggregates.account(name)
         touched.append(account)
         parent = command.parent_account
         if parent and parent != account.parent:
@@ -199,12 +203,13 @@ class RunCommands(Kernel):
             max_steps=max_steps,
             lease_s=lease_s,
         )
-        audit = self._audit(principal, request_id)
+        audit = self.writer.audit(principal, request_id)
 
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, int]:
-            uuid, run = self._run(run_id)
+            uuid, run = self.aggregates.run(run_id)
             touched.append(run)
-            version = run.start_attempt(
+            version = run_attempts.start_attempt(
+                run,
                 audit,
                 attempt_id=command.attempt_id,
                 label=command.label,
@@ -215,16 +220,18 @@ class RunCommands(Kernel):
             )
             if version is None:
                 # The fenced attempts' holds are settled at once, not at their expiry, and not at
-                # $0: what they spent up to their last sign of life (ledger.domain.spending). What
+                # $0: what they spent up to their last sign of life (ledger.domain.abandoned). What
                 # their plan left undrawn goes back first (no money was spent from it).
-                holder, parents = self._chain(str(uuid), touched)
-                plans.release_plan(holder, parents, audit, reason=plans.SUPERSEDED, before_attempt=run.current_attempt)
-                spend.settle_attempts(
-                    holder,
+                spend_account, parents = self.aggregates.with_parents(str(uuid), touched)
+                plans.release_plan(
+                    spend_account, parents, audit, reason=plans.SUPERSEDED, before_attempt=run.current_attempt
+                )
+                abandoned.settle_attempts(
+                    spend_account,
                     parents,
                     audit,
                     below=run.current_attempt,
-                    reason=spend.SUPERSEDED,
+                    reason=abandoned.SUPERSEDED,
                     last_seen=lambda number: leases.last_seen(run, number),
                 )
             number: int = (
@@ -232,143 +239,8 @@ class RunCommands(Kernel):
             )
             return version, number
 
-        (version, number), position = self._write(decide)
-        return self._receipt(UUID(run_id), version, position, attempt=number, run_id=run_id)
-
-    def append_steps(
-        self,
-        *,
-        run_id: str,
-        attempt: int,
-        steps: Sequence[int],
-        tokens: Sequence[int] | None = None,
-        usd_micro: Sequence[int] | None = None,
-        metrics: dict[str, Any] | None = None,
-        principal: str = "",
-        request_id: str = "",
-    ) -> Receipt:
-        """Record one batch of steps as one event (see ledger.domain.batches for the shape)."""
-        decide = self._steps_decision(
-            run_id=run_id,
-            attempt=attempt,
-            steps=steps,
-            tokens=tokens,
-            usd_micro=usd_micro,
-            metrics=metrics,
-            principal=principal,
-            request_id=request_id,
-        )
-        (version, last_step), position = self._write(decide)
-        return self._receipt(UUID(run_id), version, position, last_step=last_step)
-
-    def append_steps_all(self, batches: Sequence[Mapping[str, Any]]) -> list[Receipt | Exception]:
-        """Record step batches in their order, each as `append_steps` records it (`batches` are
-        its keyword arguments), in as few transactions as group commit makes of them. The
-        batches are a sequence: once one is refused, none after it is recorded, as if each were
-        sent once the one before it was answered. Answers one outcome per batch, in order: its
-        Receipt, or the refusal append_steps would raise (for a batch after a refused one, a
-        Refused of the same reason: kernel.unrecorded). A batch that cannot be built (Invalid)
-        is the last answered: those after it are not even built."""
-        decides: list[Callable[[list[LedgerAggregate]], tuple[int | None, int | None]]] = []
-        refusal: Exception | None = None
-        for batch in batches:
-            try:
-                decides.append(self._steps_decision(**batch))
-            except Exception as error:
-                refusal = error
-                break
-        outcomes: list[Receipt | Exception] = []
-        answers = self._write_all(decides) if decides else []
-        for batch, answer in zip(batches[: len(decides)], answers, strict=True):
-            if isinstance(answer, Exception):
-                outcomes.append(answer)
-                continue
-            (version, last_step), position = answer
-            try:
-                outcomes.append(self._receipt(UUID(batch["run_id"]), version, position, last_step=last_step))
-            except Exception as error:  # The position of a duplicate could not be read.
-                outcomes.append(error)
-        if refusal is not None:
-            outcomes.append(refusal)
-        return outcomes
-
-    def _steps_decision(
-        self,
-        *,
-        run_id: str,
-        attempt: int,
-        steps: Sequence[int],
-        tokens: Sequence[int] | None = None,
-        usd_micro: Sequence[int] | None = None,
-        metrics: dict[str, Any] | None = None,
-        principal: str = "",
-        request_id: str = "",
-    ) -> Callable[[list[LedgerAggregate]], tuple[int | None, int | None]]:
-        """The write loop's decision of one step batch: the version of the identical batch
-        recorded before (None: recorded now) and the run's last step."""
-        batch = StepBatch.build(attempt=attempt, steps=steps, tokens=tokens, usd_micro=usd_micro, metrics=metrics)
-        audit = self._audit(principal, request_id)
-
-        def decide(touched: list[LedgerAggregate]) -> tuple[int | None, int | None]:
-            _, run = self._run(run_id)
-            touched.append(run)
-            version = run.record_steps(audit, batch, self._recall_batch(run))
-            last_step: int | None = run.last_step
-            return version, last_step
-
-        return decide
-
-    def save_checkpoint(
-        self,
-        *,
-        run_id: str,
-        attempt: int,
-        step: int,
-        backend: str,
-        uri: str,
-        fidelity: str = "weights+optimizer",
-        sampler_uri: str = "",
-        final: bool = False,
-        expires_at: datetime | None = None,
-        digest: str = "",
-        scores: dict[str, float] | None = None,
-        principal: str = "",
-        request_id: str = "",
-    ) -> Receipt:
-        """Record a checkpoint whose files are durable: the commit point for resume. `scores` are
-        the eval scores measured at it (name -> finite value), part of its identity."""
-        command = SaveCheckpoint(
-            run_id=run_id,
-            attempt=attempt,
-            step=step,
-            backend=backend,
-            uri=uri,
-            fidelity=fidelity,
-            sampler_uri=sampler_uri,
-            final=final,
-            expires_at=expires_at,
-            digest=digest,
-            scores=scores,
-        )
-        checkpoint = command.checkpoint()
-        audit = self._audit(principal, request_id)
-
-        def decide(touched: list[LedgerAggregate]) -> int | None:
-            _, run = self._run(run_id)
-            touched.append(run)
-            version = run.save_checkpoint(audit, attempt=attempt, checkpoint=checkpoint)
-            # After the duplicate test: a retry of a save made before its expiry is still answered
-            # as that save. The refusal drops the event just triggered with the rest of the write.
-            if version is None and expires_at is not None and expires_at <= audit.now:
-                raise Invalid(
-                    "expires_at has already passed: the checkpoint cannot be resumed from",
-                    reason=Reason.CHECKPOINT_ALREADY_EXPIRED,
-                    field="expires_at",
-                )
-            return version
-
-        version, position = self._write(decide)
-        return self._receipt(UUID(run_id), version, position)
+        (version, number), position = self.writer.write(decide)
+        return self.writer.receipt(UUID(run_id), version, position, attempt=number, run_id=run_id)
 
     def finish_run(
         self,
@@ -385,126 +257,41 @@ class RunCommands(Kernel):
         command = FinishRun(
             run_id=run_id, attempt=attempt, status=status, summary={} if summary is None else summary, error=error
         )
-        audit = self._audit(principal, request_id)
+        audit = self.writer.audit(principal, request_id)
 
         def decide(touched: list[LedgerAggregate]) -> int | None:
-            uuid, run = self._run(run_id)
+            uuid, run = self.aggregates.run(run_id)
             touched.append(run)
-            version = run.finish(audit, attempt=attempt, status=status, summary=command.summary, error=command.error)
+            version = run_attempts.finish(
+                run, audit, attempt=attempt, status=status, summary=command.summary, error=command.error
+            )
             if version is None:
                 # What the run's plan left undrawn goes back: the run spends nothing more.
-                holder, parents = self._chain(str(uuid), touched)
-                plans.release_plan(holder, parents, audit, reason=plans.FINISHED)
+                spend_account, parents = self.aggregates.with_parents(str(uuid), touched)
+                plans.release_plan(spend_account, parents, audit, reason=plans.FINISHED)
             return version
 
-        version, position = self._write(decide)
-        return self._receipt(UUID(run_id), version, position)
-
-    def note_summary(
-        self, *, run_id: str, summary: dict[str, Any], principal: str = "", request_id: str = ""
-    ) -> Receipt:
-        """Merge notes into the run's summary, also after it finished."""
-        command = NoteSummary(run_id=run_id, summary=summary)
-        audit = self._audit(principal, request_id)
-
-        def decide(touched: list[LedgerAggregate]) -> int | None:
-            _, run = self._run(run_id)
-            touched.append(run)
-            return run.note_summary(audit, summary=command.summary)
-
-        version, position = self._write(decide)
-        return self._receipt(UUID(run_id), version, position)
-
-    def record_report(
-        self, *, run_id: str, kind: str, report: dict[str, Any], principal: str = "", request_id: str = ""
-    ) -> Receipt:
-        """Record a holdout, delta or notes report on the run (ledger.domain.run_reports), also
-        after it finished; the same report again is a duplicate."""
-        check_reference(run_id, "run_id")
-        checked = check_report(kind, report)
-        audit = self._audit(principal, request_id)
-
-        def decide(touched: list[LedgerAggregate]) -> int | None:
-            _, run = self._run(run_id)
-            touched.append(run)
-            return run.record_report(audit, kind=kind, report=checked)
-
-        version, position = self._write(decide)
-        return self._receipt(UUID(run_id), version, position)
+        version, position = self.writer.write(decide)
+        return self.writer.receipt(UUID(run_id), version, position)
 
     def retract_run(self, *, run_id: str, reason: str, principal: str = "", request_id: str = "") -> Receipt:
         """Retract a run (an operator's act, with a reason): it is left out of lists, takes no more
         writes (RUN_RETRACTED) and its account no new spend; its history stays. Retracting again
         with the same reason is a duplicate; with another, EXISTS_WITH_DIFFERENT_PAYLOAD."""
         command = RetractRun(run_id=run_id, reason=reason)
-        audit = self._audit(principal, request_id)
+        audit = self.writer.audit(principal, request_id)
 
         def decide(touched: list[LedgerAggregate]) -> int | None:
-            uuid, run = self._run(run_id)
+            uuid, run = self.aggregates.run(run_id)
             touched.append(run)
-            version = run.retract(audit, reason=command.reason)
-            account, parents = self._chain(str(uuid), touched)
+            version = run_notes.retract(run, audit, reason=command.reason)
+            account, parents = self.aggregates.with_parents(str(uuid), touched)
             account.retract(audit, reason=command.reason)
             plans.release_plan(account, parents, audit, reason=plans.RETRACTED)
             return version
 
-        version, position = self._write(decide)
-        return self._receipt(UUID(run_id), version, position)
-
-    def record_dataset(
-        self,
-        *,
-        run_id: str,
-        role: str,
-        digest: str,
-        format: str,
-        rows: int,
-        tokens: int | None = None,
-        source_uri: str = "",
-        report: dict[str, Any] | None = None,
-        principal: str = "",
-        request_id: str = "",
-    ) -> Receipt:
-        """Record a dataset the run trains ("train") or evaluates ("eval") on, by the digest of its
-        rows, with its export report (at most 64 KiB as JSON). The same role and digest again is a
-        duplicate, or EXISTS_WITH_DIFFERENT_PAYLOAD with another payload."""
-        command = RecordDataset(
-            run_id=run_id,
-            role=role,
-            digest=digest,
-            format=format,
-            rows=rows,
-            tokens=tokens,
-            source_uri=source_uri,
-            report={} if report is None else report,
-        )
-        dataset = command.dataset()
-        audit = self._audit(principal, request_id)
-
-        def decide(touched: list[LedgerAggregate]) -> int | None:
-            _, run = self._run(run_id)
-            touched.append(run)
-            return run.record_dataset(audit, dataset=dataset)
-
-        version, position = self._write(decide)
-        return self._receipt(UUID(run_id), version, position)
-
-    def delete_checkpoint(
-        self, *, run_id: str, attempt: int, step: int, reason: str = "", principal: str = "", request_id: str = ""
-    ) -> Receipt:
-        """Record that a checkpoint's state was deleted from its storage (attempt 0: the usable
-        one at `step`): never offered for resume again. Refused for a protected checkpoint
-        (CHECKPOINT_PROTECTED, ledger.domain.retention); a second deletion is a duplicate."""
-        command = DeleteCheckpoint(run_id=run_id, attempt=attempt, step=step, reason=reason)
-        audit = self._audit(principal, request_id)
-
-        def decide(touched: list[LedgerAggregate]) -> int | None:
-            _, run = self._run(run_id)
-            touched.append(run)
-            return run.delete_checkpoint(audit, attempt=command.attempt, step=command.step, reason=command.reason)
-
-        version, position = self._write(decide)
-        return self._receipt(UUID(run_id), version, position)
+        version, position = self.writer.write(decide)
+        return self.writer.receipt(UUID(run_id), version, position)
 
 
 def _objective_text(objective: dict[str, str] | None) -> str:

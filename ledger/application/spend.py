@@ -1,16 +1,20 @@
 """Spend: accounts and their caps, reservations held before billable calls and settled after,
 charges after the fact, and the sweep that expires overdue holds. Every command decides on the
-account and its parents together, so no cap in the chain is ever crossed.
+account and the parents above it together, so no cap on the way up is ever crossed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
 from eventsourcing.application import AggregateNotFoundError
 
-from ledger.application.commands import (
+from ledger.application.context import Context
+from ledger.application.leases import check_hold_attempt, last_seen_of
+from ledger.application.outcomes import Receipt, Recorded, storage_read
+from ledger.application.spend_commands import (
     RESERVATION_TTL_DEFAULT,
     Charge,
     Commit,
@@ -19,19 +23,22 @@ from ledger.application.commands import (
     Reserve,
     SetCap,
 )
-from ledger.application.kernel import Receipt, Recorded, storage_read
-from ledger.application.leases import check_hold_attempt, last_seen_of
-from ledger.application.reads import Reads
+from ledger.application.writer import Writer
+from ledger.domain import abandoned, parents
 from ledger.domain import spending as spend
-from ledger.domain.accounts import Account
+from ledger.domain.accounts import Account, Recall
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
 from ledger.domain.errors import Conflict, LedgerError
 from ledger.domain.limits import check_id
 
-__all__ = ["SpendCommands"]
+__all__ = ["HoldDecision", "SpendCommands", "write_hold"]
+
+#: What a hold's decision answers: the version of an identical earlier hold (None: recorded now),
+#: when the hold expires, and the account's totals.
+HoldDecision = tuple[int | None, datetime | None, dict[str, Any]]
 
 
-class SpendCommands(Reads):
+class SpendCommands(Context):
     """The commands on spend accounts (the sweep reads the spend view first)."""
 
     def open_account(
@@ -45,15 +52,15 @@ class SpendCommands(Reads):
     ) -> Receipt:
         """Open a spend account (idempotent by name; a different parent or cap is a conflict)."""
         OpenAccount(account=account, parent=parent, cap_usd_micro=cap_usd_micro)
-        audit = self._audit(principal, request_id)
+        audit = self.writer.audit(principal, request_id)
         account_id = ledger_id("account", account)
 
         def decide(touched: list[LedgerAggregate]) -> tuple[bool, dict[str, Any]]:
             try:
-                existing: Account = self.repository.get(account_id)
+                existing: Account = self.aggregates.repository.get(account_id)
             except AggregateNotFoundError:
                 check_id(account, "account")  # A new account takes a name under the identifier rules.
-                spend.check_not_retracted(self._parents(parent, touched))
+                parents.check_not_retracted(self.aggregates.parents(parent, touched))
                 opened = Account._create(
                     Account.Opened, id=account_id, name=account, parent=parent, cap=cap_usd_micro, **audit.fields()
                 )
@@ -63,9 +70,9 @@ class SpendCommands(Reads):
                 raise Conflict(f"account {account} exists with another parent or cap", account=account)
             return False, existing.summary()
 
-        (created, totals), position = self._write(decide)
+        (created, totals), position = self.writer.write(decide)
         # A retry points at the account's first event, the one that opened it.
-        return self._receipt(account_id, None if created else 1, position, created=created, account=totals)
+        return self.writer.receipt(account_id, None if created else 1, position, created=created, account=totals)
 
     def set_cap(
         self, *, account: str, cap_usd_micro: int | None, scope: str = "", principal: str = "", request_id: str = ""
@@ -74,16 +81,16 @@ class SpendCommands(Reads):
         so is raising or lifting the cap of `scope`, the account the caller's token is scoped to
         (CAP_RAISE_OUTSIDE_SCOPE), as is any change to a retracted run's cap (RUN_RETRACTED)."""
         SetCap(account=account, cap_usd_micro=cap_usd_micro)
-        audit = self._audit(principal, request_id)
+        audit = self.writer.audit(principal, request_id)
 
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, dict[str, Any]]:
-            holder = self._account(account)
-            holder.check_not_retracted()  # A retracted run takes no further write.
-            touched.append(holder)
-            return spend.set_cap(holder, audit, cap_usd_micro, scope=scope), holder.summary()
+            spend_account = self.aggregates.account(account)
+            spend_account.check_not_retracted()  # A retracted run takes no further write.
+            touched.append(spend_account)
+            return spend.set_cap(spend_account, audit, cap_usd_micro, scope=scope), spend_account.summary()
 
-        (version, totals), position = self._write(decide)
-        return self._receipt(ledger_id("account", account), version, position, account=totals)
+        (version, totals), position = self.writer.write(decide)
+        return self.writer.receipt(ledger_id("account", account), version, position, account=totals)
 
     def reserve(
         self,
@@ -106,36 +113,23 @@ class SpendCommands(Reads):
             ttl=RESERVATION_TTL_DEFAULT if ttl is None else ttl,
             attempt=attempt,
         )
-        audit = self._audit(principal, request_id)
-        expires_at = audit.now + command.ttl
+        audit = self.writer.audit(principal, request_id)
 
-        def decide(touched: list[LedgerAggregate]) -> tuple[int | None, datetime | None, dict[str, Any]]:
-            holder, parents = self._chain(account, touched)
-            recall = self._recall_spend(holder)
-            if holder.entry(reservation_id, recall) is None:
-                check_hold_attempt(self.repository, account, attempt)  # A retry is answered as it was.
-            try:
-                version = spend.reserve(
-                    holder,
-                    parents,
-                    audit,
-                    last_seen=lambda number: self._last_seen(account, number),
-                    reservation_id=reservation_id,
-                    amount=amount_usd_micro,
-                    basis=command.basis,
-                    expires_at=expires_at,
-                    attempt=attempt,
-                    recall=recall,
-                )
-            except LedgerError as error:
-                # The refusal is itself recorded for audit, with any expiries found on the way.
-                raise Recorded(error) from error
-            entry = holder.entry(reservation_id, recall) or {}
-            expires: datetime | None = entry.get("expires_at")
-            return version, expires, holder.summary()
+        def hold(spend_account: Account, parents: list[Account], recall: Recall, expires_at: datetime) -> int | None:
+            return spend.reserve(
+                spend_account,
+                parents,
+                audit,
+                last_seen=lambda number: self._last_seen(account, number),
+                reservation_id=reservation_id,
+                amount=amount_usd_micro,
+                basis=command.basis,
+                expires_at=expires_at,
+                attempt=attempt,
+                recall=recall,
+            )
 
-        (version, expires, totals), position = self._write(decide)
-        return self._receipt(ledger_id("account", account), version, position, expires_at=expires, account=totals)
+        return write_hold(self.writer, command, audit, hold, Account.summary)
 
     def commit(
         self,
@@ -154,23 +148,23 @@ class SpendCommands(Reads):
             actual_usd_micro=actual_usd_micro,
             basis={} if basis is None else basis,
         )
-        audit = self._audit(principal, request_id)
+        audit = self.writer.audit(principal, request_id)
 
         def decide(touched: list[LedgerAggregate]) -> tuple[tuple[int | None, int], dict[str, Any]]:
-            holder, parents = self._chain(account, touched)
+            spend_account, parents = self.aggregates.with_parents(account, touched)
             decided = spend.commit(
-                holder,
+                spend_account,
                 parents,
                 audit,
                 reservation_id=reservation_id,
                 actual=actual_usd_micro,
                 basis=command.basis,
-                recall=self._recall_spend(holder),
+                recall=self.aggregates.recall_spend(spend_account),
             )
-            return decided, holder.summary()
+            return decided, spend_account.summary()
 
-        ((version, overrun), totals), position = self._write(decide)
-        return self._receipt(
+        ((version, overrun), totals), position = self.writer.write(decide)
+        return self.writer.receipt(
             ledger_id("account", account), version, position, overrun_usd_micro=overrun, account=totals
         )
 
@@ -179,17 +173,22 @@ class SpendCommands(Reads):
     ) -> Receipt:
         """Give a reservation back (on failure or when the call was not made)."""
         Release(account=account, reservation_id=reservation_id, reason=reason)
-        audit = self._audit(principal, request_id)
+        audit = self.writer.audit(principal, request_id)
 
         def decide(touched: list[LedgerAggregate]) -> tuple[int | None, dict[str, Any]]:
-            holder, parents = self._chain(account, touched)
+            spend_account, parents = self.aggregates.with_parents(account, touched)
             version = spend.release(
-                holder, parents, audit, reservation_id=reservation_id, reason=reason, recall=self._recall_spend(holder)
+                spend_account,
+                parents,
+                audit,
+                reservation_id=reservation_id,
+                reason=reason,
+                recall=self.aggregates.recall_spend(spend_account),
             )
-            return version, holder.summary()
+            return version, spend_account.summary()
 
-        (version, totals), position = self._write(decide)
-        return self._receipt(ledger_id("account", account), version, position, account=totals)
+        (version, totals), position = self.writer.write(decide)
+        return self.writer.receipt(ledger_id("account", account), version, position, account=totals)
 
     def charge(
         self,
@@ -210,53 +209,89 @@ class SpendCommands(Reads):
             basis={} if basis is None else basis,
             reason=reason,
         )
-        audit = self._audit(principal, request_id)
+        audit = self.writer.audit(principal, request_id)
 
         def decide(touched: list[LedgerAggregate]) -> tuple[tuple[int | None, int], dict[str, Any]]:
-            holder, parents = self._chain(account, touched)
+            spend_account, parents = self.aggregates.with_parents(account, touched)
             decided = spend.charge(
-                holder,
+                spend_account,
                 parents,
                 audit,
                 charge_id=charge_id,
                 amount=amount_usd_micro,
                 basis=command.basis,
                 reason=reason,
-                recall=self._recall_spend(holder),
+                recall=self.aggregates.recall_spend(spend_account),
             )
-            return decided, holder.summary()
+            return decided, spend_account.summary()
 
-        ((version, overrun), totals), position = self._write(decide)
-        return self._receipt(
+        ((version, overrun), totals), position = self.writer.write(decide)
+        return self.writer.receipt(
             ledger_id("account", account), version, position, overrun_usd_micro=overrun, account=totals
         )
 
     def expire_reservations(self, *, principal: str = "ledger", request_id: str = "") -> int:
         """The sweep: record SpendExpired for every pending reservation past its expiry.
         Returns how many expired."""
-        now = self.clock()
+        now = self.writer.clock()
         expired = 0
         # The overdue holds are found in the spend view: let it reflect every write first.
-        self.wait(self.head())
+        self.reader.wait(self.reader.head())
         audit = Audit(principal, request_id, now)
-        for name in self.views.accounts_with_overdue_holds(now):
+        for name in self.reader.views.accounts_with_overdue_holds(now):
 
             def decide(touched: list[LedgerAggregate], name: str = name) -> int:
-                holder, parents = self._chain(name, touched)
-                return spend.expire_overdue(holder, parents, audit, last_seen_of(self.repository, name))
+                spend_account, parents = self.aggregates.with_parents(name, touched)
+                return abandoned.expire_overdue(
+                    spend_account, parents, audit, last_seen_of(self.aggregates.repository, name)
+                )
 
-            count, _ = self._write(decide)
+            count, _ = self.writer.write(decide)
             expired += count
         return expired
 
     def _last_seen(self, account: str, attempt: int) -> datetime | None:
         """The last sign of life of `attempt` of the run whose account is `account` (None for an
         account of no run): loaded only when a reservation finds expired holds to settle."""
-        last_seen = last_seen_of(self.repository, account)
+        last_seen = last_seen_of(self.aggregates.repository, account)
         return None if last_seen is None else last_seen(attempt)
 
     @storage_read
     def account_now(self, account: str) -> dict[str, Any]:
         """An account's totals straight from its aggregate (no projection in between)."""
-        with self._lock:
-            return self._account(account).summary()
+        with self.writer.lock:
+            return self.aggregates.account(account).summary()
+
+
+def write_hold(
+    writer: Writer,
+    command: Reserve,
+    audit: Audit,
+    hold: Callable[[Account, list[Account], Recall, datetime], int | None],
+    totals: Callable[[Account], dict[str, Any]],
+) -> Receipt:
+    """Write a hold on the command's account, a call's (reserve) or a plan's (reserve_plan): `hold`
+    records it on the account and its parents, to expire at the end of the command's ttl. A new
+    hold for an attempt that a later one fenced off is refused; a refusal of the hold itself is
+    recorded for audit, with any expiries found on the way (Recorded). Answers with the hold's
+    expiry and the account's `totals`."""
+    aggregates = writer.aggregates
+    expires_at = audit.now + command.ttl
+
+    def decide(touched: list[LedgerAggregate]) -> HoldDecision:
+        spend_account, parents = aggregates.with_parents(command.account, touched)
+        recall = aggregates.recall_spend(spend_account)
+        if spend_account.entry(command.reservation_id, recall) is None:
+            # A retry is answered as it was.
+            check_hold_attempt(aggregates.repository, command.account, command.attempt)
+        try:
+            version = hold(spend_account, parents, recall, expires_at)
+        except LedgerError as error:
+            raise Recorded(error) from error
+        entry = spend_account.entry(command.reservation_id, recall) or {}
+        expires: datetime | None = entry.get("expires_at")
+        return version, expires, totals(spend_account)
+
+    (version, expires, account_totals), position = writer.write(decide)
+    account_id = ledger_id("account", command.account)
+    return writer.receipt(account_id, version, position, expires_at=expires, account=account_totals)

@@ -11,7 +11,8 @@ from typing import Any
 
 from eventsourcing.application import AggregateNotFoundError
 
-from ledger.application.kernel import Kernel, Receipt, storage_read
+from ledger.application.context import Context
+from ledger.application.outcomes import Receipt, storage_read
 from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
 from ledger.domain.errors import Invalid, LedgerError
@@ -31,7 +32,7 @@ class Issued:
     position: int
 
 
-class TokenCommands(Kernel):
+class TokenCommands(Context):
     """Issue and revoke tokens; read the token book; answer scope questions."""
 
     def issue_token(
@@ -51,8 +52,8 @@ class TokenCommands(Kernel):
             raise Invalid("a token names a principal", reason=Reason.MISSING_FIELD, field="principal")
         check_role(role)
         if account:
-            self._account(account)
-        audit = self._audit(principal, request_id)
+            self.aggregates.account(account)
+        audit = self.writer.audit(principal, request_id)
         token_id, secret = make_secret()
 
         def decide(touched: list[LedgerAggregate]) -> None:
@@ -68,26 +69,26 @@ class TokenCommands(Kernel):
                 expires_at=expires_at,
             )
 
-        _, position = self._write(decide)
+        _, position = self.writer.write(decide)
         assert position is not None
         return Issued(self.token_book()[token_id], bearer(token_id, secret), position)
 
     def revoke_token(self, *, token_id: str, reason: str = "", principal: str = "", request_id: str = "") -> Receipt:
         """Revoke a token (a second revocation records nothing). Raises NotFound (TOKEN_NOT_FOUND)."""
         reason = check_text(reason, "reason")
-        audit = self._audit(principal, request_id)
+        audit = self.writer.audit(principal, request_id)
 
         def decide(touched: list[LedgerAggregate]) -> bool:
             book = self._book_for_write(audit)
             touched.append(book)
             return book.revoke(audit, token_id, reason)
 
-        _, position = self._write(decide)
+        _, position = self.writer.write(decide)
         return Receipt(position or 0, duplicate=position is None)
 
     def _book_for_write(self, audit: Audit) -> Tokens:
         try:
-            book: Tokens = self.repository.get(BOOK_ID)
+            book: Tokens = self.aggregates.repository.get(BOOK_ID)
             return book
         except AggregateNotFoundError:
             return Tokens.open(audit)
@@ -98,8 +99,8 @@ class TokenCommands(Kernel):
         written by another process is seen): token id -> Token."""
         book = Tokens.__new__(Tokens)
         found = False
-        for stored in self.recorder.select_events(BOOK_ID):
-            event: Any = self.mapper.to_domain_event(stored)
+        for stored in self.aggregates.recorder.select_events(BOOK_ID):
+            event: Any = self.aggregates.mapper.to_domain_event(stored)
             event.apply(book)
             found = True
         return book.entries if found else {}
@@ -117,7 +118,7 @@ class TokenCommands(Kernel):
             if name == scope:
                 return True
             try:
-                found: object = self.repository.get(ledger_id("account", name))
+                found: object = self.aggregates.repository.get(ledger_id("account", name))
             except AggregateNotFoundError:
                 return False
             if not isinstance(found, Account) or not found.parent:
@@ -146,7 +147,7 @@ class TokenCommands(Kernel):
         except LedgerError:
             return True  # Nothing of a name the ledger refuses exists: the command says why.
         try:
-            self.repository.get(found)
+            self.aggregates.repository.get(found)
         except AggregateNotFoundError:
             return True
         return self.account_within(subject, scope)

@@ -1,19 +1,8 @@
 """Spend accounts: the Account aggregate, its events (caps, reservations, commits, releases,
 expiry and after-the-fact charges) and its state, with the window of settled ids. The commands
-that check requests and record these events are in ledger.domain.spending. Stored events carry
-the topic of their class here (ledger.domain.topics), so the events stay in this module.
-
-Invariant, for an account and every parent above it, at every position of the log:
-    committed + presumed + pending - overrun <= cap        (when the account has a cap)
-where `presumed` is what the ledger itself charged for holds nobody settled (SpendSettled: a hold
-whose attempt was superseded or lost, or whose expiry passed): a GPU-time hold pro rata up to the
-attempt's last sign of life, any other as reserved. A commit that comes later replaces it, and an
-adjustment to a bill below the estimate takes from it first (SpendAdjusted.presumed).
-where `overrun` is the money recorded beyond what a hold covered: the excess of an actual above
-its reservation, or the part of a charge or late commit beyond what remained. A reservation that
-would cross the cap of the account or of any parent is refused, and the refusal is recorded.
-Every change on an account is mirrored onto each parent by a SpendRolledUp event saved in the
-same transaction, so the chain moves atomically.
+that check requests and record these events, and the invariant they keep, are in
+ledger.domain.spending. Stored events carry the topic of their class here (ledger.domain.topics),
+so the events stay in this module.
 
 A run's account is retracted with its run (Retracted, saved in the transaction of the run's
 Retracted): new spend on it (a reservation, a charge) is refused RUN_RETRACTED, while what settles
@@ -163,11 +152,12 @@ class Account(LedgerAggregate):
         reason: str
 
         def apply(self, account: Account) -> None:
-            hold = account.holds.pop(self.reservation_id)
-            account.pending -= self.amount
-            account.settle(
+            account.close_hold(
                 self.reservation_id,
-                {**hold, "state": "released", "reason": self.reason, "settled_version": self.originator_version},
+                self.amount,
+                state="released",
+                reason=self.reason,
+                settled_version=self.originator_version,
             )
 
     class SpendExpired(LedgerAggregate.Event):
@@ -175,10 +165,8 @@ class Account(LedgerAggregate):
         amount: int
 
         def apply(self, account: Account) -> None:
-            hold = account.holds.pop(self.reservation_id)
-            account.pending -= self.amount
-            account.settle(
-                self.reservation_id, {**hold, "state": "expired", "settled_version": self.originator_version}
+            account.close_hold(
+                self.reservation_id, self.amount, state="expired", settled_version=self.originator_version
             )
 
     class SpendSettled(LedgerAggregate.Event):
@@ -196,19 +184,15 @@ class Account(LedgerAggregate):
         last_seen_at: datetime | None = None
 
         def apply(self, account: Account) -> None:
-            hold = account.holds.pop(self.reservation_id)
-            account.pending -= self.reserved
             account.__dict__["presumed"] = account.presumed + self.amount
-            account.settle(
+            account.close_hold(
                 self.reservation_id,
-                {
-                    **hold,
-                    "state": "settled",
-                    "presumed": self.amount,
-                    "method": self.method,
-                    "reason": self.reason,
-                    "settled_version": self.originator_version,
-                },
+                self.reserved,
+                state="settled",
+                presumed=self.amount,
+                method=self.method,
+                reason=self.reason,
+                settled_version=self.originator_version,
             )
 
     class SpendCharged(LedgerAggregate.Event):
@@ -330,42 +314,6 @@ class Account(LedgerAggregate):
             account.committed += self.committed_delta
             account.overrun += self.overrun_delta
 
-    @classmethod
-    def scratch(cls) -> Account:
-        """An empty account, to fold the recalled events of one id into (ledger.storage.keys)."""
-        account = cls.__new__(cls)
-        account.__dict__.update(
-            name="",
-            parent="",
-            cap=None,
-            committed=0,
-            pending=0,
-            overrun=0,
-            presumed=0,
-            holds={},
-            settled={},
-            evicted=0,
-            adjusted=0,
-            window_max=float("inf"),
-        )
-        return account
-
-    def record(self, event_class: type[LedgerAggregate.Event], audit: Audit, **fields: object) -> None:
-        """LedgerAggregate.record made directly: the event at the next version, applied by the
-        library's own `mutate` (which checks the id and version), then pending. The library's
-        generic trigger_event copies the keyword arguments twice and checks explicit topics,
-        which no event here has: a fifth of deciding a reserve and its commit."""
-        event = event_class(  # type: ignore[call-arg]
-            originator_id=self.id,
-            originator_version=self.version + 1,
-            timestamp=audit.now,
-            principal=audit.principal,
-            request_id=audit.request_id,
-            **fields,
-        )
-        event.mutate(self)
-        self._pending_events.append(event)
-
     # State helpers.
 
     @property
@@ -379,20 +327,6 @@ class Account(LedgerAggregate):
         if self.retraction is None:
             self.record(self.Retracted, audit, reason=reason)
 
-    @property
-    def plan(self) -> dict[str, Any] | None:
-        """The entry of the account's pending plan with its "id"; None when there is none."""
-        plan = self.holds.get(self.__dict__.get("plan_id", ""))
-        return None if plan is None else {**plan, "id": self.__dict__["plan_id"]}
-
-    def plan_cover(self, attempt: int, amount: int, now: datetime) -> tuple[str, int]:
-        """(plan id, the part of a new hold of `amount` for `attempt` the pending plan covers):
-        ("", 0) when there is no pending plan for that attempt, or it has expired."""
-        plan = self.plan
-        if plan is None or plan["expires_at"] <= now or plan["attempt"] not in (0, attempt):
-            return "", 0
-        return plan["id"], min(amount, plan["amount"])
-
     def check_not_retracted(self) -> None:
         """New spend on a retracted run's account is refused (RUN_RETRACTED)."""
         retraction = self.retraction
@@ -402,6 +336,12 @@ class Account(LedgerAggregate):
                 reason=Reason.RUN_RETRACTED,
                 account=self.name,
             )
+
+    def close_hold(self, key: str, reserved: int, **fields: Any) -> None:
+        """The pending hold `key` is settled: `reserved` leaves pending, its entry takes `fields`."""
+        hold = self.holds.pop(key)
+        self.pending -= reserved
+        self.settle(key, {**hold, **fields})
 
     def settle(self, key: str, entry: dict[str, Any]) -> None:
         self.settled.pop(key, None)

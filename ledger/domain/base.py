@@ -45,5 +45,19 @@ class LedgerAggregate(Aggregate):
         pass
 
     def record(self, event_class: type[Event], audit: Audit, **fields: object) -> None:
-        """Trigger `event_class` with the audit fields; the event's apply() changes the state."""
-        self.trigger_event(event_class, **audit.fields(), **fields)
+        """Record `event_class` with the audit fields; the event's apply() changes the state.
+
+        The library's trigger_event made directly: the event at the next version, applied by the
+        library's own `mutate` (which checks the id and version), then pending. The generic
+        trigger_event copies the keyword arguments twice and checks explicit topics, which no
+        event here has: a fifth of deciding a reserve and its commit."""
+        event = event_class(  # type: ignore[call-arg]
+            originator_id=self.id,
+            originator_version=self.version + 1,
+            timestamp=audit.now,
+            principal=audit.principal,
+            request_id=audit.request_id,
+            **fields,
+        )
+        event.mutate(self)
+        self._pending_events.append(event)

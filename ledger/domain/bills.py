@@ -103,6 +103,34 @@ def _check_line(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
             reason=Reason.CURRENCY_NOT_SUPPORTED,
             field=f"{where}.currency",
         )
+    amount, text = _check_amount(raw, where)
+    checked = _check_quantities(raw, where)
+    tags = raw.get("tags") or {}
+    if len(tags) > LINE_TAGS_MAX:
+        raise Invalid(f"{where} has more than {LINE_TAGS_MAX} tags", reason=Reason.MAP_TOO_LARGE)
+    for key, value in tags.items():
+        check_text(key, f"{where}.tags", limit=ID_LENGTH_MAX)
+        check_text(value, f"{where}.tags[{key[:64]}]", limit=TAG_VALUE_MAX)
+    line = {
+        "line_id": line_id,
+        "start": start,
+        "end": end,
+        "amount": amount,
+        "amount_text": text,
+        "quantities": checked,
+        "run_id": check_text(raw.get("run_id", ""), f"{where}.run_id", limit=ID_LENGTH_MAX),
+        "account": check_text(raw.get("account", ""), f"{where}.account", limit=ID_LENGTH_MAX),
+        "session_id": check_text(raw.get("session_id", ""), f"{where}.session_id", limit=ID_LENGTH_MAX),
+        "tags": dict(tags),
+        "description": check_text(raw.get("description", ""), f"{where}.description", limit=DESCRIPTION_MAX),
+    }
+    line["digest"] = line_digest(line)
+    return line
+
+
+def _check_amount(raw: Mapping[str, Any], where: str) -> tuple[int | None, str]:
+    """A line's amount in micro-dollars (None: not given) and its decimal text, which must say the
+    same amount when given."""
     amount = raw.get("amount_usd_micro")
     text = check_text(raw.get("amount_text", ""), f"{where}.amount_text", limit=AMOUNT_TEXT_MAX)
     if amount is not None:
@@ -126,6 +154,11 @@ def _check_line(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
                 reason=Reason.AMOUNT_TEXT_MISMATCH,
                 field=f"{where}.amount_usd_micro",
             )
+    return amount, text
+
+
+def _check_quantities(raw: Mapping[str, Any], where: str) -> dict[str, float]:
+    """A line's quantities by unit, each finite, from 0 to STEP_MAX."""
     quantities = raw.get("quantities") or {}
     if len(quantities) > LINE_QUANTITIES_MAX:
         raise Invalid(f"{where} has more than {LINE_QUANTITIES_MAX} quantities", reason=Reason.MAP_TOO_LARGE)
@@ -141,27 +174,7 @@ def _check_line(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
                 field=f"{where}.quantities",
             )
         checked[unit] = float(quantity)
-    tags = raw.get("tags") or {}
-    if len(tags) > LINE_TAGS_MAX:
-        raise Invalid(f"{where} has more than {LINE_TAGS_MAX} tags", reason=Reason.MAP_TOO_LARGE)
-    for key, value in tags.items():
-        check_text(key, f"{where}.tags", limit=ID_LENGTH_MAX)
-        check_text(value, f"{where}.tags[{key[:64]}]", limit=TAG_VALUE_MAX)
-    line = {
-        "line_id": line_id,
-        "start": start,
-        "end": end,
-        "amount": amount,
-        "amount_text": text,
-        "quantities": checked,
-        "run_id": check_text(raw.get("run_id", ""), f"{where}.run_id", limit=ID_LENGTH_MAX),
-        "account": check_text(raw.get("account", ""), f"{where}.account", limit=ID_LENGTH_MAX),
-        "session_id": check_text(raw.get("session_id", ""), f"{where}.session_id", limit=ID_LENGTH_MAX),
-        "tags": dict(tags),
-        "description": check_text(raw.get("description", ""), f"{where}.description", limit=DESCRIPTION_MAX),
-    }
-    line["digest"] = line_digest(line)
-    return line
+    return checked
 
 
 def line_digest(line: Mapping[str, Any]) -> str:

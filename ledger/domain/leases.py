@@ -15,6 +15,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from ledger.domain import run_attempts
 from ledger.domain.base import Audit
 from ledger.domain.errors import Invalid
 from ledger.domain.reasons import Reason
@@ -87,7 +88,7 @@ def heartbeat(run: Run, audit: Audit, *, attempt: int) -> int | None:
     heartbeat is recorded only when nothing renewed the lease in its last heartbeat period.
     Returns the run's version when nothing was recorded (None: an event was). Raises what a write
     of a superseded or finished attempt raises."""
-    run.check_writer(attempt)
+    run_attempts.check_writer(run, attempt)
     if run.revive(audit, attempt=attempt):
         return None
     lease_s = run.attempts[-1].get("lease_s") or LEASE_S_DEFAULT

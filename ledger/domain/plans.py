@@ -17,12 +17,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from ledger.domain.abandoned import LOST, SUPERSEDED, expire_overdue
 from ledger.domain.accounts import Account, Recall
 from ledger.domain.base import Audit
-from ledger.domain.errors import CapExceeded, Conflict, Refused
+from ledger.domain.errors import Conflict, Refused
+from ledger.domain.holds import check_headroom, pending_plan, refused_again
+from ledger.domain.parents import check_not_retracted, roll_up
 from ledger.domain.reasons import Reason
-from ledger.domain.spending import LOST, SUPERSEDED, check_not_retracted, expire_overdue, roll_up
-from trainledger.text import account_text, usd_text
+from trainledger.text import usd_text
 
 __all__ = ["FINISHED", "LOST", "RETRACTED", "SUPERSEDED", "release_plan", "reserve_plan", "summary"]
 
@@ -59,17 +61,10 @@ def reserve_plan(
                 reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
                 reservation_id=reservation_id,
             )
-        if entry["state"] == "refused":
-            raise CapExceeded(
-                f"plan {reservation_id} was refused: it would cross the cap of {account_text(entry['refused_by'])}",
-                reason=Reason.SPEND_CAP_EXCEEDED,
-                account=entry["refused_by"],
-                remaining_usd_micro=entry["remaining"],
-            )
-        return int(entry["reserved_version"])
+        return refused_again(entry, f"plan {reservation_id}")
     check_not_retracted((account, *parents))
     expire_overdue(account, parents, audit)  # A plan past its TTL holds nothing any more.
-    held = account.plan
+    held = pending_plan(account)
     if held is not None:
         raise Refused(
             f"account {account.name} holds a plan already: release it first",
@@ -77,26 +72,15 @@ def reserve_plan(
             account=account.name,
             attempt=str(held["attempt"]),
         )
-    for holder in (account, *parents):
-        headroom = holder.remaining
-        if headroom is not None and amount > headroom:
-            account.record(
-                Account.PlanRefused,
-                audit,
-                reservation_id=reservation_id,
-                amount=amount,
-                basis=basis,
-                attempt=attempt,
-                refused_by=holder.name,
-                remaining=headroom,
-            )
-            raise CapExceeded(
-                f"a plan of {usd_text(amount)} would cross the cap of {account_text(holder.name)}:"
-                f" {usd_text(headroom)} remains",
-                reason=Reason.SPEND_CAP_EXCEEDED,
-                account=holder.name,
-                remaining_usd_micro=headroom,
-            )
+    check_headroom(
+        account,
+        parents,
+        audit,
+        amount,
+        refusal=Account.PlanRefused,
+        what=f"a plan of {usd_text(amount)}",
+        hold={"reservation_id": reservation_id, "amount": amount, "basis": basis, "attempt": attempt},
+    )
     account.record(
         Account.PlanReserved,
         audit,
@@ -116,7 +100,7 @@ def release_plan(
     """Release what is left undrawn of the account's pending plan (with `before_attempt`, only
     of a plan made for an attempt before it, which that attempt fenced off). Returns the amount
     released."""
-    plan = account.plan
+    plan = pending_plan(account)
     if plan is None or (before_attempt is not None and not 0 < plan["attempt"] < before_attempt):
         return 0
     plan_id, undrawn = plan["id"], plan["amount"]

@@ -6,7 +6,7 @@ current and a gate verdict, asserted by the caller or evaluated by the ledger on
 current version moved (CURRENT_VERSION_MOVED), and that refusal is recorded (PromotionRefused). A
 rollback makes a version current again that was current before (any number), with a reason. Aliases (staging,
 production ...) name versions that passed a gate (were promoted once; NEVER_PROMOTED) and move by
-compare-and-set on the version they name. A retired
+compare-and-set on the version they name (ledger.domain.aliases). A retired
 family takes no more writes (FAMILY_RETIRED) and still reads. History is never lost.
 
 Promotions, rollbacks, alias moves and retirements are answered by request id: the same id again
@@ -16,36 +16,22 @@ request is EXISTS_WITH_DIFFERENT_PAYLOAD. The family remembers its last REQUESTS
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 from ledger.domain.base import Audit, LedgerAggregate
-from ledger.domain.errors import Conflict, Contended, Invalid, LedgerError, NotFound, Refused
+from ledger.domain.errors import Conflict, Contended, LedgerError, NotFound, Refused
 from ledger.domain.limits import DOCUMENT_BYTES_MAX, check_document_bytes, check_text
 from ledger.domain.reasons import Reason
 
-__all__ = ["ALIASES_MAX", "REQUESTS_WINDOW", "Family", "check_alias"]
+__all__ = ["REQUESTS_WINDOW", "Family"]
 
 # The request ids a family remembers (its latest registry writes); older ones are forgotten.
 REQUESTS_WINDOW = 1_000
-ALIASES_MAX = 32
-_ALIAS = re.compile(r"[a-z][a-z0-9_\-]{0,63}")
 # The refusals a promotion records, and the kind of error each is answered with again.
 _RECORDED_REFUSALS: dict[str, type[LedgerError]] = {
     Reason.GATE_NOT_PASSED: Refused,
     Reason.CURRENT_VERSION_MOVED: Contended,
 }
-
-
-def check_alias(alias: str) -> str:
-    """An alias: a lowercase letter, then up to 63 lowercase letters, digits, "-" or "_" (INVALID_ALIAS)."""
-    if not isinstance(alias, str) or _ALIAS.fullmatch(alias) is None:
-        raise Invalid(
-            f"alias {alias!r} is not a lowercase letter then up to 63 lowercase letters, digits, - or _",
-            reason=Reason.INVALID_ALIAS,
-            field="alias",
-        )
-    return alias
 
 
 def _remember(family: Family, event: Any, refusal: dict[str, Any] | None = None) -> None:
@@ -326,39 +312,6 @@ class Family(LedgerAggregate):
             request_digest=request_digest,
         )
         return error
-
-    def move_alias(
-        self, audit: Audit, *, alias: str, version: int, expected_version: int, request_digest: str = ""
-    ) -> int | None:
-        """Point `alias` at `version` (0 removes it), compare-and-set on the version it names now
-        (ALIAS_MOVED). Refused on a retired family (FAMILY_RETIRED), for a version never promoted
-        through a passing gate (NEVER_PROMOTED), past ALIASES_MAX aliases (TOO_MANY_ALIASES);
-        VERSION_NOT_FOUND."""
-        check_alias(alias)
-        if version:
-            self._check_version(version)
-        self.check_not_retired()
-        holder = self.aliases.get(alias, 0)
-        if holder != expected_version:
-            raise Contended(
-                f"{self.name}: expected alias {alias} to name version {expected_version}, but it names {holder}",
-                reason=Reason.ALIAS_MOVED,
-                alias=alias,
-                current=holder,
-                expected=expected_version,
-            )
-        if version and not self.passed_gate(version):
-            raise Refused(
-                f"version {version} never passed a gate: an alias names only a version once promoted",
-                reason=Reason.NEVER_PROMOTED,
-                version=version,
-            )
-        if version and not holder and len(self.aliases) >= ALIASES_MAX:
-            raise Refused(f"{self.name} holds {ALIASES_MAX} aliases already", reason=Reason.TOO_MANY_ALIASES)
-        self.record(
-            self.AliasMoved, audit, alias=alias, version=version, previous=holder, request_digest=request_digest
-        )
-        return None
 
     def retire(self, audit: Audit, *, reason: str, request_digest: str = "") -> int | None:
         """Retire the family. Retiring again with the same reason answers with the first

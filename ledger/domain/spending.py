@@ -1,53 +1,50 @@
-"""Commands on spend accounts: reserve, commit, release, charge, settle abandoned holds and set a cap.
+"""Commands on spend accounts: reserve, commit, release, charge, adjust to a bill and set a cap.
 
 Each takes an Account (ledger.domain.accounts) and the parents above it, checks the request
 against the account's state, and records past-tense events on it; every change is mirrored onto
-each parent by roll_up, so the caller saves the account and its parents in one transaction.
+each parent (ledger.domain.parents), so the caller saves the account and its parents in one
+transaction. Holds nobody settles are settled by the ledger (ledger.domain.abandoned).
 A repeated id is answered from the entry it left: an identical retry gets its first answer
 (the version first recorded, or the same refusal), the same id with another payload is a
 Conflict. Ids that have left an account's settled window are looked up through `recall`.
+
+Invariant, for an account and every parent above it, at every position of the log:
+    committed + presumed + pending - overrun <= cap        (when the account has a cap)
+where `presumed` is what the ledger itself charged for holds nobody settled (SpendSettled: a hold
+whose attempt was superseded or lost, or whose expiry passed): a GPU-time hold pro rata up to the
+attempt's last sign of life, any other as reserved. A commit that comes later replaces it, and an
+adjustment to a bill below the estimate takes from it first (SpendAdjusted.presumed).
+where `overrun` is the money recorded beyond what a hold covered: the excess of an actual above
+its reservation, or the part of a charge or late commit beyond what remained. A reservation that
+would cross the cap of the account or of any parent is refused, and the refusal is recorded.
+Every change on an account is mirrored onto each parent by a SpendRolledUp event saved in the
+same transaction, so an account and its parents move atomically.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
+from ledger.domain.abandoned import SUPERSEDED, LastSeen, expire_overdue
 from ledger.domain.accounts import Account, Recall
 from ledger.domain.base import Audit
-from ledger.domain.errors import CapExceeded, Conflict, Invalid, NotFound, PermissionDenied, Refused
+from ledger.domain.errors import Conflict, Invalid, NotFound, PermissionDenied, Refused
+from ledger.domain.holds import check_headroom, plan_cover, refused_again
+from ledger.domain.parents import check_not_retracted, roll_up
 from ledger.domain.reasons import Reason
-from trainledger.pricing import gpu_line_usd_micro
 from trainledger.text import account_text, usd_text
 
 __all__ = [
     "SETTLED",
     "adjust",
-    "EXPIRED",
-    "LOST",
-    "SUPERSEDED",
-    "LastSeen",
     "charge",
-    "check_not_retracted",
     "commit",
-    "expire_overdue",
     "release",
-    "settle_abandoned",
-    "settle_attempts",
-    "settlement",
     "reserve",
-    "roll_up",
     "set_cap",
 ]
 
-# Why the ledger settled a hold itself (SpendSettled.reason): a new attempt fenced off the
-# attempt that held it, the attempt's lease lapsed, or the hold's expiry passed.
-SUPERSEDED: str = Reason.ATTEMPT_SUPERSEDED.value
-LOST = "ATTEMPT_LOST"
-EXPIRED = "RESERVATION_EXPIRED"
-# The last sign of life of an attempt by its number (None: unknown, e.g. a hold of no run's attempt).
-LastSeen = Callable[[int], "datetime | None"]
 # Why a reservation that is settled refuses a commit or a release: the state it is in.
 SETTLED: dict[str, Reason] = {
     "released": Reason.RESERVATION_RELEASED,
@@ -55,118 +52,6 @@ SETTLED: dict[str, Reason] = {
     "charged": Reason.RESERVATION_CHARGED,
     "committed": Reason.RESERVATION_COMMITTED,
 }
-
-
-def roll_up(
-    parents: list[Account],
-    audit: Audit,
-    child: Account,
-    ref: str,
-    kind: str,
-    pending_delta: int,
-    committed_delta: int,
-    presumed_delta: int = 0,
-) -> None:
-    """Mirror a change of `child` onto every parent, each computing its own overrun: a commit
-    overruns by what its actual exceeds its hold; spend without a hold (a charge, a late
-    commit, net of the settlement it replaces) overruns by what lies beyond the parent's
-    remaining amount."""
-    for parent in parents:
-        if kind == "commit":
-            overrun_delta = max(0, committed_delta + pending_delta)
-        elif kind in ("charge", "late_commit", "adjust"):
-            overrun_delta = parent.excess(committed_delta + presumed_delta)
-        else:
-            overrun_delta = 0
-        fields: dict[str, Any] = {"presumed_delta": presumed_delta} if presumed_delta else {}
-        parent.record(
-            Account.SpendRolledUp,
-            audit,
-            child=child.name,
-            ref=ref,
-            kind=kind,
-            pending_delta=pending_delta,
-            committed_delta=committed_delta,
-            overrun_delta=overrun_delta,
-            **fields,
-        )
-
-
-def check_not_retracted(chain: Iterable[Account]) -> None:
-    """New spend is refused in a retracted run's subtree: a hold, a charge or an account opened on
-    an account whose chain (the account and its parents) holds a retracted run's account is
-    RUN_RETRACTED, naming that account, as a write on the run's own account is."""
-    for holder in chain:
-        holder.check_not_retracted()
-
-
-def settlement(hold: dict[str, Any], granted_at: datetime | None, last_seen_at: datetime | None) -> tuple[int, str]:
-    """What the ledger charges for an abandoned hold, and how: (amount, "pro_rata") for a hold
-    whose basis is GPU time only (its rate times the time from the grant to the attempt's last
-    sign of life, at most the hold), else (the hold, "as_reserved"): presumed spent in full."""
-    gpu = hold["basis"].get("gpu") if isinstance(hold.get("basis"), dict) else None
-    if not gpu or hold["basis"].get("tokens") or granted_at is None or last_seen_at is None:
-        return int(hold["amount"]), "as_reserved"
-    elapsed_ms = max(0, int((last_seen_at - granted_at).total_seconds() * 1000))
-    held_ms = int(gpu.get("gpu_milliseconds") or 0)
-    if held_ms:
-        elapsed_ms = min(elapsed_ms, held_ms)
-    rate = int(gpu.get("usd_micro_per_gpu_hour") or 0)
-    count = int(gpu.get("gpu_count") or 1)
-    # The basis's own rule (trainledger.pricing), at most the hold.
-    return min(int(hold["amount"]), gpu_line_usd_micro(elapsed_ms, rate, count)), "pro_rata"
-
-
-def settle_abandoned(
-    account: Account,
-    parents: list[Account],
-    audit: Audit,
-    *,
-    keys: list[str],
-    reason: str,
-    last_seen: LastSeen | None,
-) -> int:
-    """Settle the pending holds `keys` of `account` nobody will settle (SpendSettled, one event
-    each, with `reason`): never silently at $0 (see `settlement`). The last sign of life of a
-    hold's attempt is the later of what `last_seen` says and the attempt's latest pending grant.
-    Returns how many were settled."""
-    # A reservation is a sign of life of its attempt too: the latest one each attempt still holds.
-    latest_grants: dict[int, datetime] = {}
-    for hold in account.holds.values():
-        granted = hold.get("reserved_at")  # Absent in states saved before it was kept.
-        if granted is not None:
-            latest_grants[hold["attempt"]] = max(granted, latest_grants.get(hold["attempt"], granted))
-    for key in keys:
-        hold = account.holds[key]
-        seen = last_seen(hold["attempt"]) if last_seen is not None and hold["attempt"] > 0 else None
-        if seen is not None:
-            seen = max(seen, latest_grants.get(hold["attempt"], seen))
-        amount, method = settlement(hold, hold.get("reserved_at"), seen)
-        account.record(
-            Account.SpendSettled,
-            audit,
-            reservation_id=key,
-            reserved=hold["amount"],
-            amount=amount,
-            method=method,
-            reason=reason,
-            last_seen_at=seen,
-        )
-        roll_up(parents, audit, account, key, "settle", -hold["amount"], 0, amount)
-    return len(keys)
-
-
-def expire_overdue(account: Account, parents: list[Account], audit: Audit, last_seen: LastSeen | None = None) -> int:
-    """Settle every pending hold of `account` past its expiry (settle_abandoned, RESERVATION_EXPIRED).
-    A plan past its TTL expires instead: what it left undrawn was never spent (ledger.domain.plans)."""
-    overdue = [key for key, hold in account.holds.items() if hold["expires_at"] <= audit.now]
-    plans = [key for key in overdue if account.holds[key].get("kind") == "plan"]
-    for key in plans:
-        amount = account.holds[key]["amount"]
-        account.record(Account.SpendExpired, audit, reservation_id=key, amount=amount)
-        roll_up(parents, audit, account, key, "expire", -amount, 0)
-    calls = [key for key in overdue if key not in plans]
-    return len(plans) + settle_abandoned(account, parents, audit, keys=calls, reason=EXPIRED, last_seen=last_seen)
 
 
 def reserve(
@@ -200,39 +85,20 @@ def reserve(
                 reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
                 reservation_id=reservation_id,
             )
-        if entry["state"] == "refused":
-            raise CapExceeded(
-                f"reservation {reservation_id} was refused:"
-                f" it would cross the cap of {account_text(entry['refused_by'])}",
-                reason=Reason.SPEND_CAP_EXCEEDED,
-                account=entry["refused_by"],
-                remaining_usd_micro=entry["remaining"],
-            )
-        return int(entry["reserved_version"])
+        return refused_again(entry, f"reservation {reservation_id}")
     check_not_retracted((account, *parents))
     expire_overdue(account, parents, audit, last_seen)
     # The part of the hold the attempt's plan covers is pending already (ledger.domain.plans).
-    plan_id, drawn = account.plan_cover(attempt, amount, audit.now)
-    for holder in (account, *parents):
-        headroom = holder.remaining
-        if headroom is not None and amount - drawn > headroom:
-            account.record(
-                Account.SpendRefused,
-                audit,
-                reservation_id=reservation_id,
-                amount=amount,
-                basis=basis,
-                attempt=attempt,
-                refused_by=holder.name,
-                remaining=headroom,
-            )
-            raise CapExceeded(
-                f"reserving {usd_text(amount)} would cross the cap of {account_text(holder.name)}:"
-                f" {usd_text(headroom)} remains",
-                reason=Reason.SPEND_CAP_EXCEEDED,
-                account=holder.name,
-                remaining_usd_micro=headroom,
-            )
+    plan_id, drawn = plan_cover(account, attempt, amount, audit.now)
+    check_headroom(
+        account,
+        parents,
+        audit,
+        amount - drawn,
+        refusal=Account.SpendRefused,
+        what=f"reserving {usd_text(amount)}",
+        hold={"reservation_id": reservation_id, "amount": amount, "basis": basis, "attempt": attempt},
+    )
     account.record(
         Account.SpendReserved,
         audit,
@@ -286,40 +152,54 @@ def commit(
     late = state in ("expired", "settled") or (state == "released" and entry.get("reason") == SUPERSEDED)
     if state in ("released", "refused", "charged") and not late:
         raise Refused(f"reservation {reservation_id} is {state}", reason=SETTLED[state], reservation_id=reservation_id)
+    if state != "pending":  # Abandoned: the money was spent all the same, without a hold.
+        return None, _commit_late(account, parents, audit, entry, reservation_id, actual, basis)
     reserved = entry["amount"]
-    if state == "pending":
-        overrun = max(0, actual - reserved)
-        account.record(
-            Account.SpendCommitted,
-            audit,
-            reservation_id=reservation_id,
-            reserved=reserved,
-            actual=actual,
-            basis=basis,
-            overrun=overrun,
-            late=False,
-        )
-        roll_up(parents, audit, account, reservation_id, "commit", -reserved, actual)
-    else:  # Abandoned: the money was spent all the same, without a hold.
-        # What the ledger presumed for the hold, at most what is left presumed on the account: an
-        # adjustment to a bill may have taken part of it off already (adjust), and what it took
-        # stays taken, so the spend never counts below nothing.
-        replaced = min(int(entry.get("presumed", 0)), account.presumed) if state == "settled" else 0
-        overrun = account.excess(actual - replaced)
-        fields: dict[str, Any] = {"replaced": replaced} if replaced else {}
-        account.record(
-            Account.SpendCommitted,
-            audit,
-            reservation_id=reservation_id,
-            reserved=0,
-            actual=actual,
-            basis=basis,
-            overrun=overrun,
-            late=True,
-            **fields,
-        )
-        roll_up(parents, audit, account, reservation_id, "late_commit", 0, actual, -replaced)
+    overrun = max(0, actual - reserved)
+    account.record(
+        Account.SpendCommitted,
+        audit,
+        reservation_id=reservation_id,
+        reserved=reserved,
+        actual=actual,
+        basis=basis,
+        overrun=overrun,
+        late=False,
+    )
+    roll_up(parents, audit, account, reservation_id, "commit", -reserved, actual)
     return None, overrun
+
+
+def _commit_late(
+    account: Account,
+    parents: list[Account],
+    audit: Audit,
+    entry: dict[str, Any],
+    reservation_id: str,
+    actual: int,
+    basis: dict[str, Any],
+) -> int:
+    """Commit a hold that expired or that the ledger settled: the actual replaces what the ledger
+    presumed for it. Returns the overrun: what lies beyond the cap."""
+    # What the ledger presumed for the hold, at most what is left presumed on the account: an
+    # adjustment to a bill may have taken part of it off already (adjust), and what it took
+    # stays taken, so the spend never counts below nothing.
+    replaced = min(int(entry.get("presumed", 0)), account.presumed) if entry["state"] == "settled" else 0
+    overrun = account.excess(actual - replaced)
+    fields: dict[str, Any] = {"replaced": replaced} if replaced else {}
+    account.record(
+        Account.SpendCommitted,
+        audit,
+        reservation_id=reservation_id,
+        reserved=0,
+        actual=actual,
+        basis=basis,
+        overrun=overrun,
+        late=True,
+        **fields,
+    )
+    roll_up(parents, audit, account, reservation_id, "late_commit", 0, actual, -replaced)
+    return overrun
 
 
 def release(
@@ -420,16 +300,6 @@ def adjust(
     )
     roll_up(parents, audit, account, adjustment_id, "adjust", 0, amount - presumed, presumed)
     return None, overrun
-
-
-def settle_attempts(
-    account: Account, parents: list[Account], audit: Audit, *, below: int, reason: str, last_seen: LastSeen
-) -> int:
-    """Settle the pending holds of the attempts numbered below `below` (settle_abandoned with
-    `reason`): a dead trainer's holds neither block the cap until their expiry nor vanish at $0.
-    Returns how many were settled. A plan is not a call's hold: it is left to ledger.domain.plans."""
-    keys = [key for key, hold in account.holds.items() if 0 < hold["attempt"] < below and hold.get("kind") != "plan"]
-    return settle_abandoned(account, parents, audit, keys=keys, reason=reason, last_seen=last_seen)
 
 
 def set_cap(account: Account, audit: Audit, cap: int | None, *, scope: str = "") -> int | None:

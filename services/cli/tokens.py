@@ -21,7 +21,7 @@ import uuid
 from typing import Any
 
 from ledger import Ledger
-from ledger.application.kernel import utc_now
+from ledger.application.outcomes import utc_now
 from ledger.backend import is_postgres_url
 from ledger.domain.errors import LedgerError
 from ledger.domain.tokens import ROLES, Token, parse_bearer, parse_expiry

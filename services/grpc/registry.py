@@ -7,10 +7,10 @@ from typing import Any
 
 import grpc
 
+from ledger.domain.aliases import check_alias
 from ledger.domain.errors import NotFound, Unavailable
 from ledger.domain.limits import check_reference
 from ledger.domain.reasons import Reason
-from ledger.domain.registry import check_alias
 from ledger.views.models import Family, FamilyPage, FamilySummary
 from ledger.views.registry.reads import to_verdict
 from services.grpc import codec

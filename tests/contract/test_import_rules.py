@@ -190,3 +190,54 @@ def test_the_views_slices_lie_below_what_assembles_them(modules: tuple[str, ...]
                 if _within(target, forbidden) and not _within(target, modules):
                     found.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
     assert found == []
+
+
+def _cycle(package: str) -> list[str]:
+    """A cycle of imports among the modules of `package` (every import, also those inside
+    functions or for type checking only), or [] when there is none."""
+    graph: dict[str, set[str]] = {}
+    for path in _sources(package):
+        targets = set()
+        for _, imported, names in _imports(path):
+            targets.update({imported, *(f"{imported}.{name}" for name in names)})
+        graph[_module_of(path)] = targets
+    graph = {module: (targets & set(graph)) - {module} for module, targets in graph.items()}
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(module: str) -> list[str]:
+        state[module] = 1
+        path.append(module)
+        for target in sorted(graph[module]):
+            if state.get(target) == 1:
+                return [*path[path.index(target) :], target]
+            if target not in state and (found := visit(target)):
+                return found
+        path.pop()
+        state[module] = 2
+        return []
+
+    for module in sorted(graph):
+        if module not in state and (found := visit(module)):
+            return found
+    return []
+
+
+@pytest.mark.parametrize("package", ["ledger/domain", "ledger/application"])
+def test_the_modules_of_the_domain_and_of_the_application_import_one_another_without_a_cycle(package: str) -> None:
+    # An aggregate's module (whose classes name the stored topics) imports none of the modules of
+    # commands over it; an import moved into a function to dodge a circle is still a circle.
+    assert _cycle(package) == []
+
+
+def test_the_contexts_of_the_application_reach_the_kernel_only_through_the_writer_and_the_reader() -> None:
+    # Only the composition (ledger.application.ledger) builds on the kernel; a context is given
+    # its writer and reader (ledger.application.context), never the application itself.
+    found = []
+    for path in _sources("ledger/application"):
+        if path.name in ("kernel.py", "ledger.py"):
+            continue
+        for line, imported, _ in _imports(path):
+            if _within(imported, ("ledger.application.kernel", "ledger.application.ledger")):
+                found.append(f"{path.relative_to(ROOT)}:{line} imports {imported}")
+    assert found == []

@@ -12,7 +12,7 @@ from uuid import UUID
 import pytest
 
 from ledger import Conflict, Invalid, Ledger, LedgerError, Refused
-from ledger.application.kernel import Receipt
+from ledger.application.outcomes import Receipt
 from ledger.domain.reasons import Reason
 from tests.ledger.test_group_commit import insert_count
 

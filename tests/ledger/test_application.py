@@ -203,7 +203,8 @@ def test_a_key_deleted_from_an_event_of_several_keys_is_rebuilt_when_opened(sqli
 
 
 def test_command_arguments_are_refused_when_built_whoever_builds_them(ledger: Ledger) -> None:
-    from ledger.application.commands import Register, Reserve
+    from ledger.application.registry_commands import Register
+    from ledger.application.spend_commands import Reserve
 
     head = ledger.head()
     for build in (

@@ -515,7 +515,7 @@ class TestFigures:
         run = ledger.open_run(run_key="copied").run_id
         clock.advance(minutes=30)
         ledger.reserve(account=run, reservation_id="r1", amount_usd_micro=1_000_000, basis=TOKENS)
-        holder = ledger._account(run)
+        holder = ledger.aggregates.account(run)
         audit = Audit("old-version", "", ledger.clock())
         spending.commit(holder, [], audit, reservation_id="r1", actual=1_200_000, basis=TOKENS)
         ledger.save(holder)

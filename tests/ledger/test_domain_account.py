@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from ledger.domain import abandoned
 from ledger.domain import spending as spend
 from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, ledger_id
@@ -323,7 +324,7 @@ class TestCommitReleaseExpire:
         reserve(run, [project], "r1", 60)
         reserve(run, [project], "r2", 10, expires_at=LATER + timedelta(hours=1))
         events(run, project)
-        assert spend.expire_overdue(run, [project], audit(LATER)) == 1
+        assert abandoned.expire_overdue(run, [project], audit(LATER)) == 1
         [[settled], [rolled]] = events(run, project)
         assert isinstance(settled, Account.SpendSettled)
         assert (settled.reservation_id, settled.reserved, settled.amount) == ("r1", 60, 60)
@@ -355,8 +356,13 @@ class TestCommitReleaseExpire:
         reserve(account, [], "later", 700, attempt=2)
         account.collect_events()
         seen = NOW + timedelta(seconds=23)
-        settled = spend.settle_attempts(
-            account, [], audit(NOW + timedelta(minutes=2)), below=2, reason=spend.SUPERSEDED, last_seen=lambda n: seen
+        settled = abandoned.settle_attempts(
+            account,
+            [],
+            audit(NOW + timedelta(minutes=2)),
+            below=2,
+            reason=abandoned.SUPERSEDED,
+            last_seen=lambda n: seen,
         )
         assert settled == 2
         by_id = {e.reservation_id: e for e in account.collect_events()}
@@ -370,8 +376,8 @@ class TestCommitReleaseExpire:
         gpu = {"gpu": {"gpu_milliseconds": 10_000, "usd_micro_per_gpu_hour": 3_600_000, "gpu_count": 1}}
         reserve(account, [], "gpu", 10_000, basis=gpu, attempt=1)
         account.collect_events()
-        spend.settle_attempts(
-            account, [], audit(LATER), below=2, reason=spend.LOST, last_seen=lambda n: NOW + timedelta(minutes=5)
+        abandoned.settle_attempts(
+            account, [], audit(LATER), below=2, reason=abandoned.LOST, last_seen=lambda n: NOW + timedelta(minutes=5)
         )
         [settled] = account.collect_events()
         assert (settled.amount, settled.method, settled.reason) == (10_000, "pro_rata", "ATTEMPT_LOST")
@@ -379,7 +385,7 @@ class TestCommitReleaseExpire:
     def test_late_commit_retry_answers_the_overrun_first_answered(self) -> None:
         account = opened("run", 100)
         reserve(account, [], "r1", 50)
-        spend.expire_overdue(account, [], audit(LATER))
+        abandoned.expire_overdue(account, [], audit(LATER))
         assert spend.commit(account, [], audit(LATER), reservation_id="r1", actual=80, basis={}) == (None, 0)
         account.collect_events()
         assert spend.commit(account, [], audit(LATER), reservation_id="r1", actual=80, basis={}) == (account.version, 0)
@@ -396,7 +402,7 @@ class TestCommitReleaseExpire:
     def test_releasing_an_expired_hold_is_a_no_op(self) -> None:
         account = opened("run", 100)
         reserve(account, [], "r1", 100)
-        spend.expire_overdue(account, [], audit(LATER))
+        abandoned.expire_overdue(account, [], audit(LATER))
         account.collect_events()
         assert spend.release(account, [], audit(LATER), reservation_id="r1", reason="") == account.version
         nothing_recorded(account)

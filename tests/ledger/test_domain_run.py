@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from ledger.domain import run_attempts, run_checkpoints, run_notes, run_steps
 from ledger.domain.base import Audit, ledger_id
 from ledger.domain.batches import StepBatch
 from ledger.domain.errors import Conflict, Invalid, NotFound, Refused
@@ -29,7 +30,12 @@ def opened(key: str = "run-key") -> Run:
 def started(
     run: Run, *, resume_from_step: int | None = None, attempt_id: str = "", label: str = "", now: datetime = NOW
 ) -> Run:
-    assert run.start_attempt(audit(now), attempt_id=attempt_id, label=label, resume_from_step=resume_from_step) is None
+    assert (
+        run_attempts.start_attempt(
+            run, audit(now), attempt_id=attempt_id, label=label, resume_from_step=resume_from_step
+        )
+        is None
+    )
     run.collect_events()
     return run
 
@@ -39,7 +45,7 @@ def batch(attempt: int, steps: list[int], loss: float = 1.0, **columns: Any) -> 
 
 
 def recorded(run: Run, attempt: int, steps: list[int], loss: float = 1.0) -> Run:
-    assert run.record_steps(audit(), batch(attempt, steps, loss)) is None
+    assert run_steps.record_steps(run, audit(), batch(attempt, steps, loss)) is None
     run.collect_events()
     return run
 
@@ -58,7 +64,7 @@ def checkpoint(step: int, *, expires_at: datetime | None = None, uri: str = "") 
 
 
 def saved(run: Run, attempt: int, step: int, **fields: Any) -> Run:
-    assert run.save_checkpoint(audit(), attempt=attempt, checkpoint=checkpoint(step, **fields)) is None
+    assert run_checkpoints.save_checkpoint(run, audit(), attempt=attempt, checkpoint=checkpoint(step, **fields)) is None
     run.collect_events()
     return run
 
@@ -100,11 +106,11 @@ class TestOpen:
 class TestAttempts:
     def test_start_attempt_records_the_next_number(self) -> None:
         run = opened()
-        assert run.start_attempt(audit(), attempt_id="a1", label="host-1", resume_from_step=None) is None
+        assert run_attempts.start_attempt(run, audit(), attempt_id="a1", label="host-1", resume_from_step=None) is None
         [event] = run.collect_events()
         assert isinstance(event, Run.AttemptStarted)
         assert (event.attempt, event.attempt_id, event.label, event.resumed_from_step) == (1, "a1", "host-1", None)
-        run.start_attempt(audit(), attempt_id="a2", label="", resume_from_step=None)
+        run_attempts.start_attempt(run, audit(), attempt_id="a2", label="", resume_from_step=None)
         [event] = run.collect_events()
         assert event.attempt == 2
         assert [a["ended"] for a in run.attempts] == [True, False]
@@ -112,7 +118,7 @@ class TestAttempts:
     def test_start_attempt_retry_with_same_id_is_a_no_op(self) -> None:
         run = started(opened(), attempt_id="a1", label="x")
         first = run.attempts[0]["version"]
-        assert run.start_attempt(audit(), attempt_id="a1", label="x", resume_from_step=None) == first
+        assert run_attempts.start_attempt(run, audit(), attempt_id="a1", label="x", resume_from_step=None) == first
         assert run.collect_events() == []
 
     def test_start_attempt_same_id_other_payload_is_refused(self) -> None:
@@ -121,16 +127,16 @@ class TestAttempts:
             Conflict,
             "EXISTS_WITH_DIFFERENT_PAYLOAD",
             run,
-            lambda: run.start_attempt(audit(), attempt_id="a1", label="y", resume_from_step=None),
+            lambda: run_attempts.start_attempt(run, audit(), attempt_id="a1", label="y", resume_from_step=None),
         )
 
     @pytest.mark.parametrize("act", ["steps", "checkpoint", "finish"])
     def test_a_superseded_attempt_is_fenced(self, act: str) -> None:
         run = recorded(started(started(opened())), 2, [1, 2])
         commands = {
-            "steps": lambda: run.record_steps(audit(), batch(1, [3])),
-            "checkpoint": lambda: run.save_checkpoint(audit(), attempt=1, checkpoint=checkpoint(9)),
-            "finish": lambda: run.finish(audit(), attempt=1, status="done", summary={}, error=""),
+            "steps": lambda: run_steps.record_steps(run, audit(), batch(1, [3])),
+            "checkpoint": lambda: run_checkpoints.save_checkpoint(run, audit(), attempt=1, checkpoint=checkpoint(9)),
+            "finish": lambda: run_attempts.finish(run, audit(), attempt=1, status="done", summary={}, error=""),
         }
         caught = refused(Refused, "ATTEMPT_SUPERSEDED", run, commands[act])
         assert caught.value.metadata == {"attempt": "1", "current_attempt": "2"}
@@ -142,24 +148,24 @@ class TestAttempts:
         first_version = run.version
         started(run)
         version = run.version
-        assert run.record_steps(audit(), batch(1, [1, 2])) == first_version
+        assert run_steps.record_steps(run, audit(), batch(1, [1, 2])) == first_version
         assert run.version == version and not run.pending_events
-        refused(Refused, "ATTEMPT_SUPERSEDED", run, lambda: run.record_steps(audit(), batch(1, [3])))
+        refused(Refused, "ATTEMPT_SUPERSEDED", run, lambda: run_steps.record_steps(run, audit(), batch(1, [3])))
 
     @pytest.mark.parametrize("attempt", [2, 7])
     def test_an_attempt_never_started_is_not_found(self, attempt: int) -> None:
         run = started(opened())
-        refused(NotFound, "ATTEMPT_NOT_FOUND", run, lambda: run.record_steps(audit(), batch(attempt, [1])))
+        refused(NotFound, "ATTEMPT_NOT_FOUND", run, lambda: run_steps.record_steps(run, audit(), batch(attempt, [1])))
         refused(
             NotFound,
             "ATTEMPT_NOT_FOUND",
             run,
-            lambda: run.save_checkpoint(audit(), attempt=attempt, checkpoint=checkpoint(1)),
+            lambda: run_checkpoints.save_checkpoint(run, audit(), attempt=attempt, checkpoint=checkpoint(1)),
         )
 
     def test_no_attempt_started_means_no_writer(self) -> None:
         run = opened()
-        refused(NotFound, "ATTEMPT_NOT_FOUND", run, lambda: run.record_steps(audit(), batch(1, [1])))
+        refused(NotFound, "ATTEMPT_NOT_FOUND", run, lambda: run_steps.record_steps(run, audit(), batch(1, [1])))
 
 
 class TestSteps:
@@ -167,8 +173,8 @@ class TestSteps:
         run = started(opened())
         steps = list(range(1, 1001))
         assert (
-            run.record_steps(
-                audit(), StepBatch.build(attempt=1, steps=steps, tokens=[7] * 1000, metrics={"loss": [0.5] * 1000})
+            run_steps.record_steps(
+                run, audit(), StepBatch.build(attempt=1, steps=steps, tokens=[7] * 1000, metrics={"loss": [0.5] * 1000})
             )
             is None
         )
@@ -185,7 +191,7 @@ class TestSteps:
         run = recorded(started(opened()), 1, [1, 2, 3])
         first = run.version
         recorded(run, 1, [4, 5])
-        assert run.record_steps(audit(), batch(1, [1, 2, 3])) == first
+        assert run_steps.record_steps(run, audit(), batch(1, [1, 2, 3])) == first
         assert run.collect_events() == []
         assert run.last_step == 5
 
@@ -193,7 +199,10 @@ class TestSteps:
     def test_same_step_other_payload_is_refused(self, steps: list[int]) -> None:
         run = recorded(started(opened()), 1, [1, 2, 3])
         refused(
-            Conflict, "EXISTS_WITH_DIFFERENT_PAYLOAD", run, lambda: run.record_steps(audit(), batch(1, steps, loss=2.0))
+            Conflict,
+            "EXISTS_WITH_DIFFERENT_PAYLOAD",
+            run,
+            lambda: run_steps.record_steps(run, audit(), batch(1, steps, loss=2.0)),
         )
 
     def test_steps_strictly_increase_within_a_batch(self) -> None:
@@ -204,16 +213,16 @@ class TestSteps:
 
     def test_steps_strictly_increase_across_batches_of_an_attempt(self) -> None:
         run = recorded(recorded(started(opened()), 1, [1, 2, 3]), 1, [5, 6])
-        refused(Invalid, "STEPS_NOT_INCREASING", run, lambda: run.record_steps(audit(), batch(1, [4])))
+        refused(Invalid, "STEPS_NOT_INCREASING", run, lambda: run_steps.record_steps(run, audit(), batch(1, [4])))
 
     def test_a_step_below_every_recorded_one_is_not_increasing_either(self) -> None:
         run = recorded(started(opened()), 1, [1, 2, 3])
-        refused(Invalid, "STEPS_NOT_INCREASING", run, lambda: run.record_steps(audit(), batch(1, [0])))
+        refused(Invalid, "STEPS_NOT_INCREASING", run, lambda: run_steps.record_steps(run, audit(), batch(1, [0])))
 
     def test_a_new_attempt_without_resume_starts_from_scratch(self) -> None:
         run = started(recorded(started(opened()), 1, [1, 2, 3]))
         assert run.last_step is None
-        assert run.record_steps(audit(), batch(2, [1, 2])) is None
+        assert run_steps.record_steps(run, audit(), batch(2, [1, 2])) is None
         assert [type(e) for e in run.collect_events()] == [Run.StepsRecorded]
 
 
@@ -221,7 +230,10 @@ class TestCheckpointsAndResume:
     def test_save_checkpoint_records_the_handle(self) -> None:
         run = recorded(started(opened()), 1, [1, 2, 3])
         expires = NOW + timedelta(days=1)
-        assert run.save_checkpoint(audit(), attempt=1, checkpoint=checkpoint(3, expires_at=expires)) is None
+        assert (
+            run_checkpoints.save_checkpoint(run, audit(), attempt=1, checkpoint=checkpoint(3, expires_at=expires))
+            is None
+        )
         [event] = run.collect_events()
         assert isinstance(event, Run.CheckpointSaved)
         assert (event.attempt, event.step, event.backend, event.uri, event.fidelity, event.expires_at) == (
@@ -236,13 +248,15 @@ class TestCheckpointsAndResume:
     def test_save_checkpoint_retry_is_a_no_op_and_other_payload_is_refused(self) -> None:
         run = saved(started(opened()), 1, 3)
         first = run.version
-        assert run.save_checkpoint(audit(), attempt=1, checkpoint=checkpoint(3)) == first
+        assert run_checkpoints.save_checkpoint(run, audit(), attempt=1, checkpoint=checkpoint(3)) == first
         assert run.collect_events() == []
         refused(
             Conflict,
             "EXISTS_WITH_DIFFERENT_PAYLOAD",
             run,
-            lambda: run.save_checkpoint(audit(), attempt=1, checkpoint=checkpoint(3, uri="file:///other")),
+            lambda: run_checkpoints.save_checkpoint(
+                run, audit(), attempt=1, checkpoint=checkpoint(3, uri="file:///other")
+            ),
         )
 
     def test_resume_supersedes_what_lies_above_the_resume_point(self) -> None:
@@ -250,18 +264,18 @@ class TestCheckpointsAndResume:
         recorded(run, 1, list(range(1, 11)))
         saved(run, 1, 5)
         saved(run, 1, 8)
-        assert run.start_attempt(audit(), attempt_id="", label="", resume_from_step=5) is None
+        assert run_attempts.start_attempt(run, audit(), attempt_id="", label="", resume_from_step=5) is None
         [event] = run.collect_events()
         assert (event.attempt, event.resumed_from_step) == (2, 5)
         assert [(c["step"], c["superseded"]) for c in run.checkpoints] == [(5, False), (8, True)]
         assert run.last_step == 5
         # The resumed attempt records from the step after the checkpoint, not at or below it.
-        refused(Invalid, "STEP_BEFORE_RESUME", run, lambda: run.record_steps(audit(), batch(2, [5])))
+        refused(Invalid, "STEP_BEFORE_RESUME", run, lambda: run_steps.record_steps(run, audit(), batch(2, [5])))
         refused(
             Invalid,
             "STEP_BEFORE_RESUME",
             run,
-            lambda: run.save_checkpoint(audit(), attempt=2, checkpoint=checkpoint(4)),
+            lambda: run_checkpoints.save_checkpoint(run, audit(), attempt=2, checkpoint=checkpoint(4)),
         )
         recorded(run, 2, [6, 7])
         # A superseded checkpoint cannot be resumed from.
@@ -269,7 +283,7 @@ class TestCheckpointsAndResume:
             NotFound,
             "CHECKPOINT_NOT_FOUND",
             run,
-            lambda: run.start_attempt(audit(), attempt_id="", label="", resume_from_step=8),
+            lambda: run_attempts.start_attempt(run, audit(), attempt_id="", label="", resume_from_step=8),
         )
 
     def test_resume_needs_a_checkpoint_at_that_step(self) -> None:
@@ -278,7 +292,7 @@ class TestCheckpointsAndResume:
             NotFound,
             "CHECKPOINT_NOT_FOUND",
             run,
-            lambda: run.start_attempt(audit(), attempt_id="", label="", resume_from_step=2),
+            lambda: run_attempts.start_attempt(run, audit(), attempt_id="", label="", resume_from_step=2),
         )
 
     def test_resume_from_an_expired_checkpoint_is_refused(self) -> None:
@@ -288,60 +302,63 @@ class TestCheckpointsAndResume:
             Refused,
             "CHECKPOINT_EXPIRED",
             run,
-            lambda: run.start_attempt(audit(later), attempt_id="", label="", resume_from_step=3),
+            lambda: run_attempts.start_attempt(run, audit(later), attempt_id="", label="", resume_from_step=3),
         )
-        assert run.start_attempt(audit(NOW), attempt_id="", label="", resume_from_step=3) is None
+        assert run_attempts.start_attempt(run, audit(NOW), attempt_id="", label="", resume_from_step=3) is None
 
 
 class TestFinishAndSummary:
     @pytest.mark.parametrize("status", ["done", "failed", "stopped"])
     def test_finish_records_the_status(self, status: str) -> None:
         run = started(opened())
-        assert run.finish(audit(), attempt=1, status=status, summary={"loss": 0.1}, error="boom") is None
+        assert run_attempts.finish(run, audit(), attempt=1, status=status, summary={"loss": 0.1}, error="boom") is None
         [event] = run.collect_events()
         assert isinstance(event, Run.Finished)
         assert (event.status, event.summary, event.error) == (status, {"loss": 0.1}, "boom")
         assert run.status == status
         assert all(a["ended"] for a in run.attempts)
-        refused(Refused, "RUN_FINISHED", run, lambda: run.record_steps(audit(), batch(1, [1])))
+        refused(Refused, "RUN_FINISHED", run, lambda: run_steps.record_steps(run, audit(), batch(1, [1])))
 
     def test_finish_retry_is_a_no_op_and_another_finish_is_refused(self) -> None:
         run = started(opened())
-        run.finish(audit(), attempt=1, status="failed", summary={"a": 1}, error="e")
+        run_attempts.finish(run, audit(), attempt=1, status="failed", summary={"a": 1}, error="e")
         run.collect_events()
         first = run.version
-        assert run.finish(audit(), attempt=1, status="failed", summary={"a": 1}, error="e") == first
+        assert run_attempts.finish(run, audit(), attempt=1, status="failed", summary={"a": 1}, error="e") == first
         assert run.collect_events() == []
         refused(
-            Refused, "RUN_FINISHED", run, lambda: run.finish(audit(), attempt=1, status="done", summary={}, error="")
+            Refused,
+            "RUN_FINISHED",
+            run,
+            lambda: run_attempts.finish(run, audit(), attempt=1, status="done", summary={}, error=""),
         )
 
     def test_a_done_run_takes_no_new_attempt_but_a_failed_one_does(self) -> None:
         done = started(opened("done"))
-        done.finish(audit(), attempt=1, status="done", summary={}, error="")
+        run_attempts.finish(done, audit(), attempt=1, status="done", summary={}, error="")
         done.collect_events()
         refused(
             Refused,
             "RUN_FINISHED",
             done,
-            lambda: done.start_attempt(audit(), attempt_id="", label="", resume_from_step=None),
+            lambda: run_attempts.start_attempt(done, audit(), attempt_id="", label="", resume_from_step=None),
         )
         failed = started(opened("failed"))
-        failed.finish(audit(), attempt=1, status="failed", summary={}, error="oom")
+        run_attempts.finish(failed, audit(), attempt=1, status="failed", summary={}, error="oom")
         failed.collect_events()
         started(failed)
         assert (failed.status, failed.current_attempt) == ("running", 2)
 
     def test_summary_notes_merge_also_after_finish_and_keep_the_status(self) -> None:
         run = started(opened())
-        run.finish(audit(), attempt=1, status="done", summary={"loss": 0.5, "eval": 1.0}, error="")
+        run_attempts.finish(run, audit(), attempt=1, status="done", summary={"loss": 0.5, "eval": 1.0}, error="")
         run.collect_events()
-        assert run.note_summary(audit(), summary={"loss": 0.4, "note": "corrected"}) is None
+        assert run_notes.note_summary(run, audit(), summary={"loss": 0.4, "note": "corrected"}) is None
         [event] = run.collect_events()
         assert isinstance(event, Run.SummaryNoted)
         assert event.summary == {"loss": 0.4, "note": "corrected"}
         assert run.summary == {"loss": 0.4, "eval": 1.0, "note": "corrected"}
         assert run.status == "done"
         # The same notes again change nothing and record nothing.
-        assert run.note_summary(audit(), summary={"note": "corrected"}) == run.version
+        assert run_notes.note_summary(run, audit(), summary={"note": "corrected"}) == run.version
         assert run.collect_events() == []

@@ -60,7 +60,7 @@ def _until(condition: Callable[[], bool]) -> None:
 def gathered(ledger: Ledger, *calls: Callable[[], Any]) -> tuple[list[Any], int]:
     """Run `calls` as one group, in order. Returns each call's answer (its result, or the
     exception it raised) and how many transactions inserted their events."""
-    writes: Any = ledger._writes
+    writes: Any = ledger.writer.queue
     outcomes: list[Any] = [None] * len(calls)
 
     def call(index: int, function: Callable[[], Any]) -> None:
@@ -72,7 +72,7 @@ def gathered(ledger: Ledger, *calls: Callable[[], Any]) -> tuple[list[Any], int]
     lead = threading.Thread(target=ledger.open_account, kwargs={"account": f"lead-{uuid.uuid4().hex[:8]}"})
     threads = [threading.Thread(target=call, args=(index, function)) for index, function in enumerate(calls)]
     with insert_count(ledger, leaving_out=lead) as count:
-        with ledger._lock:
+        with ledger.writer.lock:
             lead.start()
             _until(lambda: writes._leading and writes.queued == 0)  # The leader took its group of one.
             for index, thread in enumerate(threads):

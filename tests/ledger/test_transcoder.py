@@ -14,7 +14,7 @@ import pytest
 from eventsourcing.domain import Snapshot
 
 from ledger import Ledger
-from ledger.domain import leases, plans
+from ledger.domain import abandoned, aliases, leases, plans, run_attempts, run_checkpoints, run_notes, run_steps
 from ledger.domain import spending as spend
 from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
@@ -56,8 +56,9 @@ def run_events() -> tuple[Run, list[Any]]:
         objective={"metric": "eval_loss", "mode": "min"},
         **AUDIT.fields(),
     )
-    run.start_attempt(AUDIT, attempt_id="a1", label="host", resume_from_step=None, max_steps=12)
-    run.record_steps(
+    run_attempts.start_attempt(run, AUDIT, attempt_id="a1", label="host", resume_from_step=None, max_steps=12)
+    run_steps.record_steps(
+        run,
         AUDIT,
         StepBatch.build(
             attempt=1,
@@ -67,7 +68,8 @@ def run_events() -> tuple[Run, list[Any]]:
             metrics={"loss": [0.5, 0.25, 0.125], "eval_loss": {"values": [1.5], "index": [2]}},
         ),
     )
-    run.save_checkpoint(
+    run_checkpoints.save_checkpoint(
+        run,
         AUDIT,
         attempt=1,
         checkpoint={
@@ -82,7 +84,8 @@ def run_events() -> tuple[Run, list[Any]]:
             "scores": {"eval_loss": 0.25, "accuracy": 0.75},
         },
     )
-    run.save_checkpoint(
+    run_checkpoints.save_checkpoint(
+        run,
         AUDIT,
         attempt=1,
         checkpoint={
@@ -97,8 +100,9 @@ def run_events() -> tuple[Run, list[Any]]:
             "scores": {"eval_loss": 0.5},
         },
     )
-    run.change_plan(AUDIT, max_steps=20)
-    run.record_dataset(
+    run_attempts.change_plan(run, AUDIT, max_steps=20)
+    run_notes.record_dataset(
+        run,
         AUDIT,
         dataset={
             "role": "train",
@@ -110,16 +114,16 @@ def run_events() -> tuple[Run, list[Any]]:
             "report": {"dropped": {"too_long": 3}, "gate": {"passed": True}},
         },
     )
-    run.note_registered(AUDIT, family="llama", version=1, attempt=1, step=3)
-    run.delete_checkpoint(AUDIT, attempt=1, step=2, reason="retention")
-    run.start_attempt(AUDIT, attempt_id="a2", label="", resume_from_step=3, lease_s=60)
+    run_checkpoints.note_registered(run, AUDIT, family="llama", version=1, attempt=1, step=3)
+    run_checkpoints.delete_checkpoint(run, AUDIT, attempt=1, step=2, reason="retention")
+    run_attempts.start_attempt(run, AUDIT, attempt_id="a2", label="", resume_from_step=3, lease_s=60)
     leases.heartbeat(run, Audit("alice@example.com", "request-8", NOW + timedelta(seconds=10)), attempt=2)
     leases.lapse(run, Audit("ledger", "", NOW + timedelta(minutes=5)))
-    run.finish(AUDIT, attempt=2, status="failed", summary={"loss": 0.125}, error="x" * 2000)
-    run.note_summary(AUDIT, summary={"note": "ünïcødé ✓"})
-    run.link_session(AUDIT, provider="tinker", session_id="sess-1", attempt=2)
-    run.record_report(AUDIT, kind="notes", report={"reviewer": "ünïcødé ✓", "passes": 3})
-    run.retract(AUDIT, reason="trained on a leaked eval set")
+    run_attempts.finish(run, AUDIT, attempt=2, status="failed", summary={"loss": 0.125}, error="x" * 2000)
+    run_notes.note_summary(run, AUDIT, summary={"note": "ünïcødé ✓"})
+    run_notes.link_session(run, AUDIT, provider="tinker", session_id="sess-1", attempt=2)
+    run_notes.record_report(run, AUDIT, kind="notes", report={"reviewer": "ünïcødé ✓", "passes": 3})
+    run_notes.retract(run, AUDIT, reason="trained on a leaked eval set")
     return run, run.collect_events()
 
 
@@ -137,7 +141,7 @@ def account_events() -> tuple[Account, list[Any]]:
     spend.reserve(account, [parent], AUDIT, reservation_id="r2", amount=10, basis={}, expires_at=later, attempt=1)
     spend.release(account, [parent], AUDIT, reservation_id="r2", reason="no call")
     spend.reserve(account, [parent], AUDIT, reservation_id="r3", amount=10, basis={}, expires_at=later, attempt=1)
-    spend.expire_overdue(account, [parent], Audit("ledger", "", later))
+    abandoned.expire_overdue(account, [parent], Audit("ledger", "", later))
     spend.commit(account, [parent], AUDIT, reservation_id="r3", actual=5, basis={})
     spend.reserve(account, [parent], AUDIT, reservation_id="r5", amount=10, basis={}, expires_at=later, attempt=1)
     # How ledgers written before abandoned holds were settled recorded an expiry.
@@ -212,7 +216,7 @@ def family_events() -> tuple[Family, list[Any]]:
     family.rollback(AUDIT, version=1, expected_current=2, reason="regression")
     with pytest.raises(Refused):
         family.promote(AUDIT, version=2, expected_current=1, verdict={"passed": False, "mode": "evaluated"})
-    family.move_alias(AUDIT, alias="production", version=1, expected_version=0, request_digest="d1")
+    aliases.move_alias(family, AUDIT, alias="production", version=1, expected_version=0, request_digest="d1")
     family.retire(AUDIT, reason="replaced")
     return family, family.collect_events()
 

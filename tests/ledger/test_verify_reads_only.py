@@ -196,7 +196,7 @@ def test_one_verification_at_a_time_and_it_stops_when_asked(written: tuple[str, 
     database, _ = written
     ledger = Ledger.open(database, read_only=True)
     try:
-        with ledger.verifying:
+        with ledger.integrity.verifying:
             with pytest.raises(Exhausted) as busy:
                 ledger.verify()
         assert busy.value.reason == "VERIFY_BUSY"

@@ -554,7 +554,7 @@ def test_a_log_with_an_id_counted_twice_by_an_older_version_still_projects(sqlit
         app.reserve(account="team", reservation_id="r0", amount_usd_micro=50)
         app.release(account="team", reservation_id="r0", reason="not made")
         # What an older version wrote: the same ids recorded again as new events.
-        holder = app._account("team")
+        holder = app.aggregates.account("team")
         holder.settled.clear()
         audit = Audit("old-version", "", app.clock())
         spend.charge(holder, [], audit, charge_id="c0", amount=1_000, basis={}, reason="resent")

@@ -96,7 +96,7 @@ def test_a_client_whose_calls_all_wait_holds_only_its_share_of_the_threads(serve
     greedy, other = connection(served), connection(served)
     run_id = open_run(other).state.run.run_id
     workers = edge_of(served).workers
-    lock = served.ledger._lock  # Every write takes it: holding it makes the greedy client's calls wait.
+    lock = served.ledger.writer.lock  # Every write takes it: holding it makes the greedy client's calls wait.
     with lock:
         pending = [
             greedy.spend.Reserve.future(

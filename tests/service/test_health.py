@@ -51,30 +51,30 @@ def test_health_turns_not_serving_while_storage_is_unavailable_and_back(
 ) -> None:
     channel = served.stubs.channel
     assert _statuses(channel) == {SERVING}
-    head = served.ledger.head
+    head = served.ledger.reader.head
 
     def unavailable() -> int:
         raise Unavailable("storage is unavailable: the test says so")
 
-    monkeypatch.setattr(served.ledger, "head", unavailable)
+    monkeypatch.setattr(served.ledger.reader, "head", unavailable)
     _until(lambda: _statuses(channel) == {NOT_SERVING})
-    monkeypatch.setattr(served.ledger, "head", head)
+    monkeypatch.setattr(served.ledger.reader, "head", head)
     _until(lambda: _statuses(channel) == {SERVING})
 
 
 def test_a_probe_that_hangs_counts_as_unavailable(served: Served, monkeypatch: pytest.MonkeyPatch) -> None:
     channel = served.stubs.channel
     release = threading.Event()
-    head = served.ledger.head
+    head = served.ledger.reader.head
 
     def hanging() -> int:
         release.wait(10)
         return head()
 
-    monkeypatch.setattr(served.ledger, "head", hanging)
+    monkeypatch.setattr(served.ledger.reader, "head", hanging)
     try:
         _until(lambda: _statuses(channel) == {NOT_SERVING})
     finally:
-        monkeypatch.setattr(served.ledger, "head", head)
+        monkeypatch.setattr(served.ledger.reader, "head", head)
         release.set()
     _until(lambda: _statuses(channel) == {SERVING})

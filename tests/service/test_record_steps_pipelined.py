@@ -69,7 +69,7 @@ def test_batches_read_during_a_commit_go_together_and_a_refused_one_stops_those_
     requests[4] = request(5, run_id, 0, loss=9.0)  # Steps 0..9 again with another payload: refused.
     budget = edge_of(served).budget
     assert on_loop(served, lambda: budget.used_bytes) == 0
-    with served.ledger._lock:  # Every write takes it: the first batch's commit waits, the stream is read.
+    with served.ledger.writer.lock:  # Every write takes it: the first batch's commit waits, the stream is read.
         stream = Stream(stubs, requests)
         # The first batch, being recorded, and the READ_AHEAD_BATCHES read behind it hold their bytes.
         held = sum(r.ByteSize() for r in requests[: 1 + READ_AHEAD_BATCHES])
@@ -196,7 +196,7 @@ def test_a_stream_cancelled_while_batches_are_read_ahead_gives_back_their_bytes(
         sent.set()
         stop.wait(30)
 
-    with served.ledger._lock:  # The first batch's commit waits: the others are read ahead meanwhile.
+    with served.ledger.writer.lock:  # The first batch's commit waits: the others are read ahead meanwhile.
         call = stubs.runs.RecordSteps(requests(), timeout=60)
         assert sent.wait(30)
         until(lambda: on_loop(served, lambda: budget.used_bytes) > 0, "the stream to be read")

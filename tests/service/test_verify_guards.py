@@ -122,7 +122,7 @@ def test_verify_reports_a_log_without_seals_and_seals_nothing(database: str, ser
 def test_one_verification_at_a_time(sqlite_database: str, serve: Callable[[str], Served]) -> None:
     write_scenario(sqlite_database)
     served = serve(sqlite_database)
-    with served.ledger.verifying:  # A verification in flight.
+    with served.ledger.integrity.verifying:  # A verification in flight.
         with pytest.raises(grpc.RpcError) as refused:
             served.stubs.events.Verify(events_pb2.VerifyRequest(), timeout=30)
     assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
@@ -162,7 +162,7 @@ def test_a_cancelled_verification_stops_at_its_next_page(
     assert first.stage == "chain"
     call.cancel()
     deadline = time.monotonic() + 30
-    while served.ledger.verifying.locked() and time.monotonic() < deadline:
+    while served.ledger.integrity.verifying.locked() and time.monotonic() < deadline:
         time.sleep(0.05)
     stopped = [r.getMessage() for r in caplog.records if "cancelled by its caller" in r.getMessage()]
     assert len(stopped) == 1
