@@ -1,17 +1,19 @@
 """Where the time goes on the paths the benchmarks' goals judge, profiled with cProfile.
 
     PYTHONPATH=. .venv/bin/python bench/profile_paths.py [--paths spend,steps,grpc] [--pairs 300]
-        [--batches 50] [--clients 32] [--client-pairs 20] [--top 15] [--py-spy PATH]
+        [--batches 50] [--clients 32] [--client-pairs 20] [--top 15] [--py-spy PATH [--gil]]
 
 - spend: reserve+commit pairs in-process, one writer on a SQLite file (bench/ledger_core.py's
-  reserve_commit_per_s): the caller's thread, then every thread the ledger started;
+  reserve_commit_per_s), or on the PostgreSQL database of --database-url: the caller's thread,
+  then every thread the ledger started;
 - steps: the same 1,000-step appends with the projector off, then on (steps_projector_ratio): the
   caller's thread and the projector's;
 - grpc: Reserve+Commit over loopback against a `trainledger serve` process (bench/service.py's
   reserve_p99_ms and reserve_pairs_per_s_32_clients), one client, then --clients at once, a fresh
   server for each; the server runs under cProfile in every thread (its event loop too) and
   writes its statistics when it stops. With --py-spy PATH (a py-spy binary) the server runs as it
-  is and py-spy samples it instead (no profiler inside it: the 32 clients' figure undistorted).
+  is and py-spy samples it instead, 250 times a second (no profiler inside it: the 32 clients'
+  figure undistorted); --gil keeps only the samples of the thread holding the GIL.
 Each section prints its figure (slowed by the profiler, so only the proportions are read) and the
 top entries by cumulative and by own time, idle waits left out. docs/performance.md reads them.
 """
@@ -59,10 +61,10 @@ def profile_spend(directory: Path, args: argparse.Namespace) -> None:
 
     threads = Profiled()
     threads.install()
-    ledger = Ledger.open(str(directory / "spend.db"))
+    ledger = Ledger.open(args.database_url or str(directory / "spend.db"))
     threads.uninstall()
     try:
-        account = ledger.open_run(run_key="profile-spend", cap_usd_micro=10**12).run_id
+        account = ledger.open_run(run_key=f"profile-spend-{uuid.uuid4().hex}", cap_usd_micro=10**12).run_id
         caller = cProfile.Profile()
         started = time.perf_counter()
         caller.enable()
@@ -73,7 +75,9 @@ def profile_spend(directory: Path, args: argparse.Namespace) -> None:
         elapsed = time.perf_counter() - started
     finally:
         ledger.close()
-    print(f"=== spend, in-process: {args.pairs} pairs, {args.pairs / elapsed:,.0f} pairs/s under the profiler")
+    backend = "PostgreSQL" if args.database_url else "SQLite"
+    rate = args.pairs / elapsed
+    print(f"=== spend, in-process on {backend}: {args.pairs} pairs, {rate:,.0f} pairs/s under the profiler")
     section("reserve+commit in-process", threads, caller, args.top)
 
 
@@ -202,6 +206,7 @@ def profile_grpc(directory: Path, args: argparse.Namespace) -> None:
         if args.py_spy:
             raw = str(directory / f"server-{clients}.txt")
             command = [args.py_spy, "record", "-p", str(process.pid), "-f", "raw", "-o", raw, "--nonblocking"]
+            command += ["-r", "250"] + (["--gil"] if args.gil else [])
             spy = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(1)  # py-spy attaches.
         try:
@@ -256,6 +261,8 @@ def main() -> None:
     parser.add_argument("--client-pairs", type=int, default=20, help="Reserve+Commit pairs per client at once")
     parser.add_argument("--top", type=int, default=15, help="entries printed per table")
     parser.add_argument("--py-spy", default="", metavar="PATH", help="sample the server with this py-spy binary")
+    parser.add_argument("--database-url", default="", help="spend only: on this PostgreSQL database, not SQLite")
+    parser.add_argument("--gil", action="store_true", help="with --py-spy: only samples that hold the GIL")
     args = parser.parse_args()
     print(f"load average before: {load_average()}")
     paths = {"spend": profile_spend, "steps": profile_steps, "grpc": profile_grpc}

@@ -65,7 +65,7 @@ class HookClock:
 
     def __init__(self) -> None:
         self.cpu_s: dict[str, float] = {}
-        self.thread_cpu_s = 0.0
+        self.thread_cpu_s: dict[str, float] = {}
         self.logged_steps = 0
 
     def per_logged_step_us(self, seconds: float) -> float:
@@ -84,7 +84,7 @@ class HookClock:
                 return hook(*args, **kwargs)
             finally:
                 self.cpu_s[name] = self.cpu_s.get(name, 0.0) + time.process_time() - started
-                self.thread_cpu_s += time.thread_time() - thread_started
+                self.thread_cpu_s[name] = self.thread_cpu_s.get(name, 0.0) + time.thread_time() - thread_started
                 if name == "on_log":
                     self.logged_steps += 1
 
@@ -167,9 +167,12 @@ def main() -> None:
         "overhead_ratio": round(statistics.median(w / wo for w, wo in zip(with_, without, strict=True)), 4),
         "callback_cpu_us_per_logged_step": clock.per_logged_step_us(sum(clock.cpu_s.values())),
         "noop_callback_cpu_us_per_logged_step": control.per_logged_step_us(sum(control.cpu_s.values())),
-        "callback_thread_cpu_us_per_logged_step": clock.per_logged_step_us(clock.thread_cpu_s),
+        "callback_thread_cpu_us_per_logged_step": clock.per_logged_step_us(sum(clock.thread_cpu_s.values())),
         "callback_cpu_us_per_logged_step_by_hook": {
             name: clock.per_logged_step_us(cpu) for name, cpu in sorted(clock.cpu_s.items())
+        },
+        "callback_thread_cpu_us_per_logged_step_by_hook": {
+            name: clock.per_logged_step_us(cpu) for name, cpu in sorted(clock.thread_cpu_s.items())
         },
         "process_cpu_us_per_step_with": round(statistics.median(cpu for _, cpu in runs["with"]) * 1e6),
         "process_cpu_us_per_step_without": round(statistics.median(cpu for _, cpu in runs["without"]) * 1e6),
