@@ -1,11 +1,14 @@
 """Where the time goes on the paths the benchmarks' goals judge, profiled with cProfile.
 
-    PYTHONPATH=. .venv/bin/python bench/profile_paths.py [--paths spend,steps,grpc] [--pairs 300]
-        [--batches 50] [--clients 32] [--client-pairs 20] [--top 15] [--py-spy PATH [--gil]]
+    PYTHONPATH=. .venv/bin/python bench/profile_paths.py [--paths spend,writers,steps,grpc,reads]
+        [--pairs 300] [--batches 50] [--clients 32] [--client-pairs 20] [--read-steps 100000]
+        [--reads 300] [--top 15] [--py-spy PATH [--gil]]
 
 - spend: reserve+commit pairs in-process, one writer on a SQLite file (bench/ledger_core.py's
   reserve_commit_per_s), or on the PostgreSQL database of --database-url: the caller's thread,
   then every thread the ledger started;
+- writers: --clients writers in-process at once, --client-pairs pairs each (bench/ledger_core.py's
+  reserve_commit_per_s_32_writers), with how many writes each group commit took;
 - steps: the same 1,000-step appends with the projector off, then on (steps_projector_ratio): the
   caller's thread and the projector's;
 - grpc: Reserve+Commit over loopback against a `trainledger serve` process (bench/service.py's
@@ -13,7 +16,9 @@
   server for each; the server runs under cProfile in every thread (its event loop too) and
   writes its statistics when it stops. With --py-spy PATH (a py-spy binary) the server runs as it
   is and py-spy samples it instead, 250 times a second (no profiler inside it: the 32 clients'
-  figure undistorted); --gil keeps only the samples of the thread holding the GIL.
+  figure undistorted); --gil keeps only the samples of the thread holding the GIL;
+- reads: GetRunState over gRPC on a run of --read-steps steps, the server under cProfile from the
+  first read on.
 Each section prints its figure (slowed by the profiler, so only the proportions are read) and the
 top entries by cumulative and by own time, idle waits left out. docs/performance.md reads them.
 """
@@ -54,6 +59,39 @@ def section(title: str, threads: Profiled, caller: cProfile.Profile | None, top:
     stats = threads.merged(out)
     if stats is not None:
         print(printed(stats.strip_dirs(), out, f"{title}: the ledger's own threads", top))
+
+
+def groups(stats: pstats.Stats) -> str:
+    """How many writes went in how many group commits, read from the profile's call counts."""
+    calls: Counter[str] = Counter()
+    for (file, _, function), (_, count, *_) in stats.stats.items():  # type: ignore[attr-defined]
+        if (Path(file).name, function) in (("gather.py", "submit_all"), ("kernel.py", "_commit_group")):
+            calls[function] += count
+    writes, commits = calls["submit_all"], calls["_commit_group"]
+    return f"{writes:,} writes in {commits:,} group commits ({writes / max(1, commits):.2f} a group)"
+
+
+def profile_writers(directory: Path, args: argparse.Namespace) -> None:
+    """--clients writers in-process at once (bench/ledger_core.py's reserve_commit_per_s_32_writers)."""
+    from bench.ledger_core import reserve_commit_writers
+    from ledger import Ledger
+
+    threads = Profiled()
+    threads.install()
+    ledger = Ledger.open(str(directory / "writers.db"))
+    try:
+        rate = reserve_commit_writers(ledger, args.clients, args.client_pairs)
+    finally:
+        threads.uninstall()
+        ledger.close()
+    print(f"=== {args.clients} writers in-process x {args.client_pairs} pairs, {rate:,.0f} pairs/s under the profiler")
+    out = io.StringIO()
+    stats = threads.merged(out)
+    if stats is not None:
+        print(groups(stats))
+        print(
+            printed(stats.strip_dirs(), out, f"{args.clients} writers: every thread (writers and projector)", args.top)
+        )
 
 
 def profile_spend(directory: Path, args: argparse.Namespace) -> None:
@@ -223,8 +261,44 @@ def profile_grpc(directory: Path, args: argparse.Namespace) -> None:
             print(f"--- {title}: the server process, sampled by py-spy\n{py_spy_top(raw, args.top)}\n")
         else:
             out = io.StringIO()
-            stats = pstats.Stats(profile_file, stream=out).strip_dirs()
-            print(printed(stats, out, f"{title}: the server's threads (its event loop too)", args.top))
+            stats = pstats.Stats(profile_file, stream=out)
+            print(groups(stats))
+            print(printed(stats.strip_dirs(), out, f"{title}: the server's threads (its event loop too)", args.top))
+
+
+def profile_reads(directory: Path, args: argparse.Namespace) -> None:
+    """GetRunState over gRPC on a run of --read-steps steps (bench/service.py's
+    run_state_p99_ms_1m_steps), the server under cProfile from the first read on."""
+    import grpc
+
+    from bench.service import step_batch
+    from trainledger.v1 import runs_pb2, runs_pb2_grpc
+
+    profile_file = str(directory / "server-reads.prof")
+    process, address = start_server(str(directory / "reads.db"), profile_file, "")
+    try:
+        with grpc.insecure_channel(address) as channel:
+            runs = runs_pb2_grpc.RunsStub(channel)
+            run_id = runs.OpenRun(runs_pb2.OpenRunRequest(run_key=f"profile-{uuid.uuid4().hex}")).state.run.run_id
+            runs.StartAttempt(runs_pb2.StartAttemptRequest(run_id=run_id, attempt_id="a1"), timeout=30)
+            position = 0
+            for first in range(0, args.read_steps, 1_000):
+                request = runs_pb2.AppendStepsRequest(batch=step_batch(run_id, first))
+                position = runs.AppendSteps(request, timeout=60).position
+            runs.GetRunState(runs_pb2.GetRunStateRequest(run_id=run_id, min_position=position), timeout=300)
+            forget_start(process, False)
+            started = time.perf_counter()
+            for _ in range(args.reads):
+                runs.GetRunState(runs_pb2.GetRunStateRequest(run_id=run_id), timeout=30)
+            elapsed = time.perf_counter() - started
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(120)
+    title = f"GetRunState over gRPC at {args.read_steps:,} steps"
+    print(f"=== {title}: {args.reads} calls, {elapsed * 1000 / args.reads:.2f} ms each with the server profiled")
+    out = io.StringIO()
+    stats = pstats.Stats(profile_file, stream=out).strip_dirs()
+    print(printed(stats, out, f"{title}: the server's threads (its event loop too)", args.top))
 
 
 def serve_profiled(profile_file: str, serve: list[str]) -> None:
@@ -254,18 +328,26 @@ def main() -> None:
         serve_profiled(sys.argv[2], sys.argv[3:])
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--paths", default="spend,steps,grpc", help="which paths, comma-separated")
+    parser.add_argument("--paths", default="spend,writers,steps,grpc,reads", help="which paths, comma-separated")
     parser.add_argument("--pairs", type=int, default=300, help="reserve+commit pairs of one writer or client")
     parser.add_argument("--batches", type=int, default=50, help="1,000-step batches of the appends")
     parser.add_argument("--clients", type=int, default=32, help="gRPC clients at once")
     parser.add_argument("--client-pairs", type=int, default=20, help="Reserve+Commit pairs per client at once")
+    parser.add_argument("--read-steps", type=int, default=100_000, help="steps of the run GetRunState reads")
+    parser.add_argument("--reads", type=int, default=300, help="GetRunState calls")
     parser.add_argument("--top", type=int, default=15, help="entries printed per table")
     parser.add_argument("--py-spy", default="", metavar="PATH", help="sample the server with this py-spy binary")
     parser.add_argument("--database-url", default="", help="spend only: on this PostgreSQL database, not SQLite")
     parser.add_argument("--gil", action="store_true", help="with --py-spy: only samples that hold the GIL")
     args = parser.parse_args()
     print(f"load average before: {load_average()}")
-    paths = {"spend": profile_spend, "steps": profile_steps, "grpc": profile_grpc}
+    paths = {
+        "spend": profile_spend,
+        "writers": profile_writers,
+        "steps": profile_steps,
+        "grpc": profile_grpc,
+        "reads": profile_reads,
+    }
     with tempfile.TemporaryDirectory(prefix="trainledger-profile-") as tmp:
         for name in args.paths.split(","):
             paths[name](Path(tmp), args)
