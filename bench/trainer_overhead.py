@@ -46,7 +46,7 @@ from tests.trainers import tiny  # noqa: E402  (sets the offline environment fir
 
 def start_server(database: str) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "services.cli", "serve", "--db", database, "--listen", "127.0.0.1:0"],
+        [sys.executable, "-m", "services.cli", "serve", "--db", database, "--listen", "127.0.0.1:0", "--no-http"],
         cwd=REPO,
         stdout=subprocess.PIPE,
         text=True,
