@@ -28,8 +28,9 @@ Measured, against a `trainledger serve` process on a loopback port (or, with --i
 --profile runs the server in this process with every thread it starts under cProfile (a profiler
 per thread, merged), and prints, after recording, after reconciling and after recording the same
 lines again, the top entries of the server's threads (by cumulative and by own time) and of this
-client's. Figures are printed as they go; the LAST line is one JSON object with the figures and
-the command. Goals are never assertions; the answers are checked (every run reconciled, the
+client's. Figures are printed as they go; the LAST line is one JSON object with the figures, the goals
+judged (bench/goals.py: value, goal, meets_goal), the load averages before and after, and the
+command. Goals are never assertions; the answers are checked (every run reconciled, the
 over-billed ones flagged, the unattributed lines counted, a second recording unchanged).
 """
 
@@ -37,29 +38,25 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import io
-import json
-import pstats
 import re
-import shlex
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.goals import RECONCILE, last_line, load_average, rerun, verdicts  # noqa: E402
+from bench.profiling import Profiled, client_profile  # noqa: E402
 from clients import LedgerClient  # noqa: E402
 from clients.models import BilledLine, ReconcileReport  # noqa: E402
 
@@ -69,11 +66,6 @@ HOURS = 48
 TEAMS = 10
 OVER_BILLED_PERCENT = 7
 TRAIN_PRICE = 4_000_000  # usd_micro per million train tokens
-# A pstats restriction: every entry but the threads' idle waits (locks, queues, the event loop's poll).
-IDLE_LEFT_OUT = (
-    r"^(?!.*(threading\.py|queue\.py|selectors\.py|base_events\.py|projector\.py:133|'acquire' of|"
-    r"'get' of '_queue|'poll' of|'run' of '_contextvars|events\.py:\d+\(_run\)))"
-)
 
 
 @dataclass
@@ -197,67 +189,6 @@ def bill(runs: list[Run], lines: int) -> tuple[list[BilledLine], datetime, int]:
 # Servers.
 
 
-class _Snapshot:
-    """Statistics already taken, in the form pstats.Stats loads."""
-
-    def __init__(self, stats: dict[Any, Any]) -> None:
-        self.stats = stats
-
-    def create_stats(self) -> None:
-        pass
-
-
-class Profiled:
-    """cProfile in every thread started after install() (threading.setprofile hands each new thread
-    a hook that enables a profiler of its own), and in the calling thread on demand."""
-
-    def __init__(self) -> None:
-        self.profilers: list[cProfile.Profile] = []
-        self.lock = threading.Lock()
-
-    def install(self) -> None:
-        def start(frame: FrameType, event: str, arg: Any) -> None:
-            profiler = cProfile.Profile()
-            with self.lock:
-                self.profilers.append(profiler)
-            profiler.enable()  # Replaces this hook in this thread.
-
-        threading.setprofile(start)
-
-    def report(self, title: str, top: int) -> str:
-        """The merged statistics of the threads so far, then cleared."""
-        with self.lock:
-            profilers = list(self.profilers)
-        out = io.StringIO()
-        stats: pstats.Stats | None = None
-        for profiler in profilers:
-            # Read from this thread without create_stats(), which would disable the profiler of the
-            # calling thread, not of the thread it profiles.
-            profiler.snapshot_stats()
-            snapshot = _Snapshot(getattr(profiler, "stats", {}))
-            profiler.clear()
-            if not snapshot.stats:
-                continue
-            if stats is None:
-                stats = pstats.Stats(snapshot, stream=out)  # type: ignore[arg-type]
-            else:
-                stats.add(pstats.Stats(snapshot))  # type: ignore[arg-type]
-        if stats is None:
-            return f"{title}: nothing profiled\n"
-        out.write(f"--- {title}: the server's threads, by cumulative time (idle waits left out)\n")
-        stats.sort_stats("cumulative").print_stats(IDLE_LEFT_OUT, top)
-        out.write(f"--- {title}: the server's threads, by own time\n")
-        stats.sort_stats("tottime").print_stats(IDLE_LEFT_OUT, top)
-        return out.getvalue()
-
-
-def client_profile(title: str, profiler: cProfile.Profile, top: int) -> str:
-    out = io.StringIO()
-    out.write(f"--- {title}: the client's thread, by cumulative time\n")
-    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(top)
-    return out.getvalue()
-
-
 def serve_process(database: str, url: str) -> tuple[Callable[[], None], str]:
     command = [sys.executable, "-m", "services.cli", "serve", "--listen", "127.0.0.1:0"]
     command += ["--database-url", url] if url else ["--db", database]
@@ -341,6 +272,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25, help="profile entries printed per phase")
     args = parser.parse_args()
     figures: dict[str, Any] = {"runs": args.runs, "lines": args.lines}
+    load_before = load_average()
     profiled = Profiled() if args.profile else None
     with tempfile.TemporaryDirectory(prefix="trainledger-bench-") as directory:
         database = args.database_url or str(Path(directory) / "reconcile.db")
@@ -425,8 +357,8 @@ def main() -> None:
             stop()
     figures["backend"] = "postgresql" if args.database_url else "sqlite"
     figures["server"] = "in-process" if args.profile or args.in_process else "trainledger serve"
-    figures["command"] = shlex.join(["PYTHONPATH=.", ".venv/bin/python", "bench/reconcile.py", *sys.argv[1:]])
-    print(json.dumps(figures))
+    command = rerun("bench/reconcile.py", sys.argv[1:])
+    print(last_line(figures, verdicts(figures, RECONCILE), command, load_before))
 
 
 if __name__ == "__main__":
