@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.subprocess
+
 pytest.importorskip("tinker")
 
 from clients import LedgerClient  # noqa: E402
