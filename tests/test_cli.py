@@ -28,6 +28,7 @@ def trainledger() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "services.cli"]
 
 
+@pytest.mark.subprocess
 def test_serve_answers_health_and_stops_on_sigterm(tmp_path: Path) -> None:
     database = tmp_path / "served.db"
     process = subprocess.Popen(
@@ -55,6 +56,7 @@ def test_serve_answers_health_and_stops_on_sigterm(tmp_path: Path) -> None:
         process.stderr.close()
 
 
+@pytest.mark.subprocess
 def test_serve_with_a_database_it_cannot_open_is_one_line_and_status_2(tmp_path: Path) -> None:
     done = subprocess.run(
         [*trainledger(), "serve", "--db", str(tmp_path / "missing" / "dir" / "x.db"), "--listen", "127.0.0.1:0"],
@@ -67,6 +69,7 @@ def test_serve_with_a_database_it_cannot_open_is_one_line_and_status_2(tmp_path:
     assert done.stderr.startswith("trainledger: cannot open database")
 
 
+@pytest.mark.subprocess
 def test_projection_workers_need_postgresql_one_line_and_status_2(tmp_path: Path) -> None:
     database = tmp_path / "x.db"
     for args in (["serve", "--no-project", "--listen", "127.0.0.1:0"], ["project"]):
@@ -292,6 +295,7 @@ def test_tables_fit_a_width_cutting_text_never_amounts_or_times() -> None:
     assert "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0  a-rather-long-run-name  $12.345678" in whole
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("command", [["serve", "--listen", "127.0.0.1:0", "--no-http"], ["project"], ["runs", "list"]])
 def test_postgresql_without_psycopg_names_the_extra_in_one_line(command: list[str]) -> None:
     """An install without the [postgres] extra: psycopg cannot be imported (held off here), and a

@@ -27,11 +27,13 @@ def _check(script: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.subprocess
 def test_the_api_reference_is_generated_from_the_current_protos() -> None:
     result = _check("generate_api_docs.py")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.subprocess
 def test_the_cli_reference_is_generated_from_the_current_parser() -> None:
     result = _check("generate_cli_docs.py")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -88,6 +90,7 @@ def _readme_trainer() -> str:
     return code
 
 
+@pytest.mark.subprocess
 @pytest.mark.slow
 def test_the_readme_trainer_runs_as_pasted(tmp_path: Path) -> None:
     code = _readme_trainer()

@@ -74,6 +74,7 @@ STREAMING = {
 }
 
 
+@pytest.mark.subprocess
 def test_generated_code_is_up_to_date() -> None:
     result = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "generate_proto.py"), "--check"],

@@ -25,6 +25,8 @@ import pytest
 from clients import AsyncLedgerClient, LedgerClient, LedgerClientError, RunRecorder, Unavailable
 from tests.client.server_thread import ServerThread, free_port
 
+pytestmark = pytest.mark.subprocess
+
 DOWN_S = 2.0  # Then `trainledger serve` starts again (about a second more): a restart of about 3 s.
 
 

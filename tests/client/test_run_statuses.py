@@ -89,6 +89,7 @@ with RunRecorder.open(client, run_key="sigterm-run", name="sigterm", stop_on_sig
 """
 
 
+@pytest.mark.subprocess
 def test_sigterm_ends_the_run_stopped_with_stop_on_sigterm(server: ServerThread, client: LedgerClient) -> None:
     trainer = subprocess.Popen(
         [sys.executable, "-c", TRAINER, server.address],

@@ -23,6 +23,7 @@ def test_run_key_ignores_key_order_and_excluded_keys() -> None:
         run_key({"model": object()})
 
 
+@pytest.mark.subprocess
 def test_run_key_is_the_same_in_another_process() -> None:
     code = "from clients import run_key; print(run_key({'b': [1, 2.5, 'x'], 'a': {'z': None, 'y': True}}))"
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
@@ -42,6 +43,7 @@ def test_digests_follow_content_not_location(tmp_path) -> None:
         dataset_digest(tmp_path / "missing")
 
 
+@pytest.mark.subprocess
 def test_the_client_never_imports_the_server_or_the_domain() -> None:
     code = (
         "import sys, clients, clients.recorder, clients.aio; "

@@ -14,6 +14,8 @@
 - No installed package imports tests/ (the fakes of providers' services live there, not in the
   package).
 - No module imports another module's private (underscore) names.
+- No module of ledger/storage imports itself through others: a piece two modules share lives in
+  a module of its own.
 
 Every import is found by walking the syntax tree, including imports inside functions.
 """
@@ -112,6 +114,33 @@ def test_each_layer_of_the_ledger_imports_only_what_lies_below_it(layer: str, ma
                 if _within(target, ("ledger",)) and not _within(target, may_import):
                     found.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
     assert found == []
+
+
+def _in_cycles(package: str) -> list[str]:
+    """The modules of `package` that import themselves through others (imports inside functions
+    and under TYPE_CHECKING included)."""
+    modules = {_module_of(path): path for path in _sources(package)}
+    graph: dict[str, set[str]] = {module: set() for module in modules}
+    for module, path in modules.items():
+        for _, imported, names in _imports(path):
+            targets = [f"{imported}.{name}" for name in names if f"{imported}.{name}" in modules] or [imported]
+            graph[module].update(target for target in targets if target in modules and target != module)
+    found = []
+    for module in modules:
+        seen: set[str] = set()
+        todo = list(graph[module])
+        while todo:
+            other = todo.pop()
+            if other not in seen:
+                seen.add(other)
+                todo.extend(graph[other])
+        if module in seen:
+            found.append(module)
+    return sorted(found)
+
+
+def test_no_module_of_the_storage_imports_itself_through_others() -> None:
+    assert _in_cycles("ledger/storage") == []
 
 
 def test_clients_speak_to_the_ledger_only_over_the_wire() -> None:

@@ -17,7 +17,7 @@ from tests.e2e.test_serve_guards import Servers, environment, first_line, trainl
 from tests.service.support import error_info
 from trainledger.v1 import runs_pb2, runs_pb2_grpc
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180), pytest.mark.subprocess]
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

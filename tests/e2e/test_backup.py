@@ -19,7 +19,7 @@ from tests.e2e.test_serve_guards import WAIT_S, Servers, environment, trainledge
 from tests.service.support import Stubs, batch
 from trainledger.v1 import events_pb2, runs_pb2, spend_pb2
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180), pytest.mark.subprocess]
 
 BATCH_STEPS = 200
 

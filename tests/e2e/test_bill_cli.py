@@ -14,7 +14,7 @@ import pytest
 from tests.e2e.test_serve_guards import Servers, environment, trainledger
 from trainledger.v1 import runs_pb2, runs_pb2_grpc, spend_pb2, spend_pb2_grpc
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.subprocess]
 
 
 def cli(directory: Path, *args: str, status: int = 0) -> subprocess.CompletedProcess[str]:

@@ -18,7 +18,7 @@ from tests.client.server_thread import free_port
 from tests.e2e.test_serve_guards import environment, trainledger
 from tests.e2e.test_server_crash import PATIENT, serve
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300), pytest.mark.subprocess]
 
 KILLS = 3
 STEPS = 3_000

@@ -22,7 +22,7 @@ import pytest
 
 from clients import LedgerClient
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.subprocess]
 
 COMMAND = str(Path(sys.executable).parent / "trainledger")
 # step -> eval_loss (None: no score). The objective is eval_loss, lower is better: step 20 is best.

@@ -47,7 +47,7 @@ from tests.client.server_thread import free_port
 from tests.e2e import crash_workload
 from tests.e2e.test_serve_guards import environment, trainledger
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.subprocess]
 
 CYCLES = int(os.environ.get("TRAINLEDGER_CRASH_CYCLES", "30"))
 WORKERS = ("alpha", "beta")

@@ -16,7 +16,7 @@ from tests.e2e.gpu_kills import kill_inside_holds, until_lost
 from tests.e2e.gpu_trainer import HOLD_MS, RATE_USD_MICRO_PER_GPU_HOUR
 from tests.e2e.test_serve_guards import Servers, environment, trainledger
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.timeout(240), pytest.mark.subprocess]
 
 LEASE_S = 4
 KILLS = 5

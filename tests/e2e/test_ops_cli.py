@@ -12,11 +12,14 @@ from pathlib import Path
 
 import grpc
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from ledger import Ledger
 from tests.e2e.test_serve_guards import WAIT_S, environment, first_line, trainledger
 from trainledger.v1 import runs_pb2, runs_pb2_grpc
+
+pytestmark = pytest.mark.subprocess
 
 
 def _serve(tmp_path: Path, database: Path, log: Path) -> tuple[subprocess.Popen[str], dict[str, str]]:

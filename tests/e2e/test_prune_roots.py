@@ -19,7 +19,7 @@ import pytest
 from clients import LedgerClient
 from tests.e2e.test_checkpoints_cli import COMMAND, environment, results, start, stop
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.subprocess]
 
 
 @dataclass

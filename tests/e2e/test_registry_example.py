@@ -15,7 +15,7 @@ import pytest
 
 from tests.e2e.test_serve_guards import Servers, environment, trainledger
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180), pytest.mark.subprocess]
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "registry.py"
 

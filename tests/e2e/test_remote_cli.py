@@ -20,7 +20,7 @@ import pytest
 from clients import LedgerClient, run_key
 from ledger.storage.version import SCHEMA_VERSION
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.subprocess]
 
 COMMAND = str(Path(sys.executable).parent / "trainledger")
 SPEC = {"base_model": "meta-llama/Llama-3.1-8B", "lora": {"alpha": 32, "r": 16}, "lr": 0.0001, "method": "sft"}

@@ -15,7 +15,7 @@ import pytest
 from ledger import Ledger
 from tests.e2e.test_serve_guards import Servers, environment, trainledger
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180), pytest.mark.subprocess]
 
 WHO = {"principal": "setup", "request_id": ""}
 

@@ -18,7 +18,7 @@ from clients import LedgerClient, LedgerClientError, RetryPolicy, RunRecorder
 from clients.models import StepAck
 from tests.client.server_thread import free_port
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180), pytest.mark.subprocess]
 
 STEPS = 6_000
 PATIENT = RetryPolicy(attempts=1_000, initial_backoff_s=0.05, max_backoff_s=0.5, total_s=60.0)

@@ -26,7 +26,7 @@ from tests.e2e.test_serve_guards import Servers
 from tests.service.support import Stubs, batch, error_info
 from trainledger.v1 import events_pb2, runs_pb2, spend_pb2
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.subprocess]
 
 DISK_SIZE = "8m"
 FILLER_BYTES = 5 * 1024 * 1024

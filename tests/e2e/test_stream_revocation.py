@@ -23,7 +23,7 @@ from tests.e2e.test_serve_guards import Servers, environment, first_line, trainl
 from tests.service.support import batch, error_info, key
 from trainledger.v1 import runs_pb2, runs_pb2_grpc
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180), pytest.mark.subprocess]
 
 # How long a stream may stay open after the revocation before the test calls it open for good.
 WAIT_S = 4 * (STREAM_RECHECK_S + CACHE_S)

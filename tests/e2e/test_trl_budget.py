@@ -15,7 +15,7 @@ from tests.e2e.sft_support import field, run_named, run_sft, sft_command
 from tests.e2e.test_server_crash import serve
 from tests.trainers import tiny
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180), pytest.mark.subprocess]
 
 NAME = "tiny-sft-budget"
 PRICE = 3_600_000_000  # micro-USD per GPU hour: 1,000 micro-USD per millisecond

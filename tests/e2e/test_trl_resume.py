@@ -18,7 +18,7 @@ from tests.e2e.sft_support import all_series, field, run_named, run_sft, sft_com
 from tests.e2e.test_server_crash import serve
 from tests.trainers import tiny
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180), pytest.mark.subprocess]
 
 NAME = "tiny-sft-resume"
 STEPS, SAVE_STEPS = 20, 5

@@ -70,6 +70,7 @@ def served_ledger(tmp_path: Path, servers: Servers) -> tuple[Path, str, tuple[in
     return database, address, head_of(address)
 
 
+@pytest.mark.subprocess
 def test_verify_beside_a_server_then_on_the_file_edited_after_it_stopped(tmp_path: Path, servers: Servers) -> None:
     database, _, (position, digest) = served_ledger(tmp_path, servers)
     assert position == EVENTS and len(digest) == 64
@@ -109,6 +110,7 @@ def check(directory: Path, export: Path, *args: str) -> subprocess.CompletedProc
     return run(directory, sys.executable, "-I", str(CHECKER), str(export), *args)
 
 
+@pytest.mark.subprocess
 def test_an_export_of_a_served_ledger_checks_out_without_trainledger(tmp_path: Path, servers: Servers) -> None:
     database, _, (position, digest) = served_ledger(tmp_path, servers)
     exported = cli(tmp_path, "events", "export", "--db", str(database))  # Beside the server: read-only.
@@ -155,6 +157,7 @@ def test_an_export_of_a_served_ledger_checks_out_without_trainledger(tmp_path: P
     assert tampered("moved", with_event(5, position=events[5]["position"] + 100)) == "BROKEN at position 106"
 
 
+@pytest.mark.subprocess
 def test_verify_and_export_on_each_backend(database: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from ledger import Ledger
     from services.cli import main

@@ -21,7 +21,7 @@ from tests.e2e.test_verify_cli import EVENTS, cli, head_of, served_ledger, write
 from tests.service.support import error_info
 from trainledger.v1 import events_pb2, events_pb2_grpc, runs_pb2, runs_pb2_grpc
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.subprocess]
 
 
 def seals(database: Path) -> int:

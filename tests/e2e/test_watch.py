@@ -190,6 +190,7 @@ class Piped:
             self.process.wait(timeout=WAIT_S)
 
 
+@pytest.mark.subprocess
 def test_the_live_view_follows_steps_checkpoints_and_spend_until_the_run_is_done(
     client: LedgerClient, address: str
 ) -> None:
@@ -227,6 +228,7 @@ def test_the_live_view_follows_steps_checkpoints_and_spend_until_the_run_is_done
         terminal.close()
 
 
+@pytest.mark.subprocess
 def test_through_a_pipe_each_event_is_one_plain_line_and_a_failed_run_exits_1(
     client: LedgerClient, address: str
 ) -> None:
@@ -254,6 +256,7 @@ def test_through_a_pipe_each_event_is_one_plain_line_and_a_failed_run_exits_1(
         piped.close()
 
 
+@pytest.mark.subprocess
 def test_a_run_already_done_prints_its_final_line_and_exits_0(
     client: LedgerClient, address: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -273,6 +276,7 @@ def test_a_run_already_done_prints_its_final_line_and_exits_0(
     assert errors == ""
 
 
+@pytest.mark.subprocess
 def test_exit_on_lost_ends_the_watch_of_a_lost_run_with_status_1(client: LedgerClient, address: str) -> None:
     run_id = client.open_run(run_key="watch-lost", name="watch-lost").state.run.run_id
     client.start_attempt(run_id=run_id, lease_s=2)
@@ -292,6 +296,7 @@ def test_exit_on_lost_ends_the_watch_of_a_lost_run_with_status_1(client: LedgerC
     assert watched.stderr == "trainledger: the run lost\n"
 
 
+@pytest.mark.subprocess
 def test_ctrl_c_ends_the_view_with_status_130(client: LedgerClient, address: str) -> None:
     run_id, _ = opened(client, "watch-interrupted", {}, None)
     terminal = Terminal(run_id, "--address", address)
@@ -303,6 +308,7 @@ def test_ctrl_c_ends_the_view_with_status_130(client: LedgerClient, address: str
         terminal.close()
 
 
+@pytest.mark.subprocess
 def test_an_unknown_run_is_one_line_and_exit_status_1(address: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["watch", "no-such-run", "--address", address, "--wait-s", "0"]) == 1
     assert capsys.readouterr() == ("", "trainledger: no run no-such-run\n")
@@ -389,6 +395,7 @@ def test_the_step_count_comes_from_the_spec(spec: dict[str, object], total: int 
     assert total_steps(spec) == total
 
 
+@pytest.mark.subprocess
 def test_the_watch_command_starts_without_importing_the_server_or_the_ledger() -> None:
     probe = (
         "import sys\n"

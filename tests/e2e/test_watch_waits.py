@@ -13,7 +13,7 @@ from clients import LedgerClient
 from services.cli import main
 from tests.e2e.test_watch import Terminal, address, client  # noqa: F401  (the module's fixtures)
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120), pytest.mark.subprocess]
 
 
 def test_the_live_view_shows_the_plan_the_run_was_opened_with(client: LedgerClient, address: str) -> None:  # noqa: F811

@@ -33,6 +33,7 @@ pytestmark = [
     pytest.mark.timeout(600),
     # Shown only with a failing example, whose request may be megabytes long.
     pytest.mark.filterwarnings("ignore:Generating overly large repr"),
+    pytest.mark.subprocess,
 ]
 
 RELAXED = dict(deadline=None, database=None, suppress_health_check=list(HealthCheck))

@@ -218,6 +218,7 @@ def test_modal_cli_daily_plain_export(tmp_path) -> None:
     ]
 
 
+@pytest.mark.subprocess
 def test_exports_made_by_the_real_modal_cli(tmp_path) -> None:
     pytest.importorskip("modal")
     from tests.fakes.modal_server import FakeModalServer

@@ -15,6 +15,8 @@ import pytest
 
 from clients import LedgerClient, RunRecorder
 
+pytestmark = pytest.mark.subprocess
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

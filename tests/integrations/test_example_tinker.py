@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.subprocess
+
 pytest.importorskip("tinker")
 
 from clients import LedgerClient  # noqa: E402

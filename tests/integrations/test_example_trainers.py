@@ -48,6 +48,7 @@ def test_no_example_imports_tests_or_edits_the_import_path() -> None:
         assert "sys.path" not in path.read_text(), f"{path.name} edits sys.path"
 
 
+@pytest.mark.subprocess
 def test_retrain_registers_and_promotes_the_best_checkpoint_of_its_demo_run(tmp_path: Path) -> None:
     done = run_example("retrain.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -59,6 +60,7 @@ def test_retrain_registers_and_promotes_the_best_checkpoint_of_its_demo_run(tmp_
     assert "gate: passed" in done.stdout and "promoted retrain-demo v1" in done.stdout
 
 
+@pytest.mark.subprocess
 def test_the_trl_example_records_its_plan_datasets_and_best_checkpoint(tmp_path: Path) -> None:
     pytest.importorskip("trl")
     done = run_example("trl_sft.py", "--max-steps", "4", "--save-steps", "2", cwd=tmp_path)
@@ -69,6 +71,7 @@ def test_the_trl_example_records_its_plan_datasets_and_best_checkpoint(tmp_path:
     assert re.search(r"best checkpoint: step [24] \(eval_loss \d+\.\d{4}\)", done.stdout), done.stdout
 
 
+@pytest.mark.subprocess
 def test_the_mlx_example_scores_its_checkpoints_by_validation_loss(tmp_path: Path) -> None:
     pytest.importorskip("mlx.core", reason="mlx needs the CPU backend on Linux: pip install 'mlx[cpu]'")
     pytest.importorskip("mlx_lm")

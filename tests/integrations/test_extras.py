@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.subprocess
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # Runs argv[2:] (a module to import, or a script to run) with the modules named in argv[1] missing.

@@ -11,7 +11,11 @@ import multiprocessing
 import threading
 from typing import Any
 
+import pytest
+
 from ledger import CapExceeded, Ledger
+
+pytestmark = pytest.mark.subprocess
 
 PROCESSES, THREADS, TRIES, AMOUNT, CAP = 2, 4, 12, 9, 500
 

@@ -9,8 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ledger import Ledger
 from ledger.views.schema import TABLES
+
+pytestmark = pytest.mark.subprocess
 
 OPEN_AND_REPORT = """
 import sys

@@ -61,6 +61,7 @@ def test_a_ledger_from_before_the_table_gets_it(sqlite_database: str) -> None:
         ledger.close()
 
 
+@pytest.mark.subprocess
 def test_serve_refuses_a_newer_ledger_in_one_line(sqlite_database: str) -> None:
     ledger = Ledger.open(sqlite_database)
     write_schema_row(ledger.storage, "version", str(SCHEMA_VERSION + 1))
@@ -119,6 +120,7 @@ def test_a_ledger_from_before_the_table_opens_read_only_untouched(sqlite_databas
     assert "ledger_schema" not in tables
 
 
+@pytest.mark.subprocess
 def test_verify_of_a_ledger_from_before_the_table_reads_only(sqlite_database: str) -> None:
     ledger = Ledger.open(sqlite_database)
     ledger.open_account(account="team")
@@ -138,6 +140,7 @@ def test_verify_of_a_ledger_from_before_the_table_reads_only(sqlite_database: st
     assert _dump(sqlite_database) == before
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("command", ["verify", "rebuild", "serve"])
 def test_the_cli_refuses_a_corrupt_version_in_one_line_untouched(sqlite_database: str, command: str) -> None:
     ledger = Ledger.open(sqlite_database)

@@ -285,6 +285,7 @@ def _until_available(action: Callable[[], Any], timeout_s: float = 60) -> Any:
             time.sleep(0.2)
 
 
+@pytest.mark.subprocess
 def test_database_lost_mid_run_is_unavailable_then_recovers(own_server: tuple[Path, str]) -> None:
     directory, server_url = own_server
     ledger = Ledger.open(_with_schema(server_url, "outage", connect_timeout=2))

@@ -20,7 +20,7 @@ from tests.e2e.gpu_kills import kill_inside_holds, until_lost
 # TRAINLEDGER_TEST_DATABASE_URL.
 from tests.postgres.test_replicas import POSTGRES_URL, Process, launch, schema, serve, url  # noqa: F401
 
-pytestmark = [pytest.mark.postgres, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.postgres, pytest.mark.timeout(180), pytest.mark.subprocess]
 
 LEASE_S = 4
 

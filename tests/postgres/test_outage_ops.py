@@ -19,6 +19,7 @@ from tests.conftest import POSTGRES_URL
 pytestmark = [
     pytest.mark.skipif(not POSTGRES_URL, reason="needs TRAINLEDGER_TEST_DATABASE_URL"),
     pytest.mark.timeout(240),
+    pytest.mark.subprocess,
 ]
 
 from tests.postgres.test_replicas import (  # noqa: E402

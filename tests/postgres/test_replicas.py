@@ -54,7 +54,7 @@ from clients import (  # noqa: E402
 from clients.models import StepAck  # noqa: E402
 from ledger.views.schema import VIEWS  # noqa: E402
 
-pytestmark = [pytest.mark.postgres, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.postgres, pytest.mark.timeout(120), pytest.mark.subprocess]
 
 ROOT = Path(__file__).resolve().parents[2]
 PATIENT = RetryPolicy(attempts=1_000, initial_backoff_s=0.05, max_backoff_s=0.5, total_s=60.0)

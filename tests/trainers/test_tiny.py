@@ -104,6 +104,7 @@ def _run_script(*args: str) -> list[str]:
     return out.stdout.splitlines()
 
 
+@pytest.mark.subprocess
 @pytest.mark.slow
 @pytest.mark.e2e
 def test_script_sigkill_and_resume_is_bit_identical(tmp_path):

@@ -38,6 +38,7 @@ def server(tmp_path: Path) -> Iterator[ServerThread]:
         yield server
 
 
+@pytest.mark.subprocess
 def test_a_trl_run_records_datasets_scores_and_plan_and_a_retrain_registers_its_best(
     server: ServerThread, tmp_path: Path
 ) -> None:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from clients import LedgerClient
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.browser, pytest.mark.subprocess]
 
 if (reason := missing_browser()) is not None:
     pytest.skip(f"browser tests skipped: {reason}", allow_module_level=True)

@@ -24,7 +24,7 @@ from tests.web.test_browser import Ledger, loss_at
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.browser, pytest.mark.subprocess]
 
 # test_browser's fixtures: its ledger (served again for this module) and a fresh page per test.
 ledger = base.ledger

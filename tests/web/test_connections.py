@@ -25,7 +25,7 @@ from clients import LedgerClient, run_key
 from tests.e2e.test_serve_guards import Servers
 from tests.web.browser import Served, serve
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.subprocess]
 
 WAIT_S = 60.0
 REQUEST = b"GET /login HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"

@@ -16,7 +16,7 @@ import pytest
 from tests.e2e.test_serve_guards import Servers
 from tests.web.browser import Served, serve
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180), pytest.mark.subprocess]
 
 
 @pytest.fixture(scope="module")

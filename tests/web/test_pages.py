@@ -447,6 +447,7 @@ def test_static_files_are_served(http: httpx.Client) -> None:
 # Serving.
 
 
+@pytest.mark.subprocess
 def test_serve_prints_the_dashboard_address_and_serves_it(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "services.cli", "serve", "--db", str(tmp_path / "l.db")]
     command += ["--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"]

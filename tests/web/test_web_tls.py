@@ -21,7 +21,7 @@ from ledger import Ledger
 from tests.certs import Authority, Issued
 from tests.web.browser import Served, serve
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180), pytest.mark.subprocess]
 
 
 @dataclass

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from uuid import UUID
 
 import psycopg
@@ -25,11 +25,9 @@ from psycopg.sql import SQL, Identifier
 
 from ledger.domain.errors import Unavailable
 from ledger.views.projector import ProjectionFailed, Projector
+from ledger.views.store import ViewStore
 
-if TYPE_CHECKING:
-    from ledger.storage.postgres.storage import PostgresStorage
-
-__all__ = ["PostgresProjector"]
+__all__ = ["PostgresProjector", "ProjectedStorage"]
 
 log = logging.getLogger("ledger.storage.postgres")
 
@@ -39,14 +37,24 @@ RETRY_MAX_S = 2.0
 LISTEN_TIMEOUT_S = 0.1
 
 
+class ProjectedStorage(ViewStore[Any], Protocol):
+    """What PostgresProjector projects into and listens on: PostgresStorage (the ViewStore that
+    the base Projector writes to, with its LISTEN channels)."""
+
+    channel: str
+    views_channel: str
+    connect_kwargs: dict[str, Any]
+    timeout_s: float
+
+
 class PostgresProjector(Projector):
     """The projector of ledger.views.projector, exactly once across processes and woken by LISTEN.
     `start()` projects in the background; `follow()` instead only tracks what other processes
     (workers, other servers) have projected."""
 
-    def __init__(self, app: Application[UUID], database: PostgresStorage, *, poll_s: float = FALLBACK_POLL_S) -> None:
+    def __init__(self, app: Application[UUID], database: ProjectedStorage, *, poll_s: float = FALLBACK_POLL_S) -> None:
         super().__init__(app, database, poll_s=poll_s)
-        self.database: PostgresStorage = database
+        self.database: ProjectedStorage = database
         self._listener: threading.Thread | None = None
         self.following = False
         self._own_backends: set[int] = getattr(app.recorder, "own_backends", set())

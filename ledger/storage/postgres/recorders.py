@@ -56,6 +56,16 @@ def seals_table_name(events_table_name: str) -> str:
     return f"{events_table_name}_seals"
 
 
+def _event_columns(stored_events: Sequence[StoredEvent]) -> tuple[list[Any], list[int], list[str], list[bytes]]:
+    """The events as one array per column of the events table, for the one-statement insert."""
+    return (
+        [e.originator_id for e in stored_events],
+        [e.originator_version for e in stored_events],
+        [e.topic for e in stored_events],
+        [e.state for e in stored_events],
+    )
+
+
 def bounded(method: Callable[..., R]) -> Callable[..., R]:
     """The recorder `method` without the library's own retry, under the one retry rule."""
     inner: Callable[..., R] = getattr(method, "__wrapped__", method)
@@ -186,16 +196,7 @@ class ApplicationRecorder(PostgresApplicationRecorder):
                         # event after it lacks a seal (a log that must be sealed before a write).
                         last.execute(self._last_seal_sql, prepare=True)
                         unsealed.execute(self._unsealed_sql, prepare=True)
-                        inserted.execute(
-                            self._events_sql,
-                            (
-                                [e.originator_id for e in stored_events],
-                                [e.originator_version for e in stored_events],
-                                [e.topic for e in stored_events],
-                                [e.state for e in stored_events],
-                            ),
-                            prepare=True,
-                        )
+                        inserted.execute(self._events_sql, _event_columns(stored_events), prepare=True)
                         # One round trip for all of the above; a clash raises here. The insert
                         # goes last and a sync ends the round trip, so nothing queued after a
                         # clash fails again later (as "pipeline aborted") in place of it, and

@@ -11,18 +11,27 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 import psycopg
 
 from ledger.views.schema import TABLES
 
-if TYPE_CHECKING:
-    from ledger.storage.postgres.storage import PostgresStorage
+__all__ = [
+    "Cursor",
+    "PG_TYPES",
+    "ReadConnection",
+    "ReadCursor",
+    "ReadSource",
+    "clean",
+    "many_rows",
+    "table_ddl",
+    "translate",
+]
 
-__all__ = ["Cursor", "PG_TYPES", "ReadConnection", "ReadCursor", "clean", "many_rows", "table_ddl", "translate"]
+T = TypeVar("T")
 
 PG_TYPES = {int: "BIGINT", float: "DOUBLE PRECISION", str: "TEXT", bytes: "BYTEA"}
 
@@ -184,6 +193,18 @@ class Cursor:
         self._cursor.close()
 
 
+class ReadSource(Protocol):
+    """What the reads run on: PostgresStorage, with its pool and its one retry rule."""
+
+    def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """`work` on a pooled connection; raises Unavailable when the database cannot be reached."""
+        ...
+
+    def stream(self, sql: str, params: Sequence[Any]) -> Iterator[Any]:
+        """The rows of a query, a few per round trip; close the generator to stop early."""
+        ...
+
+
 # Rows read ahead by ReadConnection.prefetch, by (storage, statement, parameters), for this thread.
 _prefetched = threading.local()
 
@@ -196,7 +217,7 @@ class ReadCursor:
 
     __slots__ = ("_storage", "_query", "_rows", "_stream")
 
-    def __init__(self, storage: PostgresStorage) -> None:
+    def __init__(self, storage: ReadSource) -> None:
         self._storage = storage
         self._query: tuple[str, Sequence[Any]] = ("", ())
         self._rows: list[Any] | None = None
@@ -250,7 +271,7 @@ class ReadConnection:
 
     __slots__ = ("_storage",)
 
-    def __init__(self, storage: PostgresStorage) -> None:
+    def __init__(self, storage: ReadSource) -> None:
         self._storage = storage
 
     def cursor(self) -> ReadCursor:

@@ -1,37 +1,29 @@
-"""The embedded default backend: events and views in one SQLite file (WAL).
-
-SQLiteRecorder is eventsourcing's recorder plus the keys index and the seals of the hash chain
-(ledger.storage.chain), both written in the events' transaction; SQLiteStorage holds the views and
-their tracking in the same file (ledger.storage.base says what a Storage is); `damage` tells a
-file that must not be opened for writing.
-"""
+"""SQLiteStorage: the views and their tracking in the events' SQLite file (WAL); ledger.storage.base
+says what a Storage is."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
-from urllib.parse import quote, unquote
 from uuid import UUID
 
 from eventsourcing.application import Application
-from eventsourcing.persistence import IntegrityError, Notification
-from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
+from eventsourcing.persistence import Notification
 
 from ledger.storage.base import KeyRow, Storage, ViewRead, read_only, tracking_upsert
-from ledger.storage.chain import GENESIS, ChainRow, seal_rows, unsealed_refusal
+from ledger.storage.chain import GENESIS, ChainRow, seal_rows
+from ledger.storage.sqlite.files import file_path, read_only_uri
+from ledger.storage.sqlite.recorder import INSERT_SEALS, KEYS_TABLE, LAST_SEAL, SEALS_TABLE, SQLiteRecorder
 from ledger.views.queries import ViewReader
 from ledger.views.schema import TABLES, VIEWS
 
-__all__ = ["SQLiteStorage", "SQLiteRecorder", "sqlite_env", "damage"]
+__all__ = ["SQLiteStorage"]
 
-KEYS_TABLE = "stored_keys"
 # Keys looked up in one query (SQLite binds at most 32,766 parameters).
 KEYS_PER_QUERY = 900
-SEALS_TABLE = "stored_seals"
 SEAL_PAGE_EVENTS = 1000
 DIGESTS_PER_QUERY = 500
 EVENTS_AFTER = (
@@ -45,66 +37,8 @@ EVENTS_BETWEEN = (
 SEALS_BETWEEN = (
     f"SELECT position, digest FROM {SEALS_TABLE} WHERE position > ? AND position <= ? ORDER BY position LIMIT ?"
 )
-LAST_SEAL = f"SELECT position, digest FROM {SEALS_TABLE} ORDER BY position DESC LIMIT 1"
-HEAD = "SELECT MAX(rowid) FROM stored_events"
-POSITION_OF = "SELECT rowid FROM stored_events WHERE originator_id = ? AND originator_version = ?"
-INSERT_SEALS = f"INSERT INTO {SEALS_TABLE} (position, digest) VALUES (?, ?)"
 
 SQLITE_TYPES = {int: int, float: float, str: str, bytes: bytes}
-SQLITE_HEADER = b"SQLite format 3\x00"
-LEFT_AS_IT_IS = "the file was left as it is: restore it from a backup (`trainledger backup` makes one)"
-
-
-def damage(database: str) -> str | None:
-    """Why the SQLite file `database` must not be opened for writing: its header is not SQLite's, or
-    SQLite's quick_check finds it damaged (cut short, pages overwritten). None for a sound file, a
-    file not there yet, and a database that is no SQLite file path. Only reads: the file is opened
-    read-only, with its write-ahead log, so a crash image is judged as SQLite will recover it. Takes
-    a moment per hundred megabytes."""
-    if "://" in database or database == ":memory:" or database.startswith("file:"):
-        return None
-    try:
-        with open(database, "rb") as file:
-            header = file.read(len(SQLITE_HEADER))
-    except OSError:
-        return None  # Not there yet (or not readable: opening the ledger reports that).
-    if header and header != SQLITE_HEADER:
-        return f"not a SQLite database, or its header is damaged; {LEFT_AS_IT_IS}"
-    try:
-        connection = sqlite3.connect(f"file:{quote(os.path.abspath(database))}?mode=ro", uri=True)
-        try:
-            found = [row[0] for row in connection.execute("PRAGMA quick_check(1)")]
-        finally:
-            connection.close()
-    except sqlite3.DatabaseError as error:
-        if getattr(error, "sqlite_errorcode", 0) & 0xFF not in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
-            return None  # Not damage (a lock, permissions): opening the ledger reports it.
-        found = [str(error)]
-    if found == ["ok"]:
-        return None
-    return f"the file is damaged (SQLite: {' '.join(found[0].split())}); {LEFT_AS_IT_IS}"
-
-
-def sqlite_env(path: str) -> dict[str, str]:
-    """eventsourcing settings for a SQLite file (ledger.backend chooses between the backends)."""
-    return {
-        "PERSISTENCE_MODULE": "eventsourcing.sqlite",
-        "SQLITE_DBNAME": path,
-        "SQLITE_LOCK_TIMEOUT": "30",
-        "APPLICATION_RECORDER_TOPIC": "ledger.storage.sqlite:SQLiteRecorder",
-    }
-
-
-def read_only_uri(path: str) -> str:
-    """The uri that opens the SQLite file at `path` read-only: eventsourcing's connections to a
-    ledger opened to check it use it too, so none can merge a write-ahead log into the file or
-    switch a rollback journal to one."""
-    return f"file:{quote(os.path.abspath(path))}?mode=ro"
-
-
-def _file_path(name: str) -> str:
-    """The file a SQLITE_DBNAME names: a path, or a `file:` uri of read_only_uri's."""
-    return unquote(name[len("file:") :].partition("?")[0]) if name.startswith("file:") else name
 
 
 def _read_only_connection(path: str) -> sqlite3.Connection:
@@ -125,66 +59,6 @@ def _read_only_connection(path: str) -> sqlite3.Connection:
     return connection
 
 
-class SQLiteRecorder(SQLiteApplicationRecorder):
-    """eventsourcing's SQLite recorder that also writes the keys index (ledger.storage.keys) in the
-    transaction of the events: `save(..., keys=[(aggregate id, key, version), ...])`, and seals the
-    events it inserts (ledger.storage.chain). SQLite has one writer at a time, so the last seal read
-    inside the transaction is the one the new events follow."""
-
-    def construct_create_table_statements(self) -> list[str]:
-        return [*super().construct_create_table_statements(), *self.ledger_tables()]
-
-    @staticmethod
-    def ledger_tables() -> list[str]:
-        """The statements that make our tables beside the library's: the keys index and the seals."""
-        return [
-            f"CREATE TABLE IF NOT EXISTS {KEYS_TABLE} (originator_id TEXT, key TEXT, originator_version INTEGER,"
-            " PRIMARY KEY (originator_id, key, originator_version)) WITHOUT ROWID",
-            f"CREATE TABLE IF NOT EXISTS {SEALS_TABLE} (position INTEGER PRIMARY KEY, digest BLOB NOT NULL)",
-        ]
-
-    def _insert_events(self, c: SQLiteCursor, stored_events: Any, **kwargs: Any) -> Any:
-        if len(stored_events) < 2:
-            positions = super()._insert_events(c, stored_events, **kwargs)
-            assert positions is not None  # The application recorder returns the rowids it inserted.
-        else:
-            # A group's events in one statement, not one each (each one releases and takes back
-            # Python's lock). A new row's rowid is one past the largest, and this transaction
-            # holds the write lock: the group's rowids run up to the head read after the insert,
-            # as the first event's confirms. (The insert comes first: a read first would start a
-            # snapshot that another process's commit could make unable to write.)
-            c.executemany(
-                self.insert_events_statement,
-                [(s.originator_id.hex, s.originator_version, s.topic, s.state) for s in stored_events],
-            )
-            c.execute(HEAD)
-            last = c.fetchone()[0]
-            positions = list(range(last - len(stored_events) + 1, last + 1))
-            first = stored_events[0]
-            c.execute(POSITION_OF, (first.originator_id.hex, first.originator_version))
-            if c.fetchone()[0] != positions[0]:
-                raise IntegrityError(f"the log's rowids of {len(stored_events)} events do not run up to {last}")
-        keys: list[KeyRow] = kwargs.get("keys") or []
-        if keys:
-            c.executemany(
-                f"INSERT OR IGNORE INTO {KEYS_TABLE} (originator_id, key, originator_version) VALUES (?, ?, ?)",
-                [(uuid.hex, key, version) for uuid, key, version in keys],
-            )
-        if not positions:
-            return positions  # Nothing inserted, nothing to seal.
-        c.execute(LAST_SEAL)
-        last = c.fetchone()
-        last_sealed = 0 if last is None else last[0]
-        if last_sealed != positions[0] - 1:  # Rowids run on with one writer: events before lack seals.
-            raise unsealed_refusal(last_sealed)  # The transaction rolls back: nothing is stored.
-        rows = [
-            (position, event.originator_id.bytes, event.originator_version, event.topic, event.state)
-            for position, event in zip(positions, stored_events, strict=True)
-        ]
-        c.executemany(INSERT_SEALS, seal_rows(GENESIS if last is None else last[1], rows))
-        return positions
-
-
 class SQLiteStorage(Storage):
     """Events (eventsourcing's tables) and views (ours, prefixed view_) in one SQLite file."""
 
@@ -196,7 +70,7 @@ class SQLiteStorage(Storage):
         path = app.env.get("SQLITE_DBNAME")
         if path is None:  # eventsourcing's SQLite factory refuses such settings before this.
             raise ValueError("SQLite settings name no file (SQLITE_DBNAME)")
-        self.path: str = _file_path(path)
+        self.path: str = file_path(path)
         self.read_only = read_only(app)
         if self.read_only:
             # eventsourcing's connections (read_only_uri's) would switch a rollback journal to a
