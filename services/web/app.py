@@ -4,8 +4,9 @@ API and the live streams read the same views as gRPC, through the same pool of w
 authorized by the same table of roles.
 
 Routes: the pages (services.web.pages), the JSON API under /api/ (services.web.api), the
-server-sent events /api/runs/{run}/live and /api/live (services.web.live), POST /login and
-/logout, and the static files under /static/ (services.web.static: the charts and the styles).
+server-sent events /api/runs/{run}/live and /api/live (services.web.live, services.web.live_runs),
+POST /login and /logout, and the static files under /static/ (services.web.static: the charts and
+the styles).
 
 Errors: a WebError (or a ledger refusal) is `{"error": {"reason", "message", ...}}` with its status
 under /api/; a page shows it, except 401, which redirects to /login. Anything else is a 500 with a
@@ -36,10 +37,11 @@ from ledger.domain.errors import LedgerError
 from ledger.domain.reasons import Reason
 from services.runtime.auth import Gate
 from services.runtime.edge import CLIENT, Edge
-from services.web import api, pages
-from services.web.access import Access, WebError, from_ledger
+from services.web import api, documents, pages
+from services.web.access import Access, WebError, from_ledger, invalid
 from services.web.hosts import AllowedHosts
-from services.web.live import LiveRuns, RunStreams, until_refused
+from services.web.live import RunStreams, until_refused
+from services.web.live_runs import LiveRuns
 
 __all__ = ["create_app", "STATIC_DIR"]
 
@@ -105,7 +107,7 @@ def _host_refusal(host: bytes) -> WebError:
 
 def _respond(request: Request, error: WebError) -> Response:
     if _is_api(request):
-        return api.json_response(error.body(), error.status)
+        return documents.json_response(error.body(), error.status)
     if error.status == 401:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         return RedirectResponse(f"/login?next={quote(target, safe='')}", status_code=303)
@@ -145,7 +147,7 @@ def _last_event_id(request: Request) -> int:
     if not value:
         return 0
     if not re.fullmatch(r"[0-9]{1,18}", value):
-        raise api.invalid("last_event_id", "Last-Event-ID must be an event position")
+        raise invalid("last_event_id", "Last-Event-ID must be an event position")
     return int(value)
 
 

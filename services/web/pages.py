@@ -27,7 +27,7 @@ from ledger.views import models
 from services.render import checkpoint_state, plan_hold_text, progress_text, report_verdict, scores_text, status_text
 from services.render.tables import usd
 from services.runtime import paging as tokens
-from services.web import api
+from services.web import api, documents, params
 from services.web.access import METHODS, TOKEN_COOKIE, Subject, WebError
 from services.web.did_it_work import compare_table, did_it_work
 from services.web.holds import holds_section
@@ -190,7 +190,7 @@ async def runs(request: Request) -> Response:
     chosen = request.query_params.get("status", "")
     options = "".join(
         f'<option value="{s}"{" selected" if s == chosen else ""}>{s or "any status"}</option>'
-        for s in ("", *api.STATUSES)
+        for s in ("", *params.STATUSES)
     )
     name, account = request.query_params.get("name", ""), request.query_params.get("account", "")
     retracted = api.include_retracted(request)
@@ -342,7 +342,7 @@ async def run(request: Request) -> Response:
     web = api.web_of(request)
     identity = await api.identify(request, "run")
     run_id = await api.run_of(request, identity)
-    at = api.required_integer(request, "min_position", 0, maximum=tokens.POSITION_MAX)
+    at = params.required_integer(request, "min_position", 0, maximum=tokens.POSITION_MAX)
     timeout_s = await web.edge.caught_up(at, PAGE_WAIT_S)
     state, stats, checkpoints = await web.call(_run_data, web.ledger, run_id, at, timeout_s)
     holds = await holds_section(request, identity, run_id)
@@ -424,7 +424,7 @@ async def compare(request: Request) -> Response:
     identity = await api.identify(request, "run")
     refs = list(dict.fromkeys(r.strip() for r in request.query_params.getlist("run") if r.strip()))
     refs = refs[: api.COMPARE_RUNS_MAX]
-    names = api.metric_names(request)
+    names = params.metric_names(request)
     metric = names[0] if names else "loss"
     run_ids = list(dict.fromkeys([await api.resolve_run(web, identity, ref) for ref in refs]))
     inputs = "".join(
@@ -635,7 +635,7 @@ async def events(request: Request) -> Response:
 
 
 def _short(data: Any, limit: int = 300) -> str:
-    text = api.encode(data).decode()
+    text = documents.encode(data).decode()
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
