@@ -6,7 +6,7 @@ application/json.
 Documents are the ledger's read models encoded by msgspec: money stays integer micro-dollars in
 `*_usd_micro` fields, times are RFC 3339 UTC strings. A bad parameter is 400 INVALID_PARAMETER
 naming it, before anything is read; what a request may hold is bounded (RUNS_LIMIT_MAX,
-EVENTS_LIMIT_MAX, RESERVATIONS_LIMIT_MAX, WIDTH_MIN..WIDTH_MAX, COMPARE_RUNS_MAX).
+RESERVATIONS_LIMIT_MAX, WIDTH_MIN..WIDTH_MAX, COMPARE_RUNS_MAX).
 
 A RUN in a path is resolved by `resolve_run`: a run id, a unique id prefix (at least PREFIX_MIN
 characters), the exact name of one run, or the run key it was opened with; several matches are
@@ -27,7 +27,6 @@ from ledger.domain.base import ledger_id
 from ledger.domain.errors import LedgerError
 from ledger.domain.limits import ID_LENGTH_MAX, check_text
 from ledger.domain.reasons import Reason
-from ledger.domain.topics import event_topics
 from ledger.views import models
 from services.runtime import paging as tokens
 from services.runtime.auth import Identity
@@ -37,14 +36,12 @@ from services.web.documents import (
     account_document,
     builtins,
     chart_document,
-    event_document,
     history_document,
     json_response,
     state_document,
     summary_document,
 )
 from services.web.params import (
-    STEP_MAX,
     metric_names,
     page_token,
     required_integer,
@@ -61,7 +58,6 @@ __all__ = [
     "Web",
     "resolve_run",
     "RUNS_LIMIT_MAX",
-    "EVENTS_LIMIT_MAX",
     "RESERVATIONS_LIMIT_MAX",
     "COMPARE_RUNS_MAX",
 ]
@@ -69,9 +65,6 @@ __all__ = [
 T = TypeVar("T")
 
 RUNS_LIMIT_DEFAULT, RUNS_LIMIT_MAX = 50, 200
-EVENTS_LIMIT_DEFAULT, EVENTS_LIMIT_MAX = 100, 1_000
-# The stored bytes of one page of events (a step batch can hold megabytes): past it the page ends.
-EVENTS_BYTES_MAX = 256 * 1024
 RESERVATIONS_LIMIT_DEFAULT, RESERVATIONS_LIMIT_MAX = 200, 1_000
 CHECKPOINTS_MAX = 1_000
 COMPARE_RUNS_MAX = 10
@@ -364,46 +357,3 @@ async def family(request: Request) -> Response:
             "retired": builtins(found.retired),
         }
     )
-
-
-async def read_events(web: Web, request: HTTPConnection) -> tuple[list[dict[str, Any]], int | None]:
-    """The page of events an events request asks for, and the position the next one starts at."""
-    identity = await identify(request, "events")
-    await web.access.authorize("events", identity, Subject())
-    start = required_integer(request, "from", 1, minimum=1, maximum=STEP_MAX)
-    limit = required_integer(request, "limit", EVENTS_LIMIT_DEFAULT, minimum=1, maximum=EVENTS_LIMIT_MAX)
-    kind = text(request, "type")
-    if kind and not event_topics(kind):
-        raise invalid("type", f"no event type {kind}")
-    ref = request.query_params.get("run", "")
-    originators: list[str] = []
-    if ref:
-        run_id = await resolve_run(web, identity, ref)
-        originators = [run_id, str(ledger_id("account", run_id))]
-    events, following = await web.call(_events_page, web.ledger, start, limit, [kind] if kind else [], originators)
-    return [event_document(e) for e in events], following
-
-
-def _events_page(
-    ledger: Any, start: int, limit: int, types: list[str], originators: list[str]
-) -> tuple[list[dict[str, Any]], int | None]:
-    """A page of events bounded in count and stored bytes (a step batch can hold megabytes), and
-    the position the next page starts at (None when no matching event follows)."""
-    events: list[dict[str, Any]] = ledger.read_events(
-        from_position=start, limit=limit, types=types, originator_ids=originators, bytes_max=EVENTS_BYTES_MAX
-    )
-    if not events:
-        return events, None
-    following = events[-1]["position"] + 1
-    if len(events) < limit:  # The log ended, or the page reached its bytes: is there more?
-        more = ledger.read_events(
-            from_position=following, limit=1, types=types, originator_ids=originators, bytes_max=1
-        )
-        if not more:
-            return events, None
-    return events, following
-
-
-async def events(request: Request) -> Response:
-    found, following = await read_events(web_of(request), request)
-    return json_response({"events": found, "next_from": following})
