@@ -35,7 +35,7 @@ from services.runtime.feed import Bounds, Encoder, Entry, Feeds, RunFeed, is_cha
 from services.web.access import WebError
 from services.web.documents import encode, state_document
 
-__all__ = ["RunStreams", "Follower", "sse", "until_refused", "too_many", "PING_S"]
+__all__ = ["RunStreams", "Follower", "admitted", "sse", "until_refused", "too_many", "PING_S"]
 
 PING_S = 15.0
 
@@ -61,6 +61,14 @@ def too_many(scope: str, limit: int) -> Exception:
     return WebError(
         429, Reason.TOO_MANY_WATCHERS, f"too many live streams: {limit} per {scope}", scope=scope, limit=limit
     )
+
+
+def admitted(bounds: Bounds[Follower], key: str) -> Follower | bytes:
+    """A follower entered in `bounds`, or the `error` event (TOO_MANY_WATCHERS) that refuses it."""
+    try:
+        return bounds.enter(key)
+    except WebError as refusal:
+        return sse("error", refusal.body()["error"])
 
 
 class Follower(feed.Follower[bytes]):
@@ -214,10 +222,9 @@ class RunStreams(Feeds[bytes, dict[str, Any]]):
         (TOO_MANY_WATCHERS); check() refuses it before the stream starts."""
         if self.edge.closed:
             return
-        try:
-            follower = self.bounds.enter(key)
-        except WebError as refusal:
-            yield sse("error", refusal.body()["error"])
+        follower = admitted(self.bounds, key)
+        if isinstance(follower, bytes):
+            yield follower
             return
         async for chunk in self.stream(follower, run_id, last_id, PING_S):
             yield chunk or b": ping\n\n"

@@ -18,9 +18,8 @@ from ledger.domain.base import ledger_id
 from ledger.domain.errors import LedgerError
 from services.runtime.edge import Edge
 from services.runtime.feed import Bounds, close_with
-from services.web.access import WebError
 from services.web.documents import summary_document
-from services.web.live import PING_S, Follower, sse, too_many
+from services.web.live import PING_S, Follower, admitted, sse, too_many
 
 __all__ = ["LiveRuns", "LIVE_INTERVAL_S"]
 
@@ -98,10 +97,9 @@ class LiveRuns:
         only the runs under it."""
         if self.edge.closed:
             return
-        try:
-            follower = self.bounds.enter(key)
-        except WebError as refusal:
-            yield sse("error", refusal.body()["error"])
+        follower = admitted(self.bounds, key)
+        if isinstance(follower, bytes):
+            yield follower
             return
         follower.scope = scope
         self.followers.add(follower)
