@@ -15,6 +15,7 @@ messages, bounded in number, in backlog and in what each message carries.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
 from collections.abc import AsyncIterator
 from typing import Any
@@ -156,6 +157,6 @@ class Watchers(Feeds[Message, runs_pb2.RunState]):
         if self.edge.closed:
             return
         watcher = self.bounds.enter(key)
-        async for message in self.stream(watcher, run_id, from_position):
-            assert message is not None  # No timeout: every item is a message.
-            yield message
+        async with contextlib.aclosing(self.stream(watcher, run_id, from_position)) as messages:
+            async for message in messages:
+                yield message

@@ -23,7 +23,7 @@ import contextlib
 import contextvars
 import functools
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Generic, TypeVar
 from uuid import UUID
@@ -277,9 +277,9 @@ class Feeds(Generic[T, S]):
 
     async def stream(
         self, follower: Follower[T], run_id: str, asked: int, timeout_s: float | None = None
-    ) -> AsyncIterator[T | None]:
+    ) -> AsyncGenerator[T, None]:
         """What one follower (entered in the bounds) is handed until the server closes, it falls
-        behind or the caller stops iterating; None each `timeout_s` that passed without any."""
+        behind or the caller stops iterating (Follower.next: `timeout_s`)."""
         feed = self.feeds.get(run_id) or self._feed(run_id)
         try:
             joined = await feed.join(follower, asked)
@@ -290,14 +290,7 @@ class Feeds(Generic[T, S]):
             if behind is not None:
                 async for missed in self.catch_up(feed, *behind):
                     yield missed
-            while True:
-                try:
-                    item = await follower.next(timeout_s)
-                except TimeoutError:
-                    yield None
-                    continue
-                if item is None:
-                    return
+            while (item := await follower.next(timeout_s)) is not None:
                 yield item
         finally:
             feed.leave(follower)

@@ -22,6 +22,7 @@ down (the edge closes), and one opened with a token ends when that token is revo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
 from collections.abc import AsyncIterator
 from typing import Any
@@ -226,5 +227,6 @@ class RunStreams(Feeds[bytes, dict[str, Any]]):
         if isinstance(follower, bytes):
             yield follower
             return
-        async for chunk in self.stream(follower, run_id, last_id, PING_S):
-            yield chunk or b": ping\n\n"
+        async with contextlib.aclosing(self.stream(follower, run_id, last_id, PING_S)) as chunks:
+            async for chunk in chunks:
+                yield chunk or b": ping\n\n"
