@@ -34,7 +34,8 @@ import grpc
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from ledger import Ledger, limits  # noqa: E402
+from ledger import Ledger  # noqa: E402
+from ledger.domain import limits  # noqa: E402
 from trainledger.v1 import common_pb2, runs_pb2, runs_pb2_grpc, spend_pb2, spend_pb2_grpc  # noqa: E402
 
 WATCHERS_PER_PRINCIPAL = 100  # Under the server's bound per caller.

@@ -123,7 +123,7 @@ class _Requests:
         """A request stream decoded. Each request holds its bytes until it is answered (one
         answer per request, in order: the caller releases the oldest of `holding` with each
         answer, and all of them when the call ends), so the requests a servicer reads ahead of
-        its answers (services.grpc.runs.ReadAhead) are in the budget too."""
+        its answers (services.grpc.read_ahead.ReadAhead) are in the budget too."""
         async for data in raw:
             request, held = await self.admit(data, context)
             holding.append(held)
@@ -138,6 +138,109 @@ class _Requests:
             self.edge.budget.release(holding.pop(0))
 
 
+class _Wrapped:
+    """One method's handler with the edge around it: identify, admit the request's bytes into the
+    budget, authorize, call, and turn what it raises into a status (_fail)."""
+
+    def __init__(
+        self,
+        behavior: Callable[..., Any],
+        method: str,
+        requests: _Requests,
+        *,
+        streaming_requests: bool,
+        streaming_responses: bool,
+        gate: Gate | None,
+    ) -> None:
+        self.behavior, self.method, self.requests, self.gate = behavior, method, requests, gate
+        self.edge = requests.edge
+        self.streaming_requests, self.streaming_responses = streaming_requests, streaming_responses
+
+    @contextlib.asynccontextmanager
+    async def authorized(
+        self, request: Any, context: grpc.aio.ServicerContext[Any, Any], holding: list[int]
+    ) -> AsyncIterator[tuple[Identity, Any]]:
+        gate = self.gate
+        identity = await _identify(gate, self.method, context)
+        async with self.admitted(request, context, holding) as decoded:
+            if gate is None:
+                yield identity, decoded
+            elif self.streaming_requests:
+                yield identity, gate.authorize_stream(self.method, identity, decoded)
+            else:
+                await gate.authorize(self.method, identity, decoded)
+                yield identity, decoded
+
+    @contextlib.asynccontextmanager
+    async def admitted(
+        self, request: Any, context: grpc.aio.ServicerContext[Any, Any], holding: list[int]
+    ) -> AsyncIterator[Any]:
+        requests = self.requests
+        if self.streaming_requests:
+            with self.edge.stream(CLIENT.get()):
+                try:
+                    yield requests.stream(request, context, holding)
+                finally:
+                    requests.release(holding)
+        elif self.streaming_responses:
+            # A server stream holds its request's bytes only while it is decoded.
+            decoded, held = await requests.admit(request, context)
+            self.edge.budget.release(held)
+            yield decoded
+        else:
+            async with requests.one(request, context) as decoded:
+                yield decoded
+
+    async def stream(self, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        """An async generator stays one: the acks already yielded stand."""
+        request_id = _begin(context)
+        holding: list[int] = []
+        try:
+            async with self.authorized(request, context, holding) as (identity, decoded):
+                responses = self.behavior(decoded, context)
+                if self.gate is not None:  # Ended once its token is revoked or expires.
+                    responses = self.gate.guard(identity, responses)
+                async for response in responses:
+                    self.requests.answered(holding)  # The oldest request is handled.
+                    yield response
+        except grpc.aio.AbortError:
+            raise
+        except Exception as error:
+            await _fail(context, self.method, request_id, error)
+
+    async def shaped(self, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        """A coroutine of a streaming method (which may use context.write) stays a coroutine."""
+        request_id = _begin(context)
+        try:
+            async with self.authorized(request, context, []) as (_, decoded):
+                result = self.behavior(decoded, context)
+                return await result if inspect.isawaitable(result) else result
+        except grpc.aio.AbortError:
+            raise
+        except Exception as error:
+            await _fail(context, self.method, request_id, error)
+
+    async def unary(self, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        # authorized() and admitted() written out for the commonest shape, one request and one
+        # answer: the same steps in the same order, without three context managers per call.
+        request_id = _begin(context)
+        gate, requests = self.gate, self.requests
+        try:
+            identity = await _identify(gate, self.method, context)
+            decoded, held = await requests.admit(request, context)
+            try:
+                if gate is not None:
+                    await gate.authorize(self.method, identity, decoded)
+                result = self.behavior(decoded, context)
+                return await result if inspect.isawaitable(result) else result
+            finally:
+                self.edge.budget.release(held)
+        except grpc.aio.AbortError:
+            raise
+        except Exception as error:
+            await _fail(context, self.method, request_id, error)
+
+
 def _wrap(
     behavior: Callable[..., Any],
     method: str,
@@ -149,96 +252,19 @@ def _wrap(
 ) -> Callable[..., Any]:
     """Wrap a handler of any shape: an async generator stays one (acks already yielded stand), a
     coroutine (which may use context.write) stays a coroutine."""
-    edge = requests.edge
-
-    @contextlib.asynccontextmanager
-    async def authorized(
-        request: Any, context: grpc.aio.ServicerContext[Any, Any], holding: list[int]
-    ) -> AsyncIterator[tuple[Identity, Any]]:
-        identity = await _identify(gate, method, context)
-        async with admitted(request, context, holding) as decoded:
-            if gate is None:
-                yield identity, decoded
-            elif streaming_requests:
-                yield identity, gate.authorize_stream(method, identity, decoded)
-            else:
-                await gate.authorize(method, identity, decoded)
-                yield identity, decoded
-
-    @contextlib.asynccontextmanager
-    async def admitted(
-        request: Any, context: grpc.aio.ServicerContext[Any, Any], holding: list[int]
-    ) -> AsyncIterator[Any]:
-        if streaming_requests:
-            with edge.stream(CLIENT.get()):
-                try:
-                    yield requests.stream(request, context, holding)
-                finally:
-                    requests.release(holding)
-        elif streaming_responses:
-            # A server stream holds its request's bytes only while it is decoded.
-            decoded, held = await requests.admit(request, context)
-            edge.budget.release(held)
-            yield decoded
-        else:
-            async with requests.one(request, context) as decoded:
-                yield decoded
-
+    wrapped = _Wrapped(
+        behavior,
+        method,
+        requests,
+        streaming_requests=streaming_requests,
+        streaming_responses=streaming_responses,
+        gate=gate,
+    )
     if inspect.isasyncgenfunction(behavior):
-
-        async def stream(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-            request_id = _begin(context)
-            holding: list[int] = []
-            try:
-                async with authorized(request, context, holding) as (identity, decoded):
-                    responses = behavior(decoded, context)
-                    if gate is not None:  # Ended once its token is revoked or expires.
-                        responses = gate.guard(identity, responses)
-                    async for response in responses:
-                        requests.answered(holding)  # The oldest request is handled.
-                        yield response
-            except grpc.aio.AbortError:
-                raise
-            except Exception as error:
-                await _fail(context, method, request_id, error)
-
-        return stream
-
+        return wrapped.stream
     if streaming_requests or streaming_responses:
-
-        async def shaped(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-            request_id = _begin(context)
-            try:
-                async with authorized(request, context, []) as (_, decoded):
-                    result = behavior(decoded, context)
-                    return await result if inspect.isawaitable(result) else result
-            except grpc.aio.AbortError:
-                raise
-            except Exception as error:
-                await _fail(context, method, request_id, error)
-
-        return shaped
-
-    async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        # authorized() and admitted() written out for the commonest shape, one request and one
-        # answer: the same steps in the same order, without three context managers per call.
-        request_id = _begin(context)
-        try:
-            identity = await _identify(gate, method, context)
-            decoded, held = await requests.admit(request, context)
-            try:
-                if gate is not None:
-                    await gate.authorize(method, identity, decoded)
-                result = behavior(decoded, context)
-                return await result if inspect.isawaitable(result) else result
-            finally:
-                edge.budget.release(held)
-        except grpc.aio.AbortError:
-            raise
-        except Exception as error:
-            await _fail(context, method, request_id, error)
-
-    return unary
+        return wrapped.shaped
+    return wrapped.unary
 
 
 class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]

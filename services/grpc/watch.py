@@ -1,9 +1,6 @@
-"""Live tails of runs (WatchRun), bounded in number, in backlog and in what each message carries.
+"""WatchRun's encoder of the run feed (services.runtime.feed): live tails of runs as runs_pb2
+messages, bounded in number, in backlog and in what each message carries.
 
-- One feed per watched run reads the events of the run and of its spend account once, however
-  many watch it, and hands each message to every watcher's backlog. The projector wakes a feed
-  only after a chunk that touched its run (Projector.originator_listeners): a write to another
-  run wakes no watcher.
 - Watchers are bounded per caller (principal and peer host) and in all; past either bound a watch
   is refused: RESOURCE_EXHAUSTED, reason TOO_MANY_WATCHERS.
 - A watcher's backlog is bounded in messages and bytes. A watcher that passes either (it stopped
@@ -12,36 +9,32 @@
 - The first message carries the run's state without its spec (GetRunState has it); each later
   one carries its event and only the fields of the state that changed since the last state the
   stream sent, named by a FieldMask. A step batch carries its steps.
-
-This module admits the watchers and wakes the feeds; services.grpc.feed holds a run's feed and a
-watcher's backlog.
+- The feeds read on one thread of their own, one read at a time.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
-import contextvars
-import functools
+import contextlib
 import weakref
-from collections.abc import AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
-from uuid import UUID
+from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc
 
-from ledger.domain.errors import Exhausted, Invalid
+from ledger.domain.errors import Exhausted, Invalid, LedgerError
 from ledger.domain.reasons import Reason
-from services.grpc.feed import Feed, Message, Watcher, read_page
+from services.grpc import codec
+from services.grpc.codec.changes import state_message, state_without_spec
 from services.runtime.edge import Edge
-from services.runtime.followers import BACKLOG_BYTES_MAX, BACKLOG_MESSAGES_MAX, WATCHERS_MAX, WATCHERS_PER_CALLER_MAX
+from services.runtime.feed import Bounds, Encoder, Entry, Feeds, Follower, RunFeed, is_change, read_events
+from services.runtime.followers import WATCHERS_MAX, WATCHERS_PER_CALLER_MAX
 from services.runtime.logs import PRINCIPAL
+from trainledger.v1 import runs_pb2
 
-__all__ = ["Watchers", "caller"]
+__all__ = ["Watchers", "Watcher", "Message", "caller"]
 
-
-T = TypeVar("T")
+Message = runs_pb2.WatchRunResponse
 
 
 def caller(context: grpc.aio.ServicerContext[Any, Any]) -> str:
@@ -50,46 +43,111 @@ def caller(context: grpc.aio.ServicerContext[Any, Any]) -> str:
     return f"{PRINCIPAL.get()}@{host}"
 
 
-class Watchers:
-    """Every live WatchRun of one server: the feeds, the bounds, and the projector's signal."""
+class Watcher(Follower[Message]):
+    """One WatchRun call; one that falls behind ends with WATCHER_TOO_SLOW."""
+
+    def push(self, message: Message, size: int) -> None:
+        self.put(message, size, message.position)
+
+    def too_slow(self, resume: int) -> None:
+        self.end(
+            Exhausted(
+                f"this watcher fell more than {self.messages_max} messages or {self.bytes_max} bytes behind its "
+                "run: watch again from next_position",
+                reason=Reason.WATCHER_TOO_SLOW,
+                next_position=resume,
+                backlog_messages_max=self.messages_max,
+                backlog_bytes_max=self.bytes_max,
+            )
+        )
+
+
+def _too_many(scope: str, limit: int) -> Exception:
+    return Exhausted(
+        f"too many watchers: {limit} per {scope}", reason=Reason.TOO_MANY_WATCHERS, scope=scope, limit=limit
+    )
+
+
+class WatchEncoder(Encoder[Message, runs_pb2.RunState]):
+    """The feed's items as WatchRunResponse messages; a watcher's baseline is the last state it
+    was sent, and each change carries what differs from it."""
+
+    task_prefix = "watch"
+
+    def read_page(self, edge: Edge, run_id: str, originator_ids: list[str], position: int) -> list[Entry]:
+        """(position, type, StepBatch or None) of the run's events from `position`."""
+        return [
+            (e["position"], e["type"], None if is_change(e["type"]) else codec.batch_message(run_id, e["data"]))
+            for e in read_events(edge, originator_ids, position)
+        ]
+
+    def state(self, state: Any) -> runs_pb2.RunState:
+        return state_without_spec(state)
+
+    def position_of(self, state: runs_pb2.RunState) -> int:
+        return int(state.position)
+
+    def first(self, position: int, state: runs_pb2.RunState) -> Message:
+        return state_message(position, "state", state, None)
+
+    def place(self, asked: int, state_position: int, feed_position: int) -> tuple[int, tuple[int, int] | None]:
+        start = max(feed_position, asked or state_position + 1)
+        return start, (asked, feed_position) if 0 < asked < feed_position else None
+
+    def missed(self, entry: Entry) -> Message:
+        position, event_type, steps = entry
+        return Message(position=position, event_type=event_type, steps=steps)
+
+    def refuse(self, follower: Follower[Message], joined: asyncio.Future[Any], error: LedgerError) -> None:
+        joined.set_exception(error)
+
+    def failed(self, feed: RunFeed[Message, runs_pb2.RunState], error: Exception) -> None:
+        feed.close(error)
+
+    async def hand_out(
+        self, feed: RunFeed[Message, runs_pb2.RunState], page: list[Entry], state: runs_pb2.RunState | None
+    ) -> None:
+        """The state changes go with the first event of the page, other than a step batch, that a
+        watcher gets."""
+        for position, event_type, steps in page:
+            if steps is None:
+                assert state is not None  # A page with a change reads the state.
+                _push_change(feed, position, event_type, state)
+            else:
+                message = Message(position=position, event_type=event_type, steps=steps)
+                feed.push(position, message, message.ByteSize())
+
+
+def _push_change(
+    feed: RunFeed[Message, runs_pb2.RunState], position: int, event_type: str, state: runs_pb2.RunState
+) -> None:
+    # Watchers that were sent the same state share one message (`made` keeps each state alive
+    # while its id is a key).
+    made: dict[int, tuple[runs_pb2.RunState | None, Message, int]] = {}
+    for watcher in feed.followers:
+        if position < watcher.start:
+            continue
+        before = watcher.baseline
+        if id(before) not in made:
+            message = (
+                Message(position=position, event_type=event_type)
+                if before is state
+                else state_message(position, event_type, state, before)
+            )
+            made[id(before)] = (before, message, message.ByteSize())
+        _, message, size = made[id(before)]
+        watcher.baseline = state
+        watcher.put(message, size, position)
+
+
+class Watchers(Feeds[Message, runs_pb2.RunState]):
+    """Every live WatchRun of one server (Edge.followers["watchers"])."""
 
     _of: weakref.WeakKeyDictionary[Edge, Watchers] = weakref.WeakKeyDictionary()
 
-    @classmethod
-    def of(cls, edge: Edge) -> Watchers:
-        """The watchers of the server whose edge this is (made on first use, on its loop)."""
-        watchers = cls._of.get(edge)
-        if watchers is None:
-            watchers = cls._of[edge] = cls(edge)
-        return watchers
-
     def __init__(self, edge: Edge) -> None:
-        self.edge = edge
-        self.loop = asyncio.get_running_loop()
-        edge.followers["watchers"] = lambda: self.count
-        self.watchers_max, self.per_caller_max = WATCHERS_MAX, WATCHERS_PER_CALLER_MAX
-        self.backlog_messages_max, self.backlog_bytes_max = BACKLOG_MESSAGES_MAX, BACKLOG_BYTES_MAX
-        self.feeds: dict[str, Feed] = {}
-        self._by_id: dict[UUID, Feed] = {}
-        self._watched: frozenset[UUID] = frozenset()  # Read by the projector's thread.
-        self.count = 0
-        self._per_caller: collections.Counter[str] = collections.Counter()
-        # The feeds read on one thread of their own, one read at a time: a run's state is read
-        # with its spec (megabytes, decoded each time), and memory that one thread frees is what
-        # its next read reuses, where a pool would leave some with each of its threads.
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainledger-watch")
-        edge.ledger.projector.originator_listeners.append(self._projected)
-        # Held so that the task lives as long as the watchers do.
-        self._closer = self.loop.create_task(self._close_with(edge), context=contextvars.Context())
-
-    async def call(self, function: Callable[..., T], /, *args: Any) -> T:
-        """Run a feed's synchronous ledger read on the feeds' thread."""
-        return await self.loop.run_in_executor(self._thread, functools.partial(function, *args))
-
-    def reads_of(self, run_id: str) -> int:
-        """How many times the feed of `run_id` has read the log (0 when nobody watches it)."""
-        feed = self.feeds.get(run_id)
-        return feed.reads if feed is not None else 0
+        bounds = Bounds(Watcher, _too_many, WATCHERS_MAX, WATCHERS_PER_CALLER_MAX)
+        super().__init__(edge, WatchEncoder(), bounds, metric="watchers", own_thread=True)
 
     async def watch(self, run_id: str, from_position: int, key: str) -> AsyncIterator[Message]:
         """The messages of one WatchRun. Raises Exhausted (TOO_MANY_WATCHERS,
@@ -98,102 +156,7 @@ class Watchers:
             raise Invalid("from_position must not be negative", reason=Reason.OUT_OF_RANGE, field="from_position")
         if self.edge.closed:
             return
-        watcher = self._enter(key)
-        feed = self.feeds.get(run_id) or self._feed(run_id)
-        try:
-            joined = await feed.join(watcher, from_position)
-            if joined is None:
-                return
-            first, behind = joined
-            yield first
-            if behind is not None:
-                async for message in self._catch_up(run_id, feed.originator_ids, *behind):
-                    yield message
-            while (queued := await watcher.next()) is not None:
-                yield queued
-        finally:
-            feed.leave(watcher)
-            self._leave(watcher)
-
-    async def _catch_up(self, run_id: str, originator_ids: list[str], start: int, stop: int) -> AsyncIterator[Message]:
-        """The run's events in [start, stop), read by the watcher itself: all of them are in the
-        state it was sent first, so they carry no state."""
-        while start < stop and not self.edge.closed:
-            page = await self.edge.call(read_page, self.edge, run_id, originator_ids, start)
-            if not page:
-                return
-            for position, event_type, steps in page:
-                if position >= stop:
-                    return
-                yield Message(position=position, event_type=event_type, steps=steps)
-            start = page[-1][0] + 1
-
-    def _enter(self, key: str) -> Watcher:
-        if self._per_caller[key] >= self.per_caller_max or self.count >= self.watchers_max:
-            scope, limit = (
-                ("caller", self.per_caller_max)
-                if self._per_caller[key] >= self.per_caller_max
-                else ("server", self.watchers_max)
-            )
-            raise Exhausted(
-                f"too many watchers: {limit} per {scope}", reason=Reason.TOO_MANY_WATCHERS, scope=scope, limit=limit
-            )
-        self._per_caller[key] += 1
-        self.count += 1
-        return Watcher(key, self.backlog_messages_max, self.backlog_bytes_max)
-
-    def _leave(self, watcher: Watcher) -> None:
-        self.count -= 1
-        self._per_caller[watcher.key] -= 1
-        if not self._per_caller[watcher.key]:
-            del self._per_caller[watcher.key]
-
-    def _feed(self, run_id: str) -> Feed:
-        feed = self.feeds[run_id] = Feed(self, run_id)
-        for originator_id in feed.originator_ids:
-            try:
-                self._by_id[UUID(originator_id)] = feed
-            except ValueError:  # No run has such an id: the feed's first state says so.
-                pass
-        self._watched = frozenset(self._by_id)
-        return feed
-
-    def forget(self, feed: Feed) -> None:
-        if self.feeds.get(feed.run_id) is feed:
-            del self.feeds[feed.run_id]
-        for originator_id in [i for i, f in self._by_id.items() if f is feed]:
-            del self._by_id[originator_id]
-        self._watched = frozenset(self._by_id)
-
-    def _projected(self, originator_ids: frozenset[UUID] | None) -> None:
-        # Called in the projector's thread after each chunk: only chunks that touched a watched
-        # run reach the loop.
-        if originator_ids is not None and self._watched.isdisjoint(originator_ids):
-            return
-        try:
-            self.loop.call_soon_threadsafe(self._wake, originator_ids)
-        except RuntimeError:  # The loop is closed: nobody is watching any more.
-            pass
-
-    def _wake(self, originator_ids: frozenset[UUID] | None) -> None:
-        feeds = (
-            self.feeds.values()
-            if originator_ids is None
-            else {self._by_id[i] for i in originator_ids if i in self._by_id}
-        )
-        for feed in list(feeds):
-            feed.changed.set()
-
-    async def _close_with(self, edge: Edge) -> None:
-        """End every watch when the server closes its edge (shutdown)."""
-        while not edge.closed:
-            await edge.progress().wait()
-        try:
-            edge.ledger.projector.originator_listeners.remove(self._projected)
-        except ValueError:
-            pass
-        for feed in list(self.feeds.values()):
-            feed.close()
-        self._thread.shutdown(wait=False, cancel_futures=True)
-        Watchers._of.pop(edge, None)
-        edge.followers.pop("watchers", None)
+        watcher = self.bounds.enter(key)
+        async with contextlib.aclosing(self.stream(watcher, run_id, from_position)) as messages:
+            async for message in messages:
+                yield message

@@ -3,10 +3,14 @@ on the same event loop, reading the same views through the same Edge and Gate.
 
 - services.web.app: the Starlette app (`create_app(edge, gate)`), its routes and error handling;
 - services.web.api: the JSON API (runs, a run, its chart and spend, compare, accounts, registry,
-  events), parameters validated and bounded;
-- services.web.live: server-sent events, fed by the projector's notifications (a run's page, the
-  runs page);
-- services.web.pages: the server-rendered pages (the charts are drawn by static/dashboard.js);
+  events); services.web.params: its parameters, validated and bounded; services.web.documents:
+  the JSON documents of the read models;
+- services.web.live: a run's server-sent events, the SSE encoder of the run feed
+  (services.runtime.feed); services.web.live_runs: the runs page's, fed by the projector's
+  notifications;
+- services.web.pages, services.web.run_page: the server-rendered pages (the charts are drawn by
+  static/dashboard.js), in the HTML of services.web.markup; services.web.login: the token form;
+- services.web.events: the log's events, a page at a time (/api/events and the events page);
 - services.web.access: bearer tokens (header or cookie) checked by services.runtime.auth's Gate, each
   endpoint as the gRPC method it mirrors;
 - services.web.hosts: the Host headers it answers (DNS rebinding);

@@ -6,7 +6,7 @@ application/json.
 Documents are the ledger's read models encoded by msgspec: money stays integer micro-dollars in
 `*_usd_micro` fields, times are RFC 3339 UTC strings. A bad parameter is 400 INVALID_PARAMETER
 naming it, before anything is read; what a request may hold is bounded (RUNS_LIMIT_MAX,
-EVENTS_LIMIT_MAX, RESERVATIONS_LIMIT_MAX, WIDTH_MIN..WIDTH_MAX, COMPARE_RUNS_MAX).
+RESERVATIONS_LIMIT_MAX, WIDTH_MIN..WIDTH_MAX, COMPARE_RUNS_MAX).
 
 A RUN in a path is resolved by `resolve_run`: a run id, a unique id prefix (at least PREFIX_MIN
 characters), the exact name of one run, or the run key it was opened with; several matches are
@@ -17,12 +17,9 @@ whether a run outside its scope exists: both are 403 OUTSIDE_SCOPE.
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Callable, Iterable
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import msgspec
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 
@@ -30,44 +27,47 @@ from ledger.domain.base import ledger_id
 from ledger.domain.errors import LedgerError
 from ledger.domain.limits import ID_LENGTH_MAX, check_text
 from ledger.domain.reasons import Reason
-from ledger.domain.topics import event_topics
 from ledger.views import models
 from services.runtime import paging as tokens
 from services.runtime.auth import Identity
 from services.runtime.edge import Edge
 from services.web.access import Access, Subject, WebError, from_ledger, invalid
+from services.web.documents import (
+    account_document,
+    builtins,
+    chart_document,
+    history_document,
+    json_response,
+    state_document,
+    summary_document,
+)
+from services.web.params import (
+    metric_names,
+    page_token,
+    required_integer,
+    status,
+    step_range,
+    text,
+)
 
 if TYPE_CHECKING:
-    from services.web.live import LiveRuns, RunStreams
+    from services.web.live import RunStreams
+    from services.web.live_runs import LiveRuns
 
 __all__ = [
     "Web",
     "resolve_run",
-    "encode",
-    "json_response",
     "RUNS_LIMIT_MAX",
-    "EVENTS_LIMIT_MAX",
     "RESERVATIONS_LIMIT_MAX",
-    "WIDTH_MIN",
-    "WIDTH_MAX",
     "COMPARE_RUNS_MAX",
-    "STATUSES",
-    "invalid",
 ]
 
 T = TypeVar("T")
 
 RUNS_LIMIT_DEFAULT, RUNS_LIMIT_MAX = 50, 200
-EVENTS_LIMIT_DEFAULT, EVENTS_LIMIT_MAX = 100, 1_000
-# The stored bytes of one page of events (a step batch can hold megabytes): past it the page ends.
-EVENTS_BYTES_MAX = 256 * 1024
 RESERVATIONS_LIMIT_DEFAULT, RESERVATIONS_LIMIT_MAX = 200, 1_000
 CHECKPOINTS_MAX = 1_000
-WIDTH_DEFAULT, WIDTH_MIN, WIDTH_MAX = 800, 16, 4_000
 COMPARE_RUNS_MAX = 10
-METRICS_MAX = 64
-STEP_MAX = 2**63 - 1
-STATUSES = ("running", "lost", "done", "failed", "stopped")
 PREFIX_MIN = 4
 MATCH_PAGE = 500
 MATCH_MAX = 5_000
@@ -93,103 +93,6 @@ class Web:
 def web_of(connection: HTTPConnection) -> Web:
     web: Web = connection.app.state.web
     return web
-
-
-# JSON.
-
-
-def _hook(value: Any) -> Any:
-    if isinstance(value, uuid.UUID | datetime):
-        return str(value)
-    if isinstance(value, bytes):
-        return value.hex()
-    if isinstance(value, set | frozenset):
-        return sorted(value, key=str)
-    return str(value)
-
-
-_encoder = msgspec.json.Encoder(enc_hook=_hook)
-
-
-def encode(document: Any) -> bytes:
-    return _encoder.encode(document)
-
-
-def json_response(document: Any, status: int = 200) -> Response:
-    return Response(encode(document), status_code=status, media_type="application/json")
-
-
-def builtins(value: Any) -> Any:
-    """A read model as JSON-ready builtins (datetimes as RFC 3339 strings)."""
-    return msgspec.to_builtins(value, enc_hook=_hook)
-
-
-# Parameters.
-
-
-def integer(
-    request: HTTPConnection, name: str, default: int | None, *, minimum: int = 0, maximum: int = STEP_MAX
-) -> int | None:
-    """An integer query parameter within [minimum, maximum]; `default` when absent or empty."""
-    text = request.query_params.get(name, "")
-    if text == "":
-        return default
-    if not re.fullmatch(r"-?[0-9]{1,19}", text.strip()):
-        raise invalid(name, f"{name} must be an integer, not {text[:40]!r}")
-    value = int(text)
-    if not minimum <= value <= maximum:
-        raise invalid(name, f"{name} must be from {minimum} to {maximum}, not {value}")
-    return value
-
-
-def required_integer(request: HTTPConnection, name: str, default: int, *, minimum: int = 0, maximum: int) -> int:
-    value = integer(request, name, default, minimum=minimum, maximum=maximum)
-    assert value is not None
-    return value
-
-
-def text(request: HTTPConnection, name: str, *, limit: int = ID_LENGTH_MAX) -> str:
-    """A free-text query parameter (no control or bidi characters, at most `limit` characters)."""
-    value = request.query_params.get(name, "")
-    try:
-        return check_text(value, name, limit=limit)
-    except LedgerError as error:
-        raise invalid(name, error.message) from None
-
-
-def status(request: HTTPConnection) -> str:
-    value = request.query_params.get("status", "")
-    if value not in ("", *STATUSES):
-        raise invalid("status", f"status must be one of {', '.join(STATUSES)} (or empty), not {value[:40]!r}")
-    return value
-
-
-def page_token(request: HTTPConnection, decode: Callable[[str], T]) -> T:
-    value = request.query_params.get("page", "")
-    try:
-        return decode(value)
-    except LedgerError:
-        raise invalid("page", "page is not a token this server gave") from None
-
-
-def metric_names(request: HTTPConnection) -> list[str]:
-    names = request.query_params.getlist("metric")
-    if len(names) > METRICS_MAX:
-        raise invalid("metric", f"at most {METRICS_MAX} metrics at once")
-    for name in names:
-        if not name or len(name) > ID_LENGTH_MAX:
-            raise invalid("metric", "a metric name is 1 to 128 characters")
-    return list(dict.fromkeys(names))
-
-
-def step_range(request: HTTPConnection) -> tuple[int | None, int | None, int]:
-    """from, to and width of a chart request (from <= to, WIDTH_MIN <= width <= WIDTH_MAX)."""
-    from_step = integer(request, "from", None)
-    to_step = integer(request, "to", None)
-    width = required_integer(request, "width", WIDTH_DEFAULT, minimum=WIDTH_MIN, maximum=WIDTH_MAX)
-    if from_step is not None and to_step is not None and from_step > to_step:
-        raise invalid("from", f"from ({from_step}) is after to ({to_step})")
-    return from_step, to_step, width
 
 
 # Runs by the names people use.
@@ -267,19 +170,6 @@ async def run_of(request: HTTPConnection, identity: Identity) -> str:
     return await resolve_run(web_of(request), identity, request.path_params["run"])
 
 
-# Documents.
-
-
-def summary_document(run: models.RunSummary) -> dict[str, Any]:
-    document: dict[str, Any] = builtins(run)
-    return document
-
-
-def state_document(state: models.RunState) -> dict[str, Any]:
-    document: dict[str, Any] = builtins(state)
-    return document
-
-
 def _run_documents(ledger: Any, run_id: str) -> dict[str, Any]:
     state = ledger.run_state(run_id)
     return {
@@ -287,11 +177,6 @@ def _run_documents(ledger: Any, run_id: str) -> dict[str, Any]:
         "metrics": builtins(ledger.metric_stats(run_id)),
         "checkpoints": builtins(ledger.checkpoints(run_id, limit=CHECKPOINTS_MAX)),
     }
-
-
-def _chart_document(chart: Any) -> dict[str, Any]:
-    document: dict[str, Any] = builtins(chart)
-    return document
 
 
 async def runs_page(web: Web, request: HTTPConnection, identity: Identity) -> models.RunPage:
@@ -350,7 +235,7 @@ async def get_chart(request: Request) -> Response:
     from_step, to_step, width = step_range(request)
     run_id = await run_of(request, identity)
     chart = await web.call(web.ledger.chart, run_id, metrics=names, from_step=from_step, to_step=to_step, width=width)
-    return json_response(_chart_document(chart))
+    return json_response(chart_document(chart))
 
 
 def _spend_document(ledger: Any, run_id: str, limit: int, after: int) -> dict[str, Any]:
@@ -434,19 +319,6 @@ async def visible_accounts(web: Web, identity: Identity) -> list[models.Account]
     return [account for account in accounts if await web.access.within(identity, account.account)]
 
 
-def account_document(account: models.Account) -> dict[str, Any]:
-    return {
-        "account": account.account,
-        "parent": account.parent,
-        "cap_usd_micro": account.cap_usd_micro,
-        "committed_usd_micro": account.committed_usd_micro,
-        "presumed_usd_micro": account.presumed_usd_micro,
-        "pending_usd_micro": account.pending_usd_micro,
-        "remaining_usd_micro": account.remaining_usd_micro,
-        "overrun_usd_micro": account.overrun_usd_micro,
-    }
-
-
 async def accounts(request: Request) -> Response:
     web = web_of(request)
     identity = await identify(request, "account")
@@ -459,21 +331,6 @@ async def registry(request: Request) -> Response:
     await web.access.authorize("registry", identity, Subject())
     families = await web.call(web.ledger.families)
     return json_response({"families": builtins(families)})
-
-
-def history_document(promotion: models.Promotion) -> dict[str, Any]:
-    return {
-        "kind": promotion.kind,
-        "version": promotion.version,
-        "from_version": promotion.previous,
-        "verdict": builtins(promotion.verdict),
-        "reason": promotion.reason,
-        "at": builtins(promotion.at),
-        "principal": promotion.principal,
-        "position": promotion.position,
-        "refusal": promotion.refusal,
-        "expected_current": promotion.expected_current,
-    }
 
 
 async def read_family(web: Web, request: HTTPConnection) -> models.Family:
@@ -500,57 +357,3 @@ async def family(request: Request) -> Response:
             "retired": builtins(found.retired),
         }
     )
-
-
-def event_document(event: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "position": event["position"],
-        "type": event["type"],
-        "originator_id": event["originator_id"],
-        "at": builtins(event["timestamp"]),
-        "principal": event["principal"],
-        "data": event["data"],
-    }
-
-
-async def read_events(web: Web, request: HTTPConnection) -> tuple[list[dict[str, Any]], int | None]:
-    """The page of events an events request asks for, and the position the next one starts at."""
-    identity = await identify(request, "events")
-    await web.access.authorize("events", identity, Subject())
-    start = required_integer(request, "from", 1, minimum=1, maximum=STEP_MAX)
-    limit = required_integer(request, "limit", EVENTS_LIMIT_DEFAULT, minimum=1, maximum=EVENTS_LIMIT_MAX)
-    kind = text(request, "type")
-    if kind and not event_topics(kind):
-        raise invalid("type", f"no event type {kind}")
-    ref = request.query_params.get("run", "")
-    originators: list[str] = []
-    if ref:
-        run_id = await resolve_run(web, identity, ref)
-        originators = [run_id, str(ledger_id("account", run_id))]
-    events, following = await web.call(_events_page, web.ledger, start, limit, [kind] if kind else [], originators)
-    return [event_document(e) for e in events], following
-
-
-def _events_page(
-    ledger: Any, start: int, limit: int, types: list[str], originators: list[str]
-) -> tuple[list[dict[str, Any]], int | None]:
-    """A page of events bounded in count and stored bytes (a step batch can hold megabytes), and
-    the position the next page starts at (None when no matching event follows)."""
-    events: list[dict[str, Any]] = ledger.read_events(
-        from_position=start, limit=limit, types=types, originator_ids=originators, bytes_max=EVENTS_BYTES_MAX
-    )
-    if not events:
-        return events, None
-    following = events[-1]["position"] + 1
-    if len(events) < limit:  # The log ended, or the page reached its bytes: is there more?
-        more = ledger.read_events(
-            from_position=following, limit=1, types=types, originator_ids=originators, bytes_max=1
-        )
-        if not more:
-            return events, None
-    return events, following
-
-
-async def events(request: Request) -> Response:
-    found, following = await read_events(web_of(request), request)
-    return json_response({"events": found, "next_from": following})

@@ -3,9 +3,10 @@ Gate, served by uvicorn on the server's own event loop (services.server), so the
 API and the live streams read the same views as gRPC, through the same pool of worker threads,
 authorized by the same table of roles.
 
-Routes: the pages (services.web.pages), the JSON API under /api/ (services.web.api), the
-server-sent events /api/runs/{run}/live and /api/live (services.web.live), POST /login and
-/logout, and the static files under /static/ (services.web.static: the charts and the styles).
+Routes: the pages (services.web.pages, .run_page), the JSON API under /api/ (services.web.api,
+.events), the server-sent events /api/runs/{run}/live and /api/live (services.web.live,
+.live_runs), POST /login and /logout (services.web.login), and the static files under /static/
+(services.web.static: the charts and the styles).
 
 Errors: a WebError (or a ledger refusal) is `{"error": {"reason", "message", ...}}` with its status
 under /api/; a page shows it, except 401, which redirects to /login. Anything else is a 500 with a
@@ -36,10 +37,12 @@ from ledger.domain.errors import LedgerError
 from ledger.domain.reasons import Reason
 from services.runtime.auth import Gate
 from services.runtime.edge import CLIENT, Edge
-from services.web import api, pages
-from services.web.access import Access, WebError, from_ledger
+from services.web import api, documents, events, login, pages, run_page
+from services.web.access import Access, WebError, from_ledger, invalid
 from services.web.hosts import AllowedHosts
-from services.web.live import LiveRuns, RunStreams, until_refused
+from services.web.live import RunStreams, until_refused
+from services.web.live_runs import LiveRuns
+from services.web.markup import error_page
 
 __all__ = ["create_app", "STATIC_DIR"]
 
@@ -105,11 +108,11 @@ def _host_refusal(host: bytes) -> WebError:
 
 def _respond(request: Request, error: WebError) -> Response:
     if _is_api(request):
-        return api.json_response(error.body(), error.status)
+        return documents.json_response(error.body(), error.status)
     if error.status == 401:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         return RedirectResponse(f"/login?next={quote(target, safe='')}", status_code=303)
-    return pages.error_page(error)
+    return error_page(error)
 
 
 async def _web_error(request: Request, error: Exception) -> Response:
@@ -145,7 +148,7 @@ def _last_event_id(request: Request) -> int:
     if not value:
         return 0
     if not re.fullmatch(r"[0-9]{1,18}", value):
-        raise api.invalid("last_event_id", "Last-Event-ID must be an event position")
+        raise invalid("last_event_id", "Last-Event-ID must be an event position")
     return int(value)
 
 
@@ -180,15 +183,15 @@ def create_app(edge: Edge, gate: Gate, hosts: AllowedHosts | None = None, ops: A
     event loop."""
     routes: list[Any] = [
         Route("/", pages.runs),
-        Route("/runs/{run:path}", pages.run),
+        Route("/runs/{run:path}", run_page.run),
         Route("/compare", pages.compare),
         Route("/accounts", pages.accounts),
         Route("/registry", pages.registry),
         Route("/registry/{family:path}", pages.family),
         Route("/events", pages.events),
-        Route("/login", pages.login, methods=["GET"]),
-        Route("/login", pages.login_post, methods=["POST"]),
-        Route("/logout", pages.logout, methods=["GET", "POST"]),
+        Route("/login", login.login, methods=["GET"]),
+        Route("/login", login.login_post, methods=["POST"]),
+        Route("/logout", login.logout, methods=["GET", "POST"]),
         Route("/api/runs", api.list_runs),
         Route("/api/runs/{run}/chart", api.get_chart),
         Route("/api/runs/{run}/spend", api.get_spend),
@@ -198,7 +201,7 @@ def create_app(edge: Edge, gate: Gate, hosts: AllowedHosts | None = None, ops: A
         Route("/api/accounts", api.accounts),
         Route("/api/registry", api.registry),
         Route("/api/registry/{family}", api.family),
-        Route("/api/events", api.events),
+        Route("/api/events", events.events),
         Route("/api/live", live),
         Mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static"),
     ]

@@ -11,152 +11,36 @@ without a valid token, when authentication is on, a page redirects to /login.
 
 from __future__ import annotations
 
-import html
 import json
-from collections.abc import Iterable, Sequence
-from datetime import datetime
+from collections.abc import Sequence
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import Response
 
-from ledger.domain.errors import LedgerError
-from ledger.domain.reasons import Reason
 from ledger.views import models
-from services.render import checkpoint_state, plan_hold_text, progress_text, report_verdict, scores_text, status_text
+from services.render import status_text
 from services.render.tables import usd
 from services.runtime import paging as tokens
-from services.web import api
-from services.web.access import METHODS, TOKEN_COOKIE, Subject, WebError
-from services.web.did_it_work import compare_table, did_it_work
-from services.web.holds import holds_section
+from services.web import api, documents, params
+from services.web.access import Subject
+from services.web.did_it_work import compare_table
+from services.web.events import read_events
+from services.web.markup import bar, e, layout, progress_cell, query, spend_text, table, when
 
 __all__ = [
-    "layout",
-    "error_page",
     "runs",
-    "run",
     "compare",
     "accounts",
     "registry",
     "family",
     "events",
-    "login",
-    "login_post",
-    "logout",
 ]
 
-NAV = (
-    ("runs", "/"),
-    ("compare", "/compare"),
-    ("accounts", "/accounts"),
-    ("registry", "/registry"),
-    ("events", "/events"),
-)
-TOKEN_LENGTH_MAX = 512
 EVENT_DATA_SHOWN_MAX = 20_000  # Characters of an event's data the events page shows expanded.
-FORM_BYTES_MAX = 4_096
-
-
-def e(value: Any) -> str:
-    """A value as escaped HTML text ("-" for None)."""
-    return "-" if value is None else html.escape(str(value), quote=True)
-
-
-def when(moment: datetime | None) -> str:
-    """A time as <time>, in UTC with its zone."""
-    if moment is None:
-        return "-"
-    return f'<time datetime="{e(moment.isoformat())}">{e(moment.strftime("%Y-%m-%d %H:%M:%S %Z"))}</time>'
-
-
-def layout(page: str, title: str, body: str, *, attributes: str = "", status: int = 200) -> HTMLResponse:
-    nav = "".join(f'<a href="{href}"{" aria-current=page" if name == page else ""}>{name}</a>' for name, href in NAV)
-    document = (
-        "<!doctype html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{e(title)} · trainledger</title>"
-        '<link rel="stylesheet" href="/static/style.css">'
-        '<script type="module" src="/static/dashboard.js"></script>'
-        "</head><body>"
-        f'<header><a class="brand" href="/">trainledger</a><nav>{nav}</nav></header>'
-        f'<main data-page="{e(page)}"{attributes}>{body}</main>'
-        "</body></html>\n"
-    )
-    return HTMLResponse(document, status_code=status, headers={"cache-control": "no-store"})
-
-
-def error_page(error: WebError) -> HTMLResponse:
-    detail = ""
-    candidates = error.fields.get("candidates")
-    if candidates:
-        items = "".join(
-            f'<li><a href="/runs/{e(c["run_id"])}">{e(c["run_id"])}</a> {e(c["name"])} ({e(c["status"])})</li>'
-            for c in candidates
-        )
-        detail = f"<ul class=candidates>{items}</ul>"
-    body = (
-        f'<h1>{e(error.status)} {e(error.reason)}</h1><p class="error" data-reason="{e(error.reason)}">'
-        f"{e(error.message)}</p>{detail}"
-    )
-    return layout("error", error.reason, body, status=error.status)
-
-
-def table(css: str, headers: Sequence[str], rows: Iterable[str], empty: str = "none yet") -> str:
-    """A table; one without rows says so (`empty`) under its headers."""
-    head = "".join(f"<th>{e(h)}</th>" for h in headers)
-    body = "".join(rows) or f'<tr class="empty"><td colspan="{len(headers)}">{e(empty)}</td></tr>'
-    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
-def live_panels(*panels: tuple[str, str]) -> str:
-    """Titled sections the run page renders again as its live feed reports changes (each is
-    swapped for the server's fresh one by its `data-live` name: dashboard.js livePanels)."""
-    return "".join(
-        f'<section class="panel" data-live="{e(title.lower())}"><h2>{e(title)}</h2>{content}</section>'
-        for title, content in panels
-    )
-
-
-def percent(used: int, cap: int | None) -> int:
-    """How much of a cap is used, 0..100 (0 without a cap)."""
-    if not cap:
-        return 100 if cap == 0 and used else 0
-    return max(0, min(100, used * 100 // cap))
-
-
-def bar(used: int, cap: int | None) -> str:
-    return f'<div class="bar"><div class="fill" style="width:{percent(used, cap)}%"></div></div>'
-
-
-def spend_text(committed: int, pending: int, cap: int | None, presumed: int = 0) -> str:
-    """ "$1.50 + $0.40 presumed + $0.25 held of $10.00": the bar beside it is committed + presumed
-    (what the cap counts as spent; presumed: charged by the ledger for abandoned holds)."""
-    charged = f" + {usd(presumed)} presumed" if presumed else ""
-    held = f" + {usd(pending)} held" if pending else ""
-    return f"{e(usd(committed))}{e(charged)}{e(held)} of {e(usd(cap)) if cap is not None else 'no cap'}"
-
-
-def query(**values: Any) -> str:
-    pairs = [(k, v) for k, v in values.items() if v not in (None, "")]
-    return urlencode(pairs, doseq=True)
 
 
 # Runs.
-
-
-def progress_cell(progress: models.Progress, *, amount: bool = True) -> str:
-    """A run's progress against its plan as a bar and (with `amount`) "40%"; "-" without a plan."""
-    if progress.fraction is None:
-        return "-"
-    width = int(progress.fraction * 100)
-    return (
-        f'<div class="bar" role="progressbar" aria-valuenow="{width}" aria-valuemin="0" aria-valuemax="100">'
-        f'<div class="fill" style="width:{width}%"></div></div>'
-        + (f'<span class="amount">{width}%</span>' if amount else "")
-    )
 
 
 def run_row(run: models.RunSummary) -> str:
@@ -190,7 +74,7 @@ async def runs(request: Request) -> Response:
     chosen = request.query_params.get("status", "")
     options = "".join(
         f'<option value="{s}"{" selected" if s == chosen else ""}>{s or "any status"}</option>'
-        for s in ("", *api.STATUSES)
+        for s in ("", *params.STATUSES)
     )
     name, account = request.query_params.get("name", ""), request.query_params.get("account", "")
     retracted = api.include_retracted(request)
@@ -231,191 +115,6 @@ async def runs(request: Request) -> Response:
     return layout("runs", "runs", body)
 
 
-# A run.
-
-
-def _document(value: Any) -> str:
-    return e(json.dumps(value, indent=2, sort_keys=True, default=str))
-
-
-def _sparse_names(stats: Sequence[models.MetricStats]) -> set[str]:
-    """Metrics with fewer values than the densest one (eval_* logged now and then)."""
-    densest = max((s.count for s in stats), default=0)
-    return {s.name for s in stats if s.count < densest}
-
-
-def _checkpoint_row(checkpoint: models.Checkpoint, state: models.RunState) -> str:
-    marks = checkpoint_state(checkpoint, state.checkpoint, state.best_checkpoint)
-    return (
-        f'<tr data-step="{checkpoint.step}" data-attempt="{checkpoint.attempt}">'
-        f"<td>{e(checkpoint.step)}</td><td>{e(checkpoint.attempt)}</td><td>{e(checkpoint.handle.uri)}</td>"
-        f"<td>{e(checkpoint.handle.fidelity)}</td><td>{when(checkpoint.saved_at)}</td>"
-        f"<td>{when(checkpoint.expires_at)}</td>"
-        f'<td data-field="scores">{e(scores_text(checkpoint.scores))}</td>'
-        f'<td data-field="checkpoint_state">{e(marks)}</td></tr>'
-    )
-
-
-def _dataset_row(dataset: models.Dataset) -> str:
-    digest = dataset.digest.partition(":")[2][:12] or dataset.digest[:12]
-    return (
-        f'<tr data-role="{e(dataset.role)}"><td>{e(dataset.role)}</td><td>{e(dataset.format)}</td>'
-        f"<td>{e(f'{dataset.rows:,}')}</td><td>{e(f'{dataset.tokens:,}' if dataset.tokens is not None else None)}</td>"
-        f'<td><code title="{e(dataset.digest)}">{e(digest)}</code></td><td>{e(dataset.source_uri or None)}</td>'
-        f'<td data-field="verdict">{e(report_verdict(dataset.report))}</td><td>{when(dataset.recorded_at)}</td></tr>'
-    )
-
-
-def _progress_attributes(progress: models.Progress) -> str:
-    """The progress fact's attributes: its plan, rate and ETA, from which the page moves the bar
-    as steps arrive (dashboard.js)."""
-    attributes = {
-        "data-field": "progress",
-        "data-max-steps": progress.max_steps,
-        "data-rate": progress.steps_per_second,
-        "data-eta": progress.eta.isoformat() if progress.eta is not None else None,
-    }
-    return "".join(f' {name}="{e(value)}"' for name, value in attributes.items() if value is not None)
-
-
-def _plan_bar(progress: models.Progress) -> str:
-    """The progress fact's bar: none without a plan (the text says the step)."""
-    return progress_cell(progress, amount=False) if progress.fraction is not None else ""
-
-
-def _facts_of_plan(state: models.RunState) -> str:
-    """The run's objective, progress (with its ETA) and best checkpoint, each when it has one."""
-    info, parts = state.run, []
-    if info.objective is not None and info.objective.metric:
-        better = "lower" if info.objective.mode == "min" else "higher"
-        parts.append(f"<dt>objective</dt><dd>{e(info.objective.metric)} ({better} is better)</dd>")
-    progress = progress_text(state.progress, info.status == "running")
-    if progress is not None:
-        parts.append(
-            f"<dt>progress</dt><dd{_progress_attributes(state.progress)}>{_plan_bar(state.progress)}"
-            f'<span class="progress-text">{e(progress)}</span></dd>'
-        )
-    best = state.best_checkpoint
-    if best is not None:
-        metric = info.objective.metric if info.objective is not None else ""
-        score = best.scores.get(metric)
-        scored = f" ({metric}={score:.6g})" if score is not None else ""
-        parts.append(f'<dt>best</dt><dd data-field="best">step {best.step}, attempt {best.attempt}{e(scored)}</dd>')
-    return "".join(parts)
-
-
-def _attempt_row(attempt: models.Attempt) -> str:
-    return (
-        f'<tr data-attempt="{attempt.number}"><td>{e(attempt.number)}</td><td>{e(attempt.label)}</td>'
-        f"<td>{when(attempt.started_at)}</td><td>{e(attempt.resumed_from_step)}</td>"
-        f"<td>{'yes' if attempt.ended else 'no'}</td>"
-        f"<td>{when(attempt.last_seen_at)}</td><td>{when(attempt.lost_at)}</td></tr>"
-    )
-
-
-def _iso(moment: datetime | None) -> str:
-    return "" if moment is None else moment.isoformat()
-
-
-METRIC_HEADERS = ("metric", "values", "first step", "last step", "last", "min", "max")
-ATTEMPT_HEADERS = ("attempt", "label", "started", "resumed from", "ended", "last seen", "lost")
-CHECKPOINT_HEADERS = ("step", "attempt", "uri", "fidelity", "saved", "expires", "scores", "state")
-DATASET_HEADERS = ("role", "format", "rows", "tokens", "digest", "source", "verdict", "recorded")
-
-
-# How long a page asked at a position (`?min_position=`, the last live event a run page was sent)
-# waits for the views to reach it; then it is a 503 VIEW_NOT_CAUGHT_UP, never an older page.
-PAGE_WAIT_S = 5.0
-
-
-def _run_data(
-    ledger: Any, run_id: str, min_position: int, timeout_s: float
-) -> tuple[models.RunState, tuple[models.MetricStats, ...], Any]:
-    return (
-        ledger.run_state(run_id, min_position=min_position, timeout_s=timeout_s),
-        ledger.metric_stats(run_id),
-        ledger.checkpoints(run_id, limit=api.CHECKPOINTS_MAX),
-    )
-
-
-async def run(request: Request) -> Response:
-    web = api.web_of(request)
-    identity = await api.identify(request, "run")
-    run_id = await api.run_of(request, identity)
-    at = api.required_integer(request, "min_position", 0, maximum=tokens.POSITION_MAX)
-    timeout_s = await web.edge.caught_up(at, PAGE_WAIT_S)
-    state, stats, checkpoints = await web.call(_run_data, web.ledger, run_id, at, timeout_s)
-    holds = await holds_section(request, identity, run_id)
-    info, spend = state.run, state.spend
-    presumed = spend.presumed_usd_micro
-    spend_amount = spend_text(spend.committed_usd_micro, spend.pending_usd_micro, spend.cap_usd_micro, presumed)
-    rid = e(run_id)
-    retraction = info.retraction
-    banner = (
-        '<p class="retracted" data-field="retraction">Retracted '
-        f"{when(retraction.retracted_at)} by {e(retraction.principal)}: {e(retraction.reason)}. "
-        "Hidden from run lists; its history and spend are kept, new writes are refused.</p>"
-        if retraction is not None
-        else ""
-    )
-    sparse = _sparse_names(stats)
-    charts = "".join(
-        f'<figure class="chart" data-run-id="{rid}" data-metric="{e(s.name)}"'
-        f' data-sparse="{"true" if s.name in sparse else "false"}"><figcaption>{e(s.name)}</figcaption></figure>'
-        for s in stats
-    )
-    metric_rows = "".join(
-        f'<tr data-metric="{e(s.name)}"><td>{e(s.name)}</td><td>{e(s.count)}</td><td>{e(s.first_step)}</td>'
-        f"<td>{e(s.last_step)}</td><td>{e(f'{s.last:.6g}')}</td><td>{e(f'{s.min:.6g}')}</td>"
-        f"<td>{e(f'{s.max:.6g}')}</td></tr>"
-        for s in stats
-    )
-    facts = (
-        '<dl class="facts" data-live="facts">'
-        f'<dt>status</dt><dd data-field="status" data-status="{e(info.status)}">'
-        f"{e(status_text(info.status, state.current_attempt))}</dd>"
-        f'<dt>attempt</dt><dd data-field="attempt">{e(state.current_attempt)}</dd>'
-        f'<dt>last step</dt><dd data-field="last_step">{e(state.last_step)}</dd>'
-        f"{_facts_of_plan(state)}"
-        f'<dt>spend</dt><dd data-field="spend">{bar(spend.committed_usd_micro + presumed, spend.cap_usd_micro)}'
-        f'<span class="amount">{spend_amount}'
-        "</span></dd>"
-        + (
-            f'<dt>presumed</dt><dd data-field="presumed">{e(usd(spend.presumed_usd_micro))}'
-            " (charged by the ledger for abandoned holds)</dd>"
-            if spend.presumed_usd_micro
-            else ""
-        )
-        + f"<dt>remaining</dt><dd>{e(usd(spend.remaining_usd_micro))}</dd>"
-        + (f'<dt>plan hold</dt><dd data-field="plan_hold">{e(plan_hold_text(spend.plan))}</dd>' if spend.plan else "")
-        + f"<dt>opened</dt><dd>{when(info.opened_at)}</dd>"
-        f"<dt>finished</dt><dd>{when(info.finished_at)}</dd>"
-        f"<dt>run id</dt><dd><code>{rid}</code></dd>"
-        + (f'<dt>error</dt><dd class="error">{e(info.error)}</dd>' if info.error else "")
-        + "</dl>"
-    )
-    body = (
-        f"<h1>{e(info.name or run_id)}</h1>{banner}"
-        + live_panels(("Did it work?", did_it_work(state.reports)))
-        + f"{facts}"
-        f'<section class="charts">{charts or "<p class=empty>No metrics recorded.</p>"}</section>'
-        f'<h2>Spend</h2><figure class="spend-chart" data-run-id="{rid}"'
-        f' data-opened-at="{e(_iso(info.opened_at))}" data-finished-at="{e(_iso(info.finished_at))}">'
-        "<figcaption>spend over the run's life</figcaption></figure>"
-        f"<h3>Holds</h3>{holds}"
-        f'<p><a href="/events?{e(query(run=run_id))}">events</a></p>'
-        + live_panels(
-            ("Metrics", table("metrics", METRIC_HEADERS, [metric_rows])),
-            ("Attempts", table("attempts", ATTEMPT_HEADERS, map(_attempt_row, state.attempts))),
-            ("Checkpoints", table("checkpoints", CHECKPOINT_HEADERS, (_checkpoint_row(c, state) for c in checkpoints))),
-            ("Datasets", table("datasets", DATASET_HEADERS, map(_dataset_row, state.datasets))),
-            ("Spec", f'<pre class="spec">{_document(info.spec)}</pre>'),
-            ("Summary", f'<pre class="summary">{_document(info.summary)}</pre>'),
-        )
-    )
-    return layout("run", info.name or run_id, body, attributes=f' data-run-id="{rid}"')
-
-
 # Compare.
 
 
@@ -424,7 +123,7 @@ async def compare(request: Request) -> Response:
     identity = await api.identify(request, "run")
     refs = list(dict.fromkeys(r.strip() for r in request.query_params.getlist("run") if r.strip()))
     refs = refs[: api.COMPARE_RUNS_MAX]
-    names = api.metric_names(request)
+    names = params.metric_names(request)
     metric = names[0] if names else "loss"
     run_ids = list(dict.fromkeys([await api.resolve_run(web, identity, ref) for ref in refs]))
     inputs = "".join(
@@ -603,7 +302,7 @@ def _run_link(run_id: str) -> str:
 
 async def events(request: Request) -> Response:
     web = api.web_of(request)
-    found, following = await api.read_events(web, request)
+    found, following = await read_events(web, request)
     params = request.query_params
     form = (
         '<form class="filters" method="get" action="/events">'
@@ -635,7 +334,7 @@ async def events(request: Request) -> Response:
 
 
 def _short(data: Any, limit: int = 300) -> str:
-    text = api.encode(data).decode()
+    text = documents.encode(data).decode()
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -648,74 +347,3 @@ def _event_data(data: Any) -> str:
     return (
         f'<details class="data"><summary><code>{e(_short(data, 160))}</code></summary><pre>{e(whole)}</pre></details>'
     )
-
-
-# Login.
-
-
-def _next_path(value: str) -> str:
-    """Where to go after logging in: a path of this site only."""
-    if not value.startswith("/") or value.startswith("//") or "\\" in value:
-        return "/"
-    return value
-
-
-def login_form(next_path: str, message: str = "", status: int = 200) -> HTMLResponse:
-    problem = f'<p class="error" role="alert">{e(message)}</p>' if message else ""
-    body = (
-        "<h1>Log in</h1><p>Authentication is on: paste a token (<code>tl_…</code>, from "
-        "<code>trainledger tokens create</code>).</p>"
-        f"{problem}"
-        '<form class="login" method="post" action="/login">'
-        f'<input type="hidden" name="next" value="{e(next_path)}">'
-        '<label>token <input type="password" name="token" autocomplete="current-password" required></label>'
-        '<button type="submit">log in</button></form>'
-    )
-    return layout("login", "log in", body, status=status)
-
-
-async def login(request: Request) -> Response:
-    return login_form(_next_path(request.query_params.get("next", "/")))
-
-
-async def _form(request: Request) -> dict[str, str]:
-    """The fields of a small urlencoded form (the login form), the first value of each."""
-    if request.headers.get("content-type", "").split(";")[0].strip() != "application/x-www-form-urlencoded":
-        return {}
-    body = b""
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > FORM_BYTES_MAX:
-            raise WebError(413, Reason.REQUEST_TOO_LARGE, f"a form is at most {FORM_BYTES_MAX} bytes")
-    try:
-        pairs = parse_qsl(body.decode(), keep_blank_values=True, max_num_fields=8)
-    except (UnicodeDecodeError, ValueError):
-        return {}
-    form: dict[str, str] = {}
-    for key, value in pairs:
-        form.setdefault(key, value)
-    return form
-
-
-async def login_post(request: Request) -> Response:
-    web = api.web_of(request)
-    form = await _form(request)
-    token = form.get("token", "").strip()
-    next_path = _next_path(form.get("next", "/"))
-    if not token or len(token) > TOKEN_LENGTH_MAX:
-        return login_form(next_path, "give a token", 400)
-    try:
-        await web.access.gate.authenticate(METHODS["run"], {"authorization": f"Bearer {token}"})
-    except LedgerError as error:
-        return login_form(next_path, f"{error.reason}: {error.message}", 401)
-    response = RedirectResponse(next_path, status_code=303)
-    response.set_cookie(
-        TOKEN_COOKIE, token, httponly=True, samesite="strict", secure=request.url.scheme == "https", path="/"
-    )
-    return response
-
-
-async def logout(request: Request) -> Response:
-    response = RedirectResponse("/login", status_code=303)
-    response.delete_cookie(TOKEN_COOKIE, path="/")
-    return response

@@ -13,6 +13,7 @@
   services.render (text for people) imports no program; only the CLI (services.cli) uses clients/.
 - No installed package imports tests/ (the fakes of providers' services live there, not in the
   package).
+- The run feed (services.runtime.feed, .followers) knows neither encoding: no gRPC, protobuf or HTTP.
 - No module imports another module's private (underscore) names.
 - No module of ledger/storage imports itself through others: a piece two modules share lives in
   a module of its own.
@@ -164,7 +165,14 @@ def test_no_module_imports_the_private_names_of_another(package: str) -> None:
     assert found == []
 
 
-SERVICES_PROGRAMS = ("services.grpc", "services.web", "services.cli", "services.server", "services.embedded")
+SERVICES_PROGRAMS = (
+    "services.grpc",
+    "services.web",
+    "services.cli",
+    "services.server",
+    "services.lifecycle",
+    "services.embedded",
+)
 
 
 @pytest.mark.parametrize(
@@ -172,8 +180,11 @@ SERVICES_PROGRAMS = ("services.grpc", "services.web", "services.cli", "services.
     [
         ("services/runtime", (*SERVICES_PROGRAMS, "services.render", "clients")),
         ("services/render", (*SERVICES_PROGRAMS, "services.runtime", "clients")),
-        ("services/grpc", ("services.web", "services.cli", "services.server", "services.render", "clients")),
-        ("services/web", ("services.grpc", "services.cli", "services.server", "clients")),
+        (
+            "services/grpc",
+            ("services.web", "services.cli", "services.server", "services.lifecycle", "services.render", "clients"),
+        ),
+        ("services/web", ("services.grpc", "services.cli", "services.server", "services.lifecycle", "clients")),
     ],
 )
 def test_each_program_of_services_keeps_to_its_package(package: str, forbidden: tuple[str, ...]) -> None:
@@ -269,4 +280,17 @@ def test_the_contexts_of_the_application_reach_the_kernel_only_through_the_write
         for line, imported, _ in _imports(path):
             if _within(imported, ("ledger.application.kernel", "ledger.application.ledger")):
                 found.append(f"{path.relative_to(ROOT)}:{line} imports {imported}")
+    assert found == []
+
+
+@pytest.mark.parametrize("module", ["services/runtime/feed.py", "services/runtime/followers.py"])
+def test_the_run_feed_knows_neither_encoding(module: str) -> None:
+    """The feed that WatchRun and the dashboard's SSE share leaves the wire to its encoders
+    (services.grpc.watch, services.web.live): no gRPC, protobuf or HTTP in it."""
+    wire = ("grpc", "google.protobuf", "trainledger.v1", "starlette", "services.grpc", "services.web")
+    found = [
+        f"{module}:{line} imports {imported}"
+        for line, imported, _ in _imports(ROOT / module)
+        if _within(imported, wire)
+    ]
     assert found == []

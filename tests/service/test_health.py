@@ -14,7 +14,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ledger import Ledger
 from ledger.domain.errors import Unavailable
-from services import server as server_module
+from services import lifecycle as server_module
 from services.server import SERVICE_NAMES
 from tests.service.support import Served
 

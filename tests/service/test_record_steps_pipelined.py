@@ -14,7 +14,7 @@ from uuid import UUID
 import grpc
 import pytest
 
-from services.grpc.runs import READ_AHEAD_BATCHES, ReadAhead
+from services.grpc.read_ahead import READ_AHEAD_BATCHES, ReadAhead
 from tests.service.support import Served, Stubs, batch, error_info, open_run
 from tests.service.test_fairness import connection, edge_of, on_loop, until
 from trainledger.v1 import runs_pb2

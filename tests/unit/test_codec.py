@@ -11,7 +11,7 @@ from google.protobuf import struct_pb2, timestamp_pb2
 
 from ledger.views import models
 from services.grpc.codec import messages
-from trainledger.v1 import common_pb2, registry_pb2, runs_pb2, spend_pb2
+from trainledger.v1 import common_pb2, events_pb2, registry_pb2, runs_pb2, spend_pb2
 
 AT = datetime(2025, 3, 1, 12, 30, tzinfo=UTC)
 LATER = datetime(2025, 3, 2, tzinfo=UTC)
@@ -311,3 +311,58 @@ def test_a_reservation_and_a_promotion_are_encoded_field_for_field() -> None:
     )
     rollback = msgspec.structs.replace(promotion, kind="rollback", verdict=None, reason="regressed")
     assert not messages.promotion(rollback).HasField("verdict")
+
+
+GENERIC = (
+    runs_pb2.RunState,
+    runs_pb2.RunSummary,
+    runs_pb2.MetricStats,
+    runs_pb2.PruneEntry,
+    spend_pb2.Account,
+    spend_pb2.ReconcileResponse,
+    spend_pb2.Reservation,
+    registry_pb2.ModelVersion,
+    registry_pb2.Promotion,
+    registry_pb2.Alias,
+    registry_pb2.Retirement,
+    events_pb2.VerifyResponse,
+)
+
+
+def test_every_enum_of_a_message_encoded_by_name_has_its_rule() -> None:
+    """A read model holds a word where the wire has an enum: the generic encoder cannot guess the
+    number, so each such field, however deep, is in messages.RULES."""
+    missing, seen, waiting = [], set(), [message.DESCRIPTOR for message in GENERIC]
+    while waiting:
+        descriptor = waiting.pop()
+        if descriptor.full_name in seen or descriptor.full_name.startswith("google.protobuf."):
+            continue
+        seen.add(descriptor.full_name)
+        rules = next((r for m, r in messages.RULES.items() if m.DESCRIPTOR is descriptor), {})
+        for field in descriptor.fields:
+            if field.name in rules:
+                continue
+            if field.enum_type is not None:
+                missing.append(field.full_name)
+            elif field.message_type is not None and not field.message_type.GetOptions().map_entry:
+                waiting.append(field.message_type)
+    assert "trainledger.v1.RunInfo" in seen and "trainledger.v1.Dataset" in seen
+    assert missing == []
+
+
+def test_a_verification_sends_where_the_chain_breaks_only_when_it_does() -> None:
+    head = models.ChainHead(position=9, digest="ab")
+    verified = models.Verification(ok=True, head=head, checked=9, broken_at=0)
+    broken = models.Verification(ok=False, head=head, checked=4, broken_at=5, problem="digest", detail="differs")
+    assert messages.verification(verified) == events_pb2.VerifyResponse(
+        ok=True, head=events_pb2.ChainHead(position=9, digest="ab"), checked=9
+    )
+    assert not messages.verification(verified).HasField("broken_at")
+    assert messages.verification(broken) == events_pb2.VerifyResponse(
+        ok=False,
+        head=events_pb2.ChainHead(position=9, digest="ab"),
+        checked=4,
+        broken_at=5,
+        problem="digest",
+        detail="differs",
+    )
