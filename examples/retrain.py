@@ -83,7 +83,7 @@ def main() -> int:
             print(f"serving a ledger at {address} on {folder}/ledger.db")
         client = stack.enter_context(LedgerClient(address, principal=os.environ.get("USER", "example")))
         if opts.run_id:
-            from services.cli.local import Failure
+            from services.cli.output import Failure
             from services.cli.remote import resolve_run  # what `trainledger` commands take as RUN
 
             try:

@@ -256,7 +256,7 @@ def test_the_version_and_an_unknown_run(database: str, capsys: pytest.CaptureFix
 
 def test_run_keys_name_runs_without_loading_the_ledger() -> None:
     from ledger.domain.base import NAMESPACE
-    from services.cli.remote import RUN_ID_NAMESPACE
+    from services.cli.naming import RUN_ID_NAMESPACE
 
     assert RUN_ID_NAMESPACE == str(NAMESPACE)
 
@@ -345,7 +345,7 @@ def test_checkpoints_list_on_the_database_file(database: str, capsys: pytest.Cap
     ],
 )
 def test_a_dataset_reports_verdict(report: dict[str, object], verdict: str | None) -> None:
-    from services.render import report_verdict
+    from services.render.runs import report_verdict
 
     assert report_verdict(report) == verdict
 
@@ -359,7 +359,7 @@ def test_register_from_checkpoint_takes_run_and_step(text: str, capsys: pytest.C
 
 def test_progress_reads_step_of_plan_rate_and_eta() -> None:
     from clients.models import Progress
-    from services.render import progress_text
+    from services.render.runs import progress_text
 
     eta = datetime(2026, 12, 1, 7, 10, tzinfo=UTC)
     running = Progress(max_steps=1_000, step=400, fraction=0.4, steps_per_second=12.5, eta=eta)

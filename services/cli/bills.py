@@ -17,19 +17,17 @@ otherwise) and then prints the reconciliation.
 from __future__ import annotations
 
 import argparse
-import os
 from datetime import UTC, datetime
 from typing import Any
 
 from clients import LedgerClient, LedgerClientError, NotFound
 from clients.billing import BillFileError, PullResult, import_bill_file, pull_modal, pull_tinker
 from clients.models import AdjustReceipt, BillTotals, ReconcileReport, Reconciliation
-from services.cli.local import Failure, emit
+from services.cli.connection import ADDRESS_DEFAULT, address_of
+from services.cli.output import Failure, emit
 from services.render.tables import table, to_json, usd, when
 
 __all__ = ["add_parsers", "pull", "reconcile", "reconcile_text"]
-
-ADDRESS_DEFAULT = "127.0.0.1:50051"
 
 
 def moment(text: str) -> datetime:
@@ -44,7 +42,7 @@ def moment(text: str) -> datetime:
 
 
 def _client(args: argparse.Namespace) -> LedgerClient:
-    return LedgerClient(args.address or os.environ.get("TRAINLEDGER_ADDRESS") or ADDRESS_DEFAULT)
+    return LedgerClient(address_of(args))
 
 
 def pull(args: argparse.Namespace) -> None:
@@ -121,7 +119,8 @@ def _target(client: LedgerClient, target: str) -> tuple[str, str]:
     A run id, then an account's name, then any other way `runs show` names a run (a unique id
     prefix, a name, a run key, part of a name: services.cli.remote.resolve_run). Raises Failure when
     none answers or the reference fits several runs."""
-    from services.cli.remote import NoRun, resolve_run  # Here: most spend commands never need it.
+    from services.cli.naming import NoRun
+    from services.cli.remote import resolve_run  # Here: most spend commands never need it.
 
     if not target:
         return "", ""
@@ -160,7 +159,7 @@ def _whole(client: LedgerClient, run_id: str, account: str, threshold: float, po
     )
 
 
-def _percent(value: float | None) -> str:
+def _drift_percent(value: float | None) -> str:
     return "-" if value is None else f"{value:+.2f}%"
 
 
@@ -170,7 +169,7 @@ def _bill_cells(bill: BillTotals | None) -> list[Any]:
         usd(bill.estimated_usd_micro),
         usd(bill.billed_usd_micro),
         usd(bill.drift_usd_micro),
-        _percent(bill.drift_percent),
+        _drift_percent(bill.drift_percent),
         usd(bill.pending_bill_usd_micro),
         usd(bill.adjusted_usd_micro),
         "FLAGGED" if bill.flagged else "",
@@ -198,20 +197,7 @@ def reconcile_text(report: ReconcileReport, adjusted: AdjustReceipt | None = Non
     """The reconciliation as the tables people read (amounts in dollars)."""
     parts: list[str] = []  # Sections: a heading and its table.
     if adjusted is not None:
-        if adjusted.adjustments:
-            parts.append(
-                "Adjustments recorded"
-                + "\n"
-                + table(
-                    ["ACCOUNT", "AMOUNT", "OVERRUN", "ID"],
-                    [
-                        [a.run_id or a.account, usd(a.amount_usd_micro), usd(a.overrun_usd_micro), a.adjustment_id]
-                        for a in adjusted.adjustments
-                    ],
-                )
-            )
-        else:
-            parts.append("Nothing to adjust: every drift is adjusted already.")
+        parts.append(_adjustments_text(adjusted))
     parts.append(
         f"Runs (drift beyond {report.threshold_percent:g}% of the estimate is flagged)\n"
         + (
@@ -237,35 +223,7 @@ def reconcile_text(report: ReconcileReport, adjusted: AdjustReceipt | None = Non
             + table(["RUN", "CLASS", "LEDGER", "BILLED", "DRIFT"], tokens)
         )
     if report.providers:
-        parts.append(
-            "Providers"
-            + "\n"
-            + table(
-                [
-                    "PROVIDER",
-                    "BILLED",
-                    "UNATTRIBUTED",
-                    "LINES",
-                    "UNATTRIBUTED LINES",
-                    "RESTATED",
-                    "FINAL THROUGH",
-                    "BILLED UNTIL",
-                ],
-                [
-                    [
-                        p.provider,
-                        usd(p.billed_usd_micro),
-                        usd(p.unattributed_usd_micro),
-                        p.lines,
-                        p.unattributed_lines,
-                        p.restatements,
-                        when(p.cost_data_through),
-                        when(p.last_interval_end),
-                    ]
-                    for p in report.providers
-                ],
-            )
-        )
+        parts.append("Providers" + "\n" + _providers_table(report))
     if report.unattributed:
         parts.append(
             "Unattributed: billed spend that no run accounted for"
@@ -276,6 +234,50 @@ def reconcile_text(report: ReconcileReport, adjusted: AdjustReceipt | None = Non
             )
         )
     return "\n\n".join(parts)
+
+
+def _adjustments_text(adjusted: AdjustReceipt) -> str:
+    if not adjusted.adjustments:
+        return "Nothing to adjust: every drift is adjusted already."
+    return (
+        "Adjustments recorded"
+        + "\n"
+        + table(
+            ["ACCOUNT", "AMOUNT", "OVERRUN", "ID"],
+            [
+                [a.run_id or a.account, usd(a.amount_usd_micro), usd(a.overrun_usd_micro), a.adjustment_id]
+                for a in adjusted.adjustments
+            ],
+        )
+    )
+
+
+def _providers_table(report: ReconcileReport) -> str:
+    return table(
+        [
+            "PROVIDER",
+            "BILLED",
+            "UNATTRIBUTED",
+            "LINES",
+            "UNATTRIBUTED LINES",
+            "RESTATED",
+            "FINAL THROUGH",
+            "BILLED UNTIL",
+        ],
+        [
+            [
+                p.provider,
+                usd(p.billed_usd_micro),
+                usd(p.unattributed_usd_micro),
+                p.lines,
+                p.unattributed_lines,
+                p.restatements,
+                when(p.cost_data_through),
+                when(p.last_interval_end),
+            ]
+            for p in report.providers
+        ],
+    )
 
 
 def add_parsers(spend: Any) -> None:

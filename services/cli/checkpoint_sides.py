@@ -4,7 +4,6 @@ file (a ledger.Ledger, recorded as `local:<user>`)."""
 from __future__ import annotations
 
 import argparse
-import getpass
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -73,9 +72,9 @@ class Local:
         self.ledger = ledger
 
     def run_id(self, ref: str) -> str:
-        from services.cli.local import run_id_of
+        from services.cli.local import resolve_run
 
-        return run_id_of(self.ledger, ref)
+        return resolve_run(self.ledger, ref)
 
     def runs(self) -> list[tuple[str, str]]:
         found: list[tuple[str, str]] = []
@@ -101,16 +100,14 @@ class Local:
                 return entries
 
     def delete(self, run_id: str, attempt: int, step: int, reason: str) -> tuple[int, bool]:
-        try:
-            user = getpass.getuser()
-        except (KeyError, OSError):
-            user = "unknown"
+        from services.cli.local import local_principal
+
         receipt = self.ledger.delete_checkpoint(
             run_id=run_id,
             attempt=attempt,
             step=step,
             reason=reason,
-            principal=f"local:{user}",
+            principal=local_principal(),
             request_id=str(uuid.uuid4()),
         )
         return receipt.position, receipt.duplicate
@@ -135,7 +132,7 @@ def side_of(args: argparse.Namespace) -> Iterator[Side]:
         with opened(args.database) as ledger:
             yield Local(ledger)
     else:
-        from services.cli.remote import talking
+        from services.cli.connection import talking
 
         with talking(args) as client:
             yield Remote(client)

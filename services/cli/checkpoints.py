@@ -45,9 +45,9 @@ from typing import Any
 from clients.retention import delete_real, delete_state, local_path
 from clients.retention_guard import ROOTS_ENVIRONMENT, Guard, Target, roots_from
 from ledger.domain.reasons import Reason
-from services import render
 from services.cli.checkpoint_sides import Side, side_of
-from services.cli.local import Failure
+from services.cli.output import Failure
+from services.render.checkpoints import plan_table, prune_table
 from services.render.tables import to_json
 
 __all__ = ["Outcome", "add_parser", "listing", "prune"]
@@ -82,7 +82,7 @@ def listing(args: argparse.Namespace) -> None:
     if args.json:
         print(to_json({"run_id": run_id, "keep_last": args.keep_last, "entries": entries}))
         return
-    print(render.plan_table(entries) if entries else "(no checkpoint saved)")
+    print(plan_table(entries) if entries else "(no checkpoint saved)")
 
 
 def _handle(entry: Any) -> tuple[str, str]:
@@ -269,7 +269,7 @@ def _print_prune(args: argparse.Namespace, outcomes: list[Outcome]) -> None:
     if not outcomes:
         print("(no checkpoint saved)")
         return
-    print(render.prune_table(outcomes))
+    print(prune_table(outcomes))
     counts: dict[str, int] = {}
     for o in outcomes:
         counts[o.result] = counts.get(o.result, 0) + 1
@@ -278,8 +278,7 @@ def _print_prune(args: argparse.Namespace, outcomes: list[Outcome]) -> None:
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
     """Add `checkpoints` to the CLI's subcommands (the `add_subparsers` of services.cli.commands.parser)."""
-    from services.cli.commands import read_options
-    from services.cli.remote import add_server_options
+    from services.cli.options import add_server_options, read_options
 
     checkpoints: argparse.ArgumentParser = commands.add_parser(
         "checkpoints", help="a run's checkpoints: the retention plan, and pruning what it offers"

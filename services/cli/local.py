@@ -1,11 +1,12 @@
 """The CLI's read commands on a database file (`--db PATH`, `--database-url URL` or
-TRAINLEDGER_DATABASE_URL): offline inspection, no server. They print what services.cli.remote prints
-through a server (services.render), naming runs the same way (services.cli.remote.choose_run). A read
+TRAINLEDGER_DATABASE_URL): offline inspection, no server. They print what services.cli.remote and
+services.cli.registry print through a server (services.render), naming runs the same way
+(services.cli.naming). A read
 never projects beside a server: it shows the views that the serving process has committed; with no
 process serving the file, it first brings the views up to the head of the log.
 
 The ledger is imported inside the handlers, so that the CLI starts without it when it talks to a
-server. `Failure` (a one-line problem and its exit status) and `emit` are shared by every command.
+server. `opened` is the ledger of every command on a database file.
 """
 
 from __future__ import annotations
@@ -20,16 +21,20 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from services import render
+from services.cli.naming import Candidate, account_of, choose_run
+from services.cli.output import Failure, emit
+from services.render.registry import families_table, family_text
+from services.render.runs import retract_text, run_text, runs_list_text, status_text
+from services.render.spend import account_totals_text
 from services.render.tables import to_json
 
 if TYPE_CHECKING:
     from ledger import Ledger
 
 __all__ = [
-    "Failure",
-    "emit",
+    "local_principal",
     "opened",
+    "resolve_run",
     "runs_list",
     "runs_show",
     "spend_show",
@@ -44,21 +49,6 @@ PAGE = 1_000
 # An export page also ends at this many stored bytes (one larger event is a page of its own), so
 # the export holds a page of the log, never the log.
 PAGE_BYTES = 1024 * 1024
-
-
-class DefaultDatabase(str):
-    """The --db default: a file name that TRAINLEDGER_DATABASE_URL replaces (a --db given does not)."""
-
-
-DATABASE_DEFAULT = DefaultDatabase("trainledger.db")
-
-
-class Failure(Exception):
-    """A problem to report in one line, with the exit status to end with."""
-
-    def __init__(self, message: str, status: int = 2) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @contextmanager
@@ -101,13 +91,8 @@ def _catch_up_when_alone(database: str, ledger: Ledger) -> None:
         ledger.projector.catch_up()
 
 
-def emit(args: argparse.Namespace, value: Any, text: str) -> None:
-    print(to_json(value) if args.json else text)
-
-
 def _lister(ledger: Ledger) -> Any:
-    """services.cli.remote.choose_run's way to list runs, over the ledger's views."""
-    from services.cli.remote import Candidate
+    """services.cli.naming.choose_run's way to list runs, over the ledger's views."""
 
     def lister(prefix: str, contains: str) -> Iterator[Candidate]:
         after = None
@@ -116,7 +101,7 @@ def _lister(ledger: Ledger) -> Any:
                 limit=PAGE, after=after, run_id_prefix=prefix, name_contains=contains, include_retracted=True
             )
             for run in page.runs:
-                yield Candidate(run.run_id, run.name, render.status_text(run.status, run.current_attempt))
+                yield Candidate(run.run_id, run.name, status_text(run.status, run.current_attempt))
             after = page.after
             if after is None:
                 return
@@ -124,10 +109,8 @@ def _lister(ledger: Ledger) -> Any:
     return lister
 
 
-def run_id_of(ledger: Ledger, ref: str) -> str:
-    """The run `ref` names (services.cli.remote.choose_run: id, prefix, name, key, part of a name)."""
-    from services.cli.remote import choose_run
-
+def resolve_run(ledger: Ledger, ref: str) -> str:
+    """The run `ref` names (services.cli.naming.choose_run: id, prefix, name, key, part of a name)."""
     return choose_run(ref, _lister(ledger))
 
 
@@ -141,15 +124,14 @@ def runs_list(args: argparse.Namespace) -> None:
             include_retracted=args.include_retracted,
         )
     runs = list(page.runs)
-    hint = f"\n(more runs: --limit {args.limit * 2})" if page.after is not None else ""
-    emit(args, runs, (render.runs_table(runs) if runs else "(no run)") + hint)
+    emit(args, runs, runs_list_text(runs, page.after is not None, args.limit))
 
 
 def runs_show(args: argparse.Namespace) -> None:
     from ledger.views.models import SeriesPage
 
     with opened(args.database) as ledger:
-        run_id = run_id_of(ledger, args.run)
+        run_id = resolve_run(ledger, args.run)
         state = ledger.run_state(run_id)
         metrics = ledger.metric_stats(run_id)
         checkpoints = ledger.checkpoints(run_id, limit=PAGE * 10)
@@ -161,42 +143,38 @@ def runs_show(args: argparse.Namespace) -> None:
         else:
             series = ledger.series(run_id, from_step=max(0, last - count + 1), limit=count)
     value = {"state": state, "metrics": metrics, "checkpoints": checkpoints, "series": series}
-    emit(args, value, render.run_text(state, metrics, checkpoints, series, datetime.now(UTC)))
+    emit(args, value, run_text(state, metrics, checkpoints, series, datetime.now(UTC)))
 
 
-def runs_retract(args: argparse.Namespace) -> None:
-    """Retract a run on the database itself, recorded as `local:<user>`."""
+def local_principal() -> str:
+    """Who a write on the database itself is recorded as: `local:<user>`."""
     import getpass
-    import uuid
 
     try:
         user = getpass.getuser()
     except (KeyError, OSError):
         user = "unknown"
+    return f"local:{user}"
+
+
+def runs_retract(args: argparse.Namespace) -> None:
+    """Retract a run on the database itself, recorded as `local:<user>`."""
+    import uuid
+
     with opened(args.database) as ledger:
-        run_id = run_id_of(ledger, args.run)
+        run_id = resolve_run(ledger, args.run)
         receipt = ledger.retract_run(
-            run_id=run_id, reason=args.reason, principal=f"local:{user}", request_id=str(uuid.uuid4())
+            run_id=run_id, reason=args.reason, principal=local_principal(), request_id=str(uuid.uuid4())
         )
         name = ledger.run_state(run_id).run.name
     value = {"position": receipt.position, "duplicate": receipt.duplicate}
-    emit(args, value, render.retract_text(run_id, name, receipt.position, receipt.duplicate))
+    emit(args, value, retract_text(run_id, name, receipt.position, receipt.duplicate))
 
 
 def _account(ledger: Ledger, ref: str) -> Any:
     from ledger import LedgerError
 
-    try:
-        return ledger.account(ref)
-    except LedgerError:
-        pass
-    try:
-        run_id = run_id_of(ledger, ref)
-    except Failure as failure:
-        if str(failure).startswith("no run"):
-            raise Failure(f"no account or run {ref}", status=1) from None
-        raise
-    return ledger.account(run_id)
+    return account_of(ref, ledger.account, LedgerError, lambda name: resolve_run(ledger, name))
 
 
 def spend_show(args: argparse.Namespace) -> None:
@@ -218,13 +196,13 @@ def spend_show(args: argparse.Namespace) -> None:
     token = "" if following is None else str(following)
     more = f"(more reservations: trainledger spend show {args.account} --db ... --page {token})" if token else ""
     value = {"account": account, "reservations": page.reservations, "next_page_token": token}
-    emit(args, value, render.account_text(account, page.reservations, more))
+    emit(args, value, account_totals_text(account, page.reservations, more))
 
 
 def registry_list(args: argparse.Namespace) -> None:
     with opened(args.database) as ledger:
         families = ledger.families()
-    emit(args, families, render.families_table(families) if families else "(no family)")
+    emit(args, families, families_table(families) if families else "(no family)")
 
 
 def registry_show(args: argparse.Namespace) -> None:
@@ -238,9 +216,7 @@ def registry_show(args: argparse.Namespace) -> None:
         "aliases": family.aliases,
         "retired": family.retired,
     }
-    text = render.family_text(
-        family.family, family.current, family.versions, family.history, family.aliases, family.retired
-    )
+    text = family_text(family.family, family.current, family.versions, family.history, family.aliases, family.retired)
     emit(args, value, text)
 
 

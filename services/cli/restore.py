@@ -118,7 +118,7 @@ def _verify(source: str, partial: str) -> tuple[int, int]:
 
 
 def run(args: argparse.Namespace) -> None:
-    from services.cli.local import Failure
+    from services.cli.output import Failure
 
     try:
         made = restore(args.backup, args.target)

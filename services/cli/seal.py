@@ -20,7 +20,9 @@ import uuid
 from contextlib import nullcontext
 from typing import Any
 
-from services.cli.local import DATABASE_DEFAULT, Failure, opened
+from services.cli.local import opened
+from services.cli.options import database_options
+from services.cli.output import Failure
 from services.runtime.holder import HolderError, held
 
 __all__ = ["add_parser", "seal"]
@@ -49,8 +51,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     sub: argparse.ArgumentParser = commands.add_parser(
         "seal", help="seal a log that has no seals, as it stands (recorded with who and why)"
     )
-    sub.add_argument("--db", default=DATABASE_DEFAULT, metavar="PATH", help="SQLite file (default: %(default)s)")
-    sub.add_argument("--database-url", default="", metavar="URL", help="postgresql:// URL (overrides --db)")
+    database_options(sub, read=False)
     sub.add_argument("--reason", required=True, help="why the log is sealed as it stands (recorded)")
     sub.set_defaults(handler=seal)
     return sub

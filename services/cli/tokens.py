@@ -25,7 +25,9 @@ from ledger.application.outcomes import utc_now
 from ledger.backend import is_postgres_url
 from ledger.domain.errors import LedgerError
 from ledger.domain.tokens import ROLES, Token, parse_bearer, parse_expiry
-from services.cli.local import DATABASE_DEFAULT, Failure, emit, opened
+from services.cli.local import opened
+from services.cli.options import database_options
+from services.cli.output import Failure, emit
 from services.render.tables import table
 
 __all__ = ["add_parser", "create", "listing", "revoke"]
@@ -124,9 +126,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
     def action(name: str, handler: Any, help: str) -> argparse.ArgumentParser:
         sub: argparse.ArgumentParser = actions.add_parser(name, help=help)
-        sub.add_argument("--db", default=DATABASE_DEFAULT, metavar="PATH", help="SQLite file (default: %(default)s)")
-        sub.add_argument("--database-url", default="", metavar="URL", help="postgresql:// URL (overrides --db)")
-        sub.add_argument("--json", action="store_true", help="machine-readable output")
+        database_options(sub)
         sub.set_defaults(handler=handler)
         return sub
 

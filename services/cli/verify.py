@@ -16,7 +16,9 @@ import argparse
 from typing import Any
 
 from ledger.views import models
-from services.cli.local import DATABASE_DEFAULT, Failure, emit, opened
+from services.cli.local import opened
+from services.cli.options import database_options
+from services.cli.output import Failure, emit
 from services.render.tables import fields
 
 __all__ = ["add_parser", "verify", "head_argument"]
@@ -63,9 +65,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     sub: argparse.ArgumentParser = commands.add_parser(
         "verify", help="recompute the hash chain over the log and check the snapshots and views"
     )
-    sub.add_argument("--db", default=DATABASE_DEFAULT, metavar="PATH", help="SQLite file (default: %(default)s)")
-    sub.add_argument("--database-url", default="", metavar="URL", help="postgresql:// URL (overrides --db)")
-    sub.add_argument("--json", action="store_true", help="machine-readable output")
+    database_options(sub)
     sub.add_argument(
         "--expect-head",
         type=head_argument,

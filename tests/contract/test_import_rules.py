@@ -15,8 +15,8 @@
   package).
 - The run feed (services.runtime.feed, .followers) knows neither encoding: no gRPC, protobuf or HTTP.
 - No module imports another module's private (underscore) names.
-- No module of ledger/storage imports itself through others: a piece two modules share lives in
-  a module of its own.
+- No import circles: no module reaches itself through the modules it imports, counting imports
+  inside functions and under TYPE_CHECKING (checked for the packages in CYCLE_FREE).
 
 Every import is found by walking the syntax tree, including imports inside functions.
 """
@@ -117,33 +117,6 @@ def test_each_layer_of_the_ledger_imports_only_what_lies_below_it(layer: str, ma
     assert found == []
 
 
-def _in_cycles(package: str) -> list[str]:
-    """The modules of `package` that import themselves through others (imports inside functions
-    and under TYPE_CHECKING included)."""
-    modules = {_module_of(path): path for path in _sources(package)}
-    graph: dict[str, set[str]] = {module: set() for module in modules}
-    for module, path in modules.items():
-        for _, imported, names in _imports(path):
-            targets = [f"{imported}.{name}" for name in names if f"{imported}.{name}" in modules] or [imported]
-            graph[module].update(target for target in targets if target in modules and target != module)
-    found = []
-    for module in modules:
-        seen: set[str] = set()
-        todo = list(graph[module])
-        while todo:
-            other = todo.pop()
-            if other not in seen:
-                seen.add(other)
-                todo.extend(graph[other])
-        if module in seen:
-            found.append(module)
-    return sorted(found)
-
-
-def test_no_module_of_the_storage_imports_itself_through_others() -> None:
-    assert _in_cycles("ledger/storage") == []
-
-
 def test_clients_speak_to_the_ledger_only_over_the_wire() -> None:
     assert _violations("clients", (), ("ledger", "services")) == []
 
@@ -232,44 +205,6 @@ def test_the_views_slices_lie_below_what_assembles_them(modules: tuple[str, ...]
     assert found == []
 
 
-def _cycle(package: str) -> list[str]:
-    """A cycle of imports among the modules of `package` (every import, also those inside
-    functions or for type checking only), or [] when there is none."""
-    graph: dict[str, set[str]] = {}
-    for path in _sources(package):
-        targets = set()
-        for _, imported, names in _imports(path):
-            targets.update({imported, *(f"{imported}.{name}" for name in names)})
-        graph[_module_of(path)] = targets
-    graph = {module: (targets & set(graph)) - {module} for module, targets in graph.items()}
-    state: dict[str, int] = {}
-    path: list[str] = []
-
-    def visit(module: str) -> list[str]:
-        state[module] = 1
-        path.append(module)
-        for target in sorted(graph[module]):
-            if state.get(target) == 1:
-                return [*path[path.index(target) :], target]
-            if target not in state and (found := visit(target)):
-                return found
-        path.pop()
-        state[module] = 2
-        return []
-
-    for module in sorted(graph):
-        if module not in state and (found := visit(module)):
-            return found
-    return []
-
-
-@pytest.mark.parametrize("package", ["ledger/domain", "ledger/application"])
-def test_the_modules_of_the_domain_and_of_the_application_import_one_another_without_a_cycle(package: str) -> None:
-    # An aggregate's module (whose classes name the stored topics) imports none of the modules of
-    # commands over it; an import moved into a function to dodge a circle is still a circle.
-    assert _cycle(package) == []
-
-
 def test_the_contexts_of_the_application_reach_the_kernel_only_through_the_writer_and_the_reader() -> None:
     # Only the composition (ledger.application.ledger) builds on the kernel; a context is given
     # its writer and reader (ledger.application.context), never the application itself.
@@ -294,3 +229,85 @@ def test_the_run_feed_knows_neither_encoding(module: str) -> None:
         if _within(imported, wire)
     ]
     assert found == []
+
+
+def _graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the modules of `modules` it imports: `from package import module` names the
+    module, `from module import name` the module."""
+    graph: dict[str, set[str]] = {module: set() for module in modules}
+    for module, path in modules.items():
+        for _, imported, names in _imports(path, module):
+            targets = [f"{imported}.{name}" for name in names if f"{imported}.{name}" in modules]
+            for target in targets or ([imported] if imported in modules else []):
+                if target != module:
+                    graph[module].add(target)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of `graph`: its strongly connected parts of more than one module
+    (Tarjan's algorithm, without recursion), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, successors = work[-1]
+            following = next(successors, None)
+            if following is not None:
+                if following not in index:
+                    index[following] = low[following] = len(index)
+                    stack.append(following)
+                    on_stack.add(following)
+                    work.append((following, iter(sorted(graph[following]))))
+                elif following in on_stack:
+                    low[node] = min(low[node], index[following])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                part = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    part.append(member)
+                    if member == node:
+                        break
+                if len(part) > 1:
+                    found.append(sorted(part))
+    return found
+
+
+def test_the_cycle_finder_sees_a_circle_closed_inside_a_function(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("from services.cli import b\n")
+    (tmp_path / "b.py").write_text("def f():\n    from services.cli.c import g\n")
+    (tmp_path / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from services.cli.a import x\n"
+    )
+    (tmp_path / "d.py").write_text("import services.cli.a\n")
+    modules = {f"services.cli.{name}": tmp_path / f"{name}.py" for name in "abcd"}
+    assert _cycles(_graph(modules)) == [["services.cli.a", "services.cli.b", "services.cli.c"]]
+
+
+# Every package: no module imports itself through others. An aggregate's module (whose classes
+# name the stored topics) imports none of the modules of commands over it, and an import moved
+# into a function to dodge a circle is still a circle.
+CYCLE_FREE = ("ledger", "services", "clients", "trainledger")
+
+
+@pytest.mark.parametrize("package", CYCLE_FREE)
+def test_no_module_imports_itself_through_others(package: str) -> None:
+    modules = {
+        _module_of(path): path for top in ("ledger", "services", "clients", "trainledger") for path in _sources(top)
+    }
+    circles = [circle for circle in _cycles(_graph(modules)) if any(_within(m, (package,)) for m in circle)]
+    assert circles == []

@@ -5,7 +5,7 @@ event); a run already finished and the one-line refusals (no such run, no ledger
 run the command in this process through services.cli.commands.main, which saves a process start each.
 Every wait reads with a deadline until the expected text is there; nothing sleeps blindly.
 
-Also the model behind the view (services.cli.watch.Follow) with a clock the test moves: the step
+Also the model behind the view (services.cli.watch_model.Follow) with a clock the test moves: the step
 rate and the time left, and the spec keys that give the step count."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import pytest
 from clients import LedgerClient
 from clients.models import Attempt, MetricColumn, RunInfo, RunState, SpendTotals, StepBatch, WatchUpdate
 from services.cli import main
-from services.cli.watch import Follow, total_steps
+from services.cli.watch_model import Follow, total_steps
 from tests.e2e.test_serve_guards import environment, trainledger
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
