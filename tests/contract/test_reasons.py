@@ -1,5 +1,5 @@
 """The reason catalogue is one: the server's (ledger.domain.reasons.Reason) and the client's own
-list (clients.errors.REASONS) hold the same reasons, each reason says what it means, and no
+list (clients.reasons.REASONS) hold the same reasons, each reason says what it means, and no
 reason is spelled as a string literal in ledger/ or services/ outside the catalogue, so a new
 reason cannot be forgotten on either side of the wire."""
 
@@ -21,7 +21,7 @@ CATALOGUE = ROOT / "ledger" / "domain" / "reasons.py"
 def test_the_client_knows_every_reason_the_server_can_send_and_no_other() -> None:
     server = {reason.value for reason in Reason}
     assert client_errors.REASONS - server == set(), "the client knows reasons the server never sends"
-    assert server - client_errors.REASONS == set(), "reasons missing from clients/errors.py REASONS"
+    assert server - client_errors.REASONS == set(), "reasons missing from clients/reasons.py REASONS"
 
 
 def test_every_reason_is_its_own_name_and_says_what_it_means() -> None:
