@@ -13,7 +13,7 @@ how the datastore is made and cleaned up, and the pool sizes its concurrency cas
   after the class; the tables have the ledger's names (`trainledger_events`,
   `trainledger_snapshots`).
 - The transcoder: the cases that assert JSON output, or behaviour the MessagePack transcoder
-  leaves out on purpose (event values are plain data, see ledger/transcoder.py), are overridden
+  leaves out on purpose (event values are plain data, see ledger/storage/transcoder.py), are overridden
   below with what the transcoder does instead, each with the reason.
 """
 

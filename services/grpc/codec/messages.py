@@ -1,6 +1,6 @@
 """Messages built from the ledger's read models (ledger.views.models) and events.
 
-The read models carry the messages' field names (tests/service/test_codec.py holds each to its
+The read models carry the messages' field names (tests/unit/test_codec.py holds each to its
 message), so a message is encoded generically (`encode`): each field of the message takes the
 model's field of the same name with the wire's own type, a datetime as a Timestamp, a document as
 a Struct, a nested read model as its message (each repeated one too), a value or a map as it is.

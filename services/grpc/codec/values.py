@@ -99,7 +99,7 @@ def _plain_map(message: struct_pb2.Struct, field: str, depth: int) -> dict[str, 
 
 
 def _check_shape(entries: int, field: str, depth: int) -> None:
-    # The same depth count as ledger.limits.check_document: the document itself is depth 0.
+    # The same depth count as ledger.domain.limits.check_document: the document itself is depth 0.
     if depth >= DOCUMENT_DEPTH_MAX and entries:
         raise Invalid(
             f"{field} is nested too deeply", reason=Reason.DOCUMENT_TOO_DEEP, field=field, limit=DOCUMENT_DEPTH_MAX
