@@ -1,7 +1,7 @@
 """The views' handlers, assembled: for each view, the handler of each event class it projects.
 
 Each view keeps its tables and its handlers together (ledger.views.runs, series, spend, bills,
-registry, provenance, reports, search); this registry only gathers them, in ledger.views.schema.VIEWS'
+registry, provenance, reports, search); this module only gathers them, in ledger.views.schema.VIEWS'
 names. How handlers are typed and applied (gathered ones included) is ledger.views.handling.
 """
 

@@ -8,8 +8,8 @@ ledger's name for it ("running", "done", "failed", "stopped"); the codec maps it
 
 Structs are built directly from view rows (no validation on construction, so they cost about
 what a dict does); nested collections are tuples. They live in one module per view (runs,
-spend, bills, series, registry) and integrity's; every one is named from here
-(`from ledger.views import models; models.RunState`).
+spend, bills, series, registry), integrity's, and kinds (the kinds of value they share); every
+one is named from here (`from ledger.views import models; models.RunState`).
 """
 
 from __future__ import annotations
