@@ -24,7 +24,7 @@ a time, 1,000-step batches, growing one run to --run-steps), Reserve latency (Re
 one pair at a time), GetRunState latency on the run of --run-steps steps, and --clients trainers
 reserving at once (a channel each, each on its own run: reserve_pairs_per_s_32_clients and the
 p99 of their Reserves, reserve_p99_ms_32_clients), then the same clients making as many calls that
-do nothing (Health.Check): noop_calls_per_s_32_clients, the ceiling the gRPC edge itself sets on
+do nothing (Health.Check): noop_calls_per_s_32_clients, the ceiling the gRPC server itself sets on
 this machine (a pair is two calls). With --database-url also
 grpc_steps_per_s_two_replicas: a second `trainledger serve` on the same database, and two clients
 (threads, a channel each), one per replica, each streaming --batches batches to its own run at the
@@ -283,7 +283,7 @@ def reads(
 ) -> dict[str, float]:
     """GetRunState of the grown run, each call followed by a no-op call (Health.Check, one client,
     the same channel) and, on PostgreSQL, a SELECT 1 of its own: their p99s in the same conditions.
-    get_run_state_p99_over_noop_ms is what the read adds to the gRPC edge's own round trip."""
+    get_run_state_p99_over_noop_ms is what the read adds to the gRPC server's own round trip."""
     runs, health = runs_pb2_grpc.RunsStub(channel), health_pb2_grpc.HealthStub(channel)
     database = Roundtrip(args.database_url) if args.database_url else None
     read_ms, noop_ms = [], []
@@ -333,7 +333,7 @@ def many_clients(address: str, args: argparse.Namespace, security: Security) -> 
     --client-pairs pairs one at a time on its own capped run; pairs over the wall time, and the
     p99 of every Reserve's latency. Beside it the ceiling: the same clients making as many calls
     that do nothing (Health.Check, answered on the event loop through the same interceptors),
-    what the gRPC edge itself allows on this machine; a pair is two calls, so the ceiling of
+    what the gRPC server itself allows on this machine; a pair is two calls, so the ceiling of
     pairs/s is half of it. --client-rounds rounds, the order swapped each round; the ratio is the
     median of each round's."""
     metadata = security.metadata

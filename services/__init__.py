@@ -1,4 +1,4 @@
-"""trainledger's programs over the ledger: the gRPC edge (services.grpc), the dashboard
+"""trainledger's programs over the ledger: the gRPC services (services.grpc), the dashboard
 (services.web), what both run on (services.runtime), the CLI (services.cli) and the text the CLI
 and the dashboard print for people (services.render); the composition root (`create_server`,
 services.server) puts a server together. Imports ledger's public API, never the other way.

@@ -8,7 +8,7 @@
   (ledger.backend) and the application are above all three: nothing below imports them.
 - clients/ never imports ledger/ or services/: it speaks to the ledger over the wire only.
 - services/ holds one package per program and what they share: services.runtime (what a server
-  process runs on) imports none of them; the gRPC edge (services.grpc) and the dashboard
+  process runs on) imports none of them; the gRPC services (services.grpc) and the dashboard
   (services.web) import neither each other nor the CLI, and nothing from clients/;
   services.render (text for people) imports no program; only the CLI (services.cli) uses clients/.
 - No installed package imports tests/ (the fakes of providers' services live there, not in the
