@@ -18,7 +18,7 @@ from ledger.views.bills.reads import BillReads
 from ledger.views.provenance.reads import ProvenanceReads
 from ledger.views.registry.reads import RegistryReads
 from ledger.views.runs.leases import LeaseReads
-from ledger.views.runs.reads import RunReads
+from ledger.views.runs.reads import RunViewReads
 from ledger.views.search.reads import search_runs
 from ledger.views.series.charts import ChartReads
 from ledger.views.series.pages import SeriesReads
@@ -57,7 +57,7 @@ class ViewReader:
         self.best_checkpoint = provenance.best_checkpoint
         self.prune_page = provenance.prune_page
         self.protected_page = provenance.protected_page
-        runs = RunReads(query, provenance, bills)
+        runs = RunViewReads(query, provenance, bills)
         self.run_state = runs.run_state
         self.list_runs = runs.list_runs
         self.checkpoints = runs.checkpoints

@@ -12,6 +12,7 @@ import grpc
 import pytest
 
 from clients import errors as client_errors
+from clients import reasons as client_reasons
 from ledger.domain.reasons import Reason
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -20,8 +21,8 @@ CATALOGUE = ROOT / "ledger" / "domain" / "reasons.py"
 
 def test_the_client_knows_every_reason_the_server_can_send_and_no_other() -> None:
     server = {reason.value for reason in Reason}
-    assert client_errors.REASONS - server == set(), "the client knows reasons the server never sends"
-    assert server - client_errors.REASONS == set(), "reasons missing from clients/reasons.py REASONS"
+    assert client_reasons.REASONS - server == set(), "the client knows reasons the server never sends"
+    assert server - client_reasons.REASONS == set(), "reasons missing from clients/reasons.py REASONS"
 
 
 def test_every_reason_is_its_own_name_and_says_what_it_means() -> None:

@@ -25,7 +25,7 @@ from ledger.views.runs.leases import LEASE_ROW
 from ledger.views.spend.reads import PLAN_HOLD_ROW, PRESUMED, SPEND_ROW, to_plan_hold, to_spend_totals
 from ledger.views.store import POSITION_ROW, Query, tracking_position
 
-__all__ = ["RunReads"]
+__all__ = ["RunViewReads"]
 
 RUN_ROW = (
     "SELECT run_id, run_key, name, status, spec, summary, error, opened_at, finished_at, current_attempt,"
@@ -35,7 +35,7 @@ ATTEMPT_ROWS = (
     "SELECT number, attempt_id, label, started_at, resumed_from_step, ended FROM view_attempts"
     " WHERE run_id = ? ORDER BY number"
 )
-# A run's checkpoints by the columns that rank them for its best one (RunReads._best_usable).
+# A run's checkpoints by the columns that rank them for its best one (RunViewReads._best_usable).
 SCORED_CHECKPOINTS = (
     "SELECT c.step, c.attempt, m.scores, c.expires_at FROM view_checkpoints c JOIN view_checkpoint_marks m"
     " ON m.run_id = c.run_id AND m.attempt = c.attempt AND m.step = c.step"
@@ -56,7 +56,7 @@ EXPIRED_CHECKPOINTS = (
 )
 
 
-class RunReads:
+class RunViewReads:
     """Reads of the runs view, run by `query`; a run's plan and datasets are `provenance`'s, its
     bill `bills`'."""
 
