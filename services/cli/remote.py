@@ -46,8 +46,9 @@ SERIES_PAGE_MAX = 10_000
 EVENTS_PAGE = 1_000
 
 
-def add_runs_parser(commands: Any) -> None:
-    """Add `runs` and its commands to the CLI's (the `add_subparsers` of services.cli.commands.parser)."""
+def add_runs_parser(commands: Any) -> Any:
+    """Add `runs` and its commands to the CLI's (the `add_subparsers` of services.cli.commands.parser);
+    the group, for those of services.cli.run_tags."""
     group = commands.add_parser("runs", help="training runs").add_subparsers(dest="action", required=True)
     listed = add_reading(group, "list", runs_list, "list runs, newest first")
     listed.add_argument("--status", choices=("running", "lost", "done", "failed", "stopped"), default="")
@@ -61,6 +62,7 @@ def add_runs_parser(commands: Any) -> None:
     retracted = add_reading(group, "retract", runs_retract, "retract a run: hidden from lists, refused new writes")
     retracted.add_argument("run", metavar="RUN", help="run id, unique id prefix (4+ characters), name or part of one")
     retracted.add_argument("--reason", required=True, help="why (recorded; retracting again takes the same reason)")
+    return group
 
 
 def add_spend_parser(commands: Any) -> Any:

@@ -173,6 +173,12 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
         )
         return runs_pb2.NoteSummaryResponse(position=receipt.position)
 
+    async def SetTags(self, request: runs_pb2.SetTagsRequest, context: Context) -> runs_pb2.SetTagsResponse:
+        receipt = await self.edge.call(
+            self.ledger.set_tags, run_id=request.run_id, tags=dict(request.set), remove=list(request.remove), **audit()
+        )
+        return runs_pb2.SetTagsResponse(position=receipt.position)
+
     async def RecordReport(
         self, request: runs_pb2.RecordReportRequest, context: Context
     ) -> runs_pb2.RecordReportResponse:

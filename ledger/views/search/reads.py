@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from ledger.views.models import RunSummary
-from ledger.views.runs.reads import RUN_SUMMARY_SELECT, to_run_summary
+from ledger.views.runs.reads import RUN_SUMMARY_SELECT, to_run_summary, with_tags
 from ledger.views.search.compile import Sql, compile_order, compile_where
 from ledger.views.search.grammar import parse_order, parse_query
 
@@ -80,6 +80,6 @@ def search_runs(
         summaries = {row[0]: row for row in listed}
     more = len(found) > limit
     return SearchPage(
-        runs=tuple(to_run_summary(summaries[run_id], now) for run_id in page),
+        runs=with_tags(rows, tuple(to_run_summary(summaries[run_id], now) for run_id in page)),
         next_offset=offset + limit if more else None,
     )
