@@ -179,18 +179,6 @@ class RunsMethods(Transport):
         request = runs_pb2.NoteSummaryRequest(run_id=run_id, summary=codec.struct(summary))
         return self._ask("Runs", "NoteSummary", request, reply(SummaryReceipt), timeout_s=timeout_s)
 
-    def set_tags(
-        self, run_id: str, tags: Mapping[str, str], *, remove: Sequence[str] = (), timeout_s: float | None = None
-    ) -> SummaryReceipt:
-        """Set the run's `tags` (key: value) and remove the keys `remove`, also after it finished:
-        the position. A key is 1..128 letters, digits, _ - . or /, a value at most 256 characters."""
-        request = runs_pb2.SetTagsRequest(run_id=run_id, set=dict(tags), remove=list(remove))
-        return self._ask("Runs", "SetTags", request, reply(SummaryReceipt), timeout_s=timeout_s)
-
-    def remove_tags(self, run_id: str, keys: Sequence[str], *, timeout_s: float | None = None) -> SummaryReceipt:
-        """Remove the run's tags `keys` (a key it does not carry is no change): the position."""
-        return self.set_tags(run_id, {}, remove=keys, timeout_s=timeout_s)
-
     def record_report(self, *, run_id: str, kind: str, report: Doc, timeout_s: float | None = None) -> SummaryReceipt:
         """Record a "holdout", "delta" or "notes" report on the run (clients.reports makes them):
         the position. Also after the run finished; the same report again is a duplicate."""

@@ -32,3 +32,26 @@ def test_bad_tags_are_one_line(world: World) -> None:  # noqa: F811
     assert cli(world, "runs", "untag", "nothing-like-it", "team", status=1).stderr == (
         "trainledger: no run nothing-like-it\n"
     )
+
+
+def test_runs_list_searches_with_where_and_order_by(world: World) -> None:  # noqa: F811
+    sft, dpo, big = world.ids["sft"], world.ids["dpo"], world.ids["70b"]
+    out(world, "runs", "tag", sft, "family=llama")
+    out(world, "runs", "tag", big, "family=llama")
+    ascending = ["runs", "list", "--where", "tags.family = 'llama'", "--order-by", "spec.lr", "--json"]
+    found = json.loads(out(world, *ascending))
+    assert [run["run_id"] for run in found] == [big, sft]  # lr 0.00002, then 0.0001
+    descending = ["runs", "list", "--where", "tags.family = 'llama'", "--order-by", "spec.lr", "--desc", "--json"]
+    assert [run["run_id"] for run in json.loads(out(world, *descending))] == [sft, big]
+    named = json.loads(out(world, "runs", "list", "--where", "tags.family = 'llama'", "--name", "70b", "--json"))
+    assert [run["run_id"] for run in named] == [big]
+    by_reward = json.loads(out(world, "runs", "list", "--order-by", "metrics.reward.last desc", "--json"))
+    assert by_reward[0]["run_id"] == dpo
+    offline = ["runs", "list", "--where", "tags.family = 'llama'", "--order-by", "spec.lr"]
+    assert out(world, *offline, "--db", str(world.database)) == out(world, *offline)
+
+
+def test_a_refused_search_is_one_line_with_its_position(world: World) -> None:  # noqa: F811
+    refused = cli(world, "runs", "list", "--where", "name = 'a' and colour = 1", status=1).stderr
+    assert refused.startswith("trainledger: ") and "at position 16" in refused
+    assert len(refused.splitlines()) == 1

@@ -383,7 +383,7 @@ class SpendTotals(_message.Message):
     def __init__(self, cap_usd_micro: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., pending_usd_micro: _Optional[int] = ..., remaining_usd_micro: _Optional[int] = ..., overrun_usd_micro: _Optional[int] = ..., bill: _Optional[_Union[_common_pb2.BillTotals, _Mapping]] = ..., plan: _Optional[_Union[_common_pb2.PlanHold, _Mapping]] = ..., presumed_usd_micro: _Optional[int] = ...) -> None: ...
 
 class ListRunsRequest(_message.Message):
-    __slots__ = ("page_size", "page_token", "status", "min_position", "name_contains", "run_id_prefix", "account", "include_retracted")
+    __slots__ = ("page_size", "page_token", "status", "min_position", "name_contains", "run_id_prefix", "account", "include_retracted", "where", "order_by", "descending")
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -392,6 +392,9 @@ class ListRunsRequest(_message.Message):
     RUN_ID_PREFIX_FIELD_NUMBER: _ClassVar[int]
     ACCOUNT_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_RETRACTED_FIELD_NUMBER: _ClassVar[int]
+    WHERE_FIELD_NUMBER: _ClassVar[int]
+    ORDER_BY_FIELD_NUMBER: _ClassVar[int]
+    DESCENDING_FIELD_NUMBER: _ClassVar[int]
     page_size: int
     page_token: str
     status: _common_pb2.RunStatus
@@ -400,7 +403,10 @@ class ListRunsRequest(_message.Message):
     run_id_prefix: str
     account: str
     include_retracted: bool
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.RunStatus, str]] = ..., min_position: _Optional[int] = ..., name_contains: _Optional[str] = ..., run_id_prefix: _Optional[str] = ..., account: _Optional[str] = ..., include_retracted: _Optional[bool] = ...) -> None: ...
+    where: str
+    order_by: str
+    descending: bool
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.RunStatus, str]] = ..., min_position: _Optional[int] = ..., name_contains: _Optional[str] = ..., run_id_prefix: _Optional[str] = ..., account: _Optional[str] = ..., include_retracted: _Optional[bool] = ..., where: _Optional[str] = ..., order_by: _Optional[str] = ..., descending: _Optional[bool] = ...) -> None: ...
 
 class ListRunsResponse(_message.Message):
     __slots__ = ("runs", "next_page_token")

@@ -26,7 +26,7 @@ from ledger.views.runs.leases import LEASE_ROW
 from ledger.views.spend.reads import PLAN_HOLD_ROW, PRESUMED, SPEND_ROW, to_plan_hold, to_spend_totals
 from ledger.views.store import POSITION_ROW, Query, tracking_position
 
-__all__ = ["RunReads", "with_tags"]
+__all__ = ["RunReads", "run_filters", "with_tags"]
 
 Rows = Callable[[str, tuple[Any, ...]], list[Any]]
 
@@ -236,7 +236,7 @@ class RunReads:
         `name_contains` (case-insensitive), whose id starts with `run_id_prefix`, and whose spend
         account lies under `account` at any depth, when given. Retracted runs only with
         `include_retracted`. Progress is as of `now` (the ETA)."""
-        prefix, where, params = _run_filters(
+        prefix, where, params = run_filters(
             after=after,
             status=status,
             name_contains=name_contains,
@@ -280,14 +280,14 @@ RUN_SUMMARY_SELECT = (
 )
 
 
-def _run_filters(
+def run_filters(
     *,
     after: tuple[float, str] | None,
-    status: str,
-    name_contains: str,
-    run_id_prefix: str,
-    account: str,
     include_retracted: bool,
+    status: str = "",
+    name_contains: str = "",
+    run_id_prefix: str = "",
+    account: str = "",
 ) -> tuple[str, list[str], list[Any]]:
     """What list_runs' filters add to its query: a prefix (the accounts under `account`), the
     WHERE conditions and their parameters, in order."""
