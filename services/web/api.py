@@ -200,7 +200,7 @@ async def runs_page(web: Web, request: HTTPConnection, identity: Identity) -> Ru
             raise WebError(403, Reason.OUTSIDE_SCOPE, f"outside the token's scope (account {scope})", scope=scope)
         filters["account"] = filters["account"] or scope
     retracted = include_retracted(request)
-    if search:
+    if search.given:
         offset = page_token(request, tokens.search_offset)
         found = await web.call(
             web.ledger.search_runs,

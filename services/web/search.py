@@ -27,7 +27,8 @@ class Search(NamedTuple):
     order_by: str
     descending: bool
 
-    def __bool__(self) -> bool:
+    @property
+    def given(self) -> bool:
         """Whether the request searches (a where or an order_by given)."""
         return bool(self.where or self.order_by)
 
