@@ -7,9 +7,10 @@ from clients.methods_events import EventsMethods
 from clients.methods_registry import RegistryMethods
 from clients.methods_runs import RunsMethods
 from clients.methods_spend import SpendMethods
+from clients.methods_tags import TagsMethods
 
 __all__ = ["LedgerMethods"]
 
 
-class LedgerMethods(RunsMethods, SpendMethods, RegistryMethods, EventsMethods):
+class LedgerMethods(RunsMethods, SpendMethods, RegistryMethods, EventsMethods, TagsMethods):
     """Every RPC of trainledger.v1 as a keyword-only method; see the .proto files for the fields."""

@@ -110,6 +110,8 @@ REASONS: frozenset[str] = frozenset(
         "INVALID_QUERY",
         "QUERY_TOO_LARGE",
         "INVALID_ALIAS",
+        "INVALID_TAG",
+        "TOO_MANY_TAGS",
         "ALREADY_CURRENT",
         "ROLLBACK_NOT_EARLIER",
         "NEVER_PROMOTED",

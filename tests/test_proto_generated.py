@@ -22,6 +22,7 @@ SERVICES = {
         "SaveCheckpoint",
         "FinishRun",
         "NoteSummary",
+        "SetTags",
         "RecordReport",
         "GetRunState",
         "ListRuns",

@@ -213,6 +213,8 @@ class RunState(Model, frozen=True, kw_only=True):
     datasets: list[Dataset] = msgspec.field(default_factory=empty_list)
     # The latest reports on whether training worked, by kind ("holdout", "delta", "notes").
     reports: dict[str, Any] = msgspec.field(default_factory=empty_dict)
+    # The run's tags (set_tags), by key.
+    tags: dict[str, str] = msgspec.field(default_factory=empty_dict)
 
 
 class RunSummary(Model, frozen=True, kw_only=True):
@@ -230,6 +232,8 @@ class RunSummary(Model, frozen=True, kw_only=True):
     retracted: bool = False
     # What the ledger charged for holds nobody settled: spent as far as the cap is concerned.
     presumed_usd_micro: int = 0
+    # The run's tags (set_tags), by key.
+    tags: dict[str, str] = msgspec.field(default_factory=empty_dict)
 
 
 class RunPage(Model, frozen=True, kw_only=True):

@@ -97,6 +97,7 @@ class Ledger(Kernel):
     save_checkpoint = Delegated("records", RunRecords.save_checkpoint)
     delete_checkpoint = Delegated("records", RunRecords.delete_checkpoint)
     note_summary = Delegated("records", RunRecords.note_summary)
+    set_tags = Delegated("records", RunRecords.set_tags)
     record_report = Delegated("records", RunRecords.record_report)
     record_dataset = Delegated("records", RunRecords.record_dataset)
     # Leases.

@@ -242,14 +242,7 @@ class RunReads:
         Filters (ViewReader.list_runs): status, a part of the name, an id prefix, an account;
         retracted runs are left out unless `include_retracted`."""
         check_int(limit, "limit", minimum=1, maximum=PAGE_SIZE_MAX + 1)
-        check_text(name_contains, "name_contains", limit=ID_LENGTH_MAX)
-        if run_id_prefix and not RUN_ID_PREFIX.fullmatch(run_id_prefix):
-            raise Invalid(
-                "a run id prefix is lowercase hex digits and dashes, at most 36 characters",
-                reason=Reason.INVALID_FIELD,
-                field="run_id_prefix",
-            )
-        check_text(account, "account", limit=ID_LENGTH_MAX)
+        _check_filters(name_contains, run_id_prefix, account)
         self.reader.wait(min_position, timeout_s)
         return self.reader.views.list_runs(
             limit=limit,
@@ -274,12 +267,18 @@ class RunReads:
         include_retracted: bool = False,
         min_position: int = 0,
         timeout_s: float = 5.0,
+        status: str = "",
+        name_contains: str = "",
+        run_id_prefix: str = "",
+        account: str = "",
     ) -> SearchPage:
         """The runs `where` selects (the search language: ledger.views.search), ordered by
         `order_by`, a page of `limit` from `offset`; INVALID_QUERY or QUERY_TOO_LARGE (with the
-        position) for a query refused, checked before anything is read."""
+        position) for a query refused, checked before anything is read. `filters` are those of
+        list_runs (status, name_contains, run_id_prefix, account), each ANDed with `where`."""
         check_int(limit, "limit", minimum=1, maximum=PAGE_SIZE_MAX)
         check_int(offset, "offset", minimum=0, maximum=SEARCH_OFFSET_MAX)
+        _check_filters(name_contains, run_id_prefix, account)
         now = self.reader.clock()
         compile_search(where, order_by, descending=descending, include_retracted=include_retracted, now=now.timestamp())
         self.reader.wait(min_position, timeout_s)
@@ -291,4 +290,20 @@ class RunReads:
             offset=offset,
             include_retracted=include_retracted,
             now=now,
+            status=status,
+            name_contains=name_contains,
+            run_id_prefix=run_id_prefix,
+            account=account,
         )
+
+
+def _check_filters(name_contains: str, run_id_prefix: str, account: str) -> None:
+    """The filters of list_runs and search_runs: text within ID_LENGTH_MAX, an id prefix of hex digits."""
+    check_text(name_contains, "name_contains", limit=ID_LENGTH_MAX)
+    if run_id_prefix and not RUN_ID_PREFIX.fullmatch(run_id_prefix):
+        raise Invalid(
+            "a run id prefix is lowercase hex digits and dashes, at most 36 characters",
+            reason=Reason.INVALID_FIELD,
+            field="run_id_prefix",
+        )
+    check_text(account, "account", limit=ID_LENGTH_MAX)

@@ -18,7 +18,7 @@ from ledger.application.commands import (
 )
 from ledger.application.context import Context
 from ledger.application.outcomes import Receipt
-from ledger.domain import run_checkpoints, run_notes, run_steps
+from ledger.domain import run_checkpoints, run_notes, run_steps, run_tags
 from ledger.domain.base import LedgerAggregate
 from ledger.domain.batches import StepBatch
 from ledger.domain.errors import Invalid
@@ -179,6 +179,28 @@ class RunRecords(Context):
             _, run = self.aggregates.run(run_id)
             touched.append(run)
             return run_notes.note_summary(run, audit, summary=command.summary)
+
+        version, position = self.writer.write(decide)
+        return self.writer.receipt(UUID(run_id), version, position)
+
+    def set_tags(
+        self,
+        *,
+        run_id: str,
+        tags: Mapping[str, str] | None = None,
+        remove: Sequence[str] = (),
+        principal: str = "",
+        request_id: str = "",
+    ) -> Receipt:
+        """Set and remove the run's tags (ledger.domain.run_tags), also after it finished."""
+        check_reference(run_id, "run_id")
+        changes, removed = run_tags.check_tags(tags or {}, remove)
+        audit = self.writer.audit(principal, request_id)
+
+        def decide(touched: list[LedgerAggregate]) -> int | None:
+            _, run = self.aggregates.run(run_id)
+            touched.append(run)
+            return run_tags.set_tags(run, audit, changes=changes, removed=removed)
 
         version, position = self.writer.write(decide)
         return self.writer.receipt(UUID(run_id), version, position)

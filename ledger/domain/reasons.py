@@ -67,6 +67,15 @@ class Reason(enum.StrEnum):
         "INVALID_ALIAS",
         "An alias is not a lowercase letter then up to 63 lowercase letters, digits, - or _.",
     )
+    INVALID_TAG = (
+        "INVALID_TAG",
+        "A run tag's key is not 1 to 128 letters, digits, _ - . or /, or its value is not text of at most 256"
+        " characters; metadata names the key.",
+    )
+    TOO_MANY_TAGS = (
+        "TOO_MANY_TAGS",
+        "A run would carry more tags than its limit, or one request changes more tags than its limit.",
+    )
 
     # Documents (Invalid): metadata, summaries, verdicts and other free-form mappings.
     DOCUMENT_TOO_DEEP = "DOCUMENT_TOO_DEEP", "A document is nested more deeply than its limit."

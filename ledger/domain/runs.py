@@ -325,6 +325,20 @@ class Run(LedgerAggregate):
                 "version": self.originator_version,
             }
 
+    class TagsChanged(LedgerAggregate.Event):
+        """Tags set (key: value) and removed (keys): metadata, so also after the finish."""
+
+        set: dict[str, str]
+        removed: list[str]
+
+        def apply(self, run: Run) -> None:
+            kept = {key: value for key, value in run.tags.items() if key not in self.removed}
+            run.__dict__["tags"] = {**kept, **self.set}
+            requests = run.__dict__.setdefault("tag_requests", {})  # The latest 64, for retries (run_tags).
+            requests[self.request_id] = [self.set, self.removed, self.originator_version]
+            if len(requests) > 64:
+                del requests[next(iter(requests))]
+
     # What the commands on a run share. The commands are functions over the run, each checking
     # the request against its state and recording one event, or answering with the version of the
     # event that already recorded the same request (an idempotent retry): attempts, plan and
@@ -367,6 +381,8 @@ class Run(LedgerAggregate):
     def datasets(self) -> list[dict[str, Any]]:
         value: list[dict[str, Any]] = self.__dict__.get("datasets", [])
         return value
+
+    tags = property(lambda self: dict(self.__dict__.get("tags", {})), doc="The run's tags (a copy).")
 
     @property
     def registered(self) -> list[dict[str, Any]]:

@@ -37,7 +37,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from services.cli import database, registry, remote
+from services.cli import database, registry, remote, run_tags
 from services.cli.options import command_is
 from services.cli.output import Failure
 from services.render import tables
@@ -83,7 +83,7 @@ def parser(asked: str | None = None) -> argparse.ArgumentParser:
     top.add_argument("--version", action=_Version, help="print the version and exit")
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     database.add_serve_parsers(commands, asked)
-    remote.add_runs_parser(commands)
+    run_tags.add_tag_parsers(remote.add_runs_parser(commands))
     spend = remote.add_spend_parser(commands)
     if command_is(asked, "spend"):
         from services.cli import bills

@@ -115,16 +115,22 @@ def resolve_run(ledger: Ledger, ref: str) -> str:
 
 
 def runs_list(args: argparse.Namespace) -> None:
+    filters = {"status": args.status, "name_contains": args.name, "account": args.account}
     with opened(args.database) as ledger:
-        page = ledger.list_runs(
-            limit=args.limit,
-            status=args.status,
-            name_contains=args.name,
-            account=args.account,
-            include_retracted=args.include_retracted,
-        )
-    runs = list(page.runs)
-    emit(args, runs, runs_list_text(runs, page.after is not None, args.limit))
+        if args.where or args.order_by:
+            found = ledger.search_runs(
+                where=args.where,
+                order_by=args.order_by,
+                descending=args.desc,
+                limit=args.limit,
+                include_retracted=args.include_retracted,
+                **filters,
+            )
+            runs, more = list(found.runs), found.next_offset is not None
+        else:
+            page = ledger.list_runs(limit=args.limit, include_retracted=args.include_retracted, **filters)
+            runs, more = list(page.runs), page.after is not None
+    emit(args, runs, runs_list_text(runs, more, args.limit))
 
 
 def runs_show(args: argparse.Namespace) -> None:

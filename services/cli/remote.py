@@ -46,8 +46,9 @@ SERIES_PAGE_MAX = 10_000
 EVENTS_PAGE = 1_000
 
 
-def add_runs_parser(commands: Any) -> None:
-    """Add `runs` and its commands to the CLI's (the `add_subparsers` of services.cli.commands.parser)."""
+def add_runs_parser(commands: Any) -> Any:
+    """Add `runs` and its commands to the CLI's (the `add_subparsers` of services.cli.commands.parser);
+    the group, for those of services.cli.run_tags."""
     group = commands.add_parser("runs", help="training runs").add_subparsers(dest="action", required=True)
     listed = add_reading(group, "list", runs_list, "list runs, newest first")
     listed.add_argument("--status", choices=("running", "lost", "done", "failed", "stopped"), default="")
@@ -55,12 +56,16 @@ def add_runs_parser(commands: Any) -> None:
     listed.add_argument("--account", default="", help="runs whose spend lies under this account")
     listed.add_argument("--limit", type=positive, default=100, help="at most this many (default: %(default)s)")
     listed.add_argument("--include-retracted", action="store_true", help="list retracted runs too (marked)")
+    listed.add_argument("--where", default="", metavar="EXPR", help="runs a search selects (docs/search.md)")
+    listed.add_argument("--order-by", default="", metavar="FIELD", help="order by a search field (asc, or desc after)")
+    listed.add_argument("--desc", action="store_true", help="order by --order-by descending")
     shown = add_reading(group, "show", runs_show, "a run's state, spec, metrics, checkpoints, attempts and last steps")
     shown.add_argument("run", metavar="RUN", help="run id, unique id prefix (4+ characters), name or part of one")
     shown.add_argument("--steps", type=int, default=10, help="how many of the last steps to show (default: 10)")
     retracted = add_reading(group, "retract", runs_retract, "retract a run: hidden from lists, refused new writes")
     retracted.add_argument("run", metavar="RUN", help="run id, unique id prefix (4+ characters), name or part of one")
     retracted.add_argument("--reason", required=True, help="why (recorded; retracting again takes the same reason)")
+    return group
 
 
 def add_spend_parser(commands: Any) -> Any:
@@ -145,26 +150,36 @@ def _lister(client: LedgerClient) -> Lister:
 
 
 def runs_list(args: argparse.Namespace) -> None:
-    """Runs newest first, filtered by status, part of the name and account; at most --limit."""
+    """Runs newest first (or in --order-by's order), filtered by status, part of the name,
+    account and a search (--where), each ANDed; at most --limit."""
     runs: list[Any] = []
     more = False
     with talking(args) as client:
         token = ""
         while len(runs) < args.limit:
-            page = client.list_runs(
-                page_size=min(RUNS_PAGE, args.limit - len(runs)),
-                page_token=token,
-                status=args.status,
-                name_contains=args.name,
-                account=args.account,
-                include_retracted=args.include_retracted,
-            )
+            page = _runs_page(client, args, min(RUNS_PAGE, args.limit - len(runs)), token)
             runs += page.runs
             token = page.next_page_token
             if not token:
                 break
         more = bool(token)
     emit(args, runs, lambda: runs_list_text(runs, more, args.limit))
+
+
+def _runs_page(client: LedgerClient, args: argparse.Namespace, size: int, token: str) -> Any:
+    """A page of `runs list`: a search's with --where or --order-by, else a listing's."""
+    filters = {"status": args.status, "name_contains": args.name, "account": args.account}
+    if args.where or args.order_by:
+        return client.search_runs(
+            args.where,
+            order_by=args.order_by,
+            descending=args.desc,
+            page_size=size,
+            page_token=token,
+            include_retracted=args.include_retracted,
+            **filters,
+        )
+    return client.list_runs(page_size=size, page_token=token, include_retracted=args.include_retracted, **filters)
 
 
 def runs_show(args: argparse.Namespace) -> None:

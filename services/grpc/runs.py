@@ -25,7 +25,14 @@ from services.grpc.interceptors import SCOPE, audit
 from services.grpc.read_ahead import ReadAhead
 from services.grpc.watch import Watchers, caller
 from services.runtime.edge import Edge
-from services.runtime.paging import checkpoint_after, checkpoint_token, name_after, name_token
+from services.runtime.paging import (
+    checkpoint_after,
+    checkpoint_token,
+    name_after,
+    name_token,
+    search_offset,
+    search_token,
+)
 from trainledger.v1 import runs_pb2, runs_pb2_grpc
 
 __all__ = ["RunsServicer"]
@@ -173,6 +180,12 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
         )
         return runs_pb2.NoteSummaryResponse(position=receipt.position)
 
+    async def SetTags(self, request: runs_pb2.SetTagsRequest, context: Context) -> runs_pb2.SetTagsResponse:
+        receipt = await self.edge.call(
+            self.ledger.set_tags, run_id=request.run_id, tags=dict(request.set), remove=list(request.remove), **audit()
+        )
+        return runs_pb2.SetTagsResponse(position=receipt.position)
+
     async def RecordReport(
         self, request: runs_pb2.RecordReportRequest, context: Context
     ) -> runs_pb2.RecordReportResponse:
@@ -205,6 +218,8 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
 
     async def ListRuns(self, request: runs_pb2.ListRunsRequest, context: Context) -> runs_pb2.ListRunsResponse:
         size = codec.page_size(request.page_size, RUNS_PAGE_DEFAULT)
+        if request.where or request.order_by:
+            return await self._search_runs(request, size, context)
         after = codec.runs_after(request.page_token)
         timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
         scope = SCOPE.get()  # A scoped token lists the runs under its scope (services.runtime.auth).
@@ -224,6 +239,32 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
         page = await self.edge.call(read)
         return runs_pb2.ListRunsResponse(
             runs=[messages.run_summary(r) for r in page.runs], next_page_token=codec.runs_token(page.after)
+        )
+
+    async def _search_runs(
+        self, request: runs_pb2.ListRunsRequest, size: int, context: Context
+    ) -> runs_pb2.ListRunsResponse:
+        """ListRuns with a search (`where` or `order_by`: ledger.views.search), its
+        other filters ANDed in; the page token holds the offset of the next page."""
+        offset = search_offset(request.page_token)
+        timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
+        page = await self.edge.call(
+            self.ledger.search_runs,
+            where=request.where,
+            order_by=request.order_by,
+            descending=request.descending,
+            limit=size,
+            offset=offset,
+            include_retracted=request.include_retracted,
+            min_position=request.min_position,
+            timeout_s=timeout_s,
+            status=codec.status_name(request.status),
+            name_contains=request.name_contains,
+            run_id_prefix=request.run_id_prefix,
+            account=request.account or SCOPE.get(),
+        )
+        return runs_pb2.ListRunsResponse(
+            runs=[messages.run_summary(r) for r in page.runs], next_page_token=search_token(page.next_offset)
         )
 
     async def GetMetrics(self, request: runs_pb2.GetMetricsRequest, context: Context) -> runs_pb2.GetMetricsResponse:

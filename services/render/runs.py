@@ -250,6 +250,7 @@ def _fields_text(state: Any) -> str:
         ("progress", progress_text(getattr(state, "progress", None), run.status in ("running", ""))),
         ("best", _best_text(state)),
         ("retracted", retraction),
+        ("tags", " ".join(f"{key}={value}" for key, value in sorted(getattr(state, "tags", {}).items())) or None),
     ]
     return fields(
         [

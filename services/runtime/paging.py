@@ -24,6 +24,8 @@ __all__ = [
     "decode_token",
     "runs_token",
     "runs_after",
+    "search_token",
+    "search_offset",
     "position_token",
     "position_after",
     "versions_token",
@@ -90,6 +92,25 @@ def runs_after(token: str) -> tuple[float, str] | None:
     if not math.isfinite(opened):
         raise _refuse()
     return opened, value[1]
+
+
+def search_token(offset: int | None) -> str:
+    """The token of a ListRuns search's next page: the offset it starts from (a search orders by
+    any field, so no cursor continues it); empty when no run is left."""
+    return "" if offset is None else encode_token({"offset": offset})
+
+
+def search_offset(token: str) -> int:
+    """The offset a ListRuns search page starts from (0 for the first): refused for a token that
+    is not a search's (a plain listing's among them)."""
+    if not token:
+        return 0
+    value = decode_token(token)
+    if not isinstance(value, dict) or list(value) != ["offset"] or type(value["offset"]) is not int:
+        raise _refuse()
+    if not 0 <= value["offset"] <= POSITION_MAX:
+        raise _refuse()
+    return int(value["offset"])
 
 
 def position_token(position: int | None) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
@@ -49,6 +49,7 @@ from services.web.params import (
     step_range,
     text,
 )
+from services.web.search import RUNS_PARAMETERS, check_known, search_of
 
 if TYPE_CHECKING:
     from services.web.live import RunStreams
@@ -179,28 +180,40 @@ def _run_documents(ledger: Any, run_id: str) -> dict[str, Any]:
     }
 
 
-async def runs_page(web: Web, request: HTTPConnection, identity: Identity) -> models.RunPage:
-    """The page of runs a runs request asks for (retracted runs only with include_retracted=1). A
-    scoped token lists the runs under its account (an account filter outside its scope is refused)."""
+class RunsAnswer(NamedTuple):
+    """A page of runs and the token of the next (empty after the last)."""
+
+    runs: tuple[models.RunSummary, ...]
+    next_page: str
+
+
+async def runs_page(web: Web, request: HTTPConnection, identity: Identity) -> RunsAnswer:
+    """The page of runs a runs request asks for (retracted runs only with include_retracted=1),
+    those a search selects when it has one (services.web.search), the filters ANDed. A scoped
+    token lists the runs under its account (an account filter outside its scope is refused)."""
     limit = required_integer(request, "limit", RUNS_LIMIT_DEFAULT, minimum=1, maximum=RUNS_LIMIT_MAX)
-    wanted_status = status(request)
-    name = text(request, "name")
-    account = text(request, "account")
-    after = page_token(request, tokens.runs_after)
+    filters = {"status": status(request), "name_contains": text(request, "name"), "account": text(request, "account")}
+    search = search_of(request)
     scope = web.access.scope(identity)
     if scope:
-        if account and not await web.access.within(identity, account):
+        if filters["account"] and not await web.access.within(identity, filters["account"]):
             raise WebError(403, Reason.OUTSIDE_SCOPE, f"outside the token's scope (account {scope})", scope=scope)
-        account = account or scope
-    return await web.call(
-        web.ledger.list_runs,
-        limit=limit,
-        after=after,
-        status=wanted_status,
-        name_contains=name,
-        account=account,
-        include_retracted=include_retracted(request),
-    )
+        filters["account"] = filters["account"] or scope
+    retracted = include_retracted(request)
+    if search.given:
+        offset = page_token(request, tokens.search_offset)
+        found = await web.call(
+            web.ledger.search_runs,
+            **search._asdict(),
+            limit=limit,
+            offset=offset,
+            include_retracted=retracted,
+            **filters,
+        )
+        return RunsAnswer(found.runs, tokens.search_token(found.next_offset))
+    after = page_token(request, tokens.runs_after)
+    page = await web.call(web.ledger.list_runs, limit=limit, after=after, include_retracted=retracted, **filters)
+    return RunsAnswer(page.runs, tokens.runs_token(page.after))
 
 
 def include_retracted(request: HTTPConnection) -> bool:
@@ -214,11 +227,10 @@ async def identify(request: HTTPConnection, endpoint: str) -> Identity:
 
 async def list_runs(request: Request) -> Response:
     web = web_of(request)
+    check_known(request, RUNS_PARAMETERS)
     identity = await identify(request, "runs")
     page = await runs_page(web, request, identity)
-    return json_response(
-        {"runs": [summary_document(run) for run in page.runs], "next_page": tokens.runs_token(page.after) or None}
-    )
+    return json_response({"runs": [summary_document(run) for run in page.runs], "next_page": page.next_page or None})
 
 
 async def get_run(request: Request) -> Response:

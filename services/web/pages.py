@@ -21,9 +21,8 @@ from starlette.responses import Response
 from ledger.views import models
 from services.render import status_text
 from services.render.tables import usd
-from services.runtime import paging as tokens
 from services.web import api, documents, params
-from services.web.access import Subject
+from services.web.access import Subject, WebError
 from services.web.did_it_work import compare_table
 from services.web.events import read_events
 from services.web.markup import bar, e, layout, progress_cell, query, spend_text, table, when
@@ -70,16 +69,26 @@ def run_row(run: models.RunSummary) -> str:
 async def runs(request: Request) -> Response:
     web = api.web_of(request)
     identity = await api.identify(request, "runs")
-    page = await api.runs_page(web, request, identity)
+    refusal = ""
+    try:
+        page = await api.runs_page(web, request, identity)
+    except WebError as error:
+        if error.fields.get("field") not in ("where", "order_by"):
+            raise
+        # A search refused shows the form and why, never every run.
+        page, refusal = api.RunsAnswer((), ""), f'<p class="error" id="search-error">{e(error.message)}</p>'
     chosen = request.query_params.get("status", "")
     options = "".join(
         f'<option value="{s}"{" selected" if s == chosen else ""}>{s or "any status"}</option>'
         for s in ("", *params.STATUSES)
     )
     name, account = request.query_params.get("name", ""), request.query_params.get("account", "")
+    where = request.query_params.get("where", "")
     retracted = api.include_retracted(request)
     filters = (
         '<form class="filters" method="get" action="/">'
+        f'<label>search <input name="where" size="40" value="{e(where)}"'
+        " placeholder=\"tags.team = 'vision' and summary.eval_loss < 0.5\"></label>"
         f'<label>status <select name="status">{options}</select></label>'
         f'<label>name <input name="name" value="{e(name)}"></label>'
         f'<label>account <input name="account" value="{e(account)}"></label>'
@@ -99,7 +108,7 @@ async def runs(request: Request) -> Response:
         empty="No runs.",
     )
     following = ""
-    token = tokens.runs_token(page.after)
+    token = page.next_page
     if token:
         limit = request.query_params.get("limit", "")
         href = "/?" + query(
@@ -107,12 +116,15 @@ async def runs(request: Request) -> Response:
             name=name,
             account=account,
             include_retracted="1" if retracted else "",
+            where=where,
+            order_by=request.query_params.get("order_by", ""),
+            desc=request.query_params.get("desc", ""),
             limit=limit,
             page=token,
         )
         following = f'<p class="pager"><a rel="next" href="{e(href)}">older runs</a></p>'
-    body = f"<h1>Runs</h1>{filters}{compare_form}{rows}{following}"
-    return layout("runs", "runs", body)
+    body = f"<h1>Runs</h1>{filters}{refusal}{compare_form}{'' if refusal else rows}{following}"
+    return layout("runs", "runs", body, status=400 if refusal else 200)
 
 
 # Compare.

@@ -150,7 +150,7 @@ async def run(request: Request) -> Response:
         for s in stats
     )
     body = (
-        f"<h1>{e(info.name or run_id)}</h1>{_banner(info.retraction)}"
+        f"<h1>{e(info.name or run_id)}</h1>{_banner(info.retraction)}{_tags(state.tags)}"
         + live_panels(("Did it work?", did_it_work(state.reports)))
         + f"{_facts(state, rid)}"
         f'<section class="charts">{charts or "<p class=empty>No metrics recorded.</p>"}</section>'
@@ -169,6 +169,16 @@ async def run(request: Request) -> Response:
         )
     )
     return layout("run", info.name or run_id, body, attributes=f' data-run-id="{rid}"')
+
+
+def _tags(tags: dict[str, str]) -> str:
+    """A run's tags as one small line (nothing when it has none)."""
+    if not tags:
+        return ""
+    items = "".join(
+        f'<span class="tag" data-tag="{e(key)}">{e(key)}={e(value)}</span> ' for key, value in sorted(tags.items())
+    )
+    return f'<p class="tags" data-field="tags">tags: {items.strip()}</p>'
 
 
 def _banner(retraction: models.Retraction | None) -> str:

@@ -237,3 +237,19 @@ def test_a_ledger_written_before_the_search_view_builds_it_when_opened(tmp_path:
         assert ids(ledger, ledger.head(), where=where, include_retracted=True) == [run_id]
     finally:
         ledger.close()
+
+
+def test_tags_are_searched_by_key_quoted_when_odd_and_forgotten_when_removed(ledger: Ledger) -> None:
+    tagged = ledger.open_run(run_key="tagged").run_id
+    other = ledger.open_run(run_key="other").run_id
+    ledger.set_tags(run_id=tagged, tags={"sweep/lr": "3e-4", "stage.name": "warm", "team": "vision"})
+    position = ledger.set_tags(run_id=other, tags={"team": "audio", "stage.name": "cold"}).position
+    assert ids(ledger, position, where="tags.`sweep/lr` = '3e-4'") == [tagged]
+    assert ids(ledger, position, where="tags.`stage.name` = 'warm'") == [tagged]
+    assert ids(ledger, position, where="tags.team in ('vision', 'audio')", order_by="tags.team") == [other, tagged]
+    position = ledger.set_tags(run_id=tagged, tags={"team": "audio"}, remove=["sweep/lr"]).position
+    assert ids(ledger, position, where="tags.`sweep/lr` is not null") == []
+    assert ids(ledger, position, where="tags.team = 'vision'") == []
+    assert sorted(ids(ledger, position, where="tags.team = 'audio'")) == sorted([tagged, other])
+    ledger.projector.rebuild()
+    assert sorted(ids(ledger, position, where="tags.team = 'audio'")) == sorted([tagged, other])

@@ -98,6 +98,8 @@ def scenario(ledger: Ledger, clock: FakeClock) -> dict[str, Any]:
     steps(ledger, other, 1, 1, 3)
     ledger.finish_run(run_id=other, attempt=1, status="done", summary={"loss": 0.1})
     ledger.note_summary(run_id=other, summary={"eval": 0.9})
+    ledger.set_tags(run_id=other, tags={"team": "vision", "stage": "a"})
+    ledger.set_tags(run_id=other, tags={"sweep": "lr"}, remove=["stage"])
     ledger.record_report(run_id=other, kind="holdout", report={"metric": "loss", "before": 2.5, "after": 1.5})
     ledger.record_report(run_id=other, kind="notes", report={"seed": 1})
     ledger.record_report(run_id=other, kind="notes", report={"judge": "v2"})

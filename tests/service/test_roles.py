@@ -47,6 +47,7 @@ MATRIX = [
     ("Runs/PlanPrune", "++S", "++S", "++S", "++S"),
     ("Runs/DeleteCheckpoint", "++S", "++S", "RRR", "++S"),
     ("Runs/Heartbeat", "++S", "++S", "RRR", "++S"),
+    ("Runs/SetTags", "++S", "++S", "RRR", "++S"),
     ("Spend/OpenAccount", "RRR", "++S", "RRR", "++S"),
     ("Spend/SetCap", "RRR", "++S", "RRR", "++S"),
     ("Spend/Reserve", "++S", "++S", "RRR", "++S"),
@@ -192,6 +193,7 @@ def _calls(stubs: Stubs, team: str, run_id: str, spare_run_id: str) -> dict[str,
             runs_pb2.DeleteCheckpointRequest(run_id=run_id, attempt=1, step=1), metadata=m
         ),
         "Runs/Heartbeat": lambda m: r.Heartbeat(runs_pb2.HeartbeatRequest(run_id=run_id, attempt=1), metadata=m),
+        "Runs/SetTags": lambda m: r.SetTags(runs_pb2.SetTagsRequest(run_id=run_id, set={"team": "a"}), metadata=m),
         "Runs/LinkSession": lambda m: r.LinkSession(
             runs_pb2.LinkSessionRequest(run_id=run_id, provider="tinker", session_id=_unique()), metadata=m
         ),

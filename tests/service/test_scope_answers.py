@@ -207,3 +207,18 @@ def test_a_refused_cap_raise_says_who_may_raise_it(world: World) -> None:
     _, details, reason, _ = answer(lambda: s.SetCap(request, metadata=world.metadata("operator")))
     assert reason == "CAP_RAISE_OUTSIDE_SCOPE"
     assert "scoped above team-a" in details and "unscoped" in details
+
+
+def test_a_scoped_token_searches_only_the_runs_under_its_scope(world: World) -> None:
+    r = world.served.stubs.runs
+    a_run = world.ledger.open_run(
+        run_key="searched-run-of-team-a", name="searched", spec={}, parent_account="team-a", cap_usd_micro=None, **WHO
+    ).run_id
+    head = world.ledger.head()
+
+    def searched(scope: str) -> set[str]:
+        request = runs_pb2.ListRunsRequest(where="attempts = 0", order_by="name", min_position=head)
+        return {run.run_id for run in r.ListRuns(request, metadata=world.metadata("operator", scope)).runs}
+
+    assert a_run in searched("team-a") and world.b_run not in searched("team-a")
+    assert {a_run, world.b_run} <= searched("")

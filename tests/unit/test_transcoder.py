@@ -14,7 +14,17 @@ import pytest
 from eventsourcing.domain import Snapshot
 
 from ledger import Ledger
-from ledger.domain import abandoned, aliases, leases, plans, run_attempts, run_checkpoints, run_notes, run_steps
+from ledger.domain import (
+    abandoned,
+    aliases,
+    leases,
+    plans,
+    run_attempts,
+    run_checkpoints,
+    run_notes,
+    run_steps,
+    run_tags,
+)
 from ledger.domain import spending as spend
 from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
@@ -123,6 +133,7 @@ def run_events() -> tuple[Run, list[Any]]:
     run_notes.note_summary(run, AUDIT, summary={"note": "ünïcødé ✓"})
     run_notes.link_session(run, AUDIT, provider="tinker", session_id="sess-1", attempt=2)
     run_notes.record_report(run, AUDIT, kind="notes", report={"reviewer": "ünïcødé ✓", "passes": 3})
+    run_tags.set_tags(run, AUDIT, changes={"team": "ünïcødé ✓", "sweep/lr": "3e-4"}, removed=["stage"])
     run_notes.retract(run, AUDIT, reason="trained on a leaked eval set")
     return run, run.collect_events()
 

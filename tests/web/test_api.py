@@ -46,6 +46,7 @@ def test_runs_lists_every_run_newest_first_with_spend_and_cap(http: httpx.Client
         "cap_usd_micro": 10_000_000,
         "parent_account": "team",
         "presumed_usd_micro": 0,
+        "tags": {},
     }
     assert runs[0]["cap_usd_micro"] is None
     assert runs[0]["status"] == "done"

@@ -537,3 +537,38 @@ def test_a_planned_run_shows_progress_scores_datasets_and_leaves_the_list_when_r
     run_page(ledger, tab, run_id)
     assert "eval rows leaked into train" in tab.locator("p.retracted").inner_text()
     assert watch.clear() == []
+
+
+def test_the_runs_page_search_box_finds_runs_and_shows_a_refusal(ledger: Ledger, page: tuple[Page, Watch]) -> None:
+    tab, watch = page
+    client = ledger.client
+    tagged = client.open_run(run_key="searched", name="sft-searched").state.run.run_id
+    client.start_attempt(run_id=tagged)
+    client.set_tags(tagged, {"team": "vision"})
+    receipt = client.set_tags(ledger.beta, {"team": "audio"})
+    client.get_run_state(run_id=ledger.beta, min_position=receipt.position)
+    tab.goto(ledger.served.base + "/", wait_until="load")
+    tab.fill('form.filters input[name="where"]', "tags.team = 'vision'")
+    tab.click('form.filters button[type="submit"]')
+    tab.wait_for_load_state("load")
+    listed = tab.locator("table.runs tbody tr[data-run-id]")
+    assert [listed.nth(i).get_attribute("data-run-id") for i in range(listed.count())] == [tagged]
+    assert tab.input_value('form.filters input[name="where"]') == "tags.team = 'vision'"
+    # A run opened while a search is shown gets no row (the search never turns into every run);
+    # the listed run's step, recorded after it, shows the page has heard of it.
+    opened = client.open_run(run_key="opened-meanwhile", name="sft-meanwhile").state.run.run_id
+    client.append_steps(run_id=tagged, attempt=1, steps=[0], metrics={"loss": [1.0]})
+    row = f'table.runs tr[data-run-id="{tagged}"]'
+    tab.wait_for_function(
+        f"() => document.querySelector('{row} [data-field=\"last_step\"]').textContent.trim() === '0'",
+        timeout=LIVE_WAIT_MS,
+    )
+    assert tab.locator(f'table.runs tr[data-run-id="{opened}"]').count() == 0
+    tab.fill('form.filters input[name="where"]', "tags.team = ")
+    tab.click('form.filters button[type="submit"]')
+    tab.wait_for_load_state("load")
+    assert "at position 13" in tab.locator("#search-error").inner_text()
+    assert tab.locator("table.runs").count() == 0
+    assert tab.input_value('form.filters input[name="where"]') == "tags.team = "
+    # The refused search answers 400: the one failed request the page may show.
+    assert [problem for problem in watch.clear() if "400" not in problem] == []

@@ -184,7 +184,7 @@ def test_runs_page_filters_with_a_get_form(http: httpx.Client, recorded: Recorde
         "failed",
         "stopped",
     ]
-    assert {i.attrs["name"] for i in form.all("input")} == {"name", "account", "include_retracted"}
+    assert {i.attrs["name"] for i in form.all("input")} == {"where", "name", "account", "include_retracted"}
     done = page(http, "/", status="done")
     assert [
         r.attrs["data-run-id"] for r in done.one("table", class_="runs").all("tr", data_run_id=recorded.other_run_id)
@@ -193,6 +193,17 @@ def test_runs_page_filters_with_a_get_form(http: httpx.Client, recorded: Recorde
     assert done.one("option", value="done").attrs.get("selected") == ""
     by_account = page(http, "/", account="team").one("table", class_="runs")
     assert [r.attrs["data-run-id"] for r in by_account.all("tr") if "data-run-id" in r.attrs] == [recorded.run_id]
+
+
+def test_runs_page_searches_with_the_where_field(http: httpx.Client, recorded: Recorded) -> None:
+    found = page(http, "/", where="spec.model = 'tiny'")
+    assert found.one("input", name="where").attrs["value"] == "spec.model = 'tiny'"
+    rows = found.one("table", class_="runs").all("tr")
+    assert [r.attrs["data-run-id"] for r in rows if "data-run-id" in r.attrs] == [recorded.run_id]
+    refused = http.get("/", params={"where": "spec.model = "})
+    assert refused.status_code == 400
+    assert 'id="search-error"' in refused.text and "at position 14" in refused.text
+    assert 'class="runs"' not in refused.text  # Never every run.
 
 
 def test_runs_page_pages_with_a_link(http: httpx.Client, recorded: Recorded) -> None:

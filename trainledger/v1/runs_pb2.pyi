@@ -225,7 +225,14 @@ class GetRunStateResponse(_message.Message):
     def __init__(self, state: _Optional[_Union[RunState, _Mapping]] = ...) -> None: ...
 
 class RunState(_message.Message):
-    __slots__ = ("run", "attempts", "current_attempt", "checkpoint", "expired_checkpoints", "resume", "last_step", "spend", "position", "expired_checkpoint_count", "best_checkpoint", "progress", "datasets", "reports")
+    __slots__ = ("run", "attempts", "current_attempt", "checkpoint", "expired_checkpoints", "resume", "last_step", "spend", "position", "expired_checkpoint_count", "best_checkpoint", "progress", "datasets", "reports", "tags")
+    class TagsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     RUN_FIELD_NUMBER: _ClassVar[int]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     CURRENT_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
@@ -240,6 +247,7 @@ class RunState(_message.Message):
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
     DATASETS_FIELD_NUMBER: _ClassVar[int]
     REPORTS_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
     run: RunInfo
     attempts: _containers.RepeatedCompositeFieldContainer[Attempt]
     current_attempt: int
@@ -254,7 +262,8 @@ class RunState(_message.Message):
     progress: Progress
     datasets: _containers.RepeatedCompositeFieldContainer[Dataset]
     reports: _struct_pb2.Struct
-    def __init__(self, run: _Optional[_Union[RunInfo, _Mapping]] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., current_attempt: _Optional[int] = ..., checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., expired_checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., resume: _Optional[_Union[Resume, _Mapping]] = ..., last_step: _Optional[int] = ..., spend: _Optional[_Union[SpendTotals, _Mapping]] = ..., position: _Optional[int] = ..., expired_checkpoint_count: _Optional[int] = ..., best_checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., datasets: _Optional[_Iterable[_Union[Dataset, _Mapping]]] = ..., reports: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    tags: _containers.ScalarMap[str, str]
+    def __init__(self, run: _Optional[_Union[RunInfo, _Mapping]] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., current_attempt: _Optional[int] = ..., checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., expired_checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., resume: _Optional[_Union[Resume, _Mapping]] = ..., last_step: _Optional[int] = ..., spend: _Optional[_Union[SpendTotals, _Mapping]] = ..., position: _Optional[int] = ..., expired_checkpoint_count: _Optional[int] = ..., best_checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., datasets: _Optional[_Iterable[_Union[Dataset, _Mapping]]] = ..., reports: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., tags: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class RunInfo(_message.Message):
     __slots__ = ("run_id", "run_key", "name", "status", "spec", "summary", "error", "opened_at", "finished_at", "objective", "retraction")
@@ -374,7 +383,7 @@ class SpendTotals(_message.Message):
     def __init__(self, cap_usd_micro: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., pending_usd_micro: _Optional[int] = ..., remaining_usd_micro: _Optional[int] = ..., overrun_usd_micro: _Optional[int] = ..., bill: _Optional[_Union[_common_pb2.BillTotals, _Mapping]] = ..., plan: _Optional[_Union[_common_pb2.PlanHold, _Mapping]] = ..., presumed_usd_micro: _Optional[int] = ...) -> None: ...
 
 class ListRunsRequest(_message.Message):
-    __slots__ = ("page_size", "page_token", "status", "min_position", "name_contains", "run_id_prefix", "account", "include_retracted")
+    __slots__ = ("page_size", "page_token", "status", "min_position", "name_contains", "run_id_prefix", "account", "include_retracted", "where", "order_by", "descending")
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -383,6 +392,9 @@ class ListRunsRequest(_message.Message):
     RUN_ID_PREFIX_FIELD_NUMBER: _ClassVar[int]
     ACCOUNT_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_RETRACTED_FIELD_NUMBER: _ClassVar[int]
+    WHERE_FIELD_NUMBER: _ClassVar[int]
+    ORDER_BY_FIELD_NUMBER: _ClassVar[int]
+    DESCENDING_FIELD_NUMBER: _ClassVar[int]
     page_size: int
     page_token: str
     status: _common_pb2.RunStatus
@@ -391,7 +403,10 @@ class ListRunsRequest(_message.Message):
     run_id_prefix: str
     account: str
     include_retracted: bool
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.RunStatus, str]] = ..., min_position: _Optional[int] = ..., name_contains: _Optional[str] = ..., run_id_prefix: _Optional[str] = ..., account: _Optional[str] = ..., include_retracted: _Optional[bool] = ...) -> None: ...
+    where: str
+    order_by: str
+    descending: bool
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.RunStatus, str]] = ..., min_position: _Optional[int] = ..., name_contains: _Optional[str] = ..., run_id_prefix: _Optional[str] = ..., account: _Optional[str] = ..., include_retracted: _Optional[bool] = ..., where: _Optional[str] = ..., order_by: _Optional[str] = ..., descending: _Optional[bool] = ...) -> None: ...
 
 class ListRunsResponse(_message.Message):
     __slots__ = ("runs", "next_page_token")
@@ -402,7 +417,14 @@ class ListRunsResponse(_message.Message):
     def __init__(self, runs: _Optional[_Iterable[_Union[RunSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class RunSummary(_message.Message):
-    __slots__ = ("run_id", "name", "status", "current_attempt", "last_step", "committed_usd_micro", "opened_at", "parent_account", "cap_usd_micro", "pending_usd_micro", "progress", "retracted", "presumed_usd_micro")
+    __slots__ = ("run_id", "name", "status", "current_attempt", "last_step", "committed_usd_micro", "opened_at", "parent_account", "cap_usd_micro", "pending_usd_micro", "progress", "retracted", "presumed_usd_micro", "tags")
+    class TagsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -416,6 +438,7 @@ class RunSummary(_message.Message):
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
     RETRACTED_FIELD_NUMBER: _ClassVar[int]
     PRESUMED_USD_MICRO_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     name: str
     status: _common_pb2.RunStatus
@@ -429,7 +452,8 @@ class RunSummary(_message.Message):
     progress: Progress
     retracted: bool
     presumed_usd_micro: int
-    def __init__(self, run_id: _Optional[str] = ..., name: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.RunStatus, str]] = ..., current_attempt: _Optional[int] = ..., last_step: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., opened_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., parent_account: _Optional[str] = ..., cap_usd_micro: _Optional[int] = ..., pending_usd_micro: _Optional[int] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., retracted: _Optional[bool] = ..., presumed_usd_micro: _Optional[int] = ...) -> None: ...
+    tags: _containers.ScalarMap[str, str]
+    def __init__(self, run_id: _Optional[str] = ..., name: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.RunStatus, str]] = ..., current_attempt: _Optional[int] = ..., last_step: _Optional[int] = ..., committed_usd_micro: _Optional[int] = ..., opened_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., parent_account: _Optional[str] = ..., cap_usd_micro: _Optional[int] = ..., pending_usd_micro: _Optional[int] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., retracted: _Optional[bool] = ..., presumed_usd_micro: _Optional[int] = ..., tags: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class GetSeriesRequest(_message.Message):
     __slots__ = ("run_id", "from_step", "page_size", "metrics", "include_superseded", "min_position")
@@ -732,6 +756,29 @@ class HeartbeatRequest(_message.Message):
     def __init__(self, run_id: _Optional[str] = ..., attempt: _Optional[int] = ...) -> None: ...
 
 class HeartbeatResponse(_message.Message):
+    __slots__ = ("position",)
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    position: int
+    def __init__(self, position: _Optional[int] = ...) -> None: ...
+
+class SetTagsRequest(_message.Message):
+    __slots__ = ("run_id", "set", "remove")
+    class SetEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    SET_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    set: _containers.ScalarMap[str, str]
+    remove: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, run_id: _Optional[str] = ..., set: _Optional[_Mapping[str, str]] = ..., remove: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class SetTagsResponse(_message.Message):
     __slots__ = ("position",)
     POSITION_FIELD_NUMBER: _ClassVar[int]
     position: int

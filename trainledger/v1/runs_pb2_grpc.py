@@ -140,6 +140,11 @@ class RunsStub:
                 request_serializer=trainledger_dot_v1_dot_runs__pb2.HeartbeatRequest.SerializeToString,
                 response_deserializer=trainledger_dot_v1_dot_runs__pb2.HeartbeatResponse.FromString,
                 _registered_method=True)
+        self.SetTags = channel.unary_unary(
+                '/trainledger.v1.Runs/SetTags',
+                request_serializer=trainledger_dot_v1_dot_runs__pb2.SetTagsRequest.SerializeToString,
+                response_deserializer=trainledger_dot_v1_dot_runs__pb2.SetTagsResponse.FromString,
+                _registered_method=True)
 
 
 class RunsServicer:
@@ -296,6 +301,14 @@ class RunsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetTags(self, request, context):
+        """Sets and removes a run's tags (short key/value metadata a search names as tags.KEY); allowed
+        after the run has finished.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RunsServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -403,6 +416,11 @@ def add_RunsServicer_to_server(servicer, server):
                     servicer.Heartbeat,
                     request_deserializer=trainledger_dot_v1_dot_runs__pb2.HeartbeatRequest.FromString,
                     response_serializer=trainledger_dot_v1_dot_runs__pb2.HeartbeatResponse.SerializeToString,
+            ),
+            'SetTags': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetTags,
+                    request_deserializer=trainledger_dot_v1_dot_runs__pb2.SetTagsRequest.FromString,
+                    response_serializer=trainledger_dot_v1_dot_runs__pb2.SetTagsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -973,6 +991,33 @@ class Runs:
             '/trainledger.v1.Runs/Heartbeat',
             trainledger_dot_v1_dot_runs__pb2.HeartbeatRequest.SerializeToString,
             trainledger_dot_v1_dot_runs__pb2.HeartbeatResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetTags(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trainledger.v1.Runs/SetTags',
+            trainledger_dot_v1_dot_runs__pb2.SetTagsRequest.SerializeToString,
+            trainledger_dot_v1_dot_runs__pb2.SetTagsResponse.FromString,
             options,
             channel_credentials,
             insecure,

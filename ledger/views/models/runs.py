@@ -206,6 +206,7 @@ class RunState(msgspec.Struct, frozen=True, kw_only=True):
     progress: Progress = msgspec.field(default_factory=Progress)
     datasets: tuple[Dataset, ...] = ()
     reports: dict[str, Any] = msgspec.field(default_factory=dict)
+    tags: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
@@ -224,6 +225,7 @@ class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
     progress: Progress = msgspec.field(default_factory=Progress)
     retracted: bool = False
     presumed_usd_micro: int = 0  # What the ledger charged for abandoned holds (see SpendTotals).
+    tags: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 class RunPage(msgspec.Struct, frozen=True, kw_only=True):

@@ -92,6 +92,18 @@ def _summary_noted(c: ViewCursor, e: Any, position: int) -> None:
     )
 
 
+def _tags_changed(c: ViewCursor, e: Any, position: int) -> None:
+    run_id = str(e.originator_id)
+    for key in [*e.removed, *e.set]:
+        c.execute("DELETE FROM view_run_tags WHERE run_id = ? AND key = ?", (run_id, key))
+    if e.set:
+        c.executemany(
+            "INSERT INTO view_run_tags (run_id, key, value) VALUES (?, ?, ?)",
+            [(run_id, key, value) for key, value in e.set.items()],
+        )
+    c.execute("UPDATE view_runs SET position = ? WHERE run_id = ?", (position, run_id))
+
+
 def runs_handlers() -> ViewHandlers:
     """The runs view's handler of each event class it projects: its own, each followed by the
     lease rows' handler of the same event."""
@@ -104,6 +116,7 @@ def runs_handlers() -> ViewHandlers:
         Run.CheckpointSaved: _checkpoint_saved,
         Run.Finished: _finished,
         Run.SummaryNoted: _summary_noted,
+        Run.TagsChanged: _tags_changed,
     }
     for event_class, lease_handler in lease_handlers().items():
         known = handlers.get(event_class)

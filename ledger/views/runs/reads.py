@@ -9,6 +9,7 @@ steps or a million, or of a thousand checkpoints.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,7 +26,9 @@ from ledger.views.runs.leases import LEASE_ROW
 from ledger.views.spend.reads import PLAN_HOLD_ROW, PRESUMED, SPEND_ROW, to_plan_hold, to_spend_totals
 from ledger.views.store import POSITION_ROW, Query, tracking_position
 
-__all__ = ["RunViewReads"]
+__all__ = ["RunViewReads", "run_filters", "with_tags"]
+
+Rows = Callable[[str, tuple[Any, ...]], list[Any]]
 
 RUN_ROW = (
     "SELECT run_id, run_key, name, status, spec, summary, error, opened_at, finished_at, current_attempt,"
@@ -135,6 +138,7 @@ class RunViewReads:
             progress=run_progress,
             datasets=self.provenance.datasets(run_id),
             reports=reports_of(self.query.rows(REPORT_ROWS, (run_id,))),
+            tags=dict(self.query.rows("SELECT key, value FROM view_run_tags WHERE run_id = ? ORDER BY key", (run_id,))),
         )
 
     def _attempts(self, run_id: str) -> tuple[Attempt, ...]:
@@ -232,7 +236,7 @@ class RunViewReads:
         `name_contains` (case-insensitive), whose id starts with `run_id_prefix`, and whose spend
         account lies under `account` at any depth, when given. Retracted runs only with
         `include_retracted`. Progress is as of `now` (the ETA)."""
-        prefix, where, params = _run_filters(
+        prefix, where, params = run_filters(
             after=after,
             status=status,
             name_contains=name_contains,
@@ -247,7 +251,7 @@ class RunViewReads:
         # One more than the page, to know whether another follows.
         rows = self.query.rows(sql, (*params, limit + 1))
         moment = now if now is not None else datetime.now(UTC)
-        runs = tuple(to_run_summary(row, moment) for row in rows[:limit])
+        runs = with_tags(self.query.rows, tuple(to_run_summary(row, moment) for row in rows[:limit]))
         last = rows[limit - 1] if len(rows) > limit else None
         return RunPage(runs=runs, after=None if last is None else (last[5], last[0]))
 
@@ -276,14 +280,14 @@ RUN_SUMMARY_SELECT = (
 )
 
 
-def _run_filters(
+def run_filters(
     *,
     after: tuple[float, str] | None,
-    status: str,
-    name_contains: str,
-    run_id_prefix: str,
-    account: str,
     include_retracted: bool,
+    status: str = "",
+    name_contains: str = "",
+    run_id_prefix: str = "",
+    account: str = "",
 ) -> tuple[str, list[str], list[Any]]:
     """What list_runs' filters add to its query: a prefix (the accounts under `account`), the
     WHERE conditions and their parameters, in order."""
@@ -362,3 +366,15 @@ def to_run_summary(row: Any, now: datetime) -> RunSummary:
         retracted=retracted_at is not None,
         presumed_usd_micro=presumed,
     )
+
+
+def with_tags(rows: Rows, runs: tuple[RunSummary, ...]) -> tuple[RunSummary, ...]:
+    """The runs of a page, each with its tags (one query for the whole page)."""
+    if not runs:
+        return runs
+    tags: dict[str, dict[str, str]] = {}
+    marks = ", ".join("?" * len(runs))
+    sql = f"SELECT run_id, key, value FROM view_run_tags WHERE run_id IN ({marks}) ORDER BY run_id, key"
+    for run_id, key, value in rows(sql, tuple(run.run_id for run in runs)):
+        tags.setdefault(run_id, {})[key] = value
+    return tuple(msgspec.structs.replace(run, tags=tags[run.run_id]) if run.run_id in tags else run for run in runs)

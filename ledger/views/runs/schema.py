@@ -60,6 +60,9 @@ RUNS_TABLES: dict[str, Table] = {
         [("expires_at",)],
         "runs",
     ),
+    # Each run's tags (Run.TagsChanged). A table of its own, so a file made before tags existed
+    # gets it (its runs carry none).
+    "view_run_tags": Table({"run_id": str, "key": str, "value": str}, ("run_id", "key"), [], "runs"),
     "view_checkpoints": Table(
         {
             "run_id": str,

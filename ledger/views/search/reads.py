@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from ledger.views.models import RunSummary
-from ledger.views.runs.reads import RUN_SUMMARY_SELECT, to_run_summary
+from ledger.views.runs.reads import RUN_SUMMARY_SELECT, run_filters, to_run_summary, with_tags
 from ledger.views.search.compile import Sql, compile_order, compile_where
 from ledger.views.search.grammar import parse_order, parse_query
 
@@ -37,20 +37,24 @@ SEARCH_SELECT = (
 )
 
 
-def compile_search(where: str, order_by: str, *, descending: bool, include_retracted: bool, now: float) -> Sql:
+def compile_search(
+    where: str, order_by: str, *, descending: bool, include_retracted: bool, now: float, **filters: str
+) -> Sql:
     """The SELECT of the ids a search finds, in order, up to its LIMIT and OFFSET; INVALID_QUERY
-    or QUERY_TOO_LARGE, before any SQL runs, when `where` or `order_by` is refused."""
+    or QUERY_TOO_LARGE, before any SQL runs, when `where` or `order_by` is refused. `filters` are
+    ListRuns' (status, name_contains, run_id_prefix, account: RunReads.list_runs), each ANDed in."""
     condition = compile_where(parse_query(where), now) if where.strip() else None
     join, terms = compile_order(parse_order(order_by) if order_by.strip() else None, descending, now)
-    conditions = [] if condition is None else [f"({condition.text})"]
-    if not include_retracted:
-        conditions.append("p.retracted_at IS NULL")
-    text = SEARCH_SELECT + join.text
+    prefix, filtered, params = run_filters(after=None, include_retracted=include_retracted, **filters)
+    # The accounts' CTE (a prefix) takes the first parameter when an account is given.
+    cte_params, filter_params = (params[:1], params[1:]) if filters.get("account") else ([], params)
+    conditions = ([] if condition is None else [f"({condition.text})"]) + filtered
+    text = prefix + SEARCH_SELECT + join.text
     if conditions:
         text += " WHERE " + " AND ".join(conditions)
     text += " ORDER BY " + terms.text
-    params = (*join.params, *(() if condition is None else condition.params), *terms.params)
-    return Sql(text, params)
+    where_params = () if condition is None else condition.params
+    return Sql(text, (*cte_params, *join.params, *where_params, *filter_params, *terms.params))
 
 
 def search_runs(
@@ -63,13 +67,14 @@ def search_runs(
     offset: int = 0,
     include_retracted: bool = False,
     now: datetime,
+    **filters: str,
 ) -> SearchPage:
     """Up to `limit` runs `where` selects (every run when empty), from `offset`, ordered by
     `order_by` (a field, then optionally asc or desc; `descending` too), newest first when none;
     retracted runs only with `include_retracted`. `rows` runs a query (ViewReader's). The page's
     ids come first, then their summaries: only the page's rows are ever made whole."""
     search = compile_search(
-        where, order_by, descending=descending, include_retracted=include_retracted, now=now.timestamp()
+        where, order_by, descending=descending, include_retracted=include_retracted, now=now.timestamp(), **filters
     )
     # One more than the page, to know whether another follows.
     found = [run_id for (run_id,) in rows(search.text + " LIMIT ? OFFSET ?", (*search.params, limit + 1, offset))]
@@ -80,6 +85,6 @@ def search_runs(
         summaries = {row[0]: row for row in listed}
     more = len(found) > limit
     return SearchPage(
-        runs=tuple(to_run_summary(summaries[run_id], now) for run_id in page),
+        runs=with_tags(rows, tuple(to_run_summary(summaries[run_id], now) for run_id in page)),
         next_offset=offset + limit if more else None,
     )

@@ -2,7 +2,7 @@
 reads, indexed by what it compares.
 
 - view_run_fields: one row per leaf of a run's spec (`spec.lora.r`), of its summary
-  (`summary.eval_loss`) and, once runs carry them, per tag (`tags.team`): `num` holds a number,
+  (`summary.eval_loss`) and per tag (`tags.team`, Run.TagsChanged): `num` holds a number,
   `text` a string (its first TEXT_INDEXED_MAX characters) or true/false; lists and nulls have no
   row. Indexed by (key, num) and (key, text), each with the run id, so a comparison is one index
   range that answers the run ids by itself.
@@ -126,8 +126,23 @@ def _steps(c: Any, e: Any, position: int) -> None:
         c.executemany(_METRIC_UPSERT, rows)
 
 
+def _tags(c: Any, e: Any, position: int) -> None:
+    """TagsChanged: a tag's row is replaced, or deleted with the tag."""
+    run_id = str(e.originator_id)
+    for key in [*e.removed, *e.set]:
+        c.execute("DELETE FROM view_run_fields WHERE run_id = ? AND key = ?", (run_id, f"tags.{key}"))
+    for key, value in e.set.items():
+        _insert(c, run_id, value, f"tags.{key}")
+
+
 def search_handlers() -> ViewHandlers:
     """The search view's handler of each event class it projects."""
     from ledger.domain.runs import Run
 
-    return {Run.Opened: _run_opened, Run.Finished: _summary, Run.SummaryNoted: _summary, Run.StepsRecorded: _steps}
+    return {
+        Run.Opened: _run_opened,
+        Run.Finished: _summary,
+        Run.SummaryNoted: _summary,
+        Run.StepsRecorded: _steps,
+        Run.TagsChanged: _tags,
+    }

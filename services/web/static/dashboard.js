@@ -610,9 +610,9 @@ function runsPage() {
   const table = document.querySelector("table.runs");
   if (!table) return;
   // A run opened while the page is open is added on top, on the first page of an unfiltered list
-  // (the newest runs come first); a filtered list or a later page only updates its rows.
+  // (the newest runs come first); a filtered or searched list or a later page only updates its rows.
   const params = new URLSearchParams(location.search);
-  const showsNewRuns = ["status", "name", "account", "page"].every((name) => !params.get(name));
+  const showsNewRuns = ["status", "name", "account", "page", "where", "order_by"].every((name) => !params.get(name));
   const showsRetracted = ["1", "true", "on"].includes(params.get("include_retracted") ?? "");
   const source = new EventSource("/api/live");
   source.addEventListener("run", (message) => {
