@@ -17,7 +17,7 @@ import msgspec
 from ledger.domain.limits import EXPIRED_CHECKPOINTS_LISTED
 from ledger.views.bills.reads import ANY_BILL, BillReads
 from ledger.views.models import Attempt, Checkpoint, Resume, RunInfo, RunPage, RunState, RunSummary, SpendTotals
-from ledger.views.provenance.reads import DATASET_ROWS, PLAN_ROW, ProvenanceReads, progress
+from ledger.views.provenance.reads import DATASET_ROWS, PLAN_ROW, ProvenanceReads, progress, spec_max_steps
 from ledger.views.reports import REPORT_ROWS, reports_of
 from ledger.views.rows import decode, optional_utc_time, utc_time
 from ledger.views.runs.checkpoints import CHECKPOINT_COLUMNS, CHECKPOINT_SELECT, to_checkpoint, to_scored_checkpoint
@@ -96,8 +96,9 @@ class RunReads:
         run_id, run_key, name, status, spec, summary, error, opened_at, finished_at, current, last_step = row
         attempts = self._attempts(run_id)
         checkpoint, expired, expired_count = self._checkpoints(run_id, now.timestamp())
+        spec = decode(spec)
         objective, retraction, run_progress = self.provenance.plan_parts(
-            self.provenance.run_plan(run_id), status=status, last_step=last_step, now=now
+            self.provenance.run_plan(run_id), status=status, last_step=last_step, now=now, spec=spec
         )
         best = None if objective is None else self._best_usable(run_id, objective.metric, objective.mode, now)
         spend = self._spend(run_id)
@@ -114,7 +115,7 @@ class RunReads:
                 run_key=run_key,
                 name=name,
                 status=status,
-                spec=decode(spec),
+                spec=spec,
                 summary=decode(summary),
                 error=error or "",
                 opened_at=utc_time(opened_at),
@@ -270,7 +271,8 @@ RUN_SUMMARY_SELECT = (
     "SELECT r.run_id, r.name, r.status, r.current_attempt, r.last_step, r.opened_at,"
     " COALESCE(a.committed, 0), COALESCE(a.parent, ''), a.cap, COALESCE(a.pending, 0),"
     " p.max_steps, p.anchor_time, p.anchor_step, p.last_time, p.last_step, p.retracted_at,"
-    f" {PRESUMED}"
+    f" {PRESUMED},"
+    " r.spec"
     " FROM view_runs r LEFT JOIN view_accounts a ON a.account = r.run_id"
     " LEFT JOIN view_run_plans p ON p.run_id = r.run_id"
 )
@@ -338,6 +340,7 @@ def to_run_summary(row: Any, now: datetime) -> RunSummary:
         last_batch_step,
         retracted_at,
         presumed,
+        spec,
     ) = row
     return RunSummary(
         run_id=run_id,
@@ -351,7 +354,7 @@ def to_run_summary(row: Any, now: datetime) -> RunSummary:
         cap_usd_micro=cap,
         pending_usd_micro=pending,
         progress=progress(
-            max_steps=max_steps,
+            max_steps=max_steps if max_steps is not None else spec_max_steps(decode(spec)),
             step=last_step,
             running=status == "running",
             done=status == "done",
