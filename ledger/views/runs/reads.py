@@ -17,6 +17,7 @@ import msgspec
 from ledger.domain.limits import EXPIRED_CHECKPOINTS_LISTED
 from ledger.views.bills.reads import ANY_BILL, BillReads
 from ledger.views.models import Attempt, Checkpoint, Resume, RunInfo, RunPage, RunState, RunSummary, SpendTotals
+from ledger.views.provenance.lineage import CHILD_ROWS, CHILDREN_LISTED, SOURCE_ROW, LineageReads
 from ledger.views.provenance.reads import DATASET_ROWS, PLAN_ROW, ProvenanceReads, progress, spec_max_steps
 from ledger.views.reports import REPORT_ROWS, reports_of
 from ledger.views.rows import decode, optional_utc_time, utc_time
@@ -64,6 +65,7 @@ class RunReads:
         self.query = query
         self.provenance = provenance
         self.bills = bills
+        self.lineage = LineageReads(query)
 
     def run_state(self, run_id: str, now: datetime) -> RunState | None:
         """What a resuming trainer needs, or None for an unknown run. Its reads that depend on
@@ -85,6 +87,8 @@ class RunReads:
                 (DATASET_ROWS, (run_id,)),
                 (LEASE_ROW, (run_id,)),
                 (REPORT_ROWS, (run_id,)),
+                (SOURCE_ROW, (run_id,)),
+                (CHILD_ROWS, (run_id, CHILDREN_LISTED)),
             ]
         ):
             return self._run_state(run_id, now)
@@ -109,6 +113,7 @@ class RunReads:
             sampler_uri=checkpoint.sampler_uri if checkpoint else "",
             spend_committed_usd_micro=spend.committed_usd_micro,
         )
+        children, child_count = self.lineage.children(run_id)
         return RunState(
             run=RunInfo(
                 run_id=run_id,
@@ -136,6 +141,9 @@ class RunReads:
             progress=run_progress,
             datasets=self.provenance.datasets(run_id),
             reports=reports_of(self.query.rows(REPORT_ROWS, (run_id,))),
+            source=self.lineage.source(run_id),
+            children=children,
+            child_count=child_count,
         )
 
     def _attempts(self, run_id: str) -> tuple[Attempt, ...]:
