@@ -33,10 +33,13 @@ def _sparse_names(stats: Sequence[models.MetricStats]) -> set[str]:
     return {s.name for s in stats if s.count < densest}
 
 
-def _checkpoint_row(checkpoint: models.Checkpoint, state: models.RunState) -> str:
+def _checkpoint_row(checkpoint: models.Checkpoint, state: models.RunState, anchor: bool = False) -> str:
+    """A checkpoint's row; the first row of each step is its anchor (#checkpoint-STEP), which the
+    registry's family page links a version's source step to."""
     marks = checkpoint_state(checkpoint, state.checkpoint, state.best_checkpoint)
+    anchored = f' id="checkpoint-{checkpoint.step}"' if anchor else ""
     return (
-        f'<tr data-step="{checkpoint.step}" data-attempt="{checkpoint.attempt}">'
+        f'<tr{anchored} data-step="{checkpoint.step}" data-attempt="{checkpoint.attempt}">'
         f"<td>{e(checkpoint.step)}</td><td>{e(checkpoint.attempt)}</td><td>{e(checkpoint.handle.uri)}</td>"
         f"<td>{e(checkpoint.handle.fidelity)}</td><td>{when(checkpoint.saved_at)}</td>"
         f"<td>{when(checkpoint.expires_at)}</td>"
@@ -155,7 +158,7 @@ async def run(request: Request) -> Response:
         + live_panels(
             ("Metrics", table("metrics", METRIC_HEADERS, [metric_rows])),
             ("Attempts", table("attempts", ATTEMPT_HEADERS, map(_attempt_row, state.attempts))),
-            ("Checkpoints", table("checkpoints", CHECKPOINT_HEADERS, (_checkpoint_row(c, state) for c in checkpoints))),
+            ("Checkpoints", table("checkpoints", CHECKPOINT_HEADERS, _checkpoint_rows(checkpoints, state))),
             ("Datasets", table("datasets", DATASET_HEADERS, map(_dataset_row, state.datasets))),
             *_children_panel(state),
             ("Spec", f'<pre class="spec">{_document(info.spec)}</pre>'),
@@ -262,3 +265,13 @@ def _children_panel(state: models.RunState) -> list[tuple[str, str]]:
     more = state.child_count - len(state.children)
     note = f'<p class="more">and {e(f"{more:,}")} more</p>' if more > 0 else ""
     return [("Children", table("children", CHILD_HEADERS, map(_child_row, state.children)) + note)]
+
+
+def _checkpoint_rows(checkpoints: Sequence[models.Checkpoint], state: models.RunState) -> list[str]:
+    """The checkpoints' rows in (step, attempt) order, the first of each step anchored."""
+    steps: set[int] = set()
+    rows = []
+    for checkpoint in checkpoints:
+        rows.append(_checkpoint_row(checkpoint, state, anchor=checkpoint.step not in steps))
+        steps.add(checkpoint.step)
+    return rows

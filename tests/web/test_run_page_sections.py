@@ -67,3 +67,25 @@ def test_a_run_without_system_metrics_has_no_system_section(http: httpx.Client, 
     run_id = _trained(grpc_client, "web-no-system", {"loss": [1.0] * 6})
     main = page(http, f"/runs/{run_id}").one("main")
     assert not main.all(data_section="system") and main.all(data_section="training")
+
+
+def test_the_family_page_links_a_version_to_its_run_and_checkpoint_step(
+    http: httpx.Client, grpc_client: LedgerClient
+) -> None:
+    from clients import SourceCheckpoint
+
+    run_id = _trained(grpc_client, "web-lineage-registered", {"loss": [1.0] * 6})
+    registered = grpc_client.register(
+        family="web-lineage-family",
+        artifact_uri="s3://m/lineage",
+        digest="sha256:" + "4c" * 32,
+        source_checkpoint=SourceCheckpoint(run_id=run_id, step=5),
+    )
+    grpc_client.list_versions(family="web-lineage-family", min_position=registered.position)  # projected
+    row = page(http, "/registry/web-lineage-family").one("table", class_="versions").one("tr", data_version="1")
+    run_link, step_link = row.all("a")
+    assert run_link.attrs["href"] == f"/runs/{run_id}"
+    assert (step_link.text, step_link.attrs["href"]) == ("5", f"/runs/{run_id}#checkpoint-5")
+    # The run page has the row that anchor names: the checkpoint at step 5.
+    anchored = page(http, f"/runs/{run_id}").one("tr", id="checkpoint-5")
+    assert anchored.attrs["data-step"] == "5"
