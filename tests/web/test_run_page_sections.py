@@ -89,3 +89,21 @@ def test_the_family_page_links_a_version_to_its_run_and_checkpoint_step(
     # The run page has the row that anchor names: the checkpoint at step 5.
     anchored = page(http, f"/runs/{run_id}").one("tr", id="checkpoint-5")
     assert anchored.attrs["data-step"] == "5"
+
+
+def test_progress_without_a_plan_is_against_the_specs_max_steps(http: httpx.Client, grpc_client: LedgerClient) -> None:
+    opened = grpc_client.open_run(
+        run_key=fresh_key(), name="web-spec-steps", spec={"hyperparameters": {"max_steps": 40}}
+    )
+    run_id = opened.state.run.run_id
+    attempt = grpc_client.start_attempt(run_id=run_id).attempt
+    appended = grpc_client.append_steps(
+        run_id=run_id, attempt=attempt, steps=list(range(10)), metrics={"loss": [1.0] * 10}
+    )
+    grpc_client.get_run_state(run_id=run_id, min_position=appended.position)
+    main = page(http, f"/runs/{run_id}").one("main")
+    progress = main.one(data_field="progress")
+    assert progress.attrs["data-max-steps"] == "40"
+    assert progress.one("span", class_="progress-text").text.startswith("step 9 of 40 (22.5%)")
+    row = page(http, "/", name="web-spec-steps").one("tr", data_run_id=run_id)
+    assert row.one(data_field="progress").text == "22%"
