@@ -31,7 +31,7 @@ from clients.errors import (
     WatcherTooSlow,
     error_from_rpc,
 )
-from clients.models import SourceCheckpoint
+from clients.models import RunSourceCheckpoint, SourceCheckpoint
 from clients.retry import RetryPolicy
 from clients.runkey import dataset_digest, file_digest, run_key
 from clients.tls import TLS
@@ -46,6 +46,7 @@ __all__ = [
     "RetryPolicy",
     "run_key",
     "SourceCheckpoint",
+    "RunSourceCheckpoint",
     "file_digest",
     "dataset_digest",
     "error_from_rpc",

@@ -34,6 +34,7 @@ __all__ = [
     "objective",
     "dataset_role",
     "source_checkpoint",
+    "run_source_checkpoint",
     "basis",
     "verdict",
     "step_batch",
@@ -111,6 +112,16 @@ def source_checkpoint(value: Any) -> registry_pb2.SourceCheckpoint | None:
     return registry_pb2.SourceCheckpoint(
         run_id=value.run_id, step=value.step, attempt=value.attempt, checkpoint_digest=value.checkpoint_digest
     )
+
+
+def run_source_checkpoint(value: Any) -> runs_pb2.RunSourceCheckpoint | None:
+    """A RunSourceCheckpoint message from its model (clients.models.RunSourceCheckpoint) or a
+    mapping {"run_id", "step", "uri"}; None stays unset."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        return runs_pb2.RunSourceCheckpoint(run_id=value["run_id"], step=value["step"], uri=value.get("uri", ""))
+    return runs_pb2.RunSourceCheckpoint(run_id=value.run_id, step=value.step, uri=value.uri)
 
 
 def basis(value: Mapping[str, Any] | common_pb2.CostBasis | None) -> common_pb2.CostBasis | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from clients import codec
 from clients import runs_replies as replies
@@ -29,6 +30,7 @@ from clients.models import (
     RetractReceipt,
     RunMetrics,
     RunPage,
+    RunSourceCheckpoint,
     RunState,
     SeriesPage,
     StartAttemptReceipt,
@@ -54,11 +56,15 @@ class RunsMethods(Transport):
         max_steps: int | None = None,
         objective: tuple[str, str] | None = None,
         timeout_s: float | None = None,
+        source_checkpoint: RunSourceCheckpoint | Mapping[str, Any] | None = None,
     ) -> OpenRunReceipt:
         """Open a run by its key, or find the existing one: its state, whether it was created, the
         position. `max_steps` is the run's plan (a new value for an existing run changes it);
         `objective` (metric, "min" | "max") ranks its checkpoints and never changes (another one
-        for an existing run: OBJECTIVE_DIFFERS); None leaves either as it is."""
+        for an existing run: OBJECTIVE_DIFFERS); None leaves either as it is.
+        `source_checkpoint` (RunSourceCheckpoint or {"run_id", "step", "uri"}) is the checkpoint of
+        another run this one starts from (state.source; the source lists it in state.children):
+        NotFound (RUN_NOT_FOUND, CHECKPOINT_NOT_FOUND) when it does not exist."""
         request = runs_pb2.OpenRunRequest(
             run_key=run_key,
             name=name,
@@ -67,6 +73,7 @@ class RunsMethods(Transport):
             parent_account=parent_account,
             max_steps=max_steps,
             objective=codec.objective(objective),
+            source_checkpoint=codec.run_source_checkpoint(source_checkpoint),
         )
         return self._ask("Runs", "OpenRun", request, reply(OpenRunReceipt), timeout_s=timeout_s)
 

@@ -147,6 +147,7 @@ class RunRecorder(RecorderSpend, RecorderRecords, RecorderReports):
         objective: tuple[str, str] | None = None,
         plan_usd_micro: int | None = None,
         plan_basis: Mapping[str, Any] | None = None,
+        source_checkpoint: Any = None,
         **options: Any,
     ) -> RunRecorder:
         """Open (or find) the run, replay what an earlier process left in the outbox for it, and
@@ -166,7 +167,9 @@ class RunRecorder(RecorderSpend, RecorderRecords, RecorderReports):
         as the run has it. `plan_usd_micro` (with `plan_basis`, how it was projected) reserves the
         attempt's whole projected cost up front (see `hold_plan`): a run that cannot afford it is
         finished "stopped" before its first billable call and SpendCapExceeded raised; it needs
-        the ledger at open, so not with `defer=True` (ValueError)."""
+        the ledger at open, so not with `defer=True` (ValueError). `source_checkpoint` (another
+        run's checkpoint this run starts from: clients.RunSourceCheckpoint or {"run_id", "step",
+        "uri"}) goes with the open (LedgerClient.open_run)."""
         if plan_usd_micro is not None and defer:
             raise ValueError("plan_usd_micro is reserved at open: it needs the ledger, not defer=True")
         open_args = dict(
@@ -177,6 +180,7 @@ class RunRecorder(RecorderSpend, RecorderRecords, RecorderReports):
             parent_account=parent_account,
             max_steps=max_steps,
             objective=objective,
+            source_checkpoint=source_checkpoint,
         )
         label = attempt_label if attempt_label is not None else f"{socket.gethostname()}:{os.getpid()}"
         attempt_id = str(uuid.uuid4()) if defer else None

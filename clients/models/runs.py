@@ -194,6 +194,26 @@ class SpendTotals(Model, frozen=True, kw_only=True):
     presumed_usd_micro: int = 0
 
 
+class RunSourceCheckpoint(Model, frozen=True, kw_only=True):
+    """The checkpoint of another run a new run starts from (open_run's `source_checkpoint`): the
+    source run, the checkpoint's step and its uri as the trainer knew it ("" when not given)."""
+
+    run_id: str = ""
+    step: int = 0
+    uri: str = ""
+
+
+class LineageRun(Model, frozen=True, kw_only=True):
+    """One link of a run's lineage: a run (its id, name and when it was opened) and the step (and
+    uri) of the checkpoint that joins it to the other run."""
+
+    run_id: str = ""
+    name: str = ""
+    step: int = 0
+    uri: str = ""
+    opened_at: datetime | None = None
+
+
 class RunState(Model, frozen=True, kw_only=True):
     """A run as it stands. The server always sends `run`, `resume`, `spend` and `progress`;
     `best_checkpoint` is None unless the run has an objective and a usable checkpoint scored on it."""
@@ -215,6 +235,11 @@ class RunState(Model, frozen=True, kw_only=True):
     reports: dict[str, Any] = msgspec.field(default_factory=empty_dict)
     # The run's tags (set_tags), by key.
     tags: dict[str, str] = msgspec.field(default_factory=empty_dict)
+    # The run this one started from (its checkpoint's step), the runs started from this one (the
+    # latest 50, newest first) and how many there are in all.
+    source: LineageRun | None = None
+    children: list[LineageRun] = msgspec.field(default_factory=empty_list)
+    child_count: int = 0
 
 
 class RunSummary(Model, frozen=True, kw_only=True):

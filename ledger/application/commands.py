@@ -51,6 +51,7 @@ __all__ = [
     "StartAttempt",
     "check_cap",
     "check_objective",
+    "check_source_checkpoint",
     "check_scores",
     "is_uuid",
     "sha256_digest",
@@ -62,6 +63,8 @@ Document = dict[str, Any]
 SCORES_MAX = 64
 #: The longest dataset format name.
 FORMAT_LENGTH_MAX = 64
+#: The longest uri of a run's source checkpoint.
+SOURCE_URI_LENGTH_MAX = 2_048
 
 
 class Command(msgspec.Struct, frozen=True, kw_only=True):
@@ -89,6 +92,8 @@ class OpenRun(Command, frozen=True, kw_only=True):
     max_steps: int | None = None
     # (metric, mode) as given; normalised to {"metric", "mode"} or None.
     objective: Any = None
+    # {"run_id", "step", "uri"} of another run's checkpoint this run starts from, or None.
+    source_checkpoint: Any = None
 
     def __post_init__(self) -> None:
         check_reference(self.run_key, "run_key")
@@ -98,6 +103,7 @@ class OpenRun(Command, frozen=True, kw_only=True):
         check_reference(self.parent_account, "parent_account", required=False)
         _max_steps(self.max_steps)
         self._normal("objective", check_objective(self.objective))
+        self._normal("source_checkpoint", check_source_checkpoint(self.source_checkpoint))
 
 
 class StartAttempt(Command, frozen=True, kw_only=True):
@@ -338,3 +344,24 @@ def is_uuid(name: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def check_source_checkpoint(value: Any) -> dict[str, Any] | None:
+    """A run's source checkpoint ({"run_id", "step", "uri"}: a run id, a step, a uri of at most
+    SOURCE_URI_LENGTH_MAX characters) in its normal form; None stays None."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) - {"run_id", "step", "uri"}:
+        raise Invalid(
+            "source_checkpoint takes run_id, step and uri", reason=Reason.INVALID_FIELD, field="source_checkpoint"
+        )
+    run_id = check_reference(value.get("run_id", ""), "source_checkpoint.run_id")
+    if not is_uuid(run_id):
+        raise Invalid(
+            f"source_checkpoint.run_id {run_id!r} is not a run id",
+            reason=Reason.INVALID_FIELD,
+            field="source_checkpoint.run_id",
+        )
+    step = check_int(value.get("step", 0), "source_checkpoint.step")
+    uri = check_text(value.get("uri", ""), "source_checkpoint.uri", limit=SOURCE_URI_LENGTH_MAX)
+    return {"run_id": str(UUID(run_id)), "step": step, "uri": uri}

@@ -23,11 +23,11 @@ from ledger.application.commands import (
 )
 from ledger.application.context import Context
 from ledger.application.outcomes import Receipt
-from ledger.domain import abandoned, leases, parents, plans, run_attempts, run_notes
+from ledger.domain import abandoned, leases, parents, plans, run_attempts, run_checkpoints, run_notes
 from ledger.domain import spending as spend
 from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
-from ledger.domain.errors import Refused
+from ledger.domain.errors import Conflict, Invalid, NotFound, Refused
 from ledger.domain.limits import check_id
 from ledger.domain.reasons import Reason
 from ledger.domain.runs import Run
@@ -50,12 +50,16 @@ class RunCommands(Context):
         objective: tuple[str, str] | None = None,
         principal: str = "",
         request_id: str = "",
+        source_checkpoint: dict[str, Any] | None = None,
     ) -> Receipt:
         """Open a run by its key (idempotent) with its spend account. `max_steps` is the run's
         plan (another value for an existing run changes it: PlanChanged); `objective` the
         (metric, mode) that ranks its checkpoints, set when the run is opened and never changed
         (another one on an existing run: OBJECTIVE_DIFFERS; None leaves it). An existing run that
-        was retracted is RUN_RETRACTED."""
+        was retracted is RUN_RETRACTED. `source_checkpoint` ({"run_id", "step", "uri"}) is the
+        checkpoint of another run this one starts from: it must exist (RUN_NOT_FOUND,
+        CHECKPOINT_NOT_FOUND), never be the run itself (INVALID_FIELD) and never change
+        (EXISTS_WITH_DIFFERENT_PAYLOAD); None leaves an existing run's as it is."""
         command = OpenRun(
             run_key=run_key,
             name=name,
@@ -64,10 +68,13 @@ class RunCommands(Context):
             parent_account=parent_account,
             max_steps=max_steps,
             objective=objective,
+            source_checkpoint=source_checkpoint,
         )
         audit = self.writer.audit(principal, request_id)
         run_id = ledger_id("run", run_key)
         account_id = ledger_id("account", str(run_id))
+        if command.source_checkpoint is not None and command.source_checkpoint["run_id"] == str(run_id):
+            raise Invalid("a run cannot be its own source", reason=Reason.INVALID_FIELD, field="source_checkpoint")
 
         def decide(touched: list[LedgerAggregate]) -> tuple[bool, int | None]:
             try:
@@ -97,6 +104,9 @@ class RunCommands(Context):
             plan["max_steps"] = command.max_steps
         if command.objective is not None:
             plan["objective"] = command.objective
+        if command.source_checkpoint is not None:
+            self._check_source(command.source_checkpoint)
+            plan["source"] = command.source_checkpoint
         touched.append(
             Run._create(
                 Run.Opened,
@@ -132,6 +142,20 @@ class RunCommands(Context):
                 account=str(run_id),
             )
 
+    def _check_source(self, source: dict[str, Any]) -> None:
+        """The source run exists and has a checkpoint at the source step (NotFound otherwise)."""
+        try:
+            _, source_run = self.aggregates.run(source["run_id"])
+            run_checkpoints.checkpoint_at(source_run, source["step"])
+        except NotFound as refused:
+            raise NotFound(
+                f"source_checkpoint: {refused.message}",
+                reason=refused.reason,
+                field="source_checkpoint",
+                run_id=source["run_id"],
+                step=source["step"],
+            ) from None
+
     def _first_position(self, run_id: UUID, account_id: UUID, planned: int | None) -> int:
         """A retry of OpenRun answers with the first answer: the position of the transaction that
         opened the run and its account together (the later of the two events), or of the plan
@@ -160,6 +184,12 @@ class RunCommands(Context):
                 reason=Reason.OBJECTIVE_DIFFERS,
                 metric=held["metric"] if held else "",
                 mode=held["mode"] if held else "",
+            )
+        if command.source_checkpoint is not None and command.source_checkpoint != run.source:
+            raise Conflict(
+                "the run was opened with another source checkpoint: a run's source never changes",
+                reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
+                field="source_checkpoint",
             )
         return run_attempts.change_plan(run, audit, max_steps=command.max_steps)
 

@@ -68,10 +68,13 @@ class Run(LedgerAggregate):
         spec: dict[str, Any]
         max_steps: int | None = None
         objective: dict[str, str] | None = None
+        # The checkpoint of another run this run starts from: {"run_id", "step", "uri"}.
+        source: dict[str, Any] | None = None
 
         def apply(self, run: Run) -> None:
             run.__dict__["max_steps"] = self.max_steps
             run.__dict__["objective"] = self.objective
+            run.__dict__["source"] = self.source
             run.run_key = self.run_key
             run.name = self.name
             run.spec = self.spec
@@ -370,6 +373,12 @@ class Run(LedgerAggregate):
     @property
     def objective(self) -> dict[str, str] | None:
         value: dict[str, str] | None = self.__dict__.get("objective")
+        return value
+
+    @property
+    def source(self) -> dict[str, Any] | None:
+        """The checkpoint of another run this run started from ({"run_id", "step", "uri"})."""
+        value: dict[str, Any] | None = self.__dict__.get("source")
         return value
 
     @property

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ledger.views.bills.handlers import bill_handlers
 from ledger.views.handling import Names, ViewHandlers
 from ledger.views.provenance.handlers import provenance_handlers
+from ledger.views.provenance.lineage import lineage_handlers
 from ledger.views.registry.handlers import registry_handlers
 from ledger.views.reports import reports_handlers
 from ledger.views.runs.handlers import runs_handlers
@@ -33,4 +34,5 @@ def handlers(names: Names) -> dict[str, ViewHandlers]:
         "provenance": provenance_handlers(names),
         "reports": reports_handlers(),
         "search": search_handlers(),
+        "lineage": lineage_handlers(),
     }

@@ -19,7 +19,9 @@ The views, each with its own tracking position so each can be dropped and rebuil
   (ledger.views.provenance);
 - reports: each run's latest holdout, delta and notes (ledger.views.reports);
 - search: what a run search compares, indexed: spec, summary and tag values and each metric's
-  last, least and greatest value (its tables: ledger.views.search.tables).
+  last, least and greatest value (its tables: ledger.views.search.tables);
+- lineage: which run started from which run's checkpoint, indexed both ways
+  (ledger.views.provenance.lineage).
 A view added later is built from the log when a ledger written before it is opened.
 The schema is declared once; each storage backend makes its CREATE statements from it (column
 types from the Python types), and adds the indexes declared after a database was made when it
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 from ledger.views.bills.schema import BILL_TABLES
 from ledger.views.handling import NAMES_TABLES
+from ledger.views.provenance.lineage import LINEAGE_TABLES
 from ledger.views.provenance.schema import PROVENANCE_TABLES
 from ledger.views.registry.schema import REGISTRY_TABLES
 from ledger.views.reports import REPORTS_TABLES
@@ -41,7 +44,7 @@ from ledger.views.store import Table
 
 __all__ = ["TABLES", "VIEWS", "Table"]
 
-VIEWS = ("runs", "series", "spend", "registry", "bill", "chart", "provenance", "reports", "search")
+VIEWS = ("runs", "series", "spend", "registry", "bill", "chart", "provenance", "reports", "search", "lineage")
 
 TABLES: dict[str, Table] = {
     **RUNS_TABLES,
@@ -54,4 +57,5 @@ TABLES: dict[str, Table] = {
     **PROVENANCE_TABLES,
     **REPORTS_TABLES,
     **SEARCH_TABLES,
+    **LINEAGE_TABLES,
 }

@@ -230,6 +230,9 @@ def run_text(
     datasets = getattr(state, "datasets", None) or ()
     if datasets:
         parts.append("datasets\n" + datasets_table(datasets))
+    children = getattr(state, "children", None) or ()
+    if children:
+        parts.append(f"children ({getattr(state, 'child_count', len(children))})\n" + _children_table(children))
     parts.append("attempts\n" + (_attempts_table(state.attempts) if state.attempts else "  (no attempt yet)"))
     headers, rows = _step_rows(series)
     parts.append(f"last {len(rows)} steps\n" + table(headers, rows) if rows else "last steps\n  (no step recorded)")
@@ -251,6 +254,7 @@ def _fields_text(state: Any) -> str:
         ("best", _best_text(state)),
         ("retracted", retraction),
         ("tags", " ".join(f"{key}={value}" for key, value in sorted(getattr(state, "tags", {}).items())) or None),
+        ("source", _source_text(getattr(state, "source", None))),
     ]
     return fields(
         [
@@ -325,3 +329,18 @@ def retract_text(run_id: str, name: str, position: int, duplicate: bool) -> str:
     named = f"{run_id} ({name})" if name else run_id
     again = " (already retracted: answered as a duplicate)" if duplicate else ""
     return f"{named}: retracted at position {position}{again}"
+
+
+def _source_text(source: Any) -> str | None:
+    """The run and checkpoint step a run started from: "NAME (RUN_ID) at step N"."""
+    if source is None:
+        return None
+    return f"{printable(source.name or '?')} ({source.run_id}) at step {source.step}"
+
+
+def _children_table(children: Sequence[Any]) -> str:
+    """The runs started from a run's checkpoints, newest first: run, name, source step, opened."""
+    return table(
+        ["RUN", "NAME", "FROM STEP", "OPENED"],
+        [(child.run_id, child.name or None, child.step, when(child.opened_at)) for child in children],
+    )

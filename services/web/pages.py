@@ -277,7 +277,8 @@ async def family(request: Request) -> Response:
     versions = (
         f'<tr data-version="{v.version}"{" class=current" if v.version == found.current else ""}>'
         f"<td>{e(v.version)}</td><td>{e(v.artifact_uri)}</td><td><code>{e(v.digest[:19])}</code></td>"
-        f"<td>{_run_link(v.source_run_id)}{_retracted_tag(v.source_retracted)}</td><td>{e(v.source_step)}</td>"
+        f"<td>{_run_link(v.source_run_id)}{_retracted_tag(v.source_retracted)}</td>"
+        f"<td>{_step_link(v.source_run_id, v.source_step)}</td>"
         f"<td>{when(v.registered_at)}</td></tr>"
         for v in found.versions
     )
@@ -359,3 +360,10 @@ def _event_data(data: Any) -> str:
     return (
         f'<details class="data"><summary><code>{e(_short(data, 160))}</code></summary><pre>{e(whole)}</pre></details>'
     )
+
+
+def _step_link(run_id: str, step: int) -> str:
+    """A version's source step, linked to that checkpoint's row on its run's page."""
+    if not run_id:
+        return e(step)
+    return f'<a href="/runs/{e(run_id)}#checkpoint-{step}" data-field="source_step">{e(step)}</a>'

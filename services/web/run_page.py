@@ -33,10 +33,13 @@ def _sparse_names(stats: Sequence[models.MetricStats]) -> set[str]:
     return {s.name for s in stats if s.count < densest}
 
 
-def _checkpoint_row(checkpoint: models.Checkpoint, state: models.RunState) -> str:
+def _checkpoint_row(checkpoint: models.Checkpoint, state: models.RunState, anchor: bool = False) -> str:
+    """A checkpoint's row; the first row of each step is its anchor (#checkpoint-STEP), which the
+    registry's family page links a version's source step to."""
     marks = checkpoint_state(checkpoint, state.checkpoint, state.best_checkpoint)
+    anchored = f' id="checkpoint-{checkpoint.step}"' if anchor else ""
     return (
-        f'<tr data-step="{checkpoint.step}" data-attempt="{checkpoint.attempt}">'
+        f'<tr{anchored} data-step="{checkpoint.step}" data-attempt="{checkpoint.attempt}">'
         f"<td>{e(checkpoint.step)}</td><td>{e(checkpoint.attempt)}</td><td>{e(checkpoint.handle.uri)}</td>"
         f"<td>{e(checkpoint.handle.fidelity)}</td><td>{when(checkpoint.saved_at)}</td>"
         f"<td>{when(checkpoint.expires_at)}</td>"
@@ -137,12 +140,6 @@ async def run(request: Request) -> Response:
     holds = await holds_section(request, identity, run_id)
     info = state.run
     rid = e(run_id)
-    sparse = _sparse_names(stats)
-    charts = "".join(
-        f'<figure class="chart" data-run-id="{rid}" data-metric="{e(s.name)}"'
-        f' data-sparse="{"true" if s.name in sparse else "false"}"><figcaption>{e(s.name)}</figcaption></figure>'
-        for s in stats
-    )
     metric_rows = "".join(
         f'<tr data-metric="{e(s.name)}"><td>{e(s.name)}</td><td>{e(s.count)}</td><td>{e(s.first_step)}</td>'
         f"<td>{e(s.last_step)}</td><td>{e(f'{s.last:.6g}')}</td><td>{e(f'{s.min:.6g}')}</td>"
@@ -150,10 +147,9 @@ async def run(request: Request) -> Response:
         for s in stats
     )
     body = (
-        f"<h1>{e(info.name or run_id)}</h1>{_banner(info.retraction)}{_tags(state.tags)}"
+        f"<h1>{e(info.name or run_id)}</h1>{_lineage(state.source)}{_banner(info.retraction)}{_tags(state.tags)}"
         + live_panels(("Did it work?", did_it_work(state.reports)))
-        + f"{_facts(state, rid)}"
-        f'<section class="charts">{charts or "<p class=empty>No metrics recorded.</p>"}</section>'
+        + f"{_facts(state, rid)}{_charts(stats, rid)}"
         f'<h2>Spend</h2><figure class="spend-chart" data-run-id="{rid}"'
         f' data-opened-at="{e(_iso(info.opened_at))}" data-finished-at="{e(_iso(info.finished_at))}">'
         "<figcaption>spend over the run's life</figcaption></figure>"
@@ -162,8 +158,9 @@ async def run(request: Request) -> Response:
         + live_panels(
             ("Metrics", table("metrics", METRIC_HEADERS, [metric_rows])),
             ("Attempts", table("attempts", ATTEMPT_HEADERS, map(_attempt_row, state.attempts))),
-            ("Checkpoints", table("checkpoints", CHECKPOINT_HEADERS, (_checkpoint_row(c, state) for c in checkpoints))),
+            ("Checkpoints", table("checkpoints", CHECKPOINT_HEADERS, _checkpoint_rows(checkpoints, state))),
             ("Datasets", table("datasets", DATASET_HEADERS, map(_dataset_row, state.datasets))),
+            *_children_panel(state),
             ("Spec", f'<pre class="spec">{_document(info.spec)}</pre>'),
             ("Summary", f'<pre class="summary">{_document(info.summary)}</pre>'),
         )
@@ -221,3 +218,70 @@ def _facts(state: models.RunState, rid: str) -> str:
         + (f'<dt>error</dt><dd class="error">{e(info.error)}</dd>' if info.error else "")
         + "</dl>"
     )
+
+
+# Metrics the trainer's process records about its machine (clients.system): charted in their own
+# section, below the training charts.
+SYSTEM_PREFIX = "system/"
+CHILD_HEADERS = ("run", "from step", "opened")
+
+
+def _chart_figures(stats: Sequence[models.MetricStats], rid: str) -> str:
+    sparse = _sparse_names(stats)
+    return "".join(
+        f'<figure class="chart" data-run-id="{rid}" data-metric="{e(s.name)}"'
+        f' data-sparse="{"true" if s.name in sparse else "false"}"><figcaption>{e(s.name)}</figcaption></figure>'
+        for s in stats
+    )
+
+
+def _charts(stats: Sequence[models.MetricStats], rid: str) -> str:
+    """The training charts, then the system/ metrics' charts under "System" (none without any);
+    each group is held to its own densest metric for which ones are sparse."""
+    training = [s for s in stats if not s.name.startswith(SYSTEM_PREFIX)]
+    system = [s for s in stats if s.name.startswith(SYSTEM_PREFIX)]
+    empty = "<p class=empty>No training metrics recorded.</p>" if system else "<p class=empty>No metrics recorded.</p>"
+    html = f'<section class="charts" data-section="training">{_chart_figures(training, rid) or empty}</section>'
+    if system:
+        html += (
+            '<div class="system-charts"><h2>System</h2>'
+            f'<section class="charts" data-section="system">{_chart_figures(system, rid)}</section></div>'
+        )
+    return html
+
+
+def _lineage(source: models.LineageRun | None) -> str:
+    """Where a run started from: "from NAME at step N", linked to the source run."""
+    if source is None:
+        return ""
+    return (
+        f'<p class="lineage" data-field="source">from <a href="/runs/{e(source.run_id)}">'
+        f"{e(source.name or source.run_id[:8])}</a> at step {e(source.step)}</p>"
+    )
+
+
+def _child_row(child: models.LineageRun) -> str:
+    return (
+        f'<tr data-run-id="{e(child.run_id)}"><td><a href="/runs/{e(child.run_id)}">'
+        f"{e(child.name or child.run_id[:8])}</a></td><td>{e(child.step)}</td><td>{when(child.opened_at)}</td></tr>"
+    )
+
+
+def _children_panel(state: models.RunState) -> list[tuple[str, str]]:
+    """The runs started from this run's checkpoints (the latest few, with how many in all); no
+    panel for a run none started from."""
+    if not state.children:
+        return []
+    more = state.child_count - len(state.children)
+    note = f'<p class="more">and {e(f"{more:,}")} more</p>' if more > 0 else ""
+    return [("Children", table("children", CHILD_HEADERS, map(_child_row, state.children)) + note)]
+
+
+def _checkpoint_rows(checkpoints: Sequence[models.Checkpoint], state: models.RunState) -> list[str]:
+    """The checkpoints' rows in (step, attempt) order, the first of each step anchored."""
+    steps: set[int] = set()
+    rows = []
+    for checkpoint in checkpoints:
+        rows.append(_checkpoint_row(checkpoint, state, anchor=checkpoint.step not in steps))
+        steps.add(checkpoint.step)
+    return rows

@@ -92,6 +92,7 @@ def scenario(ledger: Ledger, clock: FakeClock) -> dict[str, Any]:
         source_uri="file:///data/train.jsonl",
         report={"dropped": {"too_long": 2}, "gate": "passed"},
     )
+    ledger.open_run(run_key="run-d", source_checkpoint={"run_id": run_id, "step": 7, "uri": "file:///c/7"})
     retracted = ledger.open_run(run_key="run-c").run_id
     ledger.retract_run(run_id=retracted, reason="leaked eval data")
     ledger.start_attempt(run_id=other)

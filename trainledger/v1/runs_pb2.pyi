@@ -32,7 +32,7 @@ DATASET_ROLE_TRAIN: DatasetRole
 DATASET_ROLE_EVAL: DatasetRole
 
 class OpenRunRequest(_message.Message):
-    __slots__ = ("run_key", "name", "spec", "cap_usd_micro", "parent_account", "max_steps", "objective")
+    __slots__ = ("run_key", "name", "spec", "cap_usd_micro", "parent_account", "max_steps", "objective", "source_checkpoint")
     RUN_KEY_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     SPEC_FIELD_NUMBER: _ClassVar[int]
@@ -40,6 +40,7 @@ class OpenRunRequest(_message.Message):
     PARENT_ACCOUNT_FIELD_NUMBER: _ClassVar[int]
     MAX_STEPS_FIELD_NUMBER: _ClassVar[int]
     OBJECTIVE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
     run_key: str
     name: str
     spec: _struct_pb2.Struct
@@ -47,7 +48,8 @@ class OpenRunRequest(_message.Message):
     parent_account: str
     max_steps: int
     objective: Objective
-    def __init__(self, run_key: _Optional[str] = ..., name: _Optional[str] = ..., spec: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., cap_usd_micro: _Optional[int] = ..., parent_account: _Optional[str] = ..., max_steps: _Optional[int] = ..., objective: _Optional[_Union[Objective, _Mapping]] = ...) -> None: ...
+    source_checkpoint: RunSourceCheckpoint
+    def __init__(self, run_key: _Optional[str] = ..., name: _Optional[str] = ..., spec: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., cap_usd_micro: _Optional[int] = ..., parent_account: _Optional[str] = ..., max_steps: _Optional[int] = ..., objective: _Optional[_Union[Objective, _Mapping]] = ..., source_checkpoint: _Optional[_Union[RunSourceCheckpoint, _Mapping]] = ...) -> None: ...
 
 class OpenRunResponse(_message.Message):
     __slots__ = ("state", "created", "position")
@@ -225,7 +227,7 @@ class GetRunStateResponse(_message.Message):
     def __init__(self, state: _Optional[_Union[RunState, _Mapping]] = ...) -> None: ...
 
 class RunState(_message.Message):
-    __slots__ = ("run", "attempts", "current_attempt", "checkpoint", "expired_checkpoints", "resume", "last_step", "spend", "position", "expired_checkpoint_count", "best_checkpoint", "progress", "datasets", "reports", "tags")
+    __slots__ = ("run", "attempts", "current_attempt", "checkpoint", "expired_checkpoints", "resume", "last_step", "spend", "position", "expired_checkpoint_count", "best_checkpoint", "progress", "datasets", "reports", "tags", "source", "children", "child_count")
     class TagsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -248,6 +250,9 @@ class RunState(_message.Message):
     DATASETS_FIELD_NUMBER: _ClassVar[int]
     REPORTS_FIELD_NUMBER: _ClassVar[int]
     TAGS_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    CHILDREN_FIELD_NUMBER: _ClassVar[int]
+    CHILD_COUNT_FIELD_NUMBER: _ClassVar[int]
     run: RunInfo
     attempts: _containers.RepeatedCompositeFieldContainer[Attempt]
     current_attempt: int
@@ -263,7 +268,10 @@ class RunState(_message.Message):
     datasets: _containers.RepeatedCompositeFieldContainer[Dataset]
     reports: _struct_pb2.Struct
     tags: _containers.ScalarMap[str, str]
-    def __init__(self, run: _Optional[_Union[RunInfo, _Mapping]] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., current_attempt: _Optional[int] = ..., checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., expired_checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., resume: _Optional[_Union[Resume, _Mapping]] = ..., last_step: _Optional[int] = ..., spend: _Optional[_Union[SpendTotals, _Mapping]] = ..., position: _Optional[int] = ..., expired_checkpoint_count: _Optional[int] = ..., best_checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., datasets: _Optional[_Iterable[_Union[Dataset, _Mapping]]] = ..., reports: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., tags: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    source: LineageRun
+    children: _containers.RepeatedCompositeFieldContainer[LineageRun]
+    child_count: int
+    def __init__(self, run: _Optional[_Union[RunInfo, _Mapping]] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., current_attempt: _Optional[int] = ..., checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., expired_checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ..., resume: _Optional[_Union[Resume, _Mapping]] = ..., last_step: _Optional[int] = ..., spend: _Optional[_Union[SpendTotals, _Mapping]] = ..., position: _Optional[int] = ..., expired_checkpoint_count: _Optional[int] = ..., best_checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., datasets: _Optional[_Iterable[_Union[Dataset, _Mapping]]] = ..., reports: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., tags: _Optional[_Mapping[str, str]] = ..., source: _Optional[_Union[LineageRun, _Mapping]] = ..., children: _Optional[_Iterable[_Union[LineageRun, _Mapping]]] = ..., child_count: _Optional[int] = ...) -> None: ...
 
 class RunInfo(_message.Message):
     __slots__ = ("run_id", "run_key", "name", "status", "spec", "summary", "error", "opened_at", "finished_at", "objective", "retraction")
@@ -783,3 +791,27 @@ class SetTagsResponse(_message.Message):
     POSITION_FIELD_NUMBER: _ClassVar[int]
     position: int
     def __init__(self, position: _Optional[int] = ...) -> None: ...
+
+class RunSourceCheckpoint(_message.Message):
+    __slots__ = ("run_id", "step", "uri")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    URI_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    step: int
+    uri: str
+    def __init__(self, run_id: _Optional[str] = ..., step: _Optional[int] = ..., uri: _Optional[str] = ...) -> None: ...
+
+class LineageRun(_message.Message):
+    __slots__ = ("run_id", "name", "step", "uri", "opened_at")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    URI_FIELD_NUMBER: _ClassVar[int]
+    OPENED_AT_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    name: str
+    step: int
+    uri: str
+    opened_at: _timestamp_pb2.Timestamp
+    def __init__(self, run_id: _Optional[str] = ..., name: _Optional[str] = ..., step: _Optional[int] = ..., uri: _Optional[str] = ..., opened_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

@@ -68,8 +68,10 @@ class LedgerCallback(ResumeHelper, TrainerCallback):
     is the run's objective when args.metric_for_best_model does not name one. `train_dataset` /
     `eval_dataset`: the rows handed to the trainer, recorded as the run's datasets (default: the
     datasets the trainer's dataloaders read, as the trainer prepared them), with
-    `train_source_uri` / `eval_source_uri`; `record_datasets=False` records none. Only the
-    world's process zero records."""
+    `train_source_uri` / `eval_source_uri`; `record_datasets=False` records none.
+    `source_checkpoint` (clients.RunSourceCheckpoint or {"run_id", "step", "uri"}): the checkpoint
+    of another run this training starts from, recorded as the run's source when it is opened.
+    Only the world's process zero records."""
 
     def __init__(
         self,
@@ -101,6 +103,7 @@ class LedgerCallback(ResumeHelper, TrainerCallback):
         train_source_uri: str = "",
         eval_source_uri: str = "",
         record_datasets: bool = True,
+        source_checkpoint: Any = None,
     ) -> None:
         if (address is None) == (client is None):
             raise TypeError("LedgerCallback needs exactly one of address= and client=")
@@ -123,6 +126,8 @@ class LedgerCallback(ResumeHelper, TrainerCallback):
         self.count_tokens, self.reopen, self.outage_budget_s = count_tokens, reopen, outage_budget_s
         # GPU jobs record system metrics (clients.system) unless told otherwise, as W&B users expect.
         self.recorder_options = {"system_metrics_s": SYSTEM_PERIOD_S, **(recorder_options or {})}
+        if source_checkpoint is not None:  # The run's lineage, given with its open.
+            self.recorder_options["source_checkpoint"] = source_checkpoint
         self.objective = objective
         self.datasets: dict[str, Any] = {"train": train_dataset, "eval": eval_dataset}
         self.source_uris = {"train": train_source_uri, "eval": eval_source_uri}

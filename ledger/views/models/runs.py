@@ -187,6 +187,17 @@ class Resume(msgspec.Struct, frozen=True, kw_only=True):
     spend_committed_usd_micro: int
 
 
+class LineageRun(msgspec.Struct, frozen=True, kw_only=True):
+    """One link of a run's lineage: a run, its name and when it was opened, and the step (and uri,
+    as the child's trainer gave it) of the checkpoint that joins it to the other run."""
+
+    run_id: str
+    name: str
+    step: int
+    uri: str = ""
+    opened_at: Moment | None = None
+
+
 class RunState(msgspec.Struct, frozen=True, kw_only=True):
     """What a resuming trainer gets (see design.md, RunState). `current_attempt` is 0 before any
     attempt; `last_step` None before any step; `expired_checkpoints` the few that expired most
@@ -207,6 +218,11 @@ class RunState(msgspec.Struct, frozen=True, kw_only=True):
     datasets: tuple[Dataset, ...] = ()
     reports: dict[str, Any] = msgspec.field(default_factory=dict)
     tags: dict[str, str] = msgspec.field(default_factory=dict)
+    # The run's source checkpoint's run and step; the runs started from it (the latest few) and
+    # how many there are (ledger.views.provenance.lineage).
+    source: LineageRun | None = None
+    children: tuple[LineageRun, ...] = ()
+    child_count: int = 0
 
 
 class RunSummary(msgspec.Struct, frozen=True, kw_only=True):

@@ -37,7 +37,7 @@ from ledger.views.rows import decode, utc_time
 from ledger.views.runs.checkpoints import CHECKPOINT_SELECT, to_scored_checkpoint
 from ledger.views.store import Query
 
-__all__ = ["DATASET_ROWS", "PLAN_ROW", "ProvenanceReads", "progress"]
+__all__ = ["DATASET_ROWS", "PLAN_ROW", "ProvenanceReads", "progress", "spec_max_steps"]
 
 _PLAN_COLUMNS = (
     "metric, mode, max_steps, retraction_reason, retraction_principal, retracted_at, anchor_time, anchor_step,"
@@ -97,6 +97,21 @@ def progress(
     return Progress(max_steps=max_steps, step=step, fraction=fraction, steps_per_second=rate, eta=eta)
 
 
+def spec_max_steps(spec: Any) -> int | None:
+    """The steps a run's spec says it trains, for the progress of a run with no plan: `max_steps`
+    at the spec's top, else among its `hyperparameters` (where the trainer integrations put it);
+    None unless it is a positive whole number."""
+    if not isinstance(spec, dict):
+        return None
+    for holder in (spec, spec.get("hyperparameters")):
+        value = holder.get("max_steps") if isinstance(holder, dict) else None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if value > 0 and float(value).is_integer():
+            return int(value)
+    return None
+
+
 class ProvenanceReads:
     """Reads of the provenance view, run by `query`."""
 
@@ -110,12 +125,25 @@ class ProvenanceReads:
 
     @staticmethod
     def plan_parts(
-        plan: Sequence[Any] | None, *, status: str, last_step: int | None, now: datetime
+        plan: Sequence[Any] | None,
+        *,
+        status: str,
+        last_step: int | None,
+        now: datetime,
+        spec: dict[str, Any] | None = None,
     ) -> tuple[Objective | None, Retraction | None, Progress]:
-        """The objective, retraction and progress a row of _PLAN_COLUMNS says."""
+        """The objective, retraction and progress a row of _PLAN_COLUMNS says; with no plan,
+        progress is against the `spec`'s max_steps (spec_max_steps)."""
         if plan is None:
-            return None, None, progress(max_steps=None, step=last_step, running=False, anchor=None, last=None, now=now)
+            planned = spec_max_steps(spec)
+            return (
+                None,
+                None,
+                progress(max_steps=planned, step=last_step, running=False, anchor=None, last=None, now=now),
+            )
         metric, mode, max_steps, reason, principal, retracted_at, anchor_time, anchor_step, last_time, last = plan
+        if max_steps is None:
+            max_steps = spec_max_steps(spec)
         objective = Objective(metric=metric, mode=mode) if metric else None
         retraction = (
             None

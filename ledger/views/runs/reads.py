@@ -18,7 +18,8 @@ import msgspec
 from ledger.domain.limits import EXPIRED_CHECKPOINTS_LISTED
 from ledger.views.bills.reads import ANY_BILL, BillReads
 from ledger.views.models import Attempt, Checkpoint, Resume, RunInfo, RunPage, RunState, RunSummary, SpendTotals
-from ledger.views.provenance.reads import DATASET_ROWS, PLAN_ROW, ProvenanceReads, progress
+from ledger.views.provenance.lineage import CHILD_ROWS, CHILDREN_LISTED, SOURCE_ROW, LineageReads
+from ledger.views.provenance.reads import DATASET_ROWS, PLAN_ROW, ProvenanceReads, progress, spec_max_steps
 from ledger.views.reports import REPORT_ROWS, reports_of
 from ledger.views.rows import decode, optional_utc_time, utc_time
 from ledger.views.runs.checkpoints import CHECKPOINT_COLUMNS, CHECKPOINT_SELECT, to_checkpoint, to_scored_checkpoint
@@ -67,6 +68,7 @@ class RunViewReads:
         self.query = query
         self.provenance = provenance
         self.bills = bills
+        self.lineage = LineageReads(query)
 
     def run_state(self, run_id: str, now: datetime) -> RunState | None:
         """What a resuming trainer needs, or None for an unknown run. Its reads that depend on
@@ -88,6 +90,8 @@ class RunViewReads:
                 (DATASET_ROWS, (run_id,)),
                 (LEASE_ROW, (run_id,)),
                 (REPORT_ROWS, (run_id,)),
+                (SOURCE_ROW, (run_id,)),
+                (CHILD_ROWS, (run_id, CHILDREN_LISTED)),
             ]
         ):
             return self._run_state(run_id, now)
@@ -99,8 +103,9 @@ class RunViewReads:
         run_id, run_key, name, status, spec, summary, error, opened_at, finished_at, current, last_step = row
         attempts = self._attempts(run_id)
         checkpoint, expired, expired_count = self._checkpoints(run_id, now.timestamp())
+        spec = decode(spec)
         objective, retraction, run_progress = self.provenance.plan_parts(
-            self.provenance.run_plan(run_id), status=status, last_step=last_step, now=now
+            self.provenance.run_plan(run_id), status=status, last_step=last_step, now=now, spec=spec
         )
         best = None if objective is None else self._best_usable(run_id, objective.metric, objective.mode, now)
         spend = self._spend(run_id)
@@ -111,13 +116,14 @@ class RunViewReads:
             sampler_uri=checkpoint.sampler_uri if checkpoint else "",
             spend_committed_usd_micro=spend.committed_usd_micro,
         )
+        children, child_count = self.lineage.children(run_id)
         return RunState(
             run=RunInfo(
                 run_id=run_id,
                 run_key=run_key,
                 name=name,
                 status=status,
-                spec=decode(spec),
+                spec=spec,
                 summary=decode(summary),
                 error=error or "",
                 opened_at=utc_time(opened_at),
@@ -139,6 +145,9 @@ class RunViewReads:
             datasets=self.provenance.datasets(run_id),
             reports=reports_of(self.query.rows(REPORT_ROWS, (run_id,))),
             tags=dict(self.query.rows("SELECT key, value FROM view_run_tags WHERE run_id = ? ORDER BY key", (run_id,))),
+            source=self.lineage.source(run_id),
+            children=children,
+            child_count=child_count,
         )
 
     def _attempts(self, run_id: str) -> tuple[Attempt, ...]:
@@ -274,7 +283,8 @@ RUN_SUMMARY_SELECT = (
     "SELECT r.run_id, r.name, r.status, r.current_attempt, r.last_step, r.opened_at,"
     " COALESCE(a.committed, 0), COALESCE(a.parent, ''), a.cap, COALESCE(a.pending, 0),"
     " p.max_steps, p.anchor_time, p.anchor_step, p.last_time, p.last_step, p.retracted_at,"
-    f" {PRESUMED}"
+    f" {PRESUMED},"
+    " r.spec"
     " FROM view_runs r LEFT JOIN view_accounts a ON a.account = r.run_id"
     " LEFT JOIN view_run_plans p ON p.run_id = r.run_id"
 )
@@ -342,6 +352,7 @@ def to_run_summary(row: Any, now: datetime) -> RunSummary:
         last_batch_step,
         retracted_at,
         presumed,
+        spec,
     ) = row
     return RunSummary(
         run_id=run_id,
@@ -355,7 +366,7 @@ def to_run_summary(row: Any, now: datetime) -> RunSummary:
         cap_usd_micro=cap,
         pending_usd_micro=pending,
         progress=progress(
-            max_steps=max_steps,
+            max_steps=max_steps if max_steps is not None else spec_max_steps(decode(spec)),
             step=last_step,
             running=status == "running",
             done=status == "done",
