@@ -303,7 +303,9 @@ class Integrity(Context):
                 }
                 scratch.project(positions, between=lambda: pace.between("views"))
                 collate = self.storage.byte_order
-                difference = first_difference(scratch, lambda table: read(ordered_select(table, collate)))
+                difference = first_difference(
+                    scratch, lambda table: read(ordered_select(table, collate)), views=positions.keys()
+                )
         finally:
             scratch.close()
         if difference is None:
