@@ -109,6 +109,7 @@ class PostgresStorage(Storage):
             lambda: ReadConnection(self),
             events_table=f'"{recorder.events_table_name}"',
             events_position="notification_id",
+            byte_order=self.byte_order,
         )
 
     def projector(self, app: Application[UUID]) -> PostgresProjector:

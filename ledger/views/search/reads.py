@@ -37,11 +37,15 @@ SEARCH_SELECT = (
 )
 
 
-def compile_search(where: str, order_by: str, *, descending: bool, include_retracted: bool, now: float) -> Sql:
+def compile_search(
+    where: str, order_by: str, *, descending: bool, include_retracted: bool, now: float, collate: str = ""
+) -> Sql:
     """The SELECT of the ids a search finds, in order, up to its LIMIT and OFFSET; INVALID_QUERY
-    or QUERY_TOO_LARGE, before any SQL runs, when `where` or `order_by` is refused."""
-    condition = compile_where(parse_query(where), now) if where.strip() else None
-    join, terms = compile_order(parse_order(order_by) if order_by.strip() else None, descending, now)
+    or QUERY_TOO_LARGE, before any SQL runs, when `where` or `order_by` is refused. `collate` is
+    the database's clause for byte order (Storage.byte_order), so text compares and orders, and
+    `like` folds case, alike on each backend."""
+    condition = compile_where(parse_query(where), now, collate) if where.strip() else None
+    join, terms = compile_order(parse_order(order_by) if order_by.strip() else None, descending, now, collate)
     conditions = [] if condition is None else [f"({condition.text})"]
     if not include_retracted:
         conditions.append("p.retracted_at IS NULL")
@@ -63,13 +67,19 @@ def search_runs(
     offset: int = 0,
     include_retracted: bool = False,
     now: datetime,
+    collate: str = "",
 ) -> SearchPage:
     """Up to `limit` runs `where` selects (every run when empty), from `offset`, ordered by
     `order_by` (a field, then optionally asc or desc; `descending` too), newest first when none;
     retracted runs only with `include_retracted`. `rows` runs a query (ViewReader's). The page's
     ids come first, then their summaries: only the page's rows are ever made whole."""
     search = compile_search(
-        where, order_by, descending=descending, include_retracted=include_retracted, now=now.timestamp()
+        where,
+        order_by,
+        descending=descending,
+        include_retracted=include_retracted,
+        now=now.timestamp(),
+        collate=collate,
     )
     # One more than the page, to know whether another follows.
     found = [run_id for (run_id,) in rows(search.text + " LIMIT ? OFFSET ?", (*search.params, limit + 1, offset))]
