@@ -108,8 +108,8 @@ def first_difference(
 ) -> Difference | None:
     """The first row, table by table in TABLES' order, where `live(table)` (the live rows sorted by
     primary key, text in byte order) differs from the rebuild; None when every table agrees. With
-    `views` (those the live database tracks), the tables of a view it has never projected (a view
-    newer than the ledger's last writable open: its tables are made then) are not compared."""
+    `views` (those the live database has built), the tables of the other views (a view newer than
+    the ledger's last writable open, which makes its tables and projects it) are not compared."""
     for table, (columns, primary_key, _, owner) in TABLES.items():
         if views is not None and owner and owner not in views:
             continue

@@ -52,6 +52,7 @@ class PostgresStorage(Storage):
 
     shared = True
     byte_order = ' COLLATE "C"'
+    tables_select = "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
     outage_errors = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
 
     def __init__(self, app: Application[UUID]) -> None:
