@@ -64,6 +64,8 @@ def _usd_micro(field: Field, literal: Literal) -> int:
         raise _clash(field, literal, expected) from None
     if micro != micro.to_integral_value():
         raise _clash(field, literal, expected)
+    if abs(micro) >= 2**63:  # The column holds 64-bit micro-dollars.
+        raise invalid_query("an amount out of range", literal.position, "an amount of less than 2**63 micro-dollars")
     return int(micro)
 
 
