@@ -235,6 +235,17 @@ def test_a_dollar_amount_past_64_bit_micro_dollars_is_refused(ledger: Ledger) ->
     assert [run.cap_usd_micro for run in found] == [1_000_000]
 
 
+def test_a_string_holding_nul_is_refused(ledger: Ledger) -> None:
+    """No text the ledger holds has a NUL (a write refuses it); SQLite's LIKE ends a pattern at one,
+    so `like '%<NUL>x'` matched every run there and none on PostgreSQL."""
+    position = ledger.open_run(run_key="r", name="plain").position
+    for where in ("name like '%\x00x'", 'name = "\x00"', "spec.s in ('a', 'b\x00')"):
+        with pytest.raises(Invalid) as raised:
+            ledger.search_runs(where=where, min_position=position)
+        assert raised.value.reason == Reason.INVALID_QUERY, where
+        assert int(raised.value.metadata["position"]) == where.index("\x00") + 1, where
+
+
 def test_page_size_and_offset_are_bounded(ledger: Ledger) -> None:
     for arguments in ({"limit": 0}, {"limit": 10_001}, {"offset": -1}, {"offset": 100_001}):
         with pytest.raises(Invalid) as raised:
