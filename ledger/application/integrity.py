@@ -48,6 +48,7 @@ from ledger.storage.chain import (
     pages,
 )
 from ledger.views.models import ChainHead, Verification
+from ledger.views.schema import TABLES
 from ledger.views.scratch import ScratchViews, first_difference, ordered_select
 
 __all__ = ["Integrity", "Progress", "Stopped", "STAGES", "TAIL_EVENTS", "VERIFY_PAGE_EVENTS"]
@@ -303,12 +304,21 @@ class Integrity(Context):
                 }
                 scratch.project(positions, between=lambda: pace.between("views"))
                 collate = self.storage.byte_order
-                difference = first_difference(scratch, lambda table: read(ordered_select(table, collate)))
+                built = self._built_views(positions, read)
+                difference = first_difference(scratch, lambda table: read(ordered_select(table, collate)), views=built)
         finally:
             scratch.close()
         if difference is None:
             return None
         return difference.position, VIEW_DISAGREES, difference.detail
+
+    def _built_views(self, positions: dict[str, int], read: Any) -> set[str]:
+        """The views the live database has projected and holds every table of: a view newer than
+        the ledger's last writable open (which makes its tables and projects it) has nothing to
+        contradict yet."""
+        present = {str(name) for (name,) in read(self.storage.tables_select)}
+        missing = {owner for table, (*_, owner) in TABLES.items() if table not in present}
+        return {view for view in positions if view not in missing}
 
     # Exports.
 

@@ -81,6 +81,9 @@ class Storage:
     outage_errors: tuple[type[BaseException], ...] = (OperationalError, InterfaceError)
     #: What ORDER BY adds to a text column to sort it in byte order (SQLite's own order).
     byte_order = ""
+    #: The names of the tables the views' connection sees (a file last written by an older version
+    #: may lack a view's table until it is opened to write).
+    tables_select = "SELECT name FROM sqlite_master WHERE type = 'table'"
     views: ViewReader
     app: Application[UUID]
 

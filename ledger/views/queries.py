@@ -31,7 +31,7 @@ __all__ = ["ViewReader"]
 class ViewReader:
     """Every read of the views over `connect()` (this thread's connection). `events_table` and
     `events_position` name the log's table and its position column as that connection sees them
-    (see Query)."""
+    (see Query); `byte_order` is its clause for comparing text in byte order (Storage.byte_order)."""
 
     def __init__(
         self,
@@ -39,6 +39,7 @@ class ViewReader:
         *,
         events_table: str = "stored_events",
         events_position: str = "rowid",
+        byte_order: str = "",
     ) -> None:
         self.connect = connect
         self.query = query = Query(connect, events_table=events_table, events_position=events_position)
@@ -76,7 +77,7 @@ class ViewReader:
         charts = ChartReads(query)
         self.chart = charts.chart
         self.metric_stats = charts.metric_stats
-        self.search_runs = functools.partial(search_runs, query.rows)
+        self.search_runs = functools.partial(search_runs, query.rows, collate=byte_order)
 
     def position(self, view: str) -> int:
         """The position `view` has projected up to, as committed."""

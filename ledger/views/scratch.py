@@ -10,7 +10,7 @@ temporary database: it lives in memory and spills to a temporary file when it gr
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from ledger.views.handlers import handlers
@@ -103,10 +103,16 @@ def _normal(row: Iterable[Any]) -> tuple[Any, ...]:
     )
 
 
-def first_difference(scratch: ScratchViews, live: Callable[[str], Iterable[Any]]) -> Difference | None:
+def first_difference(
+    scratch: ScratchViews, live: Callable[[str], Iterable[Any]], views: Collection[str] | None = None
+) -> Difference | None:
     """The first row, table by table in TABLES' order, where `live(table)` (the live rows sorted by
-    primary key, text in byte order) differs from the rebuild; None when every table agrees."""
+    primary key, text in byte order) differs from the rebuild; None when every table agrees. With
+    `views` (those the live database has built), the tables of the other views (a view newer than
+    the ledger's last writable open, which makes its tables and projects it) are not compared."""
     for table, (columns, primary_key, _, owner) in TABLES.items():
+        if views is not None and owner and owner not in views:
+            continue
         names = list(columns)
         key_at = [names.index(name) for name in primary_key]
         rebuilt_rows, live_rows = scratch.rows(table), iter(live(table))

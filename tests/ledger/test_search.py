@@ -219,6 +219,33 @@ def test_a_refused_query_is_refused_before_anything_is_read(ledger: Ledger) -> N
     assert (raised.value.reason, raised.value.metadata["position"]) == (Reason.INVALID_QUERY, "1")
 
 
+def test_a_dollar_amount_past_64_bit_micro_dollars_is_refused(ledger: Ledger) -> None:
+    """A number within the bounds of the language whose micro-dollars are not: refused as the
+    query's, never an overflow of the database's integer."""
+    position = ledger.open_run(run_key="r", cap_usd_micro=1_000_000).position
+    for field in ("cap_usd", "spend_committed_usd"):
+        for amount in ("1e18", "-9223372036854.775808", "9300000000000"):
+            with pytest.raises(Invalid) as raised:
+                ledger.search_runs(where=f"{field} > {amount}", min_position=10**9, timeout_s=1.0)
+            assert (raised.value.reason, raised.value.metadata["position"]) == (
+                Reason.INVALID_QUERY,
+                str(len(field) + 4),
+            ), (field, amount)
+    found = ledger.search_runs(where="cap_usd < 9223372036854.775807", min_position=position).runs
+    assert [run.cap_usd_micro for run in found] == [1_000_000]
+
+
+def test_a_string_holding_nul_is_refused(ledger: Ledger) -> None:
+    """No text the ledger holds has a NUL (a write refuses it); SQLite's LIKE ends a pattern at one,
+    so `like '%<NUL>x'` matched every run there and none on PostgreSQL."""
+    position = ledger.open_run(run_key="r", name="plain").position
+    for where in ("name like '%\x00x'", 'name = "\x00"', "spec.s in ('a', 'b\x00')"):
+        with pytest.raises(Invalid) as raised:
+            ledger.search_runs(where=where, min_position=position)
+        assert raised.value.reason == Reason.INVALID_QUERY, where
+        assert int(raised.value.metadata["position"]) == where.index("\x00") + 1, where
+
+
 def test_page_size_and_offset_are_bounded(ledger: Ledger) -> None:
     for arguments in ({"limit": 0}, {"limit": 10_001}, {"offset": -1}, {"offset": 100_001}):
         with pytest.raises(Invalid) as raised:

@@ -47,11 +47,29 @@ def unavailable(error: BaseException) -> Unavailable:
     return Unavailable(f"storage is unavailable: {error}")
 
 
+# Whether the database's own collation already compares and orders text in byte order (libc's C or
+# POSIX locale): a search then needs no COLLATE clause, which would keep its text comparisons off
+# the views' indexes (made with the database's collation).
+_BYTE_ORDER_DATABASE = (
+    "SELECT datlocprovider = 'c' AND datcollate IN ('C', 'POSIX') AND datctype IN ('C', 'POSIX')"
+    " FROM pg_database WHERE datname = current_database()"
+)
+
+
+def _sorts_by_bytes(connection: psycopg.Connection[Any]) -> bool:
+    try:
+        row = connection.execute(_BYTE_ORDER_DATABASE).fetchone()
+    except psycopg.errors.UndefinedColumn:  # Before PostgreSQL 15: no ICU default, libc only.
+        row = connection.execute(_BYTE_ORDER_DATABASE.replace("datlocprovider = 'c' AND ", "")).fetchone()
+    return bool(row and row[0])
+
+
 class PostgresStorage(Storage):
     """Views and their tracking in the events' schema, over a pool of their own."""
 
     shared = True
     byte_order = ' COLLATE "C"'
+    tables_select = "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
     outage_errors = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
 
     def __init__(self, app: Application[UUID]) -> None:
@@ -101,6 +119,7 @@ class PostgresStorage(Storage):
             self.pool.open(wait=True, timeout=self.timeout_s)
             if not self.read_only:
                 self.create_tables()
+            search_order = "" if self.run(_sorts_by_bytes) else self.byte_order
         except (psycopg.Error, psycopg_pool.PoolTimeout) as error:
             self.pool.close()
             raise Unavailable(f"cannot open the views on {where(self.connect_kwargs)}: {error}") from None
@@ -109,6 +128,7 @@ class PostgresStorage(Storage):
             lambda: ReadConnection(self),
             events_table=f'"{recorder.events_table_name}"',
             events_position="notification_id",
+            byte_order=search_order,
         )
 
     def projector(self, app: Application[UUID]) -> PostgresProjector:

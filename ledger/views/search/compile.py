@@ -6,7 +6,8 @@ subquery), so the SQL text holds nothing the query's author wrote.
 Logic is two-valued: a comparison on a field the run lacks (or holds with a value of another
 kind) is false, and `not` makes it true. So `spec.lr != 0.1` holds for runs whose lr is a number
 other than 0.1, and `not spec.lr = 0.1` also for runs without a numeric lr. `like` ignores the case
-of ASCII letters (as SQLite's LIKE does; PostgreSQL's is made to match). Ordering puts the runs
+of ASCII letters (as SQLite's LIKE does; PostgreSQL's is made to match, and text compares and
+orders in byte order on it too, whatever the database's collation). Ordering puts the runs
 that lack the field last in either direction; for spec, summary and tag keys numbers come before
 strings; ties go newest first, as ListRuns orders.
 """
@@ -30,7 +31,7 @@ USD_MICRO = Decimal(1_000_000)
 _OPERATORS = {"=": "=", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 _FIELDS = "SELECT run_id FROM view_run_fields WHERE key = ?"
 _METRICS = "SELECT run_id FROM view_run_metrics WHERE metric = ?"
-_LIKE = "LOWER({}) LIKE LOWER(CAST(? AS TEXT)) ESCAPE '\\'"
+_LIKE = "LOWER({0}) LIKE LOWER(CAST(? AS TEXT){1}) ESCAPE '\\'"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +64,8 @@ def _usd_micro(field: Field, literal: Literal) -> int:
         raise _clash(field, literal, expected) from None
     if micro != micro.to_integral_value():
         raise _clash(field, literal, expected)
+    if abs(micro) >= 2**63:  # The column holds 64-bit micro-dollars.
+        raise invalid_query("an amount out of range", literal.position, "an amount of less than 2**63 micro-dollars")
     return int(micro)
 
 
@@ -128,9 +131,16 @@ def _check_status(field: Field, comparison: Comparison) -> None:
                 raise invalid_query(f"no status {literal.text}", literal.position, ", ".join(STATUSES))
 
 
-def _run_comparison(field: Field, comparison: Comparison, now: float) -> Sql:
+def _text(expression: str, collate: str) -> str:
+    """A text expression compared or ordered in byte order: with `collate`, the database's clause
+    for it (PostgreSQL's own collation may fold case or order by language; SQLite's needs none)."""
+    return f"({expression}){collate}" if collate else expression
+
+
+def _run_comparison(field: Field, comparison: Comparison, now: float, collate: str) -> Sql:
     run = field.run
     expression, head = run.sql, (now,) if "?" in run.sql else ()
+    text = _text(expression, collate) if run.takes == "string" else expression
     operator, values = comparison.operator, comparison.values
     if operator in ("is null", "is not null"):
         return Sql(f"{expression} {operator.upper()}", head)
@@ -139,16 +149,16 @@ def _run_comparison(field: Field, comparison: Comparison, now: float) -> Sql:
             raise invalid_query(
                 f"like compares strings, and {field.name} is not one", comparison.position, "a string field"
             )
-        test = _LIKE.format(expression)
+        test = _LIKE.format(text, collate)
         params: tuple[Any, ...] = (like_pattern(field, values[0]),)
         test = test if operator == "like" else f"NOT {test}"
     else:
         _check_status(field, comparison)
         params = tuple(_run_value(field, literal) for literal in values)
         if operator in ("in", "not in"):
-            test = f"{expression} {operator.upper()} ({', '.join('?' * len(params))})"
+            test = f"{text} {operator.upper()} ({', '.join('?' * len(params))})"
         else:
-            test = f"{expression} {_OPERATORS[operator]} ?"
+            test = f"{text} {_OPERATORS[operator]} ?"
         params = (*head, *params)
     if not run.nullable:
         return Sql(test, params)
@@ -156,7 +166,7 @@ def _run_comparison(field: Field, comparison: Comparison, now: float) -> Sql:
     return Sql(f"({expression} IS NOT NULL AND {test})", (*head, *params))
 
 
-def _stored_comparison(field: Field, comparison: Comparison) -> Sql:
+def _stored_comparison(field: Field, comparison: Comparison, collate: str) -> Sql:
     """A comparison on a document key or a metric: the runs of a subquery over its indexed rows."""
     rows, key = (_METRICS, field.key) if field.source == "metric" else (_FIELDS, field.key)
     operator, values = comparison.operator, comparison.values
@@ -167,7 +177,7 @@ def _stored_comparison(field: Field, comparison: Comparison) -> Sql:
             raise invalid_query(
                 f"like compares strings, and {field.name} is a number", comparison.position, "a string field"
             )
-        test = _LIKE.format("text")
+        test = _LIKE.format(_text("text", collate), collate)
         test = test if operator == "like" else f"text IS NOT NULL AND NOT {test}"
         return Sql(f"r.run_id IN ({rows} AND {test})", (key, like_pattern(field, values[0])))
     typed = [_column_value(field, literal) for literal in values]
@@ -176,6 +186,7 @@ def _stored_comparison(field: Field, comparison: Comparison) -> Sql:
         if other != column:
             raise invalid_query("an in list mixes numbers and strings", literal.position, "values of one kind")
     params = tuple(value for _, value in typed)
+    column = _text(column, collate) if column == "text" else column
     if operator in ("in", "not in"):
         test = f"{column} {operator.upper()} ({', '.join('?' * len(params))})"
     else:
@@ -183,24 +194,25 @@ def _stored_comparison(field: Field, comparison: Comparison) -> Sql:
     return Sql(f"r.run_id IN ({rows} AND {test})", (key, *params))
 
 
-def compile_where(node: Node, now: float) -> Sql:
-    """The WHERE condition of a parsed query (`now`: the epoch seconds elapsed is measured to).
-    Recursion is as deep as the query nests, which the parser bounds."""
+def compile_where(node: Node, now: float, collate: str = "") -> Sql:
+    """The WHERE condition of a parsed query (`now`: the epoch seconds elapsed is measured to;
+    `collate`: the database's clause for byte order). Recursion is as deep as the query nests,
+    which the parser bounds."""
     if isinstance(node, Comparison):
         field = resolve(node.field, node.position)
         if field.source == "run":
-            return _run_comparison(field, node, now)
-        return _stored_comparison(field, node)
+            return _run_comparison(field, node, now, collate)
+        return _stored_comparison(field, node, collate)
     if isinstance(node, Not):
-        inner = compile_where(node.item, now)
+        inner = compile_where(node.item, now, collate)
         return Sql(f"NOT ({inner.text})", inner.params)
-    parts = [compile_where(item, now) for item in node.items]
+    parts = [compile_where(item, now, collate) for item in node.items]
     joiner = " AND " if isinstance(node, And) else " OR "
     assert isinstance(node, And | Or)
     return Sql(joiner.join(f"({part.text})" for part in parts), tuple(p for part in parts for p in part.params))
 
 
-def compile_order(order: OrderBy | None, descending: bool, now: float) -> tuple[Sql, Sql]:
+def compile_order(order: OrderBy | None, descending: bool, now: float, collate: str = "") -> tuple[Sql, Sql]:
     """The LEFT JOIN (empty for a run field) and the ORDER BY terms that order a search; runs
     lacking the field come last either way, ties newest first."""
     ties = "r.opened_at DESC, r.run_id DESC"
@@ -211,7 +223,8 @@ def compile_order(order: OrderBy | None, descending: bool, now: float) -> tuple[
     if field.source == "run":
         expression = field.run.sql
         head = (now,) if "?" in expression else ()
-        terms = f"CASE WHEN {expression} IS NULL THEN 1 ELSE 0 END, {expression} {direction}, {ties}"
+        ordered = _text(expression, collate) if field.run.takes == "string" else expression
+        terms = f"CASE WHEN {expression} IS NULL THEN 1 ELSE 0 END, {ordered} {direction}, {ties}"
         return Sql("", ()), Sql(terms, (*head, *head))
     if field.source == "metric":
         value = f"o.{field.stat}_value"
@@ -221,6 +234,6 @@ def compile_order(order: OrderBy | None, descending: bool, now: float) -> tuple[
     join = " LEFT JOIN view_run_fields o ON o.run_id = r.run_id AND o.key = ?"
     terms = (
         "CASE WHEN o.num IS NOT NULL THEN 0 WHEN o.text IS NOT NULL THEN 1 ELSE 2 END,"
-        f" o.num {direction}, o.text {direction}, {ties}"
+        f" o.num {direction}, {_text('o.text', collate)} {direction}, {ties}"
     )
     return Sql(join, (field.key,)), Sql(terms, ())

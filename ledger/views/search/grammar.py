@@ -210,6 +210,8 @@ def _literal(token: Token) -> Literal:
         )
     kind = token.type
     if kind == "STRING":
+        if "\x00" in text:  # Text the ledger holds never has one; SQLite's LIKE would stop at it.
+            raise invalid_query("a string holds a NUL character", position + text.index("\x00"), "text without NUL")
         return Literal("string", _unescape(text), position, text)
     if kind == "DURATION":
         return Literal("duration", float(text[:-1]) * _DURATION_S[text[-1]], position, text)

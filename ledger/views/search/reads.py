@@ -38,13 +38,22 @@ SEARCH_SELECT = (
 
 
 def compile_search(
-    where: str, order_by: str, *, descending: bool, include_retracted: bool, now: float, **filters: str
+    where: str,
+    order_by: str,
+    *,
+    descending: bool,
+    include_retracted: bool,
+    now: float,
+    collate: str = "",
+    **filters: str,
 ) -> Sql:
     """The SELECT of the ids a search finds, in order, up to its LIMIT and OFFSET; INVALID_QUERY
     or QUERY_TOO_LARGE, before any SQL runs, when `where` or `order_by` is refused. `filters` are
-    ListRuns' (status, name_contains, run_id_prefix, account: RunReads.list_runs), each ANDed in."""
-    condition = compile_where(parse_query(where), now) if where.strip() else None
-    join, terms = compile_order(parse_order(order_by) if order_by.strip() else None, descending, now)
+    ListRuns' (status, name_contains, run_id_prefix, account: RunViewReads.list_runs), each ANDed in.
+    `collate` is the database's clause for byte order (Storage.byte_order), so text compares and
+    orders, and `like` folds case, alike on each backend."""
+    condition = compile_where(parse_query(where), now, collate) if where.strip() else None
+    join, terms = compile_order(parse_order(order_by) if order_by.strip() else None, descending, now, collate)
     prefix, filtered, params = run_filters(after=None, include_retracted=include_retracted, **filters)
     # The accounts' CTE (a prefix) takes the first parameter when an account is given.
     cte_params, filter_params = (params[:1], params[1:]) if filters.get("account") else ([], params)
@@ -67,6 +76,7 @@ def search_runs(
     offset: int = 0,
     include_retracted: bool = False,
     now: datetime,
+    collate: str = "",
     **filters: str,
 ) -> SearchPage:
     """Up to `limit` runs `where` selects (every run when empty), from `offset`, ordered by
@@ -74,7 +84,13 @@ def search_runs(
     retracted runs only with `include_retracted`. `rows` runs a query (ViewReader's). The page's
     ids come first, then their summaries: only the page's rows are ever made whole."""
     search = compile_search(
-        where, order_by, descending=descending, include_retracted=include_retracted, now=now.timestamp(), **filters
+        where,
+        order_by,
+        descending=descending,
+        include_retracted=include_retracted,
+        now=now.timestamp(),
+        collate=collate,
+        **filters,
     )
     # One more than the page, to know whether another follows.
     found = [run_id for (run_id,) in rows(search.text + " LIMIT ? OFFSET ?", (*search.params, limit + 1, offset))]
