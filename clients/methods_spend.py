@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from clients import codec
 from clients.methods import Doc, Transport, field_of, new_id, reply
@@ -136,9 +136,10 @@ class SpendMethods(Transport):
         sends larger bills in several calls). A line already recorded with the same payload is
         unchanged, with another payload a restatement: sending a bill again changes nothing.
         `validate_only`: the ledger checks the lines as a recording would and records nothing."""
+        stamps: dict[datetime, Any] = {}
         request = spend_pb2.RecordBilledUsageRequest(
             provider=provider,
-            lines=[billed_line(line) for line in lines],
+            lines=[billed_line(line, stamps) for line in lines],
             cost_data_through=codec.timestamp(cost_data_through),
             validate_only=validate_only,
         )
@@ -197,12 +198,14 @@ def _account(response: spend_pb2.GetAccountResponse) -> Account:
     return account if account is not None else Account()
 
 
-def billed_line(line: BilledLine) -> spend_pb2.BilledLine:
-    """The message of one bill line."""
+def billed_line(line: BilledLine, stamps: dict[datetime, Any] | None = None) -> spend_pb2.BilledLine:
+    """The message of one bill line; `stamps` keeps the Timestamps made so far, for lines that
+    share their times (a bill's lines share few)."""
+    stamps = {} if stamps is None else stamps
     return spend_pb2.BilledLine(
         line_id=line.line_id,
-        interval_start=codec.timestamp(line.interval_start),
-        interval_end=codec.timestamp(line.interval_end),
+        interval_start=_stamp(line.interval_start, stamps),
+        interval_end=_stamp(line.interval_end, stamps),
         amount_usd_micro=line.amount_usd_micro,
         amount_text=line.amount_text,
         currency=line.currency,
@@ -213,6 +216,15 @@ def billed_line(line: BilledLine) -> spend_pb2.BilledLine:
         tags=line.tags,
         description=line.description,
     )
+
+
+def _stamp(moment: datetime | None, stamps: dict[datetime, Any]) -> Any:
+    if moment is None:
+        return None
+    found = stamps.get(moment)
+    if found is None:
+        found = stamps[moment] = codec.timestamp(moment)
+    return found
 
 
 Hold = TypeVar("Hold", spend_pb2.ReserveRequest, spend_pb2.ReservePlanRequest)

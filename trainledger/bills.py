@@ -31,6 +31,8 @@ _MICRO = Decimal(1_000_000)
 # Digits in thousands groups: "1,250" or "12,345,678"; the commas are then dropped.
 _GROUPED_TEXT = re.compile(r"[+-]?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]{1,3})?")
 _DECIMAL_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?")
+# Text that needs no rounding and is within range whatever its digits: read without Decimal.
+_PLAIN_TEXT = re.compile(r"(-?)([0-9]{1,7})(?:\.([0-9]{0,6}))?")
 # Dollars past this power of ten are past USD_MICRO_MAX whatever their digits.
 _DOLLARS_EXPONENT_MAX = 7
 # The text is at most AMOUNT_TEXT_MAX digits and its exponent at most 999: with this precision
@@ -44,6 +46,11 @@ def usd_micro_from_text(text: str) -> int:
     """`"0.0734"` -> 73_400; `"0.0000005"` -> 0 and `"0.0000015"` -> 2 (half to even).
     Raises ValueError for anything that is not ASCII decimal text (see above) within
     +-USD_MICRO_MAX."""
+    plain = _PLAIN_TEXT.fullmatch(text)
+    if plain is not None:
+        sign, dollars, fraction = plain.groups()
+        micro = int(dollars) * 1_000_000 + int((fraction or "").ljust(6, "0"))
+        return -micro if sign else micro
     cleaned = text.strip().removeprefix("$")
     if "," in cleaned and len(cleaned) <= AMOUNT_TEXT_MAX and _GROUPED_TEXT.fullmatch(cleaned):
         cleaned = cleaned.replace(",", "")

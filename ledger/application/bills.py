@@ -18,7 +18,7 @@ computing from a later bill records only the difference.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -31,7 +31,7 @@ from ledger.application.outcomes import Receipt, storage_read
 from ledger.domain import run_notes
 from ledger.domain import spending as spend
 from ledger.domain.base import LedgerAggregate, ledger_id
-from ledger.domain.bills import BILLED_LINES_MAX, Bill, check_line, line_key
+from ledger.domain.bills import BILLED_LINES_MAX, Bill, check_line, checked_lines, line_key
 from ledger.domain.errors import Invalid, NotFound
 from ledger.domain.limits import PAGE_SIZE_MAX, check_id, check_int, check_reference, check_text
 from ledger.domain.reasons import Reason
@@ -64,10 +64,11 @@ def _checked_lines(lines: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, An
             reason=Reason.BATCH_TOO_LARGE,
             limit=BILLED_LINES_MAX,
         )
+    # Checked once per batch, column by column; a batch with something to refuse perhaps is
+    # checked again line by line, in order, for the refusal of its first bad line.
+    checked = checked_lines(lines)
     by_key: dict[str, dict[str, Any]] = {}
-    for index, raw in enumerate(lines):
-        line = check_line(raw, index)
-        key = line_key(line["line_id"], line["start"], line["end"])
+    for index, (key, line) in enumerate(checked if checked is not None else _each_checked(lines)):
         seen = by_key.get(key)
         if seen is not None and seen["digest"] != line["digest"]:
             raise Invalid(
@@ -77,6 +78,12 @@ def _checked_lines(lines: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, An
             )
         by_key[key] = line
     return by_key
+
+
+def _each_checked(lines: Sequence[Mapping[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for index, raw in enumerate(lines):
+        line = check_line(raw, index)
+        yield line_key(line["line_id"], line["start"], line["end"]), line
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ from ledger.domain.limits import (
     USD_MICRO_MAX,
     check_id,
     check_text,
+    texts_pass,
 )
 from ledger.domain.reasons import Reason
 from trainledger.bills import AMOUNT_TEXT_MAX, usd_micro_from_text
@@ -47,6 +48,7 @@ __all__ = [
     "LINE_QUANTITIES_MAX",
     "LINE_TAGS_MAX",
     "check_line",
+    "checked_lines",
     "line_key",
 ]
 
@@ -173,6 +175,106 @@ def _check_quantities(raw: Mapping[str, Any], where: str) -> dict[str, float]:
                 else Reason.OUT_OF_RANGE,
                 field=f"{where}.quantities",
             )
+        checked[unit] = float(quantity)
+    return checked
+
+
+# The text columns of a line and their limits, in the order check_line reads them.
+_TEXT_COLUMNS = (
+    ("line_id", ID_LENGTH_MAX),
+    ("amount_text", AMOUNT_TEXT_MAX),
+    ("run_id", ID_LENGTH_MAX),
+    ("account", ID_LENGTH_MAX),
+    ("session_id", ID_LENGTH_MAX),
+    ("description", DESCRIPTION_MAX),
+)
+
+
+def checked_lines(raws: Sequence[Mapping[str, Any]]) -> list[tuple[str, dict[str, Any]]] | None:
+    """The lines of a request checked once per batch, column by column: (line_key, the dict
+    check_line makes) of each line, or None when a column holds anything these checks do not
+    settle; the caller then checks line by line (check_line), which names the refusal."""
+    columns = {name: [raw.get(name, "") for raw in raws] for name, _ in _TEXT_COLUMNS}
+    if not all(columns["line_id"]) or not all(texts_pass(columns[name], limit) for name, limit in _TEXT_COLUMNS):
+        return None
+    if not all((raw.get("currency") or "USD") == "USD" for raw in raws):
+        return None
+    epochs: dict[int, float] = {}  # id(datetime) -> its epoch seconds: a request's lines share few.
+    units: set[str] = set()
+    keys: list[Any] = []
+    values: list[Any] = []
+    checked: list[tuple[str, dict[str, Any]]] = []
+    for raw, line_id, text, run_id, account, session_id, description in zip(raws, *columns.values(), strict=True):
+        start, end = raw.get("interval_start"), raw.get("interval_end")
+        if not (_aware(start) and _aware(end)) or end <= start or end - start > INTERVAL_MAX:
+            return None
+        amount = raw.get("amount_usd_micro")
+        if amount is not None and (type(amount) is not int or abs(amount) > USD_MICRO_MAX):
+            return None
+        if text and not _text_says(text, amount):
+            return None
+        quantities = _quantities_or_none(raw.get("quantities") or {}, units)
+        tags = raw.get("tags") or {}
+        if quantities is None or type(tags) is not dict or len(tags) > LINE_TAGS_MAX:
+            return None
+        keys.extend(tags)
+        values.extend(tags.values())
+        line = {
+            "line_id": line_id,
+            "start": start,
+            "end": end,
+            "amount": amount,
+            "amount_text": text,
+            "quantities": quantities,
+            "run_id": run_id,
+            "account": account,
+            "session_id": session_id,
+            "tags": dict(tags),
+            "description": description,
+        }
+        start_s, end_s = _epoch(start, epochs), _epoch(end, epochs)
+        payload = dict(line)
+        payload["start"], payload["end"] = start_s, end_s
+        line["digest"] = hashlib.blake2b(_encode(payload), digest_size=16).hexdigest()
+        checked.append((f"line:{line_id}|{start_s:.6f}|{end_s:.6f}", line))
+    if not (texts_pass(keys, ID_LENGTH_MAX) and texts_pass(values, TAG_VALUE_MAX)):
+        return None
+    return checked
+
+
+def _aware(value: Any) -> bool:
+    return isinstance(value, datetime) and value.tzinfo is not None
+
+
+def _epoch(moment: datetime, epochs: dict[int, float]) -> float:
+    found = epochs.get(id(moment))
+    if found is None:
+        found = epochs[id(moment)] = moment.timestamp()
+    return found
+
+
+def _text_says(text: str, amount: int | None) -> bool:
+    """Whether the amount's text is decimal text of that amount (None: not given)."""
+    try:
+        return amount == usd_micro_from_text(text)
+    except ValueError:
+        return False
+
+
+def _quantities_or_none(quantities: Mapping[str, Any], units: set[str]) -> dict[str, float] | None:
+    """_check_quantities' answer when it would pass (`units`: the units already checked), else None."""
+    if type(quantities) is not dict or len(quantities) > LINE_QUANTITIES_MAX:
+        return None
+    checked: dict[str, float] = {}
+    for unit, quantity in quantities.items():
+        if unit not in units:
+            try:
+                check_id(unit, "quantities")
+            except Invalid:
+                return None
+            units.add(unit)
+        if type(quantity) not in (int, float) or not math.isfinite(quantity) or quantity < 0 or quantity > STEP_MAX:
+            return None
         checked[unit] = float(quantity)
     return checked
 

@@ -60,6 +60,7 @@ __all__ = [
     "check_id",
     "check_reference",
     "check_text",
+    "texts_pass",
     "check_name",
     "document_bytes",
     "check_document_bytes",
@@ -225,6 +226,16 @@ def check_text(value: Any, field: str, *, limit: int = STRING_LENGTH_MAX) -> str
             character=f"U+{ord(refused.group()):04X}",
         )
     return value
+
+
+def texts_pass(values: list[Any], limit: int) -> bool:
+    """Whether every value would pass check_text with `limit`, settled for a whole column at once;
+    False says only that one of them may not (check_text then names it)."""
+    if not all(type(value) is str for value in values):
+        return False
+    if max(map(len, values), default=0) > limit:
+        return False
+    return _TEXT_REFUSED.search(" ".join(values)) is None
 
 
 def check_name(value: Any, field: str) -> str:

@@ -267,7 +267,7 @@ class LedgerCallback(ResumeHelper, TrainerCallback):
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._active:
-            self._steps.send(self.recorder)
+            self._steps.step_over(self.recorder)
             self._check_points(state)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:

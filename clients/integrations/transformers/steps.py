@@ -7,13 +7,20 @@ place."""
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from clients.integrations.transformers.logs import SUMMARY_KEYS, is_summary, map_log_keys
 from clients.recorder import RunRecorder
 
-__all__ = ["StepRows"]
+__all__ = ["StepRows", "HANDOVER_ROWS", "HANDOVER_S"]
+
+# The rows of steps that are over go to the recorder together, once this many wait or the first
+# of them has waited this long: a fast loop does not hand over (and wake the recorder's sender)
+# every step.
+HANDOVER_ROWS = 32
+HANDOVER_S = 0.1
 
 
 class StepRows:
@@ -23,6 +30,8 @@ class StepRows:
 
     def __init__(self) -> None:
         self.row: list[Any] | None = None
+        self.over: list[list[Any]] = []  # Rows of steps that are over, not yet handed over.
+        self._over_since = 0.0
         self.points = 0
         self.logs_at_begin = 0
         self.last_loss: float | None = None
@@ -45,15 +54,31 @@ class StepRows:
             self.row[1] = tokens if tokens is not None else self.row[1]
             self.row[2].update(metrics)
         else:
-            self.send(recorder)
+            self.step_over(recorder)
             self.row = [step, tokens, metrics]
         self.points += 1
 
-    def send(self, recorder: RunRecorder | None) -> None:
-        """Send the row of the step being logged, if any, to `recorder`."""
+    def step_over(self, recorder: RunRecorder | None) -> None:
+        """The step being logged is over: its row waits with the others for the next handover
+        to `recorder` (HANDOVER_ROWS, HANDOVER_S)."""
         row, self.row = self.row, None
-        if row is not None and recorder is not None:
-            recorder.log(row[0], tokens=row[1], **row[2])
+        if row is None:
+            return
+        if not self.over:
+            self._over_since = time.monotonic()
+        self.over.append(row)
+        if len(self.over) >= HANDOVER_ROWS or time.monotonic() - self._over_since >= HANDOVER_S:
+            self.send(recorder)
+
+    def send(self, recorder: RunRecorder | None) -> None:
+        """Send every row that waits, and the row of the step being logged, if any, to `recorder`."""
+        rows, self.over = self.over, []
+        if self.row is not None:
+            rows.append(self.row)
+            self.row = None
+        if recorder is not None:
+            for row in rows:
+                recorder.log(row[0], tokens=row[1], **row[2])
 
     def unrecorded(self, state: Any, *, ended: bool) -> int:
         """How many times the trainer has logged since it began, its summary log aside once

@@ -52,14 +52,15 @@ def _line_key(provider: str, line: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def _lines_billed(c: ViewCursor, e: Any, position: int, provider: str) -> None:
-    if e.lines:
+    rows = [(*_line_key(provider, line), *_line_payload(line), 0, position) for line in e.lines]
+    if rows:
         c.executemany(
             f"INSERT INTO view_bill_lines ({_LINE_COLUMNS}) VALUES ({', '.join('?' * 14)})"
             " ON CONFLICT (provider, line_id, start, end_at) DO NOTHING",
-            [(*_line_key(provider, line), *_line_payload(line), 0, position) for line in e.lines],
+            rows,
         )
-    first = min((line["start"].timestamp() for line in e.lines), default=None)
-    last = max((line["end"].timestamp() for line in e.lines), default=None)
+    first = min((row[2] for row in rows), default=None)
+    last = max((row[3] for row in rows), default=None)
     c.execute(
         "UPDATE view_bill_providers SET lines = lines + ?, cost_data_through = COALESCE(?, cost_data_through),"
         " first_start = CASE WHEN first_start IS NULL OR ? < first_start THEN ? ELSE first_start END,"

@@ -329,12 +329,13 @@ def batch_message(run_id: str, data: Mapping[str, Any]) -> common_pb2.StepBatch:
 def billed_lines(request: spend_pb2.RecordBilledUsageRequest) -> list[dict[str, Any]]:
     """The lines of a RecordBilledUsage request as the ledger takes them (ledger.domain.bills)."""
     lines = []
+    moments: dict[tuple[int, int], datetime] = {}  # A request's lines share few times: each decoded once.
     for index, line in enumerate(request.lines):
         lines.append(
             {
                 "line_id": line.line_id,
-                "interval_start": _line_moment(line, "interval_start", index),
-                "interval_end": _line_moment(line, "interval_end", index),
+                "interval_start": _line_moment(line, "interval_start", index, moments),
+                "interval_end": _line_moment(line, "interval_end", index, moments),
                 "amount_usd_micro": line.amount_usd_micro if line.HasField("amount_usd_micro") else None,
                 "amount_text": line.amount_text,
                 "currency": line.currency,
@@ -349,11 +350,23 @@ def billed_lines(request: spend_pb2.RecordBilledUsageRequest) -> list[dict[str, 
     return lines
 
 
-def _line_moment(line: spend_pb2.BilledLine, field: str, index: int) -> datetime | None:
-    where = f"lines[{index}]"
-    try:
-        return moment(line, field)
-    except Invalid as error:
-        raise Invalid(
-            f"{where}.{field} is not a time between the years 1 and 9999", reason=error.reason, line=str(index)
-        ) from None
+def _line_moment(
+    line: spend_pb2.BilledLine, field: str, index: int, moments: dict[tuple[int, int], datetime]
+) -> datetime | None:
+    if not line.HasField(field):
+        return None
+    value = getattr(line, field)
+    key = (value.seconds, value.nanos)
+    found = moments.get(key)
+    if found is None:
+        try:
+            found = moment(line, field)
+        except Invalid as error:
+            raise Invalid(
+                f"lines[{index}].{field} is not a time between the years 1 and 9999",
+                reason=error.reason,
+                line=str(index),
+            ) from None
+        assert found is not None, "a Timestamp field that is set has a moment"
+        moments[key] = found
+    return found
