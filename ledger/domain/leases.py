@@ -89,7 +89,7 @@ def heartbeat(run: Run, audit: Audit, *, attempt: int) -> int | None:
     Returns the run's version when nothing was recorded (None: an event was). Raises what a write
     of a superseded or finished attempt raises."""
     run_attempts.check_writer(run, attempt)
-    if run.revive(audit, attempt=attempt):
+    if run_attempts.revive(run, audit, attempt=attempt):
         return None
     lease_s = run.attempts[-1].get("lease_s") or LEASE_S_DEFAULT
     seen = last_seen(run, attempt)

@@ -146,6 +146,15 @@ def finish(run: Run, audit: Audit, *, attempt: int, status: str, summary: dict[s
         raise Refused(f"the run is already {run.status}", reason=Reason.RUN_FINISHED, status=run.status)
     check_writer(run, attempt)
     check_summary(run, summary)
-    run.revive(audit, attempt=attempt)
+    revive(run, audit, attempt=attempt)
     run.record(Run.Finished, audit, attempt=attempt, status=status, summary=summary, error=error)
     return None
+
+
+def revive(run: Run, audit: Audit, *, attempt: int) -> bool:
+    """A write of the current attempt of a lost run: record that it is running again (before the
+    write). Returns whether it was lost."""
+    if run.status != "lost" or attempt != run.current_attempt:
+        return False
+    run.record(Run.AttemptReturned, audit, attempt=attempt, lost_at=run.attempts[-1].get("lost_at"))
+    return True

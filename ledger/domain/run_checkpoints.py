@@ -11,7 +11,7 @@ from ledger.domain.base import Audit
 from ledger.domain.errors import Conflict, Invalid, NotFound, Refused
 from ledger.domain.reasons import Reason
 from ledger.domain.retention import protections
-from ledger.domain.run_attempts import check_writer
+from ledger.domain.run_attempts import check_writer, revive
 from ledger.domain.runs import Run
 
 __all__ = [
@@ -46,7 +46,7 @@ def save_checkpoint(run: Run, audit: Audit, *, attempt: int, checkpoint: dict[st
             f"step {checkpoint['step']} is not after the attempt's resume point {floor}",
             reason=Reason.STEP_BEFORE_RESUME,
         )
-    run.revive(audit, attempt=attempt)
+    revive(run, audit, attempt=attempt)
     run.record(Run.CheckpointSaved, audit, attempt=attempt, **checkpoint)
     return None
 

@@ -15,7 +15,7 @@ from ledger.domain.base import Audit
 from ledger.domain.batches import StepBatch
 from ledger.domain.errors import Conflict, Invalid
 from ledger.domain.reasons import Reason
-from ledger.domain.run_attempts import check_writer
+from ledger.domain.run_attempts import check_writer, revive
 from ledger.domain.runs import Run
 
 __all__ = ["RecallBatch", "record_steps"]
@@ -39,7 +39,7 @@ def record_steps(run: Run, audit: Audit, batch: StepBatch, recall: RecallBatch |
         if found is not None and found[0] == batch.digest:
             return found[1]
     check_writer(run, batch.attempt)
-    run.revive(audit, attempt=batch.attempt)
+    revive(run, audit, attempt=batch.attempt)
     run.record(
         run.StepsRecorded,
         audit,

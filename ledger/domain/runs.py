@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ledger.domain import run_reports
-from ledger.domain.base import Audit, LedgerAggregate
+from ledger.domain.base import LedgerAggregate
 from ledger.domain.errors import Refused
 from ledger.domain.reasons import Reason
 
@@ -342,24 +342,13 @@ class Run(LedgerAggregate):
             if len(requests) > 64:
                 del requests[next(iter(requests))]
 
-    # What the commands on a run share. The commands are functions over the run, each checking
-    # the request against its state and recording one event, or answering with the version of the
-    # event that already recorded the same request (an idempotent retry): attempts, plan and
-    # finish in ledger.domain.run_attempts, steps in run_steps, checkpoints in run_checkpoints,
-    # notes, reports, datasets, sessions and the retraction in run_notes.
+    # The commands are functions over the run (run_attempts, run_steps, run_checkpoints, run_notes,
+    # run_tags), each recording one event or answering an idempotent retry; here is what they share.
 
     def seen(self, attempt: int, moment: datetime) -> None:
         """A sign of life of `attempt` at `moment` (state only: its lease is renewed)."""
         if self.attempts and self.attempts[-1]["number"] == attempt:
             self.attempts[-1]["last_seen_at"] = moment
-
-    def revive(self, audit: Audit, *, attempt: int) -> bool:
-        """A write of the current attempt of a lost run: record that it is running again (before
-        the write). Returns whether it was lost."""
-        if self.status != "lost" or attempt != self.current_attempt:
-            return False
-        self.record(self.AttemptReturned, audit, attempt=attempt, lost_at=self.attempts[-1].get("lost_at"))
-        return True
 
     @property
     def current_attempt(self) -> int:

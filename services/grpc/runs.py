@@ -68,7 +68,7 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
             parent_account=request.parent_account,
             max_steps=codec.optional(request, "max_steps"),
             objective=codec.objective(request),
-            source_checkpoint=_source_checkpoint(request),
+            source_checkpoint=codec.source_checkpoint(request),
             **audit(),
         )
         # A run opened again (a restarted trainer) must see everything recorded so far, not the
@@ -393,11 +393,3 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
         shuts down. Bounded and fanned out by services.grpc.watch (TOO_MANY_WATCHERS, WATCHER_TOO_SLOW)."""
         async for message in Watchers.of(self.edge).watch(request.run_id, request.from_position, caller(context)):
             yield message
-
-
-def _source_checkpoint(request: runs_pb2.OpenRunRequest) -> dict[str, Any] | None:
-    """OpenRunRequest.source_checkpoint as the ledger takes it; None when unset."""
-    if not request.HasField("source_checkpoint"):
-        return None
-    source = request.source_checkpoint
-    return {"run_id": source.run_id, "step": source.step, "uri": source.uri}

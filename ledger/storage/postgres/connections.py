@@ -32,6 +32,7 @@ __all__ = [
     "lock_key",
     "retrying",
     "schema_lock",
+    "sorts_by_bytes",
     "where",
 ]
 
@@ -125,3 +126,20 @@ def schema_lock(datastore: PostgresDatastore) -> Iterator[None]:
             yield
         finally:
             connection.execute("SELECT pg_advisory_unlock(%s)", (lock_key(schema),))
+
+
+# Whether the database's own collation already compares and orders text in byte order (libc's C or
+# POSIX locale): a search then needs no COLLATE clause, which would keep its text comparisons off
+# the views' indexes (made with the database's collation).
+_BYTE_ORDER_DATABASE = (
+    "SELECT datlocprovider = 'c' AND datcollate IN ('C', 'POSIX') AND datctype IN ('C', 'POSIX')"
+    " FROM pg_database WHERE datname = current_database()"
+)
+
+
+def sorts_by_bytes(connection: psycopg.Connection[Any]) -> bool:
+    try:
+        row = connection.execute(_BYTE_ORDER_DATABASE).fetchone()
+    except psycopg.errors.UndefinedColumn:  # Before PostgreSQL 15: no ICU default, libc only.
+        row = connection.execute(_BYTE_ORDER_DATABASE.replace("datlocprovider = 'c' AND ", "")).fetchone()
+    return bool(row and row[0])

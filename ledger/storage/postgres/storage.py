@@ -23,7 +23,14 @@ from psycopg.sql import SQL, Composed, Identifier
 from ledger.domain.errors import Unavailable
 from ledger.storage.base import KeyRow, Storage, ViewRead, read_only, tracking_upsert
 from ledger.storage.chain import GENESIS, ChainRow, seal_rows
-from ledger.storage.postgres.connections import RECONNECT_TIMEOUT_S, connect_kwargs, lock_key, retrying, where
+from ledger.storage.postgres.connections import (
+    RECONNECT_TIMEOUT_S,
+    connect_kwargs,
+    lock_key,
+    retrying,
+    sorts_by_bytes,
+    where,
+)
 from ledger.storage.postgres.projector import PostgresProjector
 from ledger.storage.postgres.recorders import keys_table_name, seals_table_name
 from ledger.storage.postgres.sql import Cursor, ReadConnection, table_ddl
@@ -45,23 +52,6 @@ SEAL_PAGE_EVENTS = 1000
 
 def unavailable(error: BaseException) -> Unavailable:
     return Unavailable(f"storage is unavailable: {error}")
-
-
-# Whether the database's own collation already compares and orders text in byte order (libc's C or
-# POSIX locale): a search then needs no COLLATE clause, which would keep its text comparisons off
-# the views' indexes (made with the database's collation).
-_BYTE_ORDER_DATABASE = (
-    "SELECT datlocprovider = 'c' AND datcollate IN ('C', 'POSIX') AND datctype IN ('C', 'POSIX')"
-    " FROM pg_database WHERE datname = current_database()"
-)
-
-
-def _sorts_by_bytes(connection: psycopg.Connection[Any]) -> bool:
-    try:
-        row = connection.execute(_BYTE_ORDER_DATABASE).fetchone()
-    except psycopg.errors.UndefinedColumn:  # Before PostgreSQL 15: no ICU default, libc only.
-        row = connection.execute(_BYTE_ORDER_DATABASE.replace("datlocprovider = 'c' AND ", "")).fetchone()
-    return bool(row and row[0])
 
 
 class PostgresStorage(Storage):
@@ -119,7 +109,7 @@ class PostgresStorage(Storage):
             self.pool.open(wait=True, timeout=self.timeout_s)
             if not self.read_only:
                 self.create_tables()
-            search_order = "" if self.run(_sorts_by_bytes) else self.byte_order
+            search_order = "" if self.run(sorts_by_bytes) else self.byte_order
         except (psycopg.Error, psycopg_pool.PoolTimeout) as error:
             self.pool.close()
             raise Unavailable(f"cannot open the views on {where(self.connect_kwargs)}: {error}") from None

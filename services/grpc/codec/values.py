@@ -370,3 +370,11 @@ def _line_moment(
         assert found is not None, "a Timestamp field that is set has a moment"
         moments[key] = found
     return found
+
+
+def source_checkpoint(request: runs_pb2.OpenRunRequest) -> dict[str, Any] | None:
+    """OpenRunRequest.source_checkpoint as the ledger takes it; None when unset."""
+    if not request.HasField("source_checkpoint"):
+        return None
+    source = request.source_checkpoint
+    return {"run_id": source.run_id, "step": source.step, "uri": source.uri}
