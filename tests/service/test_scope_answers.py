@@ -222,3 +222,33 @@ def test_a_scoped_token_searches_only_the_runs_under_its_scope(world: World) -> 
 
     assert a_run in searched("team-a") and world.b_run not in searched("team-a")
     assert {a_run, world.b_run} <= searched("")
+
+
+def test_a_source_checkpoint_in_another_scope_is_refused_like_one_that_does_not_exist(world: World) -> None:
+    """A run opened under team-a from a checkpoint of team-b's run must not learn whether that run
+    or checkpoint exists, nor read its name or uri back in its own state."""
+    world.ledger.start_attempt(run_id=world.b_run, **WHO)
+    world.ledger.save_checkpoint(
+        run_id=world.b_run, attempt=1, step=7, backend="local", uri="file:///secret/b-ckpt", **WHO
+    )
+    r = world.served.stubs.runs
+    m = world.metadata("trainer")
+
+    def open_from(run_id: str, step: int) -> Callable[[], Any]:
+        source = runs_pb2.RunSourceCheckpoint(run_id=run_id, step=step)
+        request = runs_pb2.OpenRunRequest(run_key=uuid.uuid4().hex, parent_account="team-a", source_checkpoint=source)
+        return lambda: r.OpenRun(request, metadata=m)
+
+    existing = answer(open_from(world.b_run, 7))
+    no_checkpoint = answer(open_from(world.b_run, 8))
+    missing = answer(open_from(str(uuid.uuid4()), 7))
+    assert_same_and_silent(world, existing, missing)
+    assert_same_and_silent(world, no_checkpoint, missing)
+    # A source under the token's own scope is taken as before.
+    own = world.ledger.open_run(
+        run_key=uuid.uuid4().hex, name="a-run", spec={}, parent_account="team-a", cap_usd_micro=None, **WHO
+    ).run_id
+    world.ledger.start_attempt(run_id=own, **WHO)
+    world.ledger.save_checkpoint(run_id=own, attempt=1, step=3, backend="local", uri="file:///a/3", **WHO)
+    child = open_from(own.upper(), 3)()
+    assert child.state.source.run_id == own and child.state.source.name == "a-run"
