@@ -24,6 +24,7 @@ from services.grpc.codec import messages
 from services.grpc.interceptors import SCOPE, audit
 from services.grpc.read_ahead import ReadAhead
 from services.grpc.watch import Watchers, caller
+from services.runtime.auth import lineage_within
 from services.runtime.edge import Edge
 from services.runtime.paging import (
     checkpoint_after,
@@ -52,6 +53,7 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
     async def _state(self, run_id: str, min_position: int, context: Context) -> runs_pb2.RunState:
         timeout_s = await self.edge.caught_up(min_position, self.edge.timeout_s(context))
         state = await self.edge.call(self.ledger.run_state, run_id, min_position=min_position, timeout_s=timeout_s)
+        state = await self.edge.call(lineage_within, self.ledger, state, SCOPE.get())
         return messages.run_state(state)
 
     def _append(self, batch: Any, who: dict[str, Any]) -> Any:

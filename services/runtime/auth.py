@@ -46,6 +46,8 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import msgspec
+
 from ledger.domain.errors import PermissionDenied, Unauthenticated
 from ledger.domain.reasons import Reason
 from ledger.domain.tokens import Token, parse_bearer
@@ -361,6 +363,26 @@ class Gate:
                 if len(allowed) < STREAM_SUBJECTS_MAX:
                     allowed.add(subject)
             yield request
+
+
+def lineage_within(ledger: Any, state: Any, scope: str) -> Any:
+    """A run's state as a token scoped to `scope` may read it: its source and the children it
+    lists kept only where they are runs under the scope (an unscoped caller may start a run from
+    another scope's checkpoint; the scoped reader hears nothing of that scope's runs). Children
+    dropped are taken off child_count; a run with more than the listed children may count some
+    outside the scope. Runs in a worker thread (it reads the ledger)."""
+    if not scope:
+        return state
+    source = state.source
+    if source is not None and not ledger.run_within(source.run_id, scope):
+        source = None
+    children = tuple(child for child in state.children if ledger.run_within(child.run_id, scope))
+    dropped = len(state.children) - len(children)
+    if source is state.source and not dropped:
+        return state
+    return msgspec.structs.replace(
+        state, source=source, children=children, child_count=max(0, state.child_count - dropped)
+    )
 
 
 def startup_notes(*, required: bool, tokens: int, host: str, tls: bool) -> tuple[str, list[str]]:

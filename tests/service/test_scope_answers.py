@@ -252,3 +252,31 @@ def test_a_source_checkpoint_in_another_scope_is_refused_like_one_that_does_not_
     world.ledger.save_checkpoint(run_id=own, attempt=1, step=3, backend="local", uri="file:///a/3", **WHO)
     child = open_from(own.upper(), 3)()
     assert child.state.source.run_id == own and child.state.source.name == "a-run"
+
+
+def test_a_scoped_token_reads_nothing_of_another_scopes_run_through_lineage(world: World) -> None:
+    """An unscoped caller may start a run under team-a from team-b's checkpoint; a token scoped to
+    team-a reading that run, or one scoped to team-b reading team-b's run, must not be told the
+    other scope's run id, name or checkpoint uri as its source or its children."""
+    source = world.ledger.open_run(
+        run_key=uuid.uuid4().hex, name="b-lineage-secret", spec={}, parent_account="team-b-secret",
+        cap_usd_micro=None, **WHO,
+    ).run_id
+    world.ledger.start_attempt(run_id=source, **WHO)
+    world.ledger.save_checkpoint(run_id=source, attempt=1, step=2, backend="local", uri="file:///b/secret", **WHO)
+    child = world.ledger.open_run(
+        run_key=uuid.uuid4().hex, name="a-child-secret", spec={}, parent_account="team-a", cap_usd_micro=None,
+        source_checkpoint={"run_id": source, "step": 2, "uri": "file:///b/secret"}, **WHO,
+    )
+    r = world.served.stubs.runs
+    read = runs_pb2.GetRunStateRequest(run_id=child.run_id, min_position=child.position)
+    told = str(r.GetRunState(read, metadata=world.metadata("auditor")).state)
+    for secret in (source, "b-lineage-secret", "file:///b/secret"):
+        assert secret not in told
+    world.tokens["auditor", "team-b"] = world.ledger.issue_token(
+        holder="auditor-team-b", role="auditor", account="team-b", **WHO
+    ).bearer
+    read = runs_pb2.GetRunStateRequest(run_id=source, min_position=child.position)
+    told = str(r.GetRunState(read, metadata=world.metadata("auditor", "team-b")).state)
+    for secret in (child.run_id, "a-child-secret"):
+        assert secret not in told
