@@ -393,8 +393,32 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
         """The run's state without its spec, then every later event of the run and of its spend
         account, live, each with the state fields it changed, until the client cancels or the server
         shuts down. Bounded and fanned out by services.grpc.watch (TOO_MANY_WATCHERS, WATCHER_TOO_SLOW)."""
+        scope = SCOPE.get()
         async for message in Watchers.of(self.edge).watch(request.run_id, request.from_position, caller(context)):
+            if scope and message.HasField("state") and (message.state.HasField("source") or message.state.children):
+                message = await self.edge.call(_lineage_message_within, self.ledger, message, scope)
             yield message
+
+
+def _lineage_message_within(ledger: Any, message: Any, scope: str) -> Any:
+    """A watcher's message with its state's source and children kept only where they are runs
+    under `scope` (services.runtime.auth.lineage_within); a copy when any is dropped (watchers
+    share messages)."""
+    state = message.state
+    source_outside = state.HasField("source") and not ledger.run_within(state.source.run_id, scope)
+    kept = [child for child in state.children if ledger.run_within(child.run_id, scope)]
+    dropped = len(state.children) - len(kept)
+    if not source_outside and not dropped:
+        return message
+    copy = runs_pb2.WatchRunResponse()
+    copy.CopyFrom(message)
+    if source_outside:
+        copy.state.ClearField("source")
+    if dropped:
+        del copy.state.children[:]
+        copy.state.children.extend(kept)
+        copy.state.child_count = max(0, copy.state.child_count - dropped)
+    return copy
 
 
 def _source_checkpoint(request: runs_pb2.OpenRunRequest) -> dict[str, Any] | None:

@@ -280,3 +280,27 @@ def test_a_scoped_token_reads_nothing_of_another_scopes_run_through_lineage(worl
     told = str(r.GetRunState(read, metadata=world.metadata("auditor", "team-b")).state)
     for secret in (child.run_id, "a-child-secret"):
         assert secret not in told
+
+
+def test_a_scoped_watcher_reads_nothing_of_another_scopes_source(world: World) -> None:
+    """WatchRun's first state, as GetRunState's: no source run from outside the token's scope."""
+    source = world.ledger.open_run(
+        run_key=uuid.uuid4().hex, name="b-watch-secret", spec={}, parent_account="team-b-secret",
+        cap_usd_micro=None, **WHO,
+    ).run_id
+    world.ledger.start_attempt(run_id=source, **WHO)
+    world.ledger.save_checkpoint(run_id=source, attempt=1, step=2, backend="local", uri="file:///b/watch", **WHO)
+    child = world.ledger.open_run(
+        run_key=uuid.uuid4().hex, name="a-watch-child", spec={}, parent_account="team-a", cap_usd_micro=None,
+        source_checkpoint={"run_id": source, "step": 2, "uri": "file:///b/watch"}, **WHO,
+    )
+    stream = world.served.stubs.runs.WatchRun(
+        runs_pb2.WatchRunRequest(run_id=child.run_id), metadata=world.metadata("auditor"), timeout=30
+    )
+    try:
+        told = str(next(stream))
+    finally:
+        stream.cancel()
+    assert "a-watch-child" in told
+    for secret in (source, "b-watch-secret", "file:///b/watch"):
+        assert secret not in told
