@@ -240,3 +240,15 @@ def test_a_scoped_token_sees_no_other_scopes_run_in_a_runs_lineage(http: httpx.C
             assert secret not in response.text, (path, secret)
     # An unscoped token still sees the whole lineage.
     assert "lab-child-secret" in get(http, f"/runs/{setup.recorded.run_id}", setup.admin).text
+    for run_id in (setup.recorded.run_id, team_child_id):
+        headers = {"authorization": f"Bearer {setup.team_operator}"}
+        with http.stream("GET", f"/api/runs/{run_id}/live", headers=headers) as response:
+            assert response.status_code == 200
+            first = b""
+            for piece in response.iter_bytes():
+                first += piece
+                if b"\n\n" in first:
+                    break
+        assert first.startswith(b"event: state"), first[:80]
+        for secret in secrets:
+            assert secret.encode() not in first, (run_id, secret)
