@@ -81,9 +81,7 @@ def _lineage_chunk_within(ledger: Any, chunk: bytes, scope: str) -> bytes:
     return head + b"data: " + encode(document) + b"\n\n"
 
 
-async def lineage_within_chunks(
-    chunks: AsyncIterator[bytes], edge: Any, scope: str
-) -> AsyncIterator[bytes]:
+async def lineage_within_chunks(chunks: AsyncIterator[bytes], edge: Any, scope: str) -> AsyncIterator[bytes]:
     """A run's SSE chunks as a token scoped to `scope` may read them (no other scope's run as
     the run's source or child); every chunk as it is without a scope."""
     async for chunk in chunks:

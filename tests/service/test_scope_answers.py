@@ -259,14 +259,23 @@ def test_a_scoped_token_reads_nothing_of_another_scopes_run_through_lineage(worl
     team-a reading that run, or one scoped to team-b reading team-b's run, must not be told the
     other scope's run id, name or checkpoint uri as its source or its children."""
     source = world.ledger.open_run(
-        run_key=uuid.uuid4().hex, name="b-lineage-secret", spec={}, parent_account="team-b-secret",
-        cap_usd_micro=None, **WHO,
+        run_key=uuid.uuid4().hex,
+        name="b-lineage-secret",
+        spec={},
+        parent_account="team-b-secret",
+        cap_usd_micro=None,
+        **WHO,
     ).run_id
     world.ledger.start_attempt(run_id=source, **WHO)
     world.ledger.save_checkpoint(run_id=source, attempt=1, step=2, backend="local", uri="file:///b/secret", **WHO)
     child = world.ledger.open_run(
-        run_key=uuid.uuid4().hex, name="a-child-secret", spec={}, parent_account="team-a", cap_usd_micro=None,
-        source_checkpoint={"run_id": source, "step": 2, "uri": "file:///b/secret"}, **WHO,
+        run_key=uuid.uuid4().hex,
+        name="a-child-secret",
+        spec={},
+        parent_account="team-a",
+        cap_usd_micro=None,
+        source_checkpoint={"run_id": source, "step": 2, "uri": "file:///b/secret"},
+        **WHO,
     )
     r = world.served.stubs.runs
     read = runs_pb2.GetRunStateRequest(run_id=child.run_id, min_position=child.position)
@@ -285,14 +294,23 @@ def test_a_scoped_token_reads_nothing_of_another_scopes_run_through_lineage(worl
 def test_a_scoped_watcher_reads_nothing_of_another_scopes_source(world: World) -> None:
     """WatchRun's first state, as GetRunState's: no source run from outside the token's scope."""
     source = world.ledger.open_run(
-        run_key=uuid.uuid4().hex, name="b-watch-secret", spec={}, parent_account="team-b-secret",
-        cap_usd_micro=None, **WHO,
+        run_key=uuid.uuid4().hex,
+        name="b-watch-secret",
+        spec={},
+        parent_account="team-b-secret",
+        cap_usd_micro=None,
+        **WHO,
     ).run_id
     world.ledger.start_attempt(run_id=source, **WHO)
     world.ledger.save_checkpoint(run_id=source, attempt=1, step=2, backend="local", uri="file:///b/watch", **WHO)
     child = world.ledger.open_run(
-        run_key=uuid.uuid4().hex, name="a-watch-child", spec={}, parent_account="team-a", cap_usd_micro=None,
-        source_checkpoint={"run_id": source, "step": 2, "uri": "file:///b/watch"}, **WHO,
+        run_key=uuid.uuid4().hex,
+        name="a-watch-child",
+        spec={},
+        parent_account="team-a",
+        cap_usd_micro=None,
+        source_checkpoint={"run_id": source, "step": 2, "uri": "file:///b/watch"},
+        **WHO,
     )
     stream = world.served.stubs.runs.WatchRun(
         runs_pb2.WatchRunRequest(run_id=child.run_id), metadata=world.metadata("auditor"), timeout=30

@@ -253,9 +253,7 @@ def test_a_run_stream_tells_of_a_run_started_from_its_checkpoint(sse: httpx.Clie
         stream = events(response)
         _, _, first = next_event(stream, "state")
         assert first["child_count"] == 0
-        grpc_client.open_run(
-            run_key=fresh_key(), name="live-child", source_checkpoint={"run_id": run_id, "step": 0}
-        )
+        grpc_client.open_run(run_key=fresh_key(), name="live-child", source_checkpoint={"run_id": run_id, "step": 0})
         # A step of the source afterwards: the child must have been told of by then.
         grpc_client.append_steps(run_id=run_id, attempt=attempt, steps=[1], metrics={"loss": [0.5]})
         told: list[Any] = []

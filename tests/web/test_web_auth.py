@@ -214,7 +214,9 @@ def test_a_scoped_token_sees_no_other_scopes_run_in_a_runs_lineage(http: httpx.C
     scoped to team reads neither lab run (id, name, checkpoint uri) on the run page or in /api."""
     with LedgerClient(setup.server.address, token=setup.admin, timeout_s=10.0) as client:
         lab_child = client.open_run(
-            run_key=fresh_key(), name="lab-child-secret", parent_account="lab",
+            run_key=fresh_key(),
+            name="lab-child-secret",
+            parent_account="lab",
             source_checkpoint={"run_id": setup.recorded.run_id, "step": 5},
         ).state.run.run_id
         lab_source = client.open_run(run_key=fresh_key(), name="lab-source-secret", parent_account="lab")
@@ -222,7 +224,9 @@ def test_a_scoped_token_sees_no_other_scopes_run_in_a_runs_lineage(http: httpx.C
         client.start_attempt(run_id=source_id)
         client.save_checkpoint(run_id=source_id, attempt=1, step=1, uri="file:///lab/secret", backend="local")
         team_child = client.open_run(
-            run_key=fresh_key(), name="team-child", parent_account="team",
+            run_key=fresh_key(),
+            name="team-child",
+            parent_account="team",
             source_checkpoint={"run_id": source_id, "step": 1, "uri": "file:///lab/secret"},
         )
         team_child_id = team_child.state.run.run_id
