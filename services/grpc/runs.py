@@ -23,7 +23,7 @@ from services.grpc import codec
 from services.grpc.codec import messages
 from services.grpc.interceptors import SCOPE, audit
 from services.grpc.read_ahead import ReadAhead
-from services.grpc.watch import Watchers, caller
+from services.grpc.watch import Watchers, caller, lineage_message_within
 from services.runtime.edge import Edge
 from services.runtime.paging import (
     checkpoint_after,
@@ -33,6 +33,7 @@ from services.runtime.paging import (
     search_offset,
     search_token,
 )
+from services.runtime.scopes import lineage_within
 from trainledger.v1 import runs_pb2, runs_pb2_grpc
 
 __all__ = ["RunsServicer"]
@@ -52,6 +53,7 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
     async def _state(self, run_id: str, min_position: int, context: Context) -> runs_pb2.RunState:
         timeout_s = await self.edge.caught_up(min_position, self.edge.timeout_s(context))
         state = await self.edge.call(self.ledger.run_state, run_id, min_position=min_position, timeout_s=timeout_s)
+        state = await self.edge.call(lineage_within, self.ledger, state, SCOPE.get())
         return messages.run_state(state)
 
     def _append(self, batch: Any, who: dict[str, Any]) -> Any:
@@ -391,5 +393,8 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
         """The run's state without its spec, then every later event of the run and of its spend
         account, live, each with the state fields it changed, until the client cancels or the server
         shuts down. Bounded and fanned out by services.grpc.watch (TOO_MANY_WATCHERS, WATCHER_TOO_SLOW)."""
+        scope = SCOPE.get()
         async for message in Watchers.of(self.edge).watch(request.run_id, request.from_position, caller(context)):
+            if scope and message.HasField("state") and (message.state.HasField("source") or message.state.children):
+                message = await self.edge.call(lineage_message_within, self.ledger, message, scope)
             yield message

@@ -32,7 +32,7 @@ from services.runtime.followers import WATCHERS_MAX, WATCHERS_PER_CALLER_MAX
 from services.runtime.logs import PRINCIPAL
 from trainledger.v1 import runs_pb2
 
-__all__ = ["Watchers", "Watcher", "Message", "caller"]
+__all__ = ["Watchers", "Watcher", "Message", "caller", "lineage_message_within"]
 
 Message = runs_pb2.WatchRunResponse
 
@@ -160,3 +160,24 @@ class Watchers(Feeds[Message, runs_pb2.RunState]):
         async with contextlib.aclosing(self.stream(watcher, run_id, from_position)) as messages:
             async for message in messages:
                 yield message
+
+
+def lineage_message_within(ledger: Any, message: Any, scope: str) -> Any:
+    """A watcher's message with its state's source and children kept only where they are runs
+    under `scope` (services.runtime.scopes.lineage_within); a copy when any is dropped (watchers
+    share messages)."""
+    state = message.state
+    source_outside = state.HasField("source") and not ledger.run_within(state.source.run_id, scope)
+    kept = [child for child in state.children if ledger.run_within(child.run_id, scope)]
+    dropped = len(state.children) - len(kept)
+    if not source_outside and not dropped:
+        return message
+    copy = runs_pb2.WatchRunResponse()
+    copy.CopyFrom(message)
+    if source_outside:
+        copy.state.ClearField("source")
+    if dropped:
+        del copy.state.children[:]
+        copy.state.children.extend(kept)
+        copy.state.child_count = max(0, copy.state.child_count - dropped)
+    return copy

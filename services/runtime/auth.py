@@ -41,6 +41,7 @@ import functools
 import ipaddress
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -179,6 +180,12 @@ NARROWED_BY_METHOD: dict[str, str] = {"/trainledger.v1.Runs/ListRuns": "account"
 OPENED_BY_METHOD: dict[str, tuple[str, str]] = {
     "/trainledger.v1.Runs/OpenRun": ("run", "run_key"),
     "/trainledger.v1.Spend/OpenAccount": ("account", "account"),
+}
+# Another run an opening call names, when the request sets it: (message field, run id field). It
+# must be a run under the token's scope too, or the call is refused as outside the scope (never
+# told whether that run or its checkpoint exists, nor its name or uri in the opened run's state).
+SOURCE_BY_METHOD: dict[str, tuple[str, str]] = {
+    "/trainledger.v1.Runs/OpenRun": ("source_checkpoint", "source_checkpoint.run_id"),
 }
 
 
@@ -326,6 +333,14 @@ class Gate:
         if inside and opened is not None:
             kind, path = opened
             inside = await self.edge.call(self.edge.ledger.opening_within, kind, _field(request, path), token.account)
+        source = SOURCE_BY_METHOD.get(method)
+        if inside and source is not None and request.HasField(source[0]):
+            run_id = _field(request, source[1])
+            try:
+                run_id = str(uuid.UUID(run_id))
+            except ValueError:
+                pass  # Not a run id: under no scope, so refused as outside it.
+            inside = await self.edge.call(self.edge.ledger.run_within, run_id, token.account)
         if not inside:
             raise PermissionDenied(
                 f"outside the token's scope (account {token.account})", reason=Reason.OUTSIDE_SCOPE, scope=token.account

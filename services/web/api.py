@@ -31,6 +31,7 @@ from ledger.views import models
 from services.runtime import paging as tokens
 from services.runtime.auth import Identity
 from services.runtime.edge import Edge
+from services.runtime.scopes import lineage_within
 from services.web.access import Access, Subject, WebError, from_ledger, invalid
 from services.web.documents import (
     account_document,
@@ -171,8 +172,8 @@ async def run_of(request: HTTPConnection, identity: Identity) -> str:
     return await resolve_run(web_of(request), identity, request.path_params["run"])
 
 
-def _run_documents(ledger: Any, run_id: str) -> dict[str, Any]:
-    state = ledger.run_state(run_id)
+def _run_documents(ledger: Any, run_id: str, scope: str = "") -> dict[str, Any]:
+    state = lineage_within(ledger, ledger.run_state(run_id), scope)
     return {
         "state": state_document(state),
         "metrics": builtins(ledger.metric_stats(run_id)),
@@ -237,7 +238,8 @@ async def get_run(request: Request) -> Response:
     web = web_of(request)
     identity = await identify(request, "run")
     run_id = await run_of(request, identity)
-    return json_response(await web.call(_run_documents, web.ledger, run_id))
+    scope = identity.token.account if identity.token is not None else ""
+    return json_response(await web.call(_run_documents, web.ledger, run_id, scope or ""))
 
 
 async def get_chart(request: Request) -> Response:

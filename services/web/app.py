@@ -40,7 +40,7 @@ from services.runtime.edge import CLIENT, Edge
 from services.web import api, documents, events, login, pages, run_page
 from services.web.access import Access, WebError, from_ledger, invalid
 from services.web.hosts import AllowedHosts
-from services.web.live import RunStreams, until_refused
+from services.web.live import RunStreams, lineage_within_chunks, until_refused
 from services.web.live_runs import LiveRuns
 from services.web.markup import error_page
 
@@ -164,7 +164,9 @@ async def run_live(request: Request) -> Response:
     run_id = await api.run_of(request, identity)
     key = _caller(request, identity.principal("anonymous"))
     web.streams.check(key)  # A full server is a 429 before the stream starts.
-    chunks = until_refused(web.streams.follow(run_id, key, last_id), web.access.gate, identity)
+    scope = identity.token.account if identity.token is not None else ""
+    followed = lineage_within_chunks(web.streams.follow(run_id, key, last_id), web.edge, scope or "")
+    chunks = until_refused(followed, web.access.gate, identity)
     return StreamingResponse(chunks, media_type="text/event-stream", headers=SSE_HEADERS)
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import weakref
 from collections.abc import AsyncIterator
 from typing import Any
@@ -36,7 +37,7 @@ from services.runtime.feed import Bounds, Encoder, Entry, Feeds, RunFeed, is_cha
 from services.web.access import WebError
 from services.web.documents import encode, state_document
 
-__all__ = ["RunStreams", "Follower", "admitted", "sse", "until_refused", "too_many", "PING_S"]
+__all__ = ["RunStreams", "Follower", "admitted", "sse", "until_refused", "lineage_within_chunks", "too_many", "PING_S"]
 
 PING_S = 15.0
 
@@ -56,6 +57,37 @@ def sse(kind: str, document: Any, position: int | None = None) -> bytes:
     """One server-sent event: its type, id and JSON data on one line."""
     head = f"event: {kind}\n" + (f"id: {position}\n" if position is not None else "")
     return head.encode() + b"data: " + encode(document) + b"\n\n"
+
+
+def _lineage_chunk_within(ledger: Any, chunk: bytes, scope: str) -> bytes:
+    """A `state` event with its source and children kept only where they are runs under `scope`
+    (services.runtime.scopes.lineage_within); any other chunk as it is."""
+    if not chunk.startswith(b"event: state\n"):
+        return chunk
+    head, _, data = chunk.partition(b"data: ")
+    document = json.loads(data)
+    source, children = document.get("source"), document.get("children") or []
+    source_outside = source is not None and not ledger.run_within(source["run_id"], scope)
+    kept = [child for child in children if ledger.run_within(child["run_id"], scope)]
+    if not source_outside and len(kept) == len(children):
+        return chunk
+    dropped = len(children) - len(kept)
+    document = {
+        **document,
+        "source": None if source_outside else source,
+        "children": kept,
+        "child_count": max(0, int(document.get("child_count", 0)) - dropped),
+    }
+    return head + b"data: " + encode(document) + b"\n\n"
+
+
+async def lineage_within_chunks(chunks: AsyncIterator[bytes], edge: Any, scope: str) -> AsyncIterator[bytes]:
+    """A run's SSE chunks as a token scoped to `scope` may read them (no other scope's run as
+    the run's source or child); every chunk as it is without a scope."""
+    async for chunk in chunks:
+        if scope and chunk.startswith(b"event: state\n") and (b'"source":{' in chunk or b'"children":[{' in chunk):
+            chunk = await edge.call(_lineage_chunk_within, edge.ledger, chunk, scope)
+        yield chunk
 
 
 def too_many(scope: str, limit: int) -> Exception:

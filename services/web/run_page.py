@@ -15,6 +15,7 @@ from ledger.views import models
 from services.render import checkpoint_state, plan_hold_text, progress_text, report_verdict, scores_text, status_text
 from services.render.tables import usd
 from services.runtime import paging as tokens
+from services.runtime.scopes import lineage_within
 from services.web import api, params
 from services.web.did_it_work import did_it_work
 from services.web.holds import holds_section
@@ -121,10 +122,11 @@ PAGE_WAIT_S = 5.0
 
 
 def _run_data(
-    ledger: Any, run_id: str, min_position: int, timeout_s: float
+    ledger: Any, run_id: str, min_position: int, timeout_s: float, scope: str = ""
 ) -> tuple[models.RunState, tuple[models.MetricStats, ...], Any]:
+    state = ledger.run_state(run_id, min_position=min_position, timeout_s=timeout_s)
     return (
-        ledger.run_state(run_id, min_position=min_position, timeout_s=timeout_s),
+        lineage_within(ledger, state, scope),
         ledger.metric_stats(run_id),
         ledger.checkpoints(run_id, limit=api.CHECKPOINTS_MAX),
     )
@@ -136,7 +138,8 @@ async def run(request: Request) -> Response:
     run_id = await api.run_of(request, identity)
     at = params.required_integer(request, "min_position", 0, maximum=tokens.POSITION_MAX)
     timeout_s = await web.edge.caught_up(at, PAGE_WAIT_S)
-    state, stats, checkpoints = await web.call(_run_data, web.ledger, run_id, at, timeout_s)
+    scope = identity.token.account if identity.token is not None else ""
+    state, stats, checkpoints = await web.call(_run_data, web.ledger, run_id, at, timeout_s, scope or "")
     holds = await holds_section(request, identity, run_id)
     info = state.run
     rid = e(run_id)

@@ -222,3 +222,103 @@ def test_a_scoped_token_searches_only_the_runs_under_its_scope(world: World) -> 
 
     assert a_run in searched("team-a") and world.b_run not in searched("team-a")
     assert {a_run, world.b_run} <= searched("")
+
+
+def test_a_source_checkpoint_in_another_scope_is_refused_like_one_that_does_not_exist(world: World) -> None:
+    """A run opened under team-a from a checkpoint of team-b's run must not learn whether that run
+    or checkpoint exists, nor read its name or uri back in its own state."""
+    world.ledger.start_attempt(run_id=world.b_run, **WHO)
+    world.ledger.save_checkpoint(
+        run_id=world.b_run, attempt=1, step=7, backend="local", uri="file:///secret/b-ckpt", **WHO
+    )
+    r = world.served.stubs.runs
+    m = world.metadata("trainer")
+
+    def open_from(run_id: str, step: int) -> Callable[[], Any]:
+        source = runs_pb2.RunSourceCheckpoint(run_id=run_id, step=step)
+        request = runs_pb2.OpenRunRequest(run_key=uuid.uuid4().hex, parent_account="team-a", source_checkpoint=source)
+        return lambda: r.OpenRun(request, metadata=m)
+
+    existing = answer(open_from(world.b_run, 7))
+    no_checkpoint = answer(open_from(world.b_run, 8))
+    missing = answer(open_from(str(uuid.uuid4()), 7))
+    assert_same_and_silent(world, existing, missing)
+    assert_same_and_silent(world, no_checkpoint, missing)
+    # A source under the token's own scope is taken as before.
+    own = world.ledger.open_run(
+        run_key=uuid.uuid4().hex, name="a-run", spec={}, parent_account="team-a", cap_usd_micro=None, **WHO
+    ).run_id
+    world.ledger.start_attempt(run_id=own, **WHO)
+    world.ledger.save_checkpoint(run_id=own, attempt=1, step=3, backend="local", uri="file:///a/3", **WHO)
+    child = open_from(own.upper(), 3)()
+    assert child.state.source.run_id == own and child.state.source.name == "a-run"
+
+
+def test_a_scoped_token_reads_nothing_of_another_scopes_run_through_lineage(world: World) -> None:
+    """An unscoped caller may start a run under team-a from team-b's checkpoint; a token scoped to
+    team-a reading that run, or one scoped to team-b reading team-b's run, must not be told the
+    other scope's run id, name or checkpoint uri as its source or its children."""
+    source = world.ledger.open_run(
+        run_key=uuid.uuid4().hex,
+        name="b-lineage-secret",
+        spec={},
+        parent_account="team-b-secret",
+        cap_usd_micro=None,
+        **WHO,
+    ).run_id
+    world.ledger.start_attempt(run_id=source, **WHO)
+    world.ledger.save_checkpoint(run_id=source, attempt=1, step=2, backend="local", uri="file:///b/secret", **WHO)
+    child = world.ledger.open_run(
+        run_key=uuid.uuid4().hex,
+        name="a-child-secret",
+        spec={},
+        parent_account="team-a",
+        cap_usd_micro=None,
+        source_checkpoint={"run_id": source, "step": 2, "uri": "file:///b/secret"},
+        **WHO,
+    )
+    r = world.served.stubs.runs
+    read = runs_pb2.GetRunStateRequest(run_id=child.run_id, min_position=child.position)
+    told = str(r.GetRunState(read, metadata=world.metadata("auditor")).state)
+    for secret in (source, "b-lineage-secret", "file:///b/secret"):
+        assert secret not in told
+    world.tokens["auditor", "team-b"] = world.ledger.issue_token(
+        holder="auditor-team-b", role="auditor", account="team-b", **WHO
+    ).bearer
+    read = runs_pb2.GetRunStateRequest(run_id=source, min_position=child.position)
+    told = str(r.GetRunState(read, metadata=world.metadata("auditor", "team-b")).state)
+    for secret in (child.run_id, "a-child-secret"):
+        assert secret not in told
+
+
+def test_a_scoped_watcher_reads_nothing_of_another_scopes_source(world: World) -> None:
+    """WatchRun's first state, as GetRunState's: no source run from outside the token's scope."""
+    source = world.ledger.open_run(
+        run_key=uuid.uuid4().hex,
+        name="b-watch-secret",
+        spec={},
+        parent_account="team-b-secret",
+        cap_usd_micro=None,
+        **WHO,
+    ).run_id
+    world.ledger.start_attempt(run_id=source, **WHO)
+    world.ledger.save_checkpoint(run_id=source, attempt=1, step=2, backend="local", uri="file:///b/watch", **WHO)
+    child = world.ledger.open_run(
+        run_key=uuid.uuid4().hex,
+        name="a-watch-child",
+        spec={},
+        parent_account="team-a",
+        cap_usd_micro=None,
+        source_checkpoint={"run_id": source, "step": 2, "uri": "file:///b/watch"},
+        **WHO,
+    )
+    stream = world.served.stubs.runs.WatchRun(
+        runs_pb2.WatchRunRequest(run_id=child.run_id), metadata=world.metadata("auditor"), timeout=30
+    )
+    try:
+        told = str(next(stream))
+    finally:
+        stream.cancel()
+    assert "a-watch-child" in told
+    for secret in (source, "b-watch-secret", "file:///b/watch"):
+        assert secret not in told

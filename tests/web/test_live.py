@@ -237,3 +237,29 @@ def test_the_runs_page_stream_reads_once_for_all_followers(
                     break
             assert run["last_step"] == 7
         assert live.reads - before <= 2  # One read for the three (a chunk may wake it twice).
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a run's feed reads only its own and its account's events: a child's RunOpened never reaches it",
+)
+def test_a_run_stream_tells_of_a_run_started_from_its_checkpoint(sse: httpx.Client, grpc_client: LedgerClient) -> None:
+    """The run page's Children panel follows the run's stream: a child opened from one of its
+    checkpoints must reach the source run's followers as a state with the new child."""
+    run_id, attempt = new_run(grpc_client, "live-source")
+    grpc_client.append_steps(run_id=run_id, attempt=attempt, steps=[0], metrics={"loss": [1.0]})
+    grpc_client.save_checkpoint(run_id=run_id, attempt=attempt, step=0, uri="s3://live-source/0", backend="s3")
+    with sse.stream("GET", f"/api/runs/{run_id}/live") as response:
+        stream = events(response)
+        _, _, first = next_event(stream, "state")
+        assert first["child_count"] == 0
+        grpc_client.open_run(run_key=fresh_key(), name="live-child", source_checkpoint={"run_id": run_id, "step": 0})
+        # A step of the source afterwards: the child must have been told of by then.
+        grpc_client.append_steps(run_id=run_id, attempt=attempt, steps=[1], metrics={"loss": [0.5]})
+        told: list[Any] = []
+        for event in stream:
+            if event[0] == "state":
+                told.append(event[2])
+            if event[0] == "steps":
+                break
+        assert any(state.get("child_count") == 1 for state in told), told

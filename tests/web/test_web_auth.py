@@ -207,3 +207,52 @@ def test_a_scoped_token_follows_only_the_runs_in_its_scope(setup: Setup) -> None
             if kind == "run":
                 assert (data["run_id"], data["last_step"]) == (recorded.run_id, 50)
                 break
+
+
+def test_a_scoped_token_sees_no_other_scopes_run_in_a_runs_lineage(http: httpx.Client, setup: Setup) -> None:
+    """An admin starts a run under lab from team's run, and one under team from lab's run: a token
+    scoped to team reads neither lab run (id, name, checkpoint uri) on the run page or in /api."""
+    with LedgerClient(setup.server.address, token=setup.admin, timeout_s=10.0) as client:
+        lab_child = client.open_run(
+            run_key=fresh_key(),
+            name="lab-child-secret",
+            parent_account="lab",
+            source_checkpoint={"run_id": setup.recorded.run_id, "step": 5},
+        ).state.run.run_id
+        lab_source = client.open_run(run_key=fresh_key(), name="lab-source-secret", parent_account="lab")
+        source_id = lab_source.state.run.run_id
+        client.start_attempt(run_id=source_id)
+        client.save_checkpoint(run_id=source_id, attempt=1, step=1, uri="file:///lab/secret", backend="local")
+        team_child = client.open_run(
+            run_key=fresh_key(),
+            name="team-child",
+            parent_account="team",
+            source_checkpoint={"run_id": source_id, "step": 1, "uri": "file:///lab/secret"},
+        )
+        team_child_id = team_child.state.run.run_id
+        client.get_run_state(run_id=team_child_id, min_position=team_child.position)
+    secrets = (lab_child, "lab-child-secret", source_id, "lab-source-secret", "file:///lab/secret")
+    for path in (
+        f"/runs/{setup.recorded.run_id}",
+        f"/api/runs/{setup.recorded.run_id}",
+        f"/runs/{team_child_id}",
+        f"/api/runs/{team_child_id}",
+    ):
+        response = get(http, path, setup.team_operator)
+        assert response.status_code == 200, response.text
+        for secret in secrets:
+            assert secret not in response.text, (path, secret)
+    # An unscoped token still sees the whole lineage.
+    assert "lab-child-secret" in get(http, f"/runs/{setup.recorded.run_id}", setup.admin).text
+    for run_id in (setup.recorded.run_id, team_child_id):
+        headers = {"authorization": f"Bearer {setup.team_operator}"}
+        with http.stream("GET", f"/api/runs/{run_id}/live", headers=headers) as response:
+            assert response.status_code == 200
+            first = b""
+            for piece in response.iter_bytes():
+                first += piece
+                if b"\n\n" in first:
+                    break
+        assert first.startswith(b"event: state"), first[:80]
+        for secret in secrets:
+            assert secret.encode() not in first, (run_id, secret)
