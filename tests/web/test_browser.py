@@ -287,6 +287,27 @@ def test_the_compare_page_overlays_two_runs(ledger: Ledger, page: tuple[Page, Wa
     assert watch.clear() == []
 
 
+def test_the_compare_legend_tells_runs_of_one_name_apart(ledger: Ledger, page: tuple[Page, Watch]) -> None:
+    # Runs that share a name (one spec swept over lr) are told apart by their ids' first characters.
+    tab, watch = page
+    client = ledger.client
+    twins = []
+    for key in ("twin-1", "twin-2"):
+        run_id = client.open_run(run_key=key, name="sft-twin").state.run.run_id
+        client.start_attempt(run_id=run_id)
+        client.append_steps(run_id=run_id, attempt=1, steps=[0, 1], metrics={"loss": [1.0, 0.5]})
+        twins.append(run_id)
+    runs = "&".join(f"run={r}" for r in [*twins, ledger.beta])
+    tab.goto(f"{ledger.served.base}/compare?{runs}&metric=loss", wait_until="load")
+    wait_ready(tab)
+    assert tab.locator("figure.chart.compare .legend-item").all_inner_texts() == [
+        f"sft-twin {twins[0][:8]}",
+        f"sft-twin {twins[1][:8]}",
+        "sft-beta",
+    ]
+    assert watch.clear() == []
+
+
 def test_a_step_a_checkpoint_and_spend_appear_on_the_open_run_page(ledger: Ledger, page: tuple[Page, Watch]) -> None:
     tab, watch = page
     run_page(ledger, tab, ledger.live)
