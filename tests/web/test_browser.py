@@ -374,6 +374,20 @@ def test_a_new_attempt_redraws_the_open_run_page_with_the_superseded_steps(
     assert watch.clear() == []
 
 
+def test_a_finished_run_near_its_cap_shows_a_warning_spend_bar(ledger: Ledger, page: tuple[Page, Watch]) -> None:
+    # $0.90 of a $1.00 cap: the run page's bar warns as the runs page's does, without a live event.
+    tab, watch = page
+    client = ledger.client
+    run_id = client.open_run(run_key="near-cap", name="sft-near-cap", cap_usd_micro=1_000_000).state.run.run_id
+    client.start_attempt(run_id=run_id)
+    hold = client.reserve(account=run_id, amount_usd_micro=900_000, attempt=1)
+    client.commit(account=run_id, reservation_id=hold.reservation_id, actual_usd_micro=900_000)
+    run_page(ledger, tab, run_id)
+    assert tab.locator('dd[data-field="spend"] .bar.warn').count() == 1
+    assert tab.locator('dd[data-field="spend"] .bar.over').count() == 0
+    assert watch.clear() == []
+
+
 def test_the_runs_page_follows_a_run_live(ledger: Ledger, page: tuple[Page, Watch]) -> None:
     tab, watch = page
     client = ledger.client
