@@ -210,7 +210,9 @@ function metricLegend(view, series) {
       metric: view.metric,
     },
   }));
-  if (view.sparse) items.push({ kind: "eval", text: "evaluation point", swatch: "point", color: "#667085" });
+  // Sparse points are evaluations, or for the system/ metrics a trainer samples, samples.
+  const pointText = view.metric.startsWith("system/") ? "sample" : "evaluation point";
+  if (view.sparse) items.push({ kind: "eval", text: pointText, swatch: "point", color: "#667085" });
   if (view.attempts.some((a) => a.step !== null && a.step !== undefined)) {
     items.push({ kind: "attempt-start", text: "attempt start", swatch: "vline", color: "#667085" });
   }
