@@ -135,26 +135,33 @@ async def compare(request: Request) -> Response:
     identity = await api.identify(request, "run")
     refs = list(dict.fromkeys(r.strip() for r in request.query_params.getlist("run") if r.strip()))
     refs = refs[: api.COMPARE_RUNS_MAX]
-    names = params.metric_names(request)
-    metric = names[0] if names else "loss"
+    metrics = params.metric_names(request) or ["loss"]
     run_ids = list(dict.fromkeys([await api.resolve_run(web, identity, ref) for ref in refs]))
+    states = [await web.call(web.ledger.run_state, run_id) for run_id in run_ids]
+    # Runs are named as on the runs page, with the id's first characters: several runs often share a name.
     inputs = "".join(
-        f'<label><input type="checkbox" name="run" value="{e(r)}" checked> <code>{e(r)}</code></label>' for r in run_ids
+        f'<label><input type="checkbox" name="run" value="{e(s.run.run_id)}" checked> '
+        f"{e(s.run.name or s.run.run_id)} <code>{e(s.run.run_id[:8])}</code></label>"
+        for s in states
     )
+    metric_inputs = "".join(f'<label>metric <input name="metric" value="{e(m)}"></label>' for m in metrics)
     form = (
         '<form class="compare" method="get" action="/compare">'
         f"{inputs}"
         '<label>add run <input name="run" placeholder="run id or name"></label>'
-        f'<label>metric <input name="metric" value="{e(metric)}"></label>'
+        f"{metric_inputs}"
         '<button type="submit">compare</button></form>'
     )
+    # One chart per metric asked for (`metric=loss&metric=eval_loss`), in that order.
     figure = (
-        f'<figure class="chart compare" data-metric="{e(metric)}" data-runs="{e(",".join(run_ids))}">'
-        f"<figcaption>{e(metric)}</figcaption></figure>"
+        "".join(
+            f'<figure class="chart compare" data-metric="{e(m)}" data-runs="{e(",".join(run_ids))}">'
+            f"<figcaption>{e(m)}</figcaption></figure>"
+            for m in metrics
+        )
         if run_ids
         else '<p class="empty">Pick runs to compare on the runs page, or add them here.</p>'
     )
-    states = [await web.call(web.ledger.run_state, run_id) for run_id in run_ids]
     reports = [(s.run.run_id, s.run.name, s.reports) for s in states]
     verdicts = f"<h2>Did it work?</h2>{compare_table(reports)}" if states else ""
     return layout("compare", "compare", f"<h1>Compare</h1>{form}{figure}{verdicts}")
@@ -365,5 +372,5 @@ def _event_data(data: Any) -> str:
 def _step_link(run_id: str, step: int) -> str:
     """A version's source step, linked to that checkpoint's row on its run's page."""
     if not run_id:
-        return e(step)
+        return "-"  # Registered without a source run: no step to name (the field reads 0).
     return f'<a href="/runs/{e(run_id)}#checkpoint-{step}" data-field="source_step">{e(step)}</a>'

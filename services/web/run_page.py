@@ -204,7 +204,7 @@ def _facts(state: models.RunState, rid: str) -> str:
         f'<dt>attempt</dt><dd data-field="attempt">{e(state.current_attempt)}</dd>'
         f'<dt>last step</dt><dd data-field="last_step">{e(state.last_step)}</dd>'
         f"{_facts_of_plan(state)}"
-        f'<dt>spend</dt><dd data-field="spend">{bar(spend.committed_usd_micro + presumed, spend.cap_usd_micro)}'
+        f'<dt>spend</dt><dd data-field="spend">{_spend_bar(spend.committed_usd_micro + presumed, spend.cap_usd_micro)}'
         f'<span class="amount">{spend_amount}'
         "</span></dd>"
         + (
@@ -288,3 +288,13 @@ def _checkpoint_rows(checkpoints: Sequence[models.Checkpoint], state: models.Run
         rows.append(_checkpoint_row(checkpoint, state, anchor=checkpoint.step not in steps))
         steps.add(checkpoint.step)
     return rows
+
+
+def _spend_bar(used: int, cap: int | None) -> str:
+    """The spend bar, marked as the runs page marks it ("warn" from 80% of the cap, "over" past
+    it) in the HTML itself: the page's live panels are replaced from the server as they change."""
+    html = bar(used, cap)
+    if cap is None:
+        return html
+    mark = "over" if used > cap else "warn" if used >= cap * 0.8 else ""
+    return html.replace('<div class="bar">', f'<div class="bar {mark}">', 1) if mark else html

@@ -287,6 +287,27 @@ def test_the_compare_page_overlays_two_runs(ledger: Ledger, page: tuple[Page, Wa
     assert watch.clear() == []
 
 
+def test_the_compare_legend_tells_runs_of_one_name_apart(ledger: Ledger, page: tuple[Page, Watch]) -> None:
+    # Runs that share a name (one spec swept over lr) are told apart by their ids' first characters.
+    tab, watch = page
+    client = ledger.client
+    twins = []
+    for key in ("twin-1", "twin-2"):
+        run_id = client.open_run(run_key=key, name="sft-twin").state.run.run_id
+        client.start_attempt(run_id=run_id)
+        client.append_steps(run_id=run_id, attempt=1, steps=[0, 1], metrics={"loss": [1.0, 0.5]})
+        twins.append(run_id)
+    runs = "&".join(f"run={r}" for r in [*twins, ledger.beta])
+    tab.goto(f"{ledger.served.base}/compare?{runs}&metric=loss", wait_until="load")
+    wait_ready(tab)
+    assert tab.locator("figure.chart.compare .legend-item").all_inner_texts() == [
+        f"sft-twin {twins[0][:8]}",
+        f"sft-twin {twins[1][:8]}",
+        "sft-beta",
+    ]
+    assert watch.clear() == []
+
+
 def test_a_step_a_checkpoint_and_spend_appear_on_the_open_run_page(ledger: Ledger, page: tuple[Page, Watch]) -> None:
     tab, watch = page
     run_page(ledger, tab, ledger.live)
@@ -350,6 +371,20 @@ def test_a_new_attempt_redraws_the_open_run_page_with_the_superseded_steps(
     assert tab.locator('[data-field="attempt"]').first.inner_text().strip() == "2"
     assert tab.locator(loss).get_attribute("data-last-step") == "7"
     assert tab.locator('[data-field="last_step"]').first.inner_text().strip() == "7"
+    assert watch.clear() == []
+
+
+def test_a_finished_run_near_its_cap_shows_a_warning_spend_bar(ledger: Ledger, page: tuple[Page, Watch]) -> None:
+    # $0.90 of a $1.00 cap: the run page's bar warns as the runs page's does, without a live event.
+    tab, watch = page
+    client = ledger.client
+    run_id = client.open_run(run_key="near-cap", name="sft-near-cap", cap_usd_micro=1_000_000).state.run.run_id
+    client.start_attempt(run_id=run_id)
+    hold = client.reserve(account=run_id, amount_usd_micro=900_000, attempt=1)
+    client.commit(account=run_id, reservation_id=hold.reservation_id, actual_usd_micro=900_000)
+    run_page(ledger, tab, run_id)
+    assert tab.locator('dd[data-field="spend"] .bar.warn').count() == 1
+    assert tab.locator('dd[data-field="spend"] .bar.over').count() == 0
     assert watch.clear() == []
 
 

@@ -91,6 +91,9 @@ def test_system_metrics_are_charted_below_the_training_charts_and_lineage_links_
         for metric in ("system/cpu.util", "system/gpu.0.util"):
             figure = f'figure.chart[data-metric="{metric}"]'
             assert tab.locator(f"{figure} .legend-item.series").get_attribute("data-points") == "8"
+            # Their points are samples, not evaluations.
+            assert "sample" in tab.locator(f"{figure} .legend-item").all_inner_texts()
+            assert "evaluation point" not in tab.locator(f"{figure} .legend-item").all_inner_texts()
         loss_box = tab.locator('figure.chart[data-metric="loss"]').bounding_box()
         heading_box = tab.locator("div.system-charts h2").bounding_box()
         assert loss_box is not None and heading_box is not None

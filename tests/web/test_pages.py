@@ -367,6 +367,19 @@ def test_compare_page_holds_the_overlay_figure_and_a_form(http: httpx.Client, re
     assert form.one("input", name="metric").attrs["value"] == "loss"
 
 
+def test_compare_page_draws_every_metric_asked_and_names_the_runs(http: httpx.Client, recorded: Recorded) -> None:
+    # Several metrics draw one chart each, in order; each run is named, with its id's first characters.
+    root = page(http, "/compare", run=[recorded.run_id, recorded.other_run_id], metric=["loss", "eval_loss"])
+    figures = root.all("figure", class_="compare")
+    assert [f.attrs["data-metric"] for f in figures] == ["loss", "eval_loss"]
+    assert {f.attrs["data-runs"] for f in figures} == {f"{recorded.run_id},{recorded.other_run_id}"}
+    form = root.one("form", class_="compare")
+    assert [i.attrs["value"] for i in form.all("input", name="metric")] == ["loss", "eval_loss"]
+    first = form.all("label")[0]
+    assert first.one("code").text == recorded.run_id[:8]
+    assert first.text.split()[0] == "web-chart"
+
+
 def test_accounts_page_shows_the_tree_in_dollars(http: httpx.Client, recorded: Recorded) -> None:
     row = page(http, "/accounts").one("tr", data_account="team")
     assert [td.text for td in row.all("td")][:6] == [
@@ -389,6 +402,14 @@ def test_registry_pages_show_families_versions_and_promotions(http: httpx.Client
         ["promote", "2", "1", "passed (asserted)", "better", "tests"],
         ["rollback", "1", "2", "-", "regression", "tests"],
     ]
+
+
+def test_a_version_without_a_source_run_shows_no_step(http: httpx.Client, recorded: Recorded) -> None:
+    # web-model's version 2 was registered without a source: its step reads "-", not 0.
+    rows = page(http, "/registry/web-model").one("table", class_="versions").all("tr")[1:]
+    cells = {row.all("td")[0].text: [td.text for td in row.all("td")] for row in rows}
+    assert cells["1"][3:5] == [recorded.run_id[:8], "5"]
+    assert cells["2"][3:5] == ["-", "-"]
 
 
 def test_the_family_page_shows_evaluated_and_asserted_gates_refusals_aliases_and_retirement(

@@ -210,7 +210,9 @@ function metricLegend(view, series) {
       metric: view.metric,
     },
   }));
-  if (view.sparse) items.push({ kind: "eval", text: "evaluation point", swatch: "point", color: "#667085" });
+  // Sparse points are evaluations, or for the system/ metrics a trainer samples, samples.
+  const pointText = view.metric.startsWith("system/") ? "sample" : "evaluation point";
+  if (view.sparse) items.push({ kind: "eval", text: pointText, swatch: "point", color: "#667085" });
   if (view.attempts.some((a) => a.step !== null && a.step !== undefined)) {
     items.push({ kind: "attempt-start", text: "attempt start", swatch: "vline", color: "#667085" });
   }
@@ -296,12 +298,23 @@ export function drawMetric(figure, view, handlers) {
   figure.dataset.smoothing = String(view.smoothing || 0);
 }
 
+/** Each run's name for a legend; a name several runs share gets the run id's first 8 characters. */
+function runNames(runs) {
+  const count = new Map();
+  for (const run of runs) count.set(run.name, (count.get(run.name) || 0) + 1);
+  return runs.map((run) =>
+    !run.name ? run.run_id.slice(0, 8) : count.get(run.name) > 1 ? `${run.name} ${run.run_id.slice(0, 8)}` : run.name,
+  );
+}
+
 /** One metric of several runs: `view` {metric, width, runs: [{run_id, name, series}]}. */
 export function drawCompare(figure, view) {
+  const names = runNames(view.runs);
   const lines = view.runs.map((run, i) => {
     const parts = [...run.series].sort((p, q) => (p.steps[0] ?? 0) - (q.steps[0] ?? 0));
     return {
       run,
+      name: names[i],
       color: colorOf(i + 1),
       attempts: parts.map((s) => s.attempt).join(","),
       steps: parts.flatMap((s) => s.steps),
@@ -315,13 +328,13 @@ export function drawCompare(figure, view) {
   figure.dataset.label = `${view.metric} by step, per run`;
   const described = lines.map((line, i) => ({ index: i + 1, line }));
   const describe = (hit) =>
-    `${hit.series.line.run.name || hit.series.line.run.run_id.slice(0, 8)} · step ${hit.step} · ${view.metric} ${fullNumber(hit.value)}`;
+    `${hit.series.line.name} · step ${hit.step} · ${view.metric} ${fullNumber(hit.value)}`;
   const shape = JSON.stringify(lines.map((l) => l.run.run_id));
   const build = () => ({
     series: [
       {},
       ...lines.map((l) => ({
-        label: l.run.name || l.run.run_id,
+        label: l.name,
         stroke: l.color,
         width: 1.5,
         points: { show: false },
@@ -339,7 +352,7 @@ export function drawCompare(figure, view) {
     lines.map((l) => ({
       kind: "series live",
       href: `/runs/${encodeURIComponent(l.run.run_id)}`,
-      text: l.run.name || l.run.run_id.slice(0, 8),
+      text: l.name,
       swatch: "line",
       color: l.color,
       data: { runId: l.run.run_id, attempts: l.attempts, points: l.steps.length, metric: view.metric },
