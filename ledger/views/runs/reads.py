@@ -60,6 +60,10 @@ EXPIRED_CHECKPOINTS = (
 )
 
 
+# A run's tags (Run.TagsChanged), by key.
+TAG_ROWS = "SELECT key, value FROM view_run_tags WHERE run_id = ? ORDER BY key"
+
+
 class RunViewReads:
     """Reads of the runs view, run by `query`; a run's plan and datasets are `provenance`'s, its
     bill `bills`'."""
@@ -92,6 +96,7 @@ class RunViewReads:
                 (REPORT_ROWS, (run_id,)),
                 (SOURCE_ROW, (run_id,)),
                 (CHILD_ROWS, (run_id, CHILDREN_LISTED)),
+                (TAG_ROWS, (run_id,)),
             ]
         ):
             return self._run_state(run_id, now)
@@ -144,7 +149,7 @@ class RunViewReads:
             progress=run_progress,
             datasets=self.provenance.datasets(run_id),
             reports=reports_of(self.query.rows(REPORT_ROWS, (run_id,))),
-            tags=dict(self.query.rows("SELECT key, value FROM view_run_tags WHERE run_id = ? ORDER BY key", (run_id,))),
+            tags=dict(self.query.rows(TAG_ROWS, (run_id,))),
             source=self.lineage.source(run_id),
             children=children,
             child_count=child_count,
