@@ -8,7 +8,7 @@ answer does not wait for the writes committed after it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 
@@ -21,6 +21,8 @@ from services.grpc.codec import messages
 from services.grpc.interceptors import SCOPE, audit
 from services.runtime.edge import Edge
 from trainledger.v1 import spend_pb2, spend_pb2_grpc
+
+T = TypeVar("T")
 
 __all__ = ["SpendServicer"]
 
@@ -93,27 +95,17 @@ class SpendServicer(spend_pb2_grpc.SpendServicer):
         return spend_pb2.SetCapResponse(position=receipt.position, account=account)
 
     async def Reserve(self, request: spend_pb2.ReserveRequest, context: Context) -> spend_pb2.ReserveResponse:
-        receipt, account = await self._write(
-            self.ledger.reserve,
-            request.account,
-            reservation_id=request.reservation_id,
-            amount_usd_micro=request.amount_usd_micro,
-            basis=codec.basis(request.basis),
-            ttl=codec.duration(request, "ttl", reason=Reason.INVALID_TTL),
-            attempt=request.attempt,
-        )
-        return spend_pb2.ReserveResponse(
-            position=receipt.position,
-            duplicate=receipt.duplicate,
-            expires_at=codec.timestamp(receipt.expires_at),
-            account=account,
-        )
+        return await self._hold(self.ledger.reserve, request, spend_pb2.ReserveResponse)
 
     async def ReservePlan(
         self, request: spend_pb2.ReservePlanRequest, context: Context
     ) -> spend_pb2.ReservePlanResponse:
+        return await self._hold(self.ledger.reserve_plan, request, spend_pb2.ReservePlanResponse)
+
+    async def _hold(self, write: Callable[..., Any], request: Any, answer: Callable[..., T]) -> T:
+        """Reserve and ReservePlan: the same request fields, held by `write`, answered as `answer`."""
         receipt, account = await self._write(
-            self.ledger.reserve_plan,
+            write,
             request.account,
             reservation_id=request.reservation_id,
             amount_usd_micro=request.amount_usd_micro,
@@ -121,7 +113,7 @@ class SpendServicer(spend_pb2_grpc.SpendServicer):
             ttl=codec.duration(request, "ttl", reason=Reason.INVALID_TTL),
             attempt=request.attempt,
         )
-        return spend_pb2.ReservePlanResponse(
+        return answer(
             position=receipt.position,
             duplicate=receipt.duplicate,
             expires_at=codec.timestamp(receipt.expires_at),
