@@ -65,9 +65,9 @@ def groups(stats: pstats.Stats) -> str:
     """How many writes went in how many group commits, read from the profile's call counts."""
     calls: Counter[str] = Counter()
     for (file, _, function), (_, count, *_) in stats.stats.items():  # type: ignore[attr-defined]
-        if (Path(file).name, function) in (("gather.py", "submit_all"), ("kernel.py", "_commit_group")):
+        if (Path(file).name, function) in (("writer.py", "_submit"), ("writer.py", "_commit_group")):
             calls[function] += count
-    writes, commits = calls["submit_all"], calls["_commit_group"]
+    writes, commits = calls["_submit"], calls["_commit_group"]
     return f"{writes:,} writes in {commits:,} group commits ({writes / max(1, commits):.2f} a group)"
 
 

@@ -2,11 +2,12 @@
 
 Every command of the ledger ends in one durable transaction, and on a durable store the cost of
 a transaction is its sync to disk (SQLite's fsync of the write-ahead log, PostgreSQL's WAL flush),
-not the few rows it writes. So writers queue here (`WriteQueue.submit`) and one of them, the
-leader, takes everything queued at that moment (at most GROUP_COMMANDS_MAX) and hands the group
-to the kernel (ledger.application.kernel), which decides each command in order on the state its
-predecessors left and commits all their events in one transaction. The others wait on a lock of
-their own until their command is answered, or until they are made the next leader.
+not the few rows it writes. So writers queue here (`WriteQueue.join`) and one of them, the
+leader, takes everything queued at that moment (at most GROUP_COMMANDS_MAX, `WriteQueue.take`)
+and commits the group itself (ledger.application.writer: each command decided in order on the
+state its predecessors left, all their events in one transaction). The others wait on a lock of
+their own until their command is answered, or until they are made the next leader. The queue
+never calls into the writer: the writer asks it for groups and tells it what each settled.
 
 There is no fixed wait: a lone writer finds the queue empty and commits at once; writers that
 arrive while it commits queue up behind it and go together in the next group (the leader of that
@@ -15,10 +16,9 @@ could not settle (a version conflict with another process, a refusal that left a
 its predecessors changed in a state that must be reloaded) goes back to the front of the queue,
 in its order, and is decided again in the next group.
 
-A writer may also queue several commands at once (`WriteQueue.submit_all`, a stream's step
-batches): they are queued together, so no other writer's command comes between them, and are
-decided in their order, in as few groups as GROUP_COMMANDS_MAX allows; the writer returns once
-each is answered.
+A writer may also queue several commands at once (a stream's step batches): they are queued
+together, so no other writer's command comes between them, and are decided in their order, in
+as few groups as GROUP_COMMANDS_MAX allows; the writer returns once each is answered.
 """
 
 from __future__ import annotations
@@ -70,14 +70,13 @@ class QueuedWrite:
 
 
 class WriteQueue:
-    """Writers in arrival order; whoever is at the front while no group is committing commits the
-    queued commands with `commit`, which answers those it settles and returns those to decide
-    again (they go back to the front of the queue)."""
+    """Writers in arrival order. A writer queues its commands (`join`); the one at the front while
+    no group is committing leads: it takes groups (`take`) and commits each itself, telling the
+    queue which commands the group left to decide again (`settled`), which go back to the front
+    of the queue, until its own commands are answered; then it hands the lead on (`release`).
+    The queue only orders and wakes writers: it never calls into what commits."""
 
-    def __init__(
-        self, commit: Callable[[list[QueuedWrite]], list[QueuedWrite]], *, group_max: int = GROUP_COMMANDS_MAX
-    ):
-        self._commit = commit
+    def __init__(self, *, group_max: int = GROUP_COMMANDS_MAX):
         self.group_max = group_max
         self._mutex = threading.Lock()
         self._queue: collections.deque[QueuedWrite] = collections.deque()
@@ -90,66 +89,69 @@ class WriteQueue:
         """Commands waiting for a group (not counting one being committed)."""
         return len(self._queue)
 
-    def submit(self, command: QueuedWrite) -> None:
-        """Queue `command` and return once it is answered (command.done)."""
-        self.submit_all((command,))
-
-    def submit_all(self, commands: Sequence[QueuedWrite]) -> None:
+    def join(self, commands: Sequence[QueuedWrite]) -> bool:
         """Queue `commands` together and in their order (no other writer's command comes between
-        them) and return once each is answered. They are decided in that order, and go back to
-        the queue in that order when a group cannot settle them."""
+        them). They are decided in that order, and go back to the queue in that order when a group
+        cannot settle them. Returns once each is answered (False), or once this writer leads (True:
+        it then commits with `take` and `settled`, and ends with `release`)."""
         with self._mutex:
             self._queue.extend(commands)
             lead = not self._leading
             self._leading = True
-        if not lead:
-            for command in commands:
-                command.wait()  # Answered, or promoted to lead the next group.
-                if not command.done:
-                    break
-            else:
-                return
-        self._lead(commands)
+        if lead:
+            return True
+        for command in commands:
+            command.wait()  # Answered, or promoted to lead the next group.
+            if not command.done:
+                return True
+        return False
 
-    def _lead(self, own: Sequence[QueuedWrite]) -> None:
+    def take(self, own: Sequence[QueuedWrite]) -> list[QueuedWrite]:
+        """The next group for the leader whose commands are `own` to commit; empty once they are
+        all answered. Its first unanswered command is in the first group it takes."""
+        if all(command.done for command in own):
+            return []
+        if len(self._queue) < self._answered:
+            # The writers the last group answered are likely writing again: let them queue first
+            # (a yield of the processor, not a timed wait).
+            time.sleep(0)
+        with self._mutex:
+            return [self._queue.popleft() for _ in range(min(self.group_max, len(self._queue)))]
+
+    def settled(self, group: list[QueuedWrite], retry: list[QueuedWrite], own: Sequence[QueuedWrite]) -> None:
+        """`group` is committed: `retry`, the commands it could not settle, go back to the front of
+        the queue in their order, and the other writers it answered are woken."""
+        with self._mutex:
+            self._queue.extendleft(reversed(retry))
         mine = {id(command) for command in own}
-        try:
-            # Its first unanswered command is in the first group it takes.
-            while not all(command.done for command in own):
-                if len(self._queue) < self._answered:
-                    # The writers the last group answered are likely writing again: let them
-                    # queue first (a yield of the processor, not a timed wait).
-                    time.sleep(0)
-                with self._mutex:
-                    group = [self._queue.popleft() for _ in range(min(self.group_max, len(self._queue)))]
-                try:
-                    retry = self._commit(group)
-                except BaseException as error:
-                    # The leader's thread was interrupted: what it held is answered with the error,
-                    # and so are its own commands still queued (nobody would wait for them).
-                    with self._mutex:
-                        left = [command for command in own if not command.done and command not in group]
-                        for command in left:
-                            self._queue.remove(command)
-                    for command in [*group, *left]:
-                        if not command.done:
-                            command.answer(error=error)
-                        if id(command) not in mine:
-                            command.wake()
-                    raise
-                with self._mutex:
-                    self._queue.extendleft(reversed(retry))
-                self._answered = 0
-                for command in group:
-                    if command.done and id(command) not in mine:
-                        command.wake()
-                        self._answered += 1
-        finally:
-            with self._mutex:
-                if self._queue:
-                    self._queue[0].wake()  # Promoted: the next leader (never taken, so not answered).
-                else:
-                    self._leading = False
+        self._answered = 0
+        for command in group:
+            if command.done and id(command) not in mine:
+                command.wake()
+                self._answered += 1
+
+    def interrupted(self, group: list[QueuedWrite], own: Sequence[QueuedWrite], error: BaseException) -> None:
+        """The leader's thread was interrupted while committing `group`: what it held is answered
+        with the error, and so are its own commands still queued (nobody would wait for them)."""
+        with self._mutex:
+            left = [command for command in own if not command.done and command not in group]
+            for command in left:
+                self._queue.remove(command)
+        mine = {id(command) for command in own}
+        for command in [*group, *left]:
+            if not command.done:
+                command.answer(error=error)
+            if id(command) not in mine:
+                command.wake()
+
+    def release(self) -> None:
+        """The leader is done: the writer now at the front leads the next group (it was never
+        taken, so it is not answered), or nobody leads until the next writer joins."""
+        with self._mutex:
+            if self._queue:
+                self._queue[0].wake()
+            else:
+                self._leading = False
 
 
 class DecidedGroup:

@@ -119,7 +119,7 @@ class Writer:
         # cache, or a copy per load, each command is its own group.
         repository = aggregates.repository
         shared = repository.cache is not None and not repository.deepcopy_from_cache
-        self.queue = WriteQueue(self._commit_group, group_max=GROUP_COMMANDS_MAX if shared else 1)
+        self.queue = WriteQueue(group_max=GROUP_COMMANDS_MAX if shared else 1)
 
     def audit(self, principal: str, request_id: str) -> Audit:
         """Who asks, under which request id, and the time of the clock now."""
@@ -136,7 +136,7 @@ class Writer:
         process wrote first) evict the stale aggregates and decide again; so does a refusal when
         other processes share the storage, since it may have been decided on stale state."""
         queued = QueuedWrite(decide)
-        self.queue.submit(queued)
+        self._submit((queued,))
         if queued.error is not None:
             if queued.position is not None and isinstance(queued.error, LedgerError):
                 # A refusal recorded for audit says where, so its caller can read it (min_position).
@@ -153,7 +153,7 @@ class Writer:
         outcome per decision: (what it returned, the position of its events), or its refusal."""
         sequence = _Sequence()
         queued = [QueuedWrite(sequence.link(index, decide)) for index, decide in enumerate(decides)]
-        self.queue.submit_all(queued)
+        self._submit(queued)
         outcomes: list[tuple[T, int | None] | Exception] = []
         for write in queued:
             if write.error is None:
@@ -174,6 +174,22 @@ class Writer:
         return Receipt(position, duplicate=repeated is not None, **decided)
 
     # The group commit.
+
+    def _submit(self, commands: Sequence[QueuedWrite]) -> None:
+        """Queue `commands` (ledger.application.gather) and return once each is answered: by the
+        group commits of other writers, or by those this writer leads."""
+        if not self.queue.join(commands):
+            return
+        try:
+            while group := self.queue.take(commands):
+                try:
+                    retry = self._commit_group(group)
+                except BaseException as error:
+                    self.queue.interrupted(group, commands, error)
+                    raise
+                self.queue.settled(group, retry, commands)
+        finally:
+            self.queue.release()
 
     def _commit_group(self, group: list[QueuedWrite]) -> list[QueuedWrite]:
         """Decide `group` in order and save every event it recorded in one transaction; answers

@@ -323,3 +323,50 @@ def test_concurrent_writers_never_cross_a_shared_cap(ledger: Ledger, database: s
         assert reopened.account_now("team") == team
     finally:
         reopened.close()
+
+
+def test_an_interrupted_leader_answers_its_group_and_hands_the_lead_on(ledger: Ledger) -> None:
+    """A leader whose thread is interrupted (KeyboardInterrupt) while it commits a group answers
+    every command of that group with the interruption; the writer queued behind the group is not
+    lost: it leads the next group and is recorded."""
+    for name in ("b", "c"):
+        ledger.open_account(account=name, cap_usd_micro=1_000)
+    writes: Any = ledger.writer.queue
+    writes.group_max = 2
+
+    def interrupt(touched: list[Any]) -> None:
+        raise KeyboardInterrupt
+
+    outcomes: dict[str, Any] = {}
+
+    def call(name: str, function: Callable[[], Any]) -> None:
+        try:
+            outcomes[name] = function()
+        except BaseException as error:  # The answer under test, an interruption included.
+            outcomes[name] = error
+
+    lead = threading.Thread(target=ledger.open_account, kwargs={"account": "lead"})
+    threads = [
+        threading.Thread(target=call, args=("a", lambda: ledger.writer.write(interrupt))),
+        threading.Thread(
+            target=call, args=("b", lambda: ledger.reserve(account="b", reservation_id="r", amount_usd_micro=10))
+        ),
+        threading.Thread(
+            target=call, args=("c", lambda: ledger.reserve(account="c", reservation_id="r", amount_usd_micro=20))
+        ),
+    ]
+    with ledger.writer.lock:
+        lead.start()
+        _until(lambda: writes._leading and writes.queued == 0)
+        for index, thread in enumerate(threads):
+            thread.start()
+            _until(lambda index=index: writes.queued == index + 1)
+    lead.join()
+    for thread in threads:
+        thread.join(QUEUE_WAIT_S)
+        assert not thread.is_alive()
+    assert isinstance(outcomes["a"], KeyboardInterrupt)
+    assert isinstance(outcomes["b"], KeyboardInterrupt)
+    assert ledger.account_now("b")["pending"] == 0
+    assert ledger.account_now("c")["pending"] == 20
+    assert not writes._leading and writes.queued == 0
