@@ -40,13 +40,7 @@ class LeaseCommands(Context):
         Heartbeat(run_id=run_id, attempt=attempt)
         audit = self.writer.audit(principal, request_id)
 
-        def decide(touched: list[LedgerAggregate]) -> int | None:
-            _, run = self.aggregates.run(run_id)
-            touched.append(run)
-            return leases.heartbeat(run, audit, attempt=attempt)
-
-        version, position = self.writer.write(decide)
-        return self.writer.receipt(UUID(run_id), version, position)
+        return self.write_on_run(run_id, lambda run: leases.heartbeat(run, audit, attempt=attempt))
 
     def sweep_leases(self, *, principal: str = "ledger", request_id: str = "") -> int:
         """Record lost every run whose current attempt's lease has lapsed, settling that attempt's

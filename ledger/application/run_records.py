@@ -175,13 +175,7 @@ class RunRecords(Context):
         command = NoteSummary(run_id=run_id, summary=summary)
         audit = self.writer.audit(principal, request_id)
 
-        def decide(touched: list[LedgerAggregate]) -> int | None:
-            _, run = self.aggregates.run(run_id)
-            touched.append(run)
-            return run_notes.note_summary(run, audit, summary=command.summary)
-
-        version, position = self.writer.write(decide)
-        return self.writer.receipt(UUID(run_id), version, position)
+        return self.write_on_run(run_id, lambda run: run_notes.note_summary(run, audit, summary=command.summary))
 
     def set_tags(
         self,
@@ -197,13 +191,7 @@ class RunRecords(Context):
         changes, removed = run_tags.check_tags(tags or {}, remove)
         audit = self.writer.audit(principal, request_id)
 
-        def decide(touched: list[LedgerAggregate]) -> int | None:
-            _, run = self.aggregates.run(run_id)
-            touched.append(run)
-            return run_tags.set_tags(run, audit, changes=changes, removed=removed)
-
-        version, position = self.writer.write(decide)
-        return self.writer.receipt(UUID(run_id), version, position)
+        return self.write_on_run(run_id, lambda run: run_tags.set_tags(run, audit, changes=changes, removed=removed))
 
     def record_report(
         self, *, run_id: str, kind: str, report: dict[str, Any], principal: str = "", request_id: str = ""
@@ -214,13 +202,7 @@ class RunRecords(Context):
         checked = check_report(kind, report)
         audit = self.writer.audit(principal, request_id)
 
-        def decide(touched: list[LedgerAggregate]) -> int | None:
-            _, run = self.aggregates.run(run_id)
-            touched.append(run)
-            return run_notes.record_report(run, audit, kind=kind, report=checked)
-
-        version, position = self.writer.write(decide)
-        return self.writer.receipt(UUID(run_id), version, position)
+        return self.write_on_run(run_id, lambda run: run_notes.record_report(run, audit, kind=kind, report=checked))
 
     def record_dataset(
         self,
@@ -252,13 +234,7 @@ class RunRecords(Context):
         dataset = command.dataset()
         audit = self.writer.audit(principal, request_id)
 
-        def decide(touched: list[LedgerAggregate]) -> int | None:
-            _, run = self.aggregates.run(run_id)
-            touched.append(run)
-            return run_notes.record_dataset(run, audit, dataset=dataset)
-
-        version, position = self.writer.write(decide)
-        return self.writer.receipt(UUID(run_id), version, position)
+        return self.write_on_run(run_id, lambda run: run_notes.record_dataset(run, audit, dataset=dataset))
 
     def delete_checkpoint(
         self, *, run_id: str, attempt: int, step: int, reason: str = "", principal: str = "", request_id: str = ""
@@ -269,12 +245,9 @@ class RunRecords(Context):
         command = DeleteCheckpoint(run_id=run_id, attempt=attempt, step=step, reason=reason)
         audit = self.writer.audit(principal, request_id)
 
-        def decide(touched: list[LedgerAggregate]) -> int | None:
-            _, run = self.aggregates.run(run_id)
-            touched.append(run)
-            return run_checkpoints.delete_checkpoint(
+        return self.write_on_run(
+            run_id,
+            lambda run: run_checkpoints.delete_checkpoint(
                 run, audit, attempt=command.attempt, step=command.step, reason=command.reason
-            )
-
-        version, position = self.writer.write(decide)
-        return self.writer.receipt(UUID(run_id), version, position)
+            ),
+        )
