@@ -110,8 +110,9 @@ def diff_table(compared: RunDiff) -> str:
         return table
     rows = "".join(f'<tr data-key="{e(row.key)}"><th scope="row">{e(row.key)}</th>{_cells(row)}</tr>' for row in same)
     plural = "s" if len(same) != 1 else ""
+    opened = " open" if len(compared.run_ids) == 1 else ""  # one run: nothing to tell apart, all shown
     return (
-        f'{table}<details class="identical"><summary>{len(same)} identical key{plural}</summary>'
+        f'{table}<details class="identical"{opened}><summary>{len(same)} identical key{plural}</summary>'
         f'<table class="same"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></details>'
     )
 

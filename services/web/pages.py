@@ -52,7 +52,8 @@ def run_row(run: models.RunSummary, label: str = "") -> str:
     return (
         f'<tr data-run-id="{e(run.run_id)}"{marked}>'
         f'<td><input type="checkbox" name="run" value="{e(run.run_id)}" form="compare"'
-        f' aria-label="compare {e(label or run.name or run.run_id[:SHORT_ID])}"></td>'
+        f' aria-label="compare {e(label or run.name or run.run_id[:SHORT_ID])}"'
+        f' title="compare {e(label or run.name or run.run_id[:SHORT_ID])}"></td>'
         f'<td data-field="name"><a href="/runs/{e(run.run_id)}">{e(run.name or run.run_id)}</a>{retracted}</td>'
         f'<td data-field="status" data-status="{e(run.status)}">{e(status_text(run.status, run.current_attempt))}</td>'
         f'<td data-field="attempt">{e(run.current_attempt)}</td>'

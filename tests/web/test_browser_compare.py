@@ -43,15 +43,21 @@ def _record(client: LedgerClient) -> tuple[list[str], str]:
     """Two runs named "lr-sweep" (lr 0.001 and 0.0003; the first scored and spent $12.50) and one
     named "base"; each logs loss on steps 0..9 and eval_loss on steps 4 and 9."""
     runs = []
-    for key, name, lr in (("sweep-1", "lr-sweep", 0.001), ("sweep-2", "lr-sweep", 0.0003), ("base", "base", 0.01)):
+    for n, (key, name, lr) in enumerate(
+        (("sweep-1", "lr-sweep", 0.001), ("sweep-2", "lr-sweep", 0.0003), ("base", "base", 0.01))
+    ):
         spec = {"lr": lr, "model": "tiny", "data": {"rows": 1000}}
         run_id = client.open_run(run_key=key, name=name, spec=spec, objective=("eval_loss", "min")).state.run.run_id
         client.start_attempt(run_id=run_id)
+        scale = 1 + n / 4  # each run's lines apart from the others'
         client.append_steps(
             run_id=run_id,
             attempt=1,
             steps=list(range(10)),
-            metrics={"loss": [1.0 / (1 + s) for s in range(10)], "eval_loss": {"values": [0.8, 0.6], "index": [4, 9]}},
+            metrics={
+                "loss": [scale / (1 + s) for s in range(10)],
+                "eval_loss": {"values": [0.8 * scale, 0.6 * scale], "index": [4, 9]},
+            },
         )
         runs.append(run_id)
     client.save_checkpoint(
