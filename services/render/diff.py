@@ -148,5 +148,7 @@ def diff_text(diff: RunDiff, everything: bool = False) -> str:
     folded = diff.identical
     if folded and not everything:
         text += f"\n({folded} identical key{'s' if folded != 1 else ''} folded away: --all shows them)"
-    runs = "\n".join(f"{label}: {printable(run_id)}" for label, run_id in zip(diff.labels, diff.run_ids, strict=True))
+    runs = "\n".join(
+        f"{printable(label)}: {printable(run_id)}" for label, run_id in zip(diff.labels, diff.run_ids, strict=True)
+    )
     return f"{runs}\n\n{text}"

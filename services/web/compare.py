@@ -25,6 +25,7 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 
 from ledger.domain.limits import ID_LENGTH_MAX
+from ledger.domain.reasons import Reason
 from services.render.diff import COMPARE_RUNS_MAX, DiffRow, RunDiff, run_diff
 from services.web import api, params
 from services.web.access import WebError, invalid
@@ -36,6 +37,7 @@ __all__ = ["page", "diff", "COMPARE_METRICS_MAX", "COMPARE_RUNS_MAX"]
 
 COMPARE_METRICS_MAX = 16
 DEFAULT_METRIC = "loss"
+VALUE_SHOWN_MAX = 500  # Characters of a spec or summary value a cell shows (a longer one ends in "…").
 
 
 def compared_refs(request: HTTPConnection) -> list[str]:
@@ -64,7 +66,8 @@ async def _resolved(web: api.Web, identity: Any, refs: Sequence[str]) -> tuple[l
         try:
             run_id = await api.resolve_run(web, identity, ref)
         except WebError as error:
-            if error.status not in (404, 409):
+            # Outside a scoped token's scope reads the same whether the run exists or not.
+            if error.status not in (404, 409) and error.reason != Reason.OUTSIDE_SCOPE:
                 raise
             unknown.append(f"{ref}: {error.message}")
             continue
@@ -88,8 +91,12 @@ def _chosen(asked: Sequence[str], offered: Sequence[str]) -> tuple[list[str], li
     return [m for m in asked if m in offered], [m for m in asked if m not in offered]
 
 
+def _shown(value: str) -> str:
+    return value if len(value) <= VALUE_SHOWN_MAX else value[: VALUE_SHOWN_MAX - 1] + "…"
+
+
 def _cells(row: DiffRow) -> str:
-    return "".join(f'<td class="{"missing" if v == "-" else "value"}">{e(v)}</td>' for v in row.values)
+    return "".join(f'<td class="{"missing" if v == "-" else "value"}">{e(_shown(v))}</td>' for v in row.values)
 
 
 def diff_table(compared: RunDiff) -> str:

@@ -119,3 +119,10 @@ def test_the_runs_page_labels_each_compare_box_by_name(http: httpx.Client, grpc_
     form = root.one("form", id="compare")
     assert form.attrs["data-max"] == "10"
     assert form.one("span", id="compare-limit").attrs.get("role") == "alert"
+
+
+def test_a_long_value_is_cut_in_its_cell(http: httpx.Client, grpc_client: LedgerClient) -> None:
+    long = grpc_client.open_run(run_key=fresh_key(), name="long-a", spec={"prompt": "ab" * 400}).state.run.run_id
+    short = grpc_client.open_run(run_key=fresh_key(), name="long-b", spec={"prompt": "ab"}).state.run.run_id
+    table = page(http, "/compare", run=[long, short]).one("table", class_="diff")
+    assert _rows(table)[0] == ["spec.prompt", "ab" * 249 + "a…", "ab"]
