@@ -5,6 +5,7 @@ file, and the writes operators make by hand.
                       [--metrics HOST:PORT] [--no-metrics] [--log-format text|json]
     trainledger project --database-url URL      # a projection worker (PostgreSQL)
     trainledger runs list [--status S] [--name TEXT] [--account A] [--include-retracted] | runs show RUN
+    trainledger runs diff RUN RUN [RUN...] [--all]   # spec, summary, spend, best checkpoint side by side
     trainledger runs retract RUN --reason TEXT    # operators: hidden from lists, refused new writes
     trainledger checkpoints list RUN | checkpoints prune RUN|--all [--root DIR]... [--dry-run|--yes]
     trainledger spend show RUN_OR_ACCOUNT [--limit N] | spend cap RUN_OR_ACCOUNT AMOUNT|none

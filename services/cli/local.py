@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from services.cli.naming import Candidate, account_of, choose_run
 from services.cli.output import Failure, emit
+from services.cli.run_diff import diff_refs, diff_shown
 from services.render.registry import families_table, family_text
 from services.render.runs import retract_text, run_text, runs_list_text, status_text
 from services.render.spend import account_totals_text
@@ -35,6 +36,7 @@ __all__ = [
     "local_principal",
     "opened",
     "resolve_run",
+    "runs_diff",
     "runs_list",
     "runs_show",
     "spend_show",
@@ -150,6 +152,14 @@ def runs_show(args: argparse.Namespace) -> None:
             series = ledger.series(run_id, from_step=max(0, last - count + 1), limit=count)
     value = {"state": state, "metrics": metrics, "checkpoints": checkpoints, "series": series}
     emit(args, value, run_text(state, metrics, checkpoints, series, datetime.now(UTC)))
+
+
+def runs_diff(args: argparse.Namespace) -> None:
+    refs = diff_refs(args.runs)
+    with opened(args.database) as ledger:
+        run_ids = [resolve_run(ledger, ref) for ref in refs]
+        states = [ledger.run_state(run_id) for run_id in run_ids]
+    diff_shown(args, run_ids, states)
 
 
 def local_principal() -> str:

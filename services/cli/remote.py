@@ -1,4 +1,4 @@
-"""The commands through a server: the reads (`runs_list`, `runs_show`, `spend_show`,
+"""The commands through a server: the reads (`runs_list`, `runs_show`, `runs_diff`, `spend_show`,
 `events_export`; the registry's are in services.cli.registry) print what services.cli.local prints
 from a database file (services.render); the writes operators make by hand (`runs_retract`,
 `spend_cap`) are recorded with the operating-system user as principal unless a token names one
@@ -20,6 +20,8 @@ from services.cli.connection import talking
 from services.cli.naming import MATCH_PAGE, Candidate, Lister, NoRun, account_of, choose_run, is_run_id, key_run_id
 from services.cli.options import add_reading, add_writing, positive
 from services.cli.output import Failure, emit
+from services.cli.run_diff import diff_refs, diff_shown
+from services.render.diff import COMPARE_RUNS_MAX
 from services.render.runs import retract_text, run_text, runs_list_text, status_text
 from services.render.spend import account_totals_text, cap_text
 from services.render.tables import to_json
@@ -34,6 +36,7 @@ __all__ = [
     "cap_of",
     "events_export",
     "resolve_run",
+    "runs_diff",
     "runs_list",
     "runs_retract",
     "runs_show",
@@ -62,6 +65,9 @@ def add_runs_parser(commands: Any) -> Any:
     shown = add_reading(group, "show", runs_show, "a run's state, spec, metrics, checkpoints, attempts and last steps")
     shown.add_argument("run", metavar="RUN", help="run id, unique id prefix (4+ characters), name or part of one")
     shown.add_argument("--steps", type=int, default=10, help="how many of the last steps to show (default: 10)")
+    diffed = add_reading(group, "diff", runs_diff, "what runs differ in: spec and summary keys, spend, best checkpoint")
+    diffed.add_argument("runs", nargs="+", metavar="RUN", help=f"2 to {COMPARE_RUNS_MAX} runs: id, prefix, name")
+    diffed.add_argument("--all", dest="everything", action="store_true", help="show the identical keys too")
     retracted = add_reading(group, "retract", runs_retract, "retract a run: hidden from lists, refused new writes")
     retracted.add_argument("run", metavar="RUN", help="run id, unique id prefix (4+ characters), name or part of one")
     retracted.add_argument("--reason", required=True, help="why (recorded; retracting again takes the same reason)")
@@ -200,6 +206,16 @@ def runs_show(args: argparse.Namespace) -> None:
         series = _last_steps(client, run_id, state.last_step, args.steps, position)
     value = {"state": state, "metrics": metrics, "checkpoints": checkpoints, "series": series}
     emit(args, value, lambda: run_text(state, metrics, checkpoints, series))
+
+
+def runs_diff(args: argparse.Namespace) -> None:
+    """What runs differ in: spec and summary keys (identical ones folded unless --all), spend and
+    best checkpoint, one column per run."""
+    refs = diff_refs(args.runs)
+    with talking(args) as client:
+        run_ids = [resolve_run(client, ref) for ref in refs]
+        states = [client.get_run_state(run_id=run_id) for run_id in run_ids]
+    diff_shown(args, run_ids, states)
 
 
 def runs_retract(args: argparse.Namespace) -> None:

@@ -28,6 +28,7 @@ from ledger.domain.errors import LedgerError
 from ledger.domain.limits import ID_LENGTH_MAX, check_text
 from ledger.domain.reasons import Reason
 from ledger.views import models
+from services.render.diff import COMPARE_RUNS_MAX
 from services.runtime import paging as tokens
 from services.runtime.auth import Identity
 from services.runtime.edge import Edge
@@ -69,7 +70,6 @@ T = TypeVar("T")
 RUNS_LIMIT_DEFAULT, RUNS_LIMIT_MAX = 50, 200
 RESERVATIONS_LIMIT_DEFAULT, RESERVATIONS_LIMIT_MAX = 200, 1_000
 CHECKPOINTS_MAX = 1_000
-COMPARE_RUNS_MAX = 10
 PREFIX_MIN = 4
 MATCH_PAGE = 500
 MATCH_MAX = 5_000

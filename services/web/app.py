@@ -37,7 +37,7 @@ from ledger.domain.errors import LedgerError
 from ledger.domain.reasons import Reason
 from services.runtime.auth import Gate
 from services.runtime.edge import CLIENT, Edge
-from services.web import api, documents, events, login, pages, run_page
+from services.web import api, compare, documents, events, login, pages, run_page
 from services.web.access import Access, WebError, from_ledger, invalid
 from services.web.hosts import AllowedHosts
 from services.web.live import RunStreams, lineage_within_chunks, until_refused
@@ -186,7 +186,7 @@ def create_app(edge: Edge, gate: Gate, hosts: AllowedHosts | None = None, ops: A
     routes: list[Any] = [
         Route("/", pages.runs),
         Route("/runs/{run:path}", run_page.run),
-        Route("/compare", pages.compare),
+        Route("/compare", compare.page),
         Route("/accounts", pages.accounts),
         Route("/registry", pages.registry),
         Route("/registry/{family:path}", pages.family),
@@ -200,6 +200,7 @@ def create_app(edge: Edge, gate: Gate, hosts: AllowedHosts | None = None, ops: A
         Route("/api/runs/{run}/live", run_live),
         Route("/api/runs/{run}", api.get_run),
         Route("/api/compare", api.compare),
+        Route("/api/compare/diff", compare.diff),
         Route("/api/accounts", api.accounts),
         Route("/api/registry", api.registry),
         Route("/api/registry/{family}", api.family),

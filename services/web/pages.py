@@ -20,16 +20,15 @@ from starlette.responses import Response
 
 from ledger.views import models
 from services.render import status_text
+from services.render.diff import COMPARE_RUNS_MAX, SHORT_ID, run_labels
 from services.render.tables import usd
 from services.web import api, documents, params
 from services.web.access import Subject, WebError
-from services.web.did_it_work import compare_table
 from services.web.events import read_events
 from services.web.markup import bar, e, layout, progress_cell, query, spend_text, table, when
 
 __all__ = [
     "runs",
-    "compare",
     "accounts",
     "registry",
     "family",
@@ -42,7 +41,8 @@ EVENT_DATA_SHOWN_MAX = 20_000  # Characters of an event's data the events page s
 # Runs.
 
 
-def run_row(run: models.RunSummary) -> str:
+def run_row(run: models.RunSummary, label: str = "") -> str:
+    """A row of the runs table; `label` names the run to compare (services.render.diff.run_labels)."""
     amount = spend_text(run.committed_usd_micro, run.pending_usd_micro, run.cap_usd_micro, run.presumed_usd_micro)
     spent = bar(run.committed_usd_micro + run.presumed_usd_micro, run.cap_usd_micro) + (
         f'<span class="amount">{amount}</span>'
@@ -51,7 +51,9 @@ def run_row(run: models.RunSummary) -> str:
     marked = ' class="retracted"' if run.retracted else ""
     return (
         f'<tr data-run-id="{e(run.run_id)}"{marked}>'
-        f'<td><input type="checkbox" name="run" value="{e(run.run_id)}" form="compare" aria-label="compare"></td>'
+        f'<td><input type="checkbox" name="run" value="{e(run.run_id)}" form="compare"'
+        f' aria-label="compare {e(label or run.name or run.run_id[:SHORT_ID])}"'
+        f' title="compare {e(label or run.name or run.run_id[:SHORT_ID])}"></td>'
         f'<td data-field="name"><a href="/runs/{e(run.run_id)}">{e(run.name or run.run_id)}</a>{retracted}</td>'
         f'<td data-field="status" data-status="{e(run.status)}">{e(status_text(run.status, run.current_attempt))}</td>'
         f'<td data-field="attempt">{e(run.current_attempt)}</td>'
@@ -97,14 +99,15 @@ async def runs(request: Request) -> Response:
         '<button type="submit">filter</button></form>'
     )
     compare_form = (
-        '<form id="compare" class="compare" method="get" action="/compare">'
-        '<label>metric <input name="metric" value="loss"></label>'
-        '<button type="submit">compare selected</button></form>'
+        f'<form id="compare" class="compare" method="get" action="/compare" data-max="{COMPARE_RUNS_MAX}">'
+        f'<button type="submit">compare selected</button> <span class="hint">up to {COMPARE_RUNS_MAX} runs</span>'
+        '<span class="error" id="compare-limit" role="alert" hidden></span></form>'
     )
+    labels = run_labels([(r.run_id, r.name) for r in page.runs])
     rows = table(
         "runs",
         ["", "name", "status", "attempt", "last step", "progress", "spend", "account", "opened"],
-        (run_row(r) for r in page.runs),
+        (run_row(r, label) for r, label in zip(page.runs, labels, strict=True)),
         empty="No runs.",
     )
     following = ""
@@ -125,46 +128,6 @@ async def runs(request: Request) -> Response:
         following = f'<p class="pager"><a rel="next" href="{e(href)}">older runs</a></p>'
     body = f"<h1>Runs</h1>{filters}{refusal}{compare_form}{'' if refusal else rows}{following}"
     return layout("runs", "runs", body, status=400 if refusal else 200)
-
-
-# Compare.
-
-
-async def compare(request: Request) -> Response:
-    web = api.web_of(request)
-    identity = await api.identify(request, "run")
-    refs = list(dict.fromkeys(r.strip() for r in request.query_params.getlist("run") if r.strip()))
-    refs = refs[: api.COMPARE_RUNS_MAX]
-    metrics = params.metric_names(request) or ["loss"]
-    run_ids = list(dict.fromkeys([await api.resolve_run(web, identity, ref) for ref in refs]))
-    states = [await web.call(web.ledger.run_state, run_id) for run_id in run_ids]
-    # Runs are named as on the runs page, with the id's first characters: several runs often share a name.
-    inputs = "".join(
-        f'<label><input type="checkbox" name="run" value="{e(s.run.run_id)}" checked> '
-        f"{e(s.run.name or s.run.run_id)} <code>{e(s.run.run_id[:8])}</code></label>"
-        for s in states
-    )
-    metric_inputs = "".join(f'<label>metric <input name="metric" value="{e(m)}"></label>' for m in metrics)
-    form = (
-        '<form class="compare" method="get" action="/compare">'
-        f"{inputs}"
-        '<label>add run <input name="run" placeholder="run id or name"></label>'
-        f"{metric_inputs}"
-        '<button type="submit">compare</button></form>'
-    )
-    # One chart per metric asked for (`metric=loss&metric=eval_loss`), in that order.
-    figure = (
-        "".join(
-            f'<figure class="chart compare" data-metric="{e(m)}" data-runs="{e(",".join(run_ids))}">'
-            f"<figcaption>{e(m)}</figcaption></figure>"
-            for m in metrics
-        )
-        if run_ids
-        else '<p class="empty">Pick runs to compare on the runs page, or add them here.</p>'
-    )
-    reports = [(s.run.run_id, s.run.name, s.reports) for s in states]
-    verdicts = f"<h2>Did it work?</h2>{compare_table(reports)}" if states else ""
-    return layout("compare", "compare", f"<h1>Compare</h1>{form}{figure}{verdicts}")
 
 
 # Accounts.

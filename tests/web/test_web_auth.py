@@ -5,6 +5,7 @@ redirect to /login, whose form sets an HttpOnly, SameSite=Strict cookie."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -71,6 +72,7 @@ API = [
     "/api/runs/web-chart/spend",
     "/api/runs/web-chart/live",
     "/api/compare?run=web-chart&metric=loss",
+    "/api/compare/diff?run=web-chart",
     "/api/accounts",
     "/api/registry",
     "/api/registry/web-model",
@@ -127,6 +129,7 @@ def test_a_scoped_token_sees_only_its_subtree(http: httpx.Client, setup: Setup) 
     refused(get(http, "/api/runs/no-such-run", token), 403, "OUTSIDE_SCOPE")  # Not told it does not exist.
     refused(get(http, "/api/runs?account=lab", token), 403, "OUTSIDE_SCOPE")
     refused(get(http, "/api/compare?run=web-chart&run=web-other&metric=loss", token), 403, "OUTSIDE_SCOPE")
+    refused(get(http, "/api/compare/diff?run=web-chart&run=web-other", token), 403, "OUTSIDE_SCOPE")
     refused(get(http, "/api/registry", token), 403, "OUTSIDE_SCOPE")
     refused(get(http, "/api/events", token), 403, "ROLE_NOT_ALLOWED")
 
@@ -256,3 +259,15 @@ def test_a_scoped_token_sees_no_other_scopes_run_in_a_runs_lineage(http: httpx.C
         assert first.startswith(b"event: state"), first[:80]
         for secret in secrets:
             assert secret.encode() not in first, (run_id, secret)
+
+
+def test_a_scoped_token_compares_only_runs_in_its_scope(http: httpx.Client, setup: Setup) -> None:
+    # A run outside the scope is said on the page as a run that does not exist would be: the same words.
+    response = get(http, "/compare?run=web-chart&run=web-other&run=no-such-run", setup.team_operator)
+    assert response.status_code == 200
+    said = re.findall(r"<li>([^<]*)</li>", response.text.split('id="compare-refused"')[1].split("</ul>")[0])
+    assert said == [
+        "web-other: outside the token&#x27;s scope (account team)",
+        "no-such-run: outside the token&#x27;s scope (account team)",
+    ]
+    assert re.findall(r'<label class="run"><input [^>]*> ([^<]*)</label>', response.text) == ["web-chart"]

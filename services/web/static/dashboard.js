@@ -16,7 +16,9 @@
 //   apply to all. The spend figure spans the run's life and its holds table follows `spend`.
 // - Runs page: one EventSource on /api/live; each `run` event updates that row's cells and bar (a
 //   run opened meanwhile gets a row on top of an unfiltered first page).
-// - Compare page: `figure.chart.compare` draws one line per run from /api/compare.
+// - Compare page: each `figure.chart.compare` draws one line per run from /api/compare; one
+//   EventSource on /api/live: a `run` event of a compared run fetches the lines again and swaps
+//   the diff and verdict sections (the run page's livePanels), each at most once a second.
 //
 // Nothing polls: every update is pushed by the server (server-sent events fed by the ledger's
 // projector). Each chart figure gets data-ready="1" once first drawn and data-last-step as live
@@ -486,7 +488,7 @@ function spendText(spend) {
 const PANEL_GAP_MS = 1000;
 const STALE_DROPS_MAX = 2;
 
-function livePanels() {
+function livePanels(pageUrl = (at) => `${location.pathname}?min_position=${at}`) {
   let timer = null;
   let running = false;
   let again = false;
@@ -499,7 +501,7 @@ function livePanels() {
     last = Date.now();
     const asked = seen;
     try {
-      const url = `${location.pathname}?min_position=${asked}`;
+      const url = pageUrl(asked);
       const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } });
       if (!response.ok) return;
       const text = await response.text();
@@ -512,7 +514,12 @@ function livePanels() {
       const fresh = new DOMParser().parseFromString(text, "text/html");
       for (const panel of document.querySelectorAll("main [data-live]")) {
         const next = fresh.querySelector(`main [data-live="${CSS.escape(panel.dataset.live)}"]`);
-        if (next && next.innerHTML !== panel.innerHTML) panel.replaceWith(document.importNode(next, true));
+        if (!next || next.innerHTML === panel.innerHTML) continue;
+        // A <details> the reader opened stays open.
+        const opened = [...panel.querySelectorAll("details")].map((d) => d.open);
+        const swapped = document.importNode(next, true);
+        swapped.querySelectorAll("details").forEach((d, i) => (d.open = d.open || Boolean(opened[i])));
+        panel.replaceWith(swapped);
       }
       document.querySelector("main").dataset.panelsAt = String(last);
     } catch {
@@ -606,7 +613,26 @@ function runPage(main) {
   });
 }
 
+/** The runs page's compare boxes: ticking one past the form's data-max is undone and said. */
+function compareLimit() {
+  const form = document.getElementById("compare");
+  const max = Number(form?.dataset.max || 0);
+  const note = document.getElementById("compare-limit");
+  if (!max || !note) return;
+  document.addEventListener("change", (event) => {
+    const box = event.target;
+    if (!(box instanceof HTMLInputElement) || box.name !== "run" || box.getAttribute("form") !== "compare") return;
+    const ticked = document.querySelectorAll('input[name="run"][form="compare"]:checked').length;
+    if (box.checked && ticked > max) {
+      box.checked = false;
+      note.textContent = `Compare takes at most ${max} runs at once: untick one first.`;
+      note.hidden = false;
+    } else if (ticked <= max) note.hidden = true;
+  });
+}
+
 function runsPage() {
+  compareLimit();
   const table = document.querySelector("table.runs");
   if (!table) return;
   // A run opened while the page is open is added on top, on the first page of an unfiltered list
@@ -651,7 +677,7 @@ function newRunRow(run) {
   const pick = document.createElement("input");
   Object.assign(pick, { type: "checkbox", name: "run", value: run.run_id });
   pick.setAttribute("form", "compare");
-  pick.setAttribute("aria-label", "compare");
+  pick.setAttribute("aria-label", `compare ${run.name || run.run_id.slice(0, 8)}`);
   cell("", pick);
   const link = document.createElement("a");
   link.href = `/runs/${encodeURIComponent(run.run_id)}`;
@@ -710,24 +736,76 @@ function markBar(bar, committed, cap) {
   bar.classList.toggle("warn", cap !== null && committed <= cap && committed >= cap * 0.8);
 }
 
-function comparePage() {
-  for (const figure of document.querySelectorAll("figure.chart.compare")) {
-    const runs = (figure.dataset.runs || "").split(",").filter(Boolean);
-    if (!runs.length) continue;
-    const width = figureWidth(figure);
-    const params = new URLSearchParams({ metric: figure.dataset.metric, width: String(width) });
+/** Runs `work` at most once per `gapMs`, never two at once; a call meanwhile gets one more turn. */
+function throttled(work, gapMs) {
+  let timer = null;
+  let running = false;
+  let again = false;
+  let last = 0;
+  const go = async () => {
+    timer = null;
+    running = true;
+    last = Date.now();
+    try {
+      await work();
+    } finally {
+      running = false;
+      if (again) {
+        again = false;
+        schedule();
+      }
+    }
+  };
+  const schedule = () => {
+    if (running) again = true;
+    else if (timer === null) timer = setTimeout(go, Math.max(0, last + gapMs - Date.now()));
+  };
+  return schedule;
+}
+
+/** A compare figure: one line per run of its metric (/api/compare at the figure's width); the
+ * function it answers fetches and draws it again. */
+function compareChart(figure) {
+  const runs = (figure.dataset.runs || "").split(",").filter(Boolean);
+  let doc = null;
+  let ticket = 0;
+  const draw = () => {
+    if (!doc || !charts) return;
+    charts.drawCompare(figure, { metric: doc.metric, width: figureWidth(figure), runs: doc.runs });
+    figure.dataset.ready = "1";
+  };
+  onResize(figure, frameScheduler(draw));
+  return async () => {
+    const mine = ++ticket;
+    const params = new URLSearchParams({ metric: figure.dataset.metric, width: String(figureWidth(figure)) });
     for (const run of runs) params.append("run", run);
-    Promise.all([api(`/api/compare?${params}`), chartsLoaded])
-      .then(([doc]) => {
-        const draw = () => {
-          charts.drawCompare(figure, { metric: doc.metric, width: figureWidth(figure), runs: doc.runs });
-          figure.dataset.ready = "1";
-        };
-        draw();
-        onResize(figure, frameScheduler(draw));
-      })
-      .catch((error) => showError(figure, error));
-  }
+    try {
+      const [fresh] = await Promise.all([api(`/api/compare?${params}`), chartsLoaded]);
+      if (mine !== ticket) return;
+      doc = fresh;
+      clearError(figure);
+      draw();
+    } catch (error) {
+      if (mine === ticket) showError(figure, error);
+    }
+  };
+}
+
+/** The compare page: its charts, and, from the runs feed, a compared run's change redraws them and
+ * swaps the diff and verdict sections (livePanels), each at most once per PANEL_GAP_MS. */
+function comparePage() {
+  const loads = [...document.querySelectorAll("figure.chart.compare")].map(compareChart);
+  for (const load of loads) load();
+  const runs = new Set((document.querySelector("form.compare")?.dataset.runs || "").split(",").filter(Boolean));
+  if (!runs.size) return;
+  const panels = livePanels(() => location.pathname + location.search);
+  const redraw = throttled(() => Promise.all(loads.map((load) => load())), PANEL_GAP_MS);
+  const source = new EventSource("/api/live");
+  source.addEventListener("run", (message) => {
+    if (!runs.has(JSON.parse(message.data).run_id)) return;
+    redraw();
+    panels(false);
+  });
 }
 
 /** The dashboard's icon, unless the page names one (without it the browser asks for /favicon.ico). */
