@@ -191,7 +191,7 @@ class SeriesGathered:
         return pandas.DataFrame(columns)
 
 
-# The dtypes of RUN_COLUMNS; the document columns' are pandas' inference from their values.
+# The dtypes of RUN_COLUMNS; a document column's is _dtype_of its values.
 _RUN_DTYPES = {
     "run_id": "string",
     "name": "string",
@@ -229,13 +229,13 @@ def runs_frame_of(records: Sequence[Mapping[str, Any]]) -> Any:
 
 def _dtype_of(values: Sequence[Any]) -> str:
     """The dtype of a column by the kinds of value in it: text "string", true/false "boolean",
-    integers "Int64", numbers "float64", else (mixed kinds, or only nulls) "object"."""
+    integers "Int64" (that fit 64 bits), numbers "float64", else (mixed kinds, or only nulls) "object"."""
     kinds = {type(value) for value in values if value is not None}
     if kinds == {str}:
         return "string"
     if kinds == {bool}:
         return "boolean"
-    if kinds == {int}:
+    if kinds == {int} and all(-(2**63) <= value < 2**63 for value in values if value is not None):
         return "Int64"
     if kinds and kinds <= {int, float}:
         return "float64"
