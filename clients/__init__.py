@@ -31,6 +31,7 @@ from clients.errors import (
     WatcherTooSlow,
     error_from_rpc,
 )
+from clients.frames import FrameTooLarge
 from clients.models import RunSourceCheckpoint, SourceCheckpoint
 from clients.retry import RetryPolicy
 from clients.runkey import dataset_digest, file_digest, run_key
@@ -72,6 +73,7 @@ __all__ = [
     "RunRetracted",
     "CheckpointProtected",
     "GateNotPassed",
+    "FrameTooLarge",
 ]
 
 if TYPE_CHECKING:

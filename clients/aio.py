@@ -16,8 +16,8 @@ from typing import Any
 import grpc
 
 from clients.errors import error_from_rpc
+from clients.frames_methods import AsyncFrameReads
 from clients.methods import Decode, next_page
-from clients.methods_ledger import LedgerMethods
 from clients.models import StepAck
 from clients.retry import FirstContact, RetryPolicy, Tries
 from clients.tls import TLS, tls_of
@@ -53,7 +53,7 @@ class AsyncAckStream(AckCore):
         return self._ack(response)
 
 
-class AsyncLedgerClient(LedgerMethods, CallIdentity):
+class AsyncLedgerClient(AsyncFrameReads, CallIdentity):
     """An asyncio client of one ledger server, or of several replicas (a list of "host:port",
     as LedgerClient); create it inside the event loop that uses it. Usable as an async context
     manager (closes the channel). `token`, `tls`, `timeout_s`, `outage_budget_s`, `first_contact_s`

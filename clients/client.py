@@ -23,8 +23,8 @@ from typing import Any
 import grpc
 
 from clients.errors import error_from_rpc
+from clients.frames_methods import FrameReads
 from clients.methods import Decode
-from clients.methods_ledger import LedgerMethods
 from clients.models import StepAck
 from clients.retry import FirstContact, RetryPolicy, Tries
 from clients.tls import TLS, tls_of
@@ -57,7 +57,7 @@ class AckStream(AckCore):
             raise self._error(error) from None
 
 
-class LedgerClient(LedgerMethods, CallIdentity):
+class LedgerClient(FrameReads, CallIdentity):
     """A blocking client of one ledger server, or of several replicas given as a list of "host:port"
     (failover in order). `timeout_s` is the deadline of each try; `outage_budget_s` how long a call
     rides out an unreachable ledger (UNAVAILABLE is resent until then, default 30 s; then it raises

@@ -20,6 +20,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "mlx": ("mlx", "mlx_lm", "numpy"),
     "modal": ("modal",),
     "postgres": ("psycopg", "psycopg_pool"),
+    "frames": ("pandas", "pyarrow"),
 }
 
 

@@ -47,6 +47,9 @@ What lands in the ledger:
   ChatDataset / CacheDataset are read through to the rows they were made from) are recorded on
   the run at the first report, on a thread of their own (clients.integrations.provenance).
 
+Lineage is given at the open (the callback gets an open run): RunRecorder.open(...,
+source_checkpoint=...); source_adapter_file(client, state, adapter_root=...) is its file to load.
+
 Resume is weights-only. mlx-lm saves no optimizer, iteration or LR-schedule state, and a run
 given ``resume_adapter_file`` starts again at iteration 1 with a fresh optimizer and schedule.
 The ledger keeps steps absolute: the callback adds the attempt's resume point (the checkpoint
@@ -89,6 +92,7 @@ from clients.integrations.mlx_adapters import (
     fsync_file,
     resume_adapter_file,
     resume_step,
+    source_adapter_file,
 )
 from clients.integrations.provenance import finite_scores, record_dataset
 from clients.integrations.resume import ResumeReason, ResumeRefused
@@ -103,6 +107,7 @@ __all__ = [
     "LedgerTrainingCallback",
     "resume_adapter_file",
     "resume_step",
+    "source_adapter_file",
     "adapter_iteration",
     "ResumeRefused",
     "ResumeReason",

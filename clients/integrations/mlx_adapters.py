@@ -1,15 +1,17 @@
 """mlx-lm's adapter files as a ledger run sees them: the iteration in a numbered adapter file's
-name, the step an attempt resumed from, and the adapter file to resume from, checked by the one
-resume decision (clients.integrations.resume). Needs no mlx: clients.integrations.mlx exports it."""
+name, the step an attempt resumed from, the adapter file to resume from and the one of another
+run's checkpoint the run started from (its source), checked by the one resume decision
+(clients.integrations.resume). Needs no mlx: clients.integrations.mlx exports it."""
 
 from __future__ import annotations
 
 import os
 import re
 from pathlib import Path
+from typing import Any
 
-from clients.integrations.resume import Loader, decide, resumed
-from clients.models import Attempt, RunState
+from clients.integrations.resume import Loader, ResumePoint, ResumeReason, ResumeRefused, decide, resumed
+from clients.models import Attempt, Checkpoint, RunState
 from clients.runkey import file_digest
 
 __all__ = [
@@ -19,6 +21,7 @@ __all__ = [
     "current_attempt",
     "resume_step",
     "resume_adapter_file",
+    "source_adapter_file",
 ]
 
 ADAPTER_FILE_NAME = "adapters.safetensors"
@@ -72,6 +75,50 @@ def resume_adapter_file(
     if point is None:
         return None
     return decide(point, _LOADER, root=adapter_root, verify=verify, verify_digest=verify_digest, state=state)
+
+
+def source_adapter_file(
+    client: Any,
+    state: RunState | None,
+    *,
+    adapter_root: str | os.PathLike[str] | None = None,
+    verify: bool = True,
+    verify_digest: bool = True,
+) -> Path | None:
+    """The adapter file (its real path) of the checkpoint the run started from, to load into the
+    model before training (``model.load_weights(str(path), strict=False)``): the run's source, given
+    as ``RunRecorder.open(..., source_checkpoint=...)``; None when the run has none. `client` (a
+    LedgerClient) reads the source run's checkpoint at that step; its file is checked as
+    resume_adapter_file checks one (under `adapter_root`, present, its digest the one recorded
+    with it). Raises ResumeRefused: CHECKPOINT_UNKNOWN (the source run holds no checkpoint at that
+    step any more), and resume_adapter_file's reasons."""
+    source = state.source if state is not None else None
+    if source is None:
+        return None
+    checkpoint = _checkpoint_at(client, source.run_id, source.step)
+    if checkpoint is None or checkpoint.handle is None:
+        raise ResumeRefused(
+            ResumeReason.CHECKPOINT_UNKNOWN,
+            f"run {source.run_id} holds no checkpoint at step {source.step} to start from",
+            state=state,
+        )
+    handle = checkpoint.handle
+    point = ResumePoint(source.step, handle.backend, handle.uri, handle.fidelity, checkpoint.digest)
+    return decide(point, _LOADER, root=adapter_root, verify=verify, verify_digest=verify_digest, state=state)
+
+
+def _checkpoint_at(client: Any, run_id: str, step: int) -> Checkpoint | None:
+    """The run's latest checkpoint at `step` (of the last attempt that saved one) not deleted."""
+    found: Checkpoint | None = None
+    token = ""
+    while True:
+        page = client.list_checkpoints(run_id=run_id, page_token=token)
+        for checkpoint in page.checkpoints:
+            if checkpoint.step == step and checkpoint.deleted_at is None:
+                found = checkpoint
+        token = page.next_page_token
+        if not token or any(checkpoint.step > step for checkpoint in page.checkpoints):
+            return found
 
 
 def fsync_file(path: Path) -> None:

@@ -28,7 +28,8 @@
   a preempted container) continues where the last committed checkpoint left off and fences the
   container it replaces. A run that ended "failed" (the exception modal.Retries retries) or
   "stopped" is reopened by default (reopen=True) so the retry can start; a done run is refused
-  (RunEnded). The cap and parent account given go with every open (a cap given changes the run's).
+  (RunEnded). The cap and parent account given go with every open (a cap given changes the run's),
+  and so does `source_checkpoint`, another run's checkpoint this training starts from (its lineage).
 - Ending: leaving the recorder's block finishes the run as clients.recorder.exit_status says:
   "done"; "stopped" for a spend-cap refusal (GpuMeter's SpendCapExceeded) or an interrupt
   (KeyboardInterrupt; SIGTERM with stop_on_sigterm=True); "failed" for any other exception.
@@ -251,6 +252,7 @@ def open_recorder(
     reopen: bool = True,
     app: Any = None,
     tag: bool = True,
+    source_checkpoint: Any = None,
     **options: Any,
 ) -> RunRecorder:
     """RunRecorder.open for this container: the client from the environment unless given, the
@@ -261,7 +263,10 @@ def open_recorder(
     container: a retry in a fresh container cannot replay it.
     Once the run is open, the App it executes in is tagged with its run id and parent account
     (tag_app: `app`, default the container's App; nothing outside a container; `tag=False`
-    turns it off); a failed tag is logged, never raised."""
+    turns it off); a failed tag is logged, never raised. `source_checkpoint`
+    (clients.RunSourceCheckpoint or {"run_id", "step", "uri"}): the checkpoint of another run this
+    training starts from, recorded as the run's source when it is opened; it goes with every open
+    (each retry's), as the run's cap does."""
     client = client or client_from_env()
     recorder = RunRecorder.open(
         client,
@@ -273,6 +278,7 @@ def open_recorder(
         attempt_label=label or attempt_label(),
         resume_from_step=resume_from_step,
         reopen=reopen,
+        source_checkpoint=source_checkpoint,
         **options,
     )
     if tag and recorder.run_id:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from services.cli.naming import Candidate, account_of, choose_run
 from services.cli.output import Failure, emit
 from services.cli.run_diff import diff_refs, diff_shown
+from services.cli.run_rows import as_rows, write_rows
 from services.render.registry import families_table, family_text
 from services.render.runs import retract_text, run_text, runs_list_text, status_text
 from services.render.spend import account_totals_text
@@ -118,6 +119,7 @@ def resolve_run(ledger: Ledger, ref: str) -> str:
 
 def runs_list(args: argparse.Namespace) -> None:
     filters = {"status": args.status, "name_contains": args.name, "account": args.account}
+    rows, records = as_rows(args), []
     with opened(args.database) as ledger:
         if args.where or args.order_by:
             found = ledger.search_runs(
@@ -132,6 +134,13 @@ def runs_list(args: argparse.Namespace) -> None:
         else:
             page = ledger.list_runs(limit=args.limit, include_retracted=args.include_retracted, **filters)
             runs, more = list(page.runs), page.after is not None
+        if rows:
+            from clients.frames import run_record
+
+            records = [run_record(run, ledger.run_state(run.run_id)) for run in runs]
+    if rows:
+        write_rows(args, records, more)
+        return
     emit(args, runs, runs_list_text(runs, more, args.limit))
 
 

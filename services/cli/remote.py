@@ -21,6 +21,7 @@ from services.cli.naming import MATCH_PAGE, Candidate, Lister, NoRun, account_of
 from services.cli.options import add_reading, add_writing, positive
 from services.cli.output import Failure, emit
 from services.cli.run_diff import diff_refs, diff_shown
+from services.cli.run_rows import add_format_options, as_rows, write_rows
 from services.render.diff import COMPARE_RUNS_MAX
 from services.render.runs import retract_text, run_text, runs_list_text, status_text
 from services.render.spend import account_totals_text, cap_text
@@ -62,6 +63,7 @@ def add_runs_parser(commands: Any) -> Any:
     listed.add_argument("--where", default="", metavar="EXPR", help="runs a search selects (docs/search.md)")
     listed.add_argument("--order-by", default="", metavar="FIELD", help="order by a search field (asc, or desc after)")
     listed.add_argument("--desc", action="store_true", help="order by --order-by descending")
+    add_format_options(listed)
     shown = add_reading(group, "show", runs_show, "a run's state, spec, metrics, checkpoints, attempts and last steps")
     shown.add_argument("run", metavar="RUN", help="run id, unique id prefix (4+ characters), name or part of one")
     shown.add_argument("--steps", type=int, default=10, help="how many of the last steps to show (default: 10)")
@@ -157,9 +159,11 @@ def _lister(client: LedgerClient) -> Lister:
 
 def runs_list(args: argparse.Namespace) -> None:
     """Runs newest first (or in --order-by's order), filtered by status, part of the name,
-    account and a search (--where), each ANDed; at most --limit."""
+    account and a search (--where), each ANDed; at most --limit. A table, or rows in --format
+    (services.cli.run_rows; each run's state is read for its finished time, spec and summary)."""
     runs: list[Any] = []
     more = False
+    rows, records = as_rows(args), []
     with talking(args) as client:
         token = ""
         while len(runs) < args.limit:
@@ -169,6 +173,13 @@ def runs_list(args: argparse.Namespace) -> None:
             if not token:
                 break
         more = bool(token)
+        if rows:
+            from clients.frames import run_record
+
+            records = [run_record(run, client.get_run_state(run_id=run.run_id)) for run in runs]
+    if rows:
+        write_rows(args, records, more)
+        return
     emit(args, runs, lambda: runs_list_text(runs, more, args.limit))
 
 

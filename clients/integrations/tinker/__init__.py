@@ -14,7 +14,7 @@
     tc = service.resume(base_model="Qwen/Qwen3-8B", rank=32, hyperparameters=hp, cap_usd_micro=cap)
 
 Modules: common (names, spec, prices, refusals), futures (holds and their settling), sampling,
-training (LedgeredTrainingClient) and service (opening and resuming); every public name is
+training (LedgeredTrainingClient), service (opening and resuming) and lineage; every public name is
 importable from here.
 
 Leaving the `with` block finishes the run (clients.recorder.exit_status): "done"; "stopped" when a
@@ -48,6 +48,11 @@ optimizer steps the loop plans: the run's progress and ETA), `objective` ((metri
 recorded by their row digest, count and guessed format); record_dataset() records one later.
 evaluate(data) is a forward pass over held-out data (priced as prefill) whose loss is the
 "eval_loss" score of the next checkpoint saved; save_state / save_checkpoint take `scores` too.
+
+Lineage: create_lora_training_client(..., source_checkpoint=RunSourceCheckpoint(run_id, step,
+uri)) starts a run from another run's checkpoint (a tinker:// path): recorded as the run's source
+when it is opened, and the model made from its weights with a fresh optimizer (lineage module).
+resume() takes it too, as every open of the run does; a resumed run loads its own checkpoint.
 
 Futures: the wrappers return LedgeredFuture. The futures of a training client settle in the order
 they were submitted (a result settles every earlier one first), so steps, spend and checkpoints

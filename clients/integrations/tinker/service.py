@@ -25,6 +25,7 @@ from clients.integrations.tinker.common import (
     sheet_for,
     tinker_spec,
 )
+from clients.integrations.tinker.lineage import model_from_source, source_uri
 from clients.integrations.tinker.training import LedgeredTrainingClient
 from clients.models import RunState
 from clients.recorder import RunRecorder, refuse_ended
@@ -78,6 +79,7 @@ class LedgeredServiceClient:
         max_steps: int | None = None,
         objective: tuple[str, str] | None = None,
         datasets: Mapping[str, Any] | None = None,
+        source_checkpoint: Any = None,
         **lora_options: Any,
     ) -> LedgeredTrainingClient:
         """Open the run (spec: tinker_spec(base_model, rank, hyperparameters, **extra_spec); run key
@@ -88,11 +90,17 @@ class LedgeredServiceClient:
         pass restart=True), SpendCapExceeded/Unavailable/LedgerClientError from the ledger.
         `max_steps` (the optimizer steps the loop plans) and `objective` ((metric, "min" | "max"))
         go with the open and the attempt; `datasets` ({"train": rows, "eval": rows}) are recorded
-        on the run (see LedgeredTrainingClient.record_dataset)."""
+        on the run (see LedgeredTrainingClient.record_dataset). `source_checkpoint`
+        (clients.RunSourceCheckpoint or {"run_id", "step", "uri"}): another run's checkpoint this
+        training starts from (clients.integrations.tinker.lineage), recorded as the run's source
+        at the open (NotFound when it does not exist; ResumeRefused URI_SCHEME_MISMATCH unless a
+        tinker:// path) and the model made from its weights (LORA_MISMATCH unless of `rank`)."""
         sheet_for(self.prices, base_model)  # No sheet, no run.
+        source = source_uri(source_checkpoint)  # Refused before anything is recorded.
         spec = tinker_spec(base_model, rank, hyperparameters, **(extra_spec or {}))
         key = run_key or make_run_key(spec)
-        state = self._open_run(key, name, spec, cap_usd_micro, parent_account, objective, max_steps)
+        opening = {"objective": objective, "max_steps": max_steps, "source_checkpoint": source_checkpoint}
+        state = self._open_run(key, name, spec, cap_usd_micro, parent_account, **opening)
         refuse_ended(state, reopen=reopen)
         if not restart and (state.last_step is not None or state.checkpoint or state.expired_checkpoints):
             raise ResumeRefused(
@@ -101,13 +109,16 @@ class LedgeredServiceClient:
                 "checkpoints: resume() it, or pass restart=True to start it again from step 0",
                 state=state,
             )
-        plan = {"max_steps": max_steps, "objective": objective}
-        recorder = self._recorder(key, name, spec, cap_usd_micro, parent_account, None, reopen, plan)
+        recorder = self._recorder(key, name, spec, cap_usd_micro, parent_account, None, reopen, opening)
         service = self._service_client(recorder.run_id, key, parent_account)
+        metadata = self._model_metadata(recorder.run_id, key)
         try:
-            training = service.create_lora_training_client(
-                base_model, rank, seed=seed, user_metadata=self._model_metadata(recorder.run_id, key), **lora_options
-            ).result()
+            if source:
+                training = model_from_source(service, source, metadata, rank, state)
+            else:
+                training = service.create_lora_training_client(
+                    base_model, rank, seed=seed, user_metadata=metadata, **lora_options
+                ).result()
         except BaseException:
             service.close("errored").result()
             recorder.close()
@@ -131,6 +142,7 @@ class LedgeredServiceClient:
         max_steps: int | None = None,
         objective: tuple[str, str] | None = None,
         datasets: Mapping[str, Any] | None = None,
+        source_checkpoint: Any = None,
     ) -> LedgeredTrainingClient:
         """Resume a run from the ledger's RunState: load its checkpoint's weights and optimizer
         state into a new Tinker model and start the next attempt from the checkpoint's step. The
@@ -143,8 +155,9 @@ class LedgeredServiceClient:
         CHECKPOINT_EXPIRED, BACKEND_MISMATCH, URI_SCHEME_MISMATCH (a uri that is not a tinker://
         path), FIDELITY_MISMATCH (no optimizer state), SPEC_MISMATCH, LORA_MISMATCH; and the
         ledger's and Tinker's errors. Tinker records no digest with its checkpoints (it holds
-        their files), so there is none to check. `max_steps`, `objective` and `datasets` as
-        create_lora_training_client's (max_steps None: the run's plan stays)."""
+        their files), so there is none to check. `max_steps`, `objective`, `datasets` and
+        `source_checkpoint` as create_lora_training_client's (max_steps None: the run's plan
+        stays; a source other than the one the run was opened with is a Conflict)."""
         spec: dict[str, Any] | None = None
         if run_id:
             run_key = self.ledger.get_run_state(run_id=run_id).run.run_key
@@ -153,7 +166,10 @@ class LedgeredServiceClient:
                 raise ValueError("give run_id, run_key, or base_model and rank")
             spec = tinker_spec(base_model, rank, hyperparameters, **(extra_spec or {}))
             run_key = make_run_key(spec)
-        state = self._open_run(run_key, name, spec, cap_usd_micro, parent_account, objective)
+        opening = {"objective": objective, "max_steps": max_steps, "source_checkpoint": source_checkpoint}
+        state = self._open_run(
+            run_key, name, spec, cap_usd_micro, parent_account, objective=objective, source_checkpoint=source_checkpoint
+        )
         refuse_ended(state, reopen=reopen)
         key, spec = state.run.run_key, state.run.spec
         spec_rank, spec_model = _check_spec(state, spec, rank, base_model)
@@ -169,8 +185,7 @@ class LedgeredServiceClient:
         try:
             metadata = self._model_metadata(run_id, key)
             training = _load_state(service, point, metadata, spec_rank if spec_rank is not None else rank, state)
-            plan = {"max_steps": max_steps, "objective": objective}
-            recorder = self._recorder(key, name, spec, cap_usd_micro, parent_account, step, reopen, plan)
+            recorder = self._recorder(key, name, spec, cap_usd_micro, parent_account, step, reopen, opening)
         except BaseException:
             service.close("errored").result()
             raise
@@ -184,11 +199,14 @@ class LedgeredServiceClient:
         spec: Mapping[str, Any] | None,
         cap_usd_micro: int | None,
         parent_account: str,
+        *,
         objective: tuple[str, str] | None,
         max_steps: int | None = None,
+        source_checkpoint: Any = None,
     ) -> RunState:
         """The run's state once opened (or found) with its cap and parent account, as every open
-        of the run, and the plan it was given (None leaves each as the run has it)."""
+        of the run, the plan it was given and its source checkpoint (None leaves each as the run
+        has it)."""
         return self.ledger.open_run(
             run_key=key,
             name=name,
@@ -197,6 +215,7 @@ class LedgeredServiceClient:
             parent_account=parent_account,
             max_steps=max_steps,
             objective=objective,
+            source_checkpoint=source_checkpoint,
         ).state
 
     def _recorder(
@@ -208,10 +227,10 @@ class LedgeredServiceClient:
         parent_account: str,
         resume_from_step: int | None,
         reopen: bool,
-        plan: Mapping[str, Any],
+        opening: Mapping[str, Any],
     ) -> RunRecorder:
         """RunRecorder.open with the run's cap and parent account, as every open of the run, and
-        the plan (max_steps, objective) it was given."""
+        what else it was opened with (max_steps, objective, source_checkpoint)."""
         return RunRecorder.open(
             self.ledger,
             run_key=key,
@@ -223,8 +242,9 @@ class LedgeredServiceClient:
             resume_from_step=resume_from_step,
             outbox_dir=self.outbox_dir,
             reopen=reopen,
-            max_steps=plan.get("max_steps"),
-            objective=plan.get("objective"),
+            max_steps=opening.get("max_steps"),
+            objective=opening.get("objective"),
+            source_checkpoint=opening.get("source_checkpoint"),
             **self.recorder_options,
         )
 
