@@ -17,6 +17,7 @@ from eventsourcing.persistence import ApplicationRecorder, Mapper
 
 from ledger.domain.accounts import Account, Recall
 from ledger.domain.base import LedgerAggregate, ledger_id
+from ledger.domain.entries import SpendEntry
 from ledger.domain.errors import Invalid, NotFound
 from ledger.domain.limits import PARENT_DEPTH_MAX, check_reference
 from ledger.domain.reasons import Reason
@@ -126,7 +127,7 @@ class Aggregates:
         """Recalls the entry of a reservation or charge id that has left the account's window,
         by folding the events that used it into an empty account."""
 
-        def recall(entry_id: str) -> dict[str, Any] | None:
+        def recall(entry_id: str) -> SpendEntry | None:
             events = self._recalled_events(account.id, spend_key(entry_id))
             if not events:
                 return None

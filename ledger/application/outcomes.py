@@ -10,8 +10,9 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
+from ledger.domain.entries import AccountTotals
 from ledger.domain.errors import LedgerError, Refused, Unavailable
 from ledger.domain.reasons import Reason
 from ledger.storage.base import Storage
@@ -43,7 +44,7 @@ class Receipt:
     last_step: int | None = None
     #: A spend write's account totals as of its own write (Account.summary): later writes of its
     #: group are not in them, and nothing is in them before it is durable.
-    account: dict[str, Any] | None = None
+    account: AccountTotals | None = None
 
 
 class Recorded(Exception):

@@ -9,12 +9,16 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+import msgspec
+
 from ledger.application.context import Context
 from ledger.application.outcomes import Receipt
 from ledger.application.spend import write_hold
 from ledger.application.spend_commands import PLAN_TTL_DEFAULT, ReservePlan
 from ledger.domain import plans
 from ledger.domain.accounts import Account, Recall
+from ledger.domain.basis import cost_basis
+from ledger.domain.entries import AccountTotals
 
 __all__ = ["PlanCommands"]
 
@@ -54,13 +58,13 @@ class PlanCommands(Context):
                 audit,
                 reservation_id=reservation_id,
                 amount=amount_usd_micro,
-                basis=command.basis,
+                basis=cost_basis(command.basis),
                 expires_at=expires_at,
                 attempt=attempt,
                 recall=recall,
             )
 
-        def with_plan(spend_account: Account) -> dict[str, Any]:
-            return {**spend_account.summary(), "plan": plans.summary(spend_account)}
+        def with_plan(spend_account: Account) -> AccountTotals:
+            return msgspec.structs.replace(spend_account.summary(), plan=plans.summary(spend_account))
 
         return write_hold(self.writer, command, audit, hold, with_plan)

@@ -28,6 +28,8 @@ from ledger.domain import abandoned, parents
 from ledger.domain import spending as spend
 from ledger.domain.accounts import Account, Recall
 from ledger.domain.base import Audit, LedgerAggregate, ledger_id
+from ledger.domain.basis import cost_basis
+from ledger.domain.entries import AccountTotals
 from ledger.domain.errors import Conflict, LedgerError
 from ledger.domain.limits import check_id
 
@@ -35,7 +37,7 @@ __all__ = ["HoldDecision", "SpendCommands", "write_hold"]
 
 #: What a hold's decision answers: the version of an identical earlier hold (None: recorded now),
 #: when the hold expires, and the account's totals.
-HoldDecision = tuple[int | None, datetime | None, dict[str, Any]]
+HoldDecision = tuple[int | None, datetime | None, AccountTotals]
 
 
 class SpendCommands(Context):
@@ -55,7 +57,7 @@ class SpendCommands(Context):
         audit = self.writer.audit(principal, request_id)
         account_id = ledger_id("account", account)
 
-        def decide(touched: list[LedgerAggregate]) -> tuple[bool, dict[str, Any]]:
+        def decide(touched: list[LedgerAggregate]) -> tuple[bool, AccountTotals]:
             try:
                 existing: Account = self.aggregates.repository.get(account_id)
             except AggregateNotFoundError:
@@ -83,7 +85,7 @@ class SpendCommands(Context):
         SetCap(account=account, cap_usd_micro=cap_usd_micro)
         audit = self.writer.audit(principal, request_id)
 
-        def decide(touched: list[LedgerAggregate]) -> tuple[int | None, dict[str, Any]]:
+        def decide(touched: list[LedgerAggregate]) -> tuple[int | None, AccountTotals]:
             spend_account = self.aggregates.account(account)
             spend_account.check_not_retracted()  # A retracted run takes no further write.
             touched.append(spend_account)
@@ -123,7 +125,7 @@ class SpendCommands(Context):
                 last_seen=lambda number: self._last_seen(account, number),
                 reservation_id=reservation_id,
                 amount=amount_usd_micro,
-                basis=command.basis,
+                basis=cost_basis(command.basis),
                 expires_at=expires_at,
                 attempt=attempt,
                 recall=recall,
@@ -150,7 +152,7 @@ class SpendCommands(Context):
         )
         audit = self.writer.audit(principal, request_id)
 
-        def decide(touched: list[LedgerAggregate]) -> tuple[tuple[int | None, int], dict[str, Any]]:
+        def decide(touched: list[LedgerAggregate]) -> tuple[tuple[int | None, int], AccountTotals]:
             spend_account, parents = self.aggregates.with_parents(account, touched)
             decided = spend.commit(
                 spend_account,
@@ -158,7 +160,7 @@ class SpendCommands(Context):
                 audit,
                 reservation_id=reservation_id,
                 actual=actual_usd_micro,
-                basis=command.basis,
+                basis=cost_basis(command.basis),
                 recall=self.aggregates.recall_spend(spend_account),
             )
             return decided, spend_account.summary()
@@ -175,7 +177,7 @@ class SpendCommands(Context):
         Release(account=account, reservation_id=reservation_id, reason=reason)
         audit = self.writer.audit(principal, request_id)
 
-        def decide(touched: list[LedgerAggregate]) -> tuple[int | None, dict[str, Any]]:
+        def decide(touched: list[LedgerAggregate]) -> tuple[int | None, AccountTotals]:
             spend_account, parents = self.aggregates.with_parents(account, touched)
             version = spend.release(
                 spend_account,
@@ -211,7 +213,7 @@ class SpendCommands(Context):
         )
         audit = self.writer.audit(principal, request_id)
 
-        def decide(touched: list[LedgerAggregate]) -> tuple[tuple[int | None, int], dict[str, Any]]:
+        def decide(touched: list[LedgerAggregate]) -> tuple[tuple[int | None, int], AccountTotals]:
             spend_account, parents = self.aggregates.with_parents(account, touched)
             decided = spend.charge(
                 spend_account,
@@ -219,7 +221,7 @@ class SpendCommands(Context):
                 audit,
                 charge_id=charge_id,
                 amount=amount_usd_micro,
-                basis=command.basis,
+                basis=cost_basis(command.basis),
                 reason=reason,
                 recall=self.aggregates.recall_spend(spend_account),
             )
@@ -257,7 +259,7 @@ class SpendCommands(Context):
         return None if last_seen is None else last_seen(attempt)
 
     @storage_read
-    def account_now(self, account: str) -> dict[str, Any]:
+    def account_now(self, account: str) -> AccountTotals:
         """An account's totals straight from its aggregate (no projection in between)."""
         with self.writer.lock:
             return self.aggregates.account(account).summary()
@@ -268,7 +270,7 @@ def write_hold(
     command: Reserve,
     audit: Audit,
     hold: Callable[[Account, list[Account], Recall, datetime], int | None],
-    totals: Callable[[Account], dict[str, Any]],
+    totals: Callable[[Account], AccountTotals],
 ) -> Receipt:
     """Write a hold on the command's account, a call's (reserve) or a plan's (reserve_plan): `hold`
     records it on the account and its parents, to expire at the end of the command's ttl. A new
@@ -288,9 +290,8 @@ def write_hold(
             version = hold(spend_account, parents, recall, expires_at)
         except LedgerError as error:
             raise Recorded(error) from error
-        entry = spend_account.entry(command.reservation_id, recall) or {}
-        expires: datetime | None = entry.get("expires_at")
-        return version, expires, totals(spend_account)
+        entry = spend_account.entry(command.reservation_id, recall)
+        return version, None if entry is None else entry.expires_at, totals(spend_account)
 
     (version, expires, account_totals), position = writer.write(decide)
     account_id = ledger_id("account", command.account)

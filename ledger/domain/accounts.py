@@ -12,11 +12,14 @@ adjustment) still goes through, since the truth about money is never refused.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from ledger.domain.base import Audit, LedgerAggregate
+from ledger.domain.basis import cost_basis
+from ledger.domain.entries import AccountTotals, Hold, Recall, SettledEntry, SpendEntry, known, typed_entries
 from ledger.domain.errors import Refused
 from ledger.domain.reasons import Reason
 
@@ -26,8 +29,6 @@ __all__ = ["Account", "SETTLED_WINDOW", "Recall"]
 # leave it and are recalled from the keys index (ledger.storage.keys), so an id is never forgotten.
 # Pending holds are always kept.
 SETTLED_WINDOW = 2_000
-# Recalls the entry of an id that has left an account's window (None: never used on it).
-Recall = Callable[[str], "dict[str, Any] | None"]
 
 
 class Account(LedgerAggregate):
@@ -40,11 +41,10 @@ class Account(LedgerAggregate):
         committed: int
         pending: int
         overrun: int
-        holds: dict[str, dict[str, Any]]
-        settled: dict[str, dict[str, Any]]
         evicted: int
         adjusted: int  # The adjustments to providers' bills, in all (absent before the first).
-        # presumed: int, read through its property (absent in states saved before it existed).
+        # presumed, holds, settled: read through their properties (presumed is absent in states saved
+        # before it existed; holds and settled are maps in a state loaded from a snapshot).
 
     def __init__(self) -> None:
         pass
@@ -62,8 +62,8 @@ class Account(LedgerAggregate):
             account.pending = 0
             account.overrun = 0
             account.__dict__["presumed"] = 0
-            account.holds = {}  # reservation id -> entry, pending ones only
-            account.settled = {}  # reservation or charge id -> entry, bounded window
+            account.__dict__["holds"] = {}  # reservation id -> Hold, pending ones only
+            account.__dict__["settled"] = {}  # reservation or charge id -> SettledEntry, bounded window
             account.evicted = 0  # How many settled entries have left the window.
 
     class CapSet(LedgerAggregate.Event):
@@ -81,15 +81,15 @@ class Account(LedgerAggregate):
 
         def apply(self, account: Account) -> None:
             account.pending += self.amount
-            account.holds[self.reservation_id] = {
-                "state": "pending",
-                "amount": self.amount,
-                "basis": self.basis,
-                "attempt": self.attempt,
-                "expires_at": self.expires_at,
-                "reserved_version": self.originator_version,
-                "reserved_at": self.timestamp,
-            }
+            account.holds[self.reservation_id] = Hold(
+                state="pending",
+                amount_usd_micro=self.amount,
+                basis=cost_basis(self.basis),
+                attempt=self.attempt,
+                expires_at=self.expires_at,
+                reserved_version=self.originator_version,
+                reserved_at=self.timestamp,
+            )
 
     class SpendRefused(LedgerAggregate.Event):
         reservation_id: str
@@ -102,16 +102,16 @@ class Account(LedgerAggregate):
         def apply(self, account: Account) -> None:
             account.settle(
                 self.reservation_id,
-                {
-                    "state": "refused",
-                    "amount": self.amount,
-                    "basis": self.basis,
-                    "attempt": self.attempt,
-                    "refused_by": self.refused_by,
-                    "remaining": self.remaining,
-                    "reserved_version": self.originator_version,
-                    "settled_version": self.originator_version,
-                },
+                SettledEntry(
+                    state="refused",
+                    amount_usd_micro=self.amount,
+                    basis=cost_basis(self.basis),
+                    attempt=self.attempt,
+                    refused_by=self.refused_by,
+                    remaining_usd_micro=self.remaining,
+                    reserved_version=self.originator_version,
+                    settled_version=self.originator_version,
+                ),
             )
 
     class SpendCommitted(LedgerAggregate.Event):
@@ -126,25 +126,19 @@ class Account(LedgerAggregate):
 
         def apply(self, account: Account) -> None:
             account.__dict__["presumed"] = account.presumed - self.replaced
-            hold = account.holds.pop(self.reservation_id, None)
+            hold: SpendEntry | None = account.holds.pop(self.reservation_id, None)
             if hold is not None:
                 account.pending -= self.reserved
             else:
                 # A late commit: the settled entry may have left the window (then this entry is
                 # partial, and the full one is recalled from the keys index when needed).
-                hold = account.settled.get(self.reservation_id) or {"partial": True}
+                hold = account.settled.get(self.reservation_id)
             account.committed += self.actual
             account.overrun += self.overrun
-            account.settle(
-                self.reservation_id,
-                {
-                    **hold,
-                    "state": "committed",
-                    "actual": self.actual,
-                    "overrun": self.overrun,
-                    "settled_version": self.originator_version,
-                },
-            )
+            settled: dict[str, Any] = {"state": "committed", "actual_usd_micro": self.actual}
+            settled.update(overrun_usd_micro=self.overrun, settled_version=self.originator_version)
+            entry = SettledEntry(partial=True, **settled) if hold is None else SettledEntry.of(hold, **settled)
+            account.settle(self.reservation_id, entry)
 
     class SpendReleased(LedgerAggregate.Event):
         reservation_id: str
@@ -189,7 +183,7 @@ class Account(LedgerAggregate):
                 self.reservation_id,
                 self.reserved,
                 state="settled",
-                presumed=self.amount,
+                presumed_usd_micro=self.amount,
                 method=self.method,
                 reason=self.reason,
                 settled_version=self.originator_version,
@@ -207,14 +201,14 @@ class Account(LedgerAggregate):
             account.overrun += self.overrun
             account.settle(
                 self.charge_id,
-                {
-                    "state": "charged",
-                    "amount": self.amount,
-                    "basis": self.basis,
-                    "reason": self.reason,
-                    "overrun": self.overrun,
-                    "settled_version": self.originator_version,
-                },
+                SettledEntry(
+                    state="charged",
+                    amount_usd_micro=self.amount,
+                    basis=cost_basis(self.basis),
+                    reason=self.reason,
+                    overrun_usd_micro=self.overrun,
+                    settled_version=self.originator_version,
+                ),
             )
 
     class SpendAdjusted(LedgerAggregate.Event):
@@ -236,13 +230,13 @@ class Account(LedgerAggregate):
             account.adjusted = getattr(account, "adjusted", 0) + self.amount
             account.settle(
                 self.adjustment_id,
-                {
-                    "state": "adjusted",
-                    "amount": self.amount,
-                    "bill": self.bill,
-                    "overrun": self.overrun,
-                    "settled_version": self.originator_version,
-                },
+                SettledEntry(
+                    state="adjusted",
+                    amount_usd_micro=self.amount,
+                    bill=self.bill,
+                    overrun_usd_micro=self.overrun,
+                    settled_version=self.originator_version,
+                ),
             )
 
     class PlanReserved(LedgerAggregate.Event):
@@ -257,17 +251,17 @@ class Account(LedgerAggregate):
 
         def apply(self, account: Account) -> None:
             account.pending += self.amount
-            account.holds[self.reservation_id] = {
-                "state": "pending",
-                "kind": "plan",
-                "amount": self.amount,
-                "planned": self.amount,
-                "drawn": 0,
-                "basis": self.basis,
-                "attempt": self.attempt,
-                "expires_at": self.expires_at,
-                "reserved_version": self.originator_version,
-            }
+            account.holds[self.reservation_id] = Hold(
+                state="pending",
+                kind="plan",
+                amount_usd_micro=self.amount,
+                planned_usd_micro=self.amount,
+                drawn_usd_micro=0,
+                basis=cost_basis(self.basis),
+                attempt=self.attempt,
+                expires_at=self.expires_at,
+                reserved_version=self.originator_version,
+            )
             account.__dict__["plan_id"] = self.reservation_id
 
     class PlanRefused(SpendRefused):
@@ -275,7 +269,8 @@ class Account(LedgerAggregate):
 
         def apply(self, account: Account) -> None:
             super().apply(account)
-            account.settled[self.reservation_id]["kind"] = "plan"
+            settled = account.settled
+            settled[self.reservation_id] = msgspec.structs.replace(settled[self.reservation_id], kind="plan")
             account.__dict__["plan_id"] = self.reservation_id
 
     class PlanDrawn(LedgerAggregate.Event):
@@ -287,8 +282,9 @@ class Account(LedgerAggregate):
 
         def apply(self, account: Account) -> None:
             plan = account.holds[self.plan_id]
-            plan["amount"] -= self.amount
-            plan["drawn"] += self.amount
+            drawn = known(plan.drawn_usd_micro, "drawn") + self.amount
+            left = plan.amount_usd_micro - self.amount
+            account.holds[self.plan_id] = msgspec.structs.replace(plan, amount_usd_micro=left, drawn_usd_micro=drawn)
             account.pending -= self.amount
 
     class Retracted(LedgerAggregate.Event):
@@ -317,6 +313,14 @@ class Account(LedgerAggregate):
     # State helpers.
 
     @property
+    def holds(self) -> dict[str, Hold]:  # The pending holds by id.
+        return typed_entries(self.__dict__["holds"], Hold)
+
+    @property
+    def settled(self) -> dict[str, SettledEntry]:  # The window of settled ids' entries, oldest first.
+        return typed_entries(self.__dict__["settled"], SettledEntry)
+
+    @property
     def retraction(self) -> dict[str, Any] | None:
         """{"reason", "version"} once the account's run was retracted (absent in older snapshots)."""
         value: dict[str, Any] | None = self.__dict__.get("retraction")
@@ -338,27 +342,29 @@ class Account(LedgerAggregate):
             )
 
     def close_hold(self, key: str, reserved: int, **fields: Any) -> None:
-        """The pending hold `key` is settled: `reserved` leaves pending, its entry takes `fields`."""
+        """The pending hold `key` is settled: `reserved` leaves pending, its entry takes `fields`
+        (SettledEntry's attribute names)."""
         hold = self.holds.pop(key)
         self.pending -= reserved
-        self.settle(key, {**hold, **fields})
+        self.settle(key, SettledEntry.of(hold, **fields))
 
-    def settle(self, key: str, entry: dict[str, Any]) -> None:
-        self.settled.pop(key, None)
-        self.settled[key] = entry
-        if len(self.settled) > self.__dict__.get("window_max", SETTLED_WINDOW):
-            del self.settled[next(iter(self.settled))]
+    def settle(self, key: str, entry: SettledEntry) -> None:
+        settled = self.settled
+        settled.pop(key, None)
+        settled[key] = entry
+        if len(settled) > self.__dict__.get("window_max", SETTLED_WINDOW):
+            del settled[next(iter(settled))]
             self.evicted = getattr(self, "evicted", 0) + 1
 
-    def entry(self, key: str, recall: Recall | None = None) -> dict[str, Any] | None:
+    def entry(self, key: str, recall: Recall | None = None) -> SpendEntry | None:
         """The entry of a reservation or charge id: from the state, else (when entries have left
         the window, or the one in the window is partial) from `recall`."""
-        found = self.holds.get(key) or self.settled.get(key)
+        found: SpendEntry | None = self.holds.get(key) or self.settled.get(key)
         if recall is None:
             return found
         # A state saved before the window was counted has no `evicted`: entries may have left it.
         evicted: int = getattr(self, "evicted", 1)
-        if found.get("partial") if found else evicted:
+        if (isinstance(found, SettledEntry) and found.partial) if found else evicted:
             return recall(key)
         return found
 
@@ -380,14 +386,14 @@ class Account(LedgerAggregate):
         remaining = self.remaining
         return 0 if remaining is None else max(0, amount - remaining)
 
-    def summary(self) -> dict[str, Any]:
-        return {
-            "account": self.name,
-            "parent": self.parent,
-            "cap": self.cap,
-            "committed": self.committed,
-            "presumed": self.presumed,
-            "pending": self.pending,
-            "remaining": self.remaining,
-            "overrun": self.overrun,
-        }
+    def summary(self) -> AccountTotals:
+        return AccountTotals(
+            account=self.name,
+            parent=self.parent,
+            cap_usd_micro=self.cap,
+            committed_usd_micro=self.committed,
+            presumed_usd_micro=self.presumed,
+            pending_usd_micro=self.pending,
+            remaining_usd_micro=self.remaining,
+            overrun_usd_micro=self.overrun,
+        )

@@ -11,15 +11,66 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
+
 from ledger.domain.errors import Invalid
 from ledger.domain.limits import MAP_ENTRIES_MAX, STEP_MAX, check_id, check_int, check_text, check_usd_micro
 from ledger.domain.reasons import Reason
 from trainledger.bills import usd_text
 from trainledger.pricing import cost_usd_micro
 
-__all__ = ["TOKEN_CLASSES", "check_basis", "check_basis_amount", "cost_usd_micro"]
+__all__ = [
+    "TOKEN_CLASSES",
+    "CostBasis",
+    "GpuLine",
+    "TokenLine",
+    "check_basis",
+    "basis_map",
+    "check_basis_amount",
+    "cost_basis",
+    "cost_usd_micro",
+]
 
 TOKEN_CLASSES = ("prefill", "sample", "train")
+
+
+class TokenLine(msgspec.Struct, frozen=True):
+    """A basis's line of tokens of one class at a price per million."""
+
+    token_class: str
+    tokens: int
+    usd_micro_per_million_tokens: int
+
+
+class GpuLine(msgspec.Struct, frozen=True):
+    """A basis's GPU time at a price per GPU hour."""
+
+    gpu_milliseconds: int
+    usd_micro_per_gpu_hour: int
+    gpu_type: str
+    gpu_count: int
+
+
+class CostBasis(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A basis as check_basis normalises it. Encoded (msgspec.to_builtins, or in a snapshot) it is
+    the very map check_basis gives: its fields in that order, an empty one left out, so the
+    events and snapshots that hold a basis keep their stored shape."""
+
+    price_sheet: str = ""
+    price_source: str = ""
+    tokens: list[TokenLine] = msgspec.field(default_factory=list)
+    gpu: GpuLine | None = None
+
+
+def cost_basis(basis: Mapping[str, Any]) -> CostBasis:
+    """The CostBasis of a basis map (one check_basis normalised, or one stored in an event)."""
+    return msgspec.convert(basis, CostBasis) if basis else CostBasis()
+
+
+def basis_map(basis: CostBasis) -> dict[str, Any]:
+    """The map an event stores for `basis`: the one check_basis gives (see CostBasis)."""
+    value: dict[str, Any] = msgspec.to_builtins(basis)
+    return value
 
 
 def check_basis(basis: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, LedgerAggregate
+from ledger.domain.entries import Hold, SettledEntry, SpendEntry, known
 from ledger.domain.errors import CapExceeded
 from ledger.domain.reasons import Reason
 from trainledger.text import account_text, usd_text
@@ -18,33 +19,38 @@ from trainledger.text import account_text, usd_text
 __all__ = ["check_headroom", "pending_plan", "plan_cover", "refused_again"]
 
 
-def pending_plan(account: Account) -> dict[str, Any] | None:
-    """The entry of the account's pending plan with its "id"; None when there is none."""
-    plan = account.holds.get(account.__dict__.get("plan_id", ""))
-    return None if plan is None else {**plan, "id": account.__dict__["plan_id"]}
+def pending_plan(account: Account) -> tuple[str, Hold] | None:
+    """The id and hold of the account's pending plan; None when there is none."""
+    plan_id: str = account.__dict__.get("plan_id", "")
+    plan = account.holds.get(plan_id)
+    return None if plan is None else (plan_id, plan)
 
 
 def plan_cover(account: Account, attempt: int, amount: int, now: datetime) -> tuple[str, int]:
     """(plan id, the part of a new hold of `amount` for `attempt` the pending plan covers):
     ("", 0) when there is no pending plan for that attempt, or it has expired."""
-    plan = pending_plan(account)
-    if plan is None or plan["expires_at"] <= now or plan["attempt"] not in (0, attempt):
+    pending = pending_plan(account)
+    if pending is None:
         return "", 0
-    return plan["id"], min(amount, plan["amount"])
+    plan_id, plan = pending
+    if plan.expires_at <= now or plan.attempt not in (0, attempt):
+        return "", 0
+    return plan_id, min(amount, plan.amount_usd_micro)
 
 
-def refused_again(entry: dict[str, Any], what: str) -> int:
+def refused_again(entry: SpendEntry, what: str) -> int:
     """The answer to a hold's id used before (`entry`, with the same payload): the version that
     recorded it, or, when it was refused, the same refusal again (CapExceeded; `what` names the
     hold in its message)."""
-    if entry["state"] == "refused":
+    if isinstance(entry, SettledEntry) and entry.state == "refused":
+        refused_by = known(entry.refused_by, "refused_by")
         raise CapExceeded(
-            f"{what} was refused: it would cross the cap of {account_text(entry['refused_by'])}",
+            f"{what} was refused: it would cross the cap of {account_text(refused_by)}",
             reason=Reason.SPEND_CAP_EXCEEDED,
-            account=entry["refused_by"],
-            remaining_usd_micro=entry["remaining"],
+            account=refused_by,
+            remaining_usd_micro=known(entry.remaining_usd_micro, "remaining"),
         )
-    return int(entry["reserved_version"])
+    return known(entry.reserved_version, "reserved_version")
 
 
 def check_headroom(

@@ -15,11 +15,12 @@ is never committed: its holds are.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from ledger.domain.abandoned import LOST, SUPERSEDED, expire_overdue
 from ledger.domain.accounts import Account, Recall
 from ledger.domain.base import Audit
+from ledger.domain.basis import CostBasis, basis_map
+from ledger.domain.entries import Hold, PlanTotals, known
 from ledger.domain.errors import Conflict, Refused
 from ledger.domain.holds import check_headroom, pending_plan, refused_again
 from ledger.domain.parents import check_not_retracted, roll_up
@@ -41,7 +42,7 @@ def reserve_plan(
     *,
     reservation_id: str,
     amount: int,
-    basis: dict[str, Any],
+    basis: CostBasis,
     expires_at: datetime,
     attempt: int,
     recall: Recall | None = None,
@@ -51,11 +52,8 @@ def reserve_plan(
     Refused PLAN_ALREADY_HELD while another plan is pending, Conflict for an id used otherwise."""
     entry = account.entry(reservation_id, recall)
     if entry is not None:
-        if entry.get("kind") != "plan" or (entry.get("planned", entry["amount"]), entry["basis"], entry["attempt"]) != (
-            amount,
-            basis,
-            attempt,
-        ):
+        planned = entry.amount_usd_micro if entry.planned_usd_micro is None else entry.planned_usd_micro
+        if entry.kind != "plan" or (planned, entry.basis, entry.attempt) != (amount, basis, attempt):
             raise Conflict(
                 f"{reservation_id} was used before with another payload",
                 reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
@@ -70,7 +68,7 @@ def reserve_plan(
             f"account {account.name} holds a plan already: release it first",
             reason=Reason.PLAN_ALREADY_HELD,
             account=account.name,
-            attempt=str(held["attempt"]),
+            attempt=str(held[1].attempt),
         )
     check_headroom(
         account,
@@ -79,14 +77,14 @@ def reserve_plan(
         amount,
         refusal=Account.PlanRefused,
         what=f"a plan of {usd_text(amount)}",
-        hold={"reservation_id": reservation_id, "amount": amount, "basis": basis, "attempt": attempt},
+        hold={"reservation_id": reservation_id, "amount": amount, "basis": basis_map(basis), "attempt": attempt},
     )
     account.record(
         Account.PlanReserved,
         audit,
         reservation_id=reservation_id,
         amount=amount,
-        basis=basis,
+        basis=basis_map(basis),
         expires_at=expires_at,
         attempt=attempt,
     )
@@ -100,26 +98,32 @@ def release_plan(
     """Release what is left undrawn of the account's pending plan (with `before_attempt`, only
     of a plan made for an attempt before it, which that attempt fenced off). Returns the amount
     released."""
-    plan = pending_plan(account)
-    if plan is None or (before_attempt is not None and not 0 < plan["attempt"] < before_attempt):
+    pending = pending_plan(account)
+    if pending is None:
         return 0
-    plan_id, undrawn = plan["id"], plan["amount"]
+    plan_id, plan = pending
+    if before_attempt is not None and not 0 < plan.attempt < before_attempt:
+        return 0
+    undrawn = plan.amount_usd_micro
     account.record(Account.SpendReleased, audit, reservation_id=plan_id, amount=undrawn, reason=reason)
     roll_up(parents, audit, account, plan_id, "release", -undrawn, 0)
-    return int(undrawn)
+    return undrawn
 
 
-def summary(account: Account) -> dict[str, Any] | None:
+def summary(account: Account) -> PlanTotals | None:
     """The account's latest plan while its entry is in the state: its id, state, what was
     planned, drawn by holds, and is still held undrawn; None when there is none."""
     plan_id: str | None = account.__dict__.get("plan_id")
-    entry = None if plan_id is None else account.holds.get(plan_id) or account.settled.get(plan_id)
+    if plan_id is None:
+        return None
+    entry = account.holds.get(plan_id) or account.settled.get(plan_id)
     if entry is None:
         return None
-    return {
-        "reservation_id": plan_id,
-        "state": entry["state"],
-        "planned": entry.get("planned", entry["amount"]),
-        "drawn": entry.get("drawn", 0),
-        "held": entry["amount"] if entry["state"] == "pending" else 0,
-    }
+    amount = known(entry.amount_usd_micro, "amount")
+    return PlanTotals(
+        reservation_id=plan_id,
+        state=entry.state,
+        planned_usd_micro=amount if entry.planned_usd_micro is None else entry.planned_usd_micro,
+        drawn_usd_micro=entry.drawn_usd_micro or 0,
+        held_usd_micro=amount if isinstance(entry, Hold) else 0,
+    )

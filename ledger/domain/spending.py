@@ -29,6 +29,8 @@ from typing import Any
 from ledger.domain.abandoned import SUPERSEDED, LastSeen, expire_overdue
 from ledger.domain.accounts import Account, Recall
 from ledger.domain.base import Audit
+from ledger.domain.basis import CostBasis, basis_map
+from ledger.domain.entries import SettledEntry, known
 from ledger.domain.errors import Conflict, Invalid, NotFound, PermissionDenied, Refused
 from ledger.domain.holds import check_headroom, plan_cover, refused_again
 from ledger.domain.parents import check_not_retracted, roll_up
@@ -61,7 +63,7 @@ def reserve(
     *,
     reservation_id: str,
     amount: int,
-    basis: dict[str, Any],
+    basis: CostBasis,
     expires_at: datetime,
     attempt: int,
     recall: Recall | None = None,
@@ -73,13 +75,13 @@ def reserve(
     entry = account.entry(reservation_id, recall)
     if entry is not None:
         # A charge entry has no attempt: check its kind before comparing payloads.
-        if entry["state"] == "charged" or entry.get("kind") == "plan":
+        if entry.state == "charged" or entry.kind == "plan":
             raise Conflict(
                 f"{reservation_id} is a charge's or a plan's id",
                 reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
                 reservation_id=reservation_id,
             )
-        if (entry["amount"], entry["basis"], entry["attempt"]) != (amount, basis, attempt):
+        if (entry.amount_usd_micro, entry.basis, entry.attempt) != (amount, basis, attempt):
             raise Conflict(
                 f"reservation {reservation_id} exists with another payload",
                 reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
@@ -97,14 +99,14 @@ def reserve(
         amount - drawn,
         refusal=Account.SpendRefused,
         what=f"reserving {usd_text(amount)}",
-        hold={"reservation_id": reservation_id, "amount": amount, "basis": basis, "attempt": attempt},
+        hold={"reservation_id": reservation_id, "amount": amount, "basis": basis_map(basis), "attempt": attempt},
     )
     account.record(
         Account.SpendReserved,
         audit,
         reservation_id=reservation_id,
         amount=amount,
-        basis=basis,
+        basis=basis_map(basis),
         expires_at=expires_at,
         attempt=attempt,
     )
@@ -121,7 +123,7 @@ def commit(
     *,
     reservation_id: str,
     actual: int,
-    basis: dict[str, Any],
+    basis: CostBasis,
     recall: Recall | None = None,
 ) -> tuple[int | None, int]:
     """Settle a hold with the actual amount, charged in full. Returns (version of an identical
@@ -133,28 +135,33 @@ def commit(
         raise NotFound(
             f"no reservation {reservation_id}", reason=Reason.RESERVATION_NOT_FOUND, reservation_id=reservation_id
         )
-    if entry.get("kind") == "plan":
+    if entry.kind == "plan":
         raise Refused(
             f"{reservation_id} is a plan: its holds are committed, not the plan",
             reason=Reason.RESERVATION_IS_PLAN,
             reservation_id=reservation_id,
         )
-    state = entry["state"]
-    if state == "committed":
-        if entry["actual"] != actual:
+    state = entry.state
+    if state == "committed" and isinstance(entry, SettledEntry):
+        if entry.actual_usd_micro != actual:
             raise Conflict(
                 f"reservation {reservation_id} was committed with another amount",
                 reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
                 reservation_id=reservation_id,
             )
         # The overrun first answered (a late commit's is what lay beyond the cap, not the hold).
-        return int(entry["settled_version"]), int(entry.get("overrun", max(0, actual - entry["amount"])))
-    late = state in ("expired", "settled") or (state == "released" and entry.get("reason") == SUPERSEDED)
+        overrun = entry.overrun_usd_micro
+        if overrun is None:  # Absent in entries saved before it was kept.
+            overrun = max(0, actual - known(entry.amount_usd_micro, "amount"))
+        return entry.settled_version, overrun
+    late = isinstance(entry, SettledEntry) and (
+        state in ("expired", "settled") or (state == "released" and entry.reason == SUPERSEDED)
+    )
     if state in ("released", "refused", "charged") and not late:
         raise Refused(f"reservation {reservation_id} is {state}", reason=SETTLED[state], reservation_id=reservation_id)
-    if state != "pending":  # Abandoned: the money was spent all the same, without a hold.
+    if isinstance(entry, SettledEntry):  # Abandoned: the money was spent all the same, without a hold.
         return None, _commit_late(account, parents, audit, entry, reservation_id, actual, basis)
-    reserved = entry["amount"]
+    reserved = entry.amount_usd_micro
     overrun = max(0, actual - reserved)
     account.record(
         Account.SpendCommitted,
@@ -162,7 +169,7 @@ def commit(
         reservation_id=reservation_id,
         reserved=reserved,
         actual=actual,
-        basis=basis,
+        basis=basis_map(basis),
         overrun=overrun,
         late=False,
     )
@@ -174,17 +181,17 @@ def _commit_late(
     account: Account,
     parents: list[Account],
     audit: Audit,
-    entry: dict[str, Any],
+    entry: SettledEntry,
     reservation_id: str,
     actual: int,
-    basis: dict[str, Any],
+    basis: CostBasis,
 ) -> int:
     """Commit a hold that expired or that the ledger settled: the actual replaces what the ledger
     presumed for it. Returns the overrun: what lies beyond the cap."""
     # What the ledger presumed for the hold, at most what is left presumed on the account: an
     # adjustment to a bill may have taken part of it off already (adjust), and what it took
     # stays taken, so the spend never counts below nothing.
-    replaced = min(int(entry.get("presumed", 0)), account.presumed) if entry["state"] == "settled" else 0
+    replaced = min(entry.presumed_usd_micro or 0, account.presumed) if entry.state == "settled" else 0
     overrun = account.excess(actual - replaced)
     fields: dict[str, Any] = {"replaced": replaced} if replaced else {}
     account.record(
@@ -193,7 +200,7 @@ def _commit_late(
         reservation_id=reservation_id,
         reserved=0,
         actual=actual,
-        basis=basis,
+        basis=basis_map(basis),
         overrun=overrun,
         late=True,
         **fields,
@@ -217,16 +224,15 @@ def release(
         raise NotFound(
             f"no reservation {reservation_id}", reason=Reason.RESERVATION_NOT_FOUND, reservation_id=reservation_id
         )
-    if entry["state"] in ("released", "expired", "refused", "settled"):
-        return int(entry["settled_version"])
-    if entry["state"] != "pending":
+    if isinstance(entry, SettledEntry):
+        if entry.state in ("released", "expired", "refused", "settled"):
+            return entry.settled_version
         raise Refused(
-            f"reservation {reservation_id} is {entry['state']}",
-            reason=SETTLED[entry["state"]],
-            reservation_id=reservation_id,
+            f"reservation {reservation_id} is {entry.state}", reason=SETTLED[entry.state], reservation_id=reservation_id
         )
-    account.record(Account.SpendReleased, audit, reservation_id=reservation_id, amount=entry["amount"], reason=reason)
-    roll_up(parents, audit, account, reservation_id, "release", -entry["amount"], 0)
+    amount = entry.amount_usd_micro
+    account.record(Account.SpendReleased, audit, reservation_id=reservation_id, amount=amount, reason=reason)
+    roll_up(parents, audit, account, reservation_id, "release", -amount, 0)
     return None
 
 
@@ -237,24 +243,34 @@ def charge(
     *,
     charge_id: str,
     amount: int,
-    basis: dict[str, Any],
+    basis: CostBasis,
     reason: str,
     recall: Recall | None = None,
 ) -> tuple[int | None, int]:
     """Record spend that already happened, in full; the part beyond the cap is an overrun."""
     entry = account.entry(charge_id, recall)
     if entry is not None:
-        if entry["state"] != "charged" or (entry["amount"], entry["basis"]) != (amount, basis):
+        if not (
+            isinstance(entry, SettledEntry)
+            and entry.state == "charged"
+            and (entry.amount_usd_micro, entry.basis) == (amount, basis)
+        ):
             raise Conflict(
                 f"{charge_id} exists with another payload",
                 reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
                 charge_id=charge_id,
             )
-        return int(entry["settled_version"]), int(entry.get("overrun", 0))
+        return entry.settled_version, entry.overrun_usd_micro or 0
     check_not_retracted((account, *parents))
     overrun = account.excess(amount)
     account.record(
-        Account.SpendCharged, audit, charge_id=charge_id, amount=amount, basis=basis, reason=reason, overrun=overrun
+        Account.SpendCharged,
+        audit,
+        charge_id=charge_id,
+        amount=amount,
+        basis=basis_map(basis),
+        reason=reason,
+        overrun=overrun,
     )
     roll_up(parents, audit, account, charge_id, "charge", 0, amount)
     return None, overrun
@@ -277,13 +293,13 @@ def adjust(
     amount it is a Conflict."""
     entry = account.entry(adjustment_id, recall)
     if entry is not None:
-        if entry["state"] != "adjusted" or entry["amount"] != amount:
+        if not isinstance(entry, SettledEntry) or entry.state != "adjusted" or entry.amount_usd_micro != amount:
             raise Conflict(
                 f"{adjustment_id} exists with another payload",
                 reason=Reason.EXISTS_WITH_DIFFERENT_PAYLOAD,
                 adjustment_id=adjustment_id,
             )
-        return int(entry["settled_version"]), int(entry.get("overrun", 0))
+        return entry.settled_version, entry.overrun_usd_micro or 0
     if amount < -(account.committed + account.presumed):
         raise Invalid(
             f"an adjustment of {usd_text(amount)} would take the spend below nothing",

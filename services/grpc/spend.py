@@ -7,13 +7,14 @@ answer does not wait for the writes committed after it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import grpc
 
 from ledger import Receipt
 from ledger.application.bills import BillReceipt
+from ledger.domain.entries import AccountTotals, PlanTotals
 from ledger.domain.reasons import Reason
 from ledger.views.models import Account, PlanHold
 from services.grpc import codec
@@ -30,29 +31,29 @@ Context = grpc.aio.ServicerContext[Any, Any]
 RESERVATIONS_PAGE_DEFAULT = 1_000
 
 
-def _totals(summary: Mapping[str, Any]) -> Account:
+def _totals(totals: AccountTotals) -> Account:
     """The totals an account's aggregate gives (Account.summary: Receipt.account, Ledger.account_now)
     as the Account read model."""
     return Account(
-        account=summary["account"],
-        parent=summary["parent"] or "",
-        cap_usd_micro=summary["cap"],
-        committed_usd_micro=summary["committed"],
-        pending_usd_micro=summary["pending"],
-        remaining_usd_micro=summary["remaining"],
-        overrun_usd_micro=summary["overrun"],
-        plan=None if summary.get("plan") is None else _plan(summary["plan"]),
+        account=totals.account,
+        parent=totals.parent or "",
+        cap_usd_micro=totals.cap_usd_micro,
+        committed_usd_micro=totals.committed_usd_micro,
+        pending_usd_micro=totals.pending_usd_micro,
+        remaining_usd_micro=totals.remaining_usd_micro,
+        overrun_usd_micro=totals.overrun_usd_micro,
+        plan=None if totals.plan is None else _plan(totals.plan),
     )
 
 
-def _plan(summary: Mapping[str, Any]) -> PlanHold:
+def _plan(plan: PlanTotals) -> PlanHold:
     """The plan hold ledger.domain.plans.summary gives, as the PlanHold read model."""
     return PlanHold(
-        reservation_id=summary["reservation_id"],
-        state=summary["state"],
-        planned_usd_micro=summary["planned"],
-        drawn_usd_micro=summary["drawn"],
-        held_usd_micro=summary["held"],
+        reservation_id=plan.reservation_id,
+        state=plan.state,
+        planned_usd_micro=plan.planned_usd_micro,
+        drawn_usd_micro=plan.drawn_usd_micro,
+        held_usd_micro=plan.held_usd_micro,
     )
 
 

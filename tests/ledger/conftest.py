@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from ledger import Ledger
+from ledger.domain.entries import AccountTotals
 from ledger.views.models import Account
 from ledger.views.schema import TABLES
 
@@ -48,19 +49,19 @@ def ledger(database: str, clock: FakeClock) -> Iterator[Ledger]:
         app.close()
 
 
-def summary_of(account: Account) -> dict[str, Any]:
+def summary_of(account: Account) -> AccountTotals:
     """A view's Account in the form of its aggregate's summary (Ledger.account_now), to compare
     what the view shows with what the aggregate holds."""
-    return {
-        "account": account.account,
-        "parent": account.parent,
-        "cap": account.cap_usd_micro,
-        "committed": account.committed_usd_micro,
-        "presumed": account.presumed_usd_micro,
-        "pending": account.pending_usd_micro,
-        "remaining": account.remaining_usd_micro,
-        "overrun": account.overrun_usd_micro,
-    }
+    return AccountTotals(
+        account=account.account,
+        parent=account.parent,
+        cap_usd_micro=account.cap_usd_micro,
+        committed_usd_micro=account.committed_usd_micro,
+        presumed_usd_micro=account.presumed_usd_micro,
+        pending_usd_micro=account.pending_usd_micro,
+        remaining_usd_micro=account.remaining_usd_micro,
+        overrun_usd_micro=account.overrun_usd_micro,
+    )
 
 
 def dump_views(app: Ledger) -> dict[str, list[tuple[Any, ...]]]:

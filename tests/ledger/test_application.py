@@ -131,7 +131,7 @@ def test_a_restart_keeps_everything(sqlite_database: str) -> None:
     app = Ledger.open(sqlite_database)
     try:
         assert app.head() == head
-        assert app.account_now(run_id)["pending"] == 60
+        assert app.account_now(run_id).pending_usd_micro == 60
         assert app.append_steps(run_id=run_id, attempt=1, steps=[1, 2, 3]).duplicate
         assert app.reserve(account=run_id, reservation_id="r1", amount_usd_micro=60).duplicate
         assert app.run_state(run_id, min_position=head).last_step == 3

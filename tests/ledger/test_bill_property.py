@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from ledger import CapExceeded, Ledger
+from ledger.domain.entries import AccountTotals
 from ledger.views.models import BillTotals, ProviderBill, Reconciliation, TokenClassDrift
 from tests.ledger.conftest import START, FakeClock, summary_of
 
@@ -89,17 +90,17 @@ class Holder:
         remaining = self.remaining
         return 0 if remaining is None else max(0, amount - remaining)
 
-    def totals(self) -> dict[str, Any]:
-        return {
-            "account": self.name,
-            "parent": self.parent,
-            "cap": self.cap,
-            "committed": self.committed,
-            "presumed": 0,  # No hold is abandoned here: none expires, no attempt is fenced.
-            "pending": self.pending,
-            "remaining": self.remaining,
-            "overrun": self.overrun,
-        }
+    def totals(self) -> AccountTotals:
+        return AccountTotals(
+            account=self.name,
+            parent=self.parent,
+            cap_usd_micro=self.cap,
+            committed_usd_micro=self.committed,
+            presumed_usd_micro=0,  # No hold is abandoned here: none expires, no attempt is fenced.
+            pending_usd_micro=self.pending,
+            remaining_usd_micro=self.remaining,
+            overrun_usd_micro=self.overrun,
+        )
 
 
 @dataclass(frozen=True)

@@ -511,13 +511,14 @@ class TestFigures:
         now refuses it: the commit is written here as those versions stored it.)"""
         from ledger.domain import spending
         from ledger.domain.base import Audit
+        from ledger.domain.basis import cost_basis
 
         run = ledger.open_run(run_key="copied").run_id
         clock.advance(minutes=30)
         ledger.reserve(account=run, reservation_id="r1", amount_usd_micro=1_000_000, basis=TOKENS)
         holder = ledger.aggregates.account(run)
         audit = Audit("old-version", "", ledger.clock())
-        spending.commit(holder, [], audit, reservation_id="r1", actual=1_200_000, basis=TOKENS)
+        spending.commit(holder, [], audit, reservation_id="r1", actual=1_200_000, basis=cost_basis(TOKENS))
         ledger.save(holder)
         # And a commit with the usage it really had: 400,000 train tokens at $0.50 per million.
         real = {
@@ -741,7 +742,7 @@ class TestAdjustments:
         # The team had 1,020,000 - 1,010,000 = 10,000 left: 90,000 of the adjustment is overrun.
         assert (team.committed_usd_micro, team.pending_usd_micro, team.overrun_usd_micro) == (1_100_000, 10_000, 90_000)
         assert team.committed_usd_micro + team.pending_usd_micro - team.overrun_usd_micro <= 1_020_000
-        assert ledger.account_now("team")["overrun"] == 90_000
+        assert ledger.account_now("team").overrun_usd_micro == 90_000
 
     def test_adjust_an_account_of_its_own_lines(self, ledger: Ledger, clock: FakeClock) -> None:
         ledger.open_account(account="team")
@@ -766,7 +767,7 @@ class TestAdjustments:
         ledger.link_session(run_id=run, provider="tinker", session_id="s")
         ledger.adjust_to_bill()
         # One line of $0.0001 against nothing estimated: $0.0001 committed in all, under the team.
-        assert ledger.account_now("team")["committed"] == 100
+        assert ledger.account_now("team").committed_usd_micro == 100
         (team,) = report(ledger).accounts
         assert team.bill.unadjusted_usd_micro == 0
 

@@ -10,6 +10,7 @@ import pytest
 
 from ledger import CapExceeded, Ledger
 from ledger.domain.base import ledger_id
+from ledger.domain.entries import AccountTotals
 from tests.ledger.conftest import FakeClock, summary_of
 
 
@@ -42,8 +43,8 @@ def test_the_sweep_settles_every_overdue_reservation_as_presumed_spend(ledger: L
     # Holds with no GPU-time basis are presumed spent as reserved, never written off at $0.
     assert {e["data"]["method"] for e in settled} == {"as_reserved"}
     assert all(e["principal"] == "ledger" for e in settled)
-    assert (ledger.account_now(first)["pending"], ledger.account_now(first)["presumed"]) == (40, 60)
-    assert (ledger.account_now("team")["pending"], ledger.account_now("team")["presumed"]) == (140, 570)
+    assert (ledger.account_now(first).pending_usd_micro, ledger.account_now(first).presumed_usd_micro) == (40, 60)
+    assert (ledger.account_now("team").pending_usd_micro, ledger.account_now("team").presumed_usd_micro) == (140, 570)
     viewed = ledger.account(first, min_position=ledger.head())
     assert (viewed.pending_usd_micro, viewed.presumed_usd_micro, viewed.committed_usd_micro) == (40, 60, 0)
     assert ledger.account("team").presumed_usd_micro == 570
@@ -55,7 +56,10 @@ def test_the_sweep_settles_every_overdue_reservation_as_presumed_spend(ledger: L
     assert ledger.expire_reservations() == 2
     assert ledger.expire_reservations() == 0
     for name, presumed in ((first, 100), (second, 600), ("team", 710)):
-        assert (ledger.account_now(name)["pending"], ledger.account_now(name)["presumed"]) == (0, presumed)
+        assert (ledger.account_now(name).pending_usd_micro, ledger.account_now(name).presumed_usd_micro) == (
+            0,
+            presumed,
+        )
         assert ledger.account(name, min_position=ledger.head()).pending_usd_micro == 0
         assert summary_of(ledger.account(name)) == ledger.account_now(name)
     states = {r.reservation_id: r.state for r in ledger.reservations(first).reservations}
@@ -81,17 +85,17 @@ def test_a_commit_after_expiry_replaces_the_presumed_spend(ledger: Ledger, clock
         30,
     )
     assert late["data"]["replaced"] == 80
-    assert ledger.account_now(run_id) == {
-        "account": run_id,
-        "parent": "team",
-        "cap": 100,
-        "committed": 110,
-        "presumed": 0,
-        "pending": 20,
-        "remaining": 0,
-        "overrun": 30,
-    }
-    assert ledger.account_now("team")["overrun"] == 0
+    assert ledger.account_now(run_id) == AccountTotals(
+        account=run_id,
+        parent="team",
+        cap_usd_micro=100,
+        committed_usd_micro=110,
+        presumed_usd_micro=0,
+        pending_usd_micro=20,
+        remaining_usd_micro=0,
+        overrun_usd_micro=30,
+    )
+    assert ledger.account_now("team").overrun_usd_micro == 0
     [r1] = [
         r for r in ledger.reservations(run_id, min_position=receipt.position).reservations if r.reservation_id == "r1"
     ]
@@ -116,7 +120,7 @@ def test_the_sweep_sees_a_reservation_the_views_have_not_projected_yet(sqlite_da
         clock.advance(seconds=1)
         app.projector.start()  # The sweep waits for the views to reflect every write first.
         assert app.expire_reservations() == 1
-        assert app.account_now("a")["pending"] == 0
+        assert app.account_now("a").pending_usd_micro == 0
     finally:
         app.close()
 

@@ -22,6 +22,7 @@ from uuid import UUID
 import pytest
 
 from ledger import CapExceeded, Invalid, Ledger, LedgerError, Refused
+from ledger.domain.entries import AccountTotals
 from ledger.domain.reasons import Reason
 from tests.ledger.conftest import FakeClock
 
@@ -112,7 +113,7 @@ def test_writes_queued_during_a_commit_are_saved_in_one_transaction_each_with_it
     assert transactions == 1
     positions = [receipt.position for receipt in outcomes]
     assert positions == sorted(positions) and len(set(positions)) == 3
-    assert [ledger.account_now(name)["pending"] for name in ("a", "b", "c")] == [100, 200, 300]
+    assert [ledger.account_now(name).pending_usd_micro for name in ("a", "b", "c")] == [100, 200, 300]
     # Each answer is the position of its own event: an identical retry answers the same.
     assert ledger.reserve(account="b", reservation_id="r1", amount_usd_micro=200).position == positions[1]
 
@@ -128,26 +129,28 @@ def test_each_spend_write_answers_its_account_totals_as_of_itself(ledger: Ledger
     )
     assert transactions == 1
     # Decided in one group, answered each with the totals its own write left, not the group's.
-    assert [(r.account["pending"], r.account["committed"], r.account["remaining"]) for r in outcomes] == [
+    assert [
+        (r.account.pending_usd_micro, r.account.committed_usd_micro, r.account.remaining_usd_micro) for r in outcomes
+    ] == [
         (100, 0, 900),
         (300, 0, 700),
         (200, 50, 750),
         (500, 50, 450),
     ]
-    assert ledger.account_now("team")["pending"] == 500
+    assert ledger.account_now("team").pending_usd_micro == 500
     # A retry answers the totals of the account as it is when retried.
     again = ledger.reserve(account="team", reservation_id="a", amount_usd_micro=100)
-    assert again.duplicate and again.account is not None and again.account["pending"] == 500
-    assert ledger.set_cap(account="team", cap_usd_micro=2_000).account == {
-        "account": "team",
-        "parent": "",
-        "cap": 2_000,
-        "committed": 50,
-        "presumed": 0,
-        "pending": 500,
-        "remaining": 1_450,
-        "overrun": 0,
-    }
+    assert again.duplicate and again.account is not None and again.account.pending_usd_micro == 500
+    assert ledger.set_cap(account="team", cap_usd_micro=2_000).account == AccountTotals(
+        account="team",
+        parent="",
+        cap_usd_micro=2_000,
+        committed_usd_micro=50,
+        presumed_usd_micro=0,
+        pending_usd_micro=500,
+        remaining_usd_micro=1_450,
+        overrun_usd_micro=0,
+    )
 
 
 def test_a_refused_reservation_changes_nothing_and_its_neighbours_succeed(ledger: Ledger) -> None:
@@ -163,16 +166,16 @@ def test_a_refused_reservation_changes_nothing_and_its_neighbours_succeed(ledger
     reserved_a, refused_b, reserved_c, committed_a = outcomes
     assert isinstance(refused_b, CapExceeded) and refused_b.remaining_usd_micro == 40
     assert not reserved_a.duplicate and not reserved_c.duplicate and committed_a.overrun_usd_micro == 0
-    assert ledger.account_now("team") == {
-        "account": "team",
-        "parent": "",
-        "cap": 100,
-        "committed": 50,
-        "presumed": 0,
-        "pending": 40,
-        "remaining": 10,
-        "overrun": 0,
-    }
+    assert ledger.account_now("team") == AccountTotals(
+        account="team",
+        parent="",
+        cap_usd_micro=100,
+        committed_usd_micro=50,
+        presumed_usd_micro=0,
+        pending_usd_micro=40,
+        remaining_usd_micro=10,
+        overrun_usd_micro=0,
+    )
     # The refusal itself is recorded (for audit): a retry of b is refused the same way.
     with pytest.raises(CapExceeded) as again:
         ledger.reserve(account="team", reservation_id="b", amount_usd_micro=60)
@@ -239,7 +242,7 @@ def test_a_retry_in_the_same_group_answers_with_the_first_position(ledger: Ledge
     assert transactions == 1
     assert (retry.position, retry.duplicate, first.duplicate) == (first.position, True, False)
     assert isinstance(conflict, LedgerError) and conflict.reason == Reason.EXISTS_WITH_DIFFERENT_PAYLOAD
-    assert ledger.account_now("team")["pending"] == 60
+    assert ledger.account_now("team").pending_usd_micro == 60
 
 
 def test_a_run_opened_twice_in_one_group_is_opened_once(ledger: Ledger) -> None:
@@ -316,7 +319,7 @@ def test_concurrent_writers_never_cross_a_shared_cap(ledger: Ledger, database: s
     # 1,000 // 7 = 142 holds fit under the team's cap; every other request was refused.
     assert (len(positions), sum(refused)) == (142, writers * tries - 142)
     team = ledger.account_now("team")
-    assert team["committed"] + team["pending"] == 142 * amount <= 1_000
+    assert team.committed_usd_micro + team.pending_usd_micro == 142 * amount <= 1_000
     # The log says the same: a ledger opened afresh folds the same totals.
     reopened = Ledger.open(database, clock=clock, project=False)
     try:

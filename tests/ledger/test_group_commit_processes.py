@@ -84,10 +84,10 @@ def test_writers_in_several_processes_never_cross_a_shared_cap(database: str) ->
     try:
         team = folded.account_now("team")
         trainers = [
-            folded.account_now(f"trainer-{process}-{thread}")["pending"]
+            folded.account_now(f"trainer-{process}-{thread}").pending_usd_micro
             for process in range(PROCESSES)
             for thread in range(THREADS)
         ]
     finally:
         folded.close()
-    assert (team["pending"], team["committed"], sum(trainers)) == (55 * AMOUNT, 0, 55 * AMOUNT)
+    assert (team.pending_usd_micro, team.committed_usd_micro, sum(trainers)) == (55 * AMOUNT, 0, 55 * AMOUNT)

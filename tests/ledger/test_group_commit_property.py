@@ -265,12 +265,12 @@ class GroupMachine(RuleBasedStateMachine):
             return
         for name in ("team", *TRAINERS):
             now = self.ledger.account_now(name)
-            assert (now["committed"], now["pending"]) == (
+            assert (now.committed_usd_micro, now.pending_usd_micro) == (
                 self.model.committed.get(name, 0),
                 self.model.pending.get(name, 0),
             )
-            if now["cap"] is not None:
-                assert now["committed"] + now["pending"] <= now["cap"]
+            if now.cap_usd_micro is not None:
+                assert now.committed_usd_micro + now.pending_usd_micro <= now.cap_usd_micro
 
     @invariant()
     def the_run_holds_one_batch_per_accepted_append(self) -> None:

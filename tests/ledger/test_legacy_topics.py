@@ -67,7 +67,7 @@ def test_a_ledger_stored_under_the_old_topics_reads_and_writes_on(sqlite_databas
         assert retry.duplicate
         reopened.append_steps(run_id=run.run_id, attempt=1, steps=[202], metrics={"loss": [0.1]})
         reopened.commit(account=run.run_id, reservation_id="r1", actual_usd_micro=400)  # a retry: no-op
-        assert reopened.account_now(run.run_id)["committed"] == 400
+        assert reopened.account_now(run.run_id).committed_usd_micro == 400
         assert reopened.family("fam").versions[0].version == 1
         assert len(reopened.read_events(types=["StepsRecorded"], limit=1000)) == 202
     finally:

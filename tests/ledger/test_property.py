@@ -42,6 +42,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 import ledger.domain.accounts
 import ledger.domain.runs
 from ledger import CapExceeded, Conflict, Invalid, Ledger, LedgerError, NotFound, Refused
+from ledger.domain.entries import AccountTotals
 from ledger.domain.reasons import Reason
 from ledger.views.models import SpendTotals
 from tests.ledger.conftest import FakeClock, summary_of
@@ -98,17 +99,17 @@ class ModelAccount:
         remaining = self.remaining
         return 0 if remaining is None else max(0, amount - remaining)
 
-    def totals(self) -> dict[str, Any]:
-        return {
-            "account": self.name,
-            "parent": self.parent,
-            "cap": self.cap,
-            "committed": self.committed,
-            "presumed": self.presumed,
-            "pending": self.pending,
-            "remaining": self.remaining,
-            "overrun": self.overrun,
-        }
+    def totals(self) -> AccountTotals:
+        return AccountTotals(
+            account=self.name,
+            parent=self.parent,
+            cap_usd_micro=self.cap,
+            committed_usd_micro=self.committed,
+            presumed_usd_micro=self.presumed,
+            pending_usd_micro=self.pending,
+            remaining_usd_micro=self.remaining,
+            overrun_usd_micro=self.overrun,
+        )
 
 
 @dataclass
@@ -726,9 +727,9 @@ class LedgerMachine(RuleBasedStateMachine):
             assert view == model.totals(), (name, view, model.totals())
             assert beside == model.totals(), (name, beside, model.totals())
             for totals in (now, view):
-                if totals["cap"] is not None:
-                    spent = totals["committed"] + totals["presumed"] + totals["pending"]
-                    assert spent - totals["overrun"] <= totals["cap"]
+                if totals.cap_usd_micro is not None:
+                    spent = totals.committed_usd_micro + totals.presumed_usd_micro + totals.pending_usd_micro
+                    assert spent - totals.overrun_usd_micro <= totals.cap_usd_micro
 
     @invariant()
     def series_has_one_record_per_step(self) -> None:

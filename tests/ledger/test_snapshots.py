@@ -6,6 +6,7 @@ from __future__ import annotations
 from ledger import Ledger
 from ledger.domain.accounts import Account
 from ledger.domain.base import ledger_id
+from ledger.domain.entries import AccountTotals
 from ledger.domain.runs import Run
 
 
@@ -40,16 +41,16 @@ def test_a_run_and_an_account_reload_from_their_snapshots(sqlite_database: str) 
         assert (
             reopened.account_now(run.run_id)
             == before
-            == {
-                "account": run.run_id,
-                "parent": "",
-                "cap": 10**9,
-                "committed": 550 * 7,
-                "presumed": 0,
-                "pending": 0,
-                "remaining": 10**9 - 550 * 7,
-                "overrun": 0,
-            }
+            == AccountTotals(
+                account=run.run_id,
+                parent="",
+                cap_usd_micro=10**9,
+                committed_usd_micro=550 * 7,
+                presumed_usd_micro=0,
+                pending_usd_micro=0,
+                remaining_usd_micro=10**9 - 550 * 7,
+                overrun_usd_micro=0,
+            )
         )
         again = reopened.commit(account=run.run_id, reservation_id="r549", actual_usd_micro=7)
         assert again.duplicate

@@ -12,6 +12,7 @@ import pytest
 
 from ledger import CapExceeded, Ledger, Unavailable
 from ledger.domain.base import ledger_id
+from ledger.domain.entries import AccountTotals
 from ledger.domain.errors import Refused
 from ledger.views.models import Account, BillTotals, GateVerdict, MetricColumn, Resume, SpendTotals, StateHandle
 from tests.ledger.conftest import DIGEST_A, DIGEST_B, DIGEST_C, FakeClock, dump_views, summary_of
@@ -370,16 +371,16 @@ class TestSpendAndRegistry:
             bill=billed,
             presumed_usd_micro=70,
         )
-        assert ledger.account_now(run_id) == {
-            "account": run_id,
-            "parent": "team",
-            "cap": 1_000,
-            "committed": 180,
-            "presumed": 70,
-            "pending": 20,
-            "remaining": 730,
-            "overrun": 50,
-        }
+        assert ledger.account_now(run_id) == AccountTotals(
+            account=run_id,
+            parent="team",
+            cap_usd_micro=1_000,
+            committed_usd_micro=180,
+            presumed_usd_micro=70,
+            pending_usd_micro=20,
+            remaining_usd_micro=730,
+            overrun_usd_micro=50,
+        )
 
     def test_the_registry_view_has_versions_current_and_history(self, ledger: Ledger, clock: FakeClock) -> None:
         ids = scenario(ledger, clock)
@@ -549,6 +550,7 @@ def test_a_log_with_an_id_counted_twice_by_an_older_version_still_projects(sqlit
     shows the latest event for the id) and their totals equal the aggregate's."""
     from ledger.domain import spending as spend
     from ledger.domain.base import Audit
+    from ledger.domain.basis import CostBasis
 
     app = Ledger.open(sqlite_database)
     try:
@@ -560,14 +562,14 @@ def test_a_log_with_an_id_counted_twice_by_an_older_version_still_projects(sqlit
         holder = app.aggregates.account("team")
         holder.settled.clear()
         audit = Audit("old-version", "", app.clock())
-        spend.charge(holder, [], audit, charge_id="c0", amount=1_000, basis={}, reason="resent")
+        spend.charge(holder, [], audit, charge_id="c0", amount=1_000, basis=CostBasis(), reason="resent")
         spend.reserve(
             holder,
             [],
             audit,
             reservation_id="r0",
             amount=50,
-            basis={},
+            basis=CostBasis(),
             expires_at=app.clock() + timedelta(minutes=5),
             attempt=0,
         )
@@ -575,7 +577,7 @@ def test_a_log_with_an_id_counted_twice_by_an_older_version_still_projects(sqlit
         app.wait(app.head())
         assert app.projector.failure is None
         assert summary_of(app.account("team")) == app.account_now("team")
-        assert app.account_now("team")["committed"] == 2_000
+        assert app.account_now("team").committed_usd_micro == 2_000
         before = dump_views(app)
         app.projector.rebuild()
         assert dump_views(app) == before

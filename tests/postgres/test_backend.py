@@ -163,7 +163,7 @@ def test_concurrent_reservers_never_cross_a_shared_parent_cap(replicas: tuple[Le
     assert sum(held) == cap // amount
     for ledger in (first, second):
         now = ledger.account_now("pool")
-        assert now["committed"] + now["pending"] == (cap // amount) * amount <= cap
+        assert now.committed_usd_micro + now.pending_usd_micro == (cap // amount) * amount <= cap
         view = ledger.account("pool", min_position=ledger.head())
         assert view.committed_usd_micro + view.pending_usd_micro == (cap // amount) * amount
         accounts = [ledger.account(run_id) for run_id in runs]

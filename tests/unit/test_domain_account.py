@@ -11,7 +11,7 @@ from ledger.domain import abandoned
 from ledger.domain import spending as spend
 from ledger.domain.accounts import Account
 from ledger.domain.base import Audit, ledger_id
-from ledger.domain.basis import check_basis, cost_usd_micro
+from ledger.domain.basis import CostBasis, check_basis, cost_basis, cost_usd_micro
 from ledger.domain.errors import (
     CapExceeded,
     Conflict,
@@ -69,7 +69,7 @@ def reserve(
         audit(now),
         reservation_id=rid,
         amount=amount,
-        basis=basis or {},
+        basis=cost_basis(check_basis(basis)),
         expires_at=expires_at,
         attempt=attempt,
     )
@@ -93,8 +93,8 @@ class TestCaps:
         assert reserve(account, [], "r1", 5_000_000_000) is None
         [event] = account.collect_events()
         assert isinstance(event, Account.SpendReserved)
-        assert account.summary()["remaining"] is None
-        spend.commit(account, [], audit(), reservation_id="r1", actual=4_000_000_000, basis={})
+        assert account.summary().remaining_usd_micro is None
+        spend.commit(account, [], audit(), reservation_id="r1", actual=4_000_000_000, basis=CostBasis())
         assert totals(account) == (None, 4_000_000_000, 0, 0)
 
     def test_cap_zero_spends_nothing(self) -> None:
@@ -135,7 +135,7 @@ class TestCaps:
     def test_a_cap_below_what_is_committed_and_held_is_refused(self) -> None:
         account = opened("run", 100)
         reserve(account, [], "r1", 60)
-        spend.commit(account, [], audit(), reservation_id="r1", actual=30, basis={})
+        spend.commit(account, [], audit(), reservation_id="r1", actual=30, basis=CostBasis())
         reserve(account, [], "r2", 20)
         account.collect_events()
         with pytest.raises(Refused) as caught:
@@ -242,7 +242,7 @@ class TestReserve:
 
     def test_reserving_under_a_charge_id_is_refused(self) -> None:
         account = opened("run", 100)
-        spend.charge(account, [], audit(), charge_id="c1", amount=5, basis={}, reason="")
+        spend.charge(account, [], audit(), charge_id="c1", amount=5, basis=CostBasis(), reason="")
         account.collect_events()
         with pytest.raises(Conflict):
             reserve(account, [], "c1", 5)
@@ -254,7 +254,7 @@ class TestCommitReleaseExpire:
         run, project = chain(100, 100)
         reserve(run, [project], "r1", 40)
         events(run, project)
-        assert spend.commit(run, [project], audit(), reservation_id="r1", actual=30, basis={}) == (None, 0)
+        assert spend.commit(run, [project], audit(), reservation_id="r1", actual=30, basis=CostBasis()) == (None, 0)
         [[committed], [rolled]] = events(run, project)
         assert (committed.reserved, committed.actual, committed.overrun, committed.late) == (40, 30, 0, False)
         assert (rolled.kind, rolled.pending_delta, rolled.committed_delta, rolled.overrun_delta) == (
@@ -269,7 +269,7 @@ class TestCommitReleaseExpire:
         run, project = chain(50, 1000)
         reserve(run, [project], "r1", 40)
         events(run, project)
-        assert spend.commit(run, [project], audit(), reservation_id="r1", actual=70, basis={}) == (None, 30)
+        assert spend.commit(run, [project], audit(), reservation_id="r1", actual=70, basis=CostBasis()) == (None, 30)
         [[committed], [rolled]] = events(run, project)
         assert (committed.actual, committed.overrun) == (70, 30)
         assert rolled.overrun_delta == 30
@@ -281,18 +281,18 @@ class TestCommitReleaseExpire:
     def test_commit_retry_is_a_no_op_and_another_amount_is_refused(self) -> None:
         account = opened("run", 100)
         reserve(account, [], "r1", 40)
-        spend.commit(account, [], audit(), reservation_id="r1", actual=45, basis={})
+        spend.commit(account, [], audit(), reservation_id="r1", actual=45, basis=CostBasis())
         account.collect_events()
         first = account.version
-        assert spend.commit(account, [], audit(), reservation_id="r1", actual=45, basis={}) == (first, 5)
+        assert spend.commit(account, [], audit(), reservation_id="r1", actual=45, basis=CostBasis()) == (first, 5)
         nothing_recorded(account)
         with pytest.raises(Conflict):
-            spend.commit(account, [], audit(), reservation_id="r1", actual=44, basis={})
+            spend.commit(account, [], audit(), reservation_id="r1", actual=44, basis=CostBasis())
 
     def test_commit_of_an_unknown_reservation_is_not_found(self) -> None:
         account = opened("run", 100)
         with pytest.raises(NotFound) as caught:
-            spend.commit(account, [], audit(), reservation_id="nope", actual=1, basis={})
+            spend.commit(account, [], audit(), reservation_id="nope", actual=1, basis=CostBasis())
         assert caught.value.reason == "RESERVATION_NOT_FOUND"
 
     def test_release_gives_the_hold_back_and_a_retry_is_a_no_op(self) -> None:
@@ -307,13 +307,13 @@ class TestCommitReleaseExpire:
         assert spend.release(run, [project], audit(), reservation_id="r1", reason="") == run.version
         nothing_recorded(run, project)
         with pytest.raises(Refused) as caught:
-            spend.commit(run, [project], audit(), reservation_id="r1", actual=1, basis={})
+            spend.commit(run, [project], audit(), reservation_id="r1", actual=1, basis=CostBasis())
         assert caught.value.reason == "RESERVATION_RELEASED"
 
     def test_release_of_a_committed_reservation_is_refused(self) -> None:
         account = opened("run", 100)
         reserve(account, [], "r1", 40)
-        spend.commit(account, [], audit(), reservation_id="r1", actual=40, basis={})
+        spend.commit(account, [], audit(), reservation_id="r1", actual=40, basis=CostBasis())
         account.collect_events()
         with pytest.raises(Refused) as caught:
             spend.release(account, [], audit(), reservation_id="r1", reason="")
@@ -338,7 +338,10 @@ class TestCommitReleaseExpire:
         reserve(run, [project], "r4", 30, now=LATER)
         events(run, project)
         # The late commit replaces the settlement with the actual: 80 spent where 60 were presumed.
-        assert spend.commit(run, [project], audit(LATER), reservation_id="r1", actual=80, basis={}) == (None, 20)
+        assert spend.commit(run, [project], audit(LATER), reservation_id="r1", actual=80, basis=CostBasis()) == (
+            None,
+            20,
+        )
         [[late], [rolled]] = events(run, project)
         assert (late.reserved, late.actual, late.replaced, late.overrun, late.late) == (0, 80, 60, 20, True)
         assert (rolled.kind, rolled.committed_delta, rolled.presumed_delta) == ("late_commit", 80, -60)
@@ -386,9 +389,12 @@ class TestCommitReleaseExpire:
         account = opened("run", 100)
         reserve(account, [], "r1", 50)
         abandoned.expire_overdue(account, [], audit(LATER))
-        assert spend.commit(account, [], audit(LATER), reservation_id="r1", actual=80, basis={}) == (None, 0)
+        assert spend.commit(account, [], audit(LATER), reservation_id="r1", actual=80, basis=CostBasis()) == (None, 0)
         account.collect_events()
-        assert spend.commit(account, [], audit(LATER), reservation_id="r1", actual=80, basis={}) == (account.version, 0)
+        assert spend.commit(account, [], audit(LATER), reservation_id="r1", actual=80, basis=CostBasis()) == (
+            account.version,
+            0,
+        )
         nothing_recorded(account)
 
     def test_reserve_expires_overdue_holds_before_checking_the_cap(self) -> None:
@@ -419,7 +425,9 @@ class TestCharge:
                 "gpu": {"gpu_milliseconds": 3_600_000, "usd_micro_per_gpu_hour": 50, "gpu_type": "H100"},
             }
         )
-        assert spend.charge(run, [project], audit(), charge_id="c1", amount=50, basis=basis, reason="bill") == (
+        assert spend.charge(
+            run, [project], audit(), charge_id="c1", amount=50, basis=cost_basis(basis), reason="bill"
+        ) == (
             None,
             20,
         )
@@ -432,22 +440,22 @@ class TestCharge:
 
     def test_charge_retry_is_a_no_op_answering_the_same_overrun(self) -> None:
         account = opened("run", 10)
-        assert spend.charge(account, [], audit(), charge_id="c1", amount=15, basis={}, reason="") == (None, 5)
+        assert spend.charge(account, [], audit(), charge_id="c1", amount=15, basis=CostBasis(), reason="") == (None, 5)
         account.collect_events()
-        assert spend.charge(account, [], audit(), charge_id="c1", amount=15, basis={}, reason="") == (
+        assert spend.charge(account, [], audit(), charge_id="c1", amount=15, basis=CostBasis(), reason="") == (
             account.version,
             5,
         )
         nothing_recorded(account)
         with pytest.raises(Conflict):
-            spend.charge(account, [], audit(), charge_id="c1", amount=16, basis={}, reason="")
+            spend.charge(account, [], audit(), charge_id="c1", amount=16, basis=CostBasis(), reason="")
 
     def test_a_charge_id_cannot_reuse_a_reservation_id(self) -> None:
         account = opened("run", 100)
         reserve(account, [], "r1", 10)
         account.collect_events()
         with pytest.raises(Conflict):
-            spend.charge(account, [], audit(), charge_id="r1", amount=10, basis={}, reason="")
+            spend.charge(account, [], audit(), charge_id="r1", amount=10, basis=CostBasis(), reason="")
         nothing_recorded(account)
 
 

@@ -182,7 +182,7 @@ def test_names_made_before_the_identifier_rules_stay_reachable(ledger: Ledger) -
     ledger.commit(account="team a", reservation_id="r1", actual_usd_micro=300)
     assert ledger.account("team a", min_position=held.position + 1).committed_usd_micro == 300
     run = ledger.open_run(run_key="run-under-team-a", parent_account="team a")
-    assert ledger.account_now(run.run_id)["parent"] == "team a"
+    assert ledger.account_now(run.run_id).parent == "team a"
     registered = ledger.register(family="my model", artifact_uri="s3://m/1", digest=DIGEST_A)
     assert ledger.family("my model", min_position=registered.position).versions[0].version == 1
     with pytest.raises(Invalid):
