@@ -370,6 +370,6 @@ def test_an_interrupted_leader_answers_its_group_and_hands_the_lead_on(ledger: L
         assert not thread.is_alive()
     assert isinstance(outcomes["a"], KeyboardInterrupt)
     assert isinstance(outcomes["b"], KeyboardInterrupt)
-    assert ledger.account_now("b")["pending"] == 0
-    assert ledger.account_now("c")["pending"] == 20
+    assert ledger.account_now("b").pending_usd_micro == 0
+    assert ledger.account_now("c").pending_usd_micro == 20
     assert not writes._leading and writes.queued == 0
