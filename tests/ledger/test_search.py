@@ -143,11 +143,23 @@ def test_search_answers_what_a_brute_force_evaluator_does(ledger: Ledger, clock:
     order_fields = st.sampled_from(["", *DOCUMENT_FIELDS, *METRIC_FIELDS, *sorted(RUN_FIELDS)])
 
     @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-    @given(query=st.one_of(st.none(), queries), order=order_fields, descending=st.booleans())
-    def agrees(query: tuple[Any, ...] | None, order: str, descending: bool) -> None:
+    @given(
+        query=st.one_of(st.none(), queries),
+        order=order_fields,
+        descending=st.booleans(),
+        limit=st.integers(1, 6),
+        offset=st.integers(0, 18),
+    )
+    def agrees(query: tuple[Any, ...] | None, order: str, descending: bool, limit: int, offset: int) -> None:
         where = "" if query is None else render(query)
         found = ids(ledger, position, where=where, order_by=order, descending=descending)
-        assert found == expected(runs, query, order, descending, now), (where, order, descending)
+        whole = expected(runs, query, order, descending, now)
+        assert found == whole, (where, order, descending)
+        # A page from any offset, which may begin or end within any part of the order (the runs
+        # with a number, with a string, lacking the field).
+        page = ledger.search_runs(where=where, order_by=order, descending=descending, limit=limit, offset=offset)
+        assert [run.run_id for run in page.runs] == whole[offset : offset + limit], (where, order, limit, offset)
+        assert page.next_offset == (offset + limit if len(whole) > offset + limit else None)
 
     agrees()
 
