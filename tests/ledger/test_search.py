@@ -43,7 +43,7 @@ METRIC_FIELDS = [f"metrics.{name}.{stat}" for name in ("loss", "acc", "none") fo
 METRIC_VALUES = [0.5, 1.0, 1.5, 2.0, 2.5, 1.2]
 TIMES = ["2025-01-01T01:00:00+00:00", "2025-01-01T03:00:00+00:00", "2025-01-01T05:30:00+00:00"]
 RUN_FIELDS: dict[str, tuple[str, list[Any]]] = {
-    "status": ("string", ["running", "done", "failed", "stopped"]),
+    "status": ("string", ["running", "done", "failed", "stopped", "lost"]),
     "name": ("string", ["sft-a-1", "dpo-2", "x"]),
     "account": ("string", ["team-a", "team-b"]),
     "attempts": ("number", [0, 1, 2]),
@@ -292,3 +292,23 @@ def test_tags_are_searched_by_key_quoted_when_odd_and_forgotten_when_removed(led
     assert sorted(ids(ledger, position, where="tags.team = 'audio'")) == sorted([tagged, other])
     ledger.projector.rebuild()
     assert sorted(ids(ledger, position, where="tags.team = 'audio'")) == sorted([tagged, other])
+
+
+def test_every_status_a_run_can_have_is_searched_lost_too(ledger: Ledger, clock: FakeClock) -> None:
+    """A run whose attempt's lease lapsed reads `lost` (ListRuns says so): the search finds it by
+    that status, as by each other, and refuses only a status no run can have."""
+    lost = ledger.open_run(run_key="lost").run_id
+    ledger.start_attempt(run_id=lost, lease_s=60)
+    running = ledger.open_run(run_key="running").run_id
+    ledger.start_attempt(run_id=running, lease_s=600)
+    clock.advance(seconds=61)
+    assert ledger.sweep_leases() == 1
+    position = ledger.head()
+    assert [run.status for run in ledger.list_runs(limit=10, min_position=position).runs] == ["running", "lost"]
+    assert ids(ledger, position, where="status = 'lost'") == [lost]
+    assert ids(ledger, position, where="status in ('lost', 'running')") == [running, lost]
+    assert ids(ledger, position, where="status != 'lost'") == [running]
+    with pytest.raises(Invalid) as raised:
+        ledger.search_runs(where="status = 'missing'", min_position=position)
+    assert raised.value.reason == Reason.INVALID_QUERY
+    assert "lost" in raised.value.metadata["expected"]
