@@ -23,7 +23,7 @@ from typing import Any
 from ledger.views.search.fields import STATUSES, Field, resolve
 from ledger.views.search.grammar import And, Comparison, Literal, Node, Not, Or, OrderBy, invalid_query
 
-__all__ = ["LIKE_WILDCARDS_MAX", "RUNS", "Part", "Sql", "compile_order", "compile_where", "like_pattern"]
+__all__ = ["LIKE_WILDCARDS_MAX", "Part", "Sql", "compile_order", "compile_where", "like_pattern"]
 
 #: The `%` a like pattern may hold: each one multiplies the work of a match.
 LIKE_WILDCARDS_MAX = 8

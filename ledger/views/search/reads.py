@@ -54,6 +54,7 @@ def compile_search(
     compares and orders, and `like` folds case, alike on each backend."""
     condition = compile_where(parse_query(where), now, collate) if where.strip() else None
     parts = compile_order(parse_order(order_by) if order_by.strip() else None, descending, now, collate)
+    # Retracted runs are left out by NOT_RETRACTED below, not by list_runs' join of the plans.
     prefix, filtered, params = run_filters(after=None, include_retracted=True, **filters)
     # The accounts' CTE (a prefix) takes the first parameter when an account is given.
     cte_params, filter_params = (params[:1], params[1:]) if filters.get("account") else ([], params)
