@@ -199,7 +199,10 @@ class Target:
 
     def close(self) -> None:
         self.client.close()
-        asyncio.run_coroutine_threadsafe(self.server.stop(1.0), self.loop).result(30)
+        try:
+            asyncio.run_coroutine_threadsafe(self.server.stop(1.0), self.loop).result(30)
+        except TimeoutError:
+            print(f"the {self.name} server did not stop within 30 s", file=sys.stderr)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
 
