@@ -61,6 +61,14 @@ LEDGER_CORE = (
 )
 LEDGER_CORE_AIMS = (Goal("reserve_commit_per_s_32_writers", 10_000, True),)
 
+# bench/search.py: a page of a run search at 10,000 runs, over gRPC on loopback (the figure judged
+# on SQLite, beside the no-op call over the same channel), on PostgreSQL, and in-process.
+SEARCH = (
+    Goal("search_p99_ms_10k_runs", 50, False, "the no-op (Health.Check) p99 over the same channel: noop_p99_ms"),
+    Goal("search_p99_ms_10k_runs_postgres", 50, False, "noop_p99_ms_postgres"),
+    Goal("search_p99_ms_10k_runs_in_process", 50, False),
+)
+
 # bench/reconcile.py and bench/trainer_overhead.py.
 RECONCILE = (Goal("billed_lines_per_s", 50_000, True), Goal("reconcile_s", 5, False))
 TRAINER = (

@@ -43,7 +43,7 @@ METRIC_FIELDS = [f"metrics.{name}.{stat}" for name in ("loss", "acc", "none") fo
 METRIC_VALUES = [0.5, 1.0, 1.5, 2.0, 2.5, 1.2]
 TIMES = ["2025-01-01T01:00:00+00:00", "2025-01-01T03:00:00+00:00", "2025-01-01T05:30:00+00:00"]
 RUN_FIELDS: dict[str, tuple[str, list[Any]]] = {
-    "status": ("string", ["running", "done", "failed", "stopped"]),
+    "status": ("string", ["running", "done", "failed", "stopped", "lost"]),
     "name": ("string", ["sft-a-1", "dpo-2", "x"]),
     "account": ("string", ["team-a", "team-b"]),
     "attempts": ("number", [0, 1, 2]),
@@ -143,11 +143,23 @@ def test_search_answers_what_a_brute_force_evaluator_does(ledger: Ledger, clock:
     order_fields = st.sampled_from(["", *DOCUMENT_FIELDS, *METRIC_FIELDS, *sorted(RUN_FIELDS)])
 
     @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-    @given(query=st.one_of(st.none(), queries), order=order_fields, descending=st.booleans())
-    def agrees(query: tuple[Any, ...] | None, order: str, descending: bool) -> None:
+    @given(
+        query=st.one_of(st.none(), queries),
+        order=order_fields,
+        descending=st.booleans(),
+        limit=st.integers(1, 6),
+        offset=st.integers(0, 18),
+    )
+    def agrees(query: tuple[Any, ...] | None, order: str, descending: bool, limit: int, offset: int) -> None:
         where = "" if query is None else render(query)
         found = ids(ledger, position, where=where, order_by=order, descending=descending)
-        assert found == expected(runs, query, order, descending, now), (where, order, descending)
+        whole = expected(runs, query, order, descending, now)
+        assert found == whole, (where, order, descending)
+        # A page from any offset, which may begin or end within any part of the order (the runs
+        # with a number, with a string, lacking the field).
+        page = ledger.search_runs(where=where, order_by=order, descending=descending, limit=limit, offset=offset)
+        assert [run.run_id for run in page.runs] == whole[offset : offset + limit], (where, order, limit, offset)
+        assert page.next_offset == (offset + limit if len(whole) > offset + limit else None)
 
     agrees()
 
@@ -280,3 +292,23 @@ def test_tags_are_searched_by_key_quoted_when_odd_and_forgotten_when_removed(led
     assert sorted(ids(ledger, position, where="tags.team = 'audio'")) == sorted([tagged, other])
     ledger.projector.rebuild()
     assert sorted(ids(ledger, position, where="tags.team = 'audio'")) == sorted([tagged, other])
+
+
+def test_every_status_a_run_can_have_is_searched_lost_too(ledger: Ledger, clock: FakeClock) -> None:
+    """A run whose attempt's lease lapsed reads `lost` (ListRuns says so): the search finds it by
+    that status, as by each other, and refuses only a status no run can have."""
+    lost = ledger.open_run(run_key="lost").run_id
+    ledger.start_attempt(run_id=lost, lease_s=60)
+    running = ledger.open_run(run_key="running").run_id
+    ledger.start_attempt(run_id=running, lease_s=600)
+    clock.advance(seconds=61)
+    assert ledger.sweep_leases() == 1
+    position = ledger.head()
+    assert [run.status for run in ledger.list_runs(limit=10, min_position=position).runs] == ["running", "lost"]
+    assert ids(ledger, position, where="status = 'lost'") == [lost]
+    assert ids(ledger, position, where="status in ('lost', 'running')") == [running, lost]
+    assert ids(ledger, position, where="status != 'lost'") == [running]
+    with pytest.raises(Invalid) as raised:
+        ledger.search_runs(where="status = 'missing'", min_position=position)
+    assert raised.value.reason == Reason.INVALID_QUERY
+    assert "lost" in raised.value.metadata["expected"]

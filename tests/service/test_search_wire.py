@@ -93,3 +93,71 @@ def test_tokens_of_a_search_and_of_a_listing_are_not_interchangeable(stubs: Stub
     assert search_token and listing_token
     assert refusal(stubs, page_size=1, page_token=search_token)[1] == "INVALID_PAGE_TOKEN"
     assert refusal(stubs, order_by="name", page_size=1, page_token=listing_token)[1] == "INVALID_PAGE_TOKEN"
+
+
+def test_bad_queries_each_get_a_clear_refusal_with_the_position_of_the_fault(stubs: Stubs) -> None:
+    """Each bad input a client may send: refused as INVALID_ARGUMENT with its reason and position
+    before anything is read, never a crash or a slow scan."""
+    too_large = "QUERY_TOO_LARGE"
+    cases: list[tuple[dict[str, str], str, str, str]] = [
+        # 10,000 comparisons: past the bytes long before the count of comparisons.
+        ({"where": " or ".join(["attempts = 1"] * 10_000)}, too_large, "bytes", "4097"),
+        # The 65th comparison: refused at the `or` that joins it.
+        ({"where": " or ".join(["attempts = 1"] * 65)}, too_large, "clauses", str(64 * 16 - 2)),
+        # Parentheses nested 10,000 deep, and just past the bound within the bytes.
+        ({"where": "(" * 10_000 + "attempts = 1" + ")" * 10_000}, too_large, "bytes", "4097"),
+        ({"where": "(" * 17 + "attempts = 1" + ")" * 17}, too_large, "depth", "17"),
+        # A 1 MB string, in the query and in the order.
+        ({"where": "name = '" + "x" * 1_000_000 + "'"}, too_large, "bytes", "4097"),
+        ({"order_by": "spec." + "k" * 1_000_000}, too_large, "bytes", "4097"),
+        ({"where": "name = '" + "x" * 300 + "'"}, too_large, "literal_length", "8"),
+        # A like pattern of more wildcards than a match may multiply.
+        ({"where": "name like '" + "%a" * 9 + "b'"}, "INVALID_QUERY", "", "11"),
+        # Unknown fields, and field names that are not ASCII.
+        ({"where": "colour = 'red'"}, "INVALID_QUERY", "", "1"),
+        ({"where": "spec.lr > 1 and metrics.loss.median < 1"}, "INVALID_QUERY", "", "30"),
+        ({"where": "spec.t\u00e9 = 1"}, "INVALID_QUERY", "", "7"),
+        ({"where": "name = 'a' and \u540d\u524d = 'b'"}, "INVALID_QUERY", "", "16"),
+        ({"order_by": "spec.\u00e9"}, "INVALID_QUERY", "", "6"),
+    ]
+    for fields, reason, limit, position in cases:
+        code, got, metadata = refusal(stubs, **fields)
+        shown = {name: value[:40] for name, value in fields.items()}
+        assert (code, got, metadata["position"]) == ("INVALID_ARGUMENT", reason, position), shown
+        assert metadata.get("limit", "") == limit, shown
+
+
+def test_a_like_pattern_is_no_regular_expression_and_answers(stubs: Stubs) -> None:
+    """What a regular expression would make a bomb of is plain text to `like`: matched as
+    written, and a pattern of the most wildcards allowed answers too."""
+    sweep = f"s{uuid.uuid4().hex[:8]}"
+    odd, _ = opened(stubs, "(a+)+$", 0.1, {"sweep": sweep})
+    _, position = opened(stubs, "a" * 64, 0.1, {"sweep": sweep})
+    where = f"tags.sweep = '{sweep}' and "
+    assert listed(stubs, where=where + "name like '(a+)+$'", min_position=position) == ([odd], "")
+    assert listed(stubs, where=where + "name like '" + "%a" * 8 + "b'")[0] == []
+    assert listed(stubs, where=where + "name like '%(a+)%'")[0] == [odd]
+
+
+def test_ordering_by_a_key_half_the_runs_lack_puts_them_last_either_way(stubs: Stubs) -> None:
+    sweep = f"s{uuid.uuid4().hex[:8]}"
+    with_key, lacking = [], []
+    for index in range(6):
+        spec = struct_pb2.Struct()
+        spec.update({"depth": index} if index % 2 else {})
+        run_id = open_run(stubs, name=f"h{index}", spec=spec).state.run.run_id
+        tags = runs_pb2.SetTagsRequest(run_id=run_id, set={"sweep": sweep})
+        position = int(stubs.runs.SetTags(tags, timeout=30).position)
+        (with_key if index % 2 else lacking).append(run_id)
+    where, newest_first = f"tags.sweep = '{sweep}'", lacking[::-1]
+    found, _ = listed(stubs, where=where, order_by="spec.depth", min_position=position)
+    assert found == with_key + newest_first
+    found, _ = listed(stubs, where=where, order_by="spec.depth desc")
+    assert found == with_key[::-1] + newest_first
+    pages, token = [], ""
+    while True:
+        page, token = listed(stubs, where=where, order_by="spec.depth desc", page_size=4, page_token=token)
+        pages.append(page)
+        if not token:
+            break
+    assert pages == [with_key[::-1] + newest_first[:1], newest_first[1:]]

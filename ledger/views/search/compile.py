@@ -1,5 +1,6 @@
 """A parsed run search (ledger.views.search.grammar) as SQL over the views: a WHERE clause over
-view_runs r, view_accounts a and view_run_plans p, and an ORDER BY, each with its parameters.
+view_runs r and view_accounts a, and the parts of its order (compile_order), each with its
+parameters.
 Values only ever travel as parameters; field names and keys too (a key is a parameter of its
 subquery), so the SQL text holds nothing the query's author wrote.
 
@@ -22,13 +23,17 @@ from typing import Any
 from ledger.views.search.fields import STATUSES, Field, resolve
 from ledger.views.search.grammar import And, Comparison, Literal, Node, Not, Or, OrderBy, invalid_query
 
-__all__ = ["LIKE_WILDCARDS_MAX", "Sql", "compile_order", "compile_where", "like_pattern"]
+__all__ = ["LIKE_WILDCARDS_MAX", "Part", "Sql", "compile_order", "compile_where", "like_pattern"]
 
 #: The `%` a like pattern may hold: each one multiplies the work of a match.
 LIKE_WILDCARDS_MAX = 8
 USD_MICRO = Decimal(1_000_000)
 
 _OPERATORS = {"=": "=", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+# A run's id as a subquery's rows are tested against it: an expression, not the column, so the
+# database walks the runs in the order asked (an index) and tests each, rather than fetching every
+# run the subquery holds to sort them all (SQLite would use the column's index to do that).
+_RUN = "r.run_id || ''"
 _FIELDS = "SELECT run_id FROM view_run_fields WHERE key = ?"
 _METRICS = "SELECT run_id FROM view_run_metrics WHERE metric = ?"
 _LIKE = "LOWER({0}) LIKE LOWER(CAST(? AS TEXT){1}) ESCAPE '\\'"
@@ -171,7 +176,7 @@ def _stored_comparison(field: Field, comparison: Comparison, collate: str) -> Sq
     rows, key = (_METRICS, field.key) if field.source == "metric" else (_FIELDS, field.key)
     operator, values = comparison.operator, comparison.values
     if operator in ("is null", "is not null"):
-        return Sql(f"r.run_id {'NOT IN' if operator == 'is null' else 'IN'} ({rows})", (key,))
+        return Sql(f"{_RUN} {'NOT IN' if operator == 'is null' else 'IN'} ({rows})", (key,))
     if operator in ("like", "not like"):
         if field.source == "metric":
             raise invalid_query(
@@ -179,7 +184,7 @@ def _stored_comparison(field: Field, comparison: Comparison, collate: str) -> Sq
             )
         test = _LIKE.format(_text("text", collate), collate)
         test = test if operator == "like" else f"text IS NOT NULL AND NOT {test}"
-        return Sql(f"r.run_id IN ({rows} AND {test})", (key, like_pattern(field, values[0])))
+        return Sql(f"{_RUN} IN ({rows} AND {test})", (key, like_pattern(field, values[0])))
     typed = [_column_value(field, literal) for literal in values]
     column = typed[0][0]
     for (other, _), literal in zip(typed, values, strict=True):
@@ -191,7 +196,7 @@ def _stored_comparison(field: Field, comparison: Comparison, collate: str) -> Sq
         test = f"{column} {operator.upper()} ({', '.join('?' * len(params))})"
     else:
         test = f"{column} {_OPERATORS[operator]} ?"
-    return Sql(f"r.run_id IN ({rows} AND {test})", (key, *params))
+    return Sql(f"{_RUN} IN ({rows} AND {test})", (key, *params))
 
 
 def compile_where(node: Node, now: float, collate: str = "") -> Sql:
@@ -212,28 +217,64 @@ def compile_where(node: Node, now: float, collate: str = "") -> Sql:
     return Sql(joiner.join(f"({part.text})" for part in parts), tuple(p for part in parts for p in part.params))
 
 
-def compile_order(order: OrderBy | None, descending: bool, now: float, collate: str = "") -> tuple[Sql, Sql]:
-    """The LEFT JOIN (empty for a run field) and the ORDER BY terms that order a search; runs
-    lacking the field come last either way, ties newest first."""
-    ties = "r.opened_at DESC, r.run_id DESC"
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One part of a search's order (every run it holds comes before the next part's): the
+    tables it walks (view_runs r and view_accounts a, after the table whose index orders it),
+    what it adds to the WHERE clause, and its ORDER BY terms."""
+
+    source: str
+    condition: Sql | None
+    terms: Sql
+
+
+RUNS = "view_runs r LEFT JOIN view_accounts a ON a.account = r.run_id"
+TIES = "r.opened_at DESC, r.run_id DESC"
+
+
+def _walked(table: str, condition: str, params: tuple[Any, ...], terms: str) -> Part:
+    """A part walked along an index of `table` (aliased o) in its order, each row's run joined:
+    a page stops after its runs instead of sorting every match."""
+    return Part(f"{table} o CROSS JOIN {RUNS}", Sql(f"{condition} AND r.run_id = o.run_id", params), Sql(terms, ()))
+
+
+def _lacking(table: str, condition: str, key: str) -> Part:
+    """The runs without a row of `table` where `condition` holds (on its alias f): last, newest first."""
+    test = f"NOT EXISTS (SELECT 1 FROM {table} f WHERE f.run_id = r.run_id AND {condition})"
+    return Part(RUNS, Sql(test, (key,)), Sql(TIES, ()))
+
+
+def compile_order(order: OrderBy | None, descending: bool, now: float, collate: str = "") -> tuple[Part, ...]:
+    """The parts a search is ordered in: runs lacking the field come last either way, and for
+    spec, summary and tag keys numbers before strings; ties newest first. A part ordered by a
+    document key or a metric walks its (key, value) index, so a page costs the runs it reads."""
     if order is None:
-        return Sql("", ()), Sql(ties, ())
+        return (Part(RUNS, None, Sql(TIES, ())),)
     field = resolve(order.field, order.position)
     direction = "DESC" if descending or order.descending else "ASC"
     if field.source == "run":
         expression = field.run.sql
         head = (now,) if "?" in expression else ()
         ordered = _text(expression, collate) if field.run.takes == "string" else expression
-        terms = f"CASE WHEN {expression} IS NULL THEN 1 ELSE 0 END, {ordered} {direction}, {ties}"
-        return Sql("", ()), Sql(terms, (*head, *head))
+        if not field.run.nullable:
+            return (Part(RUNS, None, Sql(f"{ordered} {direction}, {TIES}", head)),)
+        terms = f"CASE WHEN {expression} IS NULL THEN 1 ELSE 0 END, {ordered} {direction}, {TIES}"
+        return (Part(RUNS, None, Sql(terms, (*head, *head))),)
     if field.source == "metric":
-        value = f"o.{field.stat}_value"
-        join = " LEFT JOIN view_run_metrics o ON o.run_id = r.run_id AND o.metric = ?"
-        terms = f"CASE WHEN {value} IS NULL THEN 1 ELSE 0 END, {value} {direction}, {ties}"
-        return Sql(join, (field.key,)), Sql(terms, ())
-    join = " LEFT JOIN view_run_fields o ON o.run_id = r.run_id AND o.key = ?"
-    terms = (
-        "CASE WHEN o.num IS NOT NULL THEN 0 WHEN o.text IS NOT NULL THEN 1 ELSE 2 END,"
-        f" o.num {direction}, {_text('o.text', collate)} {direction}, {ties}"
+        value = f"{field.stat}_value"
+        terms = f"o.{value} {direction}, {TIES}"
+        return (
+            _walked("view_run_metrics", f"o.metric = ? AND o.{value} IS NOT NULL", (field.key,), terms),
+            _lacking("view_run_metrics", f"f.metric = ? AND f.{value} IS NOT NULL", field.key),
+        )
+    text = _text("o.text", collate)
+    return (
+        _walked("view_run_fields", "o.key = ? AND o.num IS NOT NULL", (field.key,), f"o.num {direction}, {TIES}"),
+        _walked(
+            "view_run_fields",
+            "o.key = ? AND o.num IS NULL AND o.text IS NOT NULL",
+            (field.key,),
+            f"{text} {direction}, {TIES}",
+        ),
+        _lacking("view_run_fields", "f.key = ? AND (f.num IS NOT NULL OR f.text IS NOT NULL)", field.key),
     )
-    return Sql(join, (field.key,)), Sql(terms, ())

@@ -1,8 +1,9 @@
 """A run search: the runs a query (ledger.views.search.grammar) selects, in the order asked, as the
 same RunSummary rows ListRuns answers, a page at a time.
 
-A page continues from an offset: a search may order by any field, so no single index orders every
-search, and an offset costs the rows it skips (bounded by SEARCH_OFFSET_MAX).
+A search ordered by a document key or a metric walks that key's index in order (and then the runs
+lacking it), so a page reads the runs up to its end rather than sorting every match. A page
+continues from an offset: an offset costs the rows it skips (bounded by SEARCH_OFFSET_MAX).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ledger.views.runs.reads import RUN_SUMMARY_SELECT, run_filters, to_run_summ
 from ledger.views.search.compile import Sql, compile_order, compile_where
 from ledger.views.search.grammar import parse_order, parse_query
 
-__all__ = ["SEARCH_OFFSET_MAX", "SEARCH_SELECT", "SearchPage", "compile_search", "search_runs"]
+__all__ = ["SEARCH_OFFSET_MAX", "SearchPage", "compile_search", "search_runs"]
 
 SEARCH_OFFSET_MAX = 100_000
 
@@ -30,11 +31,9 @@ class SearchPage(msgspec.Struct, frozen=True, kw_only=True):
     next_offset: int | None
 
 
-# The runs a search selects and orders, by id: narrow rows, so sorting many matches stays cheap.
-SEARCH_SELECT = (
-    "SELECT r.run_id FROM view_runs r LEFT JOIN view_accounts a ON a.account = r.run_id"
-    " LEFT JOIN view_run_plans p ON p.run_id = r.run_id"
-)
+# A run not retracted: one lookup of its plan by the run's id (a join would read the plan of
+# every match before a page is cut).
+NOT_RETRACTED = "NOT EXISTS (SELECT 1 FROM view_run_plans p WHERE p.run_id = r.run_id AND p.retracted_at IS NOT NULL)"
 
 
 def compile_search(
@@ -46,24 +45,32 @@ def compile_search(
     now: float,
     collate: str = "",
     **filters: str,
-) -> Sql:
-    """The SELECT of the ids a search finds, in order, up to its LIMIT and OFFSET; INVALID_QUERY
-    or QUERY_TOO_LARGE, before any SQL runs, when `where` or `order_by` is refused. `filters` are
-    ListRuns' (status, name_contains, run_id_prefix, account: RunViewReads.list_runs), each ANDed in.
-    `collate` is the database's clause for byte order (Storage.byte_order), so text compares and
-    orders, and `like` folds case, alike on each backend."""
+) -> tuple[Sql, ...]:
+    """The SELECTs of the ids a search finds, one per part of its order (compile_order): each
+    ordered, to be cut by a LIMIT, and every run of one before every run of the next;
+    INVALID_QUERY or QUERY_TOO_LARGE, before any SQL runs, when `where` or `order_by` is refused.
+    `filters` are ListRuns' (status, name_contains, run_id_prefix, account: RunViewReads.list_runs),
+    each ANDed in. `collate` is the database's clause for byte order (Storage.byte_order), so text
+    compares and orders, and `like` folds case, alike on each backend."""
     condition = compile_where(parse_query(where), now, collate) if where.strip() else None
-    join, terms = compile_order(parse_order(order_by) if order_by.strip() else None, descending, now, collate)
-    prefix, filtered, params = run_filters(after=None, include_retracted=include_retracted, **filters)
+    parts = compile_order(parse_order(order_by) if order_by.strip() else None, descending, now, collate)
+    # Retracted runs are left out by NOT_RETRACTED below, not by list_runs' join of the plans.
+    prefix, filtered, params = run_filters(after=None, include_retracted=True, **filters)
     # The accounts' CTE (a prefix) takes the first parameter when an account is given.
     cte_params, filter_params = (params[:1], params[1:]) if filters.get("account") else ([], params)
     conditions = ([] if condition is None else [f"({condition.text})"]) + filtered
-    text = prefix + SEARCH_SELECT + join.text
-    if conditions:
-        text += " WHERE " + " AND ".join(conditions)
-    text += " ORDER BY " + terms.text
+    conditions += [] if include_retracted else [NOT_RETRACTED]
     where_params = () if condition is None else condition.params
-    return Sql(text, (*cte_params, *join.params, *where_params, *filter_params, *terms.params))
+    selects = []
+    for part in parts:
+        head = [] if part.condition is None else [part.condition.text]
+        head_params = () if part.condition is None else part.condition.params
+        text = f"{prefix}SELECT r.run_id FROM {part.source}"
+        if head or conditions:
+            text += " WHERE " + " AND ".join(head + conditions)
+        text += " ORDER BY " + part.terms.text
+        selects.append(Sql(text, (*cte_params, *head_params, *where_params, *filter_params, *part.terms.params)))
+    return tuple(selects)
 
 
 def search_runs(
@@ -92,8 +99,14 @@ def search_runs(
         collate=collate,
         **filters,
     )
-    # One more than the page, to know whether another follows.
-    found = [run_id for (run_id,) in rows(search.text + " LIMIT ? OFFSET ?", (*search.params, limit + 1, offset))]
+    # The parts in turn, each cut where the page ends (one run more, to know whether another
+    # follows): a page costs the runs up to its end, never every match sorted.
+    wanted, found = offset + limit + 1, list[str]()
+    for select in search:
+        if len(found) >= wanted:
+            break
+        found += [run_id for (run_id,) in rows(select.text + " LIMIT ?", (*select.params, wanted - len(found)))]
+    found = found[offset:]
     page = found[:limit]
     summaries = {}
     if page:
