@@ -149,6 +149,7 @@ class Ledger(Kernel):
     family = Delegated("reader", Reads.family)
     families = Delegated("reader", Reads.families)
     run_state = Delegated("run_reads", RunReads.run_state)
+    children_opened = Delegated("run_reads", RunReads.children_opened)
     metric_stats = Delegated("run_reads", RunReads.metric_stats)
     chart = Delegated("run_reads", RunReads.chart)
     checkpoints = Delegated("run_reads", RunReads.checkpoints)

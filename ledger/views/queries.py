@@ -62,6 +62,7 @@ class ViewReader:
         self.run_state = runs.run_state
         self.list_runs = runs.list_runs
         self.checkpoints = runs.checkpoints
+        self.children_opened = runs.lineage.opened_since
         self.lapsed_leases = LeaseReads(query).lapsed_leases
         spend = SpendReads(query, bills)
         self.account = spend.account

@@ -332,15 +332,25 @@ def retract_text(run_id: str, name: str, position: int, duplicate: bool) -> str:
 
 
 def _source_text(source: Any) -> str | None:
-    """The run and checkpoint step a run started from: "NAME (RUN_ID) at step N"."""
+    """The run and checkpoint step a run started from: "NAME (RUN_ID) at step N", and
+    "(retracted)" after when that run was retracted."""
     if source is None:
         return None
-    return f"{printable(source.name or '?')} ({source.run_id}) at step {source.step}"
+    marked = " (retracted)" if getattr(source, "retracted", False) else ""
+    return f"{printable(source.name or '?')} ({source.run_id}) at step {source.step}{marked}"
 
 
 def _children_table(children: Sequence[Any]) -> str:
-    """The runs started from a run's checkpoints, newest first: run, name, source step, opened."""
+    """The runs started from a run's checkpoints, newest first: run, name (marked when it was
+    retracted), source step, opened."""
     return table(
         ["RUN", "NAME", "FROM STEP", "OPENED"],
-        [(child.run_id, child.name or None, child.step, when(child.opened_at)) for child in children],
+        [
+            (child.run_id, _marked(child.name or "", child.retracted) or None, child.step, when(child.opened_at))
+            for child in children
+        ],
     )
+
+
+def _marked(name: str, retracted: bool) -> str:
+    return f"{name} (retracted)" if retracted else name

@@ -9,8 +9,10 @@ The expected values are written out here from the data each test records.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -129,6 +131,40 @@ def test_every_panel_of_an_open_run_page_follows_the_run_to_its_end(ledger: Ledg
     assert sorted(int(step) for step in saved) == [99, 199, 299]
     assert tab.locator('table.attempts tr[data-attempt="1"] td').nth(4).inner_text() == "yes"
     assert _text(tab, '[data-field="last_step"]') == "299"
+    assert watch.clear() == []
+
+
+def shot(tmp_path: Path, name: str) -> str:
+    """Where a test's screenshot goes: TRAINLEDGER_SHOTS (a folder) when set, else the test's own."""
+    return str(Path(os.environ.get("TRAINLEDGER_SHOTS") or tmp_path) / name)
+
+
+def test_the_children_panel_shows_a_run_started_from_the_open_run(
+    ledger: Ledger, page: tuple[Page, Watch], tmp_path: Path
+) -> None:
+    """A run opened from the open run's checkpoint appears in its Children panel without a
+    reload; retracted since, it is marked on the next page load."""
+    tab, watch = page
+    client = ledger.client
+    run_id = client.open_run(run_key="parent-live", name="sft-parent").state.run.run_id
+    client.start_attempt(run_id=run_id)
+    client.save_checkpoint(run_id=run_id, attempt=1, step=0, uri="s3://ckpt/parent/0", backend="s3")
+    tab.goto(f"{ledger.served.base}/runs/{run_id}", wait_until="load")
+    wait_ready(tab)
+    assert tab.locator('section[data-live="children"]').is_hidden()
+    child = client.open_run(
+        run_key="child-live", name="sft-child", source_checkpoint={"run_id": run_id, "step": 0}
+    ).state.run.run_id
+    tab.wait_for_function(
+        "() => document.querySelectorAll('section[data-live=\"children\"] tbody tr').length === 1",
+        timeout=LIVE_WAIT_MS,
+    )
+    assert tab.locator('section[data-live="children"]').is_visible()
+    assert tab.locator(f'section[data-live="children"] tr[data-run-id="{child}"] a').inner_text() == "sft-child"
+    client.retract_run(run_id=child, reason="bad data")
+    tab.reload(wait_until="load")
+    assert tab.locator(f'tr[data-run-id="{child}"] .tag.retracted').inner_text() == "retracted"
+    tab.locator('section[data-live="children"]').screenshot(path=shot(tmp_path, "run-children.png"))
     assert watch.clear() == []
 
 
