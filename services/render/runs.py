@@ -11,7 +11,7 @@ from typing import Any
 
 from services.render.checkpoints import checkpoints_table, figure
 from services.render.spend import PRESUMED_GLOSS, plan_hold_text, presumed_text, spend_text
-from services.render.tables import fields, printable, table, usd, when
+from services.render.tables import fields, metric_value, printable, table, usd, when
 from services.render.verdict import report_lines
 
 __all__ = [
@@ -295,7 +295,10 @@ def _spend_field(spend: Any) -> str:
 def _metrics_table(metrics: Sequence[Any]) -> str:
     return table(
         ["METRIC", "STEPS", "FIRST STEP", "LAST STEP", "LAST", "MIN", "MAX"],
-        [(m.name, m.count, m.first_step, m.last_step, m.last, m.min, m.max) for m in metrics],
+        [
+            (m.name, m.count, m.first_step, m.last_step, *(metric_value(m.name, v) for v in (m.last, m.min, m.max)))
+            for m in metrics
+        ],
     )
 
 

@@ -5,7 +5,8 @@ Tables fit the terminal once the CLI asks them to (`fit_to`: the width of COLUMN
 terminal; none when the output is a pipe or file and COLUMNS is unset, so scripts see whole
 values): the widest text columns are cut, each keeping a start of its values and ending in "…",
 until the table fits; numbers, amounts and times are never cut. `--wide` leaves every value whole.
-Times print in UTC with their zone, amounts in dollars (trainledger.bills.usd_text).
+Times print in UTC with their zone, amounts in dollars (trainledger.bills.usd_text), a metric
+named *_bytes in B/KB/MB/GB/TB (`metric_value`, as the dashboard's charts and tables).
 
 Every value a table or a field list shows is escaped where it is not printable (line breaks,
 terminal escapes, C1 controls, bidi overrides: `\\n`, `\\x1b`, `\\u202e`), with backslashes doubled,
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     import msgspec
 
 __all__ = [
+    "metric_value",
     "table",
     "fields",
     "usd",
@@ -93,6 +95,20 @@ def _escape(character: str) -> str:
         return _ESCAPES[character]
     code = ord(character)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+BYTE_UNITS = ("B", "KB", "MB", "GB", "TB", "PB")
+
+
+def metric_value(name: str, value: float) -> str:
+    """A metric's value as a table shows it: a metric named *_bytes in B/KB/MB/GB/TB (powers
+    of 1000, 4 significant digits: "49.81 MB"), any other to 6 significant digits."""
+    if not name.endswith("_bytes") or value != value or value in (float("inf"), float("-inf")):
+        return f"{value:.6g}"
+    scaled, unit = float(value), 0
+    while unit < len(BYTE_UNITS) - 1 and abs(float(f"{scaled:.4g}")) >= 1000:
+        scaled, unit = scaled / 1000, unit + 1
+    return f"{float(f'{scaled:.4g}'):g} {BYTE_UNITS[unit]}"
 
 
 def _cell(value: Any) -> str:

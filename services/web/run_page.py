@@ -13,7 +13,7 @@ from starlette.responses import Response
 
 from ledger.views import models
 from services.render import checkpoint_state, plan_hold_text, progress_text, report_verdict, scores_text, status_text
-from services.render.tables import usd
+from services.render.tables import metric_value, usd
 from services.runtime import paging as tokens
 from services.runtime.scopes import lineage_within
 from services.web import api, params
@@ -145,8 +145,8 @@ async def run(request: Request) -> Response:
     rid = e(run_id)
     metric_rows = "".join(
         f'<tr data-metric="{e(s.name)}"><td>{e(s.name)}</td><td>{e(s.count)}</td><td>{e(s.first_step)}</td>'
-        f"<td>{e(s.last_step)}</td><td>{e(f'{s.last:.6g}')}</td><td>{e(f'{s.min:.6g}')}</td>"
-        f"<td>{e(f'{s.max:.6g}')}</td></tr>"
+        f"<td>{e(s.last_step)}</td><td>{e(metric_value(s.name, s.last))}</td>"
+        f"<td>{e(metric_value(s.name, s.min))}</td><td>{e(metric_value(s.name, s.max))}</td></tr>"
         for s in stats
     )
     body = (
