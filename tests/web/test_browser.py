@@ -231,7 +231,7 @@ def test_the_spend_chart_shows_committed_spend_the_cap_and_the_pending_hold(
         18_500_000,
         28_500_000,
     ]
-    assert attributes(tab, "table.holds tbody tr", "data-state") == ["committed", "released", "pending"]
+    assert attributes(tab, "table.holds tbody tr", "data-state") == ["pending", "released", "committed"]
     totals = tab.locator(f"{spend} .totals").inner_text()
     assert "committed $18.50" in totals and "pending $10.00" in totals and "cap $50.00" in totals
     assert watch.clear() == []

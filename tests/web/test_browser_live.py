@@ -168,6 +168,41 @@ def test_the_children_panel_shows_a_run_started_from_the_open_run(
     assert watch.clear() == []
 
 
+def test_a_long_runs_holds_fold_the_older_and_a_new_hold_comes_first_live(
+    ledger: Ledger, page: tuple[Page, Watch], tmp_path: Path
+) -> None:
+    """30 settled holds: the table shows the newest 20 under a count line, the 10 older folded;
+    a hold reserved while the page is open appears first, without a reload."""
+    tab, watch = page
+    client = ledger.client
+    run_id = client.open_run(run_key="many-holds", name="sft-many-holds").state.run.run_id
+    client.start_attempt(run_id=run_id)
+    for step in range(30):
+        client.reserve(account=run_id, reservation_id=f"h{step}", amount_usd_micro=10_000, attempt=1)
+        client.commit(account=run_id, reservation_id=f"h{step}", actual_usd_micro=10_000)
+    tab.goto(f"{ledger.served.base}/runs/{run_id}", wait_until="load")
+    wait_ready(tab)
+    assert tab.locator("table.holds tbody tr").count() == 20
+    assert _text(tab, "p.holds-count") == "30 holds, 0 pending: the pending and the newest 20 shown"
+    folded = tab.locator("details.holds-more")
+    assert folded.locator("summary").inner_text() == "10 older holds"
+    assert not folded.locator("table.holds-older").is_visible()
+    folded.locator("summary").click()
+    assert folded.locator("table.holds-older tbody tr").count() == 10
+    client.reserve(account=run_id, reservation_id="live", amount_usd_micro=50_000, attempt=1)
+    tab.wait_for_function(
+        "() => document.querySelector('table.holds tbody tr')?.dataset.state === 'pending'", timeout=LIVE_WAIT_MS
+    )
+    assert _text(tab, "p.holds-count") == "31 holds, 1 pending: the pending and the newest 20 shown"
+    assert tab.locator("table.holds tbody tr").count() == 21
+    assert folded.locator("table.holds-older").is_visible()  # Still open, as the reader left it.
+    box = tab.locator("table.holds").bounding_box()
+    assert box is not None and box["height"] < 1_200  # 21 rows, not 31
+    tab.locator("h3:text('Holds')").scroll_into_view_if_needed()
+    tab.screenshot(path=shot(tmp_path, "run-holds.png"), full_page=False)
+    assert watch.clear() == []
+
+
 def test_progress_without_a_plan_reads_step_n_and_a_finished_run_reads_100_percent(
     ledger: Ledger, page: tuple[Page, Watch]
 ) -> None:

@@ -27,7 +27,7 @@ import {
   valueText,
 } from "./plot.js";
 
-export { drawSpend, holdRow, spendPoints } from "./spendchart.js";
+export { drawSpend, holdRow, holdsInto, spendPoints } from "./spendchart.js";
 
 const STEP_INCRS = [];
 for (let p = 1; p <= 1e12; p *= 10) STEP_INCRS.push(p, 2 * p, 5 * p);

@@ -447,13 +447,7 @@ class SpendChart {
       usd,
       usdShort,
     });
-    const holds = document.querySelector("table.holds");
-    if (holds) {
-      holds.tBodies[0].replaceChildren(...doc.reservations.map((r) => charts.holdRow(r, usd)));
-      holds.hidden = !doc.reservations.length;
-      const none = document.querySelector("p.holds-empty");
-      if (none) none.hidden = doc.reservations.length > 0;
-    }
+    charts.holdsInto(doc, usd);
     let caption = this.figure.querySelector(":scope > .totals");
     if (!caption) {
       caption = document.createElement("div");
