@@ -150,6 +150,7 @@ class Ledger(Kernel):
     families = Delegated("reader", Reads.families)
     run_state = Delegated("run_reads", RunReads.run_state)
     children_opened = Delegated("run_reads", RunReads.children_opened)
+    run_fields = Delegated("run_reads", RunReads.run_fields)
     metric_stats = Delegated("run_reads", RunReads.metric_stats)
     chart = Delegated("run_reads", RunReads.chart)
     checkpoints = Delegated("run_reads", RunReads.checkpoints)

@@ -203,6 +203,34 @@ def test_a_long_runs_holds_fold_the_older_and_a_new_hold_comes_first_live(
     assert watch.clear() == []
 
 
+def test_the_runs_page_tells_runs_of_one_name_apart_and_has_room_for_a_query(
+    ledger: Ledger, page: tuple[Page, Watch], tmp_path: Path
+) -> None:
+    """Runs of one name: a tags column and the spec keys that differ; the search box takes a
+    real query's width; a run opened while the page is open gets a row of as many cells."""
+    tab, watch = page
+    client = ledger.client
+    for lr, tags in ((0.001, {"team": "vision", "seed": "1"}), (0.003, {"team": "vision", "seed": "2"})):
+        run_id = client.open_run(run_key=f"cols-{lr}", name="sft-cols", spec={"lr": lr, "batch": 8}).state.run.run_id
+        client.set_tags(run_id=run_id, tags=tags)
+    tab.goto(f"{ledger.served.base}/?name=sft-cols", wait_until="load")
+    wait_ready(tab)
+    headers = tab.locator("table.runs thead th").all_inner_texts()
+    assert headers[-2:] == ["tags", "spec.lr"]
+    assert tab.locator('table.runs td[data-key="spec.lr"]').all_inner_texts() == ["0.003", "0.001"]
+    search = tab.locator('input[name="where"]').bounding_box()
+    assert search is not None and search["width"] >= 400
+    tab.screenshot(path=shot(tmp_path, "runs-columns.png"), full_page=False)
+    tab.goto(f"{ledger.served.base}/", wait_until="load")  # New runs are added to the unfiltered list.
+    wait_ready(tab)
+    headers = tab.locator("table.runs thead th").all_inner_texts()
+    client.open_run(run_key="cols-new", name="sft-cols", spec={"lr": 0.01})
+    tab.wait_for_selector("table.runs tr.new", timeout=LIVE_WAIT_MS)
+    assert tab.locator("table.runs tr.new td").count() == len(headers)
+    assert tab.locator('table.runs tr.new td[data-field="tags"]').inner_text() == "-"
+    assert watch.clear() == []
+
+
 def test_progress_without_a_plan_reads_step_n_and_a_finished_run_reads_100_percent(
     ledger: Ledger, page: tuple[Page, Watch]
 ) -> None:

@@ -22,6 +22,7 @@
 // projector). Each chart figure gets data-ready="1" once first drawn and data-last-step as live
 // steps arrive (the browser tests and bench/dashboard.py wait on these).
 
+import { runColumns } from "./runcolumns.js";
 import { ChartGroup } from "./chartgroup.js";
 
 // chart.js is imported dynamically so that the page's API requests start at once, while it loads.
@@ -672,6 +673,7 @@ function newRunRow(run) {
   opened.dateTime = run.opened_at;
   opened.textContent = run.opened_at ? `${run.opened_at.slice(0, 19).replace("T", " ")} UTC` : "-";
   cell("opened_at", opened);
+  runColumns(row, run, cell);
   row.classList.add("new");
   return row;
 }
