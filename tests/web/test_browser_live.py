@@ -336,3 +336,39 @@ def test_every_nav_link_shows_on_a_narrow_screen(ledger: Ledger) -> None:
         assert at == "events"
     finally:
         context.close()
+
+
+def test_the_run_compare_accounts_and_registry_pages_read_on_a_narrow_screen(ledger: Ledger, tmp_path: Path) -> None:
+    """At 420 px nothing makes the page scroll sideways (a wide table scrolls inside its own
+    box), and an empty table says "none yet" under its headers."""
+    client = ledger.client
+    run_id = client.open_run(
+        run_key="narrow", name="sft-narrow", max_steps=50, objective=("loss", "min"), cap_usd_micro=5_000_000
+    ).state.run.run_id
+    client.start_attempt(run_id=run_id)
+    steps = list(range(20))
+    client.append_steps(run_id=run_id, attempt=1, steps=steps, metrics={"loss": [1 / (1 + s) for s in steps]})
+    client.reserve(account=run_id, reservation_id="narrow-1", amount_usd_micro=1_000_000, attempt=1)
+    client.save_checkpoint(run_id=run_id, attempt=1, step=19, uri="s3://ckpt/narrow/19", backend="s3")
+    context = ledger.browser.new_context(viewport={"width": 420, "height": 800})
+    try:
+        tab = context.new_page()
+        watch = Watch().attach(tab)
+        for name, path in (
+            ("run", f"/runs/{run_id}"),
+            ("compare", f"/compare?run={run_id}&metric=loss"),
+            ("accounts", "/accounts"),
+            ("registry", "/registry"),
+        ):
+            tab.goto(f"{ledger.served.base}{path}", wait_until="load")
+            wait_ready(tab)
+            tab.screenshot(path=shot(tmp_path, f"narrow-{name}.png"), full_page=True)
+            width = tab.evaluate("() => document.documentElement.scrollWidth")
+            assert width <= 420, (name, width)
+            for body in tab.locator("main table tbody").all():
+                if body.is_visible() and body.locator("tr").count() == 0:
+                    raise AssertionError(f"{name}: an empty table with headers only")
+        tab.goto(f"{ledger.served.base}/registry", wait_until="load")
+        assert watch.clear() == []
+    finally:
+        context.close()
