@@ -235,6 +235,10 @@ class Follow:
             lines.append(f"spend {self.spend_line()}")
             if spend.presumed_usd_micro > was.presumed_usd_micro:
                 lines.append(f"  ({PRESUMED_GLOSS})")
+        if after.child_count > before.child_count and after.children:
+            child = after.children[0]  # The newest (WatchRun: Run.ChildOpened).
+            name = printable(child.name) or child.run_id[:8]
+            lines.append(f"run {name} ({child.run_id[:8]}) started from step {child.step:,}")
         if after.run.status != before.run.status and after.run.status in FINISHED:
             error = f": {printable(after.run.error)}" if after.run.error else ""
             lines.append(f"run {after.run.status}{error}")

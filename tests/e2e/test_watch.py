@@ -31,7 +31,16 @@ from pathlib import Path
 import pytest
 
 from clients import LedgerClient
-from clients.models import Attempt, MetricColumn, RunInfo, RunState, SpendTotals, StepBatch, WatchUpdate
+from clients.models import (
+    Attempt,
+    LineageRun,
+    MetricColumn,
+    RunInfo,
+    RunState,
+    SpendTotals,
+    StepBatch,
+    WatchUpdate,
+)
 from services.cli import main
 from services.cli.watch_model import Follow, total_steps
 from tests.e2e.test_serve_guards import environment, trainledger
@@ -383,6 +392,18 @@ def test_the_rate_and_the_time_left_come_from_the_recent_steps() -> None:
 
 
 PRESUMED_GLOSS = "  (presumed: charged by the ledger for holds nobody settled, pro rata or as reserved)"
+
+
+def test_a_run_started_from_the_watched_runs_checkpoint_is_one_line() -> None:
+    """WatchRun's Run.ChildOpened: the piped view names the new run and the step it started from."""
+    state = RunState(run=RunInfo(name="base", status="running"), current_attempt=1, last_step=40)
+    view = Follow("run", state)
+    child = LineageRun(run_id="3f2a1b9c-0000-5000-8000-000000000001", name="base-dpo", step=40)
+    opened = RunState(
+        run=RunInfo(name="base", status="running"), current_attempt=1, last_step=40, children=[child], child_count=1
+    )
+    update = WatchUpdate(position=77, event_type="Run.ChildOpened", state=opened)
+    assert view.apply(update) == ["run base-dpo (3f2a1b9c) started from step 40"]
 
 
 def test_a_lost_run_is_told_with_its_last_sign_of_life_and_so_is_its_return() -> None:
