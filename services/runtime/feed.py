@@ -12,9 +12,8 @@ messages) and the dashboard's server-sent events (services.web.live: SSE chunks)
   how a refusal reads, TOO_MANY_WATCHERS); a follower's backlog is bounded in items and bytes, and
   one that passes either is dropped (Follower.too_slow: WATCHER_TOO_SLOW with the position to
   resume from).
-- A run opened from the run's checkpoint changes the run's children: the projector wakes the
-  feed (lineage.touched), which reads it from the lineage view (a CHILD_OPENED entry); a scoped
-  follower is handed it only when the child lies under its scope.
+- A run opened from the run's checkpoint (CHILD_OPENED, read from the lineage view: lineage.touched
+  wakes the feed) changes its children; a scoped follower is handed it only within its scope.
 - Every feed ends when the server closes its edge (shutdown); the followers of each kind are
   counted for the metrics (Edge.followers).
 """
@@ -62,8 +61,7 @@ FEED_PAGE_BYTES = 1024 * 1024
 
 Entry = tuple[int, str, Any]  # (position, event type, what the encoder read of the event)
 
-#: The type of the entry for a run opened from one of the feed's run's checkpoints.
-CHILD_OPENED = "Run.ChildOpened"
+CHILD_OPENED = "Run.ChildOpened"  # The entry of a run opened from the feed's run's checkpoint.
 
 
 def read_events(edge: Edge, originator_ids: list[str], position: int) -> list[dict[str, Any]]:
@@ -213,6 +211,7 @@ class RunFeed(Generic[T, S]):
         opened, reached = ledger.children_opened(self.run_id, position, FEED_PAGE)
         events = self.encoder.read_page(self.edge, self.run_id, self.originator_ids, position)
         end = min(reached, events[-1][0]) if events else reached
+        end = min(end, opened[-1][0]) if len(opened) == FEED_PAGE else end  # Unlisted ones come next.
         page = [entry for entry in events if entry[0] <= end]
         visible: dict[int, frozenset[str]] = {}
         for at, child in opened:
