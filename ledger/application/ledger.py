@@ -146,6 +146,7 @@ class Ledger(Kernel):
     account_tree = Delegated("reader", Reads.account_tree)
     account = Delegated("reader", Reads.account)
     reservations = Delegated("reader", Reads.reservations)
+    latest_holds = Delegated("reader", Reads.latest_holds)
     family = Delegated("reader", Reads.family)
     families = Delegated("reader", Reads.families)
     run_state = Delegated("run_reads", RunReads.run_state)

@@ -67,6 +67,7 @@ class ViewReader:
         spend = SpendReads(query, bills)
         self.account = spend.account
         self.reservations = spend.reservations
+        self.latest_holds = spend.latest_holds
         self.holds_pending = spend.holds_pending
         self.accounts_with_overdue_holds = spend.accounts_with_overdue_holds
         self.account_tree = spend.account_tree

@@ -5,7 +5,8 @@ pending holds first, then the newest HOLDS_NEWEST others, newest first; the olde
 under a count (`details.holds-more`), and a line says how many there are (`p.holds-count`).
 /static/spendchart.js (holdsInto) rebuilds them from the spend document (/api/runs/{run}/spend)
 when the run's `spend` event arrives, in the same layout (`table.holds tr[data-state]`,
-`p.holds-empty`)."""
+`p.holds-empty`). A run with more holds than that document's page (HOLDS_SHOWN_MAX) has its
+pending and newest holds read newest first (`latest_table`), rendered again by the server."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from ledger.views import models
     from services.runtime.auth import Identity
 
-__all__ = ["HOLDS_NEWEST", "HOLDS_SHOWN_MAX", "holds_section", "holds_table"]
+__all__ = ["HOLDS_NEWEST", "HOLDS_SHOWN_MAX", "holds_section", "holds_table", "latest_table"]
 
 # As many as the spend figure reads (/api/runs/{run}/spend?limit=200): both show the same page.
 HOLDS_SHOWN_MAX = api.RESERVATIONS_LIMIT_DEFAULT
@@ -92,6 +93,20 @@ def holds_table(page: models.ReservationPage, run_id: str) -> str:
     )
 
 
+def latest_table(held: Sequence[models.Reservation], total: int, pending: int, run_id: str) -> str:
+    """A run with more holds than a page: its pending holds and newest HOLDS_NEWEST others (read
+    newest first), the rest through the JSON. The feed's spend document is the first page only,
+    so the run page's live panels render it again (`data-live`) rather than the page's script."""
+    head = "".join(f"<th>{h}</th>" for h in HEADERS)
+    link = f"/api/runs/{_text(run_id)}/spend?limit={api.RESERVATIONS_LIMIT_MAX}"
+    return (
+        f'<div class="holds-list" data-live="holds"><p class="holds-count">{total} holds, {pending} pending: the'
+        f' pending and the newest {HOLDS_NEWEST} shown; all of them page by page: <a href="{link}">JSON</a></p>'
+        f'<table class="holds" data-partial="true"><thead><tr>{head}</tr></thead>'
+        f'<tbody>{"".join(map(_row, held))}</tbody></table><p class="empty holds-empty" hidden>none yet</p></div>'
+    )
+
+
 async def holds_section(request: Request, identity: Identity, run_id: str) -> str:
     """The holds table of a run, or why the caller's token may not read them."""
     web = api.web_of(request)
@@ -100,4 +115,7 @@ async def holds_section(request: Request, identity: Identity, run_id: str) -> st
     except WebError as error:
         return f'<p class="note" data-reason="{_text(error.reason)}">{_text(error.message)}</p>'
     page = await web.call(web.ledger.reservations, run_id, limit=HOLDS_SHOWN_MAX)
-    return holds_table(page, run_id)
+    if page.after_position is None:
+        return holds_table(page, run_id)
+    latest = await web.call(web.ledger.latest_holds, run_id, newest=HOLDS_NEWEST, pending_max=HOLDS_SHOWN_MAX)
+    return latest_table(*latest, run_id)

@@ -231,6 +231,30 @@ def test_the_runs_page_tells_runs_of_one_name_apart_and_has_room_for_a_query(
     assert watch.clear() == []
 
 
+def test_a_run_with_more_holds_than_a_page_shows_a_new_pending_hold_live(
+    ledger: Ledger, page: tuple[Page, Watch]
+) -> None:
+    """205 settled holds, more than the spend document's page: a hold reserved while the page is
+    open still appears first, rendered again by the server."""
+    tab, watch = page
+    client = ledger.client
+    run_id = client.open_run(run_key="long-holds", name="sft-long-holds").state.run.run_id
+    client.start_attempt(run_id=run_id)
+    for step in range(205):
+        client.reserve(account=run_id, reservation_id=f"l{step}", amount_usd_micro=10_000, attempt=1)
+        client.commit(account=run_id, reservation_id=f"l{step}", actual_usd_micro=10_000)
+    tab.goto(f"{ledger.served.base}/runs/{run_id}", wait_until="load")
+    wait_ready(tab)
+    assert _text(tab, "p.holds-count").startswith("205 holds, 0 pending")
+    client.reserve(account=run_id, reservation_id="live-late", amount_usd_micro=70_000, attempt=1)
+    tab.wait_for_function(
+        "() => document.querySelector('table.holds tbody tr')?.dataset.state === 'pending'", timeout=LIVE_WAIT_MS
+    )
+    assert _text(tab, "p.holds-count").startswith("206 holds, 1 pending")
+    assert tab.locator("table.holds tbody tr").count() == 21
+    assert watch.clear() == []
+
+
 def test_progress_without_a_plan_reads_step_n_and_a_finished_run_reads_100_percent(
     ledger: Ledger, page: tuple[Page, Watch]
 ) -> None:

@@ -113,3 +113,24 @@ def test_a_long_runs_holds_show_the_pending_and_the_newest_with_the_rest_folded(
     folded = main.one("details", class_="holds-more")
     assert folded.one("summary").text == "5 older holds"
     assert len(folded.one("tbody").all("tr")) == 5
+
+
+def test_a_run_with_more_holds_than_a_page_shows_its_latest_and_a_late_pending_one(
+    http: httpx.Client, grpc_client: LedgerClient
+) -> None:
+    """More holds than the page the spend document reads (200): the table still shows the
+    pending one reserved last and the newest settled ones, read newest first."""
+    run_id = grpc_client.open_run(run_key=fresh_key(), name="web-long-holds").state.run.run_id
+    grpc_client.start_attempt(run_id=run_id, attempt_id="a1")
+    for step in range(205):
+        grpc_client.reserve(account=run_id, reservation_id=f"s{step}", amount_usd_micro=1_000_000 + step, attempt=1)
+        grpc_client.commit(account=run_id, reservation_id=f"s{step}", actual_usd_micro=1_000_000 + step)
+    last = grpc_client.reserve(account=run_id, reservation_id="late", amount_usd_micro=9_000_000, attempt=1)
+    grpc_client.get_run_state(run_id=run_id, min_position=last.position)
+
+    main = page(http, "/runs/" + run_id).one("main")
+    assert main.one("p", class_="holds-count").text.startswith("206 holds, 1 pending: the pending and the newest 20")
+    rows = main.one("table", class_="holds").one("tbody").all("tr")
+    amounts = [[cell.text for cell in row.all("td")][2] for row in rows]
+    assert amounts[0] == "$9.00" and rows[0].attrs["data-state"] == "pending"
+    assert amounts[1:] == [f"$1.000{step}".rstrip("0") for step in range(204, 184, -1)]  # Steps 204 to 185.

@@ -596,7 +596,8 @@ function runPage(main) {
   });
   source.addEventListener("spend", (message) => {
     updateSpendCells(document, JSON.parse(message.data));
-    panels.saw(Number(message.lastEventId));
+    if (document.querySelector("table.holds[data-partial]")) panels(false, Number(message.lastEventId));
+    else panels.saw(Number(message.lastEventId));
     spend?.reload();
   });
 }

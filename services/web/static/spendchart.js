@@ -178,7 +178,8 @@ const HOLDS_NEWEST = 20;
  * the reader opened it). */
 export function holdsInto(doc, usd) {
   const table = document.querySelector("table.holds");
-  if (!table) return;
+  // More holds than the document's page: the server renders the newest (a live panel).
+  if (!table || table.dataset.partial || doc.next_page) return;
   const newest = [...doc.reservations].reverse();
   const pending = newest.filter((r) => r.state === "pending");
   const others = newest.filter((r) => r.state !== "pending");
