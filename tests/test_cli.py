@@ -368,6 +368,23 @@ def test_progress_reads_step_of_plan_rate_and_eta() -> None:
     done = Progress(max_steps=1_000, step=999, fraction=0.999, steps_per_second=12.5)
     assert progress_text(done, running=False) == "step 999 of 1,000 (99.9%)"
     assert progress_text(Progress(step=7, steps_per_second=2.0)) == "step 7, 2.00 steps/s"
+
+
+def test_runs_show_and_watch_read_the_eta_alike() -> None:
+    """`runs show` (an ETA the ledger computed) and `watch` (seconds left at the recent rate)
+    print one form: the time left, then the time of day it falls at."""
+    from clients.models import Progress
+    from services.render.runs import eta_text, progress_text
+
+    now = datetime(2026, 12, 1, 6, 55, 30, tzinfo=UTC)
+    eta = datetime(2026, 12, 1, 7, 10, tzinfo=UTC)
+    running = Progress(max_steps=1_000, step=400, fraction=0.4, steps_per_second=12.5, eta=eta)
+    assert progress_text(running, now=now) == "step 400 of 1,000 (40.0%), 12.50 steps/s, ETA 14m 30s (07:10 UTC)"
+    assert eta_text(870.0, now) == "14m 30s (07:10 UTC)"
+    assert eta_text(45.0, now) == "45s (06:56 UTC)"
+    assert eta_text(3 * 3_600 + 5 * 60, now) == "3h 05m (10:00 UTC)"
+    assert eta_text(2 * 86_400 + 3 * 3_600 + 59, now) == "2d 3h (2026-12-03 09:56 UTC)"
+    assert eta_text(0.0, now) == "0s (06:55 UTC)"
     assert progress_text(Progress(max_steps=50)) == "no step yet (50 planned)"
     assert progress_text(Progress()) is None
 

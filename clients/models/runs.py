@@ -204,14 +204,15 @@ class RunSourceCheckpoint(Model, frozen=True, kw_only=True):
 
 
 class LineageRun(Model, frozen=True, kw_only=True):
-    """One link of a run's lineage: a run (its id, name and when it was opened) and the step (and
-    uri) of the checkpoint that joins it to the other run."""
+    """One link of a run's lineage: a run (its id, name, when it was opened and whether it was
+    retracted since) and the step (and uri) of the checkpoint that joins it to the other run."""
 
     run_id: str = ""
     name: str = ""
     step: int = 0
     uri: str = ""
     opened_at: datetime | None = None
+    retracted: bool = False
 
 
 class RunState(Model, frozen=True, kw_only=True):

@@ -113,6 +113,17 @@ class Reads:
         return self.views.reservations(account, limit=limit, after_position=after_position)
 
     @storage_read
+    def latest_holds(
+        self, account: str, *, newest: int, pending_max: int, min_position: int = 0, timeout_s: float = 5.0
+    ) -> tuple[list[models.Reservation], int, int]:
+        """The account's latest pending entries (at most `pending_max`) then its latest `newest`
+        others, each newest first, and how many entries and pending ones it has in all."""
+        self.account(account, min_position=min_position, timeout_s=timeout_s)
+        check_int(newest, "newest", minimum=1, maximum=PAGE_SIZE_MAX)
+        check_int(pending_max, "pending_max", minimum=1, maximum=PAGE_SIZE_MAX)
+        return self.views.latest_holds(account, newest=newest, pending_max=pending_max)
+
+    @storage_read
     def family(self, family: str, *, min_position: int = 0, timeout_s: float = 5.0) -> models.Family:
         check_reference(family, "family")
         self.wait(min_position, timeout_s)

@@ -56,6 +56,25 @@ class RunReads:
         return state
 
     @storage_read
+    def run_fields(
+        self, run_ids: Sequence[str], *, keys: Sequence[str] = (), prefix: str = ""
+    ) -> dict[str, dict[str, float | str]]:
+        """The search view's field values of `run_ids` named `keys`, else under `prefix`
+        (ledger.views.search.reads.run_fields: bounded)."""
+        for run_id in run_ids:
+            check_reference(run_id, "run_id")
+        return self.reader.views.run_fields(list(run_ids), keys=list(keys), prefix=prefix)
+
+    @storage_read
+    def children_opened(self, run_id: str, position: int, limit: int) -> tuple[list[tuple[int, str]], int]:
+        """(position, run id) of at most `limit` runs opened from `run_id`'s checkpoints at
+        `position` or after, in the log's order, and the position the lineage view has reached
+        (a run opened after it may not be listed yet)."""
+        check_reference(run_id, "run_id")
+        reached = self.reader.views.position("lineage")
+        return self.reader.views.children_opened(run_id, position, limit), reached
+
+    @storage_read
     def metric_stats(
         self,
         run_id: str,

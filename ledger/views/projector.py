@@ -20,6 +20,7 @@ from uuid import UUID
 
 from ledger.views.handlers import handlers
 from ledger.views.handling import Names, apply_events, prepare
+from ledger.views.provenance.lineage import touched
 from ledger.views.schema import VIEWS
 from ledger.views.store import ViewStore
 
@@ -86,7 +87,8 @@ class Projector:
         self.failure: ProjectionFailed | None = None
         self.listeners: list[Callable[[int], None]] = []
         #: Called in the projector's thread after each chunk with the ids of the aggregates whose
-        #: events it applied, so that a waiter on one aggregate is woken by that aggregate alone;
+        #: events it applied (and of the runs a run it applied was opened from: their children
+        #: changed, lineage.touched), so that a waiter on one aggregate is woken by that aggregate alone;
         #: with None when that is not known (any aggregate may have changed).
         self.originator_listeners: list[Callable[[frozenset[UUID] | None], None]] = []
         # Events this process has just saved, with their positions (`offer`): applied as they are,
@@ -278,7 +280,7 @@ class Projector:
                 events = self._decode_chunk(notifications)
                 ahead, ahead_from = list(notifications[len(events) :]), events[-1][0] + 1
             positions = self._apply_locked(start, events)
-            self._publish(positions, frozenset(event.originator_id for _, event in events))
+            self._publish(positions, touched(events))
             applied += len(events)
 
     def _apply_locked(self, start: int, events: list[tuple[int, Any]]) -> dict[str, int]:

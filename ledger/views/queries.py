@@ -19,7 +19,7 @@ from ledger.views.provenance.reads import ProvenanceReads
 from ledger.views.registry.reads import RegistryReads
 from ledger.views.runs.leases import LeaseReads
 from ledger.views.runs.reads import RunViewReads
-from ledger.views.search.reads import search_runs
+from ledger.views.search.reads import run_fields, search_runs
 from ledger.views.series.charts import ChartReads
 from ledger.views.series.pages import SeriesReads
 from ledger.views.spend.reads import SpendReads
@@ -62,10 +62,12 @@ class ViewReader:
         self.run_state = runs.run_state
         self.list_runs = runs.list_runs
         self.checkpoints = runs.checkpoints
+        self.children_opened = runs.lineage.opened_since
         self.lapsed_leases = LeaseReads(query).lapsed_leases
         spend = SpendReads(query, bills)
         self.account = spend.account
         self.reservations = spend.reservations
+        self.latest_holds = spend.latest_holds
         self.holds_pending = spend.holds_pending
         self.accounts_with_overdue_holds = spend.accounts_with_overdue_holds
         self.account_tree = spend.account_tree
@@ -78,6 +80,7 @@ class ViewReader:
         self.chart = charts.chart
         self.metric_stats = charts.metric_stats
         self.search_runs = functools.partial(search_runs, query.rows, collate=byte_order)
+        self.run_fields = functools.partial(run_fields, query.rows)
 
     def position(self, view: str) -> int:
         """The position `view` has projected up to, as committed."""

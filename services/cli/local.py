@@ -104,7 +104,7 @@ def _lister(ledger: Ledger) -> Any:
                 limit=PAGE, after=after, run_id_prefix=prefix, name_contains=contains, include_retracted=True
             )
             for run in page.runs:
-                yield Candidate(run.run_id, run.name, status_text(run.status, run.current_attempt))
+                yield Candidate(run.run_id, run.name, status_text(run.status, run.current_attempt), run.opened_at)
             after = page.after
             if after is None:
                 return

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from services.cli.output import Failure
@@ -49,11 +50,12 @@ class NoRun(Failure):
 
 
 class Candidate(NamedTuple):
-    """A run a reference may mean: its id, name and status."""
+    """A run a reference may mean: its id, name, status and when it was opened."""
 
     run_id: str
     name: str
     status: str
+    opened_at: datetime | None = None
 
 
 # Lists runs: (run_id_prefix, name_contains) -> every run matching both ("" matches all).
@@ -124,10 +126,17 @@ def _take(candidates: Iterator[Candidate]) -> list[Candidate]:
 
 
 def _ambiguous(ref: str, what: str, candidates: list[Candidate]) -> Failure:
-    shown = "; ".join(f"{c.run_id} ({c.name or 'no name'}, {c.status})" for c in candidates[:CANDIDATES_SHOWN])
+    """One line: each candidate's id, name, status and opening time, and how to name one."""
+    shown = "; ".join(
+        f"{c.run_id} ({c.name or 'no name'}, {c.status}"
+        + (f", opened {c.opened_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC" if c.opened_at is not None else "")
+        + ")"
+        for c in candidates[:CANDIDATES_SHOWN]
+    )
     more = len(candidates) - CANDIDATES_SHOWN
     tail = f"; and {more}{'+' if len(candidates) >= MATCH_MAX else ''} more" if more > 0 else ""
-    return Failure(f"{ref} is ambiguous: {len(candidates)} {what}: {shown}{tail}", status=1)
+    how = f"; name one by its run id, a unique prefix of it ({PREFIX_MIN}+ characters) or its run key"
+    return Failure(f"{ref} is ambiguous: {len(candidates)} {what}: {shown}{tail}{how}", status=1)
 
 
 def account_of(ref: str, account: Callable[[str], Any], missing: type[Exception], resolve: Callable[[str], str]) -> Any:

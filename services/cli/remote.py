@@ -149,7 +149,7 @@ def _lister(client: LedgerClient) -> Lister:
                 include_retracted=True,
             )
             for run in page.runs:
-                yield Candidate(run.run_id, run.name, status_text(run.status, run.current_attempt))
+                yield Candidate(run.run_id, run.name, status_text(run.status, run.current_attempt), run.opened_at)
             token = page.next_page_token
             if not token:
                 return

@@ -11,12 +11,13 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from services.render.checkpoints import figure
 from services.render.runs import progress_text, status_text
 from services.render.spend import PRESUMED_GLOSS
-from services.render.tables import printable, usd
+from services.render.tables import eta_text, printable, usd
 
 if TYPE_CHECKING:
     from clients.models import Checkpoint, MetricStats, RunState, StepBatch, WatchUpdate
@@ -78,26 +79,24 @@ def checkpoint_text(checkpoint: Checkpoint) -> str:
     return f"step {checkpoint.step:,} (attempt {checkpoint.attempt}): {where}{extra}"
 
 
-def _duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    days, rest = divmod(seconds, 86_400)
-    hours, rest = divmod(rest, 3_600)
-    minutes, seconds = divmod(rest, 60)
-    clock = f"{hours}:{minutes:02d}:{seconds:02d}"
-    return f"{days}d {clock}" if days else clock
-
-
 class Follow:
     """What the view shows of one run, folded from its state, its first reads and each update of
     its WatchRun stream. `apply` answers what changed as plain lines (the non-terminal output);
     services.cli.watch_screen.drawing draws the whole of it with Rich."""
 
     def __init__(
-        self, run_id: str, state: RunState, clock: Callable[[], float] = time.monotonic, *, exit_on_lost: bool = False
+        self,
+        run_id: str,
+        state: RunState,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        exit_on_lost: bool = False,
+        wall: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.exit_on_lost = exit_on_lost
         self.run_id = run_id
-        self.clock = clock
+        self.clock = clock  # Seconds, for the rate; `wall` is the time of day an ETA falls at.
+        self.wall = wall
         self.spec_total = total_steps(state.run.spec)  # WatchRun's states leave the spec out.
         self.metrics: dict[str, Metric] = {}
         self.checkpoints: deque[Checkpoint] = deque(maxlen=CHECKPOINTS_SHOWN)
@@ -236,6 +235,10 @@ class Follow:
             lines.append(f"spend {self.spend_line()}")
             if spend.presumed_usd_micro > was.presumed_usd_micro:
                 lines.append(f"  ({PRESUMED_GLOSS})")
+        if after.child_count > before.child_count and after.children:
+            child = after.children[0]  # The newest (WatchRun: Run.ChildOpened).
+            name = printable(child.name) or child.run_id[:8]
+            lines.append(f"run {name} ({child.run_id[:8]}) started from step {child.step:,}")
         if after.run.status != before.run.status and after.run.status in FINISHED:
             error = f": {printable(after.run.error)}" if after.run.error else ""
             lines.append(f"run {after.run.status}{error}")
@@ -265,8 +268,9 @@ class Follow:
         return max(0, self.total - self.last_step) / rate
 
     def steps_text(self) -> str:
-        """ "step 96 of 400 (24.0%), 5.90 steps/s, ETA 0:03:00": the words of `runs show`
-        (services.render.progress_text) with the recent rate and the time left at it."""
+        """ "step 96 of 400 (24.0%), 5.90 steps/s, ETA 3m (14:05 UTC)": the words of `runs show`
+        (services.render.progress_text, its ETA as tables.eta_text) with the recent rate and
+        the time left at it."""
         from clients.models import Progress
 
         total, step = self.total, self.last_step
@@ -278,7 +282,7 @@ class Follow:
         if self.finished:
             return text
         eta = self.eta()
-        return text + (f", ETA {_duration(eta)}" if eta is not None else (", ETA -" if total else ""))
+        return text + (f", ETA {eta_text(eta, self.wall())}" if eta is not None else (", ETA -" if total else ""))
 
     def spend_line(self) -> str:
         spend = self.state.spend

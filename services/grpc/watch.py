@@ -8,7 +8,8 @@ messages, bounded in number, in backlog and in what each message carries.
   WATCHER_TOO_SLOW, with the position to watch again from.
 - The first message carries the run's state without its spec (GetRunState has it); each later
   one carries its event and only the fields of the state that changed since the last state the
-  stream sent, named by a FieldMask. A step batch carries its steps.
+  stream sent, named by a FieldMask. A step batch carries its steps; a run opened from one of the
+  run's checkpoints comes as event_type Run.ChildOpened with the run's changed children.
 - The feeds read on one thread of their own, one read at a time.
 """
 
@@ -26,6 +27,7 @@ from ledger.domain.errors import Exhausted, Invalid, LedgerError
 from ledger.domain.reasons import Reason
 from services.grpc import codec
 from services.grpc.codec.changes import state_message, state_without_spec
+from services.grpc.interceptors import SCOPE
 from services.runtime.edge import Edge
 from services.runtime.feed import Bounds, Encoder, Entry, Feeds, Follower, RunFeed, is_change, read_events
 from services.runtime.followers import WATCHERS_MAX, WATCHERS_PER_CALLER_MAX
@@ -125,7 +127,7 @@ def _push_change(
     # while its id is a key).
     made: dict[int, tuple[runs_pb2.RunState | None, Message, int]] = {}
     for watcher in feed.followers:
-        if position < watcher.start:
+        if position < watcher.start or not feed.sees(watcher, position):
             continue
         before = watcher.baseline
         if id(before) not in made:
@@ -150,13 +152,15 @@ class Watchers(Feeds[Message, runs_pb2.RunState]):
         super().__init__(edge, WatchEncoder(), bounds, metric="watchers", own_thread=True)
 
     async def watch(self, run_id: str, from_position: int, key: str) -> AsyncIterator[Message]:
-        """The messages of one WatchRun. Raises Exhausted (TOO_MANY_WATCHERS,
+        """The messages of one WatchRun (a scoped token's hears of no child opened outside its
+        scope: SCOPE). Raises Exhausted (TOO_MANY_WATCHERS,
         WATCHER_TOO_SLOW), NotFound (RUN_NOT_FOUND) and what reading the log raises."""
         if from_position < 0:
             raise Invalid("from_position must not be negative", reason=Reason.OUT_OF_RANGE, field="from_position")
         if self.edge.closed:
             return
         watcher = self.bounds.enter(key)
+        watcher.scope = SCOPE.get() or ""
         async with contextlib.aclosing(self.stream(watcher, run_id, from_position)) as messages:
             async for message in messages:
                 yield message

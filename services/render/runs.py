@@ -11,7 +11,7 @@ from typing import Any
 
 from services.render.checkpoints import checkpoints_table, figure
 from services.render.spend import PRESUMED_GLOSS, plan_hold_text, presumed_text, spend_text
-from services.render.tables import fields, printable, table, usd, when
+from services.render.tables import eta_text, fields, metric_value, printable, table, usd, when
 from services.render.verdict import report_lines
 
 __all__ = [
@@ -58,10 +58,11 @@ def _percent(fraction: float | None) -> str | None:
     return None if fraction is None else f"{fraction * 100:.1f}%"
 
 
-def progress_text(progress: Any, running: bool = True) -> str | None:
+def progress_text(progress: Any, running: bool = True, now: datetime | None = None) -> str | None:
     """ "step 400 of 1,000 (40.0%), 12.50 steps/s, ETA 2026-12-01 07:10:00 UTC": a run's progress
     against its plan (what is known of it; the rate only while `running`); None when it has
-    neither a step nor a plan."""
+    neither a step nor a plan. With `now` the ETA reads as `watch` prints it (tables.eta_text:
+    "ETA 14m 30s (07:10 UTC)")."""
     if progress is None or (progress.step is None and progress.max_steps is None):
         return None
     if progress.step is None:
@@ -72,7 +73,9 @@ def progress_text(progress: Any, running: bool = True) -> str | None:
         text += f" ({_percent(progress.fraction)})"
     if running and progress.steps_per_second is not None:
         text += f", {progress.steps_per_second:,.2f} steps/s"
-    if progress.eta is not None:
+    if progress.eta is not None and now is not None:
+        text += f", ETA {eta_text((progress.eta - now).total_seconds(), now)}"
+    elif progress.eta is not None:
         text += f", ETA {when(progress.eta)}"
     return text
 
@@ -217,7 +220,7 @@ def run_text(
     the last steps."""
     now = now or datetime.now(UTC)
     run = state.run
-    parts = [_fields_text(state), "spec\n" + spec_lines(run.spec)]
+    parts = [_fields_text(state, now), "spec\n" + spec_lines(run.spec)]
     verdict = report_lines(getattr(state, "reports", None) or {})
     if verdict:
         parts.insert(1, "\n".join(verdict))
@@ -239,7 +242,7 @@ def run_text(
     return "\n\n".join(parts)
 
 
-def _fields_text(state: Any) -> str:
+def _fields_text(state: Any, now: datetime) -> str:
     """The fields `runs show` begins with: the run, its status, plan, resume point and spend."""
     run, spend, resume = state.run, state.spend, state.resume
     status = status_text(run.status, state.current_attempt)
@@ -250,7 +253,7 @@ def _fields_text(state: Any) -> str:
         status += " (retracted)"
     optional = [
         ("objective", _objective_text(getattr(run, "objective", None))),
-        ("progress", progress_text(getattr(state, "progress", None), run.status in ("running", ""))),
+        ("progress", progress_text(getattr(state, "progress", None), run.status in ("running", ""), now)),
         ("best", _best_text(state)),
         ("retracted", retraction),
         ("tags", " ".join(f"{key}={value}" for key, value in sorted(getattr(state, "tags", {}).items())) or None),
@@ -295,7 +298,10 @@ def _spend_field(spend: Any) -> str:
 def _metrics_table(metrics: Sequence[Any]) -> str:
     return table(
         ["METRIC", "STEPS", "FIRST STEP", "LAST STEP", "LAST", "MIN", "MAX"],
-        [(m.name, m.count, m.first_step, m.last_step, m.last, m.min, m.max) for m in metrics],
+        [
+            (m.name, m.count, m.first_step, m.last_step, *(metric_value(m.name, v) for v in (m.last, m.min, m.max)))
+            for m in metrics
+        ],
     )
 
 
@@ -332,15 +338,25 @@ def retract_text(run_id: str, name: str, position: int, duplicate: bool) -> str:
 
 
 def _source_text(source: Any) -> str | None:
-    """The run and checkpoint step a run started from: "NAME (RUN_ID) at step N"."""
+    """The run and checkpoint step a run started from: "NAME (RUN_ID) at step N", and
+    "(retracted)" after when that run was retracted."""
     if source is None:
         return None
-    return f"{printable(source.name or '?')} ({source.run_id}) at step {source.step}"
+    marked = " (retracted)" if getattr(source, "retracted", False) else ""
+    return f"{printable(source.name or '?')} ({source.run_id}) at step {source.step}{marked}"
 
 
 def _children_table(children: Sequence[Any]) -> str:
-    """The runs started from a run's checkpoints, newest first: run, name, source step, opened."""
+    """The runs started from a run's checkpoints, newest first: run, name (marked when it was
+    retracted), source step, opened."""
     return table(
         ["RUN", "NAME", "FROM STEP", "OPENED"],
-        [(child.run_id, child.name or None, child.step, when(child.opened_at)) for child in children],
+        [
+            (child.run_id, _marked(child.name or "", child.retracted) or None, child.step, when(child.opened_at))
+            for child in children
+        ],
     )
+
+
+def _marked(name: str, retracted: bool) -> str:
+    return f"{name} (retracted)" if retracted else name

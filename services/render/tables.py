@@ -5,7 +5,8 @@ Tables fit the terminal once the CLI asks them to (`fit_to`: the width of COLUMN
 terminal; none when the output is a pipe or file and COLUMNS is unset, so scripts see whole
 values): the widest text columns are cut, each keeping a start of its values and ending in "…",
 until the table fits; numbers, amounts and times are never cut. `--wide` leaves every value whole.
-Times print in UTC with their zone, amounts in dollars (trainledger.bills.usd_text).
+Times print in UTC with their zone, amounts in dollars (trainledger.bills.usd_text), a metric
+named *_bytes in B/KB/MB/GB/TB (`metric_value`, as the dashboard's charts and tables).
 
 Every value a table or a field list shows is escaped where it is not printable (line breaks,
 terminal escapes, C1 controls, bidi overrides: `\\n`, `\\x1b`, `\\u202e`), with backslashes doubled,
@@ -20,7 +21,7 @@ import os
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from trainledger.bills import usd_text
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     import msgspec
 
 __all__ = [
+    "eta_text",
+    "metric_value",
     "table",
     "fields",
     "usd",
@@ -93,6 +96,35 @@ def _escape(character: str) -> str:
         return _ESCAPES[character]
     code = ord(character)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def eta_text(seconds_left: float, now: datetime) -> str:
+    """When a run should reach its last step, as `runs show` and `watch` both print it: the time
+    left to its two largest units, then the time of day in UTC it falls at (with the date when
+    not today): "14m 30s (07:10 UTC)", "2d 3h (2026-12-03 09:56 UTC)"."""
+    left = max(0, int(round(seconds_left)))
+    at = (now + timedelta(seconds=left)).astimezone(UTC)
+    parts = [(left // 86_400, "d"), (left % 86_400 // 3_600, "h"), (left % 3_600 // 60, "m"), (left % 60, "s")]
+    first = next((i for i, (count, _) in enumerate(parts) if count), len(parts) - 1)
+    shown = [f"{parts[first][0]}{parts[first][1]}"]
+    if first < len(parts) - 1:
+        shown.append(f"{parts[first + 1][0]:0{1 if first == 0 else 2}d}{parts[first + 1][1]}")
+    day = "" if at.date() == now.astimezone(UTC).date() else f"{at:%Y-%m-%d} "
+    return f"{' '.join(shown)} ({day}{at:%H:%M} UTC)"
+
+
+BYTE_UNITS = ("B", "KB", "MB", "GB", "TB", "PB")
+
+
+def metric_value(name: str, value: float) -> str:
+    """A metric's value as a table shows it: a metric named *_bytes in B/KB/MB/GB/TB (powers
+    of 1000, 4 significant digits: "49.81 MB"), any other to 6 significant digits."""
+    if not name.endswith("_bytes") or value != value or value in (float("inf"), float("-inf")):
+        return f"{value:.6g}"
+    scaled, unit = float(value), 0
+    while unit < len(BYTE_UNITS) - 1 and abs(float(f"{scaled:.4g}")) >= 1000:
+        scaled, unit = scaled / 1000, unit + 1
+    return f"{float(f'{scaled:.4g}'):g} {BYTE_UNITS[unit]}"
 
 
 def _cell(value: Any) -> str:

@@ -12,6 +12,8 @@ messages) and the dashboard's server-sent events (services.web.live: SSE chunks)
   how a refusal reads, TOO_MANY_WATCHERS); a follower's backlog is bounded in items and bytes, and
   one that passes either is dropped (Follower.too_slow: WATCHER_TOO_SLOW with the position to
   resume from).
+- A run opened from the run's checkpoint (CHILD_OPENED, read from the lineage view: lineage.touched
+  wakes the feed) changes its children; a scoped follower is handed it only within its scope.
 - Every feed ends when the server closes its edge (shutdown); the followers of each kind are
   counted for the metrics (Edge.followers).
 """
@@ -45,6 +47,7 @@ __all__ = [
     "read_events",
     "FEED_PAGE",
     "FEED_PAGE_BYTES",
+    "CHILD_OPENED",
 ]
 
 T = TypeVar("T")  # What a follower is handed: a message, a chunk.
@@ -57,6 +60,8 @@ FEED_PAGE = 256
 FEED_PAGE_BYTES = 1024 * 1024
 
 Entry = tuple[int, str, Any]  # (position, event type, what the encoder read of the event)
+
+CHILD_OPENED = "Run.ChildOpened"  # The entry of a run opened from the feed's run's checkpoint.
 
 
 def read_events(edge: Edge, originator_ids: list[str], position: int) -> list[dict[str, Any]]:
@@ -100,6 +105,10 @@ class Encoder(Generic[T, S]):
     async def hand_out(self, feed: RunFeed[T, S], page: list[Entry], state: S | None) -> None:
         raise NotImplementedError
 
+    def child_opened(self, run_id: str, position: int, child_run_id: str) -> Entry:
+        """The entry for a run opened from one of `run_id`'s checkpoints: a change of the run."""
+        return (position, CHILD_OPENED, None)
+
     def missed(self, entry: Entry) -> T | None:
         """What a follower reading events itself is sent for one (None: nothing)."""
         raise NotImplementedError
@@ -124,6 +133,7 @@ class RunFeed(Generic[T, S]):
         self.joining: list[tuple[Follower[T], int, asyncio.Future[Any]]] = []
         self.changed = asyncio.Event()
         self.reads = 0
+        self.visible: dict[int, frozenset[str]] = {}  # The scopes that see a child opened there.
         # The feed works for every follower of the run: none of their shares of the worker threads.
         self.task = asyncio.get_running_loop().create_task(
             self._run(), name=f"{self.encoder.task_prefix}-{run_id}", context=contextvars.Context()
@@ -161,8 +171,14 @@ class RunFeed(Generic[T, S]):
     def push(self, position: int, item: T, size: int) -> None:
         """Hand one item to every follower it is for."""
         for follower in self.followers:
-            if position >= follower.start:
+            if position >= follower.start and self.sees(follower, position):
                 follower.put(item, size, position)
+
+    def sees(self, follower: Follower[T], position: int) -> bool:
+        """Whether `follower` may be handed the entry at `position`: a child opened there only
+        when it lies under the follower's scope (an unscoped follower sees every one)."""
+        shown = self.visible.get(position)
+        return shown is None or not follower.scope or follower.scope in shown
 
     async def _run(self) -> None:
         try:
@@ -184,7 +200,25 @@ class RunFeed(Generic[T, S]):
 
     async def _read(self) -> list[Entry]:
         self.reads += 1
-        return await self.feeds.call(self.encoder.read_page, self.edge, self.run_id, self.originator_ids, self.position)
+        scopes = frozenset(follower.scope for follower in self.followers if follower.scope)
+        page, self.visible = await self.feeds.call(self._read_page, self.position, scopes)
+        return page
+
+    def _read_page(self, position: int, scopes: frozenset[str]) -> tuple[list[Entry], dict[int, frozenset[str]]]:
+        """The run's events and the runs opened from it, from `position` up to where the lineage
+        view has reached (and the run's page), and which `scopes` may see each child; in a thread."""
+        ledger = self.edge.ledger
+        opened, reached = ledger.children_opened(self.run_id, position, FEED_PAGE)
+        events = self.encoder.read_page(self.edge, self.run_id, self.originator_ids, position)
+        end = min(reached, events[-1][0]) if events else reached
+        end = min(end, opened[-1][0]) if len(opened) == FEED_PAGE else end  # Unlisted ones come next.
+        page = [entry for entry in events if entry[0] <= end]
+        visible: dict[int, frozenset[str]] = {}
+        for at, child in opened:
+            if at <= end:
+                page.append(self.encoder.child_opened(self.run_id, at, child))
+                visible[at] = frozenset(scope for scope in scopes if ledger.run_within(child, scope))
+        return sorted(page, key=lambda entry: entry[0]), visible
 
     async def _state(self, min_position: int) -> S:
         timeout_s = await self.edge.caught_up(min_position, READ_TIMEOUT_MAX_S)

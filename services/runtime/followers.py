@@ -30,6 +30,7 @@ class Follower(Generic[T]):
     def __init__(self, key: str, messages_max: int, bytes_max: int) -> None:
         self.key, self.messages_max, self.bytes_max = key, messages_max, bytes_max
         self.start = 0
+        self.scope = ""  # The account a scoped token's follower is kept to ("": none).
         self.baseline: Any = None
         self.backlog: collections.deque[tuple[T, int, int]] = collections.deque()
         self.backlog_bytes = 0

@@ -165,7 +165,7 @@ async def run_live(request: Request) -> Response:
     key = _caller(request, identity.principal("anonymous"))
     web.streams.check(key)  # A full server is a 429 before the stream starts.
     scope = identity.token.account if identity.token is not None else ""
-    followed = lineage_within_chunks(web.streams.follow(run_id, key, last_id), web.edge, scope or "")
+    followed = lineage_within_chunks(web.streams.follow(run_id, key, last_id, scope or ""), web.edge, scope or "")
     chunks = until_refused(followed, web.access.gate, identity)
     return StreamingResponse(chunks, media_type="text/event-stream", headers=SSE_HEADERS)
 

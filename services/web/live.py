@@ -33,7 +33,7 @@ from ledger.domain.reasons import Reason
 from services.runtime import feed
 from services.runtime.auth import Gate, Identity
 from services.runtime.edge import Edge
-from services.runtime.feed import Bounds, Encoder, Entry, Feeds, RunFeed, is_change, read_events
+from services.runtime.feed import CHILD_OPENED, Bounds, Encoder, Entry, Feeds, RunFeed, is_change, read_events
 from services.web.access import WebError
 from services.web.documents import encode, state_document
 
@@ -213,6 +213,10 @@ class SseEncoder(Encoder[bytes, dict[str, Any]]):
         start = max(feed_position, state_position + 1)
         return start, (asked + 1, start) if 0 < asked and asked + 1 < start else None
 
+    def child_opened(self, run_id: str, position: int, child_run_id: str) -> Entry:
+        """A `state` event (the run's children changed)."""
+        return (position, CHILD_OPENED, {"originator_id": run_id})
+
     def missed(self, entry: Entry) -> bytes | None:
         """The step batches only: the state a follower was sent holds every other change."""
         position, kind, event = entry
@@ -249,16 +253,18 @@ class RunStreams(Feeds[bytes, dict[str, Any]]):
         """Raises WebError 429 TOO_MANY_WATCHERS when `key` may not follow one more run."""
         self.bounds.check(key)
 
-    async def follow(self, run_id: str, key: str, last_id: int) -> AsyncIterator[bytes]:
+    async def follow(self, run_id: str, key: str, last_id: int, scope: str = "") -> AsyncIterator[bytes]:
         """The SSE chunks of one follower of `run_id`, until the server closes, the follower falls
         behind, or the caller stops iterating. A follower past the bounds gets one `error` event
-        (TOO_MANY_WATCHERS); check() refuses it before the stream starts."""
+        (TOO_MANY_WATCHERS); check() refuses it before the stream starts. One with a `scope` (a
+        scoped token's account) hears of no child opened outside it."""
         if self.edge.closed:
             return
         follower = admitted(self.bounds, key)
         if isinstance(follower, bytes):
             yield follower
             return
+        follower.scope = scope
         async with contextlib.aclosing(self.stream(follower, run_id, last_id, PING_S)) as chunks:
             async for chunk in chunks:
                 yield chunk or b": ping\n\n"

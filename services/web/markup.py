@@ -92,9 +92,12 @@ def table(css: str, headers: Sequence[str], rows: Iterable[str], empty: str = "n
 
 def live_panels(*panels: tuple[str, str]) -> str:
     """Titled sections the run page renders again as its live feed reports changes (each is
-    swapped for the server's fresh one by its `data-live` name: dashboard.js livePanels)."""
+    swapped for the server's fresh one by its `data-live` name: dashboard.js livePanels). One
+    without content is an empty hidden section, there for the feed to fill."""
     return "".join(
         f'<section class="panel" data-live="{e(title.lower())}"><h2>{e(title)}</h2>{content}</section>'
+        if content
+        else f'<section class="panel" data-live="{e(title.lower())}" hidden></section>'
         for title, content in panels
     )
 

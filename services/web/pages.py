@@ -26,6 +26,7 @@ from services.web import api, documents, params
 from services.web.access import Subject, WebError
 from services.web.events import read_events
 from services.web.markup import bar, e, layout, progress_cell, query, spend_text, table, when
+from services.web.run_columns import chosen_columns, column_cells, columns_of, tags_cell
 
 __all__ = [
     "runs",
@@ -41,8 +42,9 @@ EVENT_DATA_SHOWN_MAX = 20_000  # Characters of an event's data the events page s
 # Runs.
 
 
-def run_row(run: models.RunSummary, label: str = "") -> str:
-    """A row of the runs table; `label` names the run to compare (services.render.diff.run_labels)."""
+def run_row(run: models.RunSummary, label: str = "", keys: Sequence[str] = (), fields: Any = None) -> str:
+    """A row of the runs table; `label` names the run to compare (services.render.diff.run_labels),
+    `keys` the columns chosen or differing (services.web.run_columns) and `fields` their values."""
     amount = spend_text(run.committed_usd_micro, run.pending_usd_micro, run.cap_usd_micro, run.presumed_usd_micro)
     spent = bar(run.committed_usd_micro + run.presumed_usd_micro, run.cap_usd_micro) + (
         f'<span class="amount">{amount}</span>'
@@ -64,13 +66,14 @@ def run_row(run: models.RunSummary, label: str = "") -> str:
         f' data-cap-usd-micro="{e(run.cap_usd_micro if run.cap_usd_micro is not None else "")}">{spent}</td>'
         f'<td data-field="account">{e(run.parent_account or "-")}</td>'
         f'<td data-field="opened_at">{when(run.opened_at)}</td>'
-        "</tr>"
+        f"{tags_cell(run.tags)}{column_cells(run.run_id, keys, fields or {})}</tr>"
     )
 
 
 async def runs(request: Request) -> Response:
     web = api.web_of(request)
     identity = await api.identify(request, "runs")
+    chosen_keys = chosen_columns(request)
     refusal = ""
     try:
         page = await api.runs_page(web, request, identity)
@@ -89,8 +92,10 @@ async def runs(request: Request) -> Response:
     retracted = api.include_retracted(request)
     filters = (
         '<form class="filters" method="get" action="/">'
-        f'<label>search <input name="where" size="40" value="{e(where)}"'
+        f'<label class="search">search <input name="where" value="{e(where)}"'
         " placeholder=\"tags.team = 'vision' and summary.eval_loss < 0.5\"></label>"
+        f'<label>columns <input name="columns" value="{e(",".join(chosen_keys))}" placeholder="spec.lr,spec.model">'
+        "</label>"
         f'<label>status <select name="status">{options}</select></label>'
         f'<label>name <input name="name" value="{e(name)}"></label>'
         f'<label>account <input name="account" value="{e(account)}"></label>'
@@ -104,10 +109,11 @@ async def runs(request: Request) -> Response:
         '<span class="error" id="compare-limit" role="alert" hidden></span></form>'
     )
     labels = run_labels([(r.run_id, r.name) for r in page.runs])
+    keys, fields = await web.call(columns_of, web.ledger, page.runs, chosen_keys)
     rows = table(
         "runs",
-        ["", "name", "status", "attempt", "last step", "progress", "spend", "account", "opened"],
-        (run_row(r, label) for r, label in zip(page.runs, labels, strict=True)),
+        ["", "name", "status", "attempt", "last step", "progress", "spend", "account", "opened", "tags", *keys],
+        (run_row(r, label, keys, fields) for r, label in zip(page.runs, labels, strict=True)),
         empty="No runs.",
     )
     following = ""
@@ -123,6 +129,7 @@ async def runs(request: Request) -> Response:
             order_by=request.query_params.get("order_by", ""),
             desc=request.query_params.get("desc", ""),
             limit=limit,
+            columns=",".join(chosen_keys),
             page=token,
         )
         following = f'<p class="pager"><a rel="next" href="{e(href)}">older runs</a></p>'

@@ -13,7 +13,7 @@ from starlette.responses import Response
 
 from ledger.views import models
 from services.render import checkpoint_state, plan_hold_text, progress_text, report_verdict, scores_text, status_text
-from services.render.tables import usd
+from services.render.tables import metric_value, usd
 from services.runtime import paging as tokens
 from services.runtime.scopes import lineage_within
 from services.web import api, params
@@ -145,8 +145,8 @@ async def run(request: Request) -> Response:
     rid = e(run_id)
     metric_rows = "".join(
         f'<tr data-metric="{e(s.name)}"><td>{e(s.name)}</td><td>{e(s.count)}</td><td>{e(s.first_step)}</td>'
-        f"<td>{e(s.last_step)}</td><td>{e(f'{s.last:.6g}')}</td><td>{e(f'{s.min:.6g}')}</td>"
-        f"<td>{e(f'{s.max:.6g}')}</td></tr>"
+        f"<td>{e(s.last_step)}</td><td>{e(metric_value(s.name, s.last))}</td>"
+        f"<td>{e(metric_value(s.name, s.min))}</td><td>{e(metric_value(s.name, s.max))}</td></tr>"
         for s in stats
     )
     body = (
@@ -253,28 +253,36 @@ def _charts(stats: Sequence[models.MetricStats], rid: str) -> str:
     return html
 
 
+# A retracted run in a lineage, as the runs page marks it.
+RETRACTED_TAG = ' <span class="tag retracted">retracted</span>'
+
+
 def _lineage(source: models.LineageRun | None) -> str:
-    """Where a run started from: "from NAME at step N", linked to the source run."""
+    """Where a run started from: "from NAME at step N", linked to the source run (marked when
+    that run was retracted)."""
     if source is None:
         return ""
+    marked, flag = (RETRACTED_TAG, ' data-retracted="true"') if source.retracted else ("", "")
     return (
-        f'<p class="lineage" data-field="source">from <a href="/runs/{e(source.run_id)}">'
-        f"{e(source.name or source.run_id[:8])}</a> at step {e(source.step)}</p>"
+        f'<p class="lineage" data-field="source"{flag}>from <a href="/runs/{e(source.run_id)}">'
+        f"{e(source.name or source.run_id[:8])}</a>{marked} at step {e(source.step)}</p>"
     )
 
 
 def _child_row(child: models.LineageRun) -> str:
+    marked, css = (RETRACTED_TAG, ' class="retracted"') if child.retracted else ("", "")
     return (
-        f'<tr data-run-id="{e(child.run_id)}"><td><a href="/runs/{e(child.run_id)}">'
-        f"{e(child.name or child.run_id[:8])}</a></td><td>{e(child.step)}</td><td>{when(child.opened_at)}</td></tr>"
+        f'<tr data-run-id="{e(child.run_id)}"{css}><td><a href="/runs/{e(child.run_id)}">'
+        f"{e(child.name or child.run_id[:8])}</a>{marked}</td><td>{e(child.step)}</td>"
+        f"<td>{when(child.opened_at)}</td></tr>"
     )
 
 
 def _children_panel(state: models.RunState) -> list[tuple[str, str]]:
-    """The runs started from this run's checkpoints (the latest few, with how many in all); no
-    panel for a run none started from."""
+    """The runs started from this run's checkpoints (the latest few, with how many in all); for
+    a run none started from, an empty hidden panel that the live feed fills when one is."""
     if not state.children:
-        return []
+        return [("Children", "")]
     more = state.child_count - len(state.children)
     note = f'<p class="more">and {e(f"{more:,}")} more</p>' if more > 0 else ""
     return [("Children", table("children", CHILD_HEADERS, map(_child_row, state.children)) + note)]

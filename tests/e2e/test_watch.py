@@ -31,7 +31,16 @@ from pathlib import Path
 import pytest
 
 from clients import LedgerClient
-from clients.models import Attempt, MetricColumn, RunInfo, RunState, SpendTotals, StepBatch, WatchUpdate
+from clients.models import (
+    Attempt,
+    LineageRun,
+    MetricColumn,
+    RunInfo,
+    RunState,
+    SpendTotals,
+    StepBatch,
+    WatchUpdate,
+)
 from services.cli import main
 from services.cli.watch_model import Follow, total_steps
 from tests.e2e.test_serve_guards import environment, trainledger
@@ -208,7 +217,7 @@ def test_the_live_view_follows_steps_checkpoints_and_spend_until_the_run_is_done
             steps=[4, 5],
             metrics={"loss": [1.5, 1.25], "eval_acc": {"values": [0.625], "index": [1]}},
         )
-        terminal.expect(r"step 5 of 100 \(5\.0%\), [0-9.]+ steps/s, ETA \d+:\d\d:\d\d")
+        terminal.expect(r"step 5 of 100 \(5\.0%\), [0-9.]+ steps/s, ETA [0-9dhms ]+ \(\d\d:\d\d UTC\)")
         terminal.expect(r"loss\s+1\.25\s+1\.25\s+3\s+5")
         terminal.expect(r"eval_acc\s+0\.625\s+0\.625\s+0\.625\s+5")
 
@@ -314,6 +323,27 @@ def test_an_unknown_run_is_one_line_and_exit_status_1(address: str, capsys: pyte
     assert capsys.readouterr() == ("", "trainledger: no run no-such-run\n")
 
 
+def test_a_name_several_running_runs_share_lists_them_as_runs_show_does(
+    client: LedgerClient, address: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two runs of one name running: `watch NAME` picks neither (as `runs show NAME`), and says
+    so on one line that lists each run's id, status and when it was opened, and how to name one."""
+    first = client.open_run(run_key="twin-a", name="watch-twin").state.run
+    second = client.open_run(run_key="twin-b", name="watch-twin").state.run
+    for run in (first, second):
+        client.start_attempt(run_id=run.run_id)
+    assert main(["watch", "watch-twin", "--address", address, "--wait-s", "0"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1
+    assert err.startswith("trainledger: watch-twin is ambiguous: 2 runs of that name: ")
+    for run in (first, second):
+        assert run.opened_at is not None
+        assert f"{run.run_id} (watch-twin, running, opened {run.opened_at:%Y-%m-%d %H:%M:%S} UTC)" in err
+    assert err.rstrip().endswith("name one by its run id, a unique prefix of it (4+ characters) or its run key")
+    assert main(["runs", "show", "watch-twin", "--address", address]) == 1
+    assert capsys.readouterr().err == err
+
+
 def test_an_address_where_no_ledger_answers_is_one_line_and_exit_status_2(capsys: pytest.CaptureFixture[str]) -> None:
     with socket.socket() as probe:  # A port nothing listens on.
         probe.bind(("127.0.0.1", 0))
@@ -340,7 +370,8 @@ def test_the_rate_and_the_time_left_come_from_the_recent_steps() -> None:
     state = RunState(
         run=RunInfo(name="m", status="running", spec={"max_steps": 1_000}), current_attempt=1, last_step=100
     )
-    view = Follow("run", state, clock=lambda: now[0])
+    wall = datetime(2026, 12, 1, 6, 55, 0, tzinfo=UTC)
+    view = Follow("run", state, clock=lambda: now[0], wall=lambda: wall)
     assert view.rate() is None and view.eta() is None
     assert view.steps_text() == "step 100 of 1,000 (10.0%), ETA -"
 
@@ -348,7 +379,8 @@ def test_the_rate_and_the_time_left_come_from_the_recent_steps() -> None:
     assert view.apply(batch(1, list(range(101, 201)), [0.5] * 100)) == ["steps 101-200 of 1,000 (attempt 1): loss=0.5"]
     assert view.rate() == 10.0  # 100 steps in 10 s
     assert view.eta() == 80.0  # 800 steps left
-    assert view.steps_text() == "step 200 of 1,000 (20.0%), 10.00 steps/s, ETA 0:01:20"
+    # As `runs show` reads an ETA: the time left, then when it falls.
+    assert view.steps_text() == "step 200 of 1,000 (20.0%), 10.00 steps/s, ETA 1m 20s (06:56 UTC)"
 
     now[0] += 10.0  # No step for 10 s: the rate falls.
     assert view.rate() == 5.0
@@ -360,6 +392,18 @@ def test_the_rate_and_the_time_left_come_from_the_recent_steps() -> None:
 
 
 PRESUMED_GLOSS = "  (presumed: charged by the ledger for holds nobody settled, pro rata or as reserved)"
+
+
+def test_a_run_started_from_the_watched_runs_checkpoint_is_one_line() -> None:
+    """WatchRun's Run.ChildOpened: the piped view names the new run and the step it started from."""
+    state = RunState(run=RunInfo(name="base", status="running"), current_attempt=1, last_step=40)
+    view = Follow("run", state)
+    child = LineageRun(run_id="3f2a1b9c-0000-5000-8000-000000000001", name="base-dpo", step=40)
+    opened = RunState(
+        run=RunInfo(name="base", status="running"), current_attempt=1, last_step=40, children=[child], child_count=1
+    )
+    update = WatchUpdate(position=77, event_type="Run.ChildOpened", state=opened)
+    assert view.apply(update) == ["run base-dpo (3f2a1b9c) started from step 40"]
 
 
 def test_a_lost_run_is_told_with_its_last_sign_of_life_and_so_is_its_return() -> None:

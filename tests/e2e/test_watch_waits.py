@@ -25,7 +25,7 @@ def test_the_live_view_shows_the_plan_the_run_was_opened_with(client: LedgerClie
     try:
         terminal.expect(r"step 96 of 400 \(24\.0%\)")
         client.append_steps(run_id=run_id, attempt=attempt, steps=[97, 98], metrics={"loss": [0.5, 0.25]})
-        terminal.expect(r"step 98 of 400 \(24\.5%\), [0-9.]+ steps/s, ETA \d+:\d\d:\d\d")
+        terminal.expect(r"step 98 of 400 \(24\.5%\), [0-9.]+ steps/s, ETA [0-9dhms ]+ \(\d\d:\d\d UTC\)")
         client.finish_run(run_id=run_id, attempt=attempt, status="done")
         assert terminal.exit_status() == 0
         assert terminal.screen.strip().splitlines()[-1].startswith("watch-plan done at step 98 of 400, spend")

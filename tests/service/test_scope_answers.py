@@ -322,3 +322,58 @@ def test_a_scoped_watcher_reads_nothing_of_another_scopes_source(world: World) -
     assert "a-watch-child" in told
     for secret in (source, "b-watch-secret", "file:///b/watch"):
         assert secret not in told
+
+
+def test_a_scoped_watcher_hears_of_its_own_scopes_children_only(world: World) -> None:
+    """A run opened from a watched run's checkpoint reaches the run's watchers (the Children
+    panel is live), but one scoped to team-b is not told of a child an unscoped caller opened
+    under team-a: no message at that child's position, nothing of its id or name."""
+    world.tokens["auditor", "team-b"] = world.ledger.issue_token(
+        holder="auditor-team-b-watch", role="auditor", account="team-b", **WHO
+    ).bearer
+    source = world.ledger.open_run(
+        run_key=uuid.uuid4().hex, name="b-parent", spec={}, parent_account="team-b", cap_usd_micro=None, **WHO
+    ).run_id
+    world.ledger.start_attempt(run_id=source, **WHO)
+    world.ledger.save_checkpoint(run_id=source, attempt=1, step=2, backend="local", uri="file:///b/p", **WHO)
+    scoped = world.served.stubs.runs.WatchRun(
+        runs_pb2.WatchRunRequest(run_id=source), metadata=world.metadata("auditor", "team-b"), timeout=30
+    )
+    unscoped = world.served.stubs.runs.WatchRun(
+        runs_pb2.WatchRunRequest(run_id=source), metadata=world.metadata("auditor", ""), timeout=30
+    )
+    try:
+        assert next(scoped).state.child_count == 0
+        assert next(unscoped).state.child_count == 0
+        children = {}
+        for name, account in (("a-hidden-child", "team-a"), ("b-own-child", "team-b-secret")):
+            children[name] = world.ledger.open_run(
+                run_key=uuid.uuid4().hex,
+                name=name,
+                spec={},
+                parent_account=account,
+                cap_usd_micro=None,
+                source_checkpoint={"run_id": source, "step": 2},
+                **WHO,
+            )
+        told_scoped = []
+        for message in scoped:
+            told_scoped.append(message)
+            if message.position == children["b-own-child"].position:
+                break
+        told_unscoped = []
+        for message in unscoped:
+            told_unscoped.append(message)
+            if message.position == children["b-own-child"].position:
+                break
+    finally:
+        scoped.cancel()
+        unscoped.cancel()
+    hidden = children["a-hidden-child"]
+    assert [m.event_type for m in told_unscoped] == ["Run.ChildOpened", "Run.ChildOpened"]
+    assert [m.position for m in told_unscoped] == [hidden.position, children["b-own-child"].position]
+    assert [m.event_type for m in told_scoped] == ["Run.ChildOpened"]
+    assert [c.name for c in told_scoped[0].state.children] == ["b-own-child"]
+    assert told_scoped[0].state.child_count == 1
+    for secret in (hidden.run_id, "a-hidden-child"):
+        assert secret not in str(told_scoped)

@@ -231,7 +231,7 @@ def test_the_spend_chart_shows_committed_spend_the_cap_and_the_pending_hold(
         18_500_000,
         28_500_000,
     ]
-    assert attributes(tab, "table.holds tbody tr", "data-state") == ["committed", "released", "pending"]
+    assert attributes(tab, "table.holds tbody tr", "data-state") == ["pending", "released", "committed"]
     totals = tab.locator(f"{spend} .totals").inner_text()
     assert "committed $18.50" in totals and "pending $10.00" in totals and "cap $50.00" in totals
     assert watch.clear() == []
@@ -582,10 +582,14 @@ def test_the_runs_page_search_box_finds_runs_and_shows_a_refusal(ledger: Ledger,
     client.set_tags(tagged, {"team": "vision"})
     receipt = client.set_tags(ledger.beta, {"team": "audio"})
     client.get_run_state(run_id=ledger.beta, min_position=receipt.position)
+    # Each page loads the charts' scripts after "load": leaving before they came aborts them.
+    scripts_loaded = "() => globalThis.uPlot !== undefined"
     tab.goto(ledger.served.base + "/", wait_until="load")
+    tab.wait_for_function(scripts_loaded)
     tab.fill('form.filters input[name="where"]', "tags.team = 'vision'")
     tab.click('form.filters button[type="submit"]')
     tab.wait_for_load_state("load")
+    tab.wait_for_function(scripts_loaded)
     listed = tab.locator("table.runs tbody tr[data-run-id]")
     assert [listed.nth(i).get_attribute("data-run-id") for i in range(listed.count())] == [tagged]
     assert tab.input_value('form.filters input[name="where"]') == "tags.team = 'vision'"

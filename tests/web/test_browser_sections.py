@@ -7,6 +7,7 @@ when set)."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -114,6 +115,50 @@ def test_system_metrics_are_charted_below_the_training_charts_and_lineage_links_
         tab.screenshot(path=str(tmp_path / "lineage.png"), full_page=False)
         lineage.locator("a").click()
         tab.wait_for_url(f"**/runs/{base}")
+        assert watch.clear() == []
+    finally:
+        context.close()
+
+
+def test_a_bytes_metric_reads_in_bytes_units_on_its_axis_readout_and_table(
+    served: tuple[Served, LedgerClient, Browser], tmp_path: Path
+) -> None:
+    """system/gpu.0.memory_used_bytes (8.0e9 to 8.35e9) reads in GB: its axis ticks, the readout
+    under the cursor and the metrics table; the loss chart's ticks stay plain numbers."""
+    server, client, browser = served
+    run_id = client.open_run(run_key="sections-bytes", name="sft-bytes").state.run.run_id
+    attempt = client.start_attempt(run_id=run_id).attempt
+    index = [STEPS.index(s) for s in SYSTEM_STEPS]
+    metrics = {
+        "loss": [2.0 / (1 + s / 10) for s in STEPS],
+        "system/gpu.0.memory_used_bytes": {"values": [8e9 + s * 1e7 for s in SYSTEM_STEPS], "index": index},
+    }
+    appended = client.append_steps(run_id=run_id, attempt=attempt, steps=STEPS, metrics=metrics)
+    client.get_run_state(run_id=run_id, min_position=appended.position)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    tab = context.new_page()
+    watch = Watch().attach(tab)
+    try:
+        tab.goto(f"{server.base}/runs/{run_id}", wait_until="load")
+        wait_ready(tab)
+        figure = tab.locator('figure.chart[data-metric="system/gpu.0.memory_used_bytes"]')
+        ticks = json.loads(figure.get_attribute("data-y-ticks") or "[]")
+        assert ticks and all(tick.endswith(" GB") for tick in ticks), ticks
+        assert not any("e+" in tick for tick in ticks)
+        loss_ticks = json.loads(tab.locator('figure.chart[data-metric="loss"]').get_attribute("data-y-ticks") or "[]")
+        assert loss_ticks and not any(tick.endswith("B") for tick in loss_ticks)
+        row = tab.locator('table.metrics tr[data-metric="system/gpu.0.memory_used_bytes"] td')
+        assert row.all_inner_texts()[4:] == ["8.35 GB", "8 GB", "8.35 GB"]
+        figure.scroll_into_view_if_needed()
+        box = figure.locator(".u-over").bounding_box()
+        assert box is not None
+        tab.mouse.move(box["x"] + box["width"] - 0.5, box["y"] + box["height"] / 2)
+        readout = figure.locator(".readout")
+        tab.wait_for_function(
+            "(el) => el.textContent.includes('memory_used_bytes')", arg=readout.element_handle(), timeout=5_000
+        )
+        assert readout.inner_text().split(" · ")[1] == "system/gpu.0.memory_used_bytes 8.35 GB"
+        figure.screenshot(path=str(Path(os.environ.get("TRAINLEDGER_SHOTS") or tmp_path) / "bytes-chart.png"))
         assert watch.clear() == []
     finally:
         context.close()

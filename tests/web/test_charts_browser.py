@@ -217,12 +217,13 @@ def test_the_holds_are_a_table_on_the_run_page(ledger: Ledger, page: tuple[Page,
     open_page(ledger, tab, ledger.alpha)
     rows = tab.locator("table.holds tbody tr")
     cells = [row.locator("td").all_inner_texts()[:5] for row in rows.all()]
+    # The pending first, then the others newest first.
     assert cells == [
-        ["committed", "reservation", "$20.00", "$18.50", "2"],
-        ["released", "reservation", "$5.00", "-", "2"],
         ["pending", "reservation", "$10.00", "-", "2"],
+        ["released", "reservation", "$5.00", "-", "2"],
+        ["committed", "reservation", "$20.00", "$18.50", "2"],
     ]
-    assert attributes(tab, "table.holds tbody tr", "data-state") == ["committed", "released", "pending"]
+    assert attributes(tab, "table.holds tbody tr", "data-state") == ["pending", "released", "committed"]
     assert tab.locator("p.holds-empty").is_hidden()
     # A run without holds says so.
     open_page(ledger, tab, ledger.beta)

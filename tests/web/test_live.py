@@ -239,10 +239,6 @@ def test_the_runs_page_stream_reads_once_for_all_followers(
         assert live.reads - before <= 2  # One read for the three (a chunk may wake it twice).
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a run's feed reads only its own and its account's events: a child's RunOpened never reaches it",
-)
 def test_a_run_stream_tells_of_a_run_started_from_its_checkpoint(sse: httpx.Client, grpc_client: LedgerClient) -> None:
     """The run page's Children panel follows the run's stream: a child opened from one of its
     checkpoints must reach the source run's followers as a state with the new child."""

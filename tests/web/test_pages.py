@@ -184,7 +184,7 @@ def test_runs_page_filters_with_a_get_form(http: httpx.Client, recorded: Recorde
         "failed",
         "stopped",
     ]
-    assert {i.attrs["name"] for i in form.all("input")} == {"where", "name", "account", "include_retracted"}
+    assert {i.attrs["name"] for i in form.all("input")} == {"where", "name", "account", "include_retracted", "columns"}
     done = page(http, "/", status="done")
     assert [
         r.attrs["data-run-id"] for r in done.one("table", class_="runs").all("tr", data_run_id=recorded.other_run_id)

@@ -6,7 +6,6 @@ training charts, never mixed with them; a run without either shows neither."""
 from __future__ import annotations
 
 import httpx
-import pytest
 
 from clients import LedgerClient, RunSourceCheckpoint
 from tests.web.conftest import fresh_key
@@ -34,7 +33,9 @@ def test_a_run_page_shows_its_source_and_its_children(http: httpx.Client, grpc_c
     assert [text.strip() for text in lineage.texts] == ["from", "at step 5"]
     link = lineage.one("a")
     assert (link.text, link.attrs["href"]) == ("web-lineage-base", f"/runs/{base}")
-    assert not main.all(data_live="children")
+    # No child yet: the Children panel is an empty hidden section, there for the live feed to fill.
+    (empty,) = main.all(data_live="children")
+    assert "hidden" in empty.attrs and not empty.children
 
     main = page(http, f"/runs/{base}").one("main")
     assert not main.all(data_field="source")
@@ -110,9 +111,6 @@ def test_progress_without_a_plan_is_against_the_specs_max_steps(http: httpx.Clie
     assert row.one(data_field="progress").text == "22%"
 
 
-@pytest.mark.xfail(
-    strict=True, reason="LineageRun carries no retraction: the source line and children rows say nothing"
-)
 def test_a_retracted_source_or_child_is_marked_as_the_runs_page_marks_it(
     http: httpx.Client, grpc_client: LedgerClient
 ) -> None:
@@ -131,3 +129,17 @@ def test_a_retracted_source_or_child_is_marked_as_the_runs_page_marks_it(
     assert "retracted" in " ".join(lineage.texts) + lineage.one("a").text + str(lineage.attrs)
     row = page(http, f"/runs/{base}").one("main").one(data_live="children").one("tr", data_run_id=child_id)
     assert "retracted" in " ".join(cell.text for cell in row.all("td")) + str(row.attrs)
+
+
+def test_a_byte_valued_metric_reads_in_bytes_units_in_the_metrics_table(
+    http: httpx.Client, grpc_client: LedgerClient
+) -> None:
+    """A metric named *_bytes (system/process_rss_bytes) reads 49.8 MB, not 4.98e+07; others
+    keep their numbers."""
+    rss = [49_800_000.0, 51_200_000.0, 1_530_000_000.0, 512.0, 2_048.0, 49_812_345.0]
+    run_id = _trained(grpc_client, "web-bytes", {"loss": [0.5] * 6, "system/process_rss_bytes": rss})
+    grpc_client.get_run_state(run_id=run_id, min_position=grpc_client.get_run_state(run_id=run_id).position)
+    table = page(http, f"/runs/{run_id}").one("main").one("table", class_="metrics")
+    cells = [cell.text for cell in table.one("tr", data_metric="system/process_rss_bytes").all("td")]
+    assert cells[4:] == ["49.81 MB", "512 B", "1.53 GB"]  # last, min, max
+    assert [cell.text for cell in table.one("tr", data_metric="loss").all("td")][4:] == ["0.5", "0.5", "0.5"]

@@ -803,15 +803,17 @@ class RunSourceCheckpoint(_message.Message):
     def __init__(self, run_id: _Optional[str] = ..., step: _Optional[int] = ..., uri: _Optional[str] = ...) -> None: ...
 
 class LineageRun(_message.Message):
-    __slots__ = ("run_id", "name", "step", "uri", "opened_at")
+    __slots__ = ("run_id", "name", "step", "uri", "opened_at", "retracted")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
     URI_FIELD_NUMBER: _ClassVar[int]
     OPENED_AT_FIELD_NUMBER: _ClassVar[int]
+    RETRACTED_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     name: str
     step: int
     uri: str
     opened_at: _timestamp_pb2.Timestamp
-    def __init__(self, run_id: _Optional[str] = ..., name: _Optional[str] = ..., step: _Optional[int] = ..., uri: _Optional[str] = ..., opened_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    retracted: bool
+    def __init__(self, run_id: _Optional[str] = ..., name: _Optional[str] = ..., step: _Optional[int] = ..., uri: _Optional[str] = ..., opened_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., retracted: _Optional[bool] = ...) -> None: ...

@@ -188,14 +188,17 @@ class Resume(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class LineageRun(msgspec.Struct, frozen=True, kw_only=True):
-    """One link of a run's lineage: a run, its name and when it was opened, and the step (and uri,
-    as the child's trainer gave it) of the checkpoint that joins it to the other run."""
+    """One link of a run's lineage: a run, its name, when it was opened and whether it was
+    retracted since, and the step (and uri, as the child's trainer gave it) of the checkpoint
+    that joins it to the other run."""
 
     run_id: str
     name: str
     step: int
     uri: str = ""
     opened_at: Moment | None = None
+    #: The linked run was retracted (its results are no evidence).
+    retracted: bool = False
 
 
 class RunState(msgspec.Struct, frozen=True, kw_only=True):

@@ -8,7 +8,7 @@ continues from an offset: an offset costs the rows it skips (bounded by SEARCH_O
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -19,9 +19,18 @@ from ledger.views.runs.reads import RUN_SUMMARY_SELECT, run_filters, to_run_summ
 from ledger.views.search.compile import Sql, compile_order, compile_where
 from ledger.views.search.grammar import parse_order, parse_query
 
-__all__ = ["SEARCH_OFFSET_MAX", "SearchPage", "compile_search", "search_runs"]
+__all__ = [
+    "FIELD_ROWS_MAX",
+    "SEARCH_OFFSET_MAX",
+    "SearchPage",
+    "compile_search",
+    "run_fields",
+    "search_runs",
+]
 
 SEARCH_OFFSET_MAX = 100_000
+#: The most field values one run_fields read answers (a page of runs with large specs).
+FIELD_ROWS_MAX = 5_000
 
 
 class SearchPage(msgspec.Struct, frozen=True, kw_only=True):
@@ -117,3 +126,30 @@ def search_runs(
         runs=with_tags(rows, tuple(to_run_summary(summaries[run_id], now) for run_id in page)),
         next_offset=offset + limit if more else None,
     )
+
+
+def run_fields(
+    rows: Callable[[str, tuple[Any, ...]], list[Any]],
+    run_ids: Sequence[str],
+    *,
+    keys: Sequence[str] = (),
+    prefix: str = "",
+) -> dict[str, dict[str, float | str]]:
+    """The values of the search view's fields (`spec.lr`, `summary.eval_loss`, `tags.team`) of
+    `run_ids`: those named `keys`, else every one under `prefix`; a number as a float, anything
+    else as its text. At most FIELD_ROWS_MAX values, by run and key."""
+    if not run_ids or not (keys or prefix):
+        return {}
+    marks = ", ".join("?" * len(run_ids))
+    if keys:
+        which, args = f"key IN ({', '.join('?' * len(keys))})", tuple(keys)
+    else:
+        which, args = "key >= ? AND key < ?", (prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1))
+    found: dict[str, dict[str, float | str]] = {}
+    for run_id, key, num, text in rows(
+        f"SELECT run_id, key, num, text FROM view_run_fields WHERE run_id IN ({marks}) AND {which}"
+        " ORDER BY run_id, key LIMIT ?",
+        (*run_ids, *args, FIELD_ROWS_MAX),
+    ):
+        found.setdefault(run_id, {})[key] = num if num is not None else text
+    return found

@@ -147,6 +147,23 @@ class SpendReads:
             reservations=reservations, after_position=reservations[-1].position if len(rows) == limit else None
         )
 
+    def latest_holds(self, account: str, *, newest: int, pending_max: int) -> tuple[list[Reservation], int, int]:
+        """The account's pending entries (the latest `pending_max`) then its latest `newest` other
+        ones, each newest first, and how many entries and pending ones it has in all."""
+        select = (
+            "SELECT reservation_id, kind, state, amount, actual, overrun, basis, actual_basis, reason, attempt,"
+            " reserved_at, settled_at, expires_at, position FROM view_reservations WHERE account = ? AND state {}"
+            " 'pending' ORDER BY position DESC LIMIT ?"
+        )
+        pending = self.query.rows(select.format("="), (account, pending_max))
+        others = self.query.rows(select.format("<>"), (account, newest))
+        counted = self.query.row(
+            "SELECT COUNT(*), COUNT(CASE WHEN state = 'pending' THEN 1 END) FROM view_reservations WHERE account = ?",
+            (account,),
+        )
+        total, pending_count = (int(counted[0]), int(counted[1])) if counted else (0, 0)
+        return [to_reservation(row) for row in (*pending, *others)], total, pending_count
+
     def holds_pending(self) -> tuple[int, int]:
         """How many holds are pending and their amount in micro-dollars."""
         row = self.query.row("SELECT COUNT(*), COALESCE(SUM(amount), 0) FROM view_reservations WHERE state = 'pending'")

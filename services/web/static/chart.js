@@ -17,7 +17,6 @@ import {
   AXIS,
   alpha,
   colorOf,
-  fullNumber,
   legendOf,
   logLabel,
   plotOf,
@@ -25,9 +24,10 @@ import {
   recordScale,
   tickLabel,
   valueAxis,
+  valueText,
 } from "./plot.js";
 
-export { drawSpend, holdRow, spendPoints } from "./spendchart.js";
+export { drawSpend, holdRow, holdsInto, spendPoints } from "./spendchart.js";
 
 const STEP_INCRS = [];
 for (let p = 1; p <= 1e12; p *= 10) STEP_INCRS.push(p, 2 * p, 5 * p);
@@ -264,7 +264,7 @@ export function drawMetric(figure, view, handlers) {
   figure.view = current;
   figure.dataset.label = `${view.metric} by step`;
   const describe = (hit) =>
-    `step ${hit.step} · ${view.metric} ${fullNumber(hit.value)} · attempt ${hit.series.attempt}` +
+    `step ${hit.step} · ${view.metric} ${valueText(view.metric, hit.value)} · attempt ${hit.series.attempt}` +
     (hit.series.superseded ? " (superseded)" : "");
   const build = () => ({
     series: uSeries,
@@ -328,7 +328,7 @@ export function drawCompare(figure, view) {
   figure.dataset.label = `${view.metric} by step, per run`;
   const described = lines.map((line, i) => ({ index: i + 1, line }));
   const describe = (hit) =>
-    `${hit.series.line.name} · step ${hit.step} · ${view.metric} ${fullNumber(hit.value)}`;
+    `${hit.series.line.name} · step ${hit.step} · ${view.metric} ${valueText(view.metric, hit.value)}`;
   const shape = JSON.stringify(lines.map((l) => l.run.run_id));
   const build = () => ({
     series: [

@@ -24,6 +24,7 @@
 // projector). Each chart figure gets data-ready="1" once first drawn and data-last-step as live
 // steps arrive (the browser tests and bench/dashboard.py wait on these).
 
+import { runColumns } from "./runcolumns.js";
 import { ChartGroup } from "./chartgroup.js";
 
 // chart.js is imported dynamically so that the page's API requests start at once, while it loads.
@@ -449,13 +450,7 @@ class SpendChart {
       usd,
       usdShort,
     });
-    const holds = document.querySelector("table.holds");
-    if (holds) {
-      holds.tBodies[0].replaceChildren(...doc.reservations.map((r) => charts.holdRow(r, usd)));
-      holds.hidden = !doc.reservations.length;
-      const none = document.querySelector("p.holds-empty");
-      if (none) none.hidden = doc.reservations.length > 0;
-    }
+    charts.holdsInto(doc, usd);
     let caption = this.figure.querySelector(":scope > .totals");
     if (!caption) {
       caption = document.createElement("div");
@@ -608,7 +603,8 @@ function runPage(main) {
   });
   source.addEventListener("spend", (message) => {
     updateSpendCells(document, JSON.parse(message.data));
-    panels.saw(Number(message.lastEventId));
+    if (document.querySelector("table.holds[data-partial]")) panels(false, Number(message.lastEventId));
+    else panels.saw(Number(message.lastEventId));
     spend?.reload();
   });
 }
@@ -704,6 +700,7 @@ function newRunRow(run) {
   opened.dateTime = run.opened_at;
   opened.textContent = run.opened_at ? `${run.opened_at.slice(0, 19).replace("T", " ")} UTC` : "-";
   cell("opened_at", opened);
+  runColumns(row, run, cell);
   row.classList.add("new");
   return row;
 }

@@ -84,6 +84,42 @@ export function fullNumber(v) {
   return Math.abs(v) >= 1e6 || (Math.abs(v) < 1e-4 && v !== 0) ? v.toExponential(4) : String(Number(v.toPrecision(6)));
 }
 
+// A metric named *_bytes (system/process_rss_bytes) reads in B/KB/MB/GB (powers of 1000), as the
+// server's tables (services.render.tables.metric_value).
+const BYTE_UNITS = ["B", "KB", "MB", "GB", "TB", "PB"];
+
+export function isBytes(name) {
+  return typeof name === "string" && name.endsWith("_bytes");
+}
+
+/** A byte count to 4 significant digits in the unit that fits it: "49.81 MB". */
+export function byteText(v) {
+  if (v === null || v === undefined || !Number.isFinite(v)) return "–";
+  let scaled = v;
+  let unit = 0;
+  while (unit < BYTE_UNITS.length - 1 && Math.abs(Number(scaled.toPrecision(4))) >= 1000) {
+    scaled /= 1000;
+    unit += 1;
+  }
+  return `${Number(scaled.toPrecision(4))} ${BYTE_UNITS[unit]}`;
+}
+
+/** A metric's value for a readout: bytes in their unit, other values as fullNumber. */
+export function valueText(name, v) {
+  return isBytes(name) ? byteText(v) : fullNumber(v);
+}
+
+/** The tick labels of a byte axis, all in the unit of the largest tick, precise to `incr`. */
+function byteTicks(splits, incr, logY) {
+  if (logY) return splits.map((v) => (v === null || v === undefined ? "" : byteText(v)));
+  const top = Math.max(0, ...splits.map((v) => Math.abs(v ?? 0)));
+  let unit = 0;
+  while (unit < BYTE_UNITS.length - 1 && top >= 1000 ** (unit + 1)) unit += 1;
+  const size = 1000 ** unit;
+  const digits = Math.min(12, decimalsFor(incr / size));
+  return splits.map((v) => (v === null || v === undefined ? "" : `${(v / size).toFixed(digits)} ${BYTE_UNITS[unit]}`));
+}
+
 function yAxisSize(u, values, axisIdx, cycle) {
   if (cycle > 1) return u.axes[axisIdx]._size;
   const longest = Math.max(1, ...(values ?? []).map((v) => String(v).length));
@@ -99,7 +135,10 @@ export function valueAxis(figure, name, logY, format) {
     size: yAxisSize,
     space: 28,
     values: (u, splits, axisIdx, space, incr) => {
-      const labels = splits.map((v) => (format ? format(v, incr) : logY ? logLabel(v) : tickLabel(v, incr)));
+      const labels =
+        !format && isBytes(name)
+          ? byteTicks(splits, incr, logY)
+          : splits.map((v) => (format ? format(v, incr) : logY ? logLabel(v) : tickLabel(v, incr)));
       figure.dataset.yTicks = JSON.stringify(labels);
       return labels;
     },

@@ -170,6 +170,51 @@ export function holdRow(r, usd) {
   return row;
 }
 
+// How many holds other than the pending the table shows unfolded (services/web/holds.py).
+const HOLDS_NEWEST = 20;
+
+/** The holds table from the spend document, as the server renders it: the pending first, then
+ * the newest HOLDS_NEWEST others, newest first; the older folded under a count (kept open when
+ * the reader opened it). */
+export function holdsInto(doc, usd) {
+  const table = document.querySelector("table.holds");
+  // More holds than the document's page: the server renders the newest (a live panel).
+  if (!table || table.dataset.partial || doc.next_page) return;
+  const newest = [...doc.reservations].reverse();
+  const pending = newest.filter((r) => r.state === "pending");
+  const others = newest.filter((r) => r.state !== "pending");
+  const older = others.slice(HOLDS_NEWEST);
+  table.tBodies[0].replaceChildren(...[...pending, ...others.slice(0, HOLDS_NEWEST)].map((r) => holdRow(r, usd)));
+  table.hidden = !newest.length;
+  const none = document.querySelector("p.holds-empty");
+  if (none) none.hidden = newest.length > 0;
+  let count = document.querySelector("p.holds-count");
+  if (older.length) {
+    if (!count) {
+      count = document.createElement("p");
+      count.className = "holds-count";
+      table.before(count);
+    }
+    count.textContent = `${newest.length} holds, ${pending.length} pending: the pending and the newest ${HOLDS_NEWEST} shown`;
+  } else count?.remove();
+  let folded = document.querySelector("details.holds-more");
+  if (!older.length) {
+    folded?.remove();
+    return;
+  }
+  if (!folded) {
+    folded = document.createElement("details");
+    folded.className = "holds-more";
+    const rest = document.createElement("table");
+    rest.className = "holds-older";
+    rest.append(table.tHead.cloneNode(true), document.createElement("tbody"));
+    folded.append(document.createElement("summary"), rest);
+    table.after(folded);
+  }
+  folded.querySelector("summary").textContent = `${older.length} older holds`;
+  folded.querySelector("tbody").replaceChildren(...older.map((r) => holdRow(r, usd)));
+}
+
 /** Running totals of committed and held spend at each change, from the holds in log order;
  * what the holds do not explain (adjustments to a bill) is committed at the last change. */
 export function spendPoints(doc) {
