@@ -9,7 +9,7 @@ them into SQL).
 - `metrics.NAME.last`, `.min`, `.max`: the last value the run recorded of a metric (at its latest
   attempt and step), its least and its greatest (view_run_metrics). A dotted or odd name is
   quoted: metrics.`train/loss`.min.
-- Run fields: status (running, done, failed, stopped), name, account (the account the run's spend
+- Run fields: status (running, lost, done, failed, stopped), name, account (the account the run's spend
   rolls up to; absent when none), attempts (how many were started), started and finished (times:
   a time literal or a quoted ISO 8601 time, UTC unless it says otherwise), elapsed (finished, or
   now while running, less started: a duration, or a number of seconds), spend_committed_usd_micro
@@ -32,7 +32,7 @@ __all__ = ["DOCUMENTS", "METRIC_STATS", "RUN_FIELDS", "STATUSES", "Field", "RunF
 #: The documents whose keys a search reaches, by the prefix that names them.
 DOCUMENTS = ("spec", "summary", "tags")
 METRIC_STATS = ("last", "min", "max")
-STATUSES = ("running", "done", "failed", "stopped")
+STATUSES = ("running", "lost", "done", "failed", "stopped")
 
 
 @dataclass(frozen=True, slots=True)
