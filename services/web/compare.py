@@ -138,9 +138,14 @@ def _form(compared: RunDiff, offered: Sequence[str], drawn: Sequence[str]) -> st
         f'<form class="compare" method="get" action="/compare" data-runs="{e(",".join(compared.run_ids))}">'
         f'<fieldset class="runs"><legend>runs</legend>{runs}'
         '<label>add run <input name="run" placeholder="run name or id"></label></fieldset>'
-        f'<fieldset class="metrics"><legend>metrics</legend>{metrics or "none recorded yet"}</fieldset>'
+        f'<fieldset class="metrics"><legend>metrics</legend>{metrics or _no_metrics(compared)}</fieldset>'
         '<button type="submit">compare</button></form>'
     )
+
+
+def _no_metrics(compared: RunDiff) -> str:
+    """What the metric picker says when it offers none: runs to pick first, or none recorded."""
+    return "none recorded yet" if compared.run_ids else "pick runs first: their metrics are offered here"
 
 
 async def page(request: Request) -> Response:
