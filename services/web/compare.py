@@ -69,11 +69,17 @@ async def _resolved(web: api.Web, identity: Any, refs: Sequence[str]) -> tuple[l
             # Outside a scoped token's scope reads the same whether the run exists or not.
             if error.status not in (404, 409) and error.reason != Reason.OUTSIDE_SCOPE:
                 raise
-            unknown.append(f"{ref}: {error.message}")
+            unknown.append(f"{ref}: {error.message}{_candidates(error)}")
             continue
         if run_id not in run_ids:
             run_ids.append(run_id)
     return run_ids, unknown
+
+
+def _candidates(error: WebError) -> str:
+    """The runs an ambiguous name names, by their ids' first characters and status, to pick from."""
+    shown = error.fields.get("candidates") or []
+    return " (" + ", ".join(f"{run['run_id'][:8]} {run['status']}" for run in shown) + ")" if shown else ""
 
 
 def _read(ledger: Any, run_ids: Sequence[str]) -> tuple[list[Any], list[str]]:

@@ -145,3 +145,10 @@ def test_the_compare_page_without_runs_asks_for_runs_not_metrics(http: httpx.Cli
     assert picker.one("legend").text == "metrics"
     assert "pick runs first: their metrics are offered here" in picker.text
     assert "none recorded" not in picker.text
+
+
+def test_a_name_of_several_runs_lists_their_ids(http: httpx.Client, grpc_client: LedgerClient) -> None:
+    twins = [grpc_client.open_run(run_key=fresh_key(), name="twin-said").state.run.run_id for _ in range(2)]
+    said = [item.text for item in page(http, "/compare", run="twin-said").one("ul", id="compare-refused").all("li")]
+    newest, oldest = twins[1][:8], twins[0][:8]
+    assert said == [f"twin-said: twin-said names 2 runs: give more of the id ({newest} running, {oldest} running)"]
