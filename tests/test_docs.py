@@ -16,6 +16,7 @@ import pytest
 from clients import LedgerClient
 from services.cli import parser
 from services.embedded import ServerThread
+from services.web.search import RUNS_PARAMETERS
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -113,3 +114,10 @@ def test_the_readme_trainer_runs_as_pasted(tmp_path: Path) -> None:
     assert state.spend.committed_usd_micro == 200 * 15_000
     assert state.resume.available and state.resume.from_step == 199
     assert "'acked': 200" in result.stdout
+
+
+def test_the_dashboard_page_names_every_parameter_of_the_runs_api() -> None:
+    page = (REPO / "docs" / "dashboard.md").read_text(encoding="utf-8")
+    [row] = [line for line in page.splitlines() if line.startswith("| `GET /api/runs?")]
+    named = re.findall(r"[?&](\w+)=", row.split("`")[1])
+    assert sorted(named) == sorted(RUNS_PARAMETERS)

@@ -69,11 +69,17 @@ async def _resolved(web: api.Web, identity: Any, refs: Sequence[str]) -> tuple[l
             # Outside a scoped token's scope reads the same whether the run exists or not.
             if error.status not in (404, 409) and error.reason != Reason.OUTSIDE_SCOPE:
                 raise
-            unknown.append(f"{ref}: {error.message}")
+            unknown.append(f"{ref}: {error.message}{_candidates(error)}")
             continue
         if run_id not in run_ids:
             run_ids.append(run_id)
     return run_ids, unknown
+
+
+def _candidates(error: WebError) -> str:
+    """The runs an ambiguous name names, by their ids' first characters and status, to pick from."""
+    shown = error.fields.get("candidates") or []
+    return " (" + ", ".join(f"{run['run_id'][:8]} {run['status']}" for run in shown) + ")" if shown else ""
 
 
 def _read(ledger: Any, run_ids: Sequence[str]) -> tuple[list[Any], list[str]]:
@@ -138,9 +144,14 @@ def _form(compared: RunDiff, offered: Sequence[str], drawn: Sequence[str]) -> st
         f'<form class="compare" method="get" action="/compare" data-runs="{e(",".join(compared.run_ids))}">'
         f'<fieldset class="runs"><legend>runs</legend>{runs}'
         '<label>add run <input name="run" placeholder="run name or id"></label></fieldset>'
-        f'<fieldset class="metrics"><legend>metrics</legend>{metrics or "none recorded yet"}</fieldset>'
+        f'<fieldset class="metrics"><legend>metrics</legend>{metrics or _no_metrics(compared)}</fieldset>'
         '<button type="submit">compare</button></form>'
     )
+
+
+def _no_metrics(compared: RunDiff) -> str:
+    """What the metric picker says when it offers none: runs to pick first, or none recorded."""
+    return "none recorded yet" if compared.run_ids else "pick runs first: their metrics are offered here"
 
 
 async def page(request: Request) -> Response:

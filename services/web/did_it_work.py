@@ -66,20 +66,25 @@ COMPARE_HEADERS = ("run", "holdout", "direction", "target change", "95% interval
 
 
 def compare_table(runs: Sequence[tuple[str, str, Mapping[str, Any]]]) -> str:
-    """The compare page's "Did it work?" table: one row per (run id, name, reports)."""
-    rows = []
+    """The compare page's "Did it work?" table: one row per (run id, name, reports), after a line
+    that says so when no run recorded a holdout or delta report."""
+    rows, reported = [], False
     for run_id, name, reports in runs:
         holdout, delta = reports.get("holdout"), reports.get("delta")
+        reported = reported or isinstance(holdout, Mapping) or isinstance(delta, Mapping)
         text, direction = holdout_text(holdout) if isinstance(holdout, Mapping) else ("-", "-")
         cells = [text, direction]
         changes = delta_rows(delta) if isinstance(delta, Mapping) else []
         target = next((row for row in changes if row[1] == "target"), None)
         cells += [target[5], target[6], target[7]] if target else ["-", "-", "-"]
         regressed = [row[0] for row in changes if row[-1] == "regressed"]
-        cells.append(", ".join(regressed) or "none")
+        # Without a delta report nothing was checked: "-", never "none" (which says none regressed).
+        cells.append(", ".join(regressed) or ("none" if isinstance(delta, Mapping) else "-"))
         over = isinstance(delta, Mapping) and delta.get("over_optimized")
         cells.append("over-optimized" if over else "")
         link = f'<td><a href="/runs/{_e(run_id)}">{_e(name or run_id)}</a></td>'
         rows.append(f'<tr data-run-id="{_e(run_id)}">{link}' + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
     head = "".join(f"<th>{_e(h)}</th>" for h in COMPARE_HEADERS)
-    return f'<table class="did-it-work"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    table = f'<table class="did-it-work"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    said = "" if reported else '<p class="empty">No compared run recorded a holdout or delta report yet.</p>'
+    return said + table

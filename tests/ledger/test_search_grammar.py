@@ -152,7 +152,7 @@ def test_a_syntax_error_names_its_position_and_what_was_expected(query: str, pos
         ("spec.lr like 1", "14", "a string pattern"),
         ("metrics.loss.min like 'x%'", "1", "a string field"),
         ("attempts like '1%'", "1", "a string field"),
-        ("status = 'finished'", "10", "running, done, failed, stopped"),
+        ("status = 'finished'", "10", "running, done, failed, stopped, lost"),
         ("started > 'yesterday'", "11", "a time"),
         ("started > 3", "11", "a time"),
         ("elapsed > 'long'", "11", "a duration"),

@@ -4,6 +4,7 @@ INVALID_ARGUMENT with the position of the fault."""
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import grpc
@@ -11,7 +12,7 @@ import pytest
 from google.protobuf import struct_pb2
 
 from ledger.views.search.grammar import QUERY_DEPTH_MAX
-from tests.service.support import Stubs, error_info, open_run
+from tests.service.support import Stubs, error_info, key, open_run
 from trainledger.v1 import common_pb2, runs_pb2
 
 
@@ -161,3 +162,19 @@ def test_ordering_by_a_key_half_the_runs_lack_puts_them_last_either_way(stubs: S
         if not token:
             break
     assert pages == [with_key[::-1] + newest_first[:1], newest_first[1:]]
+
+
+def test_a_lost_run_is_found_by_its_status(stubs: Stubs) -> None:
+    run_id = stubs.runs.OpenRun(runs_pb2.OpenRunRequest(run_key=key()), timeout=10).state.run.run_id
+    start = runs_pb2.StartAttemptRequest(run_id=run_id, attempt_id="a1", lease_s=2)
+    stubs.runs.StartAttempt(start, timeout=10)
+    deadline = time.monotonic() + 10
+    while stubs.runs.GetRunState(runs_pb2.GetRunStateRequest(run_id=run_id), timeout=10).state.run.status != (
+        common_pb2.RUN_STATUS_LOST
+    ):
+        assert time.monotonic() < deadline, "the attempt never read lost"
+        time.sleep(0.1)
+    prefix = run_id[:8]
+    assert listed(stubs, where="status = 'lost'", run_id_prefix=prefix)[0] == [run_id]
+    assert listed(stubs, where="status in ('lost', 'failed')", run_id_prefix=prefix)[0] == [run_id]
+    assert listed(stubs, where="status = 'running'", run_id_prefix=prefix)[0] == []

@@ -126,3 +126,29 @@ def test_a_long_value_is_cut_in_its_cell(http: httpx.Client, grpc_client: Ledger
     short = grpc_client.open_run(run_key=fresh_key(), name="long-b", spec={"prompt": "ab"}).state.run.run_id
     table = page(http, "/compare", run=[long, short]).one("table", class_="diff")
     assert _rows(table)[0] == ["spec.prompt", "ab" * 249 + "a…", "ab"]
+
+
+def test_runs_without_reports_say_so_and_claim_nothing_regressed(http: httpx.Client, grpc_client: LedgerClient) -> None:
+    bare = [grpc_client.open_run(run_key=fresh_key(), name=f"bare-{n}").state.run.run_id for n in range(2)]
+    section = page(http, "/compare", run=bare).one("section", data_live="verdicts")
+    assert section.one("p", class_="empty").text == "No compared run recorded a holdout or delta report yet."
+    assert _rows(section.one("table", class_="did-it-work")) == [
+        ["bare-0", "-", "-", "-", "-", "-", "-", ""],
+        ["bare-1", "-", "-", "-", "-", "-", "-", ""],
+    ]
+
+
+def test_the_compare_page_without_runs_asks_for_runs_not_metrics(http: httpx.Client, recorded: Recorded) -> None:
+    root = page(http, "/compare")
+    assert root.one("p", class_="empty").text == "Pick runs to compare on the runs page, or add them here."
+    picker = root.one("fieldset", class_="metrics")
+    assert picker.one("legend").text == "metrics"
+    assert "pick runs first: their metrics are offered here" in picker.text
+    assert "none recorded" not in picker.text
+
+
+def test_a_name_of_several_runs_lists_their_ids(http: httpx.Client, grpc_client: LedgerClient) -> None:
+    twins = [grpc_client.open_run(run_key=fresh_key(), name="twin-said").state.run.run_id for _ in range(2)]
+    said = [item.text for item in page(http, "/compare", run="twin-said").one("ul", id="compare-refused").all("li")]
+    newest, oldest = twins[1][:8], twins[0][:8]
+    assert said == [f"twin-said: twin-said names 2 runs: give more of the id ({newest} running, {oldest} running)"]

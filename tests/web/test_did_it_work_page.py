@@ -94,4 +94,4 @@ def test_compare_shows_did_it_work_per_run(http: httpx.Client, grpc_client: Ledg
         "web-verdict", "pass rate 0.31 → 0.47 (+0.16)", "better", "+0.25", "[-0.3982, 0.8982]", "no clear change",
         "safe", "over-optimized",
     ]  # fmt: skip
-    assert [td.text for td in rows[1].all("td")] == ["web-bare", "-", "-", "-", "-", "-", "none", ""]
+    assert [td.text for td in rows[1].all("td")] == ["web-bare", "-", "-", "-", "-", "-", "-", ""]
