@@ -1,8 +1,8 @@
 """On PostgreSQL an event write is two round trips: one that takes the table lock and inserts the
 keys and the events (their positions and the last seal come back), one that inserts their seals
 and commits. Each round trip is a network wait under the lock that runs writers one at a time.
-Counted from libpq's own trace of the connection the write runs on: every round trip ends with
-one ReadyForQuery from the server."""
+Counted from libpq's own trace of the connection the write runs on: each turn from the client's
+messages to the server's answers is a wait for the network."""
 
 from __future__ import annotations
 
@@ -58,7 +58,14 @@ def _traced(ledger: Ledger, trace: Path) -> None:
 
 
 def _round_trips(trace: Path) -> int:
-    return sum(1 for line in trace.read_text().splitlines() if "\tB\t" in line and "\tReadyForQuery\t" in line)
+    """The turns from the client's messages to the server's: each is a wait for an answer."""
+    turns, last = 0, ""
+    for line in trace.read_text().splitlines():
+        fields = line.split("\t")
+        if len(fields) > 1 and fields[1] in ("F", "B"):
+            turns += fields[1] == "B" and last == "F"
+            last = fields[1]
+    return turns
 
 
 def test_an_event_write_is_two_round_trips(ledger: Ledger, tmp_path: Path) -> None:
@@ -95,3 +102,33 @@ def test_a_write_that_clashes_stores_nothing_and_the_next_one_is_sealed(ledger: 
     # Positions skip the numbers the rolled back insert drew (the run, its account, the attempt, the batch).
     assert verification.ok and verification.checked == 4
     assert verification.head.position == ledger.head() == ledger.chain_head().position
+
+
+def test_a_projected_write_is_two_round_trips_of_the_views(ledger: Ledger, tmp_path: Path) -> None:
+    # The projector's transaction: BEGIN, the tracking rows locked and read (the first round
+    # trip), the views' rows, the tracking and COMMIT (the second).
+    run = ledger.open_run(run_key="projected", cap_usd_micro=10**9)
+    ledger.wait(ledger.reserve(account=run.run_id, reservation_id="r0", amount_usd_micro=10).position)
+    traces: list[Path] = []
+    pool = ledger.storage.pool
+    connection = pool.connection
+
+    @contextmanager
+    def traced(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        traces.append(tmp_path / f"views-{len(traces)}.trace")  # One a checkout: the projector's, a poll's.
+        with connection(*args, **kwargs) as pooled, traces[-1].open("w") as sink:
+            pooled.pgconn.trace(sink.fileno())
+            try:
+                yield pooled
+            finally:
+                pooled.pgconn.untrace()
+
+    pool.connection = traced  # type: ignore[method-assign]
+    try:
+        ledger.wait(ledger.reserve(account=run.run_id, reservation_id="r1", amount_usd_micro=10).position)
+    finally:
+        pool.connection = connection  # type: ignore[method-assign]
+    transactions = [trace for trace in traces if '"BEGIN"' in trace.read_text()]
+    assert len(transactions) == 1
+    assert _round_trips(transactions[0]) == 2
+    assert ledger.run_state(run.run_id).spend.pending_usd_micro == 20
