@@ -5,13 +5,14 @@ round trip.
 
 A schema of its own is made and dropped. Each call is followed by a SELECT 1 on a connection of
 the benchmark's own (`select1_p99_ms_beside_*`, the ceiling: the network and the server's load
-as the call saw them). Figures: `reserve_p50_ms` / `reserve_p99_ms` and `run_state_p50_ms` /
-`run_state_p99_ms` (a run with an objective and a scored checkpoint, its best), the process's CPU per call
-(`*_cpu_us`, every thread of the process: the projector's included), and the round trips of one
-event write and of one RunState (`*_round_trips`), counted from libpq's trace of the connections
-they run on (each round trip ends with one ReadyForQuery). No goal is judged here (the goals
-are bench/service.py's over gRPC); the LAST line is one JSON object with the figures, the load
-averages and the command.
+as the call saw them). Figures: `reserve_p50_ms` / `reserve_p99_ms`; `reserve_projected_p50_ms`
+/ `reserve_projected_p99_ms` (a Reserve and the wait until the views show it: read-your-writes);
+`run_state_p50_ms` / `run_state_p99_ms` (a run with an objective and a scored checkpoint, its
+best); the process's CPU per call (`*_cpu_us`, every thread of the process: the projector's
+included); and the round trips of one event write and of one RunState (`*_round_trips`), counted
+from libpq's trace of the connections they run on (each turn from the client's messages to the
+server's answers). No goal is judged here (the goals are bench/service.py's over gRPC); the LAST
+line is one JSON object with the figures, the load averages and the command.
 """
 
 from __future__ import annotations
@@ -75,7 +76,14 @@ def round_trips(get_connection: Callable[[], Any], sink: Path) -> Iterator[Calla
 
 
 def counted(sink: Path) -> int:
-    return sum(1 for line in sink.read_text().splitlines() if "\tB\t" in line and "\tReadyForQuery\t" in line)
+    """The turns from the client's messages to the server's in a libpq trace: each a wait."""
+    turns, last = 0, ""
+    for line in sink.read_text().splitlines():
+        fields = line.split("\t")
+        if len(fields) > 1 and fields[1] in ("F", "B"):
+            turns += fields[1] == "B" and last == "F"
+            last = fields[1]
+    return turns
 
 
 def trips(ledger: Ledger, run_id: str, folder: Path) -> dict[str, int]:
@@ -126,6 +134,12 @@ def main() -> None:
                 ledger.reserve(account=run.run_id, reservation_id=f"r{number}", amount_usd_micro=1)
 
             figures.update(timed(reserve, args.calls, probe, "reserve"))
+
+            def reserve_projected(number: int) -> None:
+                receipt = ledger.reserve(account=run.run_id, reservation_id=f"p{number}", amount_usd_micro=1)
+                ledger.wait(receipt.position)
+
+            figures.update(timed(reserve_projected, args.calls, probe, "reserve_projected"))
             ledger.wait(ledger.head())
             figures.update(timed(lambda _: ledger.run_state(run.run_id), args.calls, probe, "run_state"))
     finally:
