@@ -145,8 +145,8 @@ class Query:
     @contextmanager
     def together(self, queries: list[tuple[str, tuple[Any, ...]]]) -> Iterator[None]:
         """Within the block, `queries` (SQL and parameters, as the block will run them) are
-        answered from one round trip made at its start, where the storage can (PostgreSQL's
-        pipeline: `prefetch` on its connection); elsewhere (SQLite, in-process) each runs when
+        answered from one round trip made at its start, where the storage can (PostgreSQL:
+        `prefetch` on its connection); elsewhere (SQLite, in-process) each runs when
         asked. A query the block does not run again costs that round trip only."""
         prefetch = getattr(self.connect(), "prefetch", None)
         if prefetch is None:

@@ -1,4 +1,4 @@
-"""On PostgreSQL a RunState is read in one pipelined round trip (plus one for the best
+"""On PostgreSQL a RunState is read in one round trip (plus one for the best
 checkpoint's whole row), not one round trip per query: each costs a network wait."""
 
 from __future__ import annotations

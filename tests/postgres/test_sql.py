@@ -19,7 +19,7 @@ import psycopg  # noqa: E402
 
 from ledger import Ledger  # noqa: E402
 from ledger.storage.chain import GENESIS, seal_rows  # noqa: E402
-from ledger.storage.postgres.sql import PG_TYPES, Cursor, many_rows  # noqa: E402
+from ledger.storage.postgres.sql import PG_TYPES, Cursor, ReadConnection, many_rows  # noqa: E402
 from ledger.views.schema import TABLES  # noqa: E402
 from ledger.views.series.rollup import ROLLUP_UPSERT  # noqa: E402
 
@@ -116,3 +116,47 @@ def test_inserts_seal_every_event_and_index_their_keys(database: str) -> None:
         assert [key for (key,) in keys if key.startswith("spend:")] == ["spend:r0", "spend:r1", "spend:r2"]
     finally:
         ledger.close()
+
+
+class _Source:
+    """The reads' source on one plain connection to `schema` (ReadSource)."""
+
+    def __init__(self, schema: str) -> None:
+        self.schema = schema
+        self.runs = 0
+
+    def run(self, work: Any) -> Any:
+        self.runs += 1
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
+            connection.execute(f"SET search_path TO {self.schema}")
+            return work(connection)
+
+
+def test_queries_read_together_answer_each_what_it_answers_alone(schema: str) -> None:
+    texts = ["it's 100% \\ a ? mark", "", "plain", "ünïcødé", "nul\x00byte"]
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
+        connection.execute(f"SET search_path TO {schema}")
+        connection.execute("CREATE TABLE t (name TEXT, at DOUBLE PRECISION, n BIGINT, seen DOUBLE PRECISION)")
+        for index, text in enumerate(texts):
+            connection.execute(
+                "INSERT INTO t VALUES (%s, %s, %s, %s)",
+                (text.replace("\x00", "\ufffd"), 1767225600.123456 + index, 2**40 + index, None if index % 2 else 0.1),
+            )
+    queries: list[tuple[str, tuple[Any, ...]]] = [
+        *(("SELECT name, at, n, seen FROM t WHERE name = ?", (text,)) for text in texts),
+        ("SELECT name FROM t WHERE at > ? AND n >= ? ORDER BY at LIMIT ?", (1767225601.123456, 2**40 + 1, 2)),
+        ("SELECT name FROM t WHERE name LIKE '%100!%%' ESCAPE '!' AND seen IS NOT DISTINCT FROM ?", (None,)),
+        ("SELECT COUNT(*) FROM t WHERE name = ?", ("absent",)),
+        ("SELECT name FROM t WHERE name = ?", ("absent",)),
+    ]
+    alone = ReadConnection(_Source(schema))
+    expected = [alone.cursor().execute(sql, params).fetchall() for sql, params in queries]
+    assert expected[0] == [("it's 100% \\ a ? mark", 1767225600.123456, 2**40, 0.1)]
+    assert expected[-4] == [("plain",), ("ünïcødé",)] and expected[-1] == []
+
+    source = _Source(schema)
+    together = ReadConnection(source)
+    with together.prefetch(queries):
+        answered = [together.cursor().execute(sql, params).fetchall() for sql, params in queries]
+    assert source.runs == 1
+    assert answered == expected

@@ -20,6 +20,7 @@ import psycopg
 import psycopg_pool
 from eventsourcing.persistence import OperationalError
 from eventsourcing.postgres import PostgresDatastore
+from psycopg.pq import TransactionStatus
 from psycopg.sql import SQL, Identifier
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "connect_kwargs",
     "gave_up",
     "lock_key",
+    "pipelined_transaction",
     "retrying",
     "schema_lock",
     "sorts_by_bytes",
@@ -143,3 +145,29 @@ def sorts_by_bytes(connection: psycopg.Connection[Any]) -> bool:
     except psycopg.errors.UndefinedColumn:  # Before PostgreSQL 15: no ICU default, libc only.
         row = connection.execute(_BYTE_ORDER_DATABASE.replace("datlocprovider = 'c' AND ", "")).fetchone()
     return bool(row and row[0])
+
+
+# A transaction left open or aborted (not a connection that was lost: its status is UNKNOWN).
+OPEN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
+
+
+@contextmanager
+def pipelined_transaction(connection: psycopg.Connection[Any], *opening: bytes) -> Iterator[psycopg.Cursor[Any]]:
+    """A transaction on `connection` (in autocommit mode) in pipeline mode, whose BEGIN and COMMIT
+    go out with its statements: psycopg's transaction block waits for an answer to BEGIN, to
+    COMMIT and to the pipeline's closing sync, a round trip each. BEGIN and the `opening`
+    statements go with the block's first statements; COMMIT with the pipeline's closing sync,
+    whose answers (COMMIT's too) are read before the block returns. What the block raises, or a
+    COMMIT that fails, rolls the transaction back and is raised."""
+    try:
+        with connection.pipeline():
+            cursor = connection.cursor()
+            cursor.execute(b"BEGIN", prepare=False)
+            for statement in opening:
+                cursor.execute(statement, prepare=False)
+            yield cursor
+            cursor.execute(b"COMMIT", prepare=False)
+    except BaseException:
+        if connection.info.transaction_status in OPEN_TRANSACTION:
+            connection.rollback()
+        raise

@@ -7,9 +7,10 @@ events' recorder creates its schema under an advisory lock (several processes ma
 writes the keys index (ledger.storage.keys) and the seals of the hash chain (ledger.storage.chain)
 in the transaction of the events, and NOTIFYs a channel per schema.
 
-An insert is one transaction of two round trips, in pipeline mode: the table lock, the notify,
-the keys, the events (binary arrays, one statement) and the last seal go out together; the seals
-of the new events and the commit follow once their positions are back. Event states are
+An insert is one transaction of two round trips, in pipeline mode: BEGIN, the table lock, the
+notify, the keys, the events (binary arrays, one statement) and the last seal go out together;
+the seals of the new events and the COMMIT follow once their positions are back, and the write
+returns once the COMMIT's answer (the transaction on disk) is read. Event states are
 compressed with lz4 where the server has it (cheaper than pglz to write and to read).
 """
 
@@ -28,6 +29,7 @@ from eventsourcing.postgres import (
     PostgresDatastore,
     PostgresFactory,
 )
+from psycopg.pq import TransactionStatus
 from psycopg.sql import SQL, Composable, Identifier
 
 from ledger.storage.chain import GENESIS, seal_rows, unsealed_refusal
@@ -42,6 +44,8 @@ from ledger.storage.postgres.connections import (
 __all__ = ["AggregateRecorder", "ApplicationRecorder", "Factory", "keys_table_name", "seals_table_name"]
 
 R = TypeVar("R")
+# A row of the keys index: (aggregate id, key, aggregate version).
+Key = tuple[Any, str, int]
 # Between tries of a recorder call, 0.05 s times the attempt number.
 RECORDER_PAUSE_S = 0.05
 
@@ -81,6 +85,9 @@ def bounded(method: Callable[..., R]) -> Callable[..., R]:
 
     return call
 
+
+# A transaction left open or aborted by a write that failed (not a connection that was lost).
+_OPEN = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
 
 # Backend pids remembered as this process's own (forgetting one only costs a wake).
 OWN_BACKENDS_MAX = 256
@@ -171,64 +178,73 @@ class ApplicationRecorder(PostgresApplicationRecorder):
         time, so the last seal read after it is the one the new events follow."""
         if not stored_events:
             return None
-        keys: list[tuple[Any, str, int]] = kwargs.get("keys") or []
-        failed: Exception | None = None
-        refused: Exception | None = None
-        positions: list[int] = []
+        keys: list[Key] = kwargs.get("keys") or []
         with self.datastore.get_connection() as connection:
             if not self._insert_sql:
                 self._render(connection)
             if len(self.own_backends) >= OWN_BACKENDS_MAX:
                 self.own_backends.clear()  # Pools replace their connections: forget the old ones.
             self.own_backends.add(connection.info.backend_pid)
-            with connection.pipeline() as pipeline, connection.transaction(), connection.cursor() as cursor:
+            # The pool's connections are in autocommit mode (eventsourcing's): BEGIN and COMMIT
+            # are statements of the pipeline's two round trips (psycopg's transaction block
+            # would wait for an answer to each).
+            positions, failed = self._insert_sealed(connection, stored_events, keys)
+            if failed is not None and connection.info.transaction_status in _OPEN:
+                connection.rollback()  # Nothing of the write is stored.
+            if failed is not None:
+                raise failed
+        return positions
+
+    def _insert_sealed(
+        self, connection: psycopg.Connection[Any], stored_events: Sequence[StoredEvent], keys: list[Key]
+    ) -> tuple[list[int], Exception | None]:
+        """The write's two round trips, in pipeline mode: BEGIN, the table lock, the notify, the
+        keys, the last seal and the events; then the new events' seals and COMMIT, whose answer
+        (the commit on disk) is read before this returns. The positions, or what failed (the
+        transaction is then left open or aborted, for the caller to roll back)."""
+        positions: list[int] = []
+        try:
+            with (
+                connection.pipeline() as pipeline,
+                connection.cursor() as cursor,
+                connection.cursor() as inserted,
+                connection.cursor() as last,
+                connection.cursor() as unsealed,
+            ):
+                cursor.execute(b"BEGIN")
                 for statement in self._insert_sql:
                     cursor.execute(statement, prepare=True)
                 if keys:
                     cursor.execute(
-                        self._keys_sql,
-                        ([k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]),
-                        prepare=True,
+                        self._keys_sql, ([k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]), prepare=True
                     )
-                with connection.cursor() as inserted, connection.cursor() as last, connection.cursor() as unsealed:
-                    try:
-                        # Under the table lock: the seal the new events follow, and whether any
-                        # event after it lacks a seal (a log that must be sealed before a write).
-                        last.execute(self._last_seal_sql, prepare=True)
-                        unsealed.execute(self._unsealed_sql, prepare=True)
-                        inserted.execute(self._events_sql, _event_columns(stored_events), prepare=True)
-                        # One round trip for all of the above; a clash raises here. The insert
-                        # goes last and a sync ends the round trip, so nothing queued after a
-                        # clash fails again later (as "pipeline aborted") in place of it, and
-                        # the failed transaction's COMMIT only rolls it back.
-                        pipeline.sync()
-                        positions = [row["notification_id"] for row in inserted.fetchall()]
-                        found = last.fetchone()
-                        if len(positions) != len(stored_events):
-                            raise ProgrammingError(
-                                f"inserted {len(stored_events)} events, got {len(positions)} positions"
-                            )
-                        rows = sorted(
-                            (position, cast(UUID, e.originator_id).bytes, e.originator_version, e.topic, e.state)
-                            for position, e in zip(positions, stored_events, strict=True)
-                        )
-                        last_sealed = 0 if found is None else int(found["position"])
-                        if (unsealed.fetchone() or {}).get("exists"):  # Events past the last seal, before these.
-                            refused = unsealed_refusal(last_sealed)
-                        else:
-                            seals = seal_rows(GENESIS if found is None else bytes(found["digest"]), rows)
-                            cursor.execute(
-                                self._seals_sql, ([s[0] for s in seals], [s[1] for s in seals]), prepare=True
-                            )
-                    except Exception as error:
-                        # Raised once the pipeline is left (psycopg warns otherwise).
-                        failed = error
-                if refused is not None:
-                    failed = refused
-                    raise psycopg.Rollback()  # Nothing of the write is stored; raised once the pipeline is left.
-            if failed is not None:
-                raise failed
-        return positions
+                # Under the table lock: the seal the new events follow, and whether any event
+                # after it lacks a seal (a log that must be sealed before a write).
+                last.execute(self._last_seal_sql, prepare=True)
+                unsealed.execute(self._unsealed_sql, prepare=True)
+                inserted.execute(self._events_sql, _event_columns(stored_events), prepare=True)
+                # The first round trip; a clash raises here. The insert goes last and a sync ends
+                # the round trip, so nothing queued after a clash fails again later (as "pipeline
+                # aborted") in place of it.
+                pipeline.sync()
+                positions = [row["notification_id"] for row in inserted.fetchall()]
+                found = last.fetchone()
+                if len(positions) != len(stored_events):
+                    raise ProgrammingError(f"inserted {len(stored_events)} events, got {len(positions)} positions")
+                last_sealed = 0 if found is None else int(found["position"])
+                if (unsealed.fetchone() or {}).get("exists"):  # Events past the last seal, before these.
+                    return positions, unsealed_refusal(last_sealed)
+                rows = sorted(
+                    (position, cast(UUID, e.originator_id).bytes, e.originator_version, e.topic, e.state)
+                    for position, e in zip(positions, stored_events, strict=True)
+                )
+                seals = seal_rows(GENESIS if found is None else bytes(found["digest"]), rows)
+                cursor.execute(self._seals_sql, ([s[0] for s in seals], [s[1] for s in seals]), prepare=True)
+                cursor.execute(b"COMMIT")
+                # Leaving the pipeline syncs and reads every answer: the second round trip.
+        except Exception as error:
+            return positions, error
+        return positions, None
 
     insert_events = bounded(_insert)
     select_events = bounded(PostgresApplicationRecorder.select_events)

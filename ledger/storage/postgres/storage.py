@@ -27,6 +27,7 @@ from ledger.storage.postgres.connections import (
     RECONNECT_TIMEOUT_S,
     connect_kwargs,
     lock_key,
+    pipelined_transaction,
     retrying,
     sorts_by_bytes,
     where,
@@ -163,15 +164,14 @@ class PostgresStorage(Storage):
     @contextmanager
     def transaction(self) -> Iterator[Cursor]:
         try:
-            # Pipeline mode: statements go out without waiting for each answer (a fetch syncs),
-            # so a chunk of view updates costs a few round trips, not one per statement.
-            with self.pool.connection() as connection, connection.pipeline(), connection.transaction():
-                cursor = connection.cursor()
-                # The views are derived from the log and commit with their tracking positions:
-                # a commit lost in a crash is projected again from the events, which are
-                # durable before they are visible. So the views' commits do not wait for the
-                # WAL flush (they are flushed by the next durable commit, or within moments).
-                cursor.execute(b"SET LOCAL synchronous_commit = off", prepare=False)
+            # Pipeline mode, BEGIN and COMMIT among the statements: a chunk costs a round trip or two.
+            # The views are derived from the log and commit with their tracking positions: a
+            # commit lost in a crash is projected again from the events, durable before they are
+            # visible. So the views' commits do not wait for the WAL flush.
+            with (
+                self.pool.connection() as connection,
+                pipelined_transaction(connection, b"SET LOCAL synchronous_commit = off") as cursor,
+            ):
                 yield Cursor(cursor)
         except DRIVER_OUTAGES:
             if not self.pool.closed:
