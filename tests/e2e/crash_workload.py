@@ -87,7 +87,9 @@ def hold(client: LedgerClient, account: str, name: str, number: int, rng: random
 def work(address: str, name: str, acks_path: str, stop_path: str, seed: int) -> None:
     rng = random.Random(seed)
     acks = Acks(acks_path)
-    client = LedgerClient(address, principal=name, timeout_s=5.0, retries=PATIENT)
+    # The loop may kill the ledger before this process first reaches it, and a restart on a busy
+    # machine takes longer than a first contact's default 5 s: this client waits for it as for any.
+    client = LedgerClient(address, principal=name, timeout_s=5.0, retries=PATIENT, first_contact_s=PATIENT.total_s)
     recorder = RunRecorder.open(
         client,
         run_key=f"crash-{name}",
