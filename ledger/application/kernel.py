@@ -21,7 +21,7 @@ from eventsourcing.persistence import EventStore, InterfaceError, OperationalErr
 from ledger.application.loading import Aggregates
 from ledger.application.outcomes import utc_now
 from ledger.application.reads import Reads
-from ledger.application.snapshots import TolerantSnapshots
+from ledger.application.snapshots import TolerantSnapshots, snapshot_not_stored
 from ledger.application.writer import Writer
 from ledger.backend import open_storage, persistence_env, uses_postgres
 from ledger.domain.accounts import Account
@@ -168,7 +168,9 @@ class Kernel(Application[UUID]):
         of its interval is snapshotted as saved: at that version, or at its last event when the
         save holds later ones of it (a group commit), since a load starts from any snapshot at or
         below the version it wants. Only an aggregate whose state in memory is not what was saved
-        (a refusal in its group left it stale) is replayed from the store."""
+        (a refusal in its group left it stale) is replayed from the store. A snapshot the store
+        cannot take is logged and left out (ledger.application.snapshots): the events it would
+        have summed up are saved, and their writes are answered as saved."""
         if self.snapshots is None:
             return
         last: dict[UUID, int] = {}
@@ -181,7 +183,10 @@ class Kernel(Application[UUID]):
                 due.setdefault(event.originator_id, event.originator_version)
         for aggregate_id, version in due.items():
             aggregate = processing_event.aggregates[aggregate_id]
-            if aggregate.version == last[aggregate_id]:
-                self.snapshots.put([type(aggregate).Snapshot.take(aggregate)])
-            else:
-                self.take_snapshot(aggregate_id, version=version)
+            try:
+                if aggregate.version == last[aggregate_id]:
+                    self.snapshots.put([type(aggregate).Snapshot.take(aggregate)])
+                else:
+                    self.take_snapshot(aggregate_id, version=version)
+            except Exception as error:  # The events are saved: a snapshot left out costs a replay.
+                snapshot_not_stored(aggregate_id, version, error)

@@ -4,7 +4,9 @@ A snapshot is only a shortcut: the aggregate's events say the same. When the sto
 load would start from cannot be decoded (its bytes were damaged on disk), `TolerantSnapshots` logs
 it once and offers the one before it instead (at most SNAPSHOTS_TRIED_MAX of them), else none, so
 the aggregate is replayed from its events and its run keeps working. `trainledger verify` names the
-damaged snapshot (ledger.application.integrity).
+damaged snapshot (ledger.application.integrity). Likewise a snapshot the store cannot take when it
+is due (`snapshot_not_stored`) is logged and left out: the write it follows is saved all the same,
+and the aggregate's next load replays the events the snapshot would have summed up.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from uuid import UUID
 
 from eventsourcing.persistence import EventStore
 
-__all__ = ["TolerantSnapshots", "SNAPSHOTS_TRIED_MAX"]
+__all__ = ["TolerantSnapshots", "SNAPSHOTS_TRIED_MAX", "snapshot_not_stored"]
 
 log = logging.getLogger("trainledger.ledger")
 
@@ -72,3 +74,14 @@ class TolerantSnapshots(EventStore[UUID]):
             version,
             error,
         )
+
+
+def snapshot_not_stored(originator_id: UUID, version: int, error: Exception) -> None:
+    """A snapshot due after a saved write could not be stored: logged, never fatal to the write."""
+    log.error(
+        "the snapshot of aggregate %s at version %d could not be stored (%s): left out, the aggregate is"
+        " loaded from its events",
+        originator_id,
+        version,
+        error,
+    )

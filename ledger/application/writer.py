@@ -16,6 +16,7 @@ writer, and load what they decide on through its `aggregates` (ledger.applicatio
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -38,6 +39,8 @@ from ledger.domain.reasons import Reason
 from ledger.storage.base import Storage
 
 __all__ = ["WRITE_RETRIES", "Saving", "Writer"]
+
+log = logging.getLogger("trainledger.ledger")
 
 T = TypeVar("T")
 Decide = Callable[[list[LedgerAggregate]], T]
@@ -111,7 +114,8 @@ class Writer:
         self._projector = projector
         self.clock = clock
         # Called after each group commit with how many commands it answered and the events it
-        # saved (services.metrics counts them); called under the write lock, so kept cheap.
+        # saved (services.metrics counts them); called under the write lock, so kept cheap. One
+        # that fails is logged: the group's events are saved, so its writes are answered as saved.
         self._commit_listeners = commit_listeners
         #: Held while a group is decided and committed.
         self.lock = threading.RLock()
@@ -259,7 +263,10 @@ class Writer:
             # The offer wakes the projector (ledger.views.projector: Projector._pass).
             self._projector.offer([(recording.notification.id, recording.domain_event) for recording in recordings])
             for listener in self._commit_listeners:
-                listener(len(decided.decided), processing_event.events)
+                try:
+                    listener(len(decided.decided), processing_event.events)
+                except Exception:  # It watches the commit, never decides it: the group is saved.
+                    log.exception("a commit listener failed; the commit it was told of stands")
         decided.answer([recording.notification.id for recording in recordings])
         self.aggregates.evict(decided.stale)
         return []
