@@ -126,3 +126,14 @@ def test_a_long_value_is_cut_in_its_cell(http: httpx.Client, grpc_client: Ledger
     short = grpc_client.open_run(run_key=fresh_key(), name="long-b", spec={"prompt": "ab"}).state.run.run_id
     table = page(http, "/compare", run=[long, short]).one("table", class_="diff")
     assert _rows(table)[0] == ["spec.prompt", "ab" * 249 + "a…", "ab"]
+
+
+def test_a_dotted_key_and_a_nested_one_are_two_rows(http: httpx.Client, grpc_client: LedgerClient) -> None:
+    # {"a": {"b": 1}} and a key literally named "a.b": named as a search names them, never one row.
+    first = grpc_client.open_run(run_key=fresh_key(), name="dot-a", spec={"a": {"b": 1}, "a.b": 2}).state.run.run_id
+    second = grpc_client.open_run(run_key=fresh_key(), name="dot-b", spec={"a.b": 3, "a": {"b": 1}}).state.run.run_id
+    answer = http.get("/api/compare/diff", params={"run": [first, second]})
+    assert answer.status_code == 200
+    rows = {row["key"]: (row["values"], row["differs"]) for row in answer.json()["rows"]}
+    assert rows["spec.`a.b`"] == (["2", "3"], True)
+    assert rows["spec.a.b"] == (["1", "1"], False)
