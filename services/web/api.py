@@ -91,6 +91,13 @@ class Web:
         except LedgerError as error:
             raise from_ledger(error) from None
 
+    async def search(self, function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """A run search as `call`, within the edge's searches at once (Edge.search)."""
+        try:
+            return await self.edge.search(function, *args, **kwargs)
+        except LedgerError as error:
+            raise from_ledger(error) from None
+
 
 def web_of(connection: HTTPConnection) -> Web:
     web: Web = connection.app.state.web
@@ -206,7 +213,7 @@ async def runs_page(web: Web, request: HTTPConnection, identity: Identity) -> Ru
     retracted = include_retracted(request)
     if search.given:
         offset = page_token(request, tokens.search_offset)
-        found = await web.call(
+        found = await web.search(
             web.ledger.search_runs,
             **search._asdict(),
             limit=limit,
