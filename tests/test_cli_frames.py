@@ -206,3 +206,25 @@ def test_only_parquet_needs_the_frames_extra(database, tmp_path, format: str, st
         )
     else:
         assert done.stderr == "" and (tmp_path / f"runs.{format}").read_text().startswith(("run_id,", "[\n"))
+
+
+@pytest.mark.parametrize("format", ["csv", "json", "parquet"])
+def test_rows_to_a_folder_are_refused_in_one_line(database, capsys, tmp_path, format: str) -> None:
+    assert main(["runs", "list", "--db", database[0], "--format", format, "--output", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"trainledger: --output {tmp_path} is a folder: name a file\n"
+    assert captured.out == ""
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("format", ["csv", "json", "parquet"])
+def test_rows_to_a_full_device_fail_in_one_line(database, capsys, format: str) -> None:
+    assert main(["runs", "list", "--db", database[0], "--format", format, "--output", "/dev/full"]) == 1
+    assert capsys.readouterr().err == "trainledger: cannot write the rows to /dev/full: No space left on device\n"
+
+
+def test_a_file_that_exists_is_replaced_whole(database, capsys, tmp_path) -> None:
+    out = tmp_path / "runs.json"
+    out.write_text("x" * 100_000)
+    assert main(["runs", "list", "--db", database[0], "--format", "json", "--output", str(out)]) == 0
+    assert [row["name"] for row in json.loads(out.read_text())] == ["other", "running", "done"]

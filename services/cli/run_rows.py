@@ -47,23 +47,32 @@ def as_rows(args: argparse.Namespace) -> bool:
         raise Failure(f"--json and --format {args.format}: choose one")
     if args.format == "parquet" and not args.output:
         raise Failure("--format parquet is binary: give --output FILE")
+    if args.output and Path(args.output).is_dir():  # Said before anything is read.
+        raise Failure(f"--output {args.output} is a folder: name a file")
     return True
 
 
 def write_rows(args: argparse.Namespace, records: Sequence[Mapping[str, Any]], more: bool) -> None:
     """The runs' rows (clients.frames.run_record) in --format, to --output or stdout; when more runs
-    matched than --limit, a line on stderr says so."""
+    matched than --limit, a line on stderr says so. A write that fails is a Failure naming where."""
     from clients.frames import columns_of
 
     columns = columns_of(records)
     if args.format == "parquet":
-        Path(args.output).write_bytes(_parquet(records))
+        data = _parquet(records)
     else:
-        text = _json(records, columns) if args.format == "json" else _csv(records, columns)
+        data = (_json(records, columns) if args.format == "json" else _csv(records, columns)).encode("utf-8")
+    try:
         if args.output:
-            Path(args.output).write_text(text, encoding="utf-8")
+            Path(args.output).write_bytes(data)
         else:
-            sys.stdout.write(text)
+            sys.stdout.write(data.decode("utf-8"))
+            sys.stdout.flush()
+    except BrokenPipeError:  # `runs list --format csv | head`: main's to end quietly.
+        raise
+    except OSError as error:  # A full disk, a folder made meanwhile, no permission: one line, not a trace.
+        where = args.output or "stdout"
+        raise Failure(f"cannot write the rows to {where}: {error.strerror or error}", status=1) from None
     if more:
         print(f"trainledger: more runs matched than --limit {args.limit}; raise --limit for all", file=sys.stderr)
 

@@ -251,7 +251,7 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
         other filters ANDed in; the page token holds the offset of the next page."""
         offset = search_offset(request.page_token)
         timeout_s = await self.edge.caught_up(request.min_position, self.edge.timeout_s(context))
-        page = await self.edge.call(
+        page = await self.edge.search(
             self.ledger.search_runs,
             where=request.where,
             order_by=request.order_by,

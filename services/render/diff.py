@@ -4,7 +4,8 @@ page shows, made here once so both show the same.
 `run_diff` takes the runs' states (RunState, from a server or a database file) and answers one
 column per run, labelled by `run_labels` (the run's name, with the first 8 characters of its id
 where several compared runs share the name; the id's first characters for a run without a name),
-and one row per key: every spec key (`spec.lr`, nested keys dotted: `spec.lora.r`) and summary key
+and one row per key: every spec key (`spec.lr`, nested keys dotted: `spec.lora.r`, a key that is not
+letters, digits and `_` in backticks: ``spec.`warmup-steps` ``) and summary key
 (`summary.eval_loss`) any run has, then `spend` (what the cap counts as spent, in dollars) and `best
 checkpoint` ("step N (metric=value)", by the run's objective). A key a run lacks is "-"; a value is
 its text (strings as they are, anything else as JSON). A spec or summary row whose values are all
@@ -19,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ledger.views.search.fields import key_segment
 from services.render.checkpoints import figure
 from services.render.tables import printable, table, usd
 
@@ -72,9 +74,11 @@ def run_labels(runs: Sequence[tuple[str, str]]) -> list[str]:
 
 
 def _leaves(prefix: str, value: Any) -> Iterable[tuple[str, Any]]:
+    """Each leaf of a document, named as a search and a runs frame name it: a key that is not
+    letters, digits and `_` in backticks, so a key "a.b" and the key b under a are two rows."""
     if isinstance(value, Mapping) and value:
         for key in value:
-            yield from _leaves(f"{prefix}.{key}", value[key])
+            yield from _leaves(f"{prefix}.{key_segment(str(key)) or f'`{key}`'}", value[key])
     else:
         yield prefix, value
 

@@ -35,6 +35,7 @@ __all__ = [
     "Edge",
     "ByteBudget",
     "CLIENT",
+    "SEARCHES_AT_ONCE",
     "WORKER_THREADS",
     "WORKER_THREADS_PER_CLIENT",
     "STREAMS_PER_CLIENT_MAX",
@@ -50,6 +51,10 @@ WORKER_THREADS = 32
 # and a Reserve start beside its batches, and leave the other clients most of the threads.
 WORKER_THREADS_PER_CLIENT = 4
 STREAMS_PER_CLIENT_MAX = 16
+# Run searches (ListRuns with a where or an order_by, /api/runs?where=) running at once, over every
+# client: the costliest query the language allows reads every run, so many clients asking for it
+# would otherwise hold every thread and stall every write. A search past these waits with no thread.
+SEARCHES_AT_ONCE = 4
 # How long a request waits for room in the byte budget before it is refused as SERVER_BUSY.
 BUSY_WAIT_S = 1.0
 # The client a call comes from (its peer address, one per connection), set by the interceptor;
@@ -185,6 +190,7 @@ class Edge:
         # Per client: its share of the threads and how many calls use it; its open streams.
         self._shares: dict[str, tuple[asyncio.Semaphore, list[int]]] = {}
         self._streams: collections.Counter[str] = collections.Counter()
+        self._searches = asyncio.Semaphore(SEARCHES_AT_ONCE)
         #: Live followers by kind (WatchRun's watchers, the dashboard's run and runs streams): each
         #: kind's count, for the metrics, registered by the program that serves it.
         self.followers: dict[str, Callable[[], int]] = {}
@@ -205,6 +211,11 @@ class Edge:
             users[0] -= 1
             if not users[0]:
                 del self._shares[client]
+
+    async def search(self, function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """A run search as `call`, at most SEARCHES_AT_ONCE of them at once over every client."""
+        async with self._searches:
+            return await self.call(function, *args, **kwargs)
 
     @property
     def streams_open(self) -> int:

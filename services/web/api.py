@@ -91,6 +91,13 @@ class Web:
         except LedgerError as error:
             raise from_ledger(error) from None
 
+    async def search(self, function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """A run search as `call`, within the edge's searches at once (Edge.search)."""
+        try:
+            return await self.edge.search(function, *args, **kwargs)
+        except LedgerError as error:
+            raise from_ledger(error) from None
+
 
 def web_of(connection: HTTPConnection) -> Web:
     web: Web = connection.app.state.web
@@ -100,12 +107,18 @@ def web_of(connection: HTTPConnection) -> Web:
 # Runs by the names people use.
 
 
-def _matches(ledger: Any, prefix: str, contains: str) -> list[models.RunSummary]:
+def _matches(ledger: Any, prefix: str, contains: str, scope: str) -> list[models.RunSummary]:
+    """The runs whose id starts with `prefix` and name holds `contains`, under `scope` when given."""
     found: list[models.RunSummary] = []
     after = None
     while len(found) < MATCH_MAX:
         page = ledger.list_runs(
-            limit=MATCH_PAGE, after=after, run_id_prefix=prefix, name_contains=contains, include_retracted=True
+            limit=MATCH_PAGE,
+            after=after,
+            run_id_prefix=prefix,
+            name_contains=contains,
+            account=scope,
+            include_retracted=True,
         )
         found += page.runs
         after = page.after
@@ -114,11 +127,12 @@ def _matches(ledger: Any, prefix: str, contains: str) -> list[models.RunSummary]
     return found
 
 
-def _choose(ledger: Any, ref: str) -> tuple[str | None, list[models.RunSummary]]:
-    """(the run id `ref` names, None) or (None, the candidates: several, or none)."""
+def _choose(ledger: Any, ref: str, scope: str) -> tuple[str | None, list[models.RunSummary]]:
+    """(the run id `ref` names, None) or (None, the candidates: several, or none). With a `scope`,
+    only runs under it are looked at: another scope's runs never shadow one of its own."""
     lowered = ref.lower()
     if len(ref) >= PREFIX_MIN and _ID_PREFIX.fullmatch(lowered) and len(lowered) <= 36:
-        by_prefix = _matches(ledger, lowered, "")
+        by_prefix = _matches(ledger, lowered, "", scope)
         if any(run.run_id == lowered for run in by_prefix):
             return lowered, []
         if len(by_prefix) == 1:
@@ -127,13 +141,13 @@ def _choose(ledger: Any, ref: str) -> tuple[str | None, list[models.RunSummary]]
             return None, by_prefix
     if len(ref) > ID_LENGTH_MAX:
         return None, []
-    named = [run for run in _matches(ledger, "", ref) if run.name == ref]
+    named = [run for run in _matches(ledger, "", ref, scope) if run.name == ref]
     if len(named) == 1:
         return named[0].run_id, []
     if named:
         return None, named
     keyed = str(ledger_id("run", ref))
-    if any(run.run_id == keyed for run in _matches(ledger, keyed, "")):
+    if any(run.run_id == keyed for run in _matches(ledger, keyed, "", scope)):
         return keyed, []
     return None, []
 
@@ -145,12 +159,8 @@ async def resolve_run(web: Web, identity: Identity, ref: str) -> str:
         check_text(ref, "run", limit=1_024)
     except LedgerError:
         raise WebError(404, Reason.RUN_NOT_FOUND, "no such run", run=ref[:64]) from None
-    run_id, candidates = await web.call(_choose, web.ledger, ref)
-    scope = web.access.scope(identity)
-    if run_id is None and candidates and scope:  # A scoped token only hears of runs it may read.
-        candidates = [run for run in candidates if await web.access.within(identity, run.run_id)]
-        if len(candidates) == 1:
-            run_id, candidates = candidates[0].run_id, []
+    scope = web.access.scope(identity)  # A scoped token only hears of runs it may read.
+    run_id, candidates = await web.call(_choose, web.ledger, ref, scope)
     if run_id is None and len(candidates) > 1:
         shown = [{"run_id": run.run_id, "name": run.name, "status": run.status} for run in candidates]
         raise WebError(
@@ -203,7 +213,7 @@ async def runs_page(web: Web, request: HTTPConnection, identity: Identity) -> Ru
     retracted = include_retracted(request)
     if search.given:
         offset = page_token(request, tokens.search_offset)
-        found = await web.call(
+        found = await web.search(
             web.ledger.search_runs,
             **search._asdict(),
             limit=limit,

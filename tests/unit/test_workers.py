@@ -104,3 +104,47 @@ def test_calls_made_after_the_edge_closes_still_run_until_the_server_has_stopped
         asyncio.run(main())
     finally:
         ledger.close()
+
+
+def test_searches_hold_at_most_their_share_of_the_threads(tmp_path: Path) -> None:
+    # Many clients each asking for the costliest search the language allows must not take every
+    # worker thread: past SEARCHES_AT_ONCE a search waits without a thread, and another client's
+    # write still gets one while every search is held.
+    from services.runtime.edge import CLIENT, SEARCHES_AT_ONCE
+
+    ledger = Ledger.open(str(tmp_path / "ledger.db"))
+    release = threading.Event()
+    running: list[int] = []
+    most = [0]
+    lock = threading.Lock()
+
+    def search() -> None:
+        with lock:
+            running.append(1)
+            most[0] = max(most[0], len(running))
+        release.wait(30)
+        with lock:
+            running.pop()
+
+    async def main() -> None:
+        edge = Edge(ledger)
+
+        async def from_client(number: int) -> None:
+            CLIENT.set(f"ipv4:127.0.0.1:{40_000 + number}")
+            await edge.search(search)
+
+        searches = [asyncio.create_task(from_client(n)) for n in range(4 * SEARCHES_AT_ONCE + 8)]
+        while len(running) < SEARCHES_AT_ONCE:
+            await asyncio.sleep(0.01)
+        CLIENT.set("ipv4:127.0.0.1:39999")
+        assert await edge.call(ledger.head) == 0  # A thread is free for another client's call.
+        assert len(running) == SEARCHES_AT_ONCE
+        release.set()
+        await asyncio.gather(*searches)
+        edge.workers.close()
+
+    try:
+        asyncio.run(main())
+    finally:
+        ledger.close()
+    assert most[0] == SEARCHES_AT_ONCE

@@ -152,3 +152,14 @@ def test_a_name_of_several_runs_lists_their_ids(http: httpx.Client, grpc_client:
     said = [item.text for item in page(http, "/compare", run="twin-said").one("ul", id="compare-refused").all("li")]
     newest, oldest = twins[1][:8], twins[0][:8]
     assert said == [f"twin-said: twin-said names 2 runs: give more of the id ({newest} running, {oldest} running)"]
+
+
+def test_a_dotted_key_and_a_nested_one_are_two_rows(http: httpx.Client, grpc_client: LedgerClient) -> None:
+    # {"a": {"b": 1}} and a key literally named "a.b": named as a search names them, never one row.
+    first = grpc_client.open_run(run_key=fresh_key(), name="dot-a", spec={"a": {"b": 1}, "a.b": 2}).state.run.run_id
+    second = grpc_client.open_run(run_key=fresh_key(), name="dot-b", spec={"a.b": 3, "a": {"b": 1}}).state.run.run_id
+    answer = http.get("/api/compare/diff", params={"run": [first, second]})
+    assert answer.status_code == 200
+    rows = {row["key"]: (row["values"], row["differs"]) for row in answer.json()["rows"]}
+    assert rows["spec.`a.b`"] == (["2", "3"], True)
+    assert rows["spec.a.b"] == (["1", "1"], False)

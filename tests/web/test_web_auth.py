@@ -271,3 +271,18 @@ def test_a_scoped_token_compares_only_runs_in_its_scope(http: httpx.Client, setu
         "no-such-run: outside the token&#x27;s scope (account team)",
     ]
     assert re.findall(r'<label class="run"><input [^>]*> ([^<]*)</label>', response.text) == ["web-chart"]
+
+
+def test_another_scopes_run_id_never_shadows_a_scoped_runs_name(http: httpx.Client, setup: Setup) -> None:
+    # A run of team named by the first characters of a lab run's id resolves to itself, as one
+    # named by characters no run id starts with does: what another scope holds changes nothing.
+    with LedgerClient(setup.server.address, token=setup.admin, timeout_s=10.0) as client:
+        lab = client.open_run(run_key=fresh_key(), name="lab-run", parent_account="lab").state.run.run_id
+        shadowed = client.open_run(run_key=fresh_key(), name=lab[:8], parent_account="team").state.run.run_id
+        listed = [run.run_id for run in client.list_runs(page_size=1_000).runs]
+        free = next(f"{n:08x}" for n in range(1, 1_000) if not any(i.startswith(f"{n:08x}") for i in listed))
+        clear = client.open_run(run_key=fresh_key(), name=free, parent_account="team").state.run.run_id
+    for name, run_id in ((free, clear), (lab[:8], shadowed)):
+        answer = get(http, f"/api/compare/diff?run={name}", setup.team_operator)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["runs"] == [{"run_id": run_id, "label": name}]

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ledger.domain.runs import RUN_STATUSES
 from ledger.views.search.grammar import invalid_query
 
-__all__ = ["DOCUMENTS", "METRIC_STATS", "RUN_FIELDS", "STATUSES", "Field", "RunField", "resolve"]
+__all__ = ["DOCUMENTS", "METRIC_STATS", "RUN_FIELDS", "STATUSES", "Field", "RunField", "key_segment", "resolve"]
 
 #: The documents whose keys a search reaches, by the prefix that names them.
 DOCUMENTS = ("spec", "summary", "tags")
@@ -80,6 +80,19 @@ class Field:
 
 
 _SEGMENT = re.compile(r"`([^`]*)`|(\w+)", re.ASCII)
+_PLAIN = re.compile(r"\w+", re.ASCII)
+
+
+def key_segment(key: str) -> str | None:
+    """A document key as one segment of a field name and of the search view's keys: as it is when
+    letters, digits and `_`, else in backticks (so `spec.a.b`, nested, and ``spec.`a.b` ``, a key
+    holding a dot, are two fields). A key holding a backtick has no segment (None): no query can
+    name it."""
+    if _PLAIN.fullmatch(key):
+        return key
+    return None if "`" in key else f"`{key}`"
+
+
 _NOT_ASCII = re.compile(r"[^\x00-\x7f]")
 _EXPECTED_FIELD = "spec.KEY, summary.KEY, tags.KEY, metrics.NAME.last|min|max or one of " + ", ".join(RUN_FIELDS)
 
@@ -106,7 +119,8 @@ def resolve(name: str, position: int) -> Field:
     parts = _segments(name, position)
     head = parts[0].lower()
     if head in DOCUMENTS and len(parts) > 1:
-        return Field(name, "document", ".".join([head, *parts[1:]]))
+        # A part never holds a backtick (the grammar's FIELD has none inside one), so each has a segment.
+        return Field(name, "document", ".".join([head, *(key_segment(part) or part for part in parts[1:])]))
     if head == "metrics" and len(parts) > 2:
         stat = parts[-1].lower()
         if stat not in METRIC_STATS:

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ledger.views.handling import ViewHandlers
+from ledger.views.search.fields import key_segment
 from ledger.views.store import Table
 
 __all__ = ["KEY_BYTES_MAX", "SEARCH_TABLES", "TEXT_INDEXED_MAX", "flatten", "search_handlers"]
@@ -76,13 +77,16 @@ _METRIC_UPSERT = (
 
 
 def flatten(document: Any, key: str) -> Iterator[tuple[str, float | None, str | None]]:
-    """(key, num, text) of each leaf of `document` under `key` (dotted), as view_run_fields holds
-    them; nulls, lists, non-finite numbers and over-long keys give no row."""
+    """(key, num, text) of each leaf of `document` under `key` (dotted, each key a search's
+    segment: fields.key_segment, so two leaves never share a key), as view_run_fields holds them;
+    nulls, lists, non-finite numbers, over-long keys and keys holding a backtick give no row."""
     if len(key.encode()) > KEY_BYTES_MAX:
         return
     if isinstance(document, dict):
         for name, value in document.items():
-            yield from flatten(value, f"{key}.{name}")
+            segment = key_segment(str(name))
+            if segment is not None:
+                yield from flatten(value, f"{key}.{segment}")
     elif isinstance(document, bool):
         yield key, None, "true" if document else "false"
     elif isinstance(document, int | float):
@@ -110,7 +114,10 @@ def _summary(c: Any, e: Any, position: int) -> None:
     """Finished and SummaryNoted: each top-level key given replaces the one before, leaves and all."""
     run_id = str(e.originator_id)
     for name, value in e.summary.items():
-        key = f"summary.{name}"
+        segment = key_segment(name)
+        if segment is None:
+            continue
+        key = f"summary.{segment}"
         c.execute(_FIELD_DELETE, (run_id, key, len(key) + 1, key + "."))
         _insert(c, run_id, value, key)
 
@@ -130,9 +137,9 @@ def _tags(c: Any, e: Any, position: int) -> None:
     """TagsChanged: a tag's row is replaced, or deleted with the tag."""
     run_id = str(e.originator_id)
     for key in [*e.removed, *e.set]:
-        c.execute("DELETE FROM view_run_fields WHERE run_id = ? AND key = ?", (run_id, f"tags.{key}"))
+        c.execute("DELETE FROM view_run_fields WHERE run_id = ? AND key = ?", (run_id, f"tags.{key_segment(key)}"))
     for key, value in e.set.items():
-        _insert(c, run_id, value, f"tags.{key}")
+        _insert(c, run_id, value, f"tags.{key_segment(key)}")
 
 
 def search_handlers() -> ViewHandlers:
