@@ -34,7 +34,7 @@ from ledger.storage import transcoder
 from ledger.storage.base import READ_ONLY, Storage, read_only
 from ledger.storage.keys import event_keys
 from ledger.storage.sqlite import read_only_uri
-from ledger.storage.version import check_file_schema, check_schema
+from ledger.storage.version import check_file_schema, check_schema, rebuild_stale_views
 
 __all__ = ["Kernel"]
 
@@ -82,6 +82,7 @@ class Kernel(Application[UUID]):
         self.views = self.storage.views
         self.read_only = read_only(self)
         if not self.read_only:
+            rebuild_stale_views(self.storage)  # Before the projector starts.
             # Every id the log holds is in the keys index before any command is decided, so a
             # retry is never answered as new: checked here, at open, with two grouped counts, so
             # that a lookup that finds nothing (every new id) costs one indexed query and no more.

@@ -32,6 +32,8 @@ __all__ = [
     "package_version",
     "check_schema",
     "check_file_schema",
+    "VIEW_LAYOUTS",
+    "rebuild_stale_views",
     "schema_rows",
     "write_schema_row",
 ]
@@ -39,6 +41,11 @@ __all__ = [
 T = TypeVar("T")
 
 SCHEMA_VERSION = 1
+#: The layout of each view whose stored rows changed meaning since the view was first written
+#: (a row `view:NAME` records the layout a ledger's rows are in). Views are built from the log, so
+#: a stale one is dropped and rebuilt at open rather than moved up by SCHEMA_VERSION:
+#: - search 2: an odd key spelled as a query names it (``spec.`a.b` ``), apart from a nested one.
+VIEW_LAYOUTS = {"search": "2"}
 TABLE = "ledger_schema"
 CREATE = f"CREATE TABLE IF NOT EXISTS {TABLE} (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
 READ = f"SELECT name, value FROM {TABLE}"
@@ -100,6 +107,24 @@ def check_schema(storage: Any, *, write: bool = True) -> int:
         # Two processes creating the table at once on PostgreSQL: the second one's CREATE fails
         # on the catalogue's unique index; the table is there now.
         return _on(storage, decide)
+
+
+def rebuild_stale_views(storage: Any) -> tuple[str, ...]:
+    """Drop the views whose rows are in an older layout than VIEW_LAYOUTS names (the projector
+    builds them again from the log, as it builds a view a ledger never had) and record the layout
+    now in force. Answers the views dropped: a view that has projected nothing yet (a new ledger)
+    is only marked."""
+    rows = schema_rows(storage)
+    stale = tuple(view for view, layout in VIEW_LAYOUTS.items() if rows.get(f"view:{view}") != layout)
+    if not stale:
+        return ()
+    projected = storage.tracking_positions()
+    dropped = tuple(view for view in stale if projected.get(view, 0) > 0)
+    if dropped:
+        storage.drop(dropped)
+    for view in stale:
+        write_schema_row(storage, f"view:{view}", VIEW_LAYOUTS[view])
+    return dropped
 
 
 def check_file_schema(path: str) -> None:
