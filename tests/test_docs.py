@@ -130,6 +130,15 @@ def test_the_architecture_walks_name_files_and_methods_that_exist() -> None:
     assert unknown == []
 
 
+def test_every_json_endpoint_of_the_dashboard_is_in_its_page() -> None:
+    source = (REPO / "services" / "web" / "app.py").read_text(encoding="utf-8")
+    paths = re.findall(r'Route\("(/api/[^"]*)"', source)
+    assert "/api/runs/{run}/chart" in paths
+    page = (REPO / "docs" / "dashboard.md").read_text(encoding="utf-8")
+    named = [path.replace("{run}", "RUN").replace("{family}", "FAMILY") for path in paths]
+    assert [path for path in named if not re.search(rf"`GET {re.escape(path)}[?`]", page)] == []
+
+
 def test_the_readme_is_a_guide_of_at_most_250_lines_with_two_setup_commands() -> None:
     lines = README.read_text(encoding="utf-8").splitlines()
     assert len(lines) <= README_LINES_MAX
