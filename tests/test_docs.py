@@ -139,6 +139,27 @@ def test_every_json_endpoint_of_the_dashboard_is_in_its_page() -> None:
     assert [path for path in named if not re.search(rf"`GET {re.escape(path)}[?`]", page)] == []
 
 
+def test_the_architecture_walks_count_the_files_they_name() -> None:
+    """Each walk's "N files in M rows" counts its rows and the files they name, in either column
+    (PostgreSQL's modules, named beside SQLite's, stand in for them and are not counted); the
+    step's trainer's share is the files of the trainer's process (the client and generated code)."""
+    page = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = _walk_rows()
+    for walk in dict.fromkeys(walk for walk, *_ in rows):
+        named: set[str] = set()
+        for _, _, files, what in (row for row in rows if row[0] == walk):
+            named |= {*files, *re.findall(r"`((?:clients|ledger|services|trainledger)/[\w/.]+)`", what)}
+        named = {path for path in named if not path.startswith("ledger/storage/postgres/")}
+        section = page[page.index(f"## {walk}") :]
+        stated = re.search(r"(\d+)\s+files\s+in\s+(\d+)\s+rows", section)
+        assert stated is not None, walk
+        assert (int(stated[1]), int(stated[2])) == (len(named), sum(row[0] == walk for row in rows)), walk
+    step = [path for walk, _, files, _ in rows if walk.startswith("Walk 1") for path in files]
+    trainer = {path for path in step if path.startswith(("clients/", "trainledger/v1/"))}
+    shares = re.findall(r"(\d+)\s+of\s+the\s+(\d+)\s+files\s+are\s+the\s+trainer.s\s+client", page)
+    assert [(int(share), int(total)) for share, total in shares] == [(len(trainer), len(set(step)))]
+
+
 def test_the_readme_is_a_guide_of_at_most_250_lines_with_two_setup_commands() -> None:
     lines = README.read_text(encoding="utf-8").splitlines()
     assert len(lines) <= README_LINES_MAX
