@@ -42,6 +42,7 @@ def test_the_last_line_carries_figures_goals_load_and_command(capsys: pytest.Cap
 
 
 @pytest.mark.slow
+@pytest.mark.subprocess
 def test_ledger_core_in_its_smallest_run_prints_its_ratios_last(tmp_path: Path) -> None:
     command = [sys.executable, "bench/ledger_core.py", "--batches", "3", "--rounds", "2", "--pairs", "20"]
     command += ["--block", "10", "--writers", "2", "--writer-pairs", "5", "--grow-to", "3000"]

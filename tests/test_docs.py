@@ -1,5 +1,6 @@
 """The docs stay true: the generated pages match their sources, every command of the CLI has its
-section, and the README's trainer runs as pasted against a real ledger."""
+section, the architecture page's walks name files and methods that exist, and the README's
+trainer runs as pasted against a real ledger."""
 
 from __future__ import annotations
 
@@ -64,6 +65,100 @@ def test_every_api_method_is_in_the_api_page() -> None:
         source = (REPO / "proto" / "trainledger" / "v1" / f"{module}.proto").read_text(encoding="utf-8")
         for method in re.findall(r"^\s*rpc (\w+)\(", source, flags=re.MULTILINE):
             assert f"| `{method}` |" in page, method
+
+
+def _walk_rows() -> list[tuple[str, str, list[str], str]]:
+    """The rows of the architecture page's walks: (walk, row, the files it names, what happens).
+    A bare name in the file column lies beside the file named before it, or beside its folder."""
+    page = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = []
+    for section in re.split(r"^## ", page, flags=re.MULTILINE):
+        if not section.startswith("Walk"):
+            continue
+        for number, cell, what in re.findall(r"^\| (\d+) \| (.+?) \| (.+) \|$", section, flags=re.MULTILINE):
+            files, folder = [], REPO
+            for name in re.findall(r"`([^`]+)`", cell):
+                if name.split("/")[0] in ("clients", "ledger", "services", "trainledger"):
+                    path = REPO / name
+                    folder = path.parent
+                else:
+                    path = next((f / name for f in (folder, folder.parent) if (f / name).exists()), folder / name)
+                files.append(str(path.relative_to(REPO)))
+            rows.append((section.split("\n")[0], number, files, what))
+    return rows
+
+
+def _class_sources() -> dict[str, list[str]]:
+    """Each class of the code (Python and the dashboard's modules) with the text of its module
+    and of the modules of the classes it derives from."""
+    texts = {}
+    for top in ("clients", "ledger", "services", "trainledger"):
+        for path in (REPO / top).rglob("*"):
+            if path.suffix in (".py", ".js") and "vendor" not in path.parts:
+                texts[path] = path.read_text(encoding="utf-8")
+    bases: dict[str, list[str]] = {}
+    sources: dict[str, list[str]] = {}
+    for text in texts.values():
+        for name, parents in re.findall(r"^\s*(?:export )?class (\w+)(?:\(([^)]*)\))?", text, flags=re.MULTILINE):
+            sources.setdefault(name, []).append(text)
+            bases.setdefault(name, []).extend(re.findall(r"\w+", parents))
+    return {name: found + [t for base in bases[name] for t in sources.get(base, [])] for name, found in sources.items()}
+
+
+def _defines(text: str, member: str) -> bool:
+    """Whether a class's text defines `member`: a function, a class, an attribute or a JS method."""
+    forms = (
+        rf"(?:async )?def {member}\b",
+        rf"class {member}\b",
+        rf"self\.{member}\s*=",
+        rf"{member}\s*[:=]",
+        rf"(?:async )?{member}\([^)]*\)\s*\{{",
+    )
+    return re.search(rf"^\s*(?:{'|'.join(forms)})", text, flags=re.MULTILINE) is not None
+
+
+def test_the_architecture_walks_name_files_and_methods_that_exist() -> None:
+    rows = _walk_rows()
+    assert len(rows) > 80
+    missing = [(walk, number, path) for walk, number, files, _ in rows for path in files if not (REPO / path).exists()]
+    assert missing == []
+    classes = _class_sources()
+    unknown = []
+    for walk, number, _, what in rows:
+        for owner, member in re.findall(r"`([A-Z]\w*)\.(\w+)`", what):
+            if not any(_defines(text, member) for text in classes.get(owner, [])):
+                unknown.append((walk[:6], number, f"{owner}.{member}"))
+    assert unknown == []
+
+
+def test_every_json_endpoint_of_the_dashboard_is_in_its_page() -> None:
+    source = (REPO / "services" / "web" / "app.py").read_text(encoding="utf-8")
+    paths = re.findall(r'Route\("(/api/[^"]*)"', source)
+    assert "/api/runs/{run}/chart" in paths
+    page = (REPO / "docs" / "dashboard.md").read_text(encoding="utf-8")
+    named = [path.replace("{run}", "RUN").replace("{family}", "FAMILY") for path in paths]
+    assert [path for path in named if not re.search(rf"`GET {re.escape(path)}[?`]", page)] == []
+
+
+def test_the_architecture_walks_count_the_files_they_name() -> None:
+    """Each walk's "N files in M rows" counts its rows and the files they name, in either column
+    (PostgreSQL's modules, named beside SQLite's, stand in for them and are not counted); the
+    step's trainer's share is the files of the trainer's process (the client and generated code)."""
+    page = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = _walk_rows()
+    for walk in dict.fromkeys(walk for walk, *_ in rows):
+        named: set[str] = set()
+        for _, _, files, what in (row for row in rows if row[0] == walk):
+            named |= {*files, *re.findall(r"`((?:clients|ledger|services|trainledger)/[\w/.]+)`", what)}
+        named = {path for path in named if not path.startswith("ledger/storage/postgres/")}
+        section = page[page.index(f"## {walk}") :]
+        stated = re.search(r"(\d+)\s+files\s+in\s+(\d+)\s+rows", section)
+        assert stated is not None, walk
+        assert (int(stated[1]), int(stated[2])) == (len(named), sum(row[0] == walk for row in rows)), walk
+    step = [path for walk, _, files, _ in rows if walk.startswith("Walk 1") for path in files]
+    trainer = {path for path in step if path.startswith(("clients/", "trainledger/v1/"))}
+    shares = re.findall(r"(\d+)\s+of\s+the\s+(\d+)\s+files\s+are\s+the\s+trainer.s\s+client", page)
+    assert [(int(share), int(total)) for share, total in shares] == [(len(trainer), len(set(step)))]
 
 
 def test_the_readme_is_a_guide_of_at_most_250_lines_with_two_setup_commands() -> None:

@@ -269,6 +269,7 @@ LedgerClient("127.0.0.1:1").runs_frame()
 """
 
 
+@pytest.mark.subprocess
 def test_without_the_frames_extra_the_error_names_it() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import pytest
@@ -79,6 +80,18 @@ API = [
     "/api/events",
     "/api/live",
 ]
+
+
+def test_the_list_holds_every_json_endpoint_of_the_dashboard() -> None:
+    from services.web import app
+
+    source = Path(app.__file__).read_text(encoding="utf-8")
+    routes = re.findall(r'Route\("(/api/[^"]*)"', source)
+    assert "/api/runs/{run}/chart" in routes
+    patterns = [re.sub(r"\{[^}]+\}", "[^/]+", route) for route in routes]
+    assert [
+        r for r, p in zip(routes, patterns, strict=True) if not any(re.fullmatch(p, a.split("?")[0]) for a in API)
+    ] == []
 
 
 @pytest.mark.parametrize("path", API)
