@@ -19,7 +19,7 @@ from ledger.views.provenance.reads import ProvenanceReads
 from ledger.views.registry.reads import RegistryReads
 from ledger.views.runs.leases import LeaseReads
 from ledger.views.runs.reads import RunViewReads
-from ledger.views.search.reads import run_fields, search_runs
+from ledger.views.search.reads import SEARCH_READ_S, run_fields, search_runs
 from ledger.views.series.charts import ChartReads
 from ledger.views.series.pages import SeriesReads
 from ledger.views.spend.reads import SpendReads
@@ -79,7 +79,8 @@ class ViewReader:
         charts = ChartReads(query)
         self.chart = charts.chart
         self.metric_stats = charts.metric_stats
-        self.search_runs = functools.partial(search_runs, query.rows, collate=byte_order)
+        bounded = functools.partial(query.bounded_rows, limit_s=SEARCH_READ_S)
+        self.search_runs = functools.partial(search_runs, bounded, collate=byte_order)
         self.run_fields = functools.partial(run_fields, query.rows)
 
     def position(self, view: str) -> int:

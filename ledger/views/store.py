@@ -14,6 +14,8 @@ The views are written once, against plain SQL with `?` placeholders that both ba
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, NamedTuple, Protocol, TypeVar
@@ -23,6 +25,7 @@ __all__ = [
     "Query",
     "ReadConnection",
     "ReadCursor",
+    "ReadTooLong",
     "Table",
     "ViewCursor",
     "ViewStore",
@@ -32,6 +35,8 @@ __all__ = [
 #: A view's tracking position: the log position it has projected up to (view_tracking, made by
 #: each backend beside the views' tables).
 POSITION_ROW = "SELECT position FROM view_tracking WHERE view = ?"
+#: How many of SQLite's virtual machine steps a bounded read takes between two looks at its clock.
+PROGRESS_STEPS = 1_000
 
 
 class Table(NamedTuple):
@@ -98,6 +103,14 @@ class ViewStore(Protocol[WriteCursorT]):
     def drop(self, views: tuple[str, ...]) -> None: ...
 
 
+class ReadTooLong(Exception):
+    """A bounded read (Query.bounded_rows) ran past its limit and was stopped."""
+
+    def __init__(self, limit_s: float) -> None:
+        super().__init__(f"the read ran past its limit of {limit_s:g} s")
+        self.limit_s = limit_s
+
+
 class Query:
     """Runs the reads of the views on `connect()` (this thread's connection). `events_table` and
     `events_position` name the log's table and its column of positions as the views' connections
@@ -127,6 +140,27 @@ class Query:
             return rows
         finally:
             cursor.close()
+
+    def bounded_rows(self, sql: str, params: tuple[Any, ...] = (), *, limit_s: float) -> list[Any]:
+        """`rows`, stopped with ReadTooLong once it has taken `limit_s`: on SQLite the reading
+        thread's CPU time (a progress handler, so a busy machine does not stop a read that is
+        merely waiting), on PostgreSQL the statement's time (its statement_timeout)."""
+        connection = self.connect()
+        bounded = getattr(connection, "bounded", None)
+        if bounded is not None:  # PostgreSQL's ReadConnection.
+            with bounded(limit_s):
+                return self.rows(sql, params)
+        assert isinstance(connection, sqlite3.Connection)
+        started = time.thread_time()
+        connection.set_progress_handler(lambda: time.thread_time() - started > limit_s, PROGRESS_STEPS)
+        try:
+            return self.rows(sql, params)
+        except sqlite3.OperationalError as error:
+            if str(error) == "interrupted":
+                raise ReadTooLong(limit_s) from None
+            raise
+        finally:
+            connection.set_progress_handler(None, 0)
 
     def row(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
         """The first row of `sql`, None when it has none."""

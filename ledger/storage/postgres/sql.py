@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypeVar
 import psycopg
 
 from ledger.views.schema import TABLES
+from ledger.views.store import ReadTooLong
 
 __all__ = [
     "Cursor",
@@ -238,9 +239,13 @@ class ReadCursor:
                     self._rows = ahead
                     return ahead
 
+            limit_s: float | None = getattr(_bound, "limit_s", None)
+
             def run(connection: psycopg.Connection[Any]) -> list[Any]:
-                cursor = connection.execute(sql, params)
-                return cursor.fetchall() if cursor.description else []
+                if limit_s is None:
+                    cursor = connection.execute(sql, params)
+                    return cursor.fetchall() if cursor.description else []
+                return _bounded(connection, sql, params, limit_s)
 
             self._rows = self._storage.run(run)
         return self._rows
@@ -266,6 +271,23 @@ class ReadCursor:
             stream.close()  # type: ignore[attr-defined]
 
 
+# The limit of this thread's bounded reads (ReadConnection.bounded), None when unbounded.
+_bound = threading.local()
+
+
+def _bounded(connection: psycopg.Connection[Any], sql: str, params: Sequence[Any], limit_s: float) -> list[Any]:
+    """The rows of `sql`, stopped by PostgreSQL after `limit_s` (ReadTooLong); the connection's
+    timeout is put back before it returns to the pool."""
+    connection.execute(b"SELECT set_config('statement_timeout', %s, false)", (f"{max(1, round(limit_s * 1000))}ms",))
+    try:
+        cursor = connection.execute(sql, params)
+        return cursor.fetchall() if cursor.description else []
+    except psycopg.errors.QueryCanceled:
+        raise ReadTooLong(limit_s) from None
+    finally:
+        connection.execute(b"RESET statement_timeout")
+
+
 class ReadConnection:
     """What ViewReader.connect() returns: any thread may use it."""
 
@@ -276,6 +298,17 @@ class ReadConnection:
 
     def cursor(self) -> ReadCursor:
         return ReadCursor(self._storage)
+
+    @contextmanager
+    def bounded(self, limit_s: float) -> Iterator[None]:
+        """Within the block, each read this thread fetches whole is stopped by PostgreSQL after
+        `limit_s` (statement_timeout), raising ReadTooLong (ledger.views.store.Query.bounded_rows)."""
+        outer = getattr(_bound, "limit_s", None)
+        _bound.limit_s = limit_s
+        try:
+            yield
+        finally:
+            _bound.limit_s = outer
 
     @contextmanager
     def prefetch(self, queries: Sequence[tuple[str, Sequence[Any]]]) -> Iterator[None]:

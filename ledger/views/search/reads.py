@@ -14,14 +14,18 @@ from typing import Any
 
 import msgspec
 
+from ledger.domain.errors import Invalid
+from ledger.domain.reasons import Reason
 from ledger.views.models import RunSummary
 from ledger.views.runs.reads import RUN_SUMMARY_SELECT, run_filters, to_run_summary, with_tags
 from ledger.views.search.compile import Sql, compile_order, compile_where
 from ledger.views.search.grammar import parse_order, parse_query
+from ledger.views.store import ReadTooLong
 
 __all__ = [
     "FIELD_ROWS_MAX",
     "SEARCH_OFFSET_MAX",
+    "SEARCH_READ_S",
     "SearchPage",
     "compile_search",
     "run_fields",
@@ -29,6 +33,11 @@ __all__ = [
 ]
 
 SEARCH_OFFSET_MAX = 100_000
+#: The most time one statement of a search may take (ledger.views.store.Query.bounded_rows: CPU
+#: time on SQLite, the statement's time on PostgreSQL), well under a call's deadline: a query the
+#: bounds of its text allow can still be slow at a large ledger's size (64 `like` comparisons over
+#: every run), and it is refused rather than left to hold a reader.
+SEARCH_READ_S = 3.0
 #: The most field values one run_fields read answers (a page of runs with large specs).
 FIELD_ROWS_MAX = 5_000
 
@@ -111,10 +120,19 @@ def search_runs(
     # The parts in turn, each cut where the page ends (one run more, to know whether another
     # follows): a page costs the runs up to its end, never every match sorted.
     wanted, found = offset + limit + 1, list[str]()
-    for select in search:
-        if len(found) >= wanted:
-            break
-        found += [run_id for (run_id,) in rows(select.text + " LIMIT ?", (*select.params, wanted - len(found)))]
+    try:
+        for select in search:
+            if len(found) >= wanted:
+                break
+            found += [run_id for (run_id,) in rows(select.text + " LIMIT ?", (*select.params, wanted - len(found)))]
+    except ReadTooLong as stopped:
+        raise Invalid(
+            f"query: took longer than {stopped.limit_s:g} s at this ledger's size: narrow it",
+            reason=Reason.QUERY_TOO_LARGE,
+            limit="time_s",
+            maximum=stopped.limit_s,
+            position=1,
+        ) from None
     found = found[offset:]
     page = found[:limit]
     summaries = {}
