@@ -20,11 +20,13 @@ if TYPE_CHECKING:
 __all__ = ["Plain", "Screen", "drawing"]
 
 BAR_WIDTH = 40
+MIN_BAR_WIDTH = 10
 COLOURS = {"done": "green", "failed": "red", "stopped": "yellow", "lost": "magenta"}
 
 
-def drawing(view: Follow) -> RenderableType:
-    """The whole view as one Rich renderable (made of Text, never of markup from the run)."""
+def drawing(view: Follow, width: int = 120) -> RenderableType:
+    """The whole view as one Rich renderable for a terminal `width` columns wide (made of Text,
+    never of markup from the run)."""
     from rich.console import Group
     from rich.text import Text
 
@@ -36,7 +38,7 @@ def drawing(view: Follow) -> RenderableType:
         (view.status, f"bold {colour}"),
         f"  attempt {state.current_attempt}",
     )
-    parts: list[RenderableType] = [header, _bars(view)]
+    parts: list[RenderableType] = [header, _bars(view, width)]
     if view.metrics:
         parts += [Text(""), _metrics_table(view)]
     if state.attempts:
@@ -61,32 +63,43 @@ def drawing(view: Follow) -> RenderableType:
     return Group(*parts)
 
 
-def _bars(view: Follow) -> Any:
-    """The steps against the plan and the spend against the cap, each a bar and its words."""
+def _bars(view: Follow, width: int) -> Any:
+    """The steps against the plan and the spend against the cap, each a bar and its words. The
+    bars give way to the words on a narrow terminal (`width` columns), down to MIN_BAR_WIDTH;
+    narrower still, the words go on a line of their own under each bar, never split mid-phrase."""
     from rich.progress_bar import ProgressBar
     from rich.table import Table
     from rich.text import Text
 
+    words = [view.steps_text(), view.spend_line()]
+    room = width - len("steps") - 2 - max(len(w) for w in words)
+    stacked = room < MIN_BAR_WIDTH
+    bar_width = max(MIN_BAR_WIDTH, min(BAR_WIDTH, width - len("steps") - 1 if stacked else room))
     bars = Table.grid(padding=(0, 1))
     bars.add_column(style="bold")
-    bars.add_column(width=BAR_WIDTH)
-    bars.add_column()
+    bars.add_column(width=bar_width)
+    if not stacked:
+        bars.add_column()
     completed = float(view.last_step or 0)
-    steps_bar = ProgressBar(total=float(view.total) if view.total else None, completed=completed, width=BAR_WIDTH)
-    bars.add_row(Text("steps"), steps_bar, Text(view.steps_text()))
+    steps_bar = ProgressBar(total=float(view.total) if view.total else None, completed=completed, width=bar_width)
     spend = view.state.spend
     cap = spend.cap_usd_micro
     spend_bar: RenderableType = (
         ProgressBar(
             total=float(max(cap, 1)),
             completed=float(min(spend.committed_usd_micro + spend.pending_usd_micro, max(cap, 1))),
-            width=BAR_WIDTH,
+            width=bar_width,
             complete_style="red" if spend.overrun_usd_micro else "magenta",
         )
         if cap is not None
         else Text("(no cap)", style="dim")
     )
-    bars.add_row(Text("spend"), spend_bar, Text(view.spend_line()))
+    for label, bar, said in (("steps", steps_bar, words[0]), ("spend", spend_bar, words[1])):
+        if stacked:
+            bars.add_row(Text(label), bar)
+            bars.add_row(Text(""), Text(said))
+        else:
+            bars.add_row(Text(label), bar, Text(said))
     return bars
 
 
@@ -143,9 +156,10 @@ class Screen:
         from rich.console import Console
         from rich.live import Live
 
+        self.console = Console()
         self.live: Live = Live(
-            drawing(view),
-            console=Console(),
+            drawing(view, self.console.width),
+            console=self.console,
             auto_refresh=False,
             redirect_stdout=False,
             redirect_stderr=False,
@@ -163,4 +177,4 @@ class Screen:
         pass
 
     def draw(self, view: Follow) -> None:
-        self.live.update(drawing(view), refresh=True)
+        self.live.update(drawing(view, self.console.width), refresh=True)

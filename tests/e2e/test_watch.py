@@ -91,11 +91,12 @@ def opened(client: LedgerClient, name: str, spec: dict[str, object], cap_usd_mic
 
 
 class Terminal:
-    """`trainledger watch ...` in a pseudo-terminal of 120 x 50, its screen read as plain text."""
+    """`trainledger watch ...` in a pseudo-terminal of `columns` x 50 (120 unless told), its screen
+    read as plain text."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, columns: int = 120) -> None:
         master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 120, 0, 0))
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
         env = {**environment(), "TERM": "xterm-256color"}
         env.pop("COLUMNS", None)
         env.pop("LINES", None)
@@ -233,6 +234,23 @@ def test_the_live_view_follows_steps_checkpoints_and_spend_until_the_run_is_done
         assert terminal.exit_status() == 0
         final = terminal.screen.strip().splitlines()[-1]
         assert final == "watch-live done at step 5 of 100, spend $1.25 of $5.00, $3.75 left"
+    finally:
+        terminal.close()
+
+
+@pytest.mark.subprocess
+def test_on_an_80_column_terminal_the_progress_words_stay_on_one_line(client: LedgerClient, address: str) -> None:
+    run_id, attempt = opened(client, "watch-narrow", {"max_steps": 1_000, "lr": 1e-4}, 5_000_000)
+    client.append_steps(run_id=run_id, attempt=attempt, steps=[1, 2, 3], metrics={"loss": [3.0, 2.5, 2.0]})
+    terminal = Terminal("watch-narrow", "--address", address, columns=80)
+    try:
+        terminal.expect(r"step 3 of 1,000")
+        client.append_steps(run_id=run_id, attempt=attempt, steps=[4, 5], metrics={"loss": [1.5, 1.25]})
+        # The rate's figure and its unit, and the time left, on the line that names the step.
+        terminal.expect(r"step 5 of 1,000 \(0\.5%\), [0-9.]+ steps/s, ETA [0-9dhms ]+ \(\d\d:\d\d UTC\)")
+        terminal.expect(r"\$0\.00 of \$5\.00, \$5\.00 left")
+        client.finish_run(run_id=run_id, attempt=attempt, status="done")
+        assert terminal.exit_status() == 0
     finally:
         terminal.close()
 

@@ -230,3 +230,46 @@ def test_the_holds_are_a_table_on_the_run_page(ledger: Ledger, page: tuple[Page,
     assert tab.locator("table.holds").is_hidden()
     assert tab.locator("p.holds-empty").inner_text() == "none yet"
     assert watch.clear() == []
+
+
+def test_a_metric_first_recorded_after_the_page_opened_gets_its_chart_live(
+    ledger: Ledger, page: tuple[Page, Watch]
+) -> None:
+    """A run page opened before any step (and an eval metric that first comes later, a system
+    metric too) grows each metric's chart without a reload, as a reload would show it."""
+    tab, watch = page
+    client = ledger.client
+    run_id = client.open_run(run_key="late-metrics", name="sft-late-metrics").state.run.run_id
+    client.start_attempt(run_id=run_id)
+    open_page(ledger, tab, run_id)
+    assert tab.locator("figure.chart").count() == 0
+    assert tab.locator("section.charts p.empty").inner_text() == "No metrics recorded."
+
+    steps = list(range(10))
+    client.append_steps(run_id=run_id, attempt=1, steps=steps, metrics={"loss": [1 / (1 + s) for s in steps]})
+    tab.wait_for_function(f"() => document.querySelector('{LOSS}')?.plot !== undefined", timeout=5_000)
+    assert tab.locator("section.charts p.empty").count() == 0
+    assert plot(tab, LOSS, "p.data[0].length") == 10
+    assert tab.locator(".chart-controls").count() == 1
+
+    client.append_steps(
+        run_id=run_id,
+        attempt=1,
+        steps=[10, 11],
+        metrics={
+            "loss": [0.09, 0.08],
+            "eval_loss": {"values": [0.5], "index": [1]},
+            "system/gpu_mem_bytes": [1e9, 2e9],
+        },
+    )
+    system = 'section.charts[data-section="system"] figure.chart[data-metric="system/gpu_mem_bytes"]'
+    tab.wait_for_function(f"() => document.querySelector('{EVALS}')?.plot !== undefined", timeout=5_000)
+    tab.wait_for_function(f"() => document.querySelector('{system}')?.plot !== undefined", timeout=5_000)
+    live = tab.eval_on_selector_all("figure.chart", "(fs) => fs.map((f) => f.dataset.metric)")
+    assert live == ["eval_loss", "loss", "system/gpu_mem_bytes"]
+    assert tab.locator(EVALS).get_attribute("data-sparse") == "true"
+    assert tab.locator(".system-charts h2").inner_text() == "System"
+    tab.reload(wait_until="load")
+    wait_ready(tab)
+    assert tab.eval_on_selector_all("figure.chart", "(fs) => fs.map((f) => f.dataset.metric)") == live
+    assert watch.clear() == []

@@ -9,7 +9,7 @@
 //   beside one /api/runs/{run} for the attempt and checkpoint markers and one /spend for the spend
 //   figure). One EventSource on /api/runs/{run}/live: `steps` append points to the live lines
 //   (redrawn at most once per animation frame; a line grown past twice the width is refetched
-//   downsampled), `checkpoint` adds a marker, `state` and `spend` update the status, last-step and
+//   downsampled; a metric new to the page gets its figure), `checkpoint` adds a marker, `state` and `spend` update the status, last-step and
 //   spend cells (a new attempt refetches the charts: the steps it supersedes change). The run's
 //   charts share one step range and cursor; dragging a range zooms all of them (each refetches that
 //   range at full width), a double-click resets; a smoothing slider and a log-y toggle above them
@@ -547,6 +547,33 @@ function livePanels(pageUrl = (at) => `${location.pathname}?min_position=${at}`)
   return schedule;
 }
 
+/** A new metric's figure in its section (`training`, the first section.charts, or the System one,
+ * made when it is the first system/ metric), in name order, as the server draws the page. */
+function placeChart(training, runId, name) {
+  let section = training;
+  if (name.startsWith("system/")) {
+    section = document.querySelector('section.charts[data-section="system"]');
+    if (!section) {
+      const wrap = Object.assign(document.createElement("div"), { className: "system-charts" });
+      section = Object.assign(document.createElement("section"), { className: "charts" });
+      section.dataset.section = "system";
+      wrap.append(Object.assign(document.createElement("h2"), { textContent: "System" }), section);
+      training.after(wrap);
+    }
+    const empty = training.querySelector("p.empty");
+    if (empty) empty.textContent = "No training metrics recorded.";
+  } else {
+    training.querySelector("p.empty")?.remove();
+  }
+  section.querySelector("p.empty")?.remove();
+  const figure = Object.assign(document.createElement("figure"), { className: "chart" });
+  Object.assign(figure.dataset, { runId, metric: name, sparse: "false" });
+  figure.append(Object.assign(document.createElement("figcaption"), { textContent: name }));
+  const next = [...section.querySelectorAll("figure.chart")].find((f) => f.dataset.metric > name);
+  section.insertBefore(figure, next ?? null);
+  return figure;
+}
+
 function runPage(main) {
   const runId = main.dataset.runId;
   const path = `/api/runs/${encodeURIComponent(runId)}`;
@@ -558,7 +585,22 @@ function runPage(main) {
   );
   group.charts = metricCharts;
   const section = document.querySelector("section.charts");
-  if (section && metricCharts.length) group.controls(section);
+  let controlled = Boolean(section && metricCharts.length);
+  if (controlled) group.controls(section);
+  // A metric first recorded after the page was drawn gets its chart, where a reload would put it.
+  const addCharts = (event) => {
+    const names = Object.keys(event.metrics ?? {}).filter((name) => !metricCharts.some((c) => c.metric === name));
+    if (!section || !names.length) return;
+    const doc = api(path);
+    doc.catch(() => {}); // each figure reports the failure it sees
+    for (const name of names.sort()) {
+      const chart = new MetricChart(placeChart(section, runId, name), runId, doc, group);
+      metricCharts.push(chart);
+      chart.load();
+    }
+    if (!controlled) group.controls(section);
+    controlled = true;
+  };
   const spendFigure = document.querySelector("figure.spend-chart");
   const spend = spendFigure ? new SpendChart(spendFigure, spendFigure.dataset.runId || runId) : null;
   for (const chart of metricCharts) chart.load();
@@ -570,6 +612,7 @@ function runPage(main) {
   source.addEventListener("steps", (message) => {
     const event = JSON.parse(message.data);
     for (const chart of metricCharts) chart.append(event);
+    addCharts(event);
     if (event.steps.length) {
       const last = event.steps[event.steps.length - 1];
       setField("last_step", String(last));
