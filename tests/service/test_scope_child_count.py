@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -76,3 +77,45 @@ def test_a_scoped_reader_is_not_counted_children_outside_its_scope(world: World)
     request = runs_pb2.GetRunStateRequest(run_id=source, min_position=head)
     unscoped = runs.GetRunState(request, metadata=(("authorization", f"Bearer {world.unscoped}"),))
     assert unscoped.state.child_count == CHILDREN_LISTED + 1
+
+
+def _watched_until(world: World, bearer: str, run_id: str, from_position: int, last: int) -> list[Any]:
+    """The messages of one WatchRun from `from_position` until one at position `last` or after."""
+    metadata = (("authorization", f"Bearer {bearer}"),)
+    request = runs_pb2.WatchRunRequest(run_id=run_id, from_position=from_position)
+    stream = world.served.stubs.runs.WatchRun(request, metadata=metadata, timeout=30)
+    told = []
+    try:
+        for message in stream:
+            told.append(message)
+            if message.event_type != "state" and message.position >= last:
+                break
+    finally:
+        stream.cancel()
+    return told
+
+
+def test_a_watcher_resuming_from_a_position_is_told_each_child_opened_since(world: World) -> None:
+    """A watcher that lost its stream watches again from the position after the last message it
+    had: every run opened from the run's checkpoints since comes as Run.ChildOpened at its own
+    position, once, as a live watcher was told; one scoped to team-b is told only team-b's."""
+    source = world.open_run("team-b", "b-resumed").run_id  # type: ignore[attr-defined]
+    world.ledger.start_attempt(run_id=source, **WHO)
+    saved = world.ledger.save_checkpoint(run_id=source, attempt=1, step=2, backend="local", uri="file:///b/r2", **WHO)
+    resume = saved.position + 1
+    opened = [
+        world.open_run(account, name, source)
+        for account, name in (("team-b", "b-gap-1"), ("team-a", "a-gap-hidden"), ("team-b", "b-gap-2"))
+    ]
+    positions = [child.position for child in opened]  # type: ignore[attr-defined]
+    # A step batch after them, so that the run's own events follow the gap.
+    world.ledger.save_checkpoint(run_id=source, attempt=1, step=3, backend="local", uri="file:///b/r3", **WHO)
+    last = world.ledger.head()
+
+    def children_told(bearer: str) -> list[int]:
+        told = _watched_until(world, bearer, source, resume, last)
+        assert told[0].event_type == "state"
+        return [m.position for m in told[1:] if m.event_type == "Run.ChildOpened"]
+
+    assert children_told(world.unscoped) == positions
+    assert children_told(world.bearer) == [positions[0], positions[2]]
