@@ -32,6 +32,7 @@ from services.runtime.edge import Edge
 from services.runtime.feed import Bounds, Encoder, Entry, Feeds, Follower, RunFeed, is_change, read_events
 from services.runtime.followers import WATCHERS_MAX, WATCHERS_PER_CALLER_MAX
 from services.runtime.logs import PRINCIPAL
+from services.runtime.scopes import child_count_within
 from trainledger.v1 import runs_pb2
 
 __all__ = ["Watchers", "Watcher", "Message", "caller", "lineage_message_within"]
@@ -174,7 +175,8 @@ def lineage_message_within(ledger: Any, message: Any, scope: str) -> Any:
     source_outside = state.HasField("source") and not ledger.run_within(state.source.run_id, scope)
     kept = [child for child in state.children if ledger.run_within(child.run_id, scope)]
     dropped = len(state.children) - len(kept)
-    if not source_outside and not dropped:
+    count = child_count_within(len(state.children), len(kept), state.child_count)
+    if not source_outside and not dropped and count == state.child_count:
         return message
     copy = runs_pb2.WatchRunResponse()
     copy.CopyFrom(message)
@@ -183,5 +185,5 @@ def lineage_message_within(ledger: Any, message: Any, scope: str) -> Any:
     if dropped:
         del copy.state.children[:]
         copy.state.children.extend(kept)
-        copy.state.child_count = max(0, copy.state.child_count - dropped)
+    copy.state.child_count = count
     return copy

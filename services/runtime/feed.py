@@ -3,19 +3,16 @@ messages) and the dashboard's server-sent events (services.web.live: SSE chunks)
 
 - A run's feed (RunFeed) reads the events of the run and of its spend account once, however many
   follow it, and hands each item its encoder makes to every follower's backlog. The projector
-  wakes a feed only after a chunk that touched its run (Projector.originator_listeners): a write
-  to another run wakes no follower.
+  wakes a feed only after a chunk that touched its run (Projector.originator_listeners).
 - Joiners are admitted together with one first state, reflecting everything recorded before they
   came and all the feed has handed out; what lies before the feed's position a follower reads
-  itself (Feeds.catch_up).
-- Followers are bounded per caller (principal and peer host) and in all (Bounds: the encoder says
-  how a refusal reads, TOO_MANY_WATCHERS); a follower's backlog is bounded in items and bytes, and
-  one that passes either is dropped (Follower.too_slow: WATCHER_TOO_SLOW with the position to
-  resume from).
+  itself (Feeds.catch_up), the runs opened from the run's checkpoints among it.
+- Followers are bounded per caller (principal and peer host) and in all (Bounds: TOO_MANY_WATCHERS);
+  a follower's backlog is bounded in items and bytes, and one that passes either is dropped
+  (Follower.too_slow: WATCHER_TOO_SLOW with the position to resume from).
 - A run opened from the run's checkpoint (CHILD_OPENED, read from the lineage view: lineage.touched
   wakes the feed) changes its children; a scoped follower is handed it only within its scope.
-- Every feed ends when the server closes its edge (shutdown); the followers of each kind are
-  counted for the metrics (Edge.followers).
+- Every feed ends when the server closes its edge (shutdown); Edge.followers counts the followers.
 """
 
 from __future__ import annotations
@@ -53,6 +50,7 @@ __all__ = [
 T = TypeVar("T")  # What a follower is handed: a message, a chunk.
 S = TypeVar("S")  # A run's state as the encoder holds it.
 R = TypeVar("R")
+Visible = dict[int, frozenset[str]]  # The scopes that see each child opened, by its position.
 
 # One read of a run's events: at most this many, and this many stored bytes (one larger event
 # is read alone).
@@ -133,7 +131,7 @@ class RunFeed(Generic[T, S]):
         self.joining: list[tuple[Follower[T], int, asyncio.Future[Any]]] = []
         self.changed = asyncio.Event()
         self.reads = 0
-        self.visible: dict[int, frozenset[str]] = {}  # The scopes that see a child opened there.
+        self.visible: Visible = {}
         # The feed works for every follower of the run: none of their shares of the worker threads.
         self.task = asyncio.get_running_loop().create_task(
             self._run(), name=f"{self.encoder.task_prefix}-{run_id}", context=contextvars.Context()
@@ -204,16 +202,17 @@ class RunFeed(Generic[T, S]):
         page, self.visible = await self.feeds.call(self._read_page, self.position, scopes)
         return page
 
-    def _read_page(self, position: int, scopes: frozenset[str]) -> tuple[list[Entry], dict[int, frozenset[str]]]:
+    def _read_page(self, position: int, scopes: frozenset[str], stop: int = 0) -> tuple[list[Entry], Visible]:
         """The run's events and the runs opened from it, from `position` up to where the lineage
-        view has reached (and the run's page), and which `scopes` may see each child; in a thread."""
+        view has reached (the run's page; before `stop`), which `scopes` see each child; in a thread."""
         ledger = self.edge.ledger
         opened, reached = ledger.children_opened(self.run_id, position, FEED_PAGE)
+        reached = min(reached, stop - 1) if stop else reached
         events = self.encoder.read_page(self.edge, self.run_id, self.originator_ids, position)
         end = min(reached, events[-1][0]) if events else reached
         end = min(end, opened[-1][0]) if len(opened) == FEED_PAGE else end  # Unlisted ones come next.
         page = [entry for entry in events if entry[0] <= end]
-        visible: dict[int, frozenset[str]] = {}
+        visible: Visible = {}
         for at, child in opened:
             if at <= end:
                 page.append(self.encoder.child_opened(self.run_id, at, child))
@@ -322,7 +321,7 @@ class Feeds(Generic[T, S]):
             first, behind = joined
             yield first
             if behind is not None:
-                async for missed in self.catch_up(feed, *behind):
+                async for missed in self.catch_up(feed, follower.scope, *behind):
                     yield missed
             while (item := await follower.next(timeout_s)) is not None:
                 yield item
@@ -330,16 +329,18 @@ class Feeds(Generic[T, S]):
             feed.leave(follower)
             self.bounds.leave(follower)
 
-    async def catch_up(self, feed: RunFeed[T, S], start: int, stop: int) -> AsyncIterator[T]:
-        """What the run's events in [start, stop) make, read by the follower itself: all of them
-        are in the state it was sent first."""
+    async def catch_up(self, feed: RunFeed[T, S], scope: str, start: int, stop: int) -> AsyncIterator[T]:
+        """What the run's events and the runs opened from it (under `scope`) in [start, stop) make,
+        read by the follower itself: all of them are in the state it was sent first."""
         while start < stop and not self.edge.closed:
-            page = await self.edge.call(self.encoder.read_page, self.edge, feed.run_id, feed.originator_ids, start)
+            page, visible = await self.edge.call(feed._read_page, start, frozenset({scope} - {""}), stop)
             if not page:
                 return
             for entry in page:
                 if entry[0] >= stop:
                     return
+                if scope and scope not in visible.get(entry[0], (scope,)):
+                    continue
                 item = self.encoder.missed(entry)
                 if item is not None:
                     yield item

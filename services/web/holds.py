@@ -99,9 +99,11 @@ def latest_table(held: Sequence[models.Reservation], total: int, pending: int, r
     so the run page's live panels render it again (`data-live`) rather than the page's script."""
     head = "".join(f"<th>{h}</th>" for h in HEADERS)
     link = f"/api/runs/{_text(run_id)}/spend?limit={api.RESERVATIONS_LIMIT_MAX}"
+    pending_shown = sum(r.state == "pending" for r in held)
+    shown = f"the newest {pending_shown} pending" if pending_shown < pending else "the pending"
     return (
-        f'<div class="holds-list" data-live="holds"><p class="holds-count">{total} holds, {pending} pending: the'
-        f' pending and the newest {HOLDS_NEWEST} shown; all of them page by page: <a href="{link}">JSON</a></p>'
+        f'<div class="holds-list" data-live="holds"><p class="holds-count">{total} holds, {pending} pending: {shown}'
+        f' and the newest {HOLDS_NEWEST} shown; all of them page by page: <a href="{link}">JSON</a></p>'
         f'<table class="holds" data-partial="true"><thead><tr>{head}</tr></thead>'
         f'<tbody>{"".join(map(_row, held))}</tbody></table><p class="empty holds-empty" hidden>none yet</p></div>'
     )

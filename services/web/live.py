@@ -34,6 +34,7 @@ from services.runtime import feed
 from services.runtime.auth import Gate, Identity
 from services.runtime.edge import Edge
 from services.runtime.feed import CHILD_OPENED, Bounds, Encoder, Entry, Feeds, RunFeed, is_change, read_events
+from services.runtime.scopes import child_count_within
 from services.web.access import WebError
 from services.web.documents import encode, state_document
 
@@ -69,15 +70,10 @@ def _lineage_chunk_within(ledger: Any, chunk: bytes, scope: str) -> bytes:
     source, children = document.get("source"), document.get("children") or []
     source_outside = source is not None and not ledger.run_within(source["run_id"], scope)
     kept = [child for child in children if ledger.run_within(child["run_id"], scope)]
-    if not source_outside and len(kept) == len(children):
+    count = child_count_within(len(children), len(kept), int(document.get("child_count", 0)))
+    if not source_outside and len(kept) == len(children) and count == document.get("child_count", 0):
         return chunk
-    dropped = len(children) - len(kept)
-    document = {
-        **document,
-        "source": None if source_outside else source,
-        "children": kept,
-        "child_count": max(0, int(document.get("child_count", 0)) - dropped),
-    }
+    document = {**document, "source": None if source_outside else source, "children": kept, "child_count": count}
     return head + b"data: " + encode(document) + b"\n\n"
 
 

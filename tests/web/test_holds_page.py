@@ -134,3 +134,21 @@ def test_a_run_with_more_holds_than_a_page_shows_its_latest_and_a_late_pending_o
     amounts = [[cell.text for cell in row.all("td")][2] for row in rows]
     assert amounts[0] == "$9.00" and rows[0].attrs["data-state"] == "pending"
     assert amounts[1:] == [f"$1.000{step}".rstrip("0") for step in range(204, 184, -1)]  # Steps 204 to 185.
+
+
+def test_a_run_with_more_pending_holds_than_shown_says_how_many_are_shown(
+    http: httpx.Client, grpc_client: LedgerClient
+) -> None:
+    """More pending holds than the table shows (200): the line over it must not say every
+    pending hold is shown, but how many of them are (the newest)."""
+    run_id = grpc_client.open_run(run_key=fresh_key(), name="web-many-pending").state.run.run_id
+    grpc_client.start_attempt(run_id=run_id, attempt_id="a1")
+    for step in range(205):
+        last = grpc_client.reserve(account=run_id, reservation_id=f"p{step}", amount_usd_micro=1_000, attempt=1)
+    grpc_client.get_run_state(run_id=run_id, min_position=last.position)
+
+    main = page(http, "/runs/" + run_id).one("main")
+    rows = main.one("table", class_="holds").one("tbody").all("tr")
+    assert [row.attrs["data-state"] for row in rows] == ["pending"] * 200
+    said = main.one("p", class_="holds-count").text
+    assert said.startswith("205 holds, 205 pending: the newest 200 pending and"), said
