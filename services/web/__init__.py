@@ -9,7 +9,8 @@ on the same event loop, reading the same views through the same Edge and Gate.
   (services.runtime.feed); services.web.live_runs: the runs page's, fed by the projector's
   notifications;
 - services.web.pages, services.web.run_page, services.web.compare: the server-rendered pages (the
-  charts are drawn by static/dashboard.js), in the HTML of services.web.markup (compare also answers
+  charts are drawn by static/dashboard.js and the page modules it starts: runpage.js,
+  runspage.js, comparepage.js), in the HTML of services.web.markup (compare also answers
   /api/compare/diff, what runs differ in); services.web.login: the token form;
 - services.web.events: the log's events, a page at a time (/api/events and the events page);
 - services.web.access: bearer tokens (header or cookie) checked by services.runtime.auth's Gate, each

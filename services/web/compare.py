@@ -9,7 +9,7 @@ find and a metric no compared run has are said on the page above the rest, never
 too many runs or metrics, or a name too long, is 400 INVALID_PARAMETER.
 
 The page holds one `figure.chart.compare[data-metric][data-runs]` per metric (drawn by
-/static/dashboard.js from /api/compare), the diff table (`section[data-live=diff]`: the keys that
+/static/comparepage.js from /api/compare), the diff table (`section[data-live=diff]`: the keys that
 differ, those the same folded in a <details> with their count, then the spend and best checkpoint
 of each run, services.render.diff.run_diff) and each run's "Did it work?" reports
 (`section[data-live=verdicts]`); while the page is open the runs feed (/api/live) redraws the

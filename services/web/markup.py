@@ -92,7 +92,7 @@ def table(css: str, headers: Sequence[str], rows: Iterable[str], empty: str = "n
 
 def live_panels(*panels: tuple[str, str]) -> str:
     """Titled sections the run page renders again as its live feed reports changes (each is
-    swapped for the server's fresh one by its `data-live` name: dashboard.js livePanels). One
+    swapped for the server's fresh one by its `data-live` name: livepanels.js livePanels). One
     without content is an empty hidden section, there for the feed to fill."""
     return "".join(
         f'<section class="panel" data-live="{e(title.lower())}"><h2>{e(title)}</h2>{content}</section>'

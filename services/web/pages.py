@@ -1,6 +1,7 @@
 """The dashboard's pages: server-rendered HTML from string templates, every value through
 html.escape. The tables work without JavaScript; charts are empty <figure> elements that
-/static/dashboard.js fills from the JSON API (the DOM contract: `main[data-page]`,
+/static/dashboard.js (the page's module it starts: runpage.js, runspage.js, comparepage.js) fills
+from the JSON API (the DOM contract: `main[data-page]`,
 `figure.chart[data-run-id][data-metric][data-sparse]`, `table.runs tr[data-run-id]`,
 `[data-field=...]` cells, `figure.spend-chart`, `figure.chart.compare[data-metric][data-runs]`).
 

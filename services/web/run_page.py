@@ -1,4 +1,4 @@
-"""The run page (/runs/RUN): its facts, charts, spend, holds and panels, which dashboard.js renders
+"""The run page (/runs/RUN): its facts, charts, spend, holds and panels, which runpage.js renders
 again as the run's live feed reports changes (services.web.live)."""
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def _dataset_row(dataset: models.Dataset) -> str:
 
 def _progress_attributes(progress: models.Progress) -> str:
     """The progress fact's attributes: its plan, rate and ETA, from which the page moves the bar
-    as steps arrive (dashboard.js)."""
+    as steps arrive (common.js advanceProgress)."""
     attributes = {
         "data-field": "progress",
         "data-max-steps": progress.max_steps,
@@ -193,7 +193,7 @@ def _banner(retraction: models.Retraction | None) -> str:
 
 
 def _facts(state: models.RunState, rid: str) -> str:
-    """The run's facts (dashboard.js renders them again from each `state` event)."""
+    """The run's facts (runpage.js renders them again from each `state` event)."""
     info, spend = state.run, state.spend
     presumed = spend.presumed_usd_micro
     spend_amount = spend_text(spend.committed_usd_micro, spend.pending_usd_micro, spend.cap_usd_micro, presumed)

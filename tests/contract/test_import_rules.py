@@ -17,6 +17,8 @@
 - No module imports another module's private (underscore) names.
 - No import circles: no module reaches itself through the modules it imports, counting imports
   inside functions and under TYPE_CHECKING (checked for the packages in CYCLE_FREE).
+- The dashboard's ES modules (services/web/static) import only modules that are there, and no
+  circle either.
 
 Every import is found by walking the syntax tree, including imports inside functions.
 """
@@ -24,6 +26,7 @@ Every import is found by walking the syntax tree, including imports inside funct
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -311,3 +314,20 @@ def test_no_module_imports_itself_through_others(package: str) -> None:
     }
     circles = [circle for circle in _cycles(_graph(modules)) if any(_within(m, (package,)) for m in circle)]
     assert circles == []
+
+
+STATIC = ROOT / "services" / "web" / "static"
+
+
+def _script_graph() -> dict[str, set[str]]:
+    """The dashboard's ES modules -> the modules beside them that they import, statically
+    (`from "./x.js"`) or lazily (`import("./x.js")`)."""
+    found = r"""(?:from\s+|import\(\s*)["']\./([\w.-]+\.js)["']"""
+    return {path.name: set(re.findall(found, path.read_text(encoding="utf-8"))) for path in STATIC.glob("*.js")}
+
+
+def test_the_dashboard_modules_import_modules_that_are_there_and_no_circle() -> None:
+    graph = _script_graph()
+    assert graph["dashboard.js"]  # the entry the pages load starts the others
+    assert sorted((module, name) for module, names in graph.items() for name in names if name not in graph) == []
+    assert _cycles(graph) == []

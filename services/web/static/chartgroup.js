@@ -1,7 +1,7 @@
 // The charts of a run page as one group: one step range (the run's, or the zoomed one: zooming
 // one chart zooms them all), one smoothing weight and one y scale (linear or log), set by the
 // controls it places above the charts and kept in localStorage like a workspace's settings.
-// Each chart (dashboard.js MetricChart) has firstDrawn(), lastDrawn(), schedule() and load().
+// Each chart (metricchart.js MetricChart) has firstDrawn(), lastDrawn(), schedule() and load().
 
 export class ChartGroup {
   constructor() {
