@@ -18,12 +18,12 @@ from __future__ import annotations
 import io
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from clients.integrations.extras import extra
+from trainledger.fields import shown_segment
 
 __all__ = [
     "RUN_COLUMNS",
@@ -56,7 +56,6 @@ RUN_COLUMNS = (
 SERIES_COLUMNS = ("step", "attempt", "superseded")
 # The documents whose keys become columns, in the order their columns come.
 DOCUMENTS = ("tags", "spec", "summary")
-_PLAIN_KEY = re.compile(r"\w+", re.ASCII)
 
 
 class FrameTooLarge(ValueError):
@@ -68,16 +67,12 @@ class FrameTooLarge(ValueError):
         self.max_rows = max_rows
 
 
-def _segment(key: str) -> str:
-    return key if _PLAIN_KEY.fullmatch(key) else f"`{key}`"
-
-
 def document_columns(prefix: str, document: Mapping[str, Any]) -> dict[str, Any]:
     """A document (spec, summary, tags) as columns: `prefix.key`, nested keys dotted, a key that is
     not letters, digits and `_` in backticks, a list as its JSON text."""
     columns: dict[str, Any] = {}
     for key, value in document.items():
-        name = f"{prefix}.{_segment(str(key))}"
+        name = f"{prefix}.{shown_segment(str(key))}"
         if isinstance(value, Mapping):
             columns.update(document_columns(name, value))
         elif isinstance(value, list | tuple):

@@ -20,9 +20,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.views.search.fields import key_segment
 from services.render.checkpoints import figure
 from services.render.tables import printable, table, usd
+from trainledger.fields import shown_segment
 
 __all__ = ["DiffRow", "RunDiff", "COMPARE_RUNS_MAX", "MISSING", "SHORT_ID", "diff_text", "run_diff", "run_labels"]
 
@@ -78,7 +78,7 @@ def _leaves(prefix: str, value: Any) -> Iterable[tuple[str, Any]]:
     letters, digits and `_` in backticks, so a key "a.b" and the key b under a are two rows."""
     if isinstance(value, Mapping) and value:
         for key in value:
-            yield from _leaves(f"{prefix}.{key_segment(str(key)) or f'`{key}`'}", value[key])
+            yield from _leaves(f"{prefix}.{shown_segment(str(key))}", value[key])
     else:
         yield prefix, value
 

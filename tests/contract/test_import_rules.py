@@ -39,6 +39,7 @@ SHARED_CONTRACT = (
     "trainledger.bills",
     "trainledger.leases",
     "trainledger.text",
+    "trainledger.fields",
 )
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from ledger.domain.runs import RUN_STATUSES
 from ledger.views.search.grammar import invalid_query
+from trainledger.fields import key_segment
 
 __all__ = ["DOCUMENTS", "METRIC_STATS", "RUN_FIELDS", "STATUSES", "Field", "RunField", "key_segment", "resolve"]
 
@@ -80,19 +81,6 @@ class Field:
 
 
 _SEGMENT = re.compile(r"`([^`]*)`|(\w+)", re.ASCII)
-_PLAIN = re.compile(r"\w+", re.ASCII)
-
-
-def key_segment(key: str) -> str | None:
-    """A document key as one segment of a field name and of the search view's keys: as it is when
-    letters, digits and `_`, else in backticks (so `spec.a.b`, nested, and ``spec.`a.b` ``, a key
-    holding a dot, are two fields). A key holding a backtick has no segment (None): no query can
-    name it."""
-    if _PLAIN.fullmatch(key):
-        return key
-    return None if "`" in key else f"`{key}`"
-
-
 _NOT_ASCII = re.compile(r"[^\x00-\x7f]")
 _EXPECTED_FIELD = "spec.KEY, summary.KEY, tags.KEY, metrics.NAME.last|min|max or one of " + ", ".join(RUN_FIELDS)
 

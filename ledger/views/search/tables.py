@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ledger.views.handling import ViewHandlers
-from ledger.views.search.fields import key_segment
 from ledger.views.store import Table
+from trainledger.fields import key_segment
 
 __all__ = ["KEY_BYTES_MAX", "SEARCH_TABLES", "TEXT_INDEXED_MAX", "flatten", "search_handlers"]
 
@@ -78,7 +78,7 @@ _METRIC_UPSERT = (
 
 def flatten(document: Any, key: str) -> Iterator[tuple[str, float | None, str | None]]:
     """(key, num, text) of each leaf of `document` under `key` (dotted, each key a search's
-    segment: fields.key_segment, so two leaves never share a key), as view_run_fields holds them;
+    segment: trainledger.fields.key_segment, so two leaves never share a key), as view_run_fields holds them;
     nulls, lists, non-finite numbers, over-long keys and keys holding a backtick give no row."""
     if len(key.encode()) > KEY_BYTES_MAX:
         return
