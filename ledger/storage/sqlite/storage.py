@@ -39,6 +39,13 @@ SEALS_BETWEEN = (
 )
 
 SQLITE_TYPES = {int: int, float: float, str: str, bytes: bytes}
+# The views' writer checkpoints the write-ahead log once it holds this many pages (the events'
+# connections at SQLite's default, 1,000): the projector, committing after the events it follows,
+# reaches the mark first, so the copy into the file and its sync are off the appenders' commits.
+VIEWS_CHECKPOINT_PAGES = 250
+# Seconds the views' writer waits for this process's event writers to finish (SQLite's own
+# lock timeout on these connections).
+WRITER_WAIT_S = 30
 
 
 def _read_only_connection(path: str) -> sqlite3.Connection:
@@ -84,6 +91,7 @@ class SQLiteStorage(Storage):
             # View rows can be rebuilt from the log, and their tracking positions commit with them,
             # so the projector's transactions need no fsync of their own.
             self._writer.execute("PRAGMA synchronous=NORMAL")
+            self._writer.execute(f"PRAGMA wal_autocheckpoint={VIEWS_CHECKPOINT_PAGES}")
             self.create_tables()
         self.views = ViewReader(self._reader)
 
@@ -149,14 +157,25 @@ class SQLiteStorage(Storage):
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Cursor]:
-        cursor = self._writer.cursor()
-        cursor.execute("BEGIN IMMEDIATE")
+        """A write transaction on the views' connection, holding this process's writer slot (the
+        one the events' connections take in turn) throughout: the projector and the appenders of
+        this process queue for each other on a lock that hands over at once, not on SQLite's busy
+        handler, which sleeps 1, 2, 5, 10 ms and more between tries while the lock is held, far
+        longer than a commit of a step batch holds it. Other processes' writers still meet at
+        SQLite's lock."""
+        pool = self.app.recorder.datastore.pool  # type: ignore[attr-defined]
+        slot = pool.get_connection(timeout=WRITER_WAIT_S, is_writer=True)
         try:
-            yield cursor
-        except BaseException:
-            cursor.execute("ROLLBACK")
-            raise
-        cursor.execute("COMMIT")
+            cursor = self._writer.cursor()
+            cursor.execute("BEGIN IMMEDIATE")
+            try:
+                yield cursor
+            except BaseException:
+                cursor.execute("ROLLBACK")
+                raise
+            cursor.execute("COMMIT")
+        finally:
+            pool.put_connection(slot)
 
     def set_tracking(self, cursor: sqlite3.Cursor, views: Sequence[str], position: int) -> None:
         """Move `views` to `position`: one statement for them all (a chunk moves every view)."""
