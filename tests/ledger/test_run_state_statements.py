@@ -13,8 +13,8 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 # The most statements a read may run: one for each table it reads (the run, its attempts, lease,
 # plan, datasets, reports, tags, spend, reservations, lineage both ways, the bill providers, the
 # tracking position), three for its checkpoints (is any live, the latest live one, the expired
-# ones) and two for the best on its objective (ranking, then the chosen one whole).
-STATEMENTS_MAX = 18
+# ones) and one for the best on its objective (the scored ones, whole: the chosen one needs no other).
+STATEMENTS_MAX = 17
 
 
 def _statements(ledger: Ledger, run_id: str) -> int:

@@ -1,5 +1,5 @@
-"""On PostgreSQL a RunState is read in one round trip (plus one for the best
-checkpoint's whole row), not one round trip per query: each costs a network wait."""
+"""On PostgreSQL a RunState is read in one round trip, its best checkpoint's whole row included,
+not one round trip per query: each costs a network wait."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def _round_trips(ledger: Ledger) -> list[int]:
     return trips
 
 
-def test_a_run_state_is_read_in_one_round_trip_and_one_more_for_the_best_checkpoint(ledger: Ledger) -> None:
+def test_a_run_state_with_a_best_checkpoint_is_read_in_one_round_trip(ledger: Ledger) -> None:
     run = ledger.open_run(run_key="trips", cap_usd_micro=10**9, objective=("eval_loss", "min"))
     ledger.start_attempt(run_id=run.run_id, attempt_id="a1")
     ledger.append_steps(run_id=run.run_id, attempt=1, steps=list(range(1, 41)))
@@ -73,10 +73,11 @@ def test_a_run_state_is_read_in_one_round_trip_and_one_more_for_the_best_checkpo
     trips = _round_trips(ledger)
     state = ledger.run_state(run.run_id)
 
-    assert trips[0] == 2
+    assert trips[0] == 1
     assert state.last_step == 40
     assert state.checkpoint is not None and state.checkpoint.step == 30
     assert state.best_checkpoint is not None and state.best_checkpoint.step == 20
+    assert state.best_checkpoint.handle.uri == "/ck/20" and state.best_checkpoint.scores == {"eval_loss": 0.25}
     assert [c.step for c in state.expired_checkpoints] == [40] and state.expired_checkpoint_count == 1
     assert [d.rows for d in state.datasets] == [12]
     assert state.spend.committed_usd_micro == 600

@@ -68,6 +68,27 @@ def _round_trips(trace: Path) -> int:
     return turns
 
 
+def _statements(trace: Path) -> int:
+    """The statements the client sent: one Bind each (prepared or not)."""
+    return sum(line.split("\t")[1:4:2] == ["F", "Bind"] for line in trace.read_text().splitlines())
+
+
+def test_a_reserve_s_event_write_is_eight_statements(ledger: Ledger, tmp_path: Path) -> None:
+    # BEGIN; the lock timeout and the NOTIFY; the table lock; the keys; the last seal and whether
+    # an event lacks one; the events; their seals; COMMIT. Each costs the client and the server
+    # its own parse, bind and answer, under the lock that runs writers one at a time.
+    run = ledger.open_run(run_key="statements", cap_usd_micro=10**9)
+    ledger.reserve(account=run.run_id, reservation_id="r0", amount_usd_micro=10)
+    trace = tmp_path / "libpq.trace"
+    _traced(ledger, trace)
+
+    ledger.reserve(account=run.run_id, reservation_id="r1", amount_usd_micro=10)
+
+    assert _statements(trace) == 8
+    assert _round_trips(trace) == 2
+    assert ledger.verify().ok
+
+
 def test_an_event_write_is_two_round_trips(ledger: Ledger, tmp_path: Path) -> None:
     run = ledger.open_run(run_key="trips", cap_usd_micro=10**9)
     ledger.reserve(account=run.run_id, reservation_id="r0", amount_usd_micro=10)

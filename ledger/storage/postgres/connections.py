@@ -158,7 +158,13 @@ def pipelined_transaction(connection: psycopg.Connection[Any], *opening: bytes) 
     COMMIT and to the pipeline's closing sync, a round trip each. BEGIN and the `opening`
     statements go with the block's first statements; COMMIT with the pipeline's closing sync,
     whose answers (COMMIT's too) are read before the block returns. What the block raises, or a
-    COMMIT that fails, rolls the transaction back and is raised."""
+    COMMIT that fails, rolls the transaction back and is raised.
+
+    A DROP, ALTER or ROLLBACK among the statements needs a connection without prepared statements
+    (prepare_threshold None): psycopg forgets its prepared statements when it reads such an answer
+    and sends DEALLOCATE ALL after the statement under way; in pipeline mode the answer can arrive
+    during an executemany, which prepares its statement again before that DEALLOCATE ALL goes out,
+    and the connection's next use names a statement the server no longer has."""
     try:
         with connection.pipeline():
             cursor = connection.cursor()

@@ -7,8 +7,9 @@ events' recorder creates its schema under an advisory lock (several processes ma
 writes the keys index (ledger.storage.keys) and the seals of the hash chain (ledger.storage.chain)
 in the transaction of the events, and NOTIFYs a channel per schema.
 
-An insert is one transaction of two round trips, in pipeline mode: BEGIN, the table lock, the
-notify, the keys, the events (binary arrays, one statement) and the last seal go out together;
+An insert is one transaction of two round trips, in pipeline mode: BEGIN, the lock timeout with
+the notify, the table lock, the keys, the last seal (with whether an event lacks one) and the
+events (binary arrays, one statement) go out together;
 the seals of the new events and the COMMIT follow once their positions are back, and the write
 returns once the COMMIT's answer (the transaction on disk) is read. Event states are
 compressed with lz4 where the server has it (cheaper than pglz to write and to read).
@@ -30,7 +31,7 @@ from eventsourcing.postgres import (
     PostgresFactory,
 )
 from psycopg.pq import TransactionStatus
-from psycopg.sql import SQL, Composable, Identifier
+from psycopg.sql import SQL, Composable, Identifier, Literal
 
 from ledger.storage.chain import GENESIS, seal_rows, unsealed_refusal
 from ledger.storage.postgres.connections import (
@@ -122,7 +123,6 @@ class ApplicationRecorder(PostgresApplicationRecorder):
         self._keys_sql = b""
         self._last_seal_sql = b""
         self._seals_sql = b""
-        self._unsealed_sql = b""
         self._events_composable = events
         #: The backend pids of the connections this recorder inserted on: the NOTIFYs they sent
         #: are this process's own (PostgresProjector is not woken by them).
@@ -131,12 +131,15 @@ class ApplicationRecorder(PostgresApplicationRecorder):
     def _render(self, connection: psycopg.Connection[Any]) -> None:
         """The insert's statements as bytes (rendering a Composable costs on every call)."""
         id_type = Identifier(self.datastore.originator_id_type)
+        # SET LOCAL and NOTIFY as one statement (set_config(..., true) is SET LOCAL; NOTIFY's
+        # payload is empty), before the lock as the timeout must be.
         self._insert_sql = [
             statement.as_bytes(connection)
             for statement in (
-                SQL("SET LOCAL lock_timeout = '{}s'").format(self.datastore.lock_timeout),
+                SQL("SELECT set_config('lock_timeout', {}, true), pg_notify({}, '')").format(
+                    Literal(f"{self.datastore.lock_timeout}s"), Literal(self.channel_name)
+                ),
                 SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(self._events_composable),
-                SQL("NOTIFY {}").format(Identifier(self.channel_name)),
             )
         ]
         self._events_sql = (
@@ -156,13 +159,13 @@ class ApplicationRecorder(PostgresApplicationRecorder):
             .format(self.keys_table, id_type)
             .as_bytes(connection)
         )
+        # The last seal (position NULL before any) and whether an event after it lacks one.
         self._last_seal_sql = (
-            SQL("SELECT position, digest FROM {} ORDER BY position DESC LIMIT 1")
-            .format(self.seals_table)
-            .as_bytes(connection)
-        )
-        self._unsealed_sql = (
-            SQL("SELECT EXISTS (SELECT 1 FROM {} WHERE notification_id > (SELECT COALESCE(MAX(position), 0) FROM {}))")
+            SQL(
+                "SELECT s.position, s.digest, EXISTS (SELECT 1 FROM {} WHERE notification_id > COALESCE(s.position, 0))"
+                " AS unsealed FROM (SELECT 1) AS one"
+                " LEFT JOIN (SELECT position, digest FROM {} ORDER BY position DESC LIMIT 1) AS s ON true"
+            )
             .format(self._events_composable, self.seals_table)
             .as_bytes(connection)
         )
@@ -209,7 +212,6 @@ class ApplicationRecorder(PostgresApplicationRecorder):
                 connection.cursor() as cursor,
                 connection.cursor() as inserted,
                 connection.cursor() as last,
-                connection.cursor() as unsealed,
             ):
                 cursor.execute(b"BEGIN")
                 for statement in self._insert_sql:
@@ -221,24 +223,24 @@ class ApplicationRecorder(PostgresApplicationRecorder):
                 # Under the table lock: the seal the new events follow, and whether any event
                 # after it lacks a seal (a log that must be sealed before a write).
                 last.execute(self._last_seal_sql, prepare=True)
-                unsealed.execute(self._unsealed_sql, prepare=True)
                 inserted.execute(self._events_sql, _event_columns(stored_events), prepare=True)
                 # The first round trip; a clash raises here. The insert goes last and a sync ends
                 # the round trip, so nothing queued after a clash fails again later (as "pipeline
                 # aborted") in place of it.
                 pipeline.sync()
                 positions = [row["notification_id"] for row in inserted.fetchall()]
-                found = last.fetchone()
+                found = last.fetchone() or {}  # The last seal (NULL before any), and whether unsealed.
                 if len(positions) != len(stored_events):
                     raise ProgrammingError(f"inserted {len(stored_events)} events, got {len(positions)} positions")
-                last_sealed = 0 if found is None else int(found["position"])
-                if (unsealed.fetchone() or {}).get("exists"):  # Events past the last seal, before these.
+                position = found.get("position")
+                last_sealed = 0 if position is None else int(position)
+                if found.get("unsealed"):  # Events past the last seal, before these.
                     return positions, unsealed_refusal(last_sealed)
                 rows = sorted(
                     (position, cast(UUID, e.originator_id).bytes, e.originator_version, e.topic, e.state)
                     for position, e in zip(positions, stored_events, strict=True)
                 )
-                seals = seal_rows(GENESIS if found is None else bytes(found["digest"]), rows)
+                seals = seal_rows(GENESIS if position is None else bytes(found["digest"]), rows)
                 cursor.execute(self._seals_sql, ([s[0] for s in seals], [s[1] for s in seals]), prepare=True)
                 cursor.execute(b"COMMIT")
                 # Leaving the pipeline syncs and reads every answer: the second round trip.

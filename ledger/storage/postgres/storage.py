@@ -96,8 +96,10 @@ class PostgresStorage(Storage):
         def configure_connection(connection: psycopg.Connection[Any]) -> None:
             connection.execute(configure)
 
+        # No prepared statements: drop() runs DROPs in pipeline mode (see pipelined_transaction).
+        kwargs = {**self.connect_kwargs, "autocommit": True, "prepare_threshold": None}
         self.pool: psycopg_pool.ConnectionPool[Any] = psycopg_pool.ConnectionPool(
-            kwargs={**self.connect_kwargs, "autocommit": True, "connect_timeout": max(1, int(self.timeout_s))},
+            kwargs={**kwargs, "connect_timeout": max(1, int(self.timeout_s))},
             min_size=1,
             max_size=max(2, datastore.pool.max_size),
             open=False,

@@ -39,11 +39,11 @@ ATTEMPT_ROWS = (
     "SELECT number, attempt_id, label, started_at, resumed_from_step, ended FROM view_attempts"
     " WHERE run_id = ? ORDER BY number"
 )
-# A run's checkpoints by the columns that rank them for its best one (RunViewReads._best_usable).
+# A run's scored checkpoints, whole, for its best one (RunViewReads._best_usable): read with the
+# rest of a RunState, so the best one's row needs no read of its own.
 SCORED_CHECKPOINTS = (
-    "SELECT c.step, c.attempt, m.scores, c.expires_at FROM view_checkpoints c JOIN view_checkpoint_marks m"
-    " ON m.run_id = c.run_id AND m.attempt = c.attempt AND m.step = c.step"
-    " WHERE c.run_id = ? AND COALESCE(c.superseded, 0) = 0 AND m.deleted_at IS NULL"
+    f"{CHECKPOINT_SELECT} WHERE c.run_id = ? AND COALESCE(c.superseded, 0) = 0"
+    " AND m.scores IS NOT NULL AND m.deleted_at IS NULL"
 )
 _LIVE = "FROM view_checkpoints WHERE run_id = ? AND superseded = 0"
 LIVE_CHECKPOINT_EXISTS = (
@@ -189,10 +189,12 @@ class RunViewReads:
         """The checkpoint ledger.domain.retention.best picks among the run's usable ones (the
         best score on `metric`, ties to the later step, then attempt), ranked from the few
         columns that decide it (scored, not superseded or deleted, then not expired); only the
-        chosen one is read whole. A run's checkpoints are still each looked at, but at a fraction
-        of building each one's read model."""
+        chosen one's read model is built. A run's checkpoints are still each looked at, but at a
+        fraction of building each one's."""
         chosen: tuple[float, int, int] | None = None
-        for step, attempt, scores, expires_at in self.query.rows(SCORED_CHECKPOINTS, (run_id,)):
+        best: Any = None
+        for row in self.query.rows(SCORED_CHECKPOINTS, (run_id,)):
+            attempt, step, expires_at, scores = row[0], row[1], row[8], row[11]
             if not scores or (expires_at is not None and utc_time(expires_at) <= now):
                 continue
             score = decode(scores).get(metric)
@@ -203,13 +205,8 @@ class RunViewReads:
                 or (score < chosen[0] if mode == "min" else score > chosen[0])
                 or (score == chosen[0] and (step, attempt) > chosen[1:])
             ):
-                chosen = (score, step, attempt)
-        if chosen is None:
-            return None
-        row = self.query.row(
-            f"{CHECKPOINT_SELECT} WHERE c.run_id = ? AND c.attempt = ? AND c.step = ?", (run_id, chosen[2], chosen[1])
-        )
-        return to_scored_checkpoint(row, now.timestamp())
+                chosen, best = (score, step, attempt), row
+        return None if best is None else to_scored_checkpoint(best, now.timestamp())
 
     def _checkpoints(self, run_id: str, moment: float) -> tuple[Checkpoint | None, tuple[Checkpoint, ...], int]:
         """The most progressed usable checkpoint (not superseded, deleted or expired), the
