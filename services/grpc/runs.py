@@ -33,7 +33,7 @@ from services.runtime.paging import (
     search_offset,
     search_token,
 )
-from services.runtime.scopes import lineage_within
+from services.runtime.scopes import run_state_within
 from trainledger.v1 import runs_pb2, runs_pb2_grpc
 
 __all__ = ["RunsServicer"]
@@ -52,8 +52,7 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
 
     async def _state(self, run_id: str, min_position: int, context: Context) -> runs_pb2.RunState:
         timeout_s = await self.edge.caught_up(min_position, self.edge.timeout_s(context))
-        state = await self.edge.call(self.ledger.run_state, run_id, min_position=min_position, timeout_s=timeout_s)
-        state = await self.edge.call(lineage_within, self.ledger, state, SCOPE.get())
+        state = await self.edge.call(run_state_within, self.ledger, run_id, min_position, timeout_s, SCOPE.get())
         return messages.run_state(state)
 
     def _append(self, batch: Any, who: dict[str, Any]) -> Any:
