@@ -57,17 +57,18 @@ def _metadata(context: grpc.aio.ServicerContext[Any, Any]) -> dict[str, str]:
     return {key: value for key, value in (context.invocation_metadata() or ()) if isinstance(value, str)}
 
 
-async def _identify(gate: Gate | None, method: str, context: grpc.aio.ServicerContext[Any, Any]) -> Identity:
+async def _identify(gate: Gate | None, method: str, metadata: dict[str, str]) -> Identity:
     """Who calls (services.runtime.auth); the principal of the call becomes the token's."""
     if gate is None:
         return Identity(None)
-    identity = await gate.authenticate(method, _metadata(context))
+    identity = await gate.authenticate(method, metadata)
     PRINCIPAL.set(identity.principal(PRINCIPAL.get()))
     SCOPE.set(identity.token.account if identity.token is not None and identity.token.account else "")
     return identity
 
 
-def _begin(context: grpc.aio.ServicerContext[Any, Any]) -> str:
+def _begin(context: grpc.aio.ServicerContext[Any, Any]) -> tuple[str, dict[str, str]]:
+    """The call's request id and its metadata, read once for the call."""
     metadata = _metadata(context)
     request_id = metadata.get("x-request-id") or str(uuid.uuid4())
     PRINCIPAL.set(metadata.get("x-principal") or "anonymous")
@@ -76,7 +77,7 @@ def _begin(context: grpc.aio.ServicerContext[Any, Any]) -> str:
     SCOPE.set("")
     CLIENT.set(context.peer() or "unknown")
     context.set_trailing_metadata((("x-request-id", request_id),))
-    return request_id
+    return request_id, metadata
 
 
 async def _fail(context: grpc.aio.ServicerContext[Any, Any], method: str, request_id: str, error: Exception) -> None:
@@ -158,10 +159,10 @@ class _Wrapped:
 
     @contextlib.asynccontextmanager
     async def authorized(
-        self, request: Any, context: grpc.aio.ServicerContext[Any, Any], holding: list[int]
+        self, request: Any, context: grpc.aio.ServicerContext[Any, Any], holding: list[int], metadata: dict[str, str]
     ) -> AsyncIterator[tuple[Identity, Any]]:
         gate = self.gate
-        identity = await _identify(gate, self.method, context)
+        identity = await _identify(gate, self.method, metadata)
         async with self.admitted(request, context, holding) as decoded:
             if gate is None:
                 yield identity, decoded
@@ -193,10 +194,10 @@ class _Wrapped:
 
     async def stream(self, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         """An async generator stays one: the acks already yielded stand."""
-        request_id = _begin(context)
+        request_id, metadata = _begin(context)
         holding: list[int] = []
         try:
-            async with self.authorized(request, context, holding) as (identity, decoded):
+            async with self.authorized(request, context, holding, metadata) as (identity, decoded):
                 responses = self.behavior(decoded, context)
                 if self.gate is not None:  # Ended once its token is revoked or expires.
                     responses = self.gate.guard(identity, responses)
@@ -210,9 +211,9 @@ class _Wrapped:
 
     async def shaped(self, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         """A coroutine of a streaming method (which may use context.write) stays a coroutine."""
-        request_id = _begin(context)
+        request_id, metadata = _begin(context)
         try:
-            async with self.authorized(request, context, []) as (_, decoded):
+            async with self.authorized(request, context, [], metadata) as (_, decoded):
                 result = self.behavior(decoded, context)
                 return await result if inspect.isawaitable(result) else result
         except grpc.aio.AbortError:
@@ -223,10 +224,10 @@ class _Wrapped:
     async def unary(self, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         # authorized() and admitted() written out for the commonest shape, one request and one
         # answer: the same steps in the same order, without three context managers per call.
-        request_id = _begin(context)
+        request_id, metadata = _begin(context)
         gate, requests = self.gate, self.requests
         try:
-            identity = await _identify(gate, self.method, context)
+            identity = await _identify(gate, self.method, metadata)
             decoded, held = await requests.admit(request, context)
             try:
                 if gate is not None:

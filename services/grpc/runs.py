@@ -9,6 +9,7 @@ between pages neither repeats one nor is skipped over.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -33,7 +34,7 @@ from services.runtime.paging import (
     search_offset,
     search_token,
 )
-from services.runtime.scopes import lineage_within
+from services.runtime.scopes import run_state_within
 from trainledger.v1 import runs_pb2, runs_pb2_grpc
 
 __all__ = ["RunsServicer"]
@@ -52,9 +53,8 @@ class RunsServicer(runs_pb2_grpc.RunsServicer):
 
     async def _state(self, run_id: str, min_position: int, context: Context) -> runs_pb2.RunState:
         timeout_s = await self.edge.caught_up(min_position, self.edge.timeout_s(context))
-        state = await self.edge.call(self.ledger.run_state, run_id, min_position=min_position, timeout_s=timeout_s)
-        state = await self.edge.call(lineage_within, self.ledger, state, SCOPE.get())
-        return messages.run_state(state)
+        read = functools.partial(run_state_within, self.ledger, run_id, min_position, timeout_s, SCOPE.get())
+        return await self.edge.call(lambda: messages.run_state(read()))  # Encoded in the thread too.
 
     def _append(self, batch: Any, who: dict[str, Any]) -> Any:
         # Decoded in the worker thread too: a batch holds thousands of values.

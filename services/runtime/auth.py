@@ -73,6 +73,8 @@ CACHE_S = 1.0
 # ends its streams within this and CACHE_S.
 STREAM_RECHECK_S = 2.0
 STREAM_SUBJECTS_MAX = 64
+# The (subject, scope) pairs found inside a scope, kept (Gate.within): past this many, forgotten.
+INSIDE_KEPT_MAX = 16_384
 WARNED_MAX = 1_024
 OPEN_PREFIXES = ("/grpc.health.v1.", "/grpc.reflection.")
 _I = TypeVar("_I")
@@ -226,6 +228,9 @@ class Gate:
         self._read_at = -float("inf")
         self._lock = asyncio.Lock()
         self._warned: set[tuple[str, str]] = set()
+        self._inside: set[tuple[str, str]] = set()
+        #: The token book's reads from storage so far (each one a trip to a worker thread).
+        self.book_reads = 0
 
     async def book(self, *, since: float | None = None) -> dict[str, Token]:
         """The token book, read from storage when the copy in memory is older than CACHE_S, or
@@ -237,6 +242,7 @@ class Gate:
             stale = self.clock() - self._read_at >= CACHE_S if since is None else self._read_at < since
             if stale:
                 started = self.clock()  # The book holds every token issued before its read began.
+                self.book_reads += 1
                 self._book = await self.edge.call(self.edge.ledger.token_book)
                 self._read_at = started
         return self._book
@@ -322,13 +328,10 @@ class Gate:
         inside = False
         if narrowed is not None:
             account = _field(request, narrowed)
-            inside = not account or await self.edge.call(self.edge.ledger.account_within, account, token.account)
+            inside = not account or await self.within(account, token.account)
         elif scope is not None:
-            kind, path = scope
-            subject = _field(request, path)
-            ledger = self.edge.ledger
-            question = ledger.run_within if kind == "run" else ledger.account_within
-            inside = bool(subject) and await self.edge.call(question, subject, token.account)
+            subject = _field(request, scope[1])
+            inside = bool(subject) and await self.within(subject, token.account)
         opened = OPENED_BY_METHOD.get(method)
         if inside and opened is not None:
             kind, path = opened
@@ -340,11 +343,25 @@ class Gate:
                 run_id = str(uuid.UUID(run_id))
             except ValueError:
                 pass  # Not a run id: under no scope, so refused as outside it.
-            inside = await self.edge.call(self.edge.ledger.run_within, run_id, token.account)
+            inside = await self.within(run_id, token.account)
         if not inside:
             raise PermissionDenied(
                 f"outside the token's scope (account {token.account})", reason=Reason.OUTSIDE_SCOPE, scope=token.account
             )
+
+    async def within(self, subject: str, scope: str) -> bool:
+        """Whether the run or account `subject` (a run's account is named by its run id) is under
+        `scope` (Ledger.account_within, in a worker thread). A yes is kept: an account's parent never
+        changes once opened, so what is under a scope stays there; a no is asked again (the account
+        may be opened since)."""
+        if (subject, scope) in self._inside:
+            return True
+        inside = bool(await self.edge.call(self.edge.ledger.account_within, subject, scope))
+        if inside:
+            if len(self._inside) >= INSIDE_KEPT_MAX:
+                self._inside.clear()
+            self._inside.add((subject, scope))
+        return inside
 
     async def authorize_stream(
         self, method: str, identity: Identity, requests: AsyncIterator[Any]

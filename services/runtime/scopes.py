@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["child_count_within", "lineage_within"]
+__all__ = ["child_count_within", "lineage_within", "run_state_within"]
 
 
 def lineage_within(ledger: Any, state: Any, scope: str) -> Any:
@@ -26,6 +26,12 @@ def lineage_within(ledger: Any, state: Any, scope: str) -> Any:
     if source is state.source and count == state.child_count:
         return state
     return msgspec.structs.replace(state, source=source, children=children, child_count=count)
+
+
+def run_state_within(ledger: Any, run_id: str, min_position: int, timeout_s: float, scope: str) -> Any:
+    """The run's state (Ledger.run_state) as a token scoped to `scope` may read it
+    (lineage_within): the read and its lineage in one worker-thread call, not two."""
+    return lineage_within(ledger, ledger.run_state(run_id, min_position=min_position, timeout_s=timeout_s), scope)
 
 
 def child_count_within(listed: int, kept: int, count: int) -> int:
