@@ -136,13 +136,10 @@ class SpendMethods(Transport):
         sends larger bills in several calls). A line already recorded with the same payload is
         unchanged, with another payload a restatement: sending a bill again changes nothing.
         `validate_only`: the ledger checks the lines as a recording would and records nothing."""
-        stamps: dict[datetime, Any] = {}
         request = spend_pb2.RecordBilledUsageRequest(
-            provider=provider,
-            lines=[billed_line(line, stamps) for line in lines],
-            cost_data_through=codec.timestamp(cost_data_through),
-            validate_only=validate_only,
+            provider=provider, cost_data_through=codec.timestamp(cost_data_through), validate_only=validate_only
         )
+        _add_lines(request, lines)
         return self._ask("Spend", "RecordBilledUsage", request, reply(BilledUsageReceipt), timeout_s=timeout_s)
 
     def reconcile(
@@ -201,21 +198,41 @@ def _account(response: spend_pb2.GetAccountResponse) -> Account:
 def billed_line(line: BilledLine, stamps: dict[datetime, Any] | None = None) -> spend_pb2.BilledLine:
     """The message of one bill line; `stamps` keeps the Timestamps made so far, for lines that
     share their times (a bill's lines share few)."""
-    stamps = {} if stamps is None else stamps
-    return spend_pb2.BilledLine(
-        line_id=line.line_id,
-        interval_start=_stamp(line.interval_start, stamps),
-        interval_end=_stamp(line.interval_end, stamps),
-        amount_usd_micro=line.amount_usd_micro,
-        amount_text=line.amount_text,
-        currency=line.currency,
-        quantities=line.quantities,
-        run_id=line.run_id,
-        account=line.account,
-        session_id=line.session_id,
-        tags=line.tags,
-        description=line.description,
-    )
+    message = spend_pb2.BilledLine(**_line_fields(line, {} if stamps is None else stamps))
+    return _with_maps(message, line)
+
+
+def _add_lines(request: spend_pb2.RecordBilledUsageRequest, lines: Iterable[BilledLine]) -> None:
+    """The messages of `lines` made in place in the request (a message made apart and then put
+    in would be copied in whole)."""
+    stamps: dict[datetime, Any] = {}
+    add = request.lines.add
+    for line in lines:
+        _with_maps(add(**_line_fields(line, stamps)), line)
+
+
+def _line_fields(line: BilledLine, stamps: dict[datetime, Any]) -> dict[str, Any]:
+    return {
+        "line_id": line.line_id,
+        "interval_start": _stamp(line.interval_start, stamps),
+        "interval_end": _stamp(line.interval_end, stamps),
+        "amount_usd_micro": line.amount_usd_micro,
+        "amount_text": line.amount_text,
+        "currency": line.currency,
+        "run_id": line.run_id,
+        "account": line.account,
+        "session_id": line.session_id,
+        "description": line.description,
+    }
+
+
+def _with_maps(message: spend_pb2.BilledLine, line: BilledLine) -> spend_pb2.BilledLine:
+    # Maps are filled apart: given to the constructor they are copied item by item in Python.
+    if line.quantities:
+        message.quantities.update(line.quantities)
+    if line.tags:
+        message.tags.update(line.tags)
+    return message
 
 
 def _stamp(moment: datetime | None, stamps: dict[datetime, Any]) -> Any:

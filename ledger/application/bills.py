@@ -67,7 +67,11 @@ def _checked_lines(lines: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, An
     # Checked once per batch, column by column; a batch with something to refuse perhaps is
     # checked again line by line, in order, for the refusal of its first bad line.
     checked = checked_lines(lines)
-    by_key: dict[str, dict[str, Any]] = {}
+    if checked is not None:
+        by_key = dict(checked)
+        if len(by_key) == len(checked):
+            return by_key  # No key twice: nothing to compare.
+    by_key = {}
     for index, (key, line) in enumerate(checked if checked is not None else _each_checked(lines)):
         seen = by_key.get(key)
         if seen is not None and seen["digest"] != line["digest"]:

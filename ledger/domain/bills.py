@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -66,7 +66,27 @@ _encode = msgspec.msgpack.Encoder(order="deterministic").encode
 
 def line_key(line_id: str, start: datetime, end: datetime) -> str:
     """The key of a line in its provider's bill: the line id and the interval, in UTC."""
-    return f"line:{line_id}|{start.timestamp():.6f}|{end.timestamp():.6f}"
+    return f"line:{line_id}|{_moment(start)[1]}|{_moment(end)[1]}"
+
+
+# A bill's lines share few times: the epoch seconds of each UTC time and their text in a key are
+# computed once (two UTC datetimes are equal when they are the same instant; other zones' may
+# be equal across a fold, so they are computed each time).
+_MOMENTS: dict[datetime, tuple[float, str]] = {}
+_MOMENTS_MAX = 65_536
+
+
+def _moment(moment: datetime) -> tuple[float, str]:
+    """The epoch seconds of an aware datetime and their text in a line's key."""
+    found = _MOMENTS.get(moment) if moment.tzinfo is UTC else None
+    if found is None:
+        epoch = moment.timestamp()
+        found = (epoch, f"{epoch:.6f}")
+        if moment.tzinfo is UTC:
+            if len(_MOMENTS) >= _MOMENTS_MAX:
+                _MOMENTS.clear()
+            _MOMENTS[moment] = found
+    return found
 
 
 def _time(value: Any, field: str) -> datetime:
@@ -199,10 +219,9 @@ def checked_lines(raws: Sequence[Mapping[str, Any]]) -> list[tuple[str, dict[str
         return None
     if not all((raw.get("currency") or "USD") == "USD" for raw in raws):
         return None
-    epochs: dict[int, float] = {}  # id(datetime) -> its epoch seconds: a request's lines share few.
     units: set[str] = set()
-    keys: list[Any] = []
-    values: list[Any] = []
+    tag_keys: list[Any] = []
+    tag_values: list[Any] = []
     checked: list[tuple[str, dict[str, Any]]] = []
     for raw, line_id, text, run_id, account, session_id, description in zip(raws, *columns.values(), strict=True):
         start, end = raw.get("interval_start"), raw.get("interval_end")
@@ -217,12 +236,15 @@ def checked_lines(raws: Sequence[Mapping[str, Any]]) -> list[tuple[str, dict[str
         tags = raw.get("tags") or {}
         if quantities is None or type(tags) is not dict or len(tags) > LINE_TAGS_MAX:
             return None
-        keys.extend(tags)
-        values.extend(tags.values())
+        if tags:
+            tag_keys.extend(tags)
+            tag_values.extend(tags.values())
+        (start_s, start_text), (end_s, end_text) = _moment(start), _moment(end)
+        # The payload line_digest digests (times as epoch seconds), then made the line in place.
         line = {
             "line_id": line_id,
-            "start": start,
-            "end": end,
+            "start": start_s,
+            "end": end_s,
             "amount": amount,
             "amount_text": text,
             "quantities": quantities,
@@ -232,25 +254,16 @@ def checked_lines(raws: Sequence[Mapping[str, Any]]) -> list[tuple[str, dict[str
             "tags": dict(tags),
             "description": description,
         }
-        start_s, end_s = _epoch(start, epochs), _epoch(end, epochs)
-        payload = dict(line)
-        payload["start"], payload["end"] = start_s, end_s
-        line["digest"] = hashlib.blake2b(_encode(payload), digest_size=16).hexdigest()
-        checked.append((f"line:{line_id}|{start_s:.6f}|{end_s:.6f}", line))
-    if not (texts_pass(keys, ID_LENGTH_MAX) and texts_pass(values, TAG_VALUE_MAX)):
+        digest = hashlib.blake2b(_encode(line), digest_size=16).hexdigest()
+        line["start"], line["end"], line["digest"] = start, end, digest
+        checked.append((f"line:{line_id}|{start_text}|{end_text}", line))
+    if not (texts_pass(tag_keys, ID_LENGTH_MAX) and texts_pass(tag_values, TAG_VALUE_MAX)):
         return None
     return checked
 
 
 def _aware(value: Any) -> bool:
     return isinstance(value, datetime) and value.tzinfo is not None
-
-
-def _epoch(moment: datetime, epochs: dict[int, float]) -> float:
-    found = epochs.get(id(moment))
-    if found is None:
-        found = epochs[id(moment)] = moment.timestamp()
-    return found
 
 
 def _text_says(text: str, amount: int | None) -> bool:

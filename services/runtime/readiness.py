@@ -15,10 +15,14 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import datetime
+from typing import Any
+
+import msgspec
 
 from ledger import Ledger
 from ledger.domain.errors import Unavailable
 from ledger.storage.chain import Walk
+from ledger.storage.transcoder import MsgspecTranscoder, ext_hook
 
 __all__ = ["Readiness", "READY_LAG_EVENTS_MAX", "READY_LAG_S_MAX", "TAIL_EVENTS", "unapplied_age_s"]
 
@@ -127,12 +131,26 @@ class Readiness:
         return ""
 
 
+class _Stamped(msgspec.Struct):
+    """The time of a stored event (ledger.storage.transcoder), all else skipped unread: a bill's
+    event holds thousands of lines."""
+
+    timestamp: Any = None
+
+
+_STAMP = msgspec.msgpack.Decoder(_Stamped, ext_hook=ext_hook)
+
+
 def unapplied_age_s(ledger: Ledger, position: int) -> float:
     """How old the first event after `position` is, by the ledger's clock (0.0 when none)."""
     notifications = ledger.recorder.select_notifications(position + 1, 1)
     if not notifications:
         return 0.0
-    stamp = ledger.mapper.transcoder.decode(notifications[0].state).get("timestamp")
+    transcoder, state = ledger.mapper.transcoder, notifications[0].state
+    if isinstance(transcoder, MsgspecTranscoder):
+        stamp = _STAMP.decode(state).timestamp
+    else:
+        stamp = transcoder.decode(state).get("timestamp")
     if isinstance(stamp, datetime):
         return max(0.0, (ledger.clock() - stamp).total_seconds())
     return 0.0

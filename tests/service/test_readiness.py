@@ -20,7 +20,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ledger import Ledger
 from ledger.views.schema import VIEWS
-from services.runtime.readiness import Readiness
+from services.runtime.readiness import Readiness, unapplied_age_s
 from services.server import create_server
 
 WAIT_S = 30.0
@@ -168,5 +168,28 @@ def test_views_that_stopped_following_are_not_ready_once_the_lag_is_old(tmp_path
         now[0] += timedelta(seconds=60)
         assert readiness.update() is False
         assert "70 s" in readiness.why and "projection worker" in readiness.why, readiness.why
+    finally:
+        ledger.close()
+
+
+def test_the_age_of_an_unapplied_bill_is_the_age_of_its_event(tmp_path: Path) -> None:
+    """The oldest event the views have not applied may be a bill of thousands of lines: its age
+    is read from its time all the same."""
+    now = [datetime(2026, 12, 2, 8, 0, tzinfo=UTC)]
+    ledger = Ledger.open(str(tmp_path / "ledger.db"), project=False, clock=lambda: now[0])
+    try:
+        start = datetime(2026, 12, 1, tzinfo=UTC)
+        lines = [
+            {"line_id": f"line-{n}", "interval_start": start, "interval_end": start + timedelta(hours=1)}
+            for n in range(5_000)
+        ]
+        ledger.record_billed_usage(provider="tinker", lines=lines[:1])
+        position = ledger.head()
+        assert unapplied_age_s(ledger, position) == 0.0  # Nothing after it.
+        now[0] += timedelta(seconds=5)
+        ledger.record_billed_usage(provider="tinker", lines=lines[1:])
+        now[0] += timedelta(seconds=42)
+        assert unapplied_age_s(ledger, position) == 42.0
+        assert unapplied_age_s(ledger, 0) == 47.0  # The bill's first event.
     finally:
         ledger.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -68,6 +69,35 @@ def test_a_batch_makes_the_lines_and_keys_of_checking_each_line() -> None:
     assert checked_lines(raws) == one_by_one(raws)
 
 
+def test_a_batch_makes_each_line_with_its_fields_in_the_order_they_are_stored() -> None:
+    """An event stores a line's dict as it is, in its order: a batch's lines and one line's are
+    the same stored bytes only with the same order."""
+    fields = ["line_id", "start", "end", "amount", "amount_text", "quantities", "run_id", "account"]
+    fields += ["session_id", "tags", "description", "digest"]
+    raws = good_lines()
+    checked = checked_lines(raws)
+    assert checked is not None
+    for (_, batch_line), (_, single) in zip(checked, one_by_one(raws), strict=True):
+        assert list(batch_line) == list(single) == fields
+
+
+def test_a_key_spells_each_instant_of_the_interval_in_epoch_seconds() -> None:
+    new_york = ZoneInfo("America/New_York")
+    # 01:30 comes twice in New York on 2026-11-01: equal as datetimes, an hour apart as instants.
+    first = datetime(2026, 11, 1, 1, 30, tzinfo=new_york)
+    second = datetime(2026, 11, 1, 1, 30, fold=1, tzinfo=new_york)
+    assert first == second
+    end = datetime(2026, 11, 1, 7, tzinfo=UTC)
+    assert line_key("a", first, end) == "line:a|1793511000.000000|1793516400.000000"
+    assert line_key("a", second, end) == "line:a|1793514600.000000|1793516400.000000"
+    assert line_key("a", first, end) == "line:a|1793511000.000000|1793516400.000000"
+    # One instant in two zones is one key; a microsecond is spelt.
+    assert line_key("b", START.astimezone(timezone(timedelta(hours=2))), START + HOUR) == (
+        "line:b|1767225600.000000|1767229200.000000"
+    )
+    assert line_key("b", START, START + timedelta(microseconds=1)) == "line:b|1767225600.000000|1767225600.000001"
+
+
 @pytest.mark.parametrize(
     "change",
     [
@@ -86,6 +116,10 @@ def test_a_batch_makes_the_lines_and_keys_of_checking_each_line() -> None:
         {"amount_text": "seven", "amount_usd_micro": None},
         {"quantities": {"train": -1.0}},
         {"quantities": {"train": float("nan")}},
+        {"quantities": {"train": float("inf")}},
+        {"quantities": {"train": 2**53 + 1}},
+        {"quantities": {"train": "5"}},
+        {"quantities": {"train": True}},
         {"quantities": {"bad unit\u0000": 1.0}},
         {"quantities": {f"u{n}": 1.0 for n in range(33)}},
         {"tags": {f"t{n}": "v" for n in range(65)}},

@@ -5,6 +5,7 @@ events' transaction."""
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
@@ -65,7 +66,7 @@ class SQLiteRecorder(SQLiteApplicationRecorder):
         if keys:
             c.executemany(
                 f"INSERT OR IGNORE INTO {KEYS_TABLE} (originator_id, key, originator_version) VALUES (?, ?, ?)",
-                [(uuid.hex, key, version) for uuid, key, version in keys],
+                _key_rows(keys),
             )
         if not positions:
             return positions  # Nothing inserted, nothing to seal.
@@ -80,3 +81,16 @@ class SQLiteRecorder(SQLiteApplicationRecorder):
         ]
         c.executemany(INSERT_SEALS, seal_rows(GENESIS if last is None else last[1], rows))
         return positions
+
+
+def _key_rows(keys: list[KeyRow]) -> list[tuple[str, str, int]]:
+    """The rows of the keys index, each aggregate's id spelt once (they come sorted: an event's
+    keys, a bill's thousands of lines, follow one another under one id)."""
+    rows: list[tuple[str, str, int]] = []
+    last: UUID | None = None
+    text = ""
+    for uuid, key, version in keys:
+        if uuid is not last:
+            last, text = uuid, uuid.hex
+        rows.append((text, key, version))
+    return rows

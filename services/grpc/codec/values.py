@@ -331,6 +331,8 @@ def billed_lines(request: spend_pb2.RecordBilledUsageRequest) -> list[dict[str, 
     lines = []
     moments: dict[tuple[int, int], datetime] = {}  # A request's lines share few times: each decoded once.
     for index, line in enumerate(request.lines):
+        # A map read key by key: dict() of one goes through Mapping.keys() in Python, twice as slow.
+        quantities, tags = line.quantities, line.tags
         lines.append(
             {
                 "line_id": line.line_id,
@@ -339,11 +341,11 @@ def billed_lines(request: spend_pb2.RecordBilledUsageRequest) -> list[dict[str, 
                 "amount_usd_micro": line.amount_usd_micro if line.HasField("amount_usd_micro") else None,
                 "amount_text": line.amount_text,
                 "currency": line.currency,
-                "quantities": dict(line.quantities),
+                "quantities": {unit: quantities[unit] for unit in quantities} if quantities else {},
                 "run_id": line.run_id,
                 "account": line.account,
                 "session_id": line.session_id,
-                "tags": dict(line.tags),
+                "tags": {key: tags[key] for key in tags} if tags else {},
                 "description": line.description,
             }
         )
