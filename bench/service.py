@@ -11,7 +11,10 @@ cancels out (goals in bench/goals.py, never test assertions):
   of the same clients making Health.Check calls, halved (goal >= 0.6; reserve_p99_ms_32_clients
   <= 30 ms);
 - reserve_p99_ms: one client's Reserve (goal <= 3 ms on SQLite, <= 5 ms on PostgreSQL, beside
-  PostgreSQL's own round trip: reserve_p99_over_pg_roundtrip, SELECT 1 after each pair);
+  PostgreSQL's own round trip: reserve_p99_over_pg_roundtrip, SELECT 1 after each pair; on
+  SQLite beside what a durable write costs this disk and the transport at the same moments:
+  sqlite_commit_p99_ms_beside_reserve, a raw one-row commit with the ledger's settings in a file
+  beside the server's, and noop_p99_ms_beside_reserve, a Health.Check, each after each pair);
 - run_state_p99_ms_1m_steps (the size is --run-steps'): GetRunState, each call followed by a
   Health.Check (noop_p99_ms) and on PostgreSQL a SELECT 1 (pg_roundtrip_p99_ms):
   get_run_state_p99_over_noop_ms (goal <= 1.5 ms and <= no-op + 0.5 ms on SQLite, <= 2 ms on
@@ -48,6 +51,7 @@ import argparse
 import os
 import re
 import signal
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -240,9 +244,16 @@ def bench(
     account = new_run(runs, metadata, cap=10**12)
     reserve_ms, pair_ms = [], []
     database = Roundtrip(args.database_url) if args.database_url else None
+    disk = None if args.database_url else DiskCommit(os.path.join(args.directory, "raw.db"))
+    health, noop_ms = health_pb2_grpc.HealthStub(channel), []
     for n in range(args.pairs):
         if database is not None:
             database.select_one()
+        if disk is not None:
+            disk.commit_one()
+            t0 = time.perf_counter()
+            health.Check(health_pb2.HealthCheckRequest(), timeout=30)
+            noop_ms.append((time.perf_counter() - t0) * 1000)
         t0 = time.perf_counter()
         spend.Reserve(
             spend_pb2.ReserveRequest(account=account, reservation_id=f"r{n}", amount_usd_micro=1_000),
@@ -264,6 +275,10 @@ def bench(
         roundtrip = round(percentile(database.samples_ms, 0.99), 3)
         figures["pg_roundtrip_p99_ms_beside_reserve"] = roundtrip
         figures["reserve_p99_over_pg_roundtrip"] = round(figures["reserve_p99_ms"] / roundtrip, 2)
+    if disk is not None:
+        disk.close()
+        figures["sqlite_commit_p99_ms_beside_reserve"] = round(percentile(disk.samples_ms, 0.99), 3)
+        figures["noop_p99_ms_beside_reserve"] = round(percentile(noop_ms, 0.99), 3)
     print(f"Reserve+Commit: {args.pairs} pairs, pair p50 {statistics.median(pair_ms):.3f} ms", file=sys.stderr)
 
     started = time.perf_counter()
@@ -321,6 +336,28 @@ class Roundtrip:
     def select_one(self) -> None:
         started = time.perf_counter()
         self.connection.execute("SELECT 1").fetchone()
+        self.samples_ms.append((time.perf_counter() - started) * 1000)
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+class DiskCommit:
+    """What a durable write costs this disk: a one-row commit of raw SQLite with the ledger's
+    settings (WAL, synchronous=FULL), in a file beside the server's, timed."""
+
+    def __init__(self, path: str) -> None:
+        self.connection = sqlite3.connect(path, isolation_level=None)
+        self.connection.execute("PRAGMA journal_mode=WAL")
+        self.connection.execute("PRAGMA synchronous=FULL")
+        self.connection.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, payload BLOB)")
+        self.samples_ms: list[float] = []
+
+    def commit_one(self) -> None:
+        started = time.perf_counter()
+        self.connection.execute("BEGIN IMMEDIATE")
+        self.connection.execute("INSERT INTO t (payload) VALUES (?)", (bytes(200),))
+        self.connection.execute("COMMIT")
         self.samples_ms.append((time.perf_counter() - started) * 1000)
 
     def close(self) -> None:
@@ -521,6 +558,7 @@ def compare_metrics(args: argparse.Namespace) -> dict[str, float]:
 
 
 def run_all(args: argparse.Namespace, directory: str) -> dict[str, float]:
+    args.directory = directory
     security = Security(directory, tls=args.tls, auth=args.auth)
     process, port = start_server(os.path.join(directory, "bench.db"), args.database_url, security)
     try:
