@@ -39,6 +39,7 @@ from clients.outbox import MemoryOutbox, SqliteOutbox, check_outbox, pending_run
 from clients.recorder_records import RecorderRecords
 from clients.recorder_reports import RecorderReports
 from clients.recorder_spend import RecorderSpend
+from clients.recorder_steps import RecorderSteps
 from clients.retry import CREDENTIAL_CODES, REFUSAL_CODES
 from clients.run_end import ENDED_STATUSES, ERROR_LENGTH_MAX, SigtermStop, exit_error, exit_status, refuse_ended
 from clients.sender import Sender
@@ -51,7 +52,7 @@ log = logging.getLogger("trainledger.clients")
 OUTBOX_STEPS_MAX = 1_000_000
 
 
-class RunRecorder(RecorderSpend, RecorderRecords, RecorderReports):
+class RunRecorder(RecorderSteps, RecorderSpend, RecorderRecords, RecorderReports):
     """Records one attempt of one run. Attach to an attempt that exists with the constructor, or
     open the run and start a new attempt with `RunRecorder.open`. Options: batch_steps_max (steps
     per batch), batch_interval_s (the most a step waits to be batched), queue_steps_max (steps
@@ -303,7 +304,8 @@ class RunRecorder(RecorderSpend, RecorderRecords, RecorderReports):
 
     def log(self, step: int, *, tokens: int | None = None, usd_micro: int | None = None, **metrics: Any) -> None:
         """Queue one step's record; returns at once, never raises. Non-finite metric values are
-        dropped (counted); non-numeric ones are ignored; a full queue drops the step (counted)."""
+        dropped (counted); non-numeric ones are ignored; a full queue drops the step (counted).
+        Several at once: log_steps."""
         try:
             if self._system is not None:
                 metrics.update(self._system.sample())

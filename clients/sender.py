@@ -1,7 +1,9 @@
 """The recorder's background sender: rows in, column-wise batches out over one RecordSteps stream.
 
 One thread owns the batcher, the outbox and the link (clients.link); `put`, the training loop's
-side, only appends to a bounded deque under a lock, so it never blocks on the network. Each batch
+side, only appends to a bounded deque under a lock, so it never blocks on the network. `put_many`
+takes several steps' raw rows at once (RunRecorder.log_steps), which this thread checks (make_row)
+when it takes them, so the training loop does not. Each batch
 goes into the outbox before it is sent and leaves it on its ack. While `held_steps_max` steps wait
 in the outbox the deque is not drained, so memory stays bounded and log() drops (and counts).
 
@@ -16,9 +18,10 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
-from clients.batcher import Batcher, Row
+from clients.batcher import Batcher, Row, make_row
 from clients.errors import LedgerClientError
 from clients.link import Link
 from clients.stream import DRAIN_S
@@ -26,6 +29,10 @@ from clients.stream import DRAIN_S
 __all__ = ["Sender"]
 
 log = logging.getLogger("trainledger.clients")
+
+# (step, tokens, usd_micro, metrics), checked when built, and with a system metrics sample due
+# (clients.system), the function that reads it.
+RawRow = tuple[Any, Any, Any, dict[str, Any]] | tuple[Any, Any, Any, dict[str, Any], Callable[[], dict[str, float]]]
 
 
 class Sender:
@@ -52,9 +59,10 @@ class Sender:
         self._parked = False  # Waiting with no batch under way: a new row must wake it.
         self._abandoned: str | None = None
         self.queue_steps_max, self.held_steps_max, self.on_ack = queue_steps_max, held_steps_max, on_ack
-        self._rows: deque[Row] = deque()
+        self._rows: deque[Row | RawRow] = deque()
         self._held, self._held_steps = outbox.totals()
         self._flushing, self._stopping = 0, False
+        self._building = False  # Rows taken off the queue are on their way into the outbox.
         self.wake, self.idle = threading.Event(), threading.Condition(threading.Lock())
         self.link = Link(client, outbox, self.wake, window=window, ack_timeout_s=ack_timeout_s)
         self.thread = threading.Thread(target=self._run, name="trainledger-recorder", daemon=True)
@@ -78,6 +86,21 @@ class Sender:
             self.wake.set()
         return True
 
+    def put_many(self, rows: list[RawRow]) -> int:
+        """Queue raw step rows in order, checked by the sender thread when it takes them; how many
+        were queued (those that found the queue full were not). Woken as by `put`."""
+        with self.lock:
+            room = max(0, self.queue_steps_max - len(self._rows))
+            taken = rows if len(rows) <= room else rows[:room]
+            if not taken:
+                return 0
+            self._rows.extend(taken)
+            wake = self._parked or len(self._rows) >= self.batcher.batch_steps_max
+            self._parked = False
+        if wake:
+            self.wake.set()
+        return len(taken)
+
     def adopt(self, run_id: str, attempt: int) -> threading.Event:
         """Hand over the started attempt; the returned event is set once the sender thread has
         rewritten what it holds and may send."""
@@ -93,7 +116,7 @@ class Sender:
         self.wake.set()
 
     def is_idle(self) -> bool:
-        return not self._rows and not len(self.batcher) and self._held == 0
+        return not self._rows and not self._building and not len(self.batcher) and self._held == 0
 
     def flush(self, timeout_s: float) -> bool:
         """Send everything queued now; True once all of it is acked (or failed for good)."""
@@ -173,7 +196,25 @@ class Sender:
             room = self.held_steps_max - self._held_steps - len(self.batcher)
             rows = [self._rows.popleft() for _ in range(max(0, min(room, len(self._rows))))]
             flushing = self._flushing > 0 or self._stopping
-        for row in rows:
+            self._building = True  # Not idle until what it takes or emits is in the outbox (flush).
+        try:
+            self._batch(rows, flushing)
+        finally:
+            self._building = False
+
+    def _batch(self, rows: list[Row | RawRow], flushing: bool) -> None:
+        for taken in rows:
+            if isinstance(taken, tuple):  # From put_many: checked here, off the training loop.
+                if len(taken) == 5:  # A system metrics sample is due: read it now, onto this row.
+                    taken = (*taken[:3], {**taken[3], **taken[4]()})
+                try:
+                    row, non_finite = make_row(*taken[:4])
+                except Exception:  # A bad step or amount drops its row, as log() drops it.
+                    self._count("dropped", 1)
+                    continue
+                self._count("non_finite", non_finite)
+            else:
+                row = taken
             if not self.batcher.add(row):
                 self._count("dropped", 1)  # Steps must increase; an old step cannot be sent any more.
             if self.batcher.full:

@@ -98,10 +98,19 @@ class SystemSampler:
 
     def sample(self) -> Reading:
         """{SYSTEM_PREFIX + name: value} when a sample is due, else {}. Never raises."""
+        return self.read() if self.due() else {}
+
+    def due(self) -> bool:
+        """True when a sample is due, which is then taken to be read (by `read`, here or on another
+        thread): the next one is due `period_s` later."""
         now = self.clock()
         if self._next_s is not None and now < self._next_s:
-            return {}
+            return False
         self._next_s = now + self.period_s
+        return True
+
+    def read(self) -> Reading:
+        """{SYSTEM_PREFIX + name: value} from each source now. Never raises."""
         reading: Reading = {}
         for name, read in list(self.sources.items()):
             try:

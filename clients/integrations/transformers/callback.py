@@ -267,8 +267,11 @@ class LedgerCallback(ResumeHelper, TrainerCallback):
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._active:
-            self._steps.step_over(self.recorder)
-            self._check_points(state)
+            steps = self._steps
+            if steps.row is not None:
+                steps.step_over(self.recorder)
+            if not steps.points and not self._warned:  # Once a point is recorded there is nothing to warn of.
+                self._check_points(state)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._active and self._spend is not None and self._spend.meter is not None:

@@ -1,24 +1,28 @@
 """The step records of a Transformers callback's train(): a trainer's logs of one step (train, then
-eval) merged into one record and sent when the step is over, the last finite loss and the trainer's
-summary log kept for the run's summary, and the count of points recorded that the callback's
-warn-once rule reads. Kept apart from the callback so that what a step record holds reads in one
-place."""
+eval) merged into one record and handed to the recorder with the others that are over, in one
+RunRecorder.log_steps call (which checks them on its sender thread, off the training loop), the
+last finite loss and the trainer's summary log kept for the run's summary, and the count of
+points recorded that the callback's warn-once rule reads. Kept apart from the callback so that
+what a step record holds reads in one place."""
 
 from __future__ import annotations
 
 import math
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from clients.integrations.transformers.logs import SUMMARY_KEYS, is_summary, map_log_keys
+from clients.integrations.transformers.logs import SUMMARY_KEYS, is_summary, step_metrics
 from clients.recorder import RunRecorder
+
+if TYPE_CHECKING:
+    from clients.sender import RawRow
 
 __all__ = ["StepRows", "HANDOVER_ROWS", "HANDOVER_S"]
 
-# The rows of steps that are over go to the recorder together, once this many wait or the first
-# of them has waited this long: a fast loop does not hand over (and wake the recorder's sender)
-# every step.
+# The rows of steps that are over go to the recorder together (one log_steps call), once this many
+# wait or the first of them has waited this long: a fast loop does not hand over (and wake the
+# recorder's sender) every step.
 HANDOVER_ROWS = 32
 HANDOVER_S = 0.1
 
@@ -30,7 +34,8 @@ class StepRows:
 
     def __init__(self) -> None:
         self.row: list[Any] | None = None
-        self.over: list[list[Any]] = []  # Rows of steps that are over, not yet handed over.
+        # Rows of steps that are over, not yet handed over: (step, tokens, None, metrics).
+        self.over: list[RawRow] = []
         self._over_since = 0.0
         self.points = 0
         self.logs_at_begin = 0
@@ -43,7 +48,7 @@ class StepRows:
         if is_summary(logs):
             self.summary.update({key: logs[key] for key in SUMMARY_KEYS if key in logs})
             return
-        metrics = map_log_keys(logs)
+        metrics = step_metrics(logs)
         loss = metrics.get("loss")
         if isinstance(loss, int | float) and math.isfinite(loss):
             self.last_loss = float(loss)
@@ -64,21 +69,23 @@ class StepRows:
         row, self.row = self.row, None
         if row is None:
             return
-        if not self.over:
-            self._over_since = time.monotonic()
-        self.over.append(row)
-        if len(self.over) >= HANDOVER_ROWS or time.monotonic() - self._over_since >= HANDOVER_S:
+        over, now = self.over, time.monotonic()
+        if not over:
+            self._over_since = now
+        over.append((row[0], row[1], None, row[2]))
+        if len(over) >= HANDOVER_ROWS or now - self._over_since >= HANDOVER_S:
             self.send(recorder)
 
     def send(self, recorder: RunRecorder | None) -> None:
-        """Send every row that waits, and the row of the step being logged, if any, to `recorder`."""
+        """Hand every row that waits, and the row of the step being logged, if any, to `recorder`
+        (one log_steps call)."""
+        rows: list[RawRow]
         rows, self.over = self.over, []
         if self.row is not None:
-            rows.append(self.row)
-            self.row = None
-        if recorder is not None:
-            for row in rows:
-                recorder.log(row[0], tokens=row[1], **row[2])
+            row, self.row = self.row, None
+            rows.append((row[0], row[1], None, row[2]))
+        if recorder is not None and rows:
+            recorder.log_steps(rows)
 
     def unrecorded(self, state: Any, *, ended: bool) -> int:
         """How many times the trainer has logged since it began, its summary log aside once
