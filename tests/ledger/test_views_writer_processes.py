@@ -68,3 +68,28 @@ def test_an_append_outlasts_another_process_lock_while_the_views_wait_for_it(tmp
         assert sorted(map(str, outcome)) == ["appended", "views committed"], outcome
     finally:
         ledger.close()
+
+
+def test_an_append_waits_out_a_long_views_transaction_of_its_own_process(tmp_path: Path) -> None:
+    # A chunk of the projector's that takes long (many large batches, a loaded machine): the
+    # appender waits for it up to SQLite's lock timeout, as it waited for SQLite's lock before.
+    ledger = Ledger.open(str(tmp_path / "ledger.db"), project=False)
+    try:
+        run = ledger.open_run(run_key="long", cap_usd_micro=10**9)
+        outcome: list[object] = []
+
+        def append() -> None:
+            try:
+                ledger.reserve(account=run.run_id, reservation_id="r1", amount_usd_micro=10)
+                outcome.append("appended")
+            except Exception as error:  # Reported below, in the test's thread.
+                outcome.append(error)
+
+        appender = threading.Thread(target=append)
+        with ledger.storage.transaction():
+            appender.start()
+            appender.join(HELD_S)  # The views' transaction lasts this long, or until the append ends.
+        appender.join(60)
+        assert outcome == ["appended"], outcome
+    finally:
+        ledger.close()
