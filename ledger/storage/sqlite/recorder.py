@@ -41,6 +41,18 @@ class SQLiteRecorder(SQLiteApplicationRecorder):
             f"CREATE TABLE IF NOT EXISTS {SEALS_TABLE} (position INTEGER PRIMARY KEY, digest BLOB NOT NULL)",
         ]
 
+    def insert_events(self, stored_events: Any, **kwargs: Any) -> Any:
+        """eventsourcing's, but waiting for this process's writer slot as long as SQLite's lock
+        timeout, not the pool's shorter wait for a connection: the views' transaction holds the
+        slot while it writes (SQLiteStorage.transaction), as it held SQLite's lock before."""
+        pool = self.datastore.pool
+        connection = pool.get_connection(timeout=pool.lock_timeout or None, is_writer=True)
+        try:
+            with connection.transaction(commit=True) as cursor:
+                return self._insert_events(cursor, stored_events, **kwargs)
+        finally:
+            pool.put_connection(connection)
+
     def _insert_events(self, c: SQLiteCursor, stored_events: Any, **kwargs: Any) -> Any:
         if len(stored_events) < 2:
             positions = super()._insert_events(c, stored_events, **kwargs)

@@ -48,6 +48,20 @@ VIEWS_CHECKPOINT_PAGES = 250
 WRITER_WAIT_S = 30
 
 
+def _began_at_once(cursor: sqlite3.Cursor) -> bool:
+    """BEGIN IMMEDIATE without waiting: False, and no transaction, when SQLite's lock is held."""
+    cursor.execute("PRAGMA busy_timeout=0")
+    try:
+        cursor.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as error:
+        if error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+            raise
+        return False
+    finally:
+        cursor.execute(f"PRAGMA busy_timeout={WRITER_WAIT_S * 1000}")
+    return True
+
+
 def _read_only_connection(path: str) -> sqlite3.Connection:
     """A connection that cannot write the file (a ledger opened to check it: verify). A table a
     file written by an older version lacks (the seals, the keys index) reads as an empty one."""
@@ -162,12 +176,17 @@ class SQLiteStorage(Storage):
         this process queue for each other on a lock that hands over at once, not on SQLite's busy
         handler, which sleeps 1, 2, 5, 10 ms and more between tries while the lock is held, far
         longer than a commit of a step batch holds it. Other processes' writers still meet at
-        SQLite's lock."""
+        SQLite's lock, and the slot is let go while waiting for theirs (_began_at_once)."""
         pool = self.app.recorder.datastore.pool  # type: ignore[attr-defined]
         slot = pool.get_connection(timeout=WRITER_WAIT_S, is_writer=True)
         try:
             cursor = self._writer.cursor()
-            cursor.execute("BEGIN IMMEDIATE")
+            if not _began_at_once(cursor):
+                # Another process holds SQLite's lock: wait for it without the slot, so that this
+                # process's appenders wait on SQLite's lock (its timeout), not on the pool's.
+                pool.put_connection(slot)
+                slot = None
+                cursor.execute("BEGIN IMMEDIATE")
             try:
                 yield cursor
             except BaseException:
@@ -175,7 +194,8 @@ class SQLiteStorage(Storage):
                 raise
             cursor.execute("COMMIT")
         finally:
-            pool.put_connection(slot)
+            if slot is not None:
+                pool.put_connection(slot)
 
     def set_tracking(self, cursor: sqlite3.Cursor, views: Sequence[str], position: int) -> None:
         """Move `views` to `position`: one statement for them all (a chunk moves every view)."""
