@@ -86,3 +86,36 @@ def test_the_projector_checkpoints_the_log_before_the_appenders_would(tmp_path: 
         assert frames < appended
     finally:
         ledger.close()
+
+
+def test_a_writer_that_asks_while_the_slot_is_held_goes_before_the_views_transaction(tmp_path: Path) -> None:
+    """Writers first: a views' transaction that finds the slot held does not queue for it ahead of
+    the log's writers; a writer asking for it later still gets it first when it is let go, so a
+    stream of writes is not cut into by a views' transaction between each two of them."""
+    ledger = Ledger.open(str(tmp_path / "ledger.db"), project=False)
+    try:
+        pool = ledger.recorder.datastore.pool  # type: ignore[attr-defined]
+        order: list[str] = []
+        held = pool.get_connection(is_writer=True)  # A write in progress.
+
+        def views() -> None:
+            with ledger.storage.transaction():  # type: ignore[attr-defined]
+                order.append("views")
+
+        def writer() -> None:
+            slot = pool.get_connection(is_writer=True)
+            order.append("writer")
+            pool.put_connection(slot)
+
+        first = threading.Thread(target=views)
+        first.start()
+        threading.Event().wait(0.01)  # The views' transaction is looking for the slot.
+        second = threading.Thread(target=writer)
+        second.start()
+        threading.Event().wait(0.01)  # The writer is waiting for it too.
+        pool.put_connection(held)
+        first.join(10)
+        second.join(10)
+        assert order == ["writer", "views"]
+    finally:
+        ledger.close()

@@ -17,6 +17,7 @@ from ledger.storage.base import KeyRow, Storage, ViewRead, read_only, tracking_u
 from ledger.storage.chain import GENESIS, ChainRow, seal_rows
 from ledger.storage.sqlite.files import file_path, read_only_uri
 from ledger.storage.sqlite.recorder import INSERT_SEALS, KEYS_TABLE, LAST_SEAL, SEALS_TABLE, SQLiteRecorder
+from ledger.storage.sqlite.slot import views_transaction
 from ledger.views.queries import ViewReader
 from ledger.views.schema import TABLES, VIEWS
 
@@ -43,23 +44,6 @@ SQLITE_TYPES = {int: int, float: float, str: str, bytes: bytes}
 # connections at SQLite's default, 1,000): the projector, committing after the events it follows,
 # reaches the mark first, so the copy into the file and its sync are off the appenders' commits.
 VIEWS_CHECKPOINT_PAGES = 250
-# Seconds the views' writer waits for this process's event writers to finish (SQLite's own
-# lock timeout on these connections).
-WRITER_WAIT_S = 30
-
-
-def _began_at_once(cursor: sqlite3.Cursor) -> bool:
-    """BEGIN IMMEDIATE without waiting: False, and no transaction, when SQLite's lock is held."""
-    cursor.execute("PRAGMA busy_timeout=0")
-    try:
-        cursor.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError as error:
-        if error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
-            raise
-        return False
-    finally:
-        cursor.execute(f"PRAGMA busy_timeout={WRITER_WAIT_S * 1000}")
-    return True
 
 
 def _read_only_connection(path: str) -> sqlite3.Connection:
@@ -171,31 +155,10 @@ class SQLiteStorage(Storage):
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Cursor]:
-        """A write transaction on the views' connection, holding this process's writer slot (the
-        one the events' connections take in turn) throughout: the projector and the appenders of
-        this process queue for each other on a lock that hands over at once, not on SQLite's busy
-        handler, which sleeps 1, 2, 5, 10 ms and more between tries while the lock is held, far
-        longer than a commit of a step batch holds it. Other processes' writers still meet at
-        SQLite's lock, and the slot is let go while waiting for theirs (_began_at_once)."""
-        pool = self.app.recorder.datastore.pool  # type: ignore[attr-defined]
-        slot = pool.get_connection(timeout=WRITER_WAIT_S, is_writer=True)
-        try:
-            cursor = self._writer.cursor()
-            if not _began_at_once(cursor):
-                # Another process holds SQLite's lock: wait for it without the slot, so that this
-                # process's appenders wait on SQLite's lock (its timeout), not on the pool's.
-                pool.put_connection(slot)
-                slot = None
-                cursor.execute("BEGIN IMMEDIATE")
-            try:
-                yield cursor
-            except BaseException:
-                cursor.execute("ROLLBACK")
-                raise
-            cursor.execute("COMMIT")
-        finally:
-            if slot is not None:
-                pool.put_connection(slot)
+        """A write transaction on the views' connection, holding this process's writer slot
+        throughout (ledger.storage.sqlite.slot says how it is taken and why)."""
+        with views_transaction(self.app.recorder.datastore.pool, self._writer) as cursor:  # type: ignore[attr-defined]
+            yield cursor
 
     def set_tracking(self, cursor: sqlite3.Cursor, views: Sequence[str], position: int) -> None:
         """Move `views` to `position`: one statement for them all (a chunk moves every view)."""
