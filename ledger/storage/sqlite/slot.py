@@ -20,8 +20,10 @@ __all__ = ["views_transaction", "WRITER_WAIT_S"]
 # Seconds the views' writer waits for this process's event writers to finish (SQLite's own
 # lock timeout on these connections).
 WRITER_WAIT_S = 30
-# How the views' transaction yields the writer slot to the log's writers (writers_first).
-SLOT_RETRY_S = 0.001
+# How the views' transaction yields the writer slot to the log's writers (writers_first): the
+# pauses between its looks for a free slot (SQLite's busy handler's first ones), and how long it
+# looks before it queues for the slot.
+SLOT_PAUSES_S = (0.001, 0.002, 0.005, 0.01, 0.015)
 SLOT_PATIENCE_S = 0.05
 
 
@@ -41,17 +43,22 @@ def began_at_once(cursor: sqlite3.Cursor) -> bool:
 
 def writers_first(pool: Any) -> Any:
     """The writer slot for the views' transaction, yielding to the log's writers: taken at once
-    when free; while a write holds it, looked for again every SLOT_RETRY_S for up to
-    SLOT_PATIENCE_S before queueing for it. A writer waiting behind the views' transaction is
-    woken the moment it ends, but a stream of writes is not cut into by a transaction between
-    each two of them (the projector gathers what they saved meanwhile into one chunk)."""
+    when free; while a write holds it, looked for again after each of SLOT_PAUSES_S (the last one
+    repeated) for up to SLOT_PATIENCE_S before queueing for it. A writer waiting behind the views'
+    transaction is woken the moment it ends, but a stream of writes is not cut into by a views'
+    transaction between each two of them: the projector gathers what they saved meanwhile into
+    larger chunks, each costing less per event to project."""
     deadline = time.monotonic() + SLOT_PATIENCE_S
-    while time.monotonic() < deadline:
+    tries = 0
+    while True:
         try:
             return pool.get_connection(timeout=0, is_writer=True)
         except ConnectionUnavailableError:
-            time.sleep(SLOT_RETRY_S)
-    return pool.get_connection(timeout=WRITER_WAIT_S, is_writer=True)
+            pause = SLOT_PAUSES_S[min(tries, len(SLOT_PAUSES_S) - 1)]
+            if time.monotonic() + pause > deadline:
+                return pool.get_connection(timeout=WRITER_WAIT_S, is_writer=True)
+            time.sleep(pause)
+            tries += 1
 
 
 @contextmanager
