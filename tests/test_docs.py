@@ -216,3 +216,13 @@ def test_the_dashboard_page_names_every_parameter_of_the_runs_api() -> None:
     [row] = [line for line in page.splitlines() if line.startswith("| `GET /api/runs?")]
     named = re.findall(r"[?&](\w+)=", row.split("`")[1])
     assert sorted(named) == sorted(RUNS_PARAMETERS)
+
+
+def test_the_performance_goal_table_names_every_goal_the_benchmarks_judge() -> None:
+    goals = (REPO / "bench" / "goals.py").read_text(encoding="utf-8")
+    judged = set(re.findall(r'Goal\("(\w+)"', goals))
+    page = (REPO / "docs" / "performance.md").read_text(encoding="utf-8")
+    table = page.split("## The goals", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`(\w+)`", table))
+    assert len(judged) > 15
+    assert sorted(judged - named) == []
